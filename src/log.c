@@ -1,0 +1,106 @@
+/* log.c -- leveled logging to stderr (journald collects it under systemd). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+
+static char log_tag[64] = "gpupool";
+static int log_level = GP_LOG_INFO;
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+void gp_log_init(const char *tag, int level)
+{
+	if (tag)
+		snprintf(log_tag, sizeof(log_tag), "%s", tag);
+	log_level = level;
+}
+
+void gp_log_set_level(int level)
+{
+	log_level = level;
+}
+
+int gp_log_level(void)
+{
+	return log_level;
+}
+
+int gp_log_parse_level(const char *s)
+{
+	if (!s || !*s)
+		return -1;
+	if (s[0] >= '0' && s[0] <= '3' && s[1] == '\0')
+		return s[0] - '0';
+	for (int i = 0; i < 4; i++)
+		if (strcasecmp(s, level_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+void gp_vlog(int level, const char *fmt, va_list ap)
+{
+	char line[1024];
+	int n;
+
+	if (level > log_level || log_level < 0)
+		return;
+	n = snprintf(line, sizeof(line), "%s: %s: ", log_tag,
+		     level >= 0 && level <= GP_LOG_DEBUG ? level_names[level] : "?");
+	if (n < 0 || (size_t)n >= sizeof(line))
+		n = 0;
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	/* One write per line so lines from several processes do not interleave. */
+	fprintf(stderr, "%s\n", line);
+}
+
+void gp_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	gp_vlog(level, fmt, ap);
+	va_end(ap);
+}
+
+void gp_log_errno(int level, const char *fmt, ...)
+{
+	char msg[768];
+	int saved = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	gp_log(level, "%s: %s", msg, strerror(saved));
+}
+
+void gp_fatal(const char *fmt, ...)
+{
+	char msg[768];
+	int saved = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (log_level < GP_LOG_ERROR)
+		log_level = GP_LOG_ERROR;
+	gp_log(GP_LOG_ERROR, "%s: %s", msg, strerror(saved));
+	exit(1);
+}
+
+void gp_fatalx(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (log_level < GP_LOG_ERROR)
+		log_level = GP_LOG_ERROR;
+	va_start(ap, fmt);
+	gp_vlog(GP_LOG_ERROR, fmt, ap);
+	va_end(ap);
+	exit(1);
+}
