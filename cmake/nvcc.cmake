@@ -35,3 +35,16 @@ function(gp_nvcc_executable target)
 	add_custom_target(${target} ALL DEPENDS ${out})
 	set_target_properties(${target} PROPERTIES GP_OUTPUT ${out})
 endfunction()
+
+# gp_embed(<out-header-var> <file> <symbol>): a header with the file's bytes as a C array.
+function(gp_embed out_var file symbol)
+	get_filename_component(name ${file} NAME)
+	set(out ${CMAKE_CURRENT_BINARY_DIR}/${name}.h)
+	add_custom_command(OUTPUT ${out}
+		COMMAND ${CMAKE_COMMAND} -DIN=${file} -DOUT=${out} -DNAME=${symbol}
+			-P ${CMAKE_SOURCE_DIR}/cmake/embed.cmake
+		DEPENDS ${file} ${CMAKE_SOURCE_DIR}/cmake/embed.cmake
+		COMMENT "embed ${name}"
+		VERBATIM)
+	set(${out_var} ${out} PARENT_SCOPE)
+endfunction()

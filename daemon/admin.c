@@ -1,0 +1,240 @@
+/* admin.c -- the admin socket: poolctl asks, the supervisor answers from its own state. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gpupool/gpupool.h>
+
+#include "daemon.h"
+#include "error.h"
+#include "log.h"
+
+#define ADMIN_MAX_FRAME (64u * 1024)
+
+int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg);
+
+struct admin_conn {
+	uv_pipe_t pipe;
+	struct gp_daemon *d;
+	struct gp_frame_decoder dec;
+};
+
+static const char *state_name(int st)
+{
+	switch (st) {
+	case GP_SESSION_HANDSHAKE:
+		return "handshake";
+	case GP_SESSION_QUEUED:
+		return "queued";
+	case GP_SESSION_ACTIVE:
+		return "active";
+	case GP_SESSION_CLOSING:
+		return "closing";
+	default:
+		return "unknown";
+	}
+}
+
+/* Fills a status reply; the arrays are allocated here and freed by free_status(). */
+static int build_status(struct gp_daemon *d, Gp__AdminReply *rep)
+{
+	Gp__GpuStatus *gs = calloc(d->ngpus + 1, sizeof(*gs));
+	Gp__SessionStatus *ss = calloc(d->nsessions + 1, sizeof(*ss));
+	size_t n = 0;
+
+	rep->gpu = calloc(d->ngpus + 1, sizeof(*rep->gpu));
+	rep->session = calloc(d->nsessions + 1, sizeof(*rep->session));
+	if (!gs || !ss || !rep->gpu || !rep->session) {
+		free(gs);
+		free(ss);
+		free(rep->gpu);
+		free(rep->session);
+		return -ENOMEM;
+	}
+	for (uint32_t g = 0; g < d->ngpus; g++) {
+		gp__gpu_status__init(&gs[g]);
+		gs[g].index = d->gpus[g].index;
+		gs[g].name = d->gpus[g].name;
+		gs[g].uuid.data = d->gpus[g].uuid;
+		gs[g].uuid.len = 16;
+		gs[g].total_mem = d->gpus[g].total_mem;
+		gs[g].reserved_mem = d->gpus[g].reserved;
+		gs[g].sessions = d->gpus[g].sessions;
+		gs[g].draining = d->gpus[g].draining;
+		rep->gpu[g] = &gs[g];
+	}
+	rep->n_gpu = d->ngpus;
+	for (struct gp_session *s = d->sessions; s; s = s->next, n++) {
+		Gp__SessionStatus *x = &ss[n];
+		struct gp_stats *st = s->stats;
+
+		gp__session_status__init(x);
+		x->id = s->id;
+		x->tenant = s->tenant;
+		x->client = s->client_addr;
+		x->client_host = s->client_host;
+		x->client_pid = s->client_pid;
+		x->program = s->program;
+		x->n_gpu = s->ndev;
+		x->gpu = s->dev;
+		x->mem_limit = s->mem_limit;
+		x->started = s->started;
+		x->worker_pid = (uint32_t)s->proc.pid;
+		x->state = (char *)state_name(st ? (int)atomic_load(&st->state) : s->state);
+		if (st) {
+			x->mem_used = atomic_load_explicit(&st->mem_used, memory_order_relaxed);
+			x->mem_peak = atomic_load_explicit(&st->mem_peak, memory_order_relaxed);
+			x->calls = atomic_load_explicit(&st->calls, memory_order_relaxed);
+			x->bytes_in = atomic_load_explicit(&st->bytes_in, memory_order_relaxed);
+			x->bytes_out = atomic_load_explicit(&st->bytes_out, memory_order_relaxed);
+			x->last_active = atomic_load_explicit(&st->last_active,
+							      memory_order_relaxed);
+			/* Per-GPU use: the worker counts by its own device index. */
+			for (uint32_t i = 0; i < s->ndev && i < GP_STATS_MAX_DEVICES; i++)
+				for (uint32_t g = 0; g < d->ngpus; g++)
+					if (d->gpus[g].index == s->dev[i])
+						gs[g].used_mem += atomic_load_explicit(
+							&st->dev_mem_used[i], memory_order_relaxed);
+		}
+		rep->session[n] = x;
+	}
+	rep->n_session = n;
+	rep->version = GP_VERSION_STRING;
+	rep->started = d->started;
+	rep->draining = d->stopping;
+	rep->listen = d->listen_addr;
+	return 0;
+}
+
+static void free_status(Gp__AdminReply *rep)
+{
+	if (rep->n_gpu)
+		free(rep->gpu[0]);
+	if (rep->n_session)
+		free(rep->session[0]);
+	free(rep->gpu);
+	free(rep->session);
+}
+
+static void on_conn_closed(uv_handle_t *h)
+{
+	struct admin_conn *c = h->data;
+
+	gp_frame_decoder_deinit(&c->dec);
+	free(c);
+}
+
+static void answer(struct admin_conn *c, const Gp__AdminRequest *req)
+{
+	Gp__AdminReply rep = GP__ADMIN_REPLY__INIT;
+	char msg[256];
+	bool built = false;
+
+	if (strcmp(req->command, "status") == 0) {
+		if (build_status(c->d, &rep) == 0) {
+			built = true;
+		} else {
+			rep.status = -ENOMEM;
+			rep.message = "out of memory";
+		}
+	} else {
+		snprintf(msg, sizeof(msg), "unknown command '%s'", req->command);
+		rep.status = GP_ETYPE;
+		rep.message = msg;
+	}
+	gp__uv_send((uv_stream_t *)&c->pipe, GP_MSG_ADMIN_REPLY, &rep.base);
+	if (built)
+		free_status(&rep);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	static char slab[16384];
+
+	*buf = uv_buf_init(slab, sizeof(slab));
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct admin_conn *c = stream->data;
+	struct gp_frame f;
+	int r;
+
+	if (nread < 0 || gp_frame_decoder_feed(&c->dec, buf->base, (size_t)nread)) {
+		uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
+		return;
+	}
+	while ((r = gp_frame_decoder_next(&c->dec, &f)) == 1) {
+		Gp__AdminRequest *req;
+
+		if (f.hdr.type != GP_MSG_ADMIN_REQUEST ||
+		    !(req = (Gp__AdminRequest *)gp_msg_unpack(f.hdr.type, f.msg, f.hdr.msg_len))) {
+			r = GP_ETYPE;
+			break;
+		}
+		answer(c, req);
+		protobuf_c_message_free_unpacked(&req->base, NULL);
+	}
+	if (r < 0) {
+		gp_log_warnx("admin connection: %s", gp_strerror(r));
+		uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
+	}
+}
+
+static void on_admin_connection(uv_stream_t *server, int status)
+{
+	struct gp_daemon *d = server->data;
+	struct admin_conn *c;
+
+	if (status < 0)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	c->d = d;
+	gp_frame_decoder_init(&c->dec, ADMIN_MAX_FRAME);
+	uv_pipe_init(d->loop, &c->pipe, 0);
+	c->pipe.data = c;
+	if (uv_accept(server, (uv_stream_t *)&c->pipe)) {
+		uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
+		return;
+	}
+	uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+}
+
+int gp__admin_listen(struct gp_daemon *d)
+{
+	const char *path = d->cfg->admin_socket;
+	mode_t old;
+	int r;
+
+	/* A socket left by an earlier run is stale: the daemon holds no lock on it. */
+	unlink(path);
+	uv_pipe_init(d->loop, &d->admin, 0);
+	d->admin.data = d;
+	/* Root and the daemon's group only, from the moment it exists. */
+	old = umask(0117);
+	r = uv_pipe_bind(&d->admin, path);
+	umask(old);
+	if (!r)
+		r = uv_listen((uv_stream_t *)&d->admin, 16, on_admin_connection);
+	if (r) {
+		gp_log_error("admin socket %s: %s", path, uv_strerror(r));
+		uv_close((uv_handle_t *)&d->admin, NULL);
+		return r;
+	}
+	d->admin_open = true;
+	return 0;
+}
+
+void gp__admin_close(struct gp_daemon *d)
+{
+	if (!d->admin_open)
+		return;
+	uv_close((uv_handle_t *)&d->admin, NULL);
+	unlink(d->cfg->admin_socket);
+	d->admin_open = false;
+}

@@ -1,0 +1,177 @@
+/* gpupoold.c -- the pool daemon: configuration, signals, the event loop. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include <gpupool/gpupool.h>
+
+#include "conn.h"
+#include "daemon.h"
+#include "error.h"
+#include "log.h"
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: gpupoold [-n] [-d] [-f FILE]\n"
+			"  -f FILE  configuration file (default " GP_CONFIG_DEFAULT_PATH ")\n"
+			"  -n       check the configuration and exit\n"
+			"  -d       log at debug level\n"
+			"  -V       print the version and exit\n");
+	exit(2);
+}
+
+/* The worker lives at ../libexec/gpupool/gpupool-worker from the daemon's own bin/. */
+static int find_worker(struct gp_daemon *d)
+{
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (d->cfg->worker) {
+		snprintf(d->worker_path, sizeof(d->worker_path), "%s", d->cfg->worker);
+	} else {
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n < 0)
+			return -errno;
+		self[n] = '\0';
+		snprintf(d->worker_path, sizeof(d->worker_path),
+			 "%s/../libexec/gpupool/gpupool-worker", dirname(self));
+	}
+	if (access(d->worker_path, X_OK) != 0) {
+		gp_log_error("worker %s: %s", d->worker_path, strerror(errno));
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Loads the certificate and key once at start, so a bad pair fails here. */
+static int check_tls(const struct gp_config *cfg)
+{
+	char err[512];
+	SSL_CTX *ctx = gp_tls_server_ctx_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ca, err,
+					     sizeof(err));
+
+	if (!ctx) {
+		gp_log_error("%s: %s", cfg->path, err);
+		return -1;
+	}
+	SSL_CTX_free(ctx);
+	return 0;
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+	struct gp_daemon *d = h->data;
+	struct gp_config *cfg;
+	char err[512];
+
+	if (sig == SIGHUP) {
+		cfg = gp_config_load(d->cfg->path, err, sizeof(err));
+		if (!cfg || check_tls(cfg)) {
+			gp_log_error("reload failed, keeping the running configuration: %s",
+				     cfg ? "TLS files unusable" : err);
+			gp_config_free(cfg);
+			return;
+		}
+		/* Listening address and admin socket stay as they were bound. */
+		free(cfg->listen);
+		cfg->listen = strdup(d->cfg->listen);
+		free(cfg->admin_socket);
+		cfg->admin_socket = strdup(d->cfg->admin_socket);
+		gp_config_free(d->cfg);
+		d->cfg = cfg;
+		gp_log_set_level(cfg->log_level);
+		gp_log_info("configuration reloaded from %s", cfg->path);
+		return;
+	}
+	if (d->stopping)
+		return;
+	gp_log_info("%s: stopping, ending %u session%s", strsignal(sig), d->nsessions,
+		    d->nsessions == 1 ? "" : "s");
+	d->stopping = true;
+	sd_notify(0, "STOPPING=1");
+	for (struct gp_session *s = d->sessions; s; s = s->next)
+		gp__session_kill(s, SIGTERM);
+	gp__supervisor_stop(d);
+}
+
+int main(int argc, char **argv)
+{
+	struct gp_daemon d = {0};
+	const char *path = GP_CONFIG_DEFAULT_PATH;
+	bool check_only = false, debug = false;
+	char err[512];
+	int c, ret;
+
+	signal(SIGPIPE, SIG_IGN);
+	gp_log_init("gpupoold", GP_LOG_INFO);
+	while ((c = getopt(argc, argv, "f:ndV")) != -1) {
+		switch (c) {
+		case 'f':
+			path = optarg;
+			break;
+		case 'n':
+			check_only = true;
+			break;
+		case 'd':
+			debug = true;
+			break;
+		case 'V':
+			printf("gpupoold %s (protocol %d)\n", GP_VERSION_STRING, GP_PROTOCOL_VERSION);
+			return 0;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+
+	d.cfg = gp_config_load(path, err, sizeof(err));
+	if (!d.cfg)
+		gp_fatalx("%s", err);
+	gp_log_set_level(debug ? GP_LOG_DEBUG : d.cfg->log_level);
+	if (check_tls(d.cfg))
+		return 1;
+	if (check_only) {
+		printf("configuration OK\n");
+		gp_config_free(d.cfg);
+		return 0;
+	}
+	if (find_worker(&d))
+		return 1;
+	if (gp__inventory(&d))
+		gp_fatalx("cannot list the GPUs of driver %s", d.cfg->driver);
+	if (d.ngpus == 0)
+		gp_log_warnx("driver %s shows no GPUs; every session will be refused",
+			     d.cfg->driver);
+
+	d.loop = uv_default_loop();
+	d.started = time(NULL);
+	d.next_id = 1;
+	if (gp__supervisor_listen(&d) || gp__admin_listen(&d))
+		return 1;
+	uv_signal_init(d.loop, &d.sigterm);
+	uv_signal_init(d.loop, &d.sigint);
+	uv_signal_init(d.loop, &d.sighup);
+	d.sigterm.data = d.sigint.data = d.sighup.data = &d;
+	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
+	uv_signal_start(&d.sigint, on_signal, SIGINT);
+	uv_signal_start(&d.sighup, on_signal, SIGHUP);
+
+	gp_log_info("gpupoold %s listening on %s, admin socket %s, driver %s",
+		    GP_VERSION_STRING, d.listen_addr, d.cfg->admin_socket, d.cfg->driver);
+	sd_notifyf(0, "READY=1\nSTATUS=0 sessions, %u GPU%s\nMAINPID=%d", d.ngpus,
+		   d.ngpus == 1 ? "" : "s", getpid());
+	ret = uv_run(d.loop, UV_RUN_DEFAULT);
+	gp_log_info("stopped");
+	uv_loop_close(d.loop);
+	gp_config_free(d.cfg);
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,96 @@
+/* inventory.c -- learn the GPUs through a short-lived worker: the supervisor never loads CUDA. */
+#include <errno.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "daemon.h"
+#include "error.h"
+#include "log.h"
+
+#define INVENTORY_TIMEOUT_MS 60000
+
+extern char **environ;
+
+/* Runs `gpupool-worker --inventory --driver PATH` and reads its INVENTORY frame. */
+int gp__inventory(struct gp_daemon *d)
+{
+	posix_spawn_file_actions_t fa;
+	char *argv[] = {d->worker_path, "--inventory", "--driver", d->cfg->driver, NULL};
+	struct pollfd pfd;
+	struct gp_frame_hdr h;
+	struct gp_conn *c = NULL;
+	Gp__Inventory *inv = NULL;
+	int sv[2], status, ret = -1, r;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		gp_log_warn("socketpair");
+		return -1;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, sv[1], 4);
+	r = posix_spawn(&pid, d->worker_path, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(sv[1]);
+	if (r) {
+		errno = r;
+		gp_log_warn("cannot run %s", d->worker_path);
+		close(sv[0]);
+		return -1;
+	}
+	pfd.fd = sv[0];
+	pfd.events = POLLIN;
+	do
+		r = poll(&pfd, 1, INVENTORY_TIMEOUT_MS);
+	while (r < 0 && errno == EINTR);
+	if (r == 0) {
+		gp_log_error("GPU inventory: the worker did not answer in %d s",
+			     INVENTORY_TIMEOUT_MS / 1000);
+		kill(pid, SIGKILL);
+		close(sv[0]);
+		goto out_wait;
+	}
+	c = gp_conn_new(sv[0]);
+	if (!c) {
+		close(sv[0]);
+		goto out_wait;
+	}
+	if (gp_conn_recv(c, &h) || h.type != GP_MSG_INVENTORY ||
+	    !(inv = (Gp__Inventory *)gp_msg_unpack(h.type, c->msg, h.msg_len))) {
+		gp_log_error("GPU inventory: no answer from the worker (%s)", c->err);
+		goto out_wait;
+	}
+	if (inv->status != 0) {
+		gp_log_error("GPU inventory: %s", inv->message);
+		goto out_wait;
+	}
+	d->driver_version = inv->driver_version;
+	d->ngpus = 0;
+	for (size_t i = 0; i < inv->n_gpu && i < GP_STATS_MAX_DEVICES; i++) {
+		struct gp_gpu *g = &d->gpus[d->ngpus++];
+
+		memset(g, 0, sizeof(*g));
+		g->index = inv->gpu[i]->index;
+		snprintf(g->name, sizeof(g->name), "%s", inv->gpu[i]->name);
+		if (inv->gpu[i]->uuid.len == 16)
+			memcpy(g->uuid, inv->gpu[i]->uuid.data, 16);
+		g->total_mem = inv->gpu[i]->total_mem;
+		gp_log_info("GPU %u: %s, %llu MiB", g->index, g->name,
+			    (unsigned long long)(g->total_mem >> 20));
+	}
+	ret = 0;
+out_wait:
+	if (inv)
+		protobuf_c_message_free_unpacked(&inv->base, NULL);
+	gp_conn_free(c);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return ret;
+}

@@ -1,0 +1,135 @@
+/* poolctl.c -- show and steer a gpupool daemon through its admin socket. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <gpupool/gpupool.h>
+
+#include "config.h"
+#include "conn.h"
+#include "error.h"
+#include "poolctl.h"
+
+#define DEFAULT_SOCKET "/run/gpupool/admin.sock"
+
+static const struct {
+	const char *name;
+	int (*fn)(struct poolctl *pc, int argc, char **argv);
+	const char *description;
+} commands[] = {
+	{"status", poolctl_status, "GPUs and sessions of the pool (default)"},
+};
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: poolctl [-s ADMIN_SOCKET] [COMMAND] [--json]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(stderr, "  %-10s %s\n", commands[i].name, commands[i].description);
+	exit(2);
+}
+
+static int connect_admin(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "poolctl: socket path too long: %s\n", path);
+		exit(1);
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno == ENOENT || errno == ECONNREFUSED)
+			fprintf(stderr, "poolctl: gpupoold is not running (no daemon at %s)\n",
+				path);
+		else
+			fprintf(stderr, "poolctl: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	return fd;
+}
+
+Gp__AdminReply *poolctl_request(struct poolctl *pc, const char *command, int argc, char **argv)
+{
+	Gp__AdminRequest req = GP__ADMIN_REQUEST__INIT;
+	struct gp_frame_hdr h;
+	Gp__AdminReply *rep;
+	struct gp_conn *c = gp_conn_new(connect_admin(pc->socket));
+
+	if (!c) {
+		fprintf(stderr, "poolctl: out of memory\n");
+		exit(1);
+	}
+	req.command = (char *)command;
+	req.n_arg = (size_t)argc;
+	req.arg = argv;
+	if (gp_conn_send(c, GP_MSG_ADMIN_REQUEST, 0, 1, &req.base, NULL, 0) || gp_conn_flush(c) ||
+	    gp_conn_recv(c, &h)) {
+		fprintf(stderr, "poolctl: %s: %s\n", pc->socket, c->err);
+		exit(1);
+	}
+	if (h.type != GP_MSG_ADMIN_REPLY ||
+	    !(rep = (Gp__AdminReply *)gp_msg_unpack(h.type, c->msg, h.msg_len))) {
+		fprintf(stderr, "poolctl: unexpected answer from %s\n", pc->socket);
+		exit(1);
+	}
+	gp_conn_free(c);
+	if (rep->status != 0) {
+		fprintf(stderr, "poolctl: %s: %s\n", command,
+			rep->message && *rep->message ? rep->message : gp_strerror(rep->status));
+		exit(1);
+	}
+	return rep;
+}
+
+int main(int argc, char **argv)
+{
+	struct poolctl pc = {0};
+	const char *cmd = "status";
+	int i;
+
+	pc.socket = getenv("GPUPOOL_ADMIN_SOCKET");
+	if (!pc.socket)
+		pc.socket = DEFAULT_SOCKET;
+	/* Options may come before or after the command, as in `poolctl status --json`. */
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) {
+			pc.socket = argv[++i];
+		} else if (strcmp(argv[i], "--json") == 0) {
+			pc.json = true;
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage();
+		} else if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
+			printf("poolctl %s\n", GP_VERSION_STRING);
+			return 0;
+		} else {
+			break;
+		}
+	}
+	if (i < argc)
+		cmd = argv[i++];
+	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
+		if (strcmp(commands[k].name, cmd) == 0) {
+			/* Strip the global options from what the command sees. */
+			int n = 0;
+
+			for (int j = i; j < argc; j++) {
+				if (strcmp(argv[j], "--json") == 0)
+					pc.json = true;
+				else if (strcmp(argv[j], "-s") == 0 && j + 1 < argc)
+					pc.socket = argv[++j];
+				else
+					argv[i + n++] = argv[j];
+			}
+			return commands[k].fn(&pc, n, argv + i);
+		}
+	}
+	fprintf(stderr, "poolctl: unknown command '%s'\n", cmd);
+	usage();
+}

@@ -1,0 +1,180 @@
+/* poolctl_status.c -- `poolctl status`: the pool's GPUs and sessions. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "poolctl.h"
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+static void uuid_str(const ProtobufCBinaryData *u, char out[40])
+{
+	int k = 0;
+
+	out[0] = '\0';
+	if (u->len != 16)
+		return;
+	k += sprintf(out, "GPU-");
+	for (int i = 0; i < 16; i++) {
+		k += sprintf(out + k, "%02x", u->data[i]);
+		if (i == 3 || i == 5 || i == 7 || i == 9)
+			out[k++] = '-';
+	}
+	out[k] = '\0';
+}
+
+static void print_json(const Gp__AdminReply *r)
+{
+	char uuid[48];
+
+	printf("{\"version\":");
+	json_str(r->version);
+	printf(",\"listen\":");
+	json_str(r->listen);
+	printf(",\"started\":%" PRId64 ",\"draining\":%s,\"gpus\":[", r->started,
+	       r->draining ? "true" : "false");
+	for (size_t i = 0; i < r->n_gpu; i++) {
+		const Gp__GpuStatus *g = r->gpu[i];
+
+		uuid_str(&g->uuid, uuid);
+		printf("%s{\"index\":%u,\"name\":", i ? "," : "", g->index);
+		json_str(g->name);
+		printf(",\"uuid\":");
+		json_str(uuid);
+		printf(",\"memory_total\":%" PRIu64 ",\"memory_used\":%" PRIu64
+		       ",\"memory_reserved\":%" PRIu64 ",\"sessions\":%u,\"draining\":%s}",
+		       g->total_mem, g->used_mem, g->reserved_mem, g->sessions,
+		       g->draining ? "true" : "false");
+	}
+	printf("],\"sessions\":[");
+	for (size_t i = 0; i < r->n_session; i++) {
+		const Gp__SessionStatus *s = r->session[i];
+
+		printf("%s{\"id\":%" PRIu64 ",\"state\":", i ? "," : "", s->id);
+		json_str(s->state);
+		printf(",\"tenant\":");
+		json_str(s->tenant);
+		printf(",\"client\":");
+		json_str(s->client);
+		printf(",\"client_host\":");
+		json_str(s->client_host);
+		printf(",\"client_pid\":%u,\"program\":", s->client_pid);
+		json_str(s->program);
+		printf(",\"gpus\":[");
+		for (size_t k = 0; k < s->n_gpu; k++)
+			printf("%s%u", k ? "," : "", s->gpu[k]);
+		printf("],\"memory_used\":%" PRIu64 ",\"memory_peak\":%" PRIu64
+		       ",\"memory_limit\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"bytes_in\":%" PRIu64
+		       ",\"bytes_out\":%" PRIu64 ",\"started\":%" PRId64
+		       ",\"last_active\":%" PRId64 ",\"worker_pid\":%u}",
+		       s->mem_used, s->mem_peak, s->mem_limit, s->calls, s->bytes_in, s->bytes_out,
+		       s->started, s->last_active, s->worker_pid);
+	}
+	printf("]}\n");
+}
+
+static const char *human(uint64_t v, char *buf, size_t len)
+{
+	static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double x = (double)v;
+	int u = 0;
+
+	while (x >= 1024 && u < 4) {
+		x /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", v);
+	else
+		snprintf(buf, len, "%.1f %s", x, units[u]);
+	return buf;
+}
+
+static const char *age(int64_t since, char *buf, size_t len)
+{
+	int64_t s = (int64_t)time(NULL) - since;
+
+	if (s < 0)
+		s = 0;
+	if (s < 120)
+		snprintf(buf, len, "%" PRId64 "s", s);
+	else if (s < 7200)
+		snprintf(buf, len, "%" PRId64 "m", s / 60);
+	else if (s < 172800)
+		snprintf(buf, len, "%" PRId64 "h", s / 3600);
+	else
+		snprintf(buf, len, "%" PRId64 "d", s / 86400);
+	return buf;
+}
+
+static void print_tables(const Gp__AdminReply *r)
+{
+	char a[32], b[32], c[32];
+
+	printf("gpupool %s on %s, up %s, %zu GPU%s, %zu session%s%s\n\n", r->version,
+	       r->listen, age(r->started, a, sizeof(a)), r->n_gpu, r->n_gpu == 1 ? "" : "s", r->n_session,
+	       r->n_session == 1 ? "" : "s", r->draining ? ", stopping" : "");
+	printf("%-4s %-24s %12s %12s %12s %8s\n", "GPU", "NAME", "USED", "RESERVED", "TOTAL",
+	       "SESSIONS");
+	for (size_t i = 0; i < r->n_gpu; i++) {
+		const Gp__GpuStatus *g = r->gpu[i];
+
+		printf("%-4u %-24.24s %12s %12s %12s %8u%s\n", g->index, g->name,
+		       human(g->used_mem, a, sizeof(a)), human(g->reserved_mem, b, sizeof(b)),
+		       human(g->total_mem, c, sizeof(c)), g->sessions,
+		       g->draining ? "  draining" : "");
+	}
+	printf("\n%-8s %-10s %-12s %-22s %-16s %-6s %12s %12s %8s %6s\n", "SESSION", "STATE",
+	       "TENANT", "CLIENT", "PROGRAM", "GPUS", "MEM USED", "LIMIT", "CALLS", "AGE");
+	if (r->n_session == 0)
+		printf("(no sessions)\n");
+	for (size_t i = 0; i < r->n_session; i++) {
+		const Gp__SessionStatus *s = r->session[i];
+		char gpus[64] = "-", lim[32] = "-";
+		size_t k = 0;
+
+		for (size_t j = 0; j < s->n_gpu && k < sizeof(gpus) - 8; j++)
+			k += (size_t)snprintf(gpus + k, sizeof(gpus) - k, "%s%u", j ? "," : "",
+					      s->gpu[j]);
+		if (s->mem_limit)
+			human(s->mem_limit, lim, sizeof(lim));
+		printf("%-8" PRIu64 " %-10s %-12.12s %-22.22s %-16.16s %-6s %12s %12s %8" PRIu64
+		       " %6s\n",
+		       s->id, s->state, s->tenant, s->client, s->program, gpus,
+		       human(s->mem_used, a, sizeof(a)), lim, s->calls,
+		       age(s->started, b, sizeof(b)));
+	}
+}
+
+int poolctl_status(struct poolctl *pc, int argc, char **argv)
+{
+	Gp__AdminReply *r;
+
+	if (argc > 0) {
+		fprintf(stderr, "poolctl: status: unexpected argument '%s'\n", argv[0]);
+		return 2;
+	}
+	r = poolctl_request(pc, "status", 0, NULL);
+	if (pc->json)
+		print_json(r);
+	else
+		print_tables(r);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+	return 0;
+}

@@ -1,0 +1,516 @@
+/* supervisor.c -- accept clients, spawn one worker per session, admit, reap. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "conn.h"
+#include "daemon.h"
+#include "error.h"
+#include "log.h"
+
+#define CTL_MAX_FRAME (1u << 20)
+
+/* ---- framed writes on libuv streams --------------------------------------- */
+
+struct frame_write {
+	uv_write_t req;
+	uint8_t bytes[];
+};
+
+static void on_frame_written(uv_write_t *req, int status)
+{
+	free(req->data);
+}
+
+/* Queues one frame on a libuv stream. Returns 0 or a negative code. */
+int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg);
+
+int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg)
+{
+	size_t mlen = msg ? protobuf_c_message_get_packed_size(msg) : 0;
+	struct gp_frame_hdr h = {.msg_len = (uint32_t)mlen, .type = (uint16_t)type};
+	struct frame_write *fw;
+	uv_buf_t buf;
+	int r;
+
+	if (mlen > GP_FRAME_MSG_MAX)
+		return GP_ETOOBIG;
+	fw = malloc(sizeof(*fw) + GP_FRAME_HDR_SIZE + mlen);
+	if (!fw)
+		return -ENOMEM;
+	gp_frame_hdr_encode(&h, fw->bytes);
+	if (msg)
+		protobuf_c_message_pack(msg, fw->bytes + GP_FRAME_HDR_SIZE);
+	fw->req.data = fw;
+	buf = uv_buf_init((char *)fw->bytes, (unsigned)(GP_FRAME_HDR_SIZE + mlen));
+	r = uv_write(&fw->req, s, &buf, 1, on_frame_written);
+	if (r) {
+		free(fw);
+		return r;
+	}
+	return 0;
+}
+
+/* ---- session lifetime ---------------------------------------------------------- */
+
+static void notify_status(struct gp_daemon *d)
+{
+	sd_notifyf(0, "STATUS=%u session%s, %u GPU%s%s", d->nsessions,
+		   d->nsessions == 1 ? "" : "s", d->ngpus, d->ngpus == 1 ? "" : "s",
+		   d->stopping ? ", stopping" : "");
+}
+
+static void release_placement(struct gp_session *s)
+{
+	struct gp_daemon *d = s->d;
+
+	for (uint32_t i = 0; i < s->ndev; i++) {
+		for (uint32_t g = 0; g < d->ngpus; g++) {
+			if (d->gpus[g].index != s->dev[i])
+				continue;
+			d->gpus[g].reserved -= s->mem_limit;
+			d->gpus[g].sessions--;
+		}
+	}
+	s->ndev = 0;
+}
+
+static void session_free_if_closed(struct gp_session *s)
+{
+	struct gp_daemon *d = s->d;
+	struct gp_session **pp;
+
+	if (!s->ctl_closed || !s->proc_closed)
+		return;
+	for (pp = &d->sessions; *pp; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	}
+	d->nsessions--;
+	if (s->stats)
+		munmap(s->stats, GP_STATS_SIZE);
+	gp_frame_decoder_deinit(&s->dec);
+	free(s);
+	notify_status(d);
+	if (d->stopping && d->nsessions == 0)
+		gp__supervisor_stop(d);
+}
+
+static void on_ctl_closed(uv_handle_t *h)
+{
+	struct gp_session *s = h->data;
+
+	s->ctl_closed = true;
+	session_free_if_closed(s);
+}
+
+static void on_proc_closed(uv_handle_t *h)
+{
+	struct gp_session *s = h->data;
+
+	s->proc_closed = true;
+	session_free_if_closed(s);
+}
+
+static void close_ctl(struct gp_session *s)
+{
+	if (!uv_is_closing((uv_handle_t *)&s->ctl))
+		uv_close((uv_handle_t *)&s->ctl, on_ctl_closed);
+}
+
+static void on_worker_exit(uv_process_t *p, int64_t status, int sig)
+{
+	struct gp_session *s = p->data;
+
+	s->exited = true;
+	if (sig)
+		gp_log_warnx("session %llu: worker %d killed by signal %d (%s)",
+			     (unsigned long long)s->id, p->pid, sig, strsignal(sig));
+	else if (status)
+		gp_log_warnx("session %llu: worker %d exited with status %lld",
+			     (unsigned long long)s->id, p->pid, (long long)status);
+	else
+		gp_log_debug("session %llu: worker %d exited", (unsigned long long)s->id, p->pid);
+	release_placement(s);
+	close_ctl(s);
+	uv_close((uv_handle_t *)p, on_proc_closed);
+}
+
+void gp__session_kill(struct gp_session *s, int sig)
+{
+	if (!s->exited)
+		uv_process_kill(&s->proc, sig);
+}
+
+struct gp_session *gp__session_find(struct gp_daemon *d, uint64_t id)
+{
+	for (struct gp_session *s = d->sessions; s; s = s->next)
+		if (s->id == id)
+			return s;
+	return NULL;
+}
+
+/* ---- admission ------------------------------------------------------------------- */
+
+/*
+ * Places a session: n GPUs, each with `memory` bytes free (0: no reservation,
+ * the limit is then the device's size). Spread: the least loaded GPUs first.
+ */
+static int place(struct gp_daemon *d, struct gp_session *s, uint32_t n, uint64_t memory,
+		 char *why, size_t whylen)
+{
+	bool taken[GP_STATS_MAX_DEVICES] = {false};
+
+	if (n == 0)
+		n = 1;
+	if (n > d->ngpus) {
+		snprintf(why, whylen, "asked for %u GPUs, the pool has %u", n, d->ngpus);
+		return GP_EREFUSED;
+	}
+	for (uint32_t k = 0; k < n; k++) {
+		int best = -1;
+
+		for (uint32_t g = 0; g < d->ngpus; g++) {
+			struct gp_gpu *gpu = &d->gpus[g];
+
+			if (taken[g] || gpu->draining)
+				continue;
+			if (memory > gpu->total_mem - gpu->reserved)
+				continue;
+			if (best < 0 || gpu->total_mem - gpu->reserved >
+						d->gpus[best].total_mem - d->gpus[best].reserved)
+				best = (int)g;
+		}
+		if (best < 0) {
+			snprintf(why, whylen, "no GPU has %llu bytes free for this session",
+				 (unsigned long long)memory);
+			return GP_EREFUSED;
+		}
+		taken[best] = true;
+		s->dev[k] = d->gpus[best].index;
+	}
+	s->ndev = n;
+	s->mem_limit = memory;
+	for (uint32_t g = 0; g < d->ngpus; g++) {
+		if (taken[g]) {
+			d->gpus[g].reserved += memory;
+			d->gpus[g].sessions++;
+		}
+	}
+	return 0;
+}
+
+static void admit(struct gp_session *s, const Gp__AdmitRequest *req)
+{
+	Gp__AdmitReply rep = GP__ADMIT_REPLY__INIT;
+	char why[256] = "";
+	int r;
+
+	snprintf(s->tenant, sizeof(s->tenant), "%s", req->tenant);
+	snprintf(s->client_host, sizeof(s->client_host), "%s", req->client_host);
+	snprintf(s->program, sizeof(s->program), "%s", req->program);
+	s->client_pid = req->client_pid;
+	if (s->ndev) {
+		rep.status = GP_EREFUSED;
+		rep.message = "session already admitted";
+	} else if (s->d->stopping) {
+		rep.status = GP_EREFUSED;
+		rep.message = "the pool is shutting down";
+	} else if ((r = place(s->d, s, req->gpus, req->memory, why, sizeof(why))) != 0) {
+		rep.status = r;
+		rep.message = why;
+	} else {
+		rep.n_device = s->ndev;
+		rep.device = s->dev;
+		rep.memory_limit = s->mem_limit;
+		s->state = GP_SESSION_ACTIVE;
+	}
+	if (rep.status)
+		gp_log_info("session %llu refused: %s", (unsigned long long)s->id, rep.message);
+	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_ADMIT_REPLY, &rep.base);
+}
+
+/* ---- control channel --------------------------------------------------------------- */
+
+static void on_ctl_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	static char slab[65536];
+
+	/* Reads are fed into the decoder at once, so one static slab serves all. */
+	*buf = uv_buf_init(slab, sizeof(slab));
+}
+
+static void on_ctl_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct gp_session *s = stream->data;
+	struct gp_frame f;
+	int r;
+
+	if (nread < 0) {
+		close_ctl(s);
+		return;
+	}
+	if (gp_frame_decoder_feed(&s->dec, buf->base, (size_t)nread)) {
+		gp__session_kill(s, SIGKILL);
+		close_ctl(s);
+		return;
+	}
+	while ((r = gp_frame_decoder_next(&s->dec, &f)) == 1) {
+		ProtobufCMessage *m;
+
+		if (f.hdr.type != GP_MSG_ADMIT_REQUEST ||
+		    !(m = gp_msg_unpack(f.hdr.type, f.msg, f.hdr.msg_len))) {
+			r = GP_ETYPE;
+			break;
+		}
+		admit(s, (Gp__AdmitRequest *)m);
+		protobuf_c_message_free_unpacked(m, NULL);
+	}
+	if (r < 0) {
+		gp_log_warnx("session %llu: control channel: %s; ending the session",
+			     (unsigned long long)s->id, gp_strerror(r));
+		gp__session_kill(s, SIGKILL);
+		close_ctl(s);
+	}
+}
+
+/* ---- spawning ------------------------------------------------------------------ */
+
+static struct gp_stats *new_stats(int *fd_out)
+{
+	struct gp_stats *st;
+	int fd = memfd_create("gpupool-session", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, GP_STATS_SIZE) < 0) {
+		close(fd);
+		return NULL;
+	}
+	st = mmap(NULL, GP_STATS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (st == MAP_FAILED) {
+		close(fd);
+		return NULL;
+	}
+	st->magic = GP_STATS_MAGIC;
+	atomic_store(&st->state, GP_SESSION_HANDSHAKE);
+	atomic_store(&st->last_active, (int64_t)time(NULL));
+	*fd_out = fd;
+	return st;
+}
+
+static void spawn_session(struct gp_daemon *d, int client_fd, const char *addr)
+{
+	Gp__WorkerSetup setup = GP__WORKER_SETUP__INIT;
+	uv_process_options_t opts = {0};
+	uv_stdio_container_t stdio[6];
+	char *args[] = {d->worker_path, NULL};
+	struct gp_session *s;
+	int sv[2] = {-1, -1}, stats_fd = -1, r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		goto out_close;
+	s->d = d;
+	s->id = d->next_id++;
+	s->started = time(NULL);
+	s->state = GP_SESSION_HANDSHAKE;
+	snprintf(s->client_addr, sizeof(s->client_addr), "%s", addr);
+	gp_frame_decoder_init(&s->dec, CTL_MAX_FRAME);
+	s->stats = new_stats(&stats_fd);
+	if (!s->stats) {
+		gp_log_warn("session %llu: stats page", (unsigned long long)s->id);
+		goto out_free;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		gp_log_warn("session %llu: socketpair", (unsigned long long)s->id);
+		goto out_free;
+	}
+	stdio[0].flags = UV_IGNORE;
+	stdio[1].flags = UV_INHERIT_FD;
+	stdio[1].data.fd = 1;
+	stdio[2].flags = UV_INHERIT_FD;
+	stdio[2].data.fd = 2;
+	stdio[3].flags = UV_INHERIT_FD;
+	stdio[3].data.fd = client_fd;
+	stdio[4].flags = UV_INHERIT_FD;
+	stdio[4].data.fd = sv[1];
+	stdio[5].flags = UV_INHERIT_FD;
+	stdio[5].data.fd = stats_fd;
+	opts.file = d->worker_path;
+	opts.args = args;
+	opts.exit_cb = on_worker_exit;
+	opts.stdio = stdio;
+	opts.stdio_count = 6;
+	s->proc.data = s;
+	r = uv_spawn(d->loop, &s->proc, &opts);
+	if (r) {
+		gp_log_error("session %llu: cannot start %s: %s", (unsigned long long)s->id,
+			     d->worker_path, uv_strerror(r));
+		goto out_free;
+	}
+	close(client_fd);
+	close(sv[1]);
+	close(stats_fd);
+	uv_pipe_init(d->loop, &s->ctl, 0);
+	s->ctl.data = s;
+	uv_pipe_open(&s->ctl, sv[0]);
+	uv_read_start((uv_stream_t *)&s->ctl, on_ctl_alloc, on_ctl_read);
+	s->next = d->sessions;
+	d->sessions = s;
+	d->nsessions++;
+
+	setup.session_id = s->id;
+	setup.tls_cert = d->cfg->tls_cert;
+	setup.tls_key = d->cfg->tls_key;
+	setup.tls_ca = d->cfg->tls_ca ? d->cfg->tls_ca : "";
+	setup.driver = d->cfg->driver;
+	setup.client_addr = s->client_addr;
+	setup.log_level = (uint32_t)(gp_log_level() < 0 ? 0 : gp_log_level());
+	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_WORKER_SETUP, &setup.base);
+	gp_log_debug("session %llu: worker %d for %s", (unsigned long long)s->id, s->proc.pid,
+		     addr);
+	notify_status(d);
+	return;
+
+out_free:
+	if (s && s->stats)
+		munmap(s->stats, GP_STATS_SIZE);
+	if (s)
+		gp_frame_decoder_deinit(&s->dec);
+	free(s);
+	if (sv[0] >= 0)
+		close(sv[0]);
+	if (sv[1] >= 0)
+		close(sv[1]);
+	if (stats_fd >= 0)
+		close(stats_fd);
+out_close:
+	close(client_fd);
+}
+
+/* ---- accepting ------------------------------------------------------------------ */
+
+static void format_addr(const struct sockaddr_storage *ss, char *out, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+
+		uv_ip4_name(a, host, sizeof(host));
+		snprintf(out, len, "%s:%u", host, ntohs(a->sin_port));
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+
+		uv_ip6_name(a, host, sizeof(host));
+		snprintf(out, len, "[%s]:%u", host, ntohs(a->sin6_port));
+	} else {
+		snprintf(out, len, "unknown");
+	}
+}
+
+static void on_client_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	struct gp_daemon *d = server->data;
+	struct sockaddr_storage ss;
+	int namelen = sizeof(ss), fd, dupfd;
+	uv_tcp_t *client;
+	char addr[128];
+
+	if (status < 0) {
+		gp_log_warnx("accept: %s", uv_strerror(status));
+		return;
+	}
+	client = malloc(sizeof(*client));
+	if (!client)
+		return;
+	uv_tcp_init(d->loop, client);
+	if (uv_accept(server, (uv_stream_t *)client) || uv_fileno((uv_handle_t *)client, &fd)) {
+		uv_close((uv_handle_t *)client, on_client_closed);
+		return;
+	}
+	memset(&ss, 0, sizeof(ss));
+	uv_tcp_getpeername(client, (struct sockaddr *)&ss, &namelen);
+	format_addr(&ss, addr, sizeof(addr));
+	uv_tcp_nodelay(client, 1);
+	/* The worker gets its own descriptor; libuv's handle is closed here. */
+	dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	uv_close((uv_handle_t *)client, on_client_closed);
+	if (dupfd < 0) {
+		gp_log_warn("dup");
+		return;
+	}
+	if (d->stopping || d->nsessions >= d->cfg->max_sessions) {
+		gp_log_warnx("connection from %s refused: %s", addr,
+			     d->stopping ? "shutting down" : "max_sessions reached");
+		close(dupfd);
+		return;
+	}
+	spawn_session(d, dupfd, addr);
+}
+
+int gp__supervisor_listen(struct gp_daemon *d)
+{
+	struct sockaddr_storage ss;
+	char host[256], port[16];
+	int namelen, r;
+
+	if (gp_split_hostport(d->cfg->listen, host, sizeof(host), port, sizeof(port)))
+		return GP_ECONFIG;
+	if (strchr(host, ':'))
+		r = uv_ip6_addr(host, atoi(port), (struct sockaddr_in6 *)&ss);
+	else
+		r = uv_ip4_addr(host, atoi(port), (struct sockaddr_in *)&ss);
+	if (r) {
+		gp_log_error("listen %s: not an address: %s", d->cfg->listen, uv_strerror(r));
+		return r;
+	}
+	uv_tcp_init(d->loop, &d->listener);
+	d->listener.data = d;
+	r = uv_tcp_bind(&d->listener, (struct sockaddr *)&ss, 0);
+	if (!r)
+		r = uv_listen((uv_stream_t *)&d->listener, 128, on_connection);
+	if (r) {
+		gp_log_error("listen %s: %s", d->cfg->listen, uv_strerror(r));
+		uv_close((uv_handle_t *)&d->listener, NULL);
+		return r;
+	}
+	d->listening = true;
+	namelen = sizeof(ss);
+	memset(&ss, 0, sizeof(ss));
+	uv_tcp_getsockname(&d->listener, (struct sockaddr *)&ss, &namelen);
+	format_addr(&ss, d->listen_addr, sizeof(d->listen_addr));
+	return 0;
+}
+
+/* Stops accepting; once the last session is gone the loop runs out of handles. */
+void gp__supervisor_stop(struct gp_daemon *d)
+{
+	if (d->listening) {
+		uv_close((uv_handle_t *)&d->listener, NULL);
+		d->listening = false;
+	}
+	if (d->nsessions > 0)
+		return;
+	gp__admin_close(d);
+	if (!uv_is_closing((uv_handle_t *)&d->sigterm)) {
+		uv_close((uv_handle_t *)&d->sigterm, NULL);
+		uv_close((uv_handle_t *)&d->sigint, NULL);
+		uv_close((uv_handle_t *)&d->sighup, NULL);
+	}
+}

@@ -1,0 +1,483 @@
+/* worker.c -- gpupool-worker: TLS endpoint and executor of one client session.
+ *
+ * Spawned by gpupoold with the accepted client socket on fd 3, a control
+ * socketpair to the supervisor on fd 4 and the session's stats page on fd 5.
+ * `gpupool-worker --inventory --driver PATH` instead lists the GPUs the driver
+ * shows on fd 4 and exits (the supervisor itself never loads CUDA).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <gpupool/gpupool.h>
+
+#include "error.h"
+#include "log.h"
+#include "worker.h"
+
+#define HANDSHAKE_TIMEOUT_S 15
+
+static void stats_touch(struct gp_worker *w)
+{
+	if (!w->stats)
+		return;
+	atomic_store_explicit(&w->stats->calls, w->calls, memory_order_relaxed);
+	atomic_store_explicit(&w->stats->bytes_in, w->client->bytes_in, memory_order_relaxed);
+	atomic_store_explicit(&w->stats->bytes_out, w->client->bytes_out, memory_order_relaxed);
+	atomic_store_explicit(&w->stats->last_active, (int64_t)time(NULL), memory_order_relaxed);
+}
+
+static void set_state(struct gp_worker *w, enum gp_session_state s)
+{
+	if (w->stats)
+		atomic_store_explicit(&w->stats->state, s, memory_order_relaxed);
+}
+
+/* Reads one control frame of the expected type; returns the unpacked body. */
+static ProtobufCMessage *ctl_recv(struct gp_conn *ctl, unsigned type)
+{
+	struct gp_frame_hdr h;
+	ProtobufCMessage *m;
+
+	if (gp_conn_recv(ctl, &h)) {
+		gp_log_error("control channel: %s", ctl->err);
+		return NULL;
+	}
+	if (h.type != type || h.bulk_len) {
+		gp_log_error("control channel: expected %s, got type %u", gp_msg_name(type), h.type);
+		return NULL;
+	}
+	m = gp_msg_unpack(type, ctl->msg, h.msg_len);
+	if (!m)
+		gp_log_error("control channel: %s does not decode", gp_msg_name(type));
+	return m;
+}
+
+/* ---- inventory -------------------------------------------------------------- */
+
+static int run_inventory(const char *driver)
+{
+	Gp__Inventory inv = GP__INVENTORY__INIT;
+	Gp__GpuInfo *infos = NULL, **ptrs = NULL;
+	struct gp_conn *ctl = gp_conn_new(GP_WORKER_FD_CONTROL);
+	struct gp_driver drv;
+	char err[512], names[GP_STATS_MAX_DEVICES][256];
+	CUuuid uuids[GP_STATS_MAX_DEVICES];
+	int n = 0, ver = 0, ret;
+	CUresult r;
+
+	if (!ctl)
+		return 1;
+	if (gp_driver_load(&drv, driver, err, sizeof(err))) {
+		inv.status = CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
+		inv.message = err;
+		goto out_send;
+	}
+	r = drv.cuInit(0);
+	if (r == CUDA_SUCCESS)
+		r = drv.cuDriverGetVersion(&ver);
+	if (r == CUDA_SUCCESS)
+		r = drv.cuDeviceGetCount(&n);
+	if (r != CUDA_SUCCESS) {
+		snprintf(err, sizeof(err), "driver %s: cuInit/cuDeviceGetCount failed: %s", driver,
+			 gp_driver_err_name(&drv, r));
+		inv.status = r;
+		inv.message = err;
+		goto out_send;
+	}
+	if (n > GP_STATS_MAX_DEVICES)
+		n = GP_STATS_MAX_DEVICES;
+	infos = calloc((size_t)n + 1, sizeof(*infos));
+	ptrs = calloc((size_t)n + 1, sizeof(*ptrs));
+	if (!infos || !ptrs)
+		return 1;
+	inv.driver_version = ver;
+	for (int i = 0; i < n; i++) {
+		CUdevice d;
+		size_t total = 0;
+
+		gp__gpu_info__init(&infos[i]);
+		names[i][0] = '\0';
+		memset(&uuids[i], 0, sizeof(uuids[i]));
+		if (drv.cuDeviceGet(&d, i) == CUDA_SUCCESS) {
+			drv.cuDeviceGetName(names[i], sizeof(names[i]), d);
+			drv.cuDeviceTotalMem_v2(&total, d);
+			drv.cuDeviceGetUuid_v2(&uuids[i], d);
+		}
+		infos[i].index = (uint32_t)i;
+		infos[i].name = names[i];
+		infos[i].uuid.data = (uint8_t *)uuids[i].bytes;
+		infos[i].uuid.len = sizeof(uuids[i].bytes);
+		infos[i].total_mem = total;
+		ptrs[i] = &infos[i];
+	}
+	inv.n_gpu = (size_t)n;
+	inv.gpu = ptrs;
+out_send:
+	ret = gp_conn_send(ctl, GP_MSG_INVENTORY, 0, 0, &inv.base, NULL, 0);
+	if (!ret)
+		ret = gp_conn_flush(ctl);
+	free(infos);
+	free(ptrs);
+	gp_conn_free(ctl);
+	return ret ? 1 : 0;
+}
+
+/* ---- session setup ------------------------------------------------------------ */
+
+static int refuse(struct gp_worker *w, int status, const char *msg)
+{
+	Gp__HelloReply rep = GP__HELLO_REPLY__INIT;
+
+	rep.status = status;
+	rep.message = (char *)msg;
+	rep.protocol_version = GP_PROTOCOL_VERSION;
+	rep.session_id = w->session_id;
+	gp_log_info("session %llu refused: %s", (unsigned long long)w->session_id, msg);
+	if (gp_conn_send(w->client, GP_MSG_HELLO_REPLY, 0, 0, &rep.base, NULL, 0) == 0)
+		gp_conn_shutdown(w->client);
+	return 1;
+}
+
+/* Fills a device snapshot: everything the client answers without a round trip. */
+static CUresult snapshot_device(struct gp_worker *w, int ordinal, Gp__Device *dv, char *name,
+				CUuuid *uuid, int32_t *attrs, uint32_t *unsup, size_t *nunsup)
+{
+	CUdevice d;
+	size_t total;
+	CUresult r;
+
+	r = w->drv.cuDeviceGet(&d, ordinal);
+	if (r == CUDA_SUCCESS)
+		r = w->drv.cuDeviceGetName(name, 256, d);
+	if (r == CUDA_SUCCESS)
+		r = w->drv.cuDeviceTotalMem_v2(&total, d);
+	if (r == CUDA_SUCCESS)
+		r = w->drv.cuDeviceGetUuid_v2(uuid, d);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (w->mem_limit && w->mem_limit < total)
+		total = w->mem_limit;
+	*nunsup = 0;
+	attrs[0] = 0;
+	for (int a = 1; a < CU_DEVICE_ATTRIBUTE_MAX; a++) {
+		int v = 0;
+
+		if (w->drv.cuDeviceGetAttribute(&v, (CUdevice_attribute)a, d) != CUDA_SUCCESS) {
+			unsup[(*nunsup)++] = (uint32_t)a;
+			v = 0;
+		}
+		attrs[a] = v;
+	}
+	dv->name = name;
+	dv->uuid.data = (uint8_t *)uuid->bytes;
+	dv->uuid.len = sizeof(uuid->bytes);
+	dv->total_mem = total;
+	dv->n_attribute = CU_DEVICE_ATTRIBUTE_MAX;
+	dv->attribute = attrs;
+	dv->n_unsupported_attribute = *nunsup;
+	dv->unsupported_attribute = unsup;
+	return CUDA_SUCCESS;
+}
+
+static int send_hello_reply(struct gp_worker *w)
+{
+	Gp__HelloReply rep = GP__HELLO_REPLY__INIT;
+	static char names[GP_STATS_MAX_DEVICES][256];
+	static CUuuid uuids[GP_STATS_MAX_DEVICES];
+	static int32_t attrs[GP_STATS_MAX_DEVICES][CU_DEVICE_ATTRIBUTE_MAX];
+	static uint32_t unsup[GP_STATS_MAX_DEVICES][CU_DEVICE_ATTRIBUTE_MAX];
+	Gp__Device devs[GP_STATS_MAX_DEVICES], *ptrs[GP_STATS_MAX_DEVICES];
+	int ver = 0;
+	CUresult r;
+
+	r = w->drv.cuDriverGetVersion(&ver);
+	if (r != CUDA_SUCCESS)
+		return refuse(w, GP_ENOTREADY, "the pool's driver does not report its version");
+	for (int i = 0; i < w->ndev; i++) {
+		size_t nunsup;
+
+		gp__device__init(&devs[i]);
+		r = snapshot_device(w, i, &devs[i], names[i], &uuids[i], attrs[i], unsup[i],
+				    &nunsup);
+		if (r != CUDA_SUCCESS) {
+			char msg[256];
+
+			snprintf(msg, sizeof(msg), "device %d of the pool is unusable: %s", i,
+				 gp_driver_err_name(&w->drv, r));
+			return refuse(w, GP_ENOTREADY, msg);
+		}
+		ptrs[i] = &devs[i];
+	}
+	rep.protocol_version = GP_PROTOCOL_VERSION;
+	rep.session_id = w->session_id;
+	rep.driver_version = ver;
+	rep.n_device = (size_t)w->ndev;
+	rep.device = ptrs;
+	rep.tenant = w->tenant;
+	if (gp_conn_send(w->client, GP_MSG_HELLO_REPLY, 0, 0, &rep.base, NULL, 0) ||
+	    gp_conn_flush(w->client)) {
+		gp_log_warnx("session %llu: sending HelloReply: %s",
+			     (unsigned long long)w->session_id, w->client->err);
+		return 1;
+	}
+	return 0;
+}
+
+/* Asks the supervisor to place the session. Returns 0 when admitted. */
+static int admit(struct gp_worker *w, const Gp__Hello *hello)
+{
+	Gp__AdmitRequest req = GP__ADMIT_REQUEST__INIT;
+	Gp__AdmitReply *rep;
+	char vis[GP_STATS_MAX_DEVICES * 4 + 1] = "";
+	char msg[512];
+	int ret = 1;
+
+	req.tenant = w->tenant;
+	req.gpus = hello->gpus;
+	req.memory = hello->memory;
+	req.client_host = hello->client_host;
+	req.client_pid = hello->client_pid;
+	req.program = hello->program;
+	if (gp_conn_send(w->ctl, GP_MSG_ADMIT_REQUEST, 0, 0, &req.base, NULL, 0) ||
+	    gp_conn_flush(w->ctl)) {
+		gp_log_error("control channel: %s", w->ctl->err);
+		return refuse(w, GP_ENOTREADY, "the pool's supervisor is gone");
+	}
+	set_state(w, GP_SESSION_QUEUED);
+	rep = (Gp__AdmitReply *)ctl_recv(w->ctl, GP_MSG_ADMIT_REPLY);
+	if (!rep)
+		return refuse(w, GP_ENOTREADY, "the pool's supervisor is gone");
+	if (rep->status != 0) {
+		snprintf(msg, sizeof(msg), "%s", rep->message && *rep->message ? rep->message :
+										   "refused");
+		ret = refuse(w, rep->status, msg);
+		goto out_free;
+	}
+	if (rep->n_device == 0 || rep->n_device > GP_STATS_MAX_DEVICES) {
+		ret = refuse(w, GP_EREFUSED, "placement named no devices");
+		goto out_free;
+	}
+	for (size_t i = 0; i < rep->n_device; i++) {
+		size_t l = strlen(vis);
+
+		snprintf(vis + l, sizeof(vis) - l, "%s%u", i ? "," : "", rep->device[i]);
+	}
+	/* The driver must see only the placement's devices, before it loads. */
+	setenv("CUDA_VISIBLE_DEVICES", vis, 1);
+	w->ndev = (int)rep->n_device;
+	w->mem_limit = rep->memory_limit;
+	gp_log_debug("session %llu placed on devices %s, limit %llu bytes",
+		     (unsigned long long)w->session_id, vis, (unsigned long long)w->mem_limit);
+	ret = 0;
+out_free:
+	protobuf_c_message_free_unpacked(&rep->base, NULL);
+	return ret;
+}
+
+static int load_driver(struct gp_worker *w, const char *path)
+{
+	char err[512];
+	int n = 0;
+	CUresult r;
+
+	if (gp_driver_load(&w->drv, path, err, sizeof(err))) {
+		gp_log_error("%s", err);
+		return refuse(w, GP_ENOTREADY, "the pool's GPU driver cannot be loaded");
+	}
+	w->driver_loaded = true;
+	r = w->drv.cuInit(0);
+	if (r == CUDA_SUCCESS)
+		r = w->drv.cuDeviceGetCount(&n);
+	if (r != CUDA_SUCCESS || n < w->ndev) {
+		snprintf(err, sizeof(err), "the pool's driver failed: %s (%d devices, %d placed)",
+			 gp_driver_err_name(&w->drv, r), n, w->ndev);
+		gp_log_error("%s", err);
+		return refuse(w, GP_ENOTREADY, err);
+	}
+	return 0;
+}
+
+static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
+{
+	struct timeval tv = {HANDSHAKE_TIMEOUT_S, 0};
+	struct gp_frame_hdr h;
+	Gp__Hello *hello;
+	SSL_CTX *ctx;
+	char err[512], msg[256];
+	int ret = 1;
+
+	ctx = gp_tls_server_ctx_new(setup->tls_cert, setup->tls_key,
+				    setup->tls_ca && *setup->tls_ca ? setup->tls_ca : NULL, err,
+				    sizeof(err));
+	if (!ctx) {
+		gp_log_error("session %llu: %s", (unsigned long long)w->session_id, err);
+		return 1;
+	}
+	/* A client that connects and says nothing must not hold a worker. */
+	setsockopt(w->client->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (gp_conn_tls_accept(w->client, ctx)) {
+		gp_log_info("session %llu from %s: %s", (unsigned long long)w->session_id,
+			    w->client_addr, w->client->err);
+		goto out_ctx;
+	}
+	gp_conn_peer_cn(w->client, w->tenant, sizeof(w->tenant));
+	if (!w->tenant[0])
+		snprintf(w->tenant, sizeof(w->tenant), "default");
+	if (gp_conn_recv(w->client, &h) || h.type != GP_MSG_HELLO || h.bulk_len) {
+		gp_log_info("session %llu from %s: no Hello: %s", (unsigned long long)w->session_id,
+			    w->client_addr, w->client->err[0] ? w->client->err : "wrong message");
+		goto out_ctx;
+	}
+	hello = (Gp__Hello *)gp_msg_unpack(GP_MSG_HELLO, w->client->msg, h.msg_len);
+	if (!hello) {
+		gp_log_info("session %llu: Hello does not decode", (unsigned long long)w->session_id);
+		goto out_ctx;
+	}
+	tv.tv_sec = 0;
+	setsockopt(w->client->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (hello->protocol_version != GP_PROTOCOL_VERSION) {
+		snprintf(msg, sizeof(msg),
+			 "protocol version mismatch: client speaks %u, pool speaks %u",
+			 hello->protocol_version, GP_PROTOCOL_VERSION);
+		ret = refuse(w, GP_EVERSION, msg);
+	} else {
+		gp_log_info("session %llu: %s pid %u (%s) from %s, tenant %s",
+			    (unsigned long long)w->session_id, hello->program, hello->client_pid,
+			    hello->client_host, w->client_addr, w->tenant);
+		ret = admit(w, hello);
+	}
+	protobuf_c_message_free_unpacked(&hello->base, NULL);
+	if (ret == 0)
+		ret = load_driver(w, setup->driver);
+	if (ret == 0)
+		ret = send_hello_reply(w);
+out_ctx:
+	SSL_CTX_free(ctx);
+	return ret;
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+static void serve(struct gp_worker *w)
+{
+	struct gp_frame_hdr h;
+	int ret;
+
+	set_state(w, GP_SESSION_ACTIVE);
+	for (;;) {
+		ret = gp_conn_recv(w->client, &h);
+		if (ret) {
+			if (ret != GP_ECLOSED)
+				gp_log_info("session %llu: %s", (unsigned long long)w->session_id,
+					    w->client->err);
+			break;
+		}
+		if (h.type == GP_MSG_GOODBYE)
+			break;
+		w->calls++;
+		ret = gp__worker_dispatch(w, &h);
+		stats_touch(w);
+		if (ret) {
+			gp_log_warnx("session %llu: closing: %s in %s",
+				     (unsigned long long)w->session_id, gp_strerror(ret),
+				     gp_msg_name(h.type) ? gp_msg_name(h.type) : "unknown");
+			break;
+		}
+		/* Replies go out before the next read blocks (gp_conn_read flushes). */
+	}
+	set_state(w, GP_SESSION_CLOSING);
+}
+
+static void *map_stats(int fd)
+{
+	void *p = mmap(NULL, GP_STATS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: gpupool-worker            (spawned by gpupoold)\n"
+			"       gpupool-worker --inventory --driver PATH\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"inventory", no_argument, NULL, 'i'},
+		{"driver", required_argument, NULL, 'd'},
+		{NULL, 0, NULL, 0},
+	};
+	struct gp_worker w = {0};
+	Gp__WorkerSetup *setup;
+	const char *driver = "libcuda.so.1";
+	bool inventory = false;
+	char tag[64];
+	double secs;
+	int c;
+
+	signal(SIGPIPE, SIG_IGN);
+	gp_log_init("gpupool-worker", GP_LOG_INFO);
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			inventory = true;
+			break;
+		case 'd':
+			driver = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (inventory)
+		return run_inventory(driver);
+
+	w.started = time(NULL);
+	/* The supervisor's accept left the socket non-blocking; this process blocks. */
+	fcntl(GP_WORKER_FD_CLIENT, F_SETFL, fcntl(GP_WORKER_FD_CLIENT, F_GETFL) & ~O_NONBLOCK);
+	w.ctl = gp_conn_new(GP_WORKER_FD_CONTROL);
+	w.client = gp_conn_new(GP_WORKER_FD_CLIENT);
+	w.staging = malloc(GP_FRAME_BULK_MAX);
+	if (!w.ctl || !w.client || !w.staging)
+		gp_fatalx("out of memory");
+	setup = (Gp__WorkerSetup *)ctl_recv(w.ctl, GP_MSG_WORKER_SETUP);
+	if (!setup)
+		return 1;
+	w.session_id = setup->session_id;
+	snprintf(w.client_addr, sizeof(w.client_addr), "%s", setup->client_addr);
+	snprintf(tag, sizeof(tag), "gpupool-worker[%llu]", (unsigned long long)w.session_id);
+	gp_log_init(tag, (int)setup->log_level);
+	w.stats = map_stats(GP_WORKER_FD_STATS);
+	if (w.stats && w.stats->magic != GP_STATS_MAGIC)
+		w.stats = NULL;
+	set_state(&w, GP_SESSION_HANDSHAKE);
+
+	if (handshake(&w, setup) == 0)
+		serve(&w);
+	protobuf_c_message_free_unpacked(&setup->base, NULL);
+
+	secs = difftime(time(NULL), w.started);
+	gp_log_info("session %llu ended: tenant %s client %s duration %.0fs peak %llu bytes "
+		    "calls %llu in %llu bytes out %llu bytes",
+		    (unsigned long long)w.session_id, w.tenant[0] ? w.tenant : "-", w.client_addr,
+		    secs, (unsigned long long)w.mem_peak, (unsigned long long)w.calls,
+		    (unsigned long long)w.client->bytes_in, (unsigned long long)w.client->bytes_out);
+	gp_conn_shutdown(w.client);
+	gp_conn_free(w.client);
+	gp_conn_free(w.ctl);
+	free(w.staging);
+	/* Exit without unloading: the driver frees the session's device memory. */
+	return 0;
+}

@@ -1,0 +1,189 @@
+/* api_device.c -- cuInit, versions and devices, answered from the session's snapshot. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpupool/gpupool.h>
+
+#include "cuda_errors_api.h"
+#include "interposer.h"
+#include "log.h"
+
+static void init_logging(void)
+{
+	const char *s = getenv("GPUPOOL_LOG");
+	int lvl = GP_LOG_NONE;
+
+	if (s && *s) {
+		lvl = gp_log_parse_level(s);
+		if (lvl < 0)
+			lvl = GP_LOG_INFO;
+	}
+	gp_log_init("gpupool", lvl);
+}
+
+GP_EXPORT CUresult cuInit(unsigned int flags)
+{
+	struct gp_client *c = &gp__client;
+	CUresult r;
+
+	if (flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&c->lock);
+	if (!c->init_tried) {
+		init_logging();
+		c->init_result = gp__connect();
+		c->init_tried = true;
+		c->ready = c->init_result == CUDA_SUCCESS;
+	}
+	r = c->init_result;
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+/* The CUDA version this library implements; cudart checks it before cuInit. */
+GP_EXPORT CUresult cuDriverGetVersion(int *version)
+{
+	if (!version)
+		return CUDA_ERROR_INVALID_VALUE;
+	*version = CUDA_VERSION;
+	return CUDA_SUCCESS;
+}
+
+static CUresult device_of(CUdevice dev, struct gp_idevice **out)
+{
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (dev < 0 || dev >= gp__client.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*out = &gp__client.dev[dev];
+	return CUDA_SUCCESS;
+}
+
+GP_EXPORT CUresult cuDeviceGetCount(int *count)
+{
+	CUresult r;
+
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ready();
+	if (r != CUDA_SUCCESS)
+		return r;
+	*count = gp__client.ndev;
+	return CUDA_SUCCESS;
+}
+
+GP_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+	CUresult r;
+
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ready();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (ordinal < 0 || ordinal >= gp__client.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*device = ordinal;
+	return CUDA_SUCCESS;
+}
+
+GP_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	struct gp_idevice *d;
+	CUresult r;
+
+	if (!name || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = device_of(dev, &d);
+	if (r != CUDA_SUCCESS)
+		return r;
+	strncpy(name, d->name, (size_t)len - 1);
+	name[len - 1] = '\0';
+	return CUDA_SUCCESS;
+}
+
+GP_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+	struct gp_idevice *d;
+	CUresult r;
+
+	if (!bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = device_of(dev, &d);
+	if (r != CUDA_SUCCESS)
+		return r;
+	*bytes = d->total_mem;
+	return CUDA_SUCCESS;
+}
+
+GP_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+	struct gp_idevice *d;
+	CUresult r;
+
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = device_of(dev, &d);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if ((int)attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX || !d->attr_ok[attrib])
+		return CUDA_ERROR_INVALID_VALUE;
+	*pi = d->attr[attrib];
+	return CUDA_SUCCESS;
+}
+
+GP_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+	struct gp_idevice *d;
+	CUresult r;
+
+	if (!uuid)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = device_of(dev, &d);
+	if (r != CUDA_SUCCESS)
+		return r;
+	*uuid = d->uuid;
+	return CUDA_SUCCESS;
+}
+
+GP_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+	return cuDeviceGetUuid_v2(uuid, dev);
+}
+
+GP_EXPORT CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
+{
+	struct gp_idevice *d;
+	CUresult r;
+
+	if (!major || !minor)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = device_of(dev, &d);
+	if (r != CUDA_SUCCESS)
+		return r;
+	*major = d->attr[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR];
+	*minor = d->attr[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR];
+	return CUDA_SUCCESS;
+}
+
+GP_EXPORT CUresult cuGetErrorName(CUresult error, const char **str)
+{
+	const char *s = gp_cuda_error_name((int)error);
+
+	if (!str)
+		return CUDA_ERROR_INVALID_VALUE;
+	*str = s;
+	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+GP_EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
+{
+	const char *s = gp_cuda_error_string((int)error);
+
+	if (!str)
+		return CUDA_ERROR_INVALID_VALUE;
+	*str = s;
+	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}

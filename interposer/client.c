@@ -1,0 +1,473 @@
+/* client.c -- the interposer's session with the pool: connect, Hello, calls, bulk copies. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gpupool/gpupool.h>
+
+#include "config.h"
+#include "error.h"
+#include "interposer.h"
+#include "log.h"
+
+#define CONNECT_TIMEOUT_MS 10000
+
+struct gp_client gp__client = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/*
+ * The one place where transport and protocol failures become a CUresult.
+ * Once the connection is broken the session is gone (the worker has freed
+ * everything), so every later call fails the same way, like a GPU that fell
+ * off the bus: CUDA_ERROR_DEVICE_UNAVAILABLE. Called with the lock held.
+ */
+static CUresult transport_failed(int err, const char *what)
+{
+	struct gp_client *c = &gp__client;
+
+	if (!c->lost)
+		gp_log_error("connection to the pool lost during %s: %s (%s)", what,
+			     c->conn && c->conn->err[0] ? c->conn->err : gp_strerror(err),
+			     gp_err_name(err));
+	c->lost = true;
+	return CUDA_ERROR_DEVICE_UNAVAILABLE;
+}
+
+/* The result a caller sees: a deferred error from earlier asynchronous work wins over success. */
+static CUresult merge_deferred(CUresult r, const Gp__DeferredError *d)
+{
+	if (!d)
+		return r;
+	gp_log_debug("deferred error %d from request %llu (%s)", d->result,
+		     (unsigned long long)d->request_id,
+		     gp_msg_name(d->type) ? gp_msg_name(d->type) : "?");
+	return r == CUDA_SUCCESS ? (CUresult)d->result : r;
+}
+
+CUresult gp__ready(void)
+{
+	struct gp_client *c = &gp__client;
+
+	if (!c->ready)
+		return c->init_tried ? c->init_result : CUDA_ERROR_NOT_INITIALIZED;
+	if (c->lost)
+		return CUDA_ERROR_DEVICE_UNAVAILABLE;
+	return CUDA_SUCCESS;
+}
+
+/* ---- connecting ---------------------------------------------------------------- */
+
+static void after_fork_child(void)
+{
+	/* The TLS session belongs to the parent; the child must not touch it. */
+	gp__client.conn = NULL;
+	if (gp__client.ready)
+		gp__client.lost = true;
+	pthread_mutex_init(&gp__client.lock, NULL);
+}
+
+static int read_hello_reply(struct gp_client *c, Gp__HelloReply **out)
+{
+	struct gp_frame_hdr h;
+	int ret = gp_conn_recv(c->conn, &h);
+
+	if (ret)
+		return ret;
+	if (h.type != GP_MSG_HELLO_REPLY || h.bulk_len)
+		return GP_ETYPE;
+	*out = (Gp__HelloReply *)gp_msg_unpack(h.type, c->conn->msg, h.msg_len);
+	return *out ? 0 : GP_EDECODE;
+}
+
+static CUresult take_snapshot(struct gp_client *c, const Gp__HelloReply *rep)
+{
+	c->dev = calloc(rep->n_device ? rep->n_device : 1, sizeof(*c->dev));
+	if (!c->dev)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; i < rep->n_device; i++) {
+		const Gp__Device *src = rep->device[i];
+		struct gp_idevice *d = &c->dev[i];
+
+		snprintf(d->name, sizeof(d->name), "%s", src->name);
+		if (src->uuid.len == sizeof(d->uuid.bytes))
+			memcpy(d->uuid.bytes, src->uuid.data, sizeof(d->uuid.bytes));
+		d->total_mem = src->total_mem;
+		for (size_t a = 1; a < src->n_attribute && a < CU_DEVICE_ATTRIBUTE_MAX; a++) {
+			d->attr[a] = src->attribute[a];
+			d->attr_ok[a] = true;
+		}
+		for (size_t k = 0; k < src->n_unsupported_attribute; k++)
+			if (src->unsupported_attribute[k] < CU_DEVICE_ATTRIBUTE_MAX)
+				d->attr_ok[src->unsupported_attribute[k]] = false;
+	}
+	c->ndev = (int)rep->n_device;
+	return CUDA_SUCCESS;
+}
+
+static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
+{
+	uint64_t mem = 0;
+	const char *s;
+
+	hello->protocol_version = GP_PROTOCOL_VERSION;
+	hello->cuda_version = CUDA_VERSION;
+	if (gethostname(host, hostlen) != 0)
+		snprintf(host, hostlen, "unknown");
+	host[hostlen - 1] = '\0';
+	hello->client_host = host;
+	hello->client_pid = (uint32_t)getpid();
+	hello->program = program_invocation_short_name;
+	s = getenv("GPUPOOL_GPUS");
+	if (s && *s)
+		hello->gpus = (uint32_t)strtoul(s, NULL, 10);
+	s = getenv("GPUPOOL_MEMORY");
+	if (s && *s) {
+		if (gp_parse_size(s, &mem))
+			gp_log_warnx("GPUPOOL_MEMORY=%s is not a size; asking for the default", s);
+		hello->memory = mem;
+	}
+	s = getenv("GPUPOOL_TOKEN");
+	hello->token = (char *)(s ? s : "");
+}
+
+/* Connects, says Hello and stores the device snapshot. Called by cuInit with the lock held. */
+CUresult gp__connect(void)
+{
+	struct gp_client *c = &gp__client;
+	Gp__Hello hello = GP__HELLO__INIT;
+	Gp__HelloReply *rep = NULL;
+	const char *server = getenv("GPUPOOL_SERVER");
+	char err[512], host[256], port[16], me[256];
+	SSL_CTX *ctx;
+	CUresult r = CUDA_ERROR_NO_DEVICE;
+	int fd, ret;
+
+	if (!server || !*server) {
+		gp_log_error("GPUPOOL_SERVER is not set: no pool to send CUDA calls to");
+		return CUDA_ERROR_NO_DEVICE;
+	}
+	if (gp_split_hostport(server, host, sizeof(host), port, sizeof(port))) {
+		gp_log_error("GPUPOOL_SERVER=%s: expected HOST:PORT", server);
+		return CUDA_ERROR_NO_DEVICE;
+	}
+	ctx = gp_tls_client_ctx_new(getenv("GPUPOOL_CA"), getenv("GPUPOOL_CERT"),
+				    getenv("GPUPOOL_KEY"), err, sizeof(err));
+	if (!ctx) {
+		gp_log_error("TLS setup: %s", err);
+		return CUDA_ERROR_NO_DEVICE;
+	}
+	fd = gp_tcp_connect(server, CONNECT_TIMEOUT_MS, err, sizeof(err));
+	if (fd < 0) {
+		gp_log_error("pool unreachable: %s", err);
+		goto out_ctx;
+	}
+	c->conn = gp_conn_new(fd);
+	if (!c->conn) {
+		close(fd);
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_ctx;
+	}
+	c->conn->block_sigpipe = true;
+	if (gp_conn_tls_connect(c->conn, ctx, host)) {
+		gp_log_error("pool %s: %s", server, c->conn->err);
+		goto out_conn;
+	}
+	fill_hello(&hello, me, sizeof(me));
+	ret = gp_conn_send(c->conn, GP_MSG_HELLO, 0, 0, &hello.base, NULL, 0);
+	if (!ret)
+		ret = read_hello_reply(c, &rep);
+	if (ret) {
+		gp_log_error("pool %s: no answer to Hello: %s", server,
+			     c->conn->err[0] ? c->conn->err : gp_strerror(ret));
+		goto out_conn;
+	}
+	if (rep->status != 0) {
+		gp_log_error("pool %s refused the session: %s", server, rep->message);
+		goto out_conn;
+	}
+	r = take_snapshot(c, rep);
+	if (r != CUDA_SUCCESS)
+		goto out_conn;
+	c->session_id = rep->session_id;
+	c->driver_version = rep->driver_version;
+	gp_log_info("session %llu on %s: %d device%s, tenant %s",
+		    (unsigned long long)rep->session_id, server, c->ndev, c->ndev == 1 ? "" : "s",
+		    rep->tenant);
+	pthread_atfork(NULL, NULL, after_fork_child);
+	protobuf_c_message_free_unpacked(&rep->base, NULL);
+	SSL_CTX_free(ctx);
+	return CUDA_SUCCESS;
+
+out_conn:
+	if (rep)
+		protobuf_c_message_free_unpacked(&rep->base, NULL);
+	gp_conn_free(c->conn);
+	c->conn = NULL;
+out_ctx:
+	SSL_CTX_free(ctx);
+	return r;
+}
+
+/* ---- calls ---------------------------------------------------------------------- */
+
+/* Reads the next frame, which must be the reply of the given type to request id. */
+static int recv_reply(struct gp_client *c, uint64_t id, unsigned type, struct gp_frame_hdr *h)
+{
+	int ret = gp_conn_recv(c->conn, h);
+
+	if (ret)
+		return ret;
+	if (h->type != type || h->request_id != id || h->bulk_len) {
+		snprintf(c->conn->err, sizeof(c->conn->err),
+			 "expected %s for request %llu, got %s for %llu", gp_msg_name(type),
+			 (unsigned long long)id,
+			 gp_msg_name(h->type) ? gp_msg_name(h->type) : "unknown type",
+			 (unsigned long long)h->request_id);
+		return GP_ETYPE;
+	}
+	return 0;
+}
+
+/* Unpacks a REPLY body into r and out[]. */
+static CUresult finish_reply(struct gp_client *c, const struct gp_frame_hdr *h, uint64_t *out,
+			     size_t nout, const char *what)
+{
+	Gp__Reply *rep = gp__reply__unpack(NULL, h->msg_len, c->conn->msg);
+	CUresult r;
+
+	if (!rep)
+		return transport_failed(GP_EDECODE, what);
+	r = (CUresult)rep->result;
+	if (r == CUDA_SUCCESS && rep->n_out < nout) {
+		protobuf_c_message_free_unpacked(&rep->base, NULL);
+		return transport_failed(GP_EFRAME, what);
+	}
+	for (size_t i = 0; r == CUDA_SUCCESS && i < nout; i++)
+		out[i] = rep->out[i];
+	if (rep->message && *rep->message)
+		gp_log_info("%s: %s", what, rep->message);
+	r = merge_deferred(r, rep->deferred);
+	protobuf_c_message_free_unpacked(&rep->base, NULL);
+	return r;
+}
+
+CUresult gp__call(unsigned type, const uint64_t *args, size_t nargs, uint64_t *out, size_t nout)
+{
+	struct gp_client *c = &gp__client;
+	Gp__Call call = GP__CALL__INIT;
+	struct gp_frame_hdr h;
+	uint64_t id;
+	CUresult r;
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	r = gp__ready();
+	if (r != CUDA_SUCCESS)
+		goto out_unlock;
+	call.n_arg = nargs;
+	call.arg = (uint64_t *)args;
+	id = ++c->next_id;
+	ret = gp_conn_send(c->conn, type, 0, id, &call.base, NULL, 0);
+	if (!ret)
+		ret = recv_reply(c, id, GP_MSG_REPLY, &h);
+	if (ret)
+		r = transport_failed(ret, gp_msg_name(type));
+	else
+		r = finish_reply(c, &h, out, nout, gp_msg_name(type));
+out_unlock:
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+CUresult gp__call_async(unsigned type, const ProtobufCMessage *msg)
+{
+	struct gp_client *c = &gp__client;
+	CUresult r;
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	r = gp__ready();
+	if (r == CUDA_SUCCESS) {
+		/* Sent now so the GPU starts at once; no reply is awaited. */
+		ret = gp_conn_send(c->conn, type, GP_F_NO_REPLY, ++c->next_id, msg, NULL, 0);
+		if (!ret)
+			ret = gp_conn_flush(c->conn);
+		if (ret)
+			r = transport_failed(ret, gp_msg_name(type));
+	}
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+/* Sends a request whose bulk is `len` bytes at src: in its own frame, then DATA frames. */
+static int send_with_bulk(struct gp_client *c, unsigned type, uint64_t id,
+			  const ProtobufCMessage *msg, const void *src, size_t len)
+{
+	const uint8_t *p = src;
+	size_t first = len < GP_CHUNK_SIZE ? len : GP_CHUNK_SIZE;
+	size_t off = first;
+	int ret;
+
+	ret = gp_conn_send(c->conn, type, off < len ? GP_F_MORE : 0, id, msg, p, first);
+	while (!ret && off < len) {
+		size_t n = len - off < GP_CHUNK_SIZE ? len - off : GP_CHUNK_SIZE;
+
+		ret = gp_conn_send(c->conn, GP_MSG_DATA, off + n < len ? GP_F_MORE : 0, id, NULL,
+				   p + off, n);
+		off += n;
+	}
+	return ret;
+}
+
+CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size_t len)
+{
+	struct gp_client *c = &gp__client;
+	uint64_t args[3] = {ctx, dst, len};
+	Gp__Call call = GP__CALL__INIT;
+	struct gp_frame_hdr h;
+	uint64_t id;
+	CUresult r;
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	r = gp__ready();
+	if (r != CUDA_SUCCESS)
+		goto out_unlock;
+	call.n_arg = 3;
+	call.arg = args;
+	id = ++c->next_id;
+	ret = send_with_bulk(c, GP_MSG_MEMCPY_HTOD, id, &call.base, src, len);
+	if (!ret)
+		ret = recv_reply(c, id, GP_MSG_REPLY, &h);
+	r = ret ? transport_failed(ret, "cuMemcpyHtoD")
+		: finish_reply(c, &h, NULL, 0, "cuMemcpyHtoD");
+out_unlock:
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len)
+{
+	struct gp_client *c = &gp__client;
+	uint64_t args[3] = {ctx, src, len};
+	Gp__Call call = GP__CALL__INIT;
+	struct gp_frame_hdr h;
+	uint8_t *p = dst;
+	uint64_t id, got = 0;
+	CUresult r;
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	r = gp__ready();
+	if (r != CUDA_SUCCESS)
+		goto out_unlock;
+	call.n_arg = 3;
+	call.arg = args;
+	id = ++c->next_id;
+	ret = gp_conn_send(c->conn, GP_MSG_MEMCPY_DTOH, 0, id, &call.base, NULL, 0);
+	/* DATA frames with the bytes, straight into dst, then the REPLY. */
+	while (!ret) {
+		ret = gp_conn_recv(c->conn, &h);
+		if (ret)
+			break;
+		if (h.request_id != id) {
+			ret = GP_EFRAME;
+			break;
+		}
+		if (h.type == GP_MSG_REPLY && h.bulk_len == 0)
+			break;
+		if (h.type != GP_MSG_DATA || h.msg_len || h.bulk_len > len - got) {
+			ret = GP_EFRAME;
+			break;
+		}
+		ret = gp_conn_read(c->conn, p + got, h.bulk_len);
+		got += h.bulk_len;
+	}
+	if (ret) {
+		r = transport_failed(ret, "cuMemcpyDtoH");
+		goto out_unlock;
+	}
+	r = finish_reply(c, &h, NULL, 0, "cuMemcpyDtoH");
+	if (r == CUDA_SUCCESS && got != len)
+		r = transport_failed(GP_EFRAME, "cuMemcpyDtoH");
+out_unlock:
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+/* Copies the function list of a ModuleLoadReply into the client's module. */
+static CUresult take_functions(struct gp_imodule *mod, const Gp__ModuleLoadReply *rep)
+{
+	mod->funcs = calloc(rep->n_function ? rep->n_function : 1, sizeof(*mod->funcs));
+	if (!mod->funcs)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; i < rep->n_function; i++) {
+		const Gp__Function *src = rep->function[i];
+		struct gp_ifunc *f = &mod->funcs[i];
+		uint32_t n = (uint32_t)src->n_param;
+
+		f->magic = GP_MAGIC_FUNC;
+		f->remote = src->handle;
+		f->module = mod;
+		f->name = strdup(src->name);
+		f->offset = calloc(n ? n : 1, sizeof(uint32_t));
+		f->size = calloc(n ? n : 1, sizeof(uint32_t));
+		mod->nfuncs = (uint32_t)i + 1;
+		if (!f->name || !f->offset || !f->size)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		f->nparams = n;
+		for (uint32_t k = 0; k < n; k++) {
+			f->offset[k] = src->param[k]->offset;
+			f->size[k] = src->param[k]->size;
+			if (f->offset[k] + f->size[k] > f->param_bytes)
+				f->param_bytes = f->offset[k] + f->size[k];
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+CUresult gp__module_load(struct gp_ictx *ctx, const void *image, size_t len,
+			 struct gp_imodule *mod)
+{
+	struct gp_client *c = &gp__client;
+	uint64_t args[2] = {ctx->remote, len};
+	Gp__Call call = GP__CALL__INIT;
+	Gp__ModuleLoadReply *rep;
+	struct gp_frame_hdr h;
+	uint64_t id;
+	CUresult r;
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	r = gp__ready();
+	if (r != CUDA_SUCCESS)
+		goto out_unlock;
+	call.n_arg = 2;
+	call.arg = args;
+	id = ++c->next_id;
+	ret = send_with_bulk(c, GP_MSG_MODULE_LOAD, id, &call.base, image, len);
+	if (!ret)
+		ret = recv_reply(c, id, GP_MSG_MODULE_LOAD_REPLY, &h);
+	if (ret) {
+		r = transport_failed(ret, "cuModuleLoadData");
+		goto out_unlock;
+	}
+	rep = gp__module_load_reply__unpack(NULL, h.msg_len, c->conn->msg);
+	if (!rep) {
+		r = transport_failed(GP_EDECODE, "cuModuleLoadData");
+		goto out_unlock;
+	}
+	r = (CUresult)rep->result;
+	if (r == CUDA_SUCCESS) {
+		mod->magic = GP_MAGIC_MODULE;
+		mod->remote = rep->module;
+		mod->ctx = ctx;
+		r = take_functions(mod, rep);
+	}
+	r = merge_deferred(r, rep->deferred);
+	protobuf_c_message_free_unpacked(&rep->base, NULL);
+out_unlock:
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}

@@ -1,0 +1,333 @@
+/* config.c -- parse gpupoold.conf: one "key value" per line, '#' comments. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpupool/gpupool.h>
+
+#include "config.h"
+#include "error.h"
+#include "conn.h"
+#include "log.h"
+
+#define MAX_WORDS 16
+
+struct parse {
+	struct gp_config *cfg;
+	const char *name;
+	unsigned line;
+	char *err;
+	size_t errlen;
+};
+
+static int perr(struct parse *p, const char *fmt, ...) GP_PRINTF(2, 3);
+
+static int perr(struct parse *p, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(p->err, p->errlen, "%s:%u: %s", p->name, p->line, msg);
+	return GP_ECONFIG;
+}
+
+int gp_parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	unsigned shift = 0;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return GP_ECONFIG;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return GP_ECONFIG;
+	switch (toupper((unsigned char)*end)) {
+	case '\0':
+		break;
+	case 'K':
+		shift = 10;
+		break;
+	case 'M':
+		shift = 20;
+		break;
+	case 'G':
+		shift = 30;
+		break;
+	case 'T':
+		shift = 40;
+		break;
+	default:
+		return GP_ECONFIG;
+	}
+	if (*end) {
+		end++;
+		if (toupper((unsigned char)*end) == 'I')
+			end++;
+		if (toupper((unsigned char)*end) == 'B')
+			end++;
+		if (*end)
+			return GP_ECONFIG;
+	}
+	if (shift && v > (UINT64_MAX >> shift))
+		return GP_ECONFIG;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+/* ---- keys -------------------------------------------------------------- */
+
+typedef int (*key_fn)(struct parse *p, char **words, int n, size_t off);
+
+static int set_string(struct parse *p, char **words, int n, size_t off)
+{
+	char **slot = (char **)((char *)p->cfg + off);
+
+	if (n != 2)
+		return perr(p, "'%s' takes exactly one value", words[0]);
+	free(*slot);
+	*slot = strdup(words[1]);
+	return *slot ? 0 : -ENOMEM;
+}
+
+static int set_listen(struct parse *p, char **words, int n, size_t off)
+{
+	char host[256], port[16];
+	long pn;
+
+	if (n != 2)
+		return perr(p, "'listen' takes exactly one value, HOST:PORT");
+	if (gp_split_hostport(words[1], host, sizeof(host), port, sizeof(port)))
+		return perr(p, "'listen %s': expected HOST:PORT", words[1]);
+	pn = strtol(port, NULL, 10);
+	if (pn < 0 || pn > 65535)
+		return perr(p, "'listen %s': port out of range", words[1]);
+	return set_string(p, words, n, off);
+}
+
+static int set_log_level(struct parse *p, char **words, int n, size_t off)
+{
+	int lvl;
+
+	if (n != 2)
+		return perr(p, "'log_level' takes exactly one value");
+	lvl = gp_log_parse_level(words[1]);
+	if (lvl < 0)
+		return perr(p, "'log_level %s': expected error, warn, info or debug", words[1]);
+	p->cfg->log_level = lvl;
+	return 0;
+}
+
+static int set_uint(struct parse *p, char **words, int n, size_t off)
+{
+	unsigned *slot = (unsigned *)((char *)p->cfg + off);
+	unsigned long v;
+	char *end;
+
+	if (n != 2)
+		return perr(p, "'%s' takes exactly one value", words[0]);
+	errno = 0;
+	v = strtoul(words[1], &end, 10);
+	if (errno || *end || !isdigit((unsigned char)words[1][0]) || v > 1000000)
+		return perr(p, "'%s %s': expected a number", words[0], words[1]);
+	*slot = (unsigned)v;
+	return 0;
+}
+
+static const struct {
+	const char *key;
+	key_fn fn;
+	size_t off;
+} keys[] = {
+	{"listen", set_listen, offsetof(struct gp_config, listen)},
+	{"tls_cert", set_string, offsetof(struct gp_config, tls_cert)},
+	{"tls_key", set_string, offsetof(struct gp_config, tls_key)},
+	{"tls_ca", set_string, offsetof(struct gp_config, tls_ca)},
+	{"driver", set_string, offsetof(struct gp_config, driver)},
+	{"admin_socket", set_string, offsetof(struct gp_config, admin_socket)},
+	{"worker", set_string, offsetof(struct gp_config, worker)},
+	{"log_level", set_log_level, 0},
+	{"max_sessions", set_uint, offsetof(struct gp_config, max_sessions)},
+};
+
+/* ---- lines --------------------------------------------------------------- */
+
+/* Splits a line into words in place; '#' starts a comment; "..." quotes. */
+static int split(struct parse *p, char *line, char **words)
+{
+	int n = 0;
+	char *s = line;
+
+	for (;;) {
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (*s == '\0' || *s == '#' || *s == '\n' || *s == '\r')
+			break;
+		if (n == MAX_WORDS)
+			return perr(p, "too many words");
+		if (*s == '"') {
+			words[n++] = ++s;
+			while (*s && *s != '"')
+				s++;
+			if (*s != '"')
+				return perr(p, "unterminated quote");
+			*s++ = '\0';
+			continue;
+		}
+		words[n++] = s;
+		while (*s && *s != ' ' && *s != '\t' && *s != '\n' && *s != '\r' && *s != '#')
+			s++;
+		if (*s == '#') {
+			*s = '\0';
+			break;
+		}
+		if (*s)
+			*s++ = '\0';
+	}
+	return n;
+}
+
+static int set_defaults(struct gp_config *cfg)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "0.0.0.0:%d", GP_DEFAULT_PORT);
+	cfg->listen = strdup(buf);
+	cfg->driver = strdup("libcuda.so.1");
+	cfg->admin_socket = strdup("/run/gpupool/admin.sock");
+	cfg->log_level = GP_LOG_INFO;
+	cfg->max_sessions = 64;
+	if (!cfg->listen || !cfg->driver || !cfg->admin_socket)
+		return -ENOMEM;
+	return 0;
+}
+
+struct gp_config *gp_config_parse(const char *text, const char *name, char *err, size_t errlen)
+{
+	struct parse p = {.name = name, .err = err, .errlen = errlen};
+	const char *s = text;
+	char *words[MAX_WORDS];
+	char *line = NULL;
+
+	p.cfg = calloc(1, sizeof(*p.cfg));
+	if (!p.cfg || set_defaults(p.cfg) || !(p.cfg->path = strdup(name))) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		goto out_free;
+	}
+	while (*s) {
+		const char *nl = strchr(s, '\n');
+		size_t len = nl ? (size_t)(nl - s) : strlen(s);
+		int n, i;
+
+		p.line++;
+		free(line);
+		line = strndup(s, len);
+		if (!line) {
+			snprintf(err, errlen, "%s: out of memory", name);
+			goto out_free;
+		}
+		s += len + (nl ? 1 : 0);
+		n = split(&p, line, words);
+		if (n < 0)
+			goto out_free;
+		if (n == 0)
+			continue;
+		for (i = 0; i < (int)(sizeof(keys) / sizeof(keys[0])); i++)
+			if (strcmp(words[0], keys[i].key) == 0)
+				break;
+		if (i == (int)(sizeof(keys) / sizeof(keys[0]))) {
+			perr(&p, "unknown key '%s'", words[0]);
+			goto out_free;
+		}
+		if (keys[i].fn(&p, words, n, keys[i].off))
+			goto out_free;
+	}
+	free(line);
+	if (!p.cfg->tls_cert || !p.cfg->tls_key) {
+		snprintf(err, errlen, "%s: tls_cert and tls_key are required", name);
+		gp_config_free(p.cfg);
+		return NULL;
+	}
+	return p.cfg;
+
+out_free:
+	free(line);
+	gp_config_free(p.cfg);
+	return NULL;
+}
+
+struct gp_config *gp_config_load(const char *path, char *err, size_t errlen)
+{
+	struct gp_config *cfg;
+	FILE *f = fopen(path, "r");
+	char *text = NULL;
+	size_t len = 0, cap = 0, n;
+	char chunk[4096];
+
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		if (len + n + 1 > cap) {
+			char *nt;
+
+			cap = (len + n + 1) * 2;
+			nt = realloc(text, cap);
+			if (!nt) {
+				free(text);
+				fclose(f);
+				snprintf(err, errlen, "%s: out of memory", path);
+				return NULL;
+			}
+			text = nt;
+		}
+		memcpy(text + len, chunk, n);
+		len += n;
+	}
+	if (ferror(f)) {
+		snprintf(err, errlen, "%s: read error", path);
+		fclose(f);
+		free(text);
+		return NULL;
+	}
+	fclose(f);
+	if (!text)
+		text = calloc(1, 1);
+	else
+		text[len] = '\0';
+	if (!text) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	if (memchr(text, '\0', len)) {
+		snprintf(err, errlen, "%s: not a text file", path);
+		free(text);
+		return NULL;
+	}
+	cfg = gp_config_parse(text, path, err, errlen);
+	free(text);
+	return cfg;
+}
+
+void gp_config_free(struct gp_config *cfg)
+{
+	if (!cfg)
+		return;
+	free(cfg->path);
+	free(cfg->listen);
+	free(cfg->tls_cert);
+	free(cfg->tls_key);
+	free(cfg->tls_ca);
+	free(cfg->driver);
+	free(cfg->admin_socket);
+	free(cfg->worker);
+	free(cfg);
+}

@@ -1,0 +1,597 @@
+/* conn.c -- blocking framed I/O over TLS 1.3 or a plain socket. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+
+#include "conn.h"
+#include "error.h"
+
+#define WBUF_FLUSH_AT (64u * 1024)
+#define RBUF_SIZE (64u * 1024)
+
+static void tls_err(char *err, size_t errlen, const char *what)
+{
+	unsigned long e = ERR_get_error();
+	char buf[200];
+
+	if (e) {
+		ERR_error_string_n(e, buf, sizeof(buf));
+		snprintf(err, errlen, "%s: %s", what, buf);
+	} else {
+		snprintf(err, errlen, "%s", what);
+	}
+	ERR_clear_error();
+}
+
+static SSL_CTX *ctx_new(const SSL_METHOD *m, char *err, size_t errlen)
+{
+	SSL_CTX *ctx = SSL_CTX_new(m);
+
+	if (!ctx) {
+		tls_err(err, errlen, "SSL_CTX_new");
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
+	return ctx;
+}
+
+static int load_pair(SSL_CTX *ctx, const char *cert, const char *key, char *err, size_t errlen)
+{
+	char what[512];
+
+	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+		snprintf(what, sizeof(what), "certificate %s", cert);
+		tls_err(err, errlen, what);
+		return GP_ETLS;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+		snprintf(what, sizeof(what), "private key %s", key);
+		tls_err(err, errlen, what);
+		return GP_ETLS;
+	}
+	if (SSL_CTX_check_private_key(ctx) != 1) {
+		snprintf(what, sizeof(what), "key %s does not match certificate %s", key, cert);
+		tls_err(err, errlen, what);
+		return GP_ETLS;
+	}
+	return 0;
+}
+
+SSL_CTX *gp_tls_server_ctx_new(const char *cert, const char *key, const char *ca, char *err,
+			       size_t errlen)
+{
+	SSL_CTX *ctx = ctx_new(TLS_server_method(), err, errlen);
+	char what[512];
+
+	if (!ctx)
+		return NULL;
+	if (!cert || !key) {
+		snprintf(err, errlen, "a server needs tls_cert and tls_key");
+		goto out_free;
+	}
+	if (load_pair(ctx, cert, key, err, errlen))
+		goto out_free;
+	if (ca && *ca) {
+		if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
+			snprintf(what, sizeof(what), "CA file %s", ca);
+			tls_err(err, errlen, what);
+			goto out_free;
+		}
+		/* Clients must present a certificate the CA signed. */
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	}
+	return ctx;
+
+out_free:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+SSL_CTX *gp_tls_client_ctx_new(const char *ca, const char *cert, const char *key, char *err,
+			       size_t errlen)
+{
+	SSL_CTX *ctx = ctx_new(TLS_client_method(), err, errlen);
+	char what[512];
+
+	if (!ctx)
+		return NULL;
+	if (ca && *ca) {
+		if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
+			snprintf(what, sizeof(what), "CA file %s", ca);
+			tls_err(err, errlen, what);
+			goto out_free;
+		}
+	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		tls_err(err, errlen, "system CA store");
+		goto out_free;
+	}
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if (cert && *cert) {
+		if (load_pair(ctx, cert, key && *key ? key : cert, err, errlen))
+			goto out_free;
+	}
+	return ctx;
+
+out_free:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+struct gp_conn *gp_conn_new(int fd)
+{
+	struct gp_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->fd = fd;
+	c->rcap = RBUF_SIZE;
+	c->rbuf = malloc(c->rcap);
+	if (!c->rbuf) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void gp_conn_free(struct gp_conn *c)
+{
+	if (!c)
+		return;
+	if (c->ssl)
+		SSL_free(c->ssl);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->wbuf);
+	free(c->rbuf);
+	free(c->msg);
+	free(c);
+}
+
+static int handshake_done(struct gp_conn *c, int rc, const char *what)
+{
+	if (rc == 1)
+		return 0;
+	if (SSL_get_verify_result(c->ssl) != X509_V_OK) {
+		snprintf(c->err, sizeof(c->err), "%s: certificate verification failed: %s", what,
+			 X509_verify_cert_error_string(SSL_get_verify_result(c->ssl)));
+		ERR_clear_error();
+	} else {
+		tls_err(c->err, sizeof(c->err), what);
+	}
+	return GP_ETLS;
+}
+
+int gp_conn_tls_accept(struct gp_conn *c, SSL_CTX *ctx)
+{
+	c->ssl = SSL_new(ctx);
+	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
+		tls_err(c->err, sizeof(c->err), "SSL_new");
+		return GP_ETLS;
+	}
+	return handshake_done(c, SSL_accept(c->ssl), "TLS accept");
+}
+
+int gp_conn_tls_connect(struct gp_conn *c, SSL_CTX *ctx, const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	c->ssl = SSL_new(ctx);
+	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
+		tls_err(c->err, sizeof(c->err), "SSL_new");
+		return GP_ETLS;
+	}
+	if (host && *host) {
+		X509_VERIFY_PARAM *vp = SSL_get0_param(c->ssl);
+
+		if (inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1) {
+			X509_VERIFY_PARAM_set1_ip_asc(vp, host);
+		} else {
+			SSL_set_tlsext_host_name(c->ssl, host);
+			SSL_set1_host(c->ssl, host);
+		}
+	}
+	return handshake_done(c, SSL_connect(c->ssl), "TLS connect");
+}
+
+void gp_conn_peer_cn(struct gp_conn *c, char *out, size_t outlen)
+{
+	X509 *peer;
+
+	out[0] = '\0';
+	if (!c->ssl)
+		return;
+	peer = SSL_get1_peer_certificate(c->ssl);
+	if (!peer)
+		return;
+	X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, out, (int)outlen);
+	X509_free(peer);
+}
+
+void gp_conn_shutdown(struct gp_conn *c)
+{
+	if (!c)
+		return;
+	gp_conn_flush(c);
+	if (c->ssl)
+		SSL_shutdown(c->ssl);
+}
+
+/* ---- raw I/O ---------------------------------------------------------- */
+
+/*
+ * Writes without SIGPIPE. The interposer lives in someone else's process and
+ * must not change its signal dispositions, so it blocks SIGPIPE around the
+ * write and swallows one that the write raised (the way libpq does).
+ */
+static int raw_write(struct gp_conn *c, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	sigset_t block, old, pending;
+	bool was_pending = false;
+	int ret = 0;
+
+	if (c->block_sigpipe) {
+		sigemptyset(&block);
+		sigaddset(&block, SIGPIPE);
+		sigpending(&pending);
+		was_pending = sigismember(&pending, SIGPIPE);
+		pthread_sigmask(SIG_BLOCK, &block, &old);
+	}
+	while (len > 0) {
+		ssize_t n;
+
+		if (c->ssl) {
+			size_t w = 0;
+			int r = SSL_write_ex(c->ssl, p, len, &w);
+
+			if (r != 1) {
+				int e = SSL_get_error(c->ssl, 0);
+
+				if (e == SSL_ERROR_SYSCALL && errno == EINTR)
+					continue;
+				if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN) {
+					snprintf(c->err, sizeof(c->err), "write: %s",
+						 errno ? strerror(errno) : "connection closed");
+					ret = errno == EPIPE || errno == 0 ? GP_ECLOSED : -errno;
+				} else {
+					tls_err(c->err, sizeof(c->err), "TLS write");
+					ret = GP_ETLS;
+				}
+				break;
+			}
+			n = (ssize_t)w;
+		} else {
+			n = send(c->fd, p, len, MSG_NOSIGNAL);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				snprintf(c->err, sizeof(c->err), "write: %s", strerror(errno));
+				ret = errno == EPIPE ? GP_ECLOSED : -errno;
+				break;
+			}
+		}
+		p += n;
+		len -= (size_t)n;
+		c->bytes_out += (uint64_t)n;
+	}
+	if (c->block_sigpipe) {
+		if (!was_pending) {
+			struct timespec zero = {0, 0};
+
+			sigpending(&pending);
+			if (sigismember(&pending, SIGPIPE))
+				sigtimedwait(&block, NULL, &zero);
+		}
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	return ret;
+}
+
+/* Reads at most len bytes (at least one). */
+static ssize_t raw_read_some(struct gp_conn *c, void *buf, size_t len)
+{
+	for (;;) {
+		if (c->ssl) {
+			size_t got = 0;
+			int r;
+
+			errno = 0;
+			r = SSL_read_ex(c->ssl, buf, len, &got);
+			if (r == 1)
+				return (ssize_t)got;
+			switch (SSL_get_error(c->ssl, 0)) {
+			case SSL_ERROR_ZERO_RETURN:
+				snprintf(c->err, sizeof(c->err), "connection closed by peer");
+				return GP_ECLOSED;
+			case SSL_ERROR_SYSCALL:
+				if (errno == EINTR)
+					continue;
+				snprintf(c->err, sizeof(c->err), "read: %s",
+					 errno ? strerror(errno) : "connection closed by peer");
+				ERR_clear_error();
+				return errno ? -errno : GP_ECLOSED;
+			default:
+				tls_err(c->err, sizeof(c->err), "TLS read");
+				return GP_ETLS;
+			}
+		} else {
+			ssize_t n = recv(c->fd, buf, len, 0);
+
+			if (n > 0)
+				return n;
+			if (n == 0) {
+				snprintf(c->err, sizeof(c->err), "connection closed by peer");
+				return GP_ECLOSED;
+			}
+			if (errno == EINTR)
+				continue;
+			snprintf(c->err, sizeof(c->err), "read: %s", strerror(errno));
+			return -errno;
+		}
+	}
+}
+
+int gp_conn_flush(struct gp_conn *c)
+{
+	int ret;
+
+	if (c->wlen == 0)
+		return 0;
+	ret = raw_write(c, c->wbuf, c->wlen);
+	c->wlen = 0;
+	return ret;
+}
+
+static int wbuf_reserve(struct gp_conn *c, size_t more)
+{
+	size_t cap = c->wcap ? c->wcap : 16384;
+	uint8_t *nb;
+
+	if (c->wlen + more <= c->wcap)
+		return 0;
+	while (cap < c->wlen + more)
+		cap *= 2;
+	nb = realloc(c->wbuf, cap);
+	if (!nb)
+		return -ENOMEM;
+	c->wbuf = nb;
+	c->wcap = cap;
+	return 0;
+}
+
+int gp_conn_send(struct gp_conn *c, unsigned type, unsigned flags, uint64_t request_id,
+		 const ProtobufCMessage *msg, const void *bulk, size_t bulk_len)
+{
+	struct gp_frame_hdr h = {0};
+	size_t mlen = msg ? protobuf_c_message_get_packed_size(msg) : 0;
+	int ret;
+
+	if (mlen > GP_FRAME_MSG_MAX || bulk_len > GP_FRAME_BULK_MAX)
+		return GP_ETOOBIG;
+	h.msg_len = (uint32_t)mlen;
+	h.bulk_len = (uint32_t)bulk_len;
+	h.request_id = request_id;
+	h.type = (uint16_t)type;
+	h.flags = (uint16_t)flags;
+	ret = wbuf_reserve(c, GP_FRAME_HDR_SIZE + mlen);
+	if (ret)
+		return ret;
+	gp_frame_hdr_encode(&h, c->wbuf + c->wlen);
+	c->wlen += GP_FRAME_HDR_SIZE;
+	if (msg)
+		c->wlen += protobuf_c_message_pack(msg, c->wbuf + c->wlen);
+	if (bulk_len > 0) {
+		if (bulk_len >= WBUF_FLUSH_AT) {
+			/* Large payloads go straight to the socket after what is queued. */
+			ret = gp_conn_flush(c);
+			if (ret)
+				return ret;
+			return raw_write(c, bulk, bulk_len);
+		}
+		ret = wbuf_reserve(c, bulk_len);
+		if (ret)
+			return ret;
+		memcpy(c->wbuf + c->wlen, bulk, bulk_len);
+		c->wlen += bulk_len;
+	}
+	if (c->wlen >= WBUF_FLUSH_AT)
+		return gp_conn_flush(c);
+	return 0;
+}
+
+int gp_conn_read(struct gp_conn *c, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	int ret;
+
+	/* A reader is about to wait: whatever is queued must go out first. */
+	ret = gp_conn_flush(c);
+	if (ret)
+		return ret;
+	while (len > 0) {
+		size_t have = c->rlen - c->rpos;
+		ssize_t n;
+
+		if (have > 0) {
+			size_t take = have < len ? have : len;
+
+			memcpy(p, c->rbuf + c->rpos, take);
+			c->rpos += take;
+			p += take;
+			len -= take;
+			continue;
+		}
+		if (len >= c->rcap) {
+			/* Big reads bypass the buffer. */
+			n = raw_read_some(c, p, len);
+			if (n < 0)
+				return (int)n;
+			p += n;
+			len -= (size_t)n;
+			c->bytes_in += (uint64_t)n;
+			continue;
+		}
+		n = raw_read_some(c, c->rbuf, c->rcap);
+		if (n < 0)
+			return (int)n;
+		c->rpos = 0;
+		c->rlen = (size_t)n;
+		c->bytes_in += (uint64_t)n;
+	}
+	return 0;
+}
+
+int gp_conn_skip(struct gp_conn *c, size_t len)
+{
+	uint8_t scratch[4096];
+
+	while (len > 0) {
+		size_t take = len < sizeof(scratch) ? len : sizeof(scratch);
+		int ret = gp_conn_read(c, scratch, take);
+
+		if (ret)
+			return ret;
+		len -= take;
+	}
+	return 0;
+}
+
+int gp_conn_recv(struct gp_conn *c, struct gp_frame_hdr *h)
+{
+	uint8_t raw[GP_FRAME_HDR_SIZE];
+	int ret;
+
+	ret = gp_conn_read(c, raw, sizeof(raw));
+	if (ret)
+		return ret;
+	ret = gp_frame_hdr_decode(raw, h);
+	if (ret) {
+		snprintf(c->err, sizeof(c->err), "bad frame header: %s", gp_strerror(ret));
+		return ret;
+	}
+	if (h->msg_len > c->msg_cap) {
+		uint8_t *nb = realloc(c->msg, h->msg_len);
+
+		if (!nb)
+			return -ENOMEM;
+		c->msg = nb;
+		c->msg_cap = h->msg_len;
+	}
+	return gp_conn_read(c, c->msg, h->msg_len);
+}
+
+/* ---- TCP ------------------------------------------------------------- */
+
+int gp_split_hostport(const char *s, char *host, size_t hostlen, char *port, size_t portlen)
+{
+	const char *colon;
+	size_t hl;
+
+	if (!s || !*s)
+		return GP_ECONFIG;
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || end[1] != ':')
+			return GP_ECONFIG;
+		hl = (size_t)(end - s - 1);
+		s++;
+		colon = end + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return GP_ECONFIG;
+		hl = (size_t)(colon - s);
+	}
+	if (hl == 0 || hl >= hostlen || strlen(colon + 1) == 0 || strlen(colon + 1) >= portlen)
+		return GP_ECONFIG;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	strcpy(port, colon + 1);
+	for (const char *p = port; *p; p++)
+		if (*p < '0' || *p > '9')
+			return GP_ECONFIG;
+	return 0;
+}
+
+static int connect_one(const struct addrinfo *ai, int timeout_ms, int *err_out)
+{
+	struct pollfd pfd;
+	socklen_t sl = sizeof(int);
+	int fd, soerr = 0, one = 1, r;
+
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+	if (fd < 0) {
+		*err_out = errno;
+		return -1;
+	}
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+		*err_out = errno;
+		close(fd);
+		return -1;
+	}
+	pfd.fd = fd;
+	pfd.events = POLLOUT;
+	do
+		r = poll(&pfd, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
+	if (r == 0) {
+		*err_out = ETIMEDOUT;
+		close(fd);
+		return -1;
+	}
+	if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
+		*err_out = soerr ? soerr : errno;
+		close(fd);
+		return -1;
+	}
+	/* Back to blocking; small requests must not wait for Nagle. */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	return fd;
+}
+
+int gp_tcp_connect(const char *hostport, int timeout_ms, char *err, size_t errlen)
+{
+	struct addrinfo hints = {0}, *res, *ai;
+	char host[256], port[16];
+	int fd = -1, e = 0, r;
+
+	if (gp_split_hostport(hostport, host, sizeof(host), port, sizeof(port))) {
+		snprintf(err, errlen, "'%s' is not host:port", hostport);
+		return GP_ECONFIG;
+	}
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	r = getaddrinfo(host, port, &hints, &res);
+	if (r) {
+		snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(r));
+		return -EHOSTUNREACH;
+	}
+	for (ai = res; ai && fd < 0; ai = ai->ai_next)
+		fd = connect_one(ai, timeout_ms, &e);
+	freeaddrinfo(res);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot connect to %s: %s", hostport, strerror(e));
+		return -e;
+	}
+	return fd;
+}

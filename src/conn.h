@@ -1,0 +1,71 @@
+/* conn.h -- a blocking framed connection over TLS (or a plain socket). */
+#ifndef GP_CONN_H
+#define GP_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+#include <protobuf-c/protobuf-c.h>
+
+#include "frame.h"
+
+/*
+ * Used by the worker and the interposer, each from one thread at a time (the
+ * interposer serialises callers with its own lock). Writes are buffered so
+ * that small messages sent without waiting for a reply go out in one TLS
+ * record; gp_conn_flush() or a read sends them.
+ */
+struct gp_conn {
+	int fd;
+	SSL *ssl;
+	bool block_sigpipe; /* inside someone else's process: never raise SIGPIPE */
+	uint8_t *wbuf;
+	size_t wlen, wcap;
+	uint8_t *rbuf;
+	size_t rpos, rlen, rcap;
+	uint8_t *msg; /* the last received message body */
+	size_t msg_cap;
+	uint64_t bytes_in, bytes_out;
+	char err[256]; /* why the last call failed, for logs and clients */
+};
+
+/* TLS contexts. On failure return NULL and write the reason into err. */
+SSL_CTX *gp_tls_server_ctx_new(const char *cert, const char *key, const char *ca, char *err,
+			       size_t errlen);
+SSL_CTX *gp_tls_client_ctx_new(const char *ca, const char *cert, const char *key, char *err,
+			       size_t errlen);
+
+/* Takes ownership of fd. Returns NULL only when out of memory. */
+struct gp_conn *gp_conn_new(int fd);
+void gp_conn_free(struct gp_conn *c);
+/* Runs the TLS handshake. A client checks the server's certificate against
+ * host (a name or an address literal). Returns 0 or GP_ETLS with c->err set. */
+int gp_conn_tls_accept(struct gp_conn *c, SSL_CTX *ctx);
+int gp_conn_tls_connect(struct gp_conn *c, SSL_CTX *ctx, const char *host);
+/* The peer certificate's subject common name, or "" without one. */
+void gp_conn_peer_cn(struct gp_conn *c, char *out, size_t outlen);
+/* Sends what is buffered, then shuts TLS down politely. */
+void gp_conn_shutdown(struct gp_conn *c);
+
+/* Queues one frame: header, packed message (may be NULL), bulk (may be NULL).
+ * Large bulk is written straight through. Returns 0 or a negative code. */
+int gp_conn_send(struct gp_conn *c, unsigned type, unsigned flags, uint64_t request_id,
+		 const ProtobufCMessage *msg, const void *bulk, size_t bulk_len);
+int gp_conn_flush(struct gp_conn *c);
+
+/* Reads one frame header and its message body (c->msg). The frame's bulk
+ * (h->bulk_len bytes) is left for gp_conn_read/gp_conn_skip, so it can land
+ * in its destination without an extra copy. */
+int gp_conn_recv(struct gp_conn *c, struct gp_frame_hdr *h);
+int gp_conn_read(struct gp_conn *c, void *buf, size_t len);
+int gp_conn_skip(struct gp_conn *c, size_t len);
+
+/* Connects a TCP socket to "host:port" within timeout_ms. Returns fd or a
+ * negative code, with the reason in err. */
+int gp_tcp_connect(const char *hostport, int timeout_ms, char *err, size_t errlen);
+/* Splits "host:port" / "[v6]:port". Returns 0 or GP_ECONFIG. */
+int gp_split_hostport(const char *s, char *host, size_t hostlen, char *port, size_t portlen);
+
+#endif

@@ -1,0 +1,42 @@
+/* stats.h -- the live accounting a worker publishes for its session.
+ *
+ * The supervisor creates one page of shared memory per session (a memfd),
+ * maps it, and hands the fd to the worker, which maps it too and updates the
+ * counters with relaxed atomic stores as calls happen. The supervisor (and so
+ * poolctl and /metrics) read it without asking the worker. Only the worker
+ * writes; the supervisor only reads, so a torn 64-bit read cannot happen on
+ * the 64-bit targets we build for and no lock is needed.
+ */
+#ifndef GP_STATS_H
+#define GP_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define GP_STATS_MAGIC 0x47505354u /* "GPST" */
+#define GP_STATS_MAX_DEVICES 16
+
+enum gp_session_state {
+	GP_SESSION_HANDSHAKE = 1, /* TLS and Hello */
+	GP_SESSION_QUEUED,        /* waiting for admission */
+	GP_SESSION_ACTIVE,        /* calls flowing */
+	GP_SESSION_CLOSING,
+};
+
+struct gp_stats {
+	uint32_t magic;
+	_Atomic uint32_t state;
+	_Atomic uint64_t mem_used;  /* bytes allocated on all devices */
+	_Atomic uint64_t mem_peak;
+	_Atomic uint64_t calls;
+	_Atomic uint64_t bytes_in;  /* from the client, TLS payload bytes */
+	_Atomic uint64_t bytes_out;
+	_Atomic int64_t last_active; /* unix seconds */
+	_Atomic uint64_t dev_mem_used[GP_STATS_MAX_DEVICES];
+};
+
+#define GP_STATS_SIZE 4096
+
+_Static_assert(sizeof(struct gp_stats) <= GP_STATS_SIZE, "stats page");
+
+#endif

@@ -1,0 +1,163 @@
+/* test_config.c -- gpupoold.conf parsing: errors name file and line; defaults; sizes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "error.h"
+#include "log.h"
+
+static char err[512];
+
+static void expect_error(const char *text, const char *want)
+{
+	struct gp_config *c = gp_config_parse(text, "test.conf", err, sizeof(err));
+
+	assert_null(c);
+	if (!strstr(err, want))
+		fail_msg("error '%s' does not contain '%s'", err, want);
+}
+
+/* ---- invalid input first ---- */
+
+static void test_unknown_key_names_file_and_line(void **state)
+{
+	expect_error("tls_cert a\ntls_key b\n\n# comment\nlisten_on 1.2.3.4:5\n",
+		     "test.conf:5: unknown key 'listen_on'");
+}
+
+static void test_bad_values(void **state)
+{
+	expect_error("tls_cert a\ntls_key b\nlisten nocolon\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nlisten 1.2.3.4:99999\n", "port out of range");
+	expect_error("tls_cert a\ntls_key b\nlisten 1.2.3.4:12ab\n", "test.conf:3:");
+	expect_error("tls_cert a b\ntls_key b\n", "test.conf:1: 'tls_cert' takes exactly one value");
+	expect_error("tls_cert\n", "test.conf:1:");
+	expect_error("tls_cert a\ntls_key b\nlog_level loud\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nmax_sessions -1\n", "test.conf:3:");
+	expect_error("tls_cert \"unterminated\ntls_key b\n", "test.conf:1: unterminated quote");
+}
+
+static void test_tls_required(void **state)
+{
+	expect_error("listen 127.0.0.1:1\n", "tls_cert and tls_key are required");
+}
+
+static void test_missing_file(void **state)
+{
+	assert_null(gp_config_load("/nonexistent/gpupoold.conf", err, sizeof(err)));
+	assert_non_null(strstr(err, "/nonexistent/gpupoold.conf"));
+}
+
+static void test_sizes(void **state)
+{
+	uint64_t v;
+
+	assert_int_equal(gp_parse_size("", &v), GP_ECONFIG);
+	assert_int_equal(gp_parse_size("G", &v), GP_ECONFIG);
+	assert_int_equal(gp_parse_size("12X", &v), GP_ECONFIG);
+	assert_int_equal(gp_parse_size("-1", &v), GP_ECONFIG);
+	assert_int_equal(gp_parse_size("99999999999T", &v), GP_ECONFIG);
+	assert_int_equal(gp_parse_size("4096", &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(gp_parse_size("512K", &v), 0);
+	assert_int_equal(v, 512u << 10);
+	assert_int_equal(gp_parse_size("8M", &v), 0);
+	assert_int_equal(v, 8u << 20);
+	assert_int_equal(gp_parse_size("16GiB", &v), 0);
+	assert_int_equal(v, 16ull << 30);
+	assert_int_equal(gp_parse_size("2g", &v), 0);
+	assert_int_equal(v, 2ull << 30);
+}
+
+/* ---- normal behaviour ---- */
+
+static void test_defaults(void **state)
+{
+	struct gp_config *c = gp_config_parse("tls_cert /c\ntls_key /k\n", "t", err, sizeof(err));
+
+	assert_non_null(c);
+	assert_string_equal(c->listen, "0.0.0.0:7420");
+	assert_string_equal(c->driver, "libcuda.so.1");
+	assert_string_equal(c->admin_socket, "/run/gpupool/admin.sock");
+	assert_null(c->tls_ca);
+	assert_null(c->worker);
+	assert_int_equal(c->log_level, GP_LOG_INFO);
+	assert_int_equal(c->max_sessions, 64);
+	gp_config_free(c);
+}
+
+static void test_all_keys(void **state)
+{
+	const char *text = "# gpupoold\n"
+			   "listen [::1]:9000   # trailing comment\n"
+			   "tls_cert \"/etc/with space/cert.pem\"\n"
+			   "tls_key /k\n"
+			   "\ttls_ca /ca\n"
+			   "driver /opt/softgpu/libcuda.so.1\n"
+			   "admin_socket /tmp/a.sock\n"
+			   "worker /usr/libexec/gpupool/gpupool-worker\n"
+			   "log_level debug\n"
+			   "max_sessions 3\n";
+	struct gp_config *c = gp_config_parse(text, "t", err, sizeof(err));
+
+	assert_non_null(c);
+	assert_string_equal(c->listen, "[::1]:9000");
+	assert_string_equal(c->tls_cert, "/etc/with space/cert.pem");
+	assert_string_equal(c->tls_key, "/k");
+	assert_string_equal(c->tls_ca, "/ca");
+	assert_string_equal(c->driver, "/opt/softgpu/libcuda.so.1");
+	assert_string_equal(c->admin_socket, "/tmp/a.sock");
+	assert_string_equal(c->worker, "/usr/libexec/gpupool/gpupool-worker");
+	assert_int_equal(c->log_level, GP_LOG_DEBUG);
+	assert_int_equal(c->max_sessions, 3);
+	gp_config_free(c);
+}
+
+static void test_load_from_file(void **state)
+{
+	char path[] = "/tmp/gp-test-config-XXXXXX";
+	int fd = mkstemp(path);
+	struct gp_config *c;
+	FILE *f;
+
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs("tls_cert /c\ntls_key /k\nbogus 1\n", f);
+	fclose(f);
+	assert_null(gp_config_load(path, err, sizeof(err)));
+	assert_non_null(strstr(err, ":3: unknown key 'bogus'"));
+	assert_non_null(strstr(err, path));
+	f = fopen(path, "w");
+	fputs("tls_cert /c\ntls_key /k\nlisten 127.0.0.1:0\n", f);
+	fclose(f);
+	c = gp_config_load(path, err, sizeof(err));
+	assert_non_null(c);
+	assert_string_equal(c->listen, "127.0.0.1:0");
+	assert_string_equal(c->path, path);
+	gp_config_free(c);
+	unlink(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_unknown_key_names_file_and_line),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_tls_required),
+		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_all_keys),
+		cmocka_unit_test(test_load_from_file),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
