@@ -1,9 +1,14 @@
 /* vector_add.c -- a plain CUDA driver-API program: adds two vectors on the GPU and
  * checks the result against the CPU. It knows nothing of gpupool; run it with
- * LD_PRELOAD=<gpupool>/lib/gpupool/libcuda.so.1 to compute on a pooled GPU. */
+ * LD_PRELOAD=<gpupool>/lib/gpupool/libcuda.so.1 to compute on a pooled GPU.
+ *
+ * usage: vector_add [N] [--wait]
+ * --wait keeps the context and memory after the check until a line (or EOF)
+ * arrives on stdin, so the session can be looked at while it is alive. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cuda.h>
 
@@ -23,19 +28,31 @@
 
 int main(int argc, char **argv)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 1000000;
-	size_t bytes = (size_t)n * sizeof(float);
-	float *a = malloc(bytes), *b = malloc(bytes), *c = malloc(bytes);
+	int n = 1000000;
+	int wait = 0;
+	size_t bytes;
+	float *a, *b, *c;
 	CUdeviceptr da, db, dc;
 	CUcontext ctx;
 	CUmodule mod;
 	CUfunction fn;
 	CUdevice dev;
 	char name[256];
-	int threads = 256, blocks = (n + threads - 1) / threads, bad = 0;
+	int threads = 256, blocks, bad = 0;
 	void *params[] = {&da, &db, &dc, &n};
 	double max_err = 0;
 
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--wait") == 0)
+			wait = 1;
+		else
+			n = atoi(argv[i]);
+	}
+	bytes = (size_t)n * sizeof(float);
+	a = malloc(bytes);
+	b = malloc(bytes);
+	c = malloc(bytes);
+	blocks = (n + threads - 1) / threads;
 	if (!a || !b || !c || n <= 0) {
 		fprintf(stderr, "vector_add: bad size or out of memory\n");
 		return 1;
@@ -60,11 +77,6 @@ int main(int argc, char **argv)
 			     NULL));
 	CHECK(cuCtxSynchronize());
 	CHECK(cuMemcpyDtoH(c, dc, bytes));
-	CHECK(cuMemFree(da));
-	CHECK(cuMemFree(db));
-	CHECK(cuMemFree(dc));
-	CHECK(cuModuleUnload(mod));
-	CHECK(cuCtxDestroy(ctx));
 
 	for (int i = 0; i < n; i++) {
 		double want = (double)(a[i] + b[i]);
@@ -77,6 +89,20 @@ int main(int argc, char **argv)
 	}
 	printf("vector_add: %d elements on %s: %s (%d mismatches, max error %g)\n", n, name,
 	       bad ? "FAILED" : "PASSED, checked against the CPU", bad, max_err);
+	if (wait) {
+		char line[16];
+
+		printf("vector_add: holding %zu bytes of device memory; press Enter to finish\n",
+		       3 * bytes);
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			line[0] = '\0';
+	}
+	CHECK(cuMemFree(da));
+	CHECK(cuMemFree(db));
+	CHECK(cuMemFree(dc));
+	CHECK(cuModuleUnload(mod));
+	CHECK(cuCtxDestroy(ctx));
 	free(a);
 	free(b);
 	free(c);

@@ -376,6 +376,17 @@ static int wbuf_reserve(struct gp_conn *c, size_t more)
 	return 0;
 }
 
+int gp_conn_write(struct gp_conn *c, const void *buf, size_t len)
+{
+	int ret = wbuf_reserve(c, len);
+
+	if (ret)
+		return ret;
+	memcpy(c->wbuf + c->wlen, buf, len);
+	c->wlen += len;
+	return 0;
+}
+
 int gp_conn_send(struct gp_conn *c, unsigned type, unsigned flags, uint64_t request_id,
 		 const ProtobufCMessage *msg, const void *bulk, size_t bulk_len)
 {

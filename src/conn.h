@@ -54,6 +54,8 @@ void gp_conn_shutdown(struct gp_conn *c);
 int gp_conn_send(struct gp_conn *c, unsigned type, unsigned flags, uint64_t request_id,
 		 const ProtobufCMessage *msg, const void *bulk, size_t bulk_len);
 int gp_conn_flush(struct gp_conn *c);
+/* Queues raw bytes (tests use it to send malformed frames). */
+int gp_conn_write(struct gp_conn *c, const void *buf, size_t len);
 
 /* Reads one frame header and its message body (c->msg). The frame's bulk
  * (h->bulk_len bytes) is left for gp_conn_read/gp_conn_skip, so it can land

@@ -1,0 +1,8 @@
+#!/bin/sh
+# build.sh [BUILD_DIR] -- install missing dependencies, configure and build.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$top/build}
+"$top/scripts/install-deps.sh"
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE:-RelWithDebInfo} >/dev/null
+cmake --build "$build" -j "$(nproc)"

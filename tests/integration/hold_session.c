@@ -1,0 +1,64 @@
+/* hold_session.c -- a driver-API client that opens a session, allocates and
+ * fills device memory, reads it back to check it, says READY and then waits
+ * for a line on stdin (or EOF) before releasing everything. The integration
+ * tests use it to look at a live session from poolctl.
+ *
+ * usage: hold_session BYTES [ALLOCATIONS]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#define CHECK(call)                                                                                \
+	do {                                                                                       \
+		CUresult r_ = (call);                                                              \
+		if (r_ != CUDA_SUCCESS) {                                                          \
+			const char *n_ = NULL;                                                     \
+			cuGetErrorName(r_, &n_);                                                   \
+			printf("ERROR %s %s\n", #call, n_ ? n_ : "?");                             \
+			fflush(stdout);                                                            \
+			return 1;                                                                  \
+		}                                                                                  \
+	} while (0)
+
+int main(int argc, char **argv)
+{
+	size_t bytes = argc > 1 ? strtoull(argv[1], NULL, 0) : 1 << 20;
+	int count = argc > 2 ? atoi(argv[2]) : 1;
+	CUdeviceptr *d = calloc((size_t)count, sizeof(*d));
+	unsigned char *h = malloc(bytes), *back = malloc(bytes);
+	size_t fr, tot;
+	CUcontext ctx;
+	CUdevice dev;
+	char line[64];
+
+	if (!d || !h || !back)
+		return 1;
+	for (size_t i = 0; i < bytes; i++)
+		h[i] = (unsigned char)(i * 31 + 7);
+	CHECK(cuInit(0));
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuCtxCreate(&ctx, NULL, 0, dev));
+	for (int i = 0; i < count; i++) {
+		CHECK(cuMemAlloc(&d[i], bytes));
+		CHECK(cuMemcpyHtoD(d[i], h, bytes));
+		memset(back, 0, bytes);
+		CHECK(cuMemcpyDtoH(back, d[i], bytes));
+		if (memcmp(h, back, bytes) != 0) {
+			printf("ERROR readback mismatch\n");
+			return 1;
+		}
+	}
+	CHECK(cuMemGetInfo(&fr, &tot));
+	printf("READY %zu free %zu total %zu\n", bytes * (size_t)count, fr, tot);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		line[0] = '\0';
+	for (int i = 0; i < count; i++)
+		CHECK(cuMemFree(d[i]));
+	CHECK(cuCtxDestroy(ctx));
+	printf("DONE\n");
+	return 0;
+}

@@ -1,0 +1,104 @@
+# lib.sh -- shared helpers for the integration tests: a real gpupoold on a
+# loopback port with fresh certificates, softgpu as its driver, and clients
+# run through the interposer. Sourced by each test-*.sh scenario.
+#
+# The test build passes: GP_STAGE (the build's install-shaped tree), GP_SRC
+# (the source tree) and GP_TESTBIN (test programs).
+set -eu
+
+: "${GP_STAGE:?}" "${GP_SRC:?}" "${GP_TESTBIN:?}"
+GP_INTERPOSER=$GP_STAGE/lib/gpupool/libcuda.so.1
+GP_SOFTGPU=$GP_STAGE/lib/gpupool/softgpu/libcuda.so.1
+POOLCTL=$GP_STAGE/bin/poolctl
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/gpupool-test.XXXXXX")
+DAEMON_PID=
+export SOFTGPU_DEVICES=${SOFTGPU_DEVICES:-1}
+
+fail() {
+	echo "FAIL: $*" >&2
+	if [ -f "$T/daemon.log" ]; then
+		echo "---- daemon log ----" >&2
+		tail -n 60 "$T/daemon.log" >&2
+	fi
+	exit 1
+}
+
+cleanup() {
+	if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
+		kill -KILL "$DAEMON_PID" 2>/dev/null || true
+	fi
+	# Worker processes of a killed daemon exit when their clients go away.
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# gp_config [extra config lines...]: writes $T/gpupoold.conf.
+gp_config() {
+	[ -f "$T/certs/ca.pem" ] || "$GP_SRC/scripts/gen-certs.sh" "$T/certs" >/dev/null
+	{
+		echo "listen 127.0.0.1:0"
+		echo "tls_cert $T/certs/server.pem"
+		echo "tls_key $T/certs/server.key"
+		echo "driver $GP_SOFTGPU"
+		echo "admin_socket $T/admin.sock"
+		echo "log_level debug"
+		for line in "$@"; do echo "$line"; done
+	} >"$T/gpupoold.conf"
+}
+
+status_json() {
+	"$POOLCTL" -s "$T/admin.sock" status --json
+}
+
+# gp_start: starts the daemon and waits until it answers; sets GPUPOOL_SERVER.
+gp_start() {
+	[ -f "$T/gpupoold.conf" ] || gp_config
+	"$GP_STAGE/bin/gpupoold" -f "$T/gpupoold.conf" 2>>"$T/daemon.log" &
+	DAEMON_PID=$!
+	for _ in $(seq 1 200); do
+		if status_json >"$T/status.json" 2>/dev/null; then
+			GPUPOOL_SERVER=$(jq -r .listen "$T/status.json")
+			export GPUPOOL_SERVER GPUPOOL_CA="$T/certs/ca.pem"
+			return 0
+		fi
+		kill -0 "$DAEMON_PID" 2>/dev/null || fail "gpupoold exited at start"
+		sleep 0.1
+	done
+	fail "gpupoold did not answer on its admin socket"
+}
+
+# gp_stop: SIGTERM and wait; the daemon must exit 0.
+gp_stop() {
+	kill -TERM "$DAEMON_PID"
+	if ! wait "$DAEMON_PID"; then
+		DAEMON_PID=
+		fail "gpupoold did not exit cleanly"
+	fi
+	DAEMON_PID=
+}
+
+# run_client CMD...: runs a CUDA program through the interposer.
+run_client() {
+	env LD_PRELOAD="$GP_INTERPOSER" "$@"
+}
+
+# wait_for JQ_EXPR [SECONDS]: until `poolctl status --json | jq -e JQ_EXPR` holds.
+wait_for() {
+	local expr=$1 tries=$(( ${2:-10} * 20 ))
+	for _ in $(seq 1 "$tries"); do
+		if status_json >"$T/status.json" 2>/dev/null && jq -e "$expr" "$T/status.json" >/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "last status:" >&2
+	cat "$T/status.json" >&2 || true
+	fail "timed out waiting for: $expr"
+}
+
+# assert_status JQ_EXPR MESSAGE: the current status satisfies JQ_EXPR.
+assert_status() {
+	status_json >"$T/status.json" || fail "poolctl status failed"
+	jq -e "$1" "$T/status.json" >/dev/null || { cat "$T/status.json" >&2; fail "$2"; }
+}

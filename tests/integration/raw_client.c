@@ -1,0 +1,205 @@
+/* raw_client.c -- speaks the gpupool protocol by hand to test how the pool
+ * treats clients that misbehave. Each mode states what the pool must do and
+ * exits 0 only if it did.
+ *
+ * usage: raw_client MODE   (GPUPOOL_SERVER and GPUPOOL_CA from the environment)
+ *   version   Hello with another protocol version: refused, message names both
+ *   garbage   a frame with a bad magic after Hello: the pool closes the session
+ *   oversize  a frame claiming a 2 GiB body: closed without allocating it
+ *   type      a frame of an unknown type: closed
+ *   foreign   pointers and handles the session does not own: refused with
+ *             CUDA_ERROR_INVALID_VALUE / INVALID_CONTEXT, session goes on
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#include <gpupool/gpupool.h>
+
+#include "codec.h"
+#include "conn.h"
+#include "error.h"
+
+static struct gp_conn *c;
+
+static void die(const char *what)
+{
+	fprintf(stderr, "raw_client: %s (%s)\n", what, c && c->err[0] ? c->err : "");
+	exit(1);
+}
+
+static void connect_pool(void)
+{
+	const char *server = getenv("GPUPOOL_SERVER");
+	char err[512], host[256], port[16];
+	SSL_CTX *ctx;
+	int fd;
+
+	if (!server || gp_split_hostport(server, host, sizeof(host), port, sizeof(port)))
+		die("GPUPOOL_SERVER");
+	ctx = gp_tls_client_ctx_new(getenv("GPUPOOL_CA"), NULL, NULL, err, sizeof(err));
+	if (!ctx)
+		die(err);
+	fd = gp_tcp_connect(server, 5000, err, sizeof(err));
+	if (fd < 0)
+		die(err);
+	c = gp_conn_new(fd);
+	if (gp_conn_tls_connect(c, ctx, host))
+		die("TLS");
+}
+
+static Gp__HelloReply *hello(uint32_t version)
+{
+	Gp__Hello h = GP__HELLO__INIT;
+	struct gp_frame_hdr fh;
+	Gp__HelloReply *rep;
+
+	h.protocol_version = version;
+	h.program = "raw_client";
+	h.client_host = "test";
+	if (gp_conn_send(c, GP_MSG_HELLO, 0, 0, &h.base, NULL, 0) || gp_conn_recv(c, &fh))
+		die("Hello");
+	if (fh.type != GP_MSG_HELLO_REPLY)
+		die("no HelloReply");
+	rep = (Gp__HelloReply *)gp_msg_unpack(fh.type, c->msg, fh.msg_len);
+	if (!rep)
+		die("HelloReply does not decode");
+	return rep;
+}
+
+static void hello_ok(void)
+{
+	Gp__HelloReply *rep = hello(GP_PROTOCOL_VERSION);
+
+	if (rep->status != 0)
+		die(rep->message);
+	protobuf_c_message_free_unpacked(&rep->base, NULL);
+}
+
+static uint64_t next_id = 1;
+
+/* Sends a Call and returns its result; out[0] gets the first output. */
+static CUresult call(unsigned type, const uint64_t *args, size_t n, uint64_t *out)
+{
+	Gp__Call call = GP__CALL__INIT;
+	struct gp_frame_hdr fh;
+	Gp__Reply *rep;
+	CUresult r;
+	uint64_t id = next_id++;
+
+	call.n_arg = n;
+	call.arg = (uint64_t *)args;
+	if (gp_conn_send(c, type, 0, id, &call.base, NULL, 0) || gp_conn_recv(c, &fh))
+		die("call");
+	if (fh.type != GP_MSG_REPLY || fh.request_id != id)
+		die("unexpected reply");
+	rep = gp__reply__unpack(NULL, fh.msg_len, c->msg);
+	if (!rep)
+		die("reply does not decode");
+	r = (CUresult)rep->result;
+	if (out && rep->n_out)
+		*out = rep->out[0];
+	protobuf_c_message_free_unpacked(&rep->base, NULL);
+	return r;
+}
+
+/* The pool must close the connection: the next read sees EOF. */
+static int expect_closed(void)
+{
+	struct gp_frame_hdr fh;
+	int r = gp_conn_recv(c, &fh);
+
+	if (r == 0) {
+		fprintf(stderr, "raw_client: the pool answered type %u instead of closing\n",
+			fh.type);
+		return 1;
+	}
+	printf("closed by the pool: %s\n", c->err);
+	return 0;
+}
+
+static void send_raw_header(uint32_t msg_len, uint16_t type, uint16_t magic)
+{
+	uint8_t raw[GP_FRAME_HDR_SIZE];
+	struct gp_frame_hdr h = {.msg_len = msg_len, .type = type, .request_id = 99};
+
+	gp_frame_hdr_encode(&h, raw);
+	raw[20] = (uint8_t)magic;
+	raw[21] = (uint8_t)(magic >> 8);
+	if (gp_conn_write(c, raw, sizeof(raw)) || gp_conn_flush(c))
+		die("flush");
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+
+	connect_pool();
+	if (strcmp(mode, "version") == 0) {
+		Gp__HelloReply *rep = hello(GP_PROTOCOL_VERSION + 98);
+
+		printf("status %d: %s\n", rep->status, rep->message);
+		return rep->status == GP_EVERSION && strstr(rep->message, "99") &&
+				       strstr(rep->message, "1")
+			       ? 0
+			       : 1;
+	}
+	hello_ok();
+	if (strcmp(mode, "garbage") == 0) {
+		send_raw_header(0, GP_MSG_MEM_ALLOC, 0x1234);
+		return expect_closed();
+	}
+	if (strcmp(mode, "oversize") == 0) {
+		send_raw_header(0x80000000u, GP_MSG_MEM_ALLOC, GP_FRAME_MAGIC);
+		return expect_closed();
+	}
+	if (strcmp(mode, "type") == 0) {
+		send_raw_header(0, 4242, GP_FRAME_MAGIC);
+		return expect_closed();
+	}
+	if (strcmp(mode, "foreign") == 0) {
+		uint64_t ctx = 0, dptr = 0;
+		uint64_t a[3];
+		CUresult r;
+
+		a[0] = 0;
+		a[1] = 0;
+		if (call(GP_MSG_CTX_CREATE, a, 2, &ctx) != CUDA_SUCCESS)
+			die("CTX_CREATE");
+		a[0] = ctx ^ 0x100000000ull; /* a stale generation of the same slot */
+		a[1] = 4096;
+		r = call(GP_MSG_MEM_ALLOC, a, 2, NULL);
+		printf("alloc on a forged context: %d\n", r);
+		if (r != CUDA_ERROR_INVALID_CONTEXT)
+			return 1;
+		a[0] = ctx;
+		if (call(GP_MSG_MEM_ALLOC, a, 2, &dptr) != CUDA_SUCCESS)
+			die("MEM_ALLOC");
+		a[1] = dptr + 8; /* inside, but not the start of, an allocation */
+		r = call(GP_MSG_MEM_FREE, a, 2, NULL);
+		printf("free of an inner pointer: %d\n", r);
+		if (r != CUDA_ERROR_INVALID_VALUE)
+			return 1;
+		a[1] = dptr + 4000;
+		a[2] = 200; /* runs past the end of the allocation */
+		r = call(GP_MSG_MEMCPY_DTOH, a, 3, NULL);
+		printf("read past an allocation: %d\n", r);
+		if (r != CUDA_ERROR_INVALID_VALUE)
+			return 1;
+		a[1] = 0x10000;
+		a[2] = 16; /* an address the session never allocated */
+		r = call(GP_MSG_MEMCPY_DTOH, a, 3, NULL);
+		printf("read of a foreign address: %d\n", r);
+		if (r != CUDA_ERROR_INVALID_VALUE)
+			return 1;
+		a[1] = dptr;
+		r = call(GP_MSG_MEM_FREE, a, 2, NULL);
+		printf("free of its own allocation: %d\n", r);
+		return r == CUDA_SUCCESS ? 0 : 1;
+	}
+	fprintf(stderr, "usage: raw_client version|garbage|oversize|type|foreign\n");
+	return 2;
+}

@@ -1,0 +1,25 @@
+#!/bin/bash
+# With tls_ca set, clients must present a certificate the CA signed, and the
+# certificate's common name is the session's tenant.
+. "$(dirname "$0")/lib.sh"
+
+GPUPOOL_TENANT=alice "$GP_SRC/scripts/gen-certs.sh" "$T/certs" >/dev/null
+gp_config "tls_ca $T/certs/ca.pem"
+gp_start
+
+set +e
+out=$(GPUPOOL_LOG=error run_client "$GP_STAGE/bin/vector_add" 1000 2>&1)
+rc=$?
+set -e
+[ $rc -ne 0 ] || fail "a client without a certificate was let in"
+echo "$out" | head -3
+
+coproc HOLD { GPUPOOL_CERT=$T/certs/client.pem GPUPOOL_KEY=$T/certs/client.key \
+	run_client "$GP_TESTBIN/hold_session" 4096; }
+read -r ready <&"${HOLD[0]}" || fail "hold_session said nothing"
+case "$ready" in READY*) ;; *) fail "hold_session with a certificate: $ready" ;; esac
+assert_status '.sessions[0].tenant == "alice"' "the tenant should be the certificate's CN"
+echo >&"${HOLD[1]}"
+wait "$HOLD_PID" || fail "hold_session failed"
+gp_stop
+echo PASS

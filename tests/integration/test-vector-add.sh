@@ -1,0 +1,40 @@
+#!/bin/bash
+# The walking skeleton end to end: gpupoold over TLS on loopback, softgpu as
+# the driver, the unmodified vector_add example through the interposer; then a
+# held session seen by `poolctl status --json` with its memory; then SIGTERM.
+. "$(dirname "$0")/lib.sh"
+
+gp_start
+assert_status '.gpus | length == 1' "the inventory should list softgpu's one GPU"
+assert_status '.gpus[0].memory_total > 0' "the GPU should report its memory"
+assert_status '.sessions | length == 0' "no session yet"
+
+out=$(run_client "$GP_STAGE/bin/vector_add" 100000) || fail "vector_add failed: $out"
+echo "$out"
+case "$out" in
+*"100000 elements"*"PASSED"*) ;;
+*) fail "vector_add did not print a checked result: $out" ;;
+esac
+
+# A session holding 3 allocations of 1 MiB: poolctl must show it and its memory.
+coproc HOLD { run_client "$GP_TESTBIN/hold_session" 1048576 3; }
+read -r ready <&"${HOLD[0]}" || fail "hold_session said nothing"
+case "$ready" in READY*) ;; *) fail "hold_session: $ready" ;; esac
+assert_status '.sessions | length == 1' "poolctl should show the held session"
+assert_status '.sessions[0].memory_used == 3145728' "the session should use 3 MiB"
+assert_status '.sessions[0].state == "active"' "the session should be active"
+assert_status '.sessions[0].program == "hold_session"' "the session should name its program"
+assert_status '.sessions[0].tenant == "default"' "without client certificates the tenant is default"
+assert_status '.sessions[0].calls >= 8' "the session should count its calls"
+assert_status '.gpus[0].memory_used == 3145728' "the GPU should show the session's memory"
+"$POOLCTL" -s "$T/admin.sock" status
+echo done >&"${HOLD[1]}"
+read -r done_line <&"${HOLD[0]}" || true
+[ "$done_line" = DONE ] || fail "hold_session did not finish: $done_line"
+wait "$HOLD_PID" || fail "hold_session failed"
+wait_for '.sessions | length == 0' 5
+assert_status '.gpus[0].memory_used == 0' "memory is free after the session ends"
+
+gp_stop
+grep -q "session 1 ended" "$T/daemon.log" || fail "the worker should log its session summary"
+echo "PASS"
