@@ -27,7 +27,13 @@ const struct gp__cuda_entry *gp__proc_lookup(const char *symbol, int cudaVersion
 					     CUdriverProcAddressQueryResult *status)
 {
 	const struct gp__cuda_entry *best = NULL, *twin = NULL;
-	size_t i = lower_bound(symbol), first = i;
+	size_t i, first;
+
+	if (!symbol) {
+		*status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+		return NULL;
+	}
+	i = first = lower_bound(symbol);
 
 	for (; i < GP_CUDA_NENTRIES && strcmp(gp__cuda_entries[i].base, symbol) == 0; i++) {
 		const struct gp__cuda_entry *e = &gp__cuda_entries[i];

@@ -8,10 +8,11 @@
 
 /*
  * The rule (docs/cuda-abi.md): among the ABIs of `symbol` (a base name such as "cuMemAlloc")
- * serve the newest whose version is <= cudaVersion; with CU_GET_PROC_ADDRESS_PER_THREAD_
- * DEFAULT_STREAM in flags, serve that ABI's _ptds/_ptsz twin instead where one exists (and
- * is itself not newer than cudaVersion). Flags 0 (DEFAULT) and LEGACY_STREAM serve the
- * legacy ABI: DEFAULT's per-thread meaning is applied by cuda.h in the caller, not here.
+ * serve the newest whose version is <= cudaVersion; with the per-thread flag
+ * (CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) serve that ABI's _ptds/_ptsz twin instead
+ * where one exists and is itself not newer than cudaVersion. Flags 0 (DEFAULT) and
+ * LEGACY_STREAM serve the legacy ABI: DEFAULT's per-thread meaning is applied by cuda.h in
+ * the caller, not here; both bits set count as per-thread.
  *
  * Results:
  *   CUDA_SUCCESS, *pfn set, status CU_GET_PROC_ADDRESS_SUCCESS;
@@ -28,7 +29,7 @@ CUresult gp__proc_resolve(const char *symbol, int cudaVersion, cuuint64_t flags,
 
 /*
  * The same lookup without the pointer plumbing: the entry served, or NULL with *status
- * (not NULL) saying why. flags must be valid (see above).
+ * (which must not be NULL) saying why. flags are not checked here.
  */
 const struct gp__cuda_entry *gp__proc_lookup(const char *symbol, int cudaVersion, cuuint64_t flags,
 					     CUdriverProcAddressQueryResult *status);
