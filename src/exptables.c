@@ -324,9 +324,10 @@ CUresult gp__get_export_table(const void **table, const CUuuid *id)
 		return CUDA_ERROR_INVALID_VALUE;
 	i = find_table(id);
 	if (i < 0) {
-		if (gp_log_level() >= GP_LOG_INFO) {
+		/* Debug, not info: cudart probes an unknown id in every process. */
+		if (gp_log_level() >= GP_LOG_DEBUG) {
 			gp__uuid_format(id, s);
-			gp_log_info("cuGetExportTable %s: unknown table, CUDA_ERROR_NOT_FOUND", s);
+			gp_log_debug("cuGetExportTable %s: unknown table, CUDA_ERROR_NOT_FOUND", s);
 		}
 		return CUDA_ERROR_NOT_FOUND;
 	}

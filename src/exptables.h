@@ -32,7 +32,7 @@ void gp__exptables_deinit(void);
 /*
  * cuGetExportTable. CUDA_SUCCESS with *table set for the ids above; CUDA_ERROR_NOT_FOUND and
  * *table = NULL for any other id (the f8cff951-... probe cudart makes first included);
- * CUDA_ERROR_INVALID_VALUE for NULL arguments. Logs the request (debug; unknown ids at info).
+ * CUDA_ERROR_INVALID_VALUE for NULL arguments. Logs every request at debug level.
  */
 CUresult gp__get_export_table(const void **table, const CUuuid *id);
 
