@@ -1,0 +1,340 @@
+/* exptables.c -- the export tables cudart asks cuGetExportTable for, served in-process. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "exptables.h"
+#include "integrity.h"
+#include "log.h"
+
+/*
+ * DESIGN: the tables are constant arrays built at compile time; the only state is the host
+ * callbacks (an atomic pointer, set once at library init), the CLS store (cuda_cls.c, its own
+ * lock) and the two hook buffers, which cudart owns once handed out.
+ */
+
+static _Atomic(const struct gp__cuda_host *) host_ops;
+
+int gp__exptables_init(const struct gp__cuda_host *host)
+{
+	if (!host || !host->primary_ctx || !host->ctx_get_current || !host->driver_get_version ||
+	    !host->device_get_count || !host->device_get || !host->device_get_uuid ||
+	    !host->device_get_attribute)
+		return -EINVAL;
+	atomic_store(&host_ops, host);
+	return 0;
+}
+
+void gp__exptables_deinit(void)
+{
+	atomic_store(&host_ops, NULL);
+	gp__cls_clear();
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Slots whose purpose is unknown */
+
+static CUresult unknown_slot(const char *table, int slot)
+{
+	gp_log_debug("export table %s slot %d called: not supported", table, slot);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+#define UNKNOWN(table, n)                       \
+	static CUresult table##_slot##n(void)   \
+	{                                       \
+		return unknown_slot(#table, n); \
+	}
+
+UNKNOWN(CUDART_INTERFACE, 1)
+UNKNOWN(CUDART_INTERFACE, 3)
+UNKNOWN(CUDART_INTERFACE, 4)
+UNKNOWN(CUDART_INTERFACE, 5)
+UNKNOWN(CUDART_INTERFACE, 6)
+UNKNOWN(CUDART_INTERFACE, 7)
+UNKNOWN(CUDART_INTERFACE, 8)
+UNKNOWN(CUDART_INTERFACE, 9)
+UNKNOWN(CUDART_INTERFACE, 10)
+UNKNOWN(CUDART_INTERFACE, 11)
+UNKNOWN(CUDART_INTERFACE, 12)
+UNKNOWN(TOOLS_RUNTIME_CALLBACK_HOOKS, 1)
+UNKNOWN(TOOLS_RUNTIME_CALLBACK_HOOKS, 3)
+UNKNOWN(TOOLS_RUNTIME_CALLBACK_HOOKS, 4)
+UNKNOWN(TOOLS_RUNTIME_CALLBACK_HOOKS, 5)
+UNKNOWN(TOOLS_TLS, 1)
+UNKNOWN(TOOLS_TLS, 2)
+UNKNOWN(TOOLS_TLS, 3)
+UNKNOWN(CONTEXT_LOCAL_STORAGE, 3)
+UNKNOWN(CONTEXT_CHECKS, 1)
+UNKNOWN(INTEGRITY_CHECK, 2)
+
+/* ---------------------------------------------------------------------------------------- */
+/* The known slots */
+
+static CUresult cudart_primary_ctx(CUcontext *pctx, CUdevice dev);
+static void hooks_buffer_2(void **buf, size_t *size);
+static void hooks_buffer_6(void **buf, size_t *size);
+static CUresult cls_put(CUcontext ctx, void *key, void *value, gp__cls_dtor dtor);
+static CUresult cls_delete(CUcontext ctx, void *key);
+static CUresult cls_get(void **value, CUcontext ctx, void *key);
+static CUresult context_check(CUcontext ctx, uint32_t *r1, void **r2);
+static uint32_t context_check_3(void);
+static CUresult integrity_check(uint32_t version, uint64_t unix_seconds, uint64_t out[2]);
+
+#define SIZE(nslots) ((const void *)(uintptr_t)((nslots) * sizeof(void *)))
+#define FN(f) ((const void *)(f))
+
+static const void *const cudart_interface[13] = {
+	SIZE(13),
+	FN(CUDART_INTERFACE_slot1),
+	FN(cudart_primary_ctx),
+	FN(CUDART_INTERFACE_slot3),
+	FN(CUDART_INTERFACE_slot4),
+	FN(CUDART_INTERFACE_slot5),
+	FN(CUDART_INTERFACE_slot6),
+	FN(CUDART_INTERFACE_slot7),
+	FN(CUDART_INTERFACE_slot8),
+	FN(CUDART_INTERFACE_slot9),
+	FN(CUDART_INTERFACE_slot10),
+	FN(CUDART_INTERFACE_slot11),
+	FN(CUDART_INTERFACE_slot12),
+};
+
+static const void *const tools_runtime_callback_hooks[7] = {
+	SIZE(7),
+	FN(TOOLS_RUNTIME_CALLBACK_HOOKS_slot1),
+	FN(hooks_buffer_2),
+	FN(TOOLS_RUNTIME_CALLBACK_HOOKS_slot3),
+	FN(TOOLS_RUNTIME_CALLBACK_HOOKS_slot4),
+	FN(TOOLS_RUNTIME_CALLBACK_HOOKS_slot5),
+	FN(hooks_buffer_6),
+};
+
+static const void *const tools_tls[4] = {
+	SIZE(4),
+	FN(TOOLS_TLS_slot1),
+	FN(TOOLS_TLS_slot2),
+	FN(TOOLS_TLS_slot3),
+};
+
+/* No size slot. The fourth entry is a guard: ZLUDA's catalog gives this table 4 entries. */
+static const void *const context_local_storage[4] = {
+	FN(cls_put),
+	FN(cls_delete),
+	FN(cls_get),
+	FN(CONTEXT_LOCAL_STORAGE_slot3),
+};
+
+static const void *const context_checks[4] = {
+	SIZE(4),
+	FN(CONTEXT_CHECKS_slot1),
+	FN(context_check),
+	FN(context_check_3),
+};
+
+static const void *const integrity_table[3] = {
+	SIZE(3),
+	FN(integrity_check),
+	FN(INTEGRITY_CHECK_slot2),
+};
+
+static const struct {
+	const char *name;
+	uint8_t id[16];
+	const void *const *table;
+} tables[] = {
+	{"CUDART_INTERFACE",
+	 {0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d,
+	  0xf9},
+	 cudart_interface},
+	{"TOOLS_RUNTIME_CALLBACK_HOOKS",
+	 {0xa0, 0x94, 0x79, 0x8c, 0x2e, 0x74, 0x2e, 0x74, 0x93, 0xf2, 0x08, 0x00, 0x20, 0x0c, 0x0a,
+	  0x66},
+	 tools_runtime_callback_hooks},
+	{"TOOLS_TLS",
+	 {0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47, 0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a, 0xec,
+	  0xdc},
+	 tools_tls},
+	{"CONTEXT_LOCAL_STORAGE",
+	 {0xc6, 0x93, 0x33, 0x6e, 0x11, 0x21, 0xdf, 0x11, 0xa8, 0xc3, 0x68, 0xf3, 0x55, 0xd8, 0x95,
+	  0x93},
+	 context_local_storage},
+	{"CONTEXT_CHECKS",
+	 {0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43, 0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d, 0xfa,
+	  0x7e},
+	 context_checks},
+	{"INTEGRITY_CHECK",
+	 {0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1,
+	  0xf2},
+	 integrity_table},
+};
+
+/* CUDART_INTERFACE slot 2: the primary context handle of a device. */
+static CUresult cudart_primary_ctx(CUcontext *pctx, CUdevice dev)
+{
+	const struct gp__cuda_host *h = atomic_load(&host_ops);
+
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!h)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return h->primary_ctx(pctx, dev);
+}
+
+/*
+ * TOOLS_RUNTIME_CALLBACK_HOOKS slots 2 and 6: buffers through which a profiling tool would
+ * ask cudart for callbacks; all zero means none is attached. The sizes are 1024 bytes and
+ * 14 u32 (NOTES.md); the buffers are four times larger in case the size is an element count.
+ */
+static _Alignas(64) uint8_t hooks_buf2[4096];
+static _Alignas(64) uint32_t hooks_buf6[4 * 14];
+
+static void hooks_buffer_2(void **buf, size_t *size)
+{
+	if (buf)
+		*buf = hooks_buf2;
+	if (size)
+		*size = 1024;
+}
+
+static void hooks_buffer_6(void **buf, size_t *size)
+{
+	if (buf)
+		*buf = hooks_buf6;
+	if (size)
+		*size = 14 * sizeof(uint32_t);
+}
+
+/* ctx NULL means the calling thread's current context. */
+static CUresult resolve_ctx(CUcontext *ctx)
+{
+	const struct gp__cuda_host *h;
+	CUcontext cur = NULL;
+	CUresult r;
+
+	if (*ctx)
+		return CUDA_SUCCESS;
+	h = atomic_load(&host_ops);
+	if (!h)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	r = h->ctx_get_current(&cur);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!cur)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*ctx = cur;
+	return CUDA_SUCCESS;
+}
+
+static CUresult cls_put(CUcontext ctx, void *key, void *value, gp__cls_dtor dtor)
+{
+	CUresult r = resolve_ctx(&ctx);
+
+	return r != CUDA_SUCCESS ? r : gp__cls_put(ctx, key, value, dtor);
+}
+
+static CUresult cls_delete(CUcontext ctx, void *key)
+{
+	CUresult r = resolve_ctx(&ctx);
+
+	return r != CUDA_SUCCESS ? r : gp__cls_delete(ctx, key);
+}
+
+static CUresult cls_get(void **value, CUcontext ctx, void *key)
+{
+	CUresult r;
+
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = resolve_ctx(&ctx);
+	return r != CUDA_SUCCESS ? r : gp__cls_get(value, ctx, key);
+}
+
+/* CONTEXT_CHECKS slot 2: cudart (and cuBLAS) ask about a context; 0 is the answer that lets
+ * them proceed. What a non-zero answer or r2 would mean is not known. */
+static CUresult context_check(CUcontext ctx, uint32_t *r1, void **r2)
+{
+	if (!r1)
+		return CUDA_ERROR_INVALID_VALUE;
+	*r1 = 0;
+	return CUDA_SUCCESS;
+}
+
+static uint32_t context_check_3(void)
+{
+	return 0;
+}
+
+static CUresult integrity_check(uint32_t version, uint64_t unix_seconds, uint64_t out[2])
+{
+	const struct gp__cuda_host *h = atomic_load(&host_ops);
+
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (gp__integrity_fixed(version, out))
+		return CUDA_SUCCESS;
+	if (!h)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return gp__integrity_check(h, cudart_interface, integrity_table, version, unix_seconds,
+				   out);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* cuGetExportTable */
+
+void gp__uuid_format(const CUuuid *id, char out[GP_UUID_STRLEN])
+{
+	const unsigned char *b = (const unsigned char *)id->bytes;
+
+	snprintf(out, GP_UUID_STRLEN,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+		 b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+		 b[15]);
+}
+
+static int find_table(const CUuuid *id)
+{
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		if (memcmp(tables[i].id, id->bytes, sizeof(tables[i].id)) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *gp__exptable_name(const CUuuid *id)
+{
+	int i;
+
+	if (!id)
+		return NULL;
+	i = find_table(id);
+	return i < 0 ? NULL : tables[i].name;
+}
+
+CUresult gp__get_export_table(const void **table, const CUuuid *id)
+{
+	char s[GP_UUID_STRLEN];
+	int i;
+
+	if (!table)
+		return CUDA_ERROR_INVALID_VALUE;
+	*table = NULL;
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	i = find_table(id);
+	if (i < 0) {
+		/* Debug, not info: cudart probes an unknown id in every process. */
+		if (gp_log_level() >= GP_LOG_DEBUG) {
+			gp__uuid_format(id, s);
+			gp_log_debug("cuGetExportTable %s: unknown table, CUDA_ERROR_NOT_FOUND", s);
+		}
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	if (gp_log_level() >= GP_LOG_DEBUG) {
+		gp__uuid_format(id, s);
+		gp_log_debug("cuGetExportTable %s: %s", s, tables[i].name);
+	}
+	*table = tables[i].table;
+	return CUDA_SUCCESS;
+}
