@@ -35,7 +35,7 @@ CUresult gp__ctx_need(struct gp_ictx **out)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
+GP_CUDA_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
 				  CUdevice dev)
 {
 	struct gp_ictx *c;
@@ -69,7 +69,7 @@ GP_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, un
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+GP_CUDA_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
 	struct gp_ictx *c = (struct gp_ictx *)ctx;
 	uint64_t args[1];
@@ -97,7 +97,7 @@ GP_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
+GP_CUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 {
 	struct gp_ictx *c = (struct gp_ictx *)ctx;
 	CUresult r = gp__ready();
@@ -117,7 +117,7 @@ GP_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
+GP_CUDA_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
 	CUresult r = gp__ready();
 
@@ -129,7 +129,7 @@ GP_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+GP_CUDA_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 {
 	struct gp_ictx *c = (struct gp_ictx *)ctx;
 	CUresult r = gp__ready();
@@ -144,7 +144,7 @@ GP_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+GP_CUDA_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 {
 	CUresult r = gp__ready();
 
@@ -158,7 +158,7 @@ GP_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+GP_CUDA_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 {
 	struct gp_ictx *c;
 	CUresult r;
@@ -172,7 +172,7 @@ GP_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuCtxSynchronize(void)
+GP_CUDA_EXPORT CUresult cuCtxSynchronize(void)
 {
 	struct gp_ictx *c;
 	uint64_t args[1];

@@ -21,7 +21,7 @@ static void init_logging(void)
 	gp_log_init("gpupool", lvl);
 }
 
-GP_EXPORT CUresult cuInit(unsigned int flags)
+GP_CUDA_EXPORT CUresult cuInit(unsigned int flags)
 {
 	struct gp_client *c = &gp__client;
 	CUresult r;
@@ -41,7 +41,7 @@ GP_EXPORT CUresult cuInit(unsigned int flags)
 }
 
 /* The CUDA version this library implements; cudart checks it before cuInit. */
-GP_EXPORT CUresult cuDriverGetVersion(int *version)
+GP_CUDA_EXPORT CUresult cuDriverGetVersion(int *version)
 {
 	if (!version)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -61,7 +61,7 @@ static CUresult device_of(CUdevice dev, struct gp_idevice **out)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuDeviceGetCount(int *count)
+GP_CUDA_EXPORT CUresult cuDeviceGetCount(int *count)
 {
 	CUresult r;
 
@@ -74,7 +74,7 @@ GP_EXPORT CUresult cuDeviceGetCount(int *count)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
+GP_CUDA_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
 	CUresult r;
 
@@ -89,7 +89,7 @@ GP_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+GP_CUDA_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
 	struct gp_idevice *d;
 	CUresult r;
@@ -104,7 +104,7 @@ GP_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+GP_CUDA_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
 	struct gp_idevice *d;
 	CUresult r;
@@ -118,7 +118,7 @@ GP_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+GP_CUDA_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
 	struct gp_idevice *d;
 	CUresult r;
@@ -134,7 +134,7 @@ GP_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUde
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+GP_CUDA_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
 	struct gp_idevice *d;
 	CUresult r;
@@ -148,12 +148,12 @@ GP_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+GP_CUDA_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 {
 	return cuDeviceGetUuid_v2(uuid, dev);
 }
 
-GP_EXPORT CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
+GP_CUDA_EXPORT CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
 {
 	struct gp_idevice *d;
 	CUresult r;
@@ -168,7 +168,7 @@ GP_EXPORT CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice de
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuGetErrorName(CUresult error, const char **str)
+GP_CUDA_EXPORT CUresult cuGetErrorName(CUresult error, const char **str)
 {
 	const char *s = gp_cuda_error_name((int)error);
 
@@ -178,7 +178,7 @@ GP_EXPORT CUresult cuGetErrorName(CUresult error, const char **str)
 	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-GP_EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
+GP_CUDA_EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
 {
 	const char *s = gp_cuda_error_string((int)error);
 

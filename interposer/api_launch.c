@@ -52,7 +52,7 @@ static CUresult pack_params(const struct gp_ifunc *f, void **params, void **extr
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
+GP_CUDA_EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
 				  unsigned int bx, unsigned int by, unsigned int bz,
 				  unsigned int shmem, CUstream stream, void **params, void **extra)
 {

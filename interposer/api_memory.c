@@ -3,7 +3,7 @@
 
 #include "interposer.h"
 
-GP_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+GP_CUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	struct gp_ictx *c;
 	uint64_t args[2], out[1];
@@ -24,7 +24,7 @@ GP_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	return r;
 }
 
-GP_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+GP_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
 	struct gp_ictx *c;
 	uint64_t args[2];
@@ -39,7 +39,7 @@ GP_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 	return gp__call(GP_MSG_MEM_FREE, args, 2, NULL, 0);
 }
 
-GP_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
+GP_CUDA_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 {
 	struct gp_ictx *c;
 	uint64_t args[1], out[2];
@@ -59,7 +59,7 @@ GP_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 	return r;
 }
 
-GP_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
+GP_CUDA_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
 {
 	struct gp_ictx *c;
 	CUresult r = gp__ctx_need(&c);
@@ -71,7 +71,7 @@ GP_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t byte
 	return gp__copy_to_remote(c->remote, dst, src, bytes);
 }
 
-GP_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
+GP_CUDA_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
 {
 	struct gp_ictx *c;
 	CUresult r = gp__ctx_need(&c);

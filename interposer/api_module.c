@@ -42,7 +42,7 @@ static void module_free(struct gp_imodule *m)
 	m->magic = GP_MAGIC_DEAD;
 }
 
-GP_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+GP_CUDA_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
 	struct gp_imodule *m;
 	struct gp_ictx *c;
@@ -71,14 +71,14 @@ GP_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	return CUDA_SUCCESS;
 }
 
-GP_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
+GP_CUDA_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
 				      CUjit_option *options, void **values)
 {
 	/* JIT options only tune a compilation the pool does remotely; none change the result. */
 	return cuModuleLoadData(module, image);
 }
 
-GP_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+GP_CUDA_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
 	struct gp_imodule *m = (struct gp_imodule *)hmod;
 	CUresult r;
@@ -99,7 +99,7 @@ GP_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const c
 	return CUDA_ERROR_NOT_FOUND;
 }
 
-GP_EXPORT CUresult cuModuleUnload(CUmodule hmod)
+GP_CUDA_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 {
 	struct gp_imodule *m = (struct gp_imodule *)hmod;
 	uint64_t args[2];

@@ -7,6 +7,7 @@
  * api_memory.c   allocations, copies, memory info
  * api_module.c   modules and functions
  * api_launch.c   kernel launches
+ * api_abi.c      cuGetProcAddress, cuGetExportTable (served locally, src/exptables.c)
  *
  * DESIGN: one TLS connection per process, opened by cuInit. Any thread may
  * call; a mutex serialises the connection, so a request and its reply are
@@ -27,8 +28,7 @@
 
 #include "codec.h"
 #include "conn.h"
-
-#define GP_EXPORT __attribute__((visibility("default")))
+#include "cuda_table.h"
 
 /* Handle kinds carry a magic so a wrong or stale handle is refused, not followed. */
 #define GP_MAGIC_CTX 0x47504358u    /* GPCX */
