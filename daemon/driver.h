@@ -33,7 +33,58 @@
 	X(cuModuleEnumerateFunctions, 1)                                                            \
 	X(cuFuncGetName, 1)                                                                         \
 	X(cuFuncGetParamInfo, 1)                                                                    \
-	X(cuLaunchKernel, 1)
+	X(cuLaunchKernel, 1)                                                                        \
+	/* Optional: a driver without one answers that call with NOT_SUPPORTED. */                  \
+	X(cuDevicePrimaryCtxRetain, 0)                                                              \
+	X(cuDevicePrimaryCtxRelease_v2, 0)                                                          \
+	X(cuDevicePrimaryCtxReset_v2, 0)                                                            \
+	X(cuDevicePrimaryCtxSetFlags_v2, 0)                                                         \
+	X(cuCtxGetLimit, 0)                                                                         \
+	X(cuCtxSetLimit, 0)                                                                         \
+	X(cuMemAllocPitch_v2, 0)                                                                    \
+	X(cuMemcpyHtoDAsync_v2, 0)                                                                  \
+	X(cuMemcpyDtoHAsync_v2, 0)                                                                  \
+	X(cuMemcpyDtoD_v2, 0)                                                                       \
+	X(cuMemcpyDtoDAsync_v2, 0)                                                                  \
+	X(cuMemsetD8_v2, 0)                                                                         \
+	X(cuMemsetD16_v2, 0)                                                                        \
+	X(cuMemsetD32_v2, 0)                                                                        \
+	X(cuMemsetD8Async, 0)                                                                       \
+	X(cuMemsetD16Async, 0)                                                                      \
+	X(cuMemsetD32Async, 0)                                                                      \
+	X(cuMemsetD2D8_v2, 0)                                                                       \
+	X(cuMemsetD2D16_v2, 0)                                                                      \
+	X(cuMemsetD2D32_v2, 0)                                                                      \
+	X(cuMemsetD2D8Async, 0)                                                                     \
+	X(cuMemsetD2D16Async, 0)                                                                    \
+	X(cuMemsetD2D32Async, 0)                                                                    \
+	X(cuModuleGetGlobal_v2, 0)                                                                  \
+	X(cuLibraryLoadData, 0)                                                                     \
+	X(cuLibraryUnload, 0)                                                                       \
+	X(cuLibraryGetKernelCount, 0)                                                               \
+	X(cuLibraryEnumerateKernels, 0)                                                             \
+	X(cuLibraryGetGlobal, 0)                                                                    \
+	X(cuKernelGetName, 0)                                                                       \
+	X(cuKernelGetParamInfo, 0)                                                                  \
+	X(cuKernelGetAttribute, 0)                                                                  \
+	X(cuKernelSetAttribute, 0)                                                                  \
+	X(cuFuncGetAttribute, 0)                                                                    \
+	X(cuFuncSetAttribute, 0)                                                                    \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 0)                                  \
+	X(cuStreamCreateWithPriority, 0)                                                            \
+	X(cuStreamDestroy_v2, 0)                                                                    \
+	X(cuStreamSynchronize, 0)                                                                   \
+	X(cuStreamQuery, 0)                                                                         \
+	X(cuStreamWaitEvent, 0)                                                                     \
+	X(cuEventCreate, 0)                                                                         \
+	X(cuEventDestroy_v2, 0)                                                                     \
+	X(cuEventRecord, 0)                                                                         \
+	X(cuEventSynchronize, 0)                                                                    \
+	X(cuEventQuery, 0)                                                                          \
+	X(cuEventElapsedTime_v2, 0)
+
+/* Calls an optional entry point, or answers NOT_SUPPORTED when the driver lacks it. */
+#define GP_DRV(w, name, ...) ((w)->drv.name ? (w)->drv.name(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
 
 struct gp_driver {
 	void *dl;

@@ -1,7 +1,11 @@
 /* worker.h -- gpupool-worker: one process per client session.
  *
  * worker.c        process setup, TLS, Hello, admission, the request loop
- * worker_calls.c  one handler per call type
+ * worker_calls.c  replies, deferred errors, bulk input, the dispatch table
+ * worker_ctx.c    contexts, primary contexts, limits
+ * worker_mem.c    allocations, copies, memsets
+ * worker_module.c modules, libraries, kernels, globals, occupancy
+ * worker_exec.c   launches, streams, events
  * worker_state.c  what the session owns: handles and device allocations
  * driver.c        the dlopen'd libcuda
  *
@@ -39,6 +43,8 @@ enum gp_handle_kind {
 	GP_H_FUNCTION,
 	GP_H_STREAM,
 	GP_H_EVENT,
+	GP_H_LIBRARY,
+	GP_H_KERNEL,
 };
 
 struct gp_fn_info {
@@ -46,7 +52,7 @@ struct gp_fn_info {
 	uint32_t param_bytes; /* end of the last parameter */
 	uint32_t *offset;
 	uint32_t *size;
-	uint64_t module; /* handle of the module it belongs to */
+	uint64_t module; /* handle of the module or library it belongs to */
 };
 
 struct gp_handle {
@@ -55,6 +61,7 @@ struct gp_handle {
 	void *ptr;     /* the driver's handle */
 	void *aux;     /* kind-specific: struct gp_fn_info for functions */
 	int device;    /* for contexts: the session's device index */
+	bool primary;  /* for contexts: a device's primary context */
 	uint64_t parent; /* the context a module/stream/event belongs to */
 };
 
@@ -63,6 +70,7 @@ struct gp_alloc {
 	size_t size;
 	uint64_t ctx;
 	int device;
+	uint64_t module; /* a module's global: not freeable, not counted as allocated */
 };
 
 struct gp_worker {
@@ -87,6 +95,8 @@ struct gp_worker {
 	uint64_t mem_used, mem_peak;
 
 	CUcontext current; /* what the worker made current last */
+	uint64_t primary[GP_STATS_MAX_DEVICES]; /* handle of each device's primary context */
+	unsigned primary_refs[GP_STATS_MAX_DEVICES];
 
 	bool has_deferred;
 	int32_t deferred_result;
@@ -101,16 +111,96 @@ struct gp_worker {
 /* worker_state.c */
 uint64_t gp__handle_new(struct gp_worker *w, uint32_t kind, void *ptr);
 struct gp_handle *gp__handle_get(struct gp_worker *w, uint64_t id, uint32_t kind);
+uint64_t gp__handle_id(struct gp_worker *w, const struct gp_handle *h);
 void gp__handle_release(struct gp_worker *w, uint64_t id);
 int gp__alloc_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ctx, int device);
+int gp__global_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ctx,
+		   uint64_t module);
 struct gp_alloc *gp__alloc_find(struct gp_worker *w, CUdeviceptr ptr);
 bool gp__range_owned(struct gp_worker *w, CUdeviceptr ptr, uint64_t len);
 void gp__alloc_remove(struct gp_worker *w, struct gp_alloc *a);
+/* Forgets what a destroyed or reset context owned; the driver has freed it. */
+void gp__forget_ctx(struct gp_worker *w, uint64_t ctx);
+/* Forgets a module's functions and globals. */
+void gp__forget_module(struct gp_worker *w, uint64_t module);
 void gp__publish_mem(struct gp_worker *w);
 
-/* worker_calls.c */
-/* Executes one request whose header was just read. Returns 0 to go on, or a
- * negative code when the session must end (client gone, protocol error). */
+/* worker_calls.c: helpers for the handlers */
+typedef CUresult (*gp_sink_fn)(struct gp_worker *w, void *arg, uint64_t off, const uint8_t *p,
+			       size_t n);
+int gp__reply(struct gp_worker *w, const struct gp_frame_hdr *h, CUresult r, const uint64_t *out,
+	      size_t nout);
+void gp__defer_error(struct gp_worker *w, const struct gp_frame_hdr *h, CUresult r);
+/* Moves a kept deferred error into d (for replies that are not Reply). */
+bool gp__take_deferred(struct gp_worker *w, Gp__DeferredError *d);
+int gp__recv_bulk(struct gp_worker *w, const struct gp_frame_hdr *first, uint64_t total,
+		  gp_sink_fn sink, void *arg, CUresult *res);
+Gp__Call *gp__unpack_call(struct gp_worker *w, const struct gp_frame_hdr *h, size_t nargs);
+CUresult gp__use_ctx(struct gp_worker *w, uint64_t id, struct gp_handle **out);
+/* A stream id from the client: 0 or 1 the legacy default stream, 2 the per-thread one. */
+CUresult gp__use_stream(struct gp_worker *w, uint64_t id, CUstream *out);
+/* A launchable handle: a module's function or a library's kernel (used as CUfunction). */
+struct gp_handle *gp__launchable(struct gp_worker *w, uint64_t id);
 int gp__worker_dispatch(struct gp_worker *w, const struct gp_frame_hdr *h);
+
+/* Handlers. "Simple" ones take the call's arguments and fill outputs. */
+typedef CUresult (*gp_call_fn)(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			       uint64_t *out, size_t *nout);
+/* Frame handlers read their own bulk and send their own replies. */
+typedef int (*gp_frame_fn)(struct gp_worker *w, const struct gp_frame_hdr *h);
+
+/* worker_ctx.c */
+CUresult gp__ctx_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__ctx_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__ctx_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			     uint64_t *out, size_t *nout);
+CUresult gp__primary_retain(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__primary_release(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			     uint64_t *out, size_t *nout);
+CUresult gp__primary_reset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__primary_set_flags(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			       uint64_t *out, size_t *nout);
+CUresult gp__ctx_get_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+
+/* worker_mem.c */
+CUresult gp__mem_alloc(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__mem_alloc_pitch(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			     uint64_t *out, size_t *nout);
+CUresult gp__mem_free(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__mem_get_info(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__memcpy_dtod(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__memset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+int gp__memcpy_htod(struct gp_worker *w, const struct gp_frame_hdr *h);
+int gp__memcpy_dtoh(struct gp_worker *w, const struct gp_frame_hdr *h);
+
+/* worker_module.c */
+int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h);
+int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h);
+CUresult gp__module_unload(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__library_unload(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			    uint64_t *out, size_t *nout);
+int gp__get_global(struct gp_worker *w, const struct gp_frame_hdr *h);
+CUresult gp__occupancy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__func_set_attribute(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+				uint64_t *out, size_t *nout);
+
+/* worker_exec.c */
+int gp__launch(struct gp_worker *w, const struct gp_frame_hdr *h);
+CUresult gp__stream_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__stream_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			    uint64_t *out, size_t *nout);
+CUresult gp__stream_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+				uint64_t *out, size_t *nout);
+CUresult gp__stream_query(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__stream_wait_event(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			       uint64_t *out, size_t *nout);
+CUresult gp__event_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__event_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__event_record(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__event_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			       uint64_t *out, size_t *nout);
+CUresult gp__event_query(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__event_elapsed(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
 
 #endif

@@ -56,13 +56,20 @@ struct gp_handle *gp__handle_get(struct gp_worker *w, uint64_t id, uint32_t kind
 	return h;
 }
 
+uint64_t gp__handle_id(struct gp_worker *w, const struct gp_handle *h)
+{
+	uint32_t slot = (uint32_t)(h - w->handles) + 1;
+
+	return (uint64_t)h->kind << 56 | (uint64_t)h->gen << 32 | slot;
+}
+
 void gp__handle_release(struct gp_worker *w, uint64_t id)
 {
 	struct gp_handle *h = gp__handle_get(w, id, ID_KIND(id));
 
 	if (!h)
 		return;
-	if (h->kind == GP_H_FUNCTION && h->aux) {
+	if ((h->kind == GP_H_FUNCTION || h->kind == GP_H_KERNEL) && h->aux) {
 		struct gp_fn_info *fi = h->aux;
 
 		free(fi->offset);
@@ -90,7 +97,7 @@ static size_t upper_bound(struct gp_worker *w, CUdeviceptr p)
 	return lo;
 }
 
-int gp__alloc_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ctx, int device)
+static int insert(struct gp_worker *w, const struct gp_alloc *a)
 {
 	size_t at;
 
@@ -103,10 +110,20 @@ int gp__alloc_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ct
 		w->allocs = na;
 		w->cap_allocs = cap;
 	}
-	at = upper_bound(w, ptr);
+	at = upper_bound(w, a->ptr);
 	memmove(&w->allocs[at + 1], &w->allocs[at], (w->nallocs - at) * sizeof(*w->allocs));
-	w->allocs[at] = (struct gp_alloc){ptr, size, ctx, device};
+	w->allocs[at] = *a;
 	w->nallocs++;
+	return 0;
+}
+
+int gp__alloc_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ctx, int device)
+{
+	struct gp_alloc a = {ptr, size, ctx, device, 0};
+	int ret = insert(w, &a);
+
+	if (ret)
+		return ret;
 	w->mem_used += size;
 	if (device >= 0 && device < GP_STATS_MAX_DEVICES)
 		w->dev_used[device] += size;
@@ -114,6 +131,18 @@ int gp__alloc_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ct
 		w->mem_peak = w->mem_used;
 	gp__publish_mem(w);
 	return 0;
+}
+
+/* A module's global variable: the session may copy to and from it. */
+int gp__global_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ctx,
+		   uint64_t module)
+{
+	struct gp_alloc a = {ptr, size, ctx, -1, module};
+	struct gp_alloc *old = gp__alloc_find(w, ptr);
+
+	if (old && old->ptr == ptr && old->module == module)
+		return 0; /* asked for twice */
+	return insert(w, &a);
 }
 
 /* The allocation that contains ptr, or NULL. */
@@ -143,13 +172,51 @@ bool gp__range_owned(struct gp_worker *w, CUdeviceptr ptr, uint64_t len)
 void gp__alloc_remove(struct gp_worker *w, struct gp_alloc *a)
 {
 	size_t at = (size_t)(a - w->allocs);
+	bool global = a->module != 0;
 
-	w->mem_used -= a->size;
-	if (a->device >= 0 && a->device < GP_STATS_MAX_DEVICES)
-		w->dev_used[a->device] -= a->size;
+	if (!global) {
+		w->mem_used -= a->size;
+		if (a->device >= 0 && a->device < GP_STATS_MAX_DEVICES)
+			w->dev_used[a->device] -= a->size;
+	}
 	memmove(&w->allocs[at], &w->allocs[at + 1], (w->nallocs - at - 1) * sizeof(*w->allocs));
 	w->nallocs--;
-	gp__publish_mem(w);
+	if (!global)
+		gp__publish_mem(w);
+}
+
+void gp__forget_module(struct gp_worker *w, uint64_t module)
+{
+	for (size_t i = w->nallocs; i-- > 0;)
+		if (w->allocs[i].module == module)
+			gp__alloc_remove(w, &w->allocs[i]);
+	for (uint32_t i = 0; i < w->nhandles; i++) {
+		struct gp_handle *h = &w->handles[i];
+
+		if ((h->kind == GP_H_FUNCTION || h->kind == GP_H_KERNEL) && h->aux &&
+		    ((struct gp_fn_info *)h->aux)->module == module)
+			gp__handle_release(w, gp__handle_id(w, h));
+	}
+}
+
+void gp__forget_ctx(struct gp_worker *w, uint64_t ctx)
+{
+	for (size_t i = w->nallocs; i-- > 0;)
+		if (w->allocs[i].ctx == ctx)
+			gp__alloc_remove(w, &w->allocs[i]);
+	for (uint32_t i = 0; i < w->nhandles; i++) {
+		struct gp_handle *h = &w->handles[i];
+
+		if (!h->kind || h->kind == GP_H_CTX || h->parent != ctx)
+			continue;
+		if (h->kind == GP_H_MODULE) {
+			uint64_t id = gp__handle_id(w, h);
+
+			gp__forget_module(w, id);
+			free(h->aux);
+		}
+		gp__handle_release(w, gp__handle_id(w, h));
+	}
 }
 
 void gp__publish_mem(struct gp_worker *w)

@@ -22,14 +22,8 @@ GP_CUDA_EXPORT CUresult cuGetExportTable(const void **ppExportTable,
 	return gp__get_export_table(ppExportTable, pExportTableId);
 }
 
-/* Primary contexts are not forwarded yet: cudart's lookup of one gets an honest error. */
-static CUresult host_primary_ctx(CUcontext *pctx, CUdevice dev)
-{
-	return CUDA_ERROR_NOT_SUPPORTED;
-}
-
 static const struct gp__cuda_host host = {
-	.primary_ctx = host_primary_ctx,
+	.primary_ctx = gp__primary_ctx,
 	.ctx_get_current = cuCtxGetCurrent,
 	.driver_get_version = cuDriverGetVersion,
 	.device_get_count = cuDeviceGetCount,

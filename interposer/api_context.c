@@ -1,8 +1,10 @@
-/* api_context.c -- contexts: a local proxy per remote context, and the per-thread stack. */
+/* api_context.c -- contexts: a local proxy per remote context, primary contexts,
+ * and the per-thread current-context stack. */
 #include <stdlib.h>
 
 #include <gpupool/wire.h>
 
+#include "cuda_cls.h"
 #include "interposer.h"
 
 #define CTX_STACK_MAX 64
@@ -11,7 +13,7 @@
 static __thread struct gp_ictx *stack[CTX_STACK_MAX];
 static __thread int depth;
 
-static bool ctx_valid(const struct gp_ictx *c)
+bool gp__ctx_valid(const struct gp_ictx *c)
 {
 	return c && c->magic == GP_MAGIC_CTX;
 }
@@ -30,13 +32,38 @@ CUresult gp__ctx_need(struct gp_ictx **out)
 	*out = gp__ctx_current();
 	if (!*out)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	if (!ctx_valid(*out))
+	if (!gp__ctx_valid(*out) || (*out)->remote == 0)
 		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
 	return CUDA_SUCCESS;
 }
 
-GP_CUDA_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
-				  CUdevice dev)
+/* A context handle from the caller: NULL means the current one. */
+static CUresult ctx_arg(CUcontext ctx, struct gp_ictx **out)
+{
+	if (!ctx)
+		return gp__ctx_need(out);
+	*out = (struct gp_ictx *)ctx;
+	if (!gp__ctx_valid(*out))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if ((*out)->remote == 0)
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	return gp__ready();
+}
+
+/* Takes a destroyed context off this thread's stack. */
+static void unstack(struct gp_ictx *c)
+{
+	for (int i = depth - 1; i >= 0; i--) {
+		if (stack[i] == c) {
+			for (int k = i; k < depth - 1; k++)
+				stack[k] = stack[k + 1];
+			depth--;
+		}
+	}
+}
+
+GP_CUDA_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params,
+				       unsigned int flags, CUdevice dev)
 {
 	struct gp_ictx *c;
 	uint64_t args[2] = {(uint64_t)dev, flags}, out[1];
@@ -64,9 +91,21 @@ GP_CUDA_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *param
 	c->magic = GP_MAGIC_CTX;
 	c->device = dev;
 	c->remote = out[0];
+	c->flags = flags;
+	c->id = gp__next_object_id();
 	stack[depth++] = c;
 	*pctx = (CUcontext)c;
 	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+	return cuCtxCreate_v4(pctx, NULL, flags, dev);
+}
+
+GP_CUDA_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+	return cuCtxCreate_v4(pctx, NULL, flags, dev);
 }
 
 GP_CUDA_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
@@ -78,23 +117,23 @@ GP_CUDA_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 	r = gp__ready();
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (!ctx_valid(c))
+	if (!gp__ctx_valid(c) || c->primary)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	args[0] = c->remote;
 	r = gp__call(GP_MSG_CTX_DESTROY, args, 1, NULL, 0);
 	if (r != CUDA_SUCCESS)
 		return r;
-	/* Off this thread's stack; other threads holding it see a destroyed context. */
-	for (int i = depth - 1; i >= 0; i--) {
-		if (stack[i] == c) {
-			for (int k = i; k < depth - 1; k++)
-				stack[k] = stack[k + 1];
-			depth--;
-		}
-	}
+	unstack(c);
+	gp__cls_context_destroyed(ctx);
+	gp__range_forget_ctx(c);
 	c->magic = GP_MAGIC_DEAD;
 	/* Kept, not freed: a stale handle must read as dead, not as freed memory. */
 	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
+{
+	return cuCtxDestroy_v2(ctx);
 }
 
 GP_CUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
@@ -104,7 +143,7 @@ GP_CUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (c && !ctx_valid(c))
+	if (c && !gp__ctx_valid(c))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (!c) {
 		if (depth > 0)
@@ -136,12 +175,17 @@ GP_CUDA_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (!ctx_valid(c))
+	if (!gp__ctx_valid(c))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (depth == CTX_STACK_MAX)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	stack[depth++] = c;
 	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+	return cuCtxPushCurrent_v2(ctx);
 }
 
 GP_CUDA_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
@@ -158,6 +202,11 @@ GP_CUDA_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
+GP_CUDA_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+	return cuCtxPopCurrent_v2(pctx);
+}
+
 GP_CUDA_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 {
 	struct gp_ictx *c;
@@ -165,21 +214,288 @@ GP_CUDA_EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 
 	if (!device)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = gp__ctx_need(&c);
+	r = gp__ready();
 	if (r != CUDA_SUCCESS)
 		return r;
+	c = gp__ctx_current();
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!gp__ctx_valid(c))
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
 	*device = c->device;
 	return CUDA_SUCCESS;
 }
 
-GP_CUDA_EXPORT CUresult cuCtxSynchronize(void)
+GP_CUDA_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+	struct gp_ictx *c = (struct gp_ictx *)ctx;
+	CUresult r;
+
+	if (!ctx)
+		return cuCtxGetDevice(device);
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ready();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!gp__ctx_valid(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*device = c->device;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 {
 	struct gp_ictx *c;
 	uint64_t args[1];
-	CUresult r = gp__ctx_need(&c);
+	CUresult r = ctx_arg(ctx, &c);
 
 	if (r != CUDA_SUCCESS)
 		return r;
 	args[0] = c->remote;
 	return gp__call(GP_MSG_CTX_SYNCHRONIZE, args, 1, NULL, 0);
+}
+
+GP_CUDA_EXPORT CUresult cuCtxSynchronize(void)
+{
+	return cuCtxSynchronize_v2(NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
+{
+	struct gp_ictx *c;
+	CUresult r;
+
+	if (!flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r == CUDA_SUCCESS)
+		*flags = c->flags;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+	struct gp_ictx *c;
+	CUresult r;
+
+	if (!version)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = ctx_arg(ctx, &c);
+	if (r == CUDA_SUCCESS)
+		*version = 3020; /* the context ABI every current driver reports */
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
+{
+	struct gp_ictx *c;
+	CUresult r;
+
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = ctx_arg(ctx, &c);
+	if (r == CUDA_SUCCESS)
+		*id = c->id;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
+{
+	struct gp_ictx *c;
+	uint64_t args[2], out[1];
+	CUresult r;
+
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = c->remote;
+	args[1] = (uint64_t)limit;
+	r = gp__call(GP_MSG_CTX_GET_LIMIT, args, 2, out, 1);
+	if (r == CUDA_SUCCESS)
+		*value = (size_t)out[0];
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+	struct gp_ictx *c;
+	uint64_t args[3];
+	CUresult r = gp__ctx_need(&c);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = c->remote;
+	args[1] = (uint64_t)limit;
+	args[2] = value;
+	return gp__call(GP_MSG_CTX_SET_LIMIT, args, 3, NULL, 0);
+}
+
+/* The L1/shared split is a preference the driver may ignore ("does nothing on devices where
+ * the size of the L1 cache and shared memory are fixed"); it is kept here and reported back. */
+GP_CUDA_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *config)
+{
+	struct gp_ictx *c;
+	CUresult r;
+
+	if (!config)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r == CUDA_SUCCESS)
+		*config = c->cache_config;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuCtxSetCacheConfig(CUfunc_cache config)
+{
+	struct gp_ictx *c;
+	CUresult r;
+
+	if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r == CUDA_SUCCESS)
+		c->cache_config = config;
+	return r;
+}
+
+/* ---- primary contexts ---------------------------------------------------------- */
+
+CUresult gp__primary_ctx(CUcontext *pctx, CUdevice dev)
+{
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev < 0 || dev >= gp__client.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*pctx = (CUcontext)&gp__client.primary[dev];
+	return CUDA_SUCCESS;
+}
+
+static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
+
+GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	struct gp_ictx *c;
+	uint64_t args[1] = {(uint64_t)dev}, out[1];
+	CUresult r = gp__primary_ctx(pctx, dev);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	c = (struct gp_ictx *)*pctx;
+	pthread_mutex_lock(&primary_lock);
+	if (c->refs == 0) {
+		r = gp__call(GP_MSG_PRIMARY_RETAIN, args, 1, out, 1);
+		if (r == CUDA_SUCCESS)
+			c->remote = out[0];
+	}
+	if (r == CUDA_SUCCESS)
+		c->refs++;
+	pthread_mutex_unlock(&primary_lock);
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	struct gp_ictx *c;
+	uint64_t args[1] = {(uint64_t)dev};
+	CUcontext h;
+	CUresult r = gp__primary_ctx(&h, dev);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	c = (struct gp_ictx *)h;
+	pthread_mutex_lock(&primary_lock);
+	if (c->refs == 0) {
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	} else if (c->refs == 1) {
+		r = gp__call(GP_MSG_PRIMARY_RELEASE, args, 1, NULL, 0);
+		if (r == CUDA_SUCCESS) {
+			/* The last release destroys it, with everything it held. */
+			c->refs = 0;
+			c->remote = 0;
+			gp__cls_context_destroyed(h);
+			gp__range_forget_ctx(c);
+		}
+	} else {
+		c->refs--;
+	}
+	pthread_mutex_unlock(&primary_lock);
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+	return cuDevicePrimaryCtxRelease_v2(dev);
+}
+
+GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+	struct gp_ictx *c;
+	uint64_t args[1] = {(uint64_t)dev};
+	CUcontext h;
+	CUresult r = gp__primary_ctx(&h, dev);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	c = (struct gp_ictx *)h;
+	pthread_mutex_lock(&primary_lock);
+	if (c->refs > 0)
+		r = gp__call(GP_MSG_PRIMARY_RESET, args, 1, NULL, 0);
+	if (r == CUDA_SUCCESS) {
+		/* All its state is gone; it stays retained (cuda.h: reset does not release). */
+		gp__cls_context_destroyed(h);
+		gp__range_forget_ctx(c);
+		c->flags = 0;
+	}
+	pthread_mutex_unlock(&primary_lock);
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+	return cuDevicePrimaryCtxReset_v2(dev);
+}
+
+GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{
+	struct gp_ictx *c;
+	uint64_t args[2] = {(uint64_t)dev, flags};
+	CUcontext h;
+	CUresult r = gp__primary_ctx(&h, dev);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	c = (struct gp_ictx *)h;
+	r = gp__call(GP_MSG_PRIMARY_SET_FLAGS, args, 2, NULL, 0);
+	if (r == CUDA_SUCCESS)
+		c->flags = flags;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{
+	return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
+
+GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+	struct gp_ictx *c;
+	CUcontext h;
+	CUresult r;
+
+	if (!flags || !active)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__primary_ctx(&h, dev);
+	if (r != CUDA_SUCCESS)
+		return r;
+	c = (struct gp_ictx *)h;
+	*flags = c->flags;
+	*active = c->refs > 0;
+	return CUDA_SUCCESS;
 }

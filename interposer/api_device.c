@@ -1,4 +1,5 @@
 /* api_device.c -- cuInit, versions and devices, answered from the session's snapshot. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,4 +187,92 @@ GP_CUDA_EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
 		return CUDA_ERROR_INVALID_VALUE;
 	*str = s;
 	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+GP_CUDA_EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice dev)
+{
+	struct gp_idevice *d;
+	char buf[32];
+	CUresult r;
+
+	if (!id || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = device_of(dev, &d);
+	if (r != CUDA_SUCCESS)
+		return r;
+	snprintf(buf, sizeof(buf), "%08x:%02x:%02x.0", d->attr[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
+		 d->attr[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID], d->attr[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
+	strncpy(id, buf, (size_t)len - 1);
+	id[len - 1] = '\0';
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *id)
+{
+	unsigned dom = 0, bus, devn;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!dev || !id)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (sscanf(id, "%x:%x:%x", &dom, &bus, &devn) != 3) {
+		dom = 0;
+		if (sscanf(id, "%x:%x", &bus, &devn) != 2)
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	for (int i = 0; i < gp__client.ndev; i++) {
+		const int32_t *a = gp__client.dev[i].attr;
+
+		if ((unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID] == dom &&
+		    (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] == bus &&
+		    (unsigned)a[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID] == devn) {
+			*dev = i;
+			return CUDA_SUCCESS;
+		}
+	}
+	return CUDA_ERROR_INVALID_DEVICE;
+}
+
+/* Peer access between a session's GPUs is not forwarded: none can reach another. */
+GP_CUDA_EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
+{
+	struct gp_idevice *d;
+	CUresult r;
+
+	if (!can)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = device_of(dev, &d);
+	if (r == CUDA_SUCCESS)
+		r = device_of(peer, &d);
+	if (r == CUDA_SUCCESS)
+		*can = 0;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuDeviceGetProperties(CUdevprop *p, CUdevice dev)
+{
+	struct gp_idevice *d;
+	CUresult r;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = device_of(dev, &d);
+	if (r != CUDA_SUCCESS)
+		return r;
+	p->maxThreadsPerBlock = d->attr[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
+	p->maxThreadsDim[0] = d->attr[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X];
+	p->maxThreadsDim[1] = d->attr[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y];
+	p->maxThreadsDim[2] = d->attr[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z];
+	p->maxGridSize[0] = d->attr[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X];
+	p->maxGridSize[1] = d->attr[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y];
+	p->maxGridSize[2] = d->attr[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z];
+	p->sharedMemPerBlock = d->attr[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK];
+	p->totalConstantMemory = d->attr[CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY];
+	p->SIMDWidth = d->attr[CU_DEVICE_ATTRIBUTE_WARP_SIZE];
+	p->memPitch = d->attr[CU_DEVICE_ATTRIBUTE_MAX_PITCH];
+	p->regsPerBlock = d->attr[CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK];
+	p->clockRate = d->attr[CU_DEVICE_ATTRIBUTE_CLOCK_RATE];
+	p->textureAlign = d->attr[CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT];
+	return CUDA_SUCCESS;
 }

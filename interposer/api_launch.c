@@ -1,4 +1,4 @@
-/* api_launch.c -- kernel launches, sent without waiting for an answer. */
+/* api_launch.c -- kernel launches (sent without waiting for an answer) and occupancy. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,29 +52,53 @@ static CUresult pack_params(const struct gp_ifunc *f, void **params, void **extr
 	return CUDA_SUCCESS;
 }
 
-GP_CUDA_EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
-				  unsigned int bx, unsigned int by, unsigned int bz,
-				  unsigned int shmem, CUstream stream, void **params, void **extra)
+/* What the client can check exactly itself, so these errors come from the launch as on a
+ * GPU. The rest (shared memory, resources) the driver checks; that error comes later. */
+static CUresult check_config(const struct gp_ifunc *f, int dev, unsigned gx, unsigned gy,
+			     unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem)
 {
-	struct gp_ifunc *f = (struct gp_ifunc *)fn;
+	const struct gp_idevice *d = &gp__client.dev[dev];
+	uint64_t threads = (uint64_t)bx * by * bz;
+
+	if (!gx || !gy || !gz || !bx || !by || !bz)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (bx > (unsigned)d->attr[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X] ||
+	    by > (unsigned)d->attr[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y] ||
+	    bz > (unsigned)d->attr[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z] ||
+	    gx > (unsigned)d->attr[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X] ||
+	    gy > (unsigned)d->attr[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y] ||
+	    gz > (unsigned)d->attr[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z])
+		return CUDA_ERROR_INVALID_VALUE;
+	if (threads > (uint64_t)f->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] &&
+	    f->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] > 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+CUresult gp__launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+		    unsigned bz, unsigned shmem, CUstream s, void **params, void **extra, bool pt)
+{
 	Gp__Launch l = GP__LAUNCH__INIT;
 	Gp__Dim3 grid = GP__DIM3__INIT, block = GP__DIM3__INIT;
+	struct gp_ifunc *f;
 	struct gp_ictx *c;
 	uint8_t *buf = NULL;
+	uint64_t sid;
 	size_t len = 0;
 	CUresult r = gp__ctx_need(&c);
 
+	if (r == CUDA_SUCCESS)
+		r = gp__func_check(fn, &f);
+	if (r == CUDA_SUCCESS)
+		r = gp__stream_id(s, pt, &sid);
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (!f || f->magic != GP_MAGIC_FUNC)
-		return CUDA_ERROR_INVALID_HANDLE;
-	if (f->module->ctx != c)
+	/* A module's function runs in its module's context; a library kernel in any. */
+	if (f->module->magic == GP_MAGIC_MODULE && f->module->ctx != c)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	if (!gx || !gy || !gz || !bx || !by || !bz)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (stream)
-		return CUDA_ERROR_NOT_SUPPORTED; /* streams are not forwarded yet */
-	r = pack_params(f, params, extra, &buf, &len);
+	r = check_config(f, c->device, gx, gy, gz, bx, by, bz, shmem);
+	if (r == CUDA_SUCCESS)
+		r = pack_params(f, params, extra, &buf, &len);
 	if (r != CUDA_SUCCESS)
 		return r;
 	grid.x = gx;
@@ -87,10 +111,150 @@ GP_CUDA_EXPORT CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned 
 	l.grid = &grid;
 	l.block = &block;
 	l.shared_mem = shmem;
+	l.stream = sid;
 	l.context = c->remote;
 	l.params.data = buf;
 	l.params.len = len;
 	r = gp__call_async(GP_MSG_LAUNCH, &l.base);
 	free(buf);
 	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
+				       unsigned int gz, unsigned int bx, unsigned int by,
+				       unsigned int bz, unsigned int shmem, CUstream s,
+				       void **params, void **extra)
+{
+	return gp__launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra, false);
+}
+
+/* cuLaunchKernelEx: the attributes that only tune scheduling are accepted; those that change
+ * what a launch means (clusters, cooperative grids, programmatic events) are not forwarded. */
+CUresult gp__launch_ex(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra,
+		       bool pt)
+{
+	if (!cfg)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < cfg->numAttrs; i++) {
+		switch (cfg->attrs[i].id) {
+		case CU_LAUNCH_ATTRIBUTE_IGNORE:
+		case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+		case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+			break;
+		case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+			if (cfg->attrs[i].value.cooperative)
+				return CUDA_ERROR_NOT_SUPPORTED;
+			break;
+		case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+			if (cfg->attrs[i].value.clusterDim.x * cfg->attrs[i].value.clusterDim.y *
+				    cfg->attrs[i].value.clusterDim.z >
+			    1)
+				return CUDA_ERROR_NOT_SUPPORTED;
+			break;
+		default:
+			return CUDA_ERROR_NOT_SUPPORTED;
+		}
+	}
+	return gp__launch(f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX,
+			  cfg->blockDimY, cfg->blockDimZ, cfg->sharedMemBytes, cfg->hStream, params,
+			  extra, pt);
+}
+
+GP_CUDA_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+					 void **params, void **extra)
+{
+	return gp__launch_ex(config, f, params, extra, false);
+}
+
+/* ---- occupancy -------------------------------------------------------------------------- */
+
+static CUresult max_active_blocks(int *n, CUfunction func, int block, size_t smem,
+				  unsigned flags)
+{
+	struct gp_ifunc *f;
+	struct gp_ictx *c;
+	uint64_t args[5], out[1];
+	CUresult r;
+
+	if (!n || block <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r == CUDA_SUCCESS)
+		r = gp__func_check(func, &f);
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = c->remote;
+	args[1] = f->remote;
+	args[2] = (uint64_t)block;
+	args[3] = smem;
+	args[4] = flags;
+	r = gp__call(GP_MSG_OCCUPANCY, args, 5, out, 1);
+	if (r == CUDA_SUCCESS)
+		*n = (int)out[0];
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f,
+								    int block, size_t smem)
+{
+	return max_active_blocks(n, f, block, smem, 0);
+}
+
+GP_CUDA_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+	int *n, CUfunction f, int block, size_t smem, unsigned int flags)
+{
+	return max_active_blocks(n, f, block, smem, flags);
+}
+
+/*
+ * The block size with the best occupancy: tried client-side over the multiples of the warp
+ * size, because the dynamic shared memory callback is a function of this process.
+ */
+GP_CUDA_EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(
+	int *min_grid, int *block_size, CUfunction func, CUoccupancyB2DSize smem_fn,
+	size_t smem, int limit, unsigned int flags)
+{
+	struct gp_ifunc *f;
+	struct gp_ictx *c;
+	int best = 0, best_blocks = 0, warp, maxt, sms;
+	CUresult r;
+
+	if (!min_grid || !block_size)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r == CUDA_SUCCESS)
+		r = gp__func_check(func, &f);
+	if (r != CUDA_SUCCESS)
+		return r;
+	warp = gp__client.dev[c->device].attr[CU_DEVICE_ATTRIBUTE_WARP_SIZE];
+	sms = gp__client.dev[c->device].attr[CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT];
+	maxt = f->attr[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
+	if (limit > 0 && limit < maxt)
+		maxt = limit;
+	if (warp <= 0)
+		warp = 32;
+	for (int b = maxt - maxt % warp; b >= warp; b -= warp) {
+		size_t dyn = smem_fn ? smem_fn(b) : smem;
+		int n = 0;
+
+		r = max_active_blocks(&n, func, b, dyn, flags);
+		if (r != CUDA_SUCCESS)
+			return r;
+		if (n * b > best_blocks * best) {
+			best = b;
+			best_blocks = n;
+		}
+	}
+	*block_size = best;
+	*min_grid = best_blocks * sms;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuOccupancyMaxPotentialBlockSize(int *min_grid, int *block_size,
+							 CUfunction func,
+							 CUoccupancyB2DSize smem_fn, size_t smem,
+							 int limit)
+{
+	return cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid, block_size, func, smem_fn, smem,
+							 limit, 0);
 }

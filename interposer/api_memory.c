@@ -1,7 +1,13 @@
-/* api_memory.c -- device memory: allocations, copies, memory info. */
+/* api_memory.c -- device memory, copies and memsets; host memory is the client's own. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include <gpupool/wire.h>
 
 #include "interposer.h"
+
+/* ---- device allocations -------------------------------------------------------- */
 
 GP_CUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
@@ -19,24 +25,58 @@ GP_CUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	args[0] = c->remote;
 	args[1] = bytesize;
 	r = gp__call(GP_MSG_MEM_ALLOC, args, 2, out, 1);
-	if (r == CUDA_SUCCESS)
-		*dptr = (CUdeviceptr)out[0];
-	return r;
+	if (r != CUDA_SUCCESS)
+		return r;
+	*dptr = (CUdeviceptr)out[0];
+	gp__range_add((uintptr_t)out[0], bytesize, GP_MEM_DEVICE, c, 0);
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width,
+					   size_t height, unsigned int elem)
+{
+	struct gp_ictx *c;
+	uint64_t args[4], out[2];
+	CUresult r;
+
+	if (!dptr || !pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = c->remote;
+	args[1] = width;
+	args[2] = height;
+	args[3] = elem;
+	r = gp__call(GP_MSG_MEM_ALLOC_PITCH, args, 4, out, 2);
+	if (r != CUDA_SUCCESS)
+		return r;
+	*dptr = (CUdeviceptr)out[0];
+	*pitch = (size_t)out[1];
+	gp__range_add((uintptr_t)out[0], (size_t)out[1] * height, GP_MEM_DEVICE, c, 0);
+	return CUDA_SUCCESS;
 }
 
 GP_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-	struct gp_ictx *c;
+	struct gp_range rg;
 	uint64_t args[2];
-	CUresult r = gp__ctx_need(&c);
+	CUresult r = gp__ready();
 
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (dptr == 0)
 		return CUDA_SUCCESS; /* freeing NULL is a no-op, as in the driver */
-	args[0] = c->remote;
+	if (!gp__range_find(dptr, &rg) || rg.kind != GP_MEM_DEVICE || rg.base != dptr ||
+	    !gp__ctx_valid(rg.ctx) || rg.ctx->remote == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* Freed in the context it was allocated in, whatever is current. */
+	args[0] = rg.ctx->remote;
 	args[1] = dptr;
-	return gp__call(GP_MSG_MEM_FREE, args, 2, NULL, 0);
+	r = gp__call(GP_MSG_MEM_FREE, args, 2, NULL, 0);
+	if (r == CUDA_SUCCESS)
+		gp__range_remove(dptr, GP_MEM_DEVICE);
+	return r;
 }
 
 GP_CUDA_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
@@ -59,26 +99,412 @@ GP_CUDA_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 	return r;
 }
 
-GP_CUDA_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
+GP_CUDA_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr dptr)
 {
-	struct gp_ictx *c;
-	CUresult r = gp__ctx_need(&c);
+	struct gp_range rg;
+	CUresult r = gp__ready();
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (!src && bytes)
-		return CUDA_ERROR_INVALID_VALUE;
-	return gp__copy_to_remote(c->remote, dst, src, bytes);
+	if (!gp__range_find(dptr, &rg) || rg.kind == GP_MEM_HOST)
+		return CUDA_ERROR_NOT_FOUND;
+	if (base)
+		*base = rg.base;
+	if (size)
+		*size = rg.size;
+	return CUDA_SUCCESS;
 }
 
-GP_CUDA_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
+/* ---- host memory: ordinary memory of this process -------------------------------
+ * Page-locked memory matters for DMA on the GPU host, not here: copies from it
+ * travel like any other. It cannot be mapped into the remote device's address
+ * space, so cuMemHostGetDevicePointer is not supported. */
+
+GP_CUDA_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags)
 {
-	struct gp_ictx *c;
-	CUresult r = gp__ctx_need(&c);
+	void *p;
+	CUresult r;
+
+	if (!pp || bytes == 0 ||
+	    (flags & ~(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+		       CU_MEMHOSTALLOC_WRITECOMBINED)))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ready();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), bytes))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (gp__range_add((uintptr_t)p, bytes, GP_MEM_HOST, gp__ctx_current(), flags)) {
+		free(p);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*pp = p;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytes)
+{
+	return cuMemHostAlloc(pp, bytes, 0);
+}
+
+GP_CUDA_EXPORT CUresult cuMemFreeHost(void *p)
+{
+	struct gp_range rg;
+	CUresult r = gp__ready();
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (!dst && bytes)
+	if (!gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST || rg.base != (uintptr_t)p ||
+	    (rg.flags & CU_MEMHOSTREGISTER_IOMEMORY) /* registered, not ours */)
 		return CUDA_ERROR_INVALID_VALUE;
-	return gp__copy_from_remote(c->remote, dst, src, bytes);
+	gp__range_remove((uintptr_t)p, GP_MEM_HOST);
+	free(p);
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
+{
+	struct gp_range rg;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!flags || !gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST)
+		return CUDA_ERROR_INVALID_VALUE;
+	*flags = rg.flags & ~CU_MEMHOSTREGISTER_IOMEMORY;
+	return CUDA_SUCCESS;
+}
+
+/* Registered ranges are remembered (for pointer attributes) but stay the caller's. */
+GP_CUDA_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned int flags)
+{
+	struct gp_range rg;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!p || bytes == 0 || (flags & CU_MEMHOSTREGISTER_IOMEMORY))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (gp__range_find((uintptr_t)p, &rg))
+		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	/* The IOMEMORY bit marks "registered, not allocated by us" in the registry. */
+	if (gp__range_add((uintptr_t)p, bytes, GP_MEM_HOST, gp__ctx_current(),
+			  flags | CU_MEMHOSTREGISTER_IOMEMORY))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuMemHostUnregister(void *p)
+{
+	struct gp_range rg;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST ||
+	    rg.base != (uintptr_t)p || !(rg.flags & CU_MEMHOSTREGISTER_IOMEMORY))
+		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	gp__range_remove((uintptr_t)p, GP_MEM_HOST);
+	return CUDA_SUCCESS;
+}
+
+/* ---- pointer attributes, answered from the registry ------------------------------- */
+
+static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr ptr, bool lenient)
+{
+	struct gp_range rg;
+	bool known = gp__range_find(ptr, &rg);
+	bool dev = known && rg.kind != GP_MEM_HOST;
+
+	if (!data)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!known && !lenient)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attr) {
+	case CU_POINTER_ATTRIBUTE_CONTEXT:
+		*(CUcontext *)data = known ? (CUcontext)rg.ctx : NULL;
+		break;
+	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+		*(unsigned *)data = !known ? 0 : dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+		break;
+	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+		if (known && !dev && !lenient)
+			return CUDA_ERROR_NOT_SUPPORTED; /* host memory is not mapped remotely */
+		*(CUdeviceptr *)data = dev ? ptr : 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+		if (dev && !lenient)
+			return CUDA_ERROR_INVALID_VALUE;
+		*(void **)data = known && !dev ? (void *)ptr : NULL;
+		break;
+	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+	case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+		*(int *)data = 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_MAPPED:
+		*(int *)data = dev;
+		break;
+	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+		*(int *)data = known && rg.ctx ? rg.ctx->device : -1;
+		break;
+	case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+		*(unsigned long long *)data = known ? rg.id : 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+		*(int *)data = 1;
+		break;
+	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+		*(CUdeviceptr *)data = known ? rg.base : 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+		*(size_t *)data = known ? rg.size : 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+		*(unsigned *)data = known ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : 0;
+		break;
+	default:
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr)
+{
+	CUresult r = gp__ready();
+
+	return r != CUDA_SUCCESS ? r : pointer_attr(data, attr, ptr, false);
+}
+
+/* Unknown pointers get empty values rather than an error, as cuda.h specifies. */
+GP_CUDA_EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attrs,
+					       void **data, CUdeviceptr ptr)
+{
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!attrs || !data)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < n; i++) {
+		r = pointer_attr(data[i], attrs[i], ptr, true);
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* ---- copies ---------------------------------------------------------------------------
+ * The shared bodies take the stream, whether the call is asynchronous, and whether NULL
+ * means the per-thread default stream (the _ptds/_ptsz entry points). */
+
+CUresult gp__memcpy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, bool async,
+			 bool pt)
+{
+	struct gp_ictx *c;
+	uint64_t sid;
+	CUresult r = gp__ctx_need(&c);
+
+	if (r == CUDA_SUCCESS)
+		r = gp__stream_id(s, pt, &sid);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!src && n)
+		return CUDA_ERROR_INVALID_VALUE;
+	return gp__copy_to_remote(c->remote, dst, src, n, sid, async);
+}
+
+/* Device-to-host copies wait for their bytes even when asynchronous: the worker runs
+ * them in stream order, so the result is what CUDA gives, only sooner. */
+CUresult gp__memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, bool async, bool pt)
+{
+	struct gp_ictx *c;
+	uint64_t sid;
+	CUresult r = gp__ctx_need(&c);
+
+	if (r == CUDA_SUCCESS)
+		r = gp__stream_id(s, pt, &sid);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!dst && n)
+		return CUDA_ERROR_INVALID_VALUE;
+	return gp__copy_from_remote(c->remote, dst, src, n, sid);
+}
+
+CUresult gp__memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool async,
+			 bool pt)
+{
+	struct gp_ictx *c;
+	uint64_t sid, args[5];
+	CUresult r = gp__ctx_need(&c);
+
+	if (r == CUDA_SUCCESS)
+		r = gp__stream_id(s, pt, &sid);
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = c->remote;
+	args[1] = dst;
+	args[2] = src;
+	args[3] = n;
+	args[4] = sid;
+	return gp__call_ex(GP_MSG_MEMCPY_DTOD, async ? GP_F_NO_REPLY : 0, args, 5, NULL, NULL, 0);
+}
+
+static bool is_device(CUdeviceptr p)
+{
+	struct gp_range rg;
+
+	return gp__range_find(p, &rg) && rg.kind != GP_MEM_HOST;
+}
+
+/* cuMemcpy: unified addressing; the registry says which side each pointer is on. */
+CUresult gp__memcpy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool async,
+			bool pt)
+{
+	bool ddev = is_device(dst), sdev = is_device(src);
+	CUresult r;
+
+	if (ddev && sdev)
+		return gp__memcpy_dtod(dst, src, n, s, async, pt);
+	if (ddev)
+		return gp__memcpy_htod(dst, (const void *)src, n, s, async, pt);
+	if (sdev)
+		return gp__memcpy_dtoh((void *)dst, src, n, s, async, pt);
+	/* Host to host: ordered after the stream's earlier work, as a copy would be. */
+	r = async ? gp__stream_sync(s, pt) : gp__ready();
+	if (r == CUDA_SUCCESS && n)
+		memmove((void *)dst, (const void *)src, n);
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{
+	return gp__memcpy_htod(dst, src, n, NULL, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+	return gp__memcpy_dtoh(dst, src, n, NULL, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	return gp__memcpy_dtod(dst, src, n, NULL, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n,
+					     CUstream s)
+{
+	return gp__memcpy_htod(dst, src, n, s, true, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
+{
+	return gp__memcpy_dtoh(dst, src, n, s, true, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n,
+					     CUstream s)
+{
+	return gp__memcpy_dtod(dst, src, n, s, true, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	return gp__memcpy_any(dst, src, n, NULL, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+	return gp__memcpy_any(dst, src, n, s, true, false);
+}
+
+/* ---- memsets ---------------------------------------------------------------------------- */
+
+CUresult gp__memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned esize, size_t width,
+		    size_t height, CUstream s, bool async, bool pt)
+{
+	struct gp_ictx *c;
+	uint64_t sid, args[8];
+	CUresult r = gp__ctx_need(&c);
+
+	if (r == CUDA_SUCCESS)
+		r = gp__stream_id(s, pt, &sid);
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = c->remote;
+	args[1] = dst;
+	args[2] = value;
+	args[3] = esize;
+	args[4] = width;
+	args[5] = sid;
+	args[6] = pitch;
+	args[7] = height;
+	return gp__call_ex(GP_MSG_MEMSET, async ? GP_F_NO_REPLY : 0, args, 8, NULL, NULL, 0);
+}
+
+GP_CUDA_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)
+{
+	return gp__memset(d, 0, v, 1, n, 1, NULL, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n)
+{
+	return gp__memset(d, 0, v, 2, n, 1, NULL, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n)
+{
+	return gp__memset(d, 0, v, 4, n, 1, NULL, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{
+	return gp__memset(d, 0, v, 1, n, 1, s, true, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+{
+	return gp__memset(d, 0, v, 2, n, 1, s, true, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
+{
+	return gp__memset(d, 0, v, 4, n, 1, s, true, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr d, size_t pitch, unsigned char v, size_t w,
+					size_t h)
+{
+	return gp__memset(d, pitch, v, 1, w, h, NULL, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemsetD2D16_v2(CUdeviceptr d, size_t pitch, unsigned short v, size_t w,
+					 size_t h)
+{
+	return gp__memset(d, pitch, v, 2, w, h, NULL, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned int v, size_t w,
+					 size_t h)
+{
+	return gp__memset(d, pitch, v, 4, w, h, NULL, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned char v, size_t w,
+					  size_t h, CUstream s)
+{
+	return gp__memset(d, pitch, v, 1, w, h, s, true, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v,
+					   size_t w, size_t h, CUstream s)
+{
+	return gp__memset(d, pitch, v, 2, w, h, s, true, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned int v, size_t w,
+					   size_t h, CUstream s)
+{
+	return gp__memset(d, pitch, v, 4, w, h, s, true, false);
 }

@@ -1,36 +1,42 @@
-/* api_module.c -- modules: upload the image once, then answer function lookups locally. */
+/* api_module.c -- modules and libraries: images are shipped once (libraries on first use),
+ * then functions, kernels and their attributes are answered locally. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <gpupool/wire.h>
 
+#include "error.h"
+#include "image.h"
 #include "interposer.h"
 
 /*
- * The load calls carry no length. PTX text is NUL-terminated; fatbins and
- * cubins are sized from their headers (not yet: they are refused for now).
+ * The bytes to ship for an image passed without a length: a cudart wrapper is
+ * followed to its fatbin (the wrapper holds pointers into this process); a
+ * fatbin, cubin or PTX text is sized from its own header or terminator.
  */
-static CUresult image_size(const void *image, size_t *len)
+static CUresult image_bytes(const void *image, const void **out, size_t *len)
 {
-	const uint8_t *p = image;
+	const uint8_t *fb;
+	int ret;
 
 	if (!image)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F')
-		return CUDA_ERROR_NOT_SUPPORTED;
-	if ((p[0] == 0xb1 && p[1] == 0x43 && p[2] == 0x62 && p[3] == 0x46) ||
-	    (p[0] == 0x50 && p[1] == 0xed && p[2] == 0x55 && p[3] == 0xba))
-		return CUDA_ERROR_NOT_SUPPORTED;
-	*len = strlen(image) + 1;
-	return CUDA_SUCCESS;
+	if (gp_image_kind(image) == GP_IMAGE_WRAPPER) {
+		ret = gp_image_fatbin(image, &fb, len);
+		*out = fb;
+	} else {
+		ret = gp_image_size(image, len);
+		*out = image;
+	}
+	return ret ? CUDA_ERROR_INVALID_IMAGE : CUDA_SUCCESS;
 }
 
-static bool module_valid(const struct gp_imodule *m)
+static bool module_valid(const struct gp_imodule *m, uint32_t magic)
 {
-	return m && m->magic == GP_MAGIC_MODULE;
+	return m && m->magic == magic;
 }
 
-static void module_free(struct gp_imodule *m)
+static void module_free_funcs(struct gp_imodule *m)
 {
 	for (uint32_t i = 0; i < m->nfuncs; i++) {
 		m->funcs[i].magic = GP_MAGIC_DEAD;
@@ -39,13 +45,18 @@ static void module_free(struct gp_imodule *m)
 		free(m->funcs[i].size);
 	}
 	/* The function array stays so stale CUfunction handles read as dead. */
+	free(m->image_copy);
+	m->image_copy = NULL;
 	m->magic = GP_MAGIC_DEAD;
 }
+
+/* ---- modules --------------------------------------------------------------------- */
 
 GP_CUDA_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
 	struct gp_imodule *m;
 	struct gp_ictx *c;
+	const void *bytes;
 	size_t len;
 	CUresult r;
 
@@ -54,15 +65,17 @@ GP_CUDA_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	r = gp__ctx_need(&c);
 	if (r != CUDA_SUCCESS)
 		return r;
-	r = image_size(image, &len);
+	r = image_bytes(image, &bytes, &len);
 	if (r != CUDA_SUCCESS)
 		return r;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = gp__module_load(c, image, len, m);
+	m->magic = GP_MAGIC_MODULE;
+	m->ctx = c;
+	r = gp__image_load(GP_MSG_MODULE_LOAD, c->remote, bytes, len, m);
 	if (r != CUDA_SUCCESS) {
-		module_free(m);
+		module_free_funcs(m);
 		free(m->funcs);
 		free(m);
 		return r;
@@ -71,11 +84,16 @@ GP_CUDA_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	return CUDA_SUCCESS;
 }
 
+/* JIT options only tune a compilation the pool does; none change what the module computes. */
 GP_CUDA_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
-				      CUjit_option *options, void **values)
+					   CUjit_option *options, void **values)
 {
-	/* JIT options only tune a compilation the pool does remotely; none change the result. */
 	return cuModuleLoadData(module, image);
+}
+
+GP_CUDA_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)
+{
+	return cuModuleLoadData(module, fatbin);
 }
 
 GP_CUDA_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
@@ -88,7 +106,7 @@ GP_CUDA_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, co
 	r = gp__ready();
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (!module_valid(m))
+	if (!module_valid(m, GP_MAGIC_MODULE))
 		return CUDA_ERROR_INVALID_HANDLE;
 	for (uint32_t i = 0; i < m->nfuncs; i++) {
 		if (strcmp(m->funcs[i].name, name) == 0) {
@@ -99,6 +117,31 @@ GP_CUDA_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, co
 	return CUDA_ERROR_NOT_FOUND;
 }
 
+GP_CUDA_EXPORT CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule hmod)
+{
+	struct gp_imodule *m = (struct gp_imodule *)hmod;
+
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!module_valid(m, GP_MAGIC_MODULE))
+		return CUDA_ERROR_INVALID_HANDLE;
+	*count = m->nfuncs;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *fns, unsigned int n, CUmodule hmod)
+{
+	struct gp_imodule *m = (struct gp_imodule *)hmod;
+
+	if (!fns)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!module_valid(m, GP_MAGIC_MODULE))
+		return CUDA_ERROR_INVALID_HANDLE;
+	for (uint32_t i = 0; i < n && i < m->nfuncs; i++)
+		fns[i] = (CUfunction)&m->funcs[i];
+	return CUDA_SUCCESS;
+}
+
 GP_CUDA_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 {
 	struct gp_imodule *m = (struct gp_imodule *)hmod;
@@ -107,13 +150,377 @@ GP_CUDA_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (!module_valid(m))
+	if (!module_valid(m, GP_MAGIC_MODULE) || !gp__ctx_valid(m->ctx))
 		return CUDA_ERROR_INVALID_HANDLE;
 	args[0] = m->ctx->remote;
 	args[1] = m->remote;
 	r = gp__call(GP_MSG_MODULE_UNLOAD, args, 2, NULL, 0);
 	if (r != CUDA_SUCCESS)
 		return r;
-	module_free(m);
+	module_free_funcs(m);
+	return CUDA_SUCCESS;
+}
+
+/* Cubin-level loading from files and JIT linking stay on the pool side of a real driver;
+ * gpupool ships images, so these report what they cannot do. */
+GP_CUDA_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+	const char *env = getenv("CUDA_MODULE_LOADING");
+
+	if (!mode)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* Lazy unless asked otherwise, as the driver: cudart then loads a fatbin on first use. */
+	*mode = env && strcmp(env, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING
+						 : CU_MODULE_LAZY_LOADING;
+	return CUDA_SUCCESS;
+}
+
+/* ---- globals ----------------------------------------------------------------------- */
+
+static CUresult get_global(struct gp_ictx *c, uint64_t owner, const char *name,
+			   CUdeviceptr *dptr, size_t *bytes)
+{
+	uint64_t args[2] = {c->remote, owner}, out[2];
+	CUresult r = gp__call_ex(GP_MSG_GET_GLOBAL, 0, args, 2, name, out, 2);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	gp__range_add((uintptr_t)out[0], (size_t)out[1], GP_MEM_GLOBAL, c, 0);
+	if (dptr)
+		*dptr = (CUdeviceptr)out[0];
+	if (bytes)
+		*bytes = (size_t)out[1];
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+					     const char *name)
+{
+	struct gp_imodule *m = (struct gp_imodule *)hmod;
+	CUresult r;
+
+	if (!name || (!dptr && !bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ready();
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!module_valid(m, GP_MAGIC_MODULE) || !gp__ctx_valid(m->ctx))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return get_global(m->ctx, m->remote, name, dptr, bytes);
+}
+
+/* ---- libraries (context-independent, shipped on first use) --------------------------- */
+
+GP_CUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
+					  CUjit_option *jitOptions, void **jitOptionsValues,
+					  unsigned int numJitOptions,
+					  CUlibraryOption *libraryOptions,
+					  void **libraryOptionValues, unsigned int numLibraryOptions)
+{
+	struct gp_imodule *m;
+	bool preserved = false;
+	const void *bytes;
+	size_t len;
+	CUresult r;
+
+	if (!library)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ready();
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = image_bytes(code, &bytes, &len);
+	if (r != CUDA_SUCCESS)
+		return r;
+	for (unsigned i = 0; i < numLibraryOptions && libraryOptions; i++)
+		if (libraryOptions[i] == CU_LIBRARY_BINARY_IS_PRESERVED && libraryOptionValues &&
+		    libraryOptionValues[i])
+			preserved = *(unsigned int *)libraryOptionValues[i] != 0;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m->magic = GP_MAGIC_LIBRARY;
+	m->image_len = len;
+	if (preserved) {
+		m->image = bytes; /* the caller keeps it alive until cuLibraryUnload */
+	} else {
+		m->image_copy = malloc(len);
+		if (!m->image_copy) {
+			free(m);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		memcpy(m->image_copy, bytes, len);
+		m->image = m->image_copy;
+	}
+	*library = (CUlibrary)m;
+	return CUDA_SUCCESS;
+}
+
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Ships a library the first time something in it is needed. */
+static CUresult library_need(CUlibrary lib, struct gp_imodule **out)
+{
+	struct gp_imodule *m = (struct gp_imodule *)lib;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!module_valid(m, GP_MAGIC_LIBRARY))
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&load_lock);
+	if (!m->loaded && m->load_result == CUDA_SUCCESS) {
+		r = gp__image_load(GP_MSG_LIBRARY_LOAD, 0, m->image, m->image_len, m);
+		if (r == CUDA_SUCCESS) {
+			free(m->image_copy);
+			m->image_copy = NULL;
+			m->image = NULL;
+		} else {
+			m->load_result = r;
+		}
+	}
+	r = m->load_result;
+	pthread_mutex_unlock(&load_lock);
+	*out = m;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuLibraryUnload(CUlibrary lib)
+{
+	struct gp_imodule *m = (struct gp_imodule *)lib;
+	uint64_t args[1];
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!module_valid(m, GP_MAGIC_LIBRARY))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (m->loaded) {
+		args[0] = m->remote;
+		r = gp__call(GP_MSG_LIBRARY_UNLOAD, args, 1, NULL, 0);
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
+	module_free_funcs(m);
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary lib, const char *name)
+{
+	struct gp_imodule *m;
+	CUresult r;
+
+	if (!kernel || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = library_need(lib, &m);
+	if (r != CUDA_SUCCESS)
+		return r;
+	for (uint32_t i = 0; i < m->nfuncs; i++) {
+		if (strcmp(m->funcs[i].name, name) == 0) {
+			*kernel = (CUkernel)&m->funcs[i];
+			return CUDA_SUCCESS;
+		}
+	}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+GP_CUDA_EXPORT CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)
+{
+	struct gp_imodule *m;
+	CUresult r;
+
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = library_need(lib, &m);
+	if (r == CUDA_SUCCESS)
+		*count = m->nfuncs;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int n, CUlibrary lib)
+{
+	struct gp_imodule *m;
+	CUresult r;
+
+	if (!kernels)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = library_need(lib, &m);
+	for (uint32_t i = 0; r == CUDA_SUCCESS && i < n && i < m->nfuncs; i++)
+		kernels[i] = (CUkernel)&m->funcs[i];
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary lib,
+					   const char *name)
+{
+	struct gp_imodule *m;
+	struct gp_ictx *c;
+	CUresult r;
+
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r == CUDA_SUCCESS)
+		r = library_need(lib, &m);
+	return r != CUDA_SUCCESS ? r : get_global(c, m->remote, name, dptr, bytes);
+}
+
+/* ---- functions and kernels ------------------------------------------------------------ */
+
+CUresult gp__func_check(CUfunction f, struct gp_ifunc **out)
+{
+	struct gp_ifunc *fn = (struct gp_ifunc *)f;
+
+	if (!fn || fn->magic != GP_MAGIC_FUNC)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*out = fn;
+	return CUDA_SUCCESS;
+}
+
+/* A library kernel serves as a function in any context. */
+GP_CUDA_EXPORT CUresult cuKernelGetFunction(CUfunction *pfunc, CUkernel kernel)
+{
+	struct gp_ifunc *f;
+	struct gp_ictx *c;
+	CUresult r;
+
+	if (!pfunc)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r == CUDA_SUCCESS)
+		r = gp__func_check((CUfunction)kernel, &f);
+	if (r == CUDA_SUCCESS)
+		*pfunc = (CUfunction)f;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuFuncGetName(const char **name, CUfunction func)
+{
+	struct gp_ifunc *f;
+	CUresult r;
+
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__func_check(func, &f);
+	if (r == CUDA_SUCCESS)
+		*name = f->name;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuKernelGetName(const char **name, CUkernel kernel)
+{
+	return cuFuncGetName(name, (CUfunction)kernel);
+}
+
+GP_CUDA_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t index, size_t *offset,
+					   size_t *size)
+{
+	struct gp_ifunc *f;
+	CUresult r = gp__func_check(func, &f);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (index >= f->nparams)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (offset)
+		*offset = f->offset[index];
+	if (size)
+		*size = f->size[index];
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t index, size_t *offset,
+					     size_t *size)
+{
+	return cuFuncGetParamInfo((CUfunction)kernel, index, offset, size);
+}
+
+GP_CUDA_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction func)
+{
+	struct gp_ifunc *f;
+	CUresult r;
+
+	if (!pi || (unsigned)attrib >= CU_FUNC_ATTRIBUTE_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__func_check(func, &f);
+	if (r == CUDA_SUCCESS)
+		*pi = f->attr[attrib];
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib,
+					     CUkernel kernel, CUdevice dev)
+{
+	if (dev < 0 || dev >= gp__client.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	return cuFuncGetAttribute(pi, attrib, (CUfunction)kernel);
+}
+
+static CUresult set_attribute(CUfunction func, CUfunction_attribute attrib, int value)
+{
+	struct gp_ifunc *f;
+	struct gp_ictx *c;
+	uint64_t args[4];
+	CUresult r;
+
+	if ((unsigned)attrib >= CU_FUNC_ATTRIBUTE_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r == CUDA_SUCCESS)
+		r = gp__func_check(func, &f);
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = c->remote;
+	args[1] = f->remote;
+	args[2] = (uint64_t)attrib;
+	args[3] = (uint64_t)(int64_t)value;
+	r = gp__call(GP_MSG_FUNC_SET_ATTRIBUTE, args, 4, NULL, 0);
+	if (r == CUDA_SUCCESS)
+		f->attr[attrib] = value;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuFuncSetAttribute(CUfunction func, CUfunction_attribute attrib, int value)
+{
+	return set_attribute(func, attrib, value);
+}
+
+GP_CUDA_EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int value,
+					     CUkernel kernel, CUdevice dev)
+{
+	if (dev < 0 || dev >= gp__client.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	return set_attribute((CUfunction)kernel, attrib, value);
+}
+
+/* Cache preferences are hints a driver may ignore; they are checked and accepted. */
+GP_CUDA_EXPORT CUresult cuFuncSetCacheConfig(CUfunction func, CUfunc_cache config)
+{
+	struct gp_ifunc *f;
+
+	if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	return gp__func_check(func, &f);
+}
+
+GP_CUDA_EXPORT CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev)
+{
+	if (dev < 0 || dev >= gp__client.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	return cuFuncSetCacheConfig((CUfunction)kernel, config);
+}
+
+GP_CUDA_EXPORT CUresult cuFuncGetModule(CUmodule *hmod, CUfunction func)
+{
+	struct gp_ifunc *f;
+	CUresult r;
+
+	if (!hmod)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__func_check(func, &f);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (f->module->magic != GP_MAGIC_MODULE)
+		return CUDA_ERROR_NOT_SUPPORTED; /* a library kernel has no module of its own */
+	*hmod = (CUmodule)f->module;
 	return CUDA_SUCCESS;
 }

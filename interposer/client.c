@@ -102,6 +102,16 @@ static CUresult take_snapshot(struct gp_client *c, const Gp__HelloReply *rep)
 				d->attr_ok[src->unsupported_attribute[k]] = false;
 	}
 	c->ndev = (int)rep->n_device;
+	/* Primary context handles exist from the start; cudart asks for them before retaining. */
+	c->primary = calloc(rep->n_device ? rep->n_device : 1, sizeof(*c->primary));
+	if (!c->primary)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (int i = 0; i < c->ndev; i++) {
+		c->primary[i].magic = GP_MAGIC_CTX;
+		c->primary[i].device = i;
+		c->primary[i].primary = true;
+		c->primary[i].id = gp__next_object_id();
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -252,7 +262,8 @@ static CUresult finish_reply(struct gp_client *c, const struct gp_frame_hdr *h, 
 	return r;
 }
 
-CUresult gp__call(unsigned type, const uint64_t *args, size_t nargs, uint64_t *out, size_t nout)
+CUresult gp__call_ex(unsigned type, unsigned flags, const uint64_t *args, size_t nargs,
+		     const char *name, uint64_t *out, size_t nout)
 {
 	struct gp_client *c = &gp__client;
 	Gp__Call call = GP__CALL__INIT;
@@ -267,8 +278,15 @@ CUresult gp__call(unsigned type, const uint64_t *args, size_t nargs, uint64_t *o
 		goto out_unlock;
 	call.n_arg = nargs;
 	call.arg = (uint64_t *)args;
+	call.name = (char *)(name ? name : "");
 	id = ++c->next_id;
-	ret = gp_conn_send(c->conn, type, 0, id, &call.base, NULL, 0);
+	ret = gp_conn_send(c->conn, type, flags, id, &call.base, NULL, 0);
+	if (!ret && (flags & GP_F_NO_REPLY)) {
+		/* Sent now so the GPU starts at once; the error, if any, comes later. */
+		ret = gp_conn_flush(c->conn);
+		r = ret ? transport_failed(ret, gp_msg_name(type)) : CUDA_SUCCESS;
+		goto out_unlock;
+	}
 	if (!ret)
 		ret = recv_reply(c, id, GP_MSG_REPLY, &h);
 	if (ret)
@@ -280,6 +298,11 @@ out_unlock:
 	return r;
 }
 
+CUresult gp__call(unsigned type, const uint64_t *args, size_t nargs, uint64_t *out, size_t nout)
+{
+	return gp__call_ex(type, 0, args, nargs, NULL, out, nout);
+}
+
 CUresult gp__call_async(unsigned type, const ProtobufCMessage *msg)
 {
 	struct gp_client *c = &gp__client;
@@ -289,7 +312,6 @@ CUresult gp__call_async(unsigned type, const ProtobufCMessage *msg)
 	pthread_mutex_lock(&c->lock);
 	r = gp__ready();
 	if (r == CUDA_SUCCESS) {
-		/* Sent now so the GPU starts at once; no reply is awaited. */
 		ret = gp_conn_send(c->conn, type, GP_F_NO_REPLY, ++c->next_id, msg, NULL, 0);
 		if (!ret)
 			ret = gp_conn_flush(c->conn);
@@ -301,7 +323,7 @@ CUresult gp__call_async(unsigned type, const ProtobufCMessage *msg)
 }
 
 /* Sends a request whose bulk is `len` bytes at src: in its own frame, then DATA frames. */
-static int send_with_bulk(struct gp_client *c, unsigned type, uint64_t id,
+static int send_with_bulk(struct gp_client *c, unsigned type, unsigned flags, uint64_t id,
 			  const ProtobufCMessage *msg, const void *src, size_t len)
 {
 	const uint8_t *p = src;
@@ -309,7 +331,7 @@ static int send_with_bulk(struct gp_client *c, unsigned type, uint64_t id,
 	size_t off = first;
 	int ret;
 
-	ret = gp_conn_send(c->conn, type, off < len ? GP_F_MORE : 0, id, msg, p, first);
+	ret = gp_conn_send(c->conn, type, flags | (off < len ? GP_F_MORE : 0), id, msg, p, first);
 	while (!ret && off < len) {
 		size_t n = len - off < GP_CHUNK_SIZE ? len - off : GP_CHUNK_SIZE;
 
@@ -320,10 +342,12 @@ static int send_with_bulk(struct gp_client *c, unsigned type, uint64_t id,
 	return ret;
 }
 
-CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size_t len)
+CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size_t len,
+			    uint64_t stream, bool async)
 {
 	struct gp_client *c = &gp__client;
-	uint64_t args[3] = {ctx, dst, len};
+	uint64_t args[4] = {ctx, dst, len, stream};
+	unsigned flags = async ? GP_F_NO_REPLY : 0;
 	Gp__Call call = GP__CALL__INIT;
 	struct gp_frame_hdr h;
 	uint64_t id;
@@ -334,10 +358,15 @@ CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size
 	r = gp__ready();
 	if (r != CUDA_SUCCESS)
 		goto out_unlock;
-	call.n_arg = 3;
+	call.n_arg = 4;
 	call.arg = args;
 	id = ++c->next_id;
-	ret = send_with_bulk(c, GP_MSG_MEMCPY_HTOD, id, &call.base, src, len);
+	ret = send_with_bulk(c, GP_MSG_MEMCPY_HTOD, flags, id, &call.base, src, len);
+	if (!ret && async) {
+		ret = gp_conn_flush(c->conn);
+		r = ret ? transport_failed(ret, "cuMemcpyHtoDAsync") : CUDA_SUCCESS;
+		goto out_unlock;
+	}
 	if (!ret)
 		ret = recv_reply(c, id, GP_MSG_REPLY, &h);
 	r = ret ? transport_failed(ret, "cuMemcpyHtoD")
@@ -347,10 +376,11 @@ out_unlock:
 	return r;
 }
 
-CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len)
+CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len,
+			      uint64_t stream)
 {
 	struct gp_client *c = &gp__client;
-	uint64_t args[3] = {ctx, src, len};
+	uint64_t args[4] = {ctx, src, len, stream};
 	Gp__Call call = GP__CALL__INIT;
 	struct gp_frame_hdr h;
 	uint8_t *p = dst;
@@ -362,7 +392,7 @@ CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t l
 	r = gp__ready();
 	if (r != CUDA_SUCCESS)
 		goto out_unlock;
-	call.n_arg = 3;
+	call.n_arg = 4;
 	call.arg = args;
 	id = ++c->next_id;
 	ret = gp_conn_send(c->conn, GP_MSG_MEMCPY_DTOH, 0, id, &call.base, NULL, 0);
@@ -411,6 +441,8 @@ static CUresult take_functions(struct gp_imodule *mod, const Gp__ModuleLoadReply
 		f->remote = src->handle;
 		f->module = mod;
 		f->name = strdup(src->name);
+		for (size_t a = 0; a < src->n_attribute && a < CU_FUNC_ATTRIBUTE_MAX; a++)
+			f->attr[a] = src->attribute[a];
 		f->offset = calloc(n ? n : 1, sizeof(uint32_t));
 		f->size = calloc(n ? n : 1, sizeof(uint32_t));
 		mod->nfuncs = (uint32_t)i + 1;
@@ -427,11 +459,12 @@ static CUresult take_functions(struct gp_imodule *mod, const Gp__ModuleLoadReply
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__module_load(struct gp_ictx *ctx, const void *image, size_t len,
-			 struct gp_imodule *mod)
+CUresult gp__image_load(unsigned type, uint64_t ctx, const void *image, size_t len,
+			struct gp_imodule *mod)
 {
 	struct gp_client *c = &gp__client;
-	uint64_t args[2] = {ctx->remote, len};
+	uint64_t args[2] = {ctx, len};
+	size_t nargs = type == GP_MSG_MODULE_LOAD ? 2 : 1;
 	Gp__Call call = GP__CALL__INIT;
 	Gp__ModuleLoadReply *rep;
 	struct gp_frame_hdr h;
@@ -443,10 +476,12 @@ CUresult gp__module_load(struct gp_ictx *ctx, const void *image, size_t len,
 	r = gp__ready();
 	if (r != CUDA_SUCCESS)
 		goto out_unlock;
-	call.n_arg = 2;
+	if (nargs == 1)
+		args[0] = len;
+	call.n_arg = nargs;
 	call.arg = args;
 	id = ++c->next_id;
-	ret = send_with_bulk(c, GP_MSG_MODULE_LOAD, id, &call.base, image, len);
+	ret = send_with_bulk(c, type, 0, id, &call.base, image, len);
 	if (!ret)
 		ret = recv_reply(c, id, GP_MSG_MODULE_LOAD_REPLY, &h);
 	if (ret) {
@@ -460,9 +495,8 @@ CUresult gp__module_load(struct gp_ictx *ctx, const void *image, size_t len,
 	}
 	r = (CUresult)rep->result;
 	if (r == CUDA_SUCCESS) {
-		mod->magic = GP_MAGIC_MODULE;
 		mod->remote = rep->module;
-		mod->ctx = ctx;
+		mod->loaded = true;
 		r = take_functions(mod, rep);
 	}
 	r = merge_deferred(r, rep->deferred);

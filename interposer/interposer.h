@@ -2,20 +2,25 @@
  *
  * client.c       the session: configuration, connect, Hello, the call path,
  *                transport failures turned into CUresult (one place)
+ * registry.c     what the client knows locally: device and host allocations
  * api_device.c   cuInit, versions, devices (answered from the snapshot)
- * api_context.c  contexts and the per-thread current-context stack
- * api_memory.c   allocations, copies, memory info
- * api_module.c   modules and functions
- * api_launch.c   kernel launches
+ * api_context.c  contexts, primary contexts, the per-thread context stack
+ * api_memory.c   allocations, copies, memsets, host memory, pointer attributes
+ * api_module.c   modules, libraries (loaded lazily), kernels, globals, attributes
+ * api_launch.c   kernel launches, occupancy
+ * api_stream.c   streams, events, host functions
+ * api_ptds.c     the _ptds/_ptsz per-thread-default-stream entry points
  * api_abi.c      cuGetProcAddress, cuGetExportTable (served locally, src/exptables.c)
  *
  * DESIGN: one TLS connection per process, opened by cuInit. Any thread may
  * call; a mutex serialises the connection, so a request and its reply are
  * never interleaved with another thread's. Calls CUDA defines as
- * asynchronous (launches) are queued without waiting; the worker reports
- * their errors in the next reply. Device attributes come from the snapshot
- * in HelloReply and never cross the network. Nothing is printed unless
- * GPUPOOL_LOG is set: stdout and stderr belong to the user's program.
+ * asynchronous (launches, async copies and memsets, event records, stream
+ * waits) are sent without waiting; the worker reports their errors in the
+ * next reply. Device and function attributes come from snapshots the worker
+ * sends (at Hello and with each module) and never cross the network again.
+ * Nothing is printed unless GPUPOOL_LOG is set: stdout and stderr belong to
+ * the user's program.
  */
 #ifndef GP_INTERPOSER_H
 #define GP_INTERPOSER_H
@@ -33,13 +38,26 @@
 /* Handle kinds carry a magic so a wrong or stale handle is refused, not followed. */
 #define GP_MAGIC_CTX 0x47504358u    /* GPCX */
 #define GP_MAGIC_MODULE 0x47504d44u /* GPMD */
+#define GP_MAGIC_LIBRARY 0x47504c42u /* GPLB */
 #define GP_MAGIC_FUNC 0x47504655u   /* GPFU */
+#define GP_MAGIC_STREAM 0x47505354u /* GPST */
+#define GP_MAGIC_EVENT 0x47504556u  /* GPEV */
 #define GP_MAGIC_DEAD 0xdeadbeefu
+
+/* Stream ids on the wire for the special handles (see wire.h). */
+#define GP_STREAM_NULL 0
+#define GP_STREAM_LEGACY_ID 1
+#define GP_STREAM_PER_THREAD_ID 2
 
 struct gp_ictx {
 	uint32_t magic;
 	int device;
-	uint64_t remote;
+	uint64_t remote;   /* 0: a primary context not retained (yet, or any more) */
+	bool primary;
+	unsigned refs;     /* primary: retains outstanding */
+	unsigned flags;
+	unsigned long long id;
+	CUfunc_cache cache_config;
 };
 
 struct gp_ifunc {
@@ -50,15 +68,39 @@ struct gp_ifunc {
 	uint32_t param_bytes;
 	uint32_t *offset;
 	uint32_t *size;
+	int32_t attr[CU_FUNC_ATTRIBUTE_MAX];
 	struct gp_imodule *module;
 };
 
+/* A module (bound to a context) or a library (context-independent, loaded on first use). */
 struct gp_imodule {
 	uint32_t magic;
 	uint64_t remote;
-	struct gp_ictx *ctx;
+	struct gp_ictx *ctx;  /* modules only */
+	const void *image;    /* libraries until loaded: the image to ship */
+	size_t image_len;
+	void *image_copy;     /* owned copy when the caller did not promise to keep it */
+	bool loaded;
+	CUresult load_result; /* a failed lazy load keeps failing the same way */
 	uint32_t nfuncs;
 	struct gp_ifunc *funcs;
+};
+
+struct gp_istream {
+	uint32_t magic;
+	uint64_t remote;
+	struct gp_ictx *ctx;
+	unsigned flags;
+	int priority;
+	unsigned long long id;
+};
+
+struct gp_ievent {
+	uint32_t magic;
+	uint64_t remote;
+	struct gp_ictx *ctx;
+	unsigned flags;
+	bool recorded;
 };
 
 struct gp_idevice {
@@ -72,37 +114,97 @@ struct gp_idevice {
 struct gp_client {
 	pthread_mutex_t lock;
 	struct gp_conn *conn;
-	bool ready;         /* cuInit succeeded */
+	bool ready;           /* cuInit succeeded */
 	CUresult init_result; /* cuInit's sticky answer once tried */
 	bool init_tried;
-	bool lost;          /* the connection broke: every call fails */
+	bool lost;            /* the connection broke: every call fails */
 	uint64_t next_id;
 	uint64_t session_id;
-	int driver_version; /* the pool's */
+	int driver_version;   /* the pool's */
 	int ndev;
 	struct gp_idevice *dev;
+	struct gp_ictx *primary; /* one per device, valid from cuInit on */
 };
 
 extern struct gp_client gp__client;
 
 /* client.c */
 CUresult gp__connect(void);
-/* Sends a Call and waits for its Reply; copies up to nout outputs. */
+/* Sends a Call. Without GP_F_NO_REPLY in flags it waits for the Reply and
+ * copies up to nout outputs; with it, it returns once the call is sent. */
+CUresult gp__call_ex(unsigned type, unsigned flags, const uint64_t *args, size_t nargs,
+		     const char *name, uint64_t *out, size_t nout);
 CUresult gp__call(unsigned type, const uint64_t *args, size_t nargs, uint64_t *out, size_t nout);
-/* Queues a call without waiting; its error, if any, comes with a later reply. */
+/* Sends any message without waiting; its error, if any, comes with a later reply. */
 CUresult gp__call_async(unsigned type, const ProtobufCMessage *msg);
-/* Bulk copies. */
-CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size_t len);
-CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len);
-/* Uploads a module image; fills mod from ModuleLoadReply. */
-CUresult gp__module_load(struct gp_ictx *ctx, const void *image, size_t len,
-			 struct gp_imodule *mod);
+/* Bulk copies. A host-to-device copy with async set does not wait for its reply. */
+CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size_t len,
+			    uint64_t stream, bool async);
+CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len,
+			      uint64_t stream);
+/* Uploads a module (ctx set) or library (ctx 0) image; fills mod from ModuleLoadReply. */
+CUresult gp__image_load(unsigned type, uint64_t ctx, const void *image, size_t len,
+			struct gp_imodule *mod);
 /* Checks init state; returns CUDA_SUCCESS when calls may go out. */
 CUresult gp__ready(void);
+
+/* registry.c: what the client tracks locally. */
+enum gp_mem_kind { GP_MEM_DEVICE = 1, GP_MEM_HOST, GP_MEM_GLOBAL };
+struct gp_range {
+	uintptr_t base;
+	size_t size;
+	enum gp_mem_kind kind;
+	struct gp_ictx *ctx;
+	unsigned flags; /* host allocations: CU_MEMHOSTALLOC_* */
+	unsigned long long id;
+};
+int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
+		  unsigned flags);
+/* Finds the range containing p; copies it out. */
+bool gp__range_find(uintptr_t p, struct gp_range *out);
+/* Removes the range starting at base; false if there is none of that kind. */
+bool gp__range_remove(uintptr_t base, enum gp_mem_kind kind);
+/* Forgets the device ranges of a context that was destroyed or reset. */
+void gp__range_forget_ctx(struct gp_ictx *ctx);
+unsigned long long gp__next_object_id(void);
 
 /* api_context.c */
 struct gp_ictx *gp__ctx_current(void);
 /* The current context, or an error for the caller to return. */
 CUresult gp__ctx_need(struct gp_ictx **out);
+bool gp__ctx_valid(const struct gp_ictx *c);
+/* The primary context handle of a device (CUDART_INTERFACE slot 2). */
+CUresult gp__primary_ctx(CUcontext *pctx, CUdevice dev);
+
+/* api_stream.c */
+/* The wire id of a stream handle, checking it; per_thread maps NULL to the
+ * per-thread default stream (the _ptsz entry points). */
+CUresult gp__stream_id(CUstream s, bool per_thread, uint64_t *id);
+CUresult gp__stream_sync(CUstream s, bool per_thread);
+
+/* api_module.c */
+/* A launchable handle: a module function or a library kernel, loaded if lazy. */
+CUresult gp__func_check(CUfunction f, struct gp_ifunc **out);
+
+/* Shared bodies of the legacy and per-thread entry points. */
+CUresult gp__memcpy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, bool async,
+			 bool pt);
+CUresult gp__memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, bool async, bool pt);
+CUresult gp__memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool async,
+			 bool pt);
+CUresult gp__memcpy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool async,
+			bool pt);
+CUresult gp__memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned esize, size_t width,
+		    size_t height, CUstream s, bool async, bool pt);
+CUresult gp__launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+		    unsigned bz, unsigned shmem, CUstream s, void **params, void **extra, bool pt);
+CUresult gp__event_record(CUevent e, CUstream s, bool pt);
+CUresult gp__stream_wait_event(CUstream s, CUevent e, unsigned flags, bool pt);
+CUresult gp__stream_query(CUstream s, bool pt);
+CUresult gp__launch_host_func(CUstream s, CUhostFn fn, void *data, bool pt);
+CUresult gp__launch_ex(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra,
+		       bool pt);
+CUresult gp__stream_add_callback(CUstream s, CUstreamCallback cb, void *data, unsigned flags,
+				 bool pt);
 
 #endif

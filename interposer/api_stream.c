@@ -1,0 +1,481 @@
+/* api_stream.c -- streams, events and host functions. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpupool/wire.h>
+
+#include "interposer.h"
+
+CUresult gp__stream_id(CUstream s, bool per_thread, uint64_t *id)
+{
+	struct gp_istream *st = (struct gp_istream *)s;
+
+	if (!s) {
+		*id = per_thread ? GP_STREAM_PER_THREAD_ID : GP_STREAM_NULL;
+		return CUDA_SUCCESS;
+	}
+	if (s == CU_STREAM_LEGACY) {
+		*id = GP_STREAM_LEGACY_ID;
+		return CUDA_SUCCESS;
+	}
+	if (s == CU_STREAM_PER_THREAD) {
+		*id = GP_STREAM_PER_THREAD_ID;
+		return CUDA_SUCCESS;
+	}
+	if (st->magic != GP_MAGIC_STREAM)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*id = st->remote;
+	return CUDA_SUCCESS;
+}
+
+static CUresult stream_call(unsigned type, CUstream s, bool pt)
+{
+	struct gp_ictx *c;
+	uint64_t args[2];
+	CUresult r = gp__ctx_need(&c);
+
+	if (r == CUDA_SUCCESS)
+		r = gp__stream_id(s, pt, &args[1]);
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = c->remote;
+	return gp__call(type, args, 2, NULL, 0);
+}
+
+CUresult gp__stream_sync(CUstream s, bool pt)
+{
+	return stream_call(GP_MSG_STREAM_SYNCHRONIZE, s, pt);
+}
+
+CUresult gp__stream_query(CUstream s, bool pt)
+{
+	return stream_call(GP_MSG_STREAM_QUERY, s, pt);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, int priority)
+{
+	struct gp_istream *st;
+	struct gp_ictx *c;
+	uint64_t args[3], out[1];
+	CUresult r;
+
+	if (!ps || (flags & ~CU_STREAM_NON_BLOCKING))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r != CUDA_SUCCESS)
+		return r;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	args[0] = c->remote;
+	args[1] = flags;
+	args[2] = (uint64_t)(int64_t)priority;
+	r = gp__call(GP_MSG_STREAM_CREATE, args, 3, out, 1);
+	if (r != CUDA_SUCCESS) {
+		free(st);
+		return r;
+	}
+	st->magic = GP_MAGIC_STREAM;
+	st->remote = out[0];
+	st->ctx = c;
+	st->flags = flags;
+	st->priority = priority;
+	st->id = gp__next_object_id();
+	*ps = (CUstream)st;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuStreamCreate(CUstream *ps, unsigned int flags)
+{
+	return cuStreamCreateWithPriority(ps, flags, 0);
+}
+
+static CUresult stream_obj(CUstream s, struct gp_istream **out)
+{
+	struct gp_istream *st = (struct gp_istream *)s;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!st || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
+	    st->magic != GP_MAGIC_STREAM)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*out = st;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
+{
+	struct gp_istream *st;
+	uint64_t args[2];
+	CUresult r = stream_obj(s, &st);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = st->ctx->remote;
+	args[1] = st->remote;
+	r = gp__call(GP_MSG_STREAM_DESTROY, args, 2, NULL, 0);
+	if (r == CUDA_SUCCESS)
+		st->magic = GP_MAGIC_DEAD; /* kept so a stale handle reads as dead */
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuStreamDestroy(CUstream s)
+{
+	return cuStreamDestroy_v2(s);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+	return gp__stream_sync(s, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamQuery(CUstream s)
+{
+	return gp__stream_query(s, false);
+}
+
+/* Properties of the special streams are those of the context's default stream. */
+static CUresult stream_props(CUstream s, struct gp_istream *def, struct gp_istream **out)
+{
+	struct gp_ictx *c;
+	CUresult r;
+
+	if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
+		r = gp__ctx_need(&c);
+		if (r != CUDA_SUCCESS)
+			return r;
+		memset(def, 0, sizeof(*def));
+		def->ctx = c;
+		def->id = s == CU_STREAM_PER_THREAD ? 2 : 1;
+		*out = def;
+		return CUDA_SUCCESS;
+	}
+	return stream_obj(s, out);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetFlags(CUstream s, unsigned int *flags)
+{
+	struct gp_istream def, *st;
+	CUresult r;
+
+	if (!flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = stream_props(s, &def, &st);
+	if (r == CUDA_SUCCESS)
+		*flags = st->flags;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetPriority(CUstream s, int *priority)
+{
+	struct gp_istream def, *st;
+	CUresult r;
+
+	if (!priority)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = stream_props(s, &def, &st);
+	if (r == CUDA_SUCCESS)
+		*priority = st->priority;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx)
+{
+	struct gp_istream def, *st;
+	CUresult r;
+
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = stream_props(s, &def, &st);
+	if (r == CUDA_SUCCESS)
+		*pctx = (CUcontext)st->ctx;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetId(CUstream s, unsigned long long *id)
+{
+	struct gp_istream def, *st;
+	CUresult r;
+
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = stream_props(s, &def, &st);
+	if (r == CUDA_SUCCESS)
+		*id = st->id;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetDevice(CUstream s, CUdevice *dev)
+{
+	struct gp_istream def, *st;
+	CUresult r;
+
+	if (!dev)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = stream_props(s, &def, &st);
+	if (r == CUDA_SUCCESS)
+		*dev = st->ctx->device;
+	return r;
+}
+
+/* ---- events ------------------------------------------------------------------------ */
+
+static CUresult event_obj(CUevent e, struct gp_ievent **out)
+{
+	struct gp_ievent *ev = (struct gp_ievent *)e;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!ev || ev->magic != GP_MAGIC_EVENT || !gp__ctx_valid(ev->ctx))
+		return CUDA_ERROR_INVALID_HANDLE;
+	*out = ev;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuEventCreate(CUevent *pe, unsigned int flags)
+{
+	struct gp_ievent *ev;
+	struct gp_ictx *c;
+	uint64_t args[2], out[1];
+	CUresult r;
+
+	if (!pe || (flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
+			      CU_EVENT_INTERPROCESS)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (flags & CU_EVENT_INTERPROCESS)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	r = gp__ctx_need(&c);
+	if (r != CUDA_SUCCESS)
+		return r;
+	ev = calloc(1, sizeof(*ev));
+	if (!ev)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	args[0] = c->remote;
+	args[1] = flags;
+	r = gp__call(GP_MSG_EVENT_CREATE, args, 2, out, 1);
+	if (r != CUDA_SUCCESS) {
+		free(ev);
+		return r;
+	}
+	ev->magic = GP_MAGIC_EVENT;
+	ev->remote = out[0];
+	ev->ctx = c;
+	ev->flags = flags;
+	*pe = (CUevent)ev;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuEventDestroy_v2(CUevent e)
+{
+	struct gp_ievent *ev;
+	uint64_t args[2];
+	CUresult r = event_obj(e, &ev);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = ev->ctx->remote;
+	args[1] = ev->remote;
+	r = gp__call(GP_MSG_EVENT_DESTROY, args, 2, NULL, 0);
+	if (r == CUDA_SUCCESS)
+		ev->magic = GP_MAGIC_DEAD;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuEventDestroy(CUevent e)
+{
+	return cuEventDestroy_v2(e);
+}
+
+CUresult gp__event_record(CUevent e, CUstream s, bool pt)
+{
+	struct gp_ievent *ev;
+	uint64_t args[3];
+	CUresult r = event_obj(e, &ev);
+
+	if (r == CUDA_SUCCESS)
+		r = gp__stream_id(s, pt, &args[2]);
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = ev->ctx->remote;
+	args[1] = ev->remote;
+	r = gp__call_ex(GP_MSG_EVENT_RECORD, GP_F_NO_REPLY, args, 3, NULL, NULL, 0);
+	if (r == CUDA_SUCCESS)
+		ev->recorded = true;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
+{
+	return gp__event_record(e, s, false);
+}
+
+GP_CUDA_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags)
+{
+	if (flags & ~CU_EVENT_RECORD_EXTERNAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (flags)
+		return CUDA_ERROR_NOT_SUPPORTED; /* external records belong to graphs */
+	return gp__event_record(e, s, false);
+}
+
+static CUresult event_call(unsigned type, CUevent e)
+{
+	struct gp_ievent *ev;
+	uint64_t args[2];
+	CUresult r = event_obj(e, &ev);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = ev->ctx->remote;
+	args[1] = ev->remote;
+	return gp__call(type, args, 2, NULL, 0);
+}
+
+GP_CUDA_EXPORT CUresult cuEventSynchronize(CUevent e)
+{
+	return event_call(GP_MSG_EVENT_SYNCHRONIZE, e);
+}
+
+GP_CUDA_EXPORT CUresult cuEventQuery(CUevent e)
+{
+	return event_call(GP_MSG_EVENT_QUERY, e);
+}
+
+GP_CUDA_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+{
+	struct gp_ievent *a, *b;
+	uint64_t args[3], out[1];
+	uint32_t bits;
+	CUresult r;
+
+	if (!ms)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = event_obj(start, &a);
+	if (r == CUDA_SUCCESS)
+		r = event_obj(end, &b);
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = a->ctx->remote;
+	args[1] = a->remote;
+	args[2] = b->remote;
+	r = gp__call(GP_MSG_EVENT_ELAPSED, args, 3, out, 1);
+	if (r == CUDA_SUCCESS) {
+		bits = (uint32_t)out[0];
+		memcpy(ms, &bits, sizeof(*ms));
+	}
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
+{
+	return cuEventElapsedTime_v2(ms, start, end);
+}
+
+CUresult gp__stream_wait_event(CUstream s, CUevent e, unsigned flags, bool pt)
+{
+	struct gp_ievent *ev;
+	struct gp_ictx *c;
+	uint64_t args[4];
+	CUresult r = gp__ctx_need(&c);
+
+	if (r == CUDA_SUCCESS)
+		r = event_obj(e, &ev);
+	if (r == CUDA_SUCCESS)
+		r = gp__stream_id(s, pt, &args[1]);
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = c->remote;
+	args[2] = ev->remote;
+	args[3] = flags;
+	return gp__call_ex(GP_MSG_STREAM_WAIT_EVENT, GP_F_NO_REPLY, args, 4, NULL, NULL, 0);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+	return gp__stream_wait_event(s, e, flags, false);
+}
+
+/* ---- host functions ---------------------------------------------------------------------
+ * The function belongs to this process, so it runs here: once the stream's earlier work is
+ * done (a stream synchronize), on the calling thread, before the call returns. Work queued
+ * after it is therefore ordered after it, as CUDA requires; the caller waits where CUDA
+ * would not. */
+
+CUresult gp__launch_host_func(CUstream s, CUhostFn fn, void *data, bool pt)
+{
+	CUresult r;
+
+	if (!fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__stream_sync(s, pt);
+	if (r == CUDA_SUCCESS)
+		fn(data);
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data)
+{
+	return gp__launch_host_func(s, fn, data, false);
+}
+
+CUresult gp__stream_add_callback(CUstream s, CUstreamCallback cb, void *data, unsigned flags,
+				 bool pt)
+{
+	CUresult r;
+
+	if (!cb || flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__stream_sync(s, pt);
+	switch (r) {
+	case CUDA_ERROR_INVALID_HANDLE:
+	case CUDA_ERROR_INVALID_CONTEXT:
+	case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+	case CUDA_ERROR_NOT_INITIALIZED:
+	case CUDA_ERROR_DEVICE_UNAVAILABLE:
+		return r;
+	default:
+		/* The callback learns the stream's state, an earlier error included. */
+		cb(s, r, data);
+		return CUDA_SUCCESS;
+	}
+}
+
+GP_CUDA_EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *data,
+					    unsigned int flags)
+{
+	return gp__stream_add_callback(s, cb, data, flags, false);
+}
+
+/* ---- capture ------------------------------------------------------------------------------
+ * Graph capture is not supported (cuStreamBeginCapture answers NOT_SUPPORTED), so no stream
+ * is ever capturing; these report exactly that, which cudart asks before some calls. */
+
+GP_CUDA_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
+{
+	uint64_t id;
+	CUresult r = gp__ready();
+
+	if (r == CUDA_SUCCESS)
+		r = gp__stream_id(s, false, &id);
+	if (r == CUDA_SUCCESS && !status)
+		r = CUDA_ERROR_INVALID_VALUE;
+	if (r == CUDA_SUCCESS)
+		*status = CU_STREAM_CAPTURE_STATUS_NONE;
+	return r;
+}
+
+static __thread CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+GP_CUDA_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+	CUstreamCaptureMode old;
+
+	if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	old = capture_mode;
+	capture_mode = *mode;
+	*mode = old;
+	return CUDA_SUCCESS;
+}
