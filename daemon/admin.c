@@ -1,5 +1,6 @@
 /* admin.c -- the admin socket: poolctl asks, the supervisor answers from its own state. */
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,6 @@
 #include "log.h"
 
 #define ADMIN_MAX_FRAME (64u * 1024)
-
-int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg);
 
 struct admin_conn {
 	uv_pipe_t pipe;
@@ -83,7 +82,15 @@ static int build_status(struct gp_daemon *d, Gp__AdminReply *rep)
 		x->mem_limit = s->mem_limit;
 		x->started = s->started;
 		x->worker_pid = (uint32_t)s->proc.pid;
-		x->state = (char *)state_name(st ? (int)atomic_load(&st->state) : s->state);
+		/* Admission states are the supervisor's; the worker's page says the rest. */
+		x->state = (char *)state_name(s->queued || !st || s->state == GP_SESSION_CLOSING
+						      ? s->state
+						      : (int)atomic_load(&st->state));
+		x->gpus_requested = s->want_gpus;
+		x->memory_requested = s->want_memory;
+		if (s->queued)
+			x->queued_since = (int64_t)time(NULL) -
+					  (int64_t)((uv_now(d->loop) - s->queued_at) / 1000);
 		if (st) {
 			x->mem_used = atomic_load_explicit(&st->mem_used, memory_order_relaxed);
 			x->mem_peak = atomic_load_explicit(&st->mem_peak, memory_order_relaxed);
@@ -127,10 +134,89 @@ static void on_conn_closed(uv_handle_t *h)
 	free(c);
 }
 
+/* ---- commands ------------------------------------------------------------------ */
+
+static int parse_index(const Gp__AdminRequest *req, uint64_t *v, char *msg, size_t len)
+{
+	char *end;
+
+	if (req->n_arg != 1 || !req->arg[0][0]) {
+		snprintf(msg, len, "%s takes one argument", req->command);
+		return GP_ETYPE;
+	}
+	*v = strtoull(req->arg[0], &end, 10);
+	if (*end) {
+		snprintf(msg, len, "%s: '%s' is not a number", req->command, req->arg[0]);
+		return GP_ETYPE;
+	}
+	return 0;
+}
+
+static int cmd_evict(struct gp_daemon *d, const Gp__AdminRequest *req, char *msg, size_t len)
+{
+	struct gp_session *s;
+	uint64_t id;
+	int r = parse_index(req, &id, msg, len);
+
+	if (r)
+		return r;
+	s = gp__session_find(d, id);
+	if (!s || s->exited) {
+		snprintf(msg, len, "no session %llu", (unsigned long long)id);
+		return -ENOENT;
+	}
+	gp__session_end(s, "evicted by poolctl");
+	snprintf(msg, len, "session %llu is being ended", (unsigned long long)id);
+	return 0;
+}
+
+static int cmd_drain(struct gp_daemon *d, const Gp__AdminRequest *req, char *msg, size_t len)
+{
+	bool on = strcmp(req->command, "drain") == 0;
+	uint64_t idx;
+	int r = parse_index(req, &idx, msg, len);
+
+	if (r)
+		return r;
+	for (uint32_t g = 0; g < d->ngpus; g++) {
+		if (d->gpus[g].index != idx)
+			continue;
+		d->gpus[g].draining = on;
+		gp_log_info("GPU %u %s by poolctl", d->gpus[g].index,
+			    on ? "draining: no new sessions" : "accepting sessions again");
+		if (!on)
+			gp__admit_pump(d);
+		snprintf(msg, len, "GPU %u %s", d->gpus[g].index,
+			 on ? "takes no new sessions; running ones continue" : "takes sessions");
+		return 0;
+	}
+	snprintf(msg, len, "no GPU %llu", (unsigned long long)idx);
+	return -ENOENT;
+}
+
+static int cmd_reload(struct gp_daemon *d, const Gp__AdminRequest *req, char *msg, size_t len)
+{
+	int r = gp__daemon_reload(d, msg, len);
+
+	if (r == 0)
+		snprintf(msg, len, "configuration reloaded from %s", d->cfg->path);
+	return r;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(struct gp_daemon *d, const Gp__AdminRequest *req, char *msg, size_t len);
+} commands[] = {
+	{"evict", cmd_evict},
+	{"drain", cmd_drain},
+	{"undrain", cmd_drain},
+	{"reload", cmd_reload},
+};
+
 static void answer(struct admin_conn *c, const Gp__AdminRequest *req)
 {
 	Gp__AdminReply rep = GP__ADMIN_REPLY__INIT;
-	char msg[256];
+	char msg[512] = "";
 	bool built = false;
 
 	if (strcmp(req->command, "status") == 0) {
@@ -141,8 +227,17 @@ static void answer(struct admin_conn *c, const Gp__AdminRequest *req)
 			rep.message = "out of memory";
 		}
 	} else {
-		snprintf(msg, sizeof(msg), "unknown command '%s'", req->command);
-		rep.status = GP_ETYPE;
+		size_t i;
+
+		for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (strcmp(req->command, commands[i].name) == 0)
+				break;
+		if (i == sizeof(commands) / sizeof(commands[0])) {
+			snprintf(msg, sizeof(msg), "unknown command '%s'", req->command);
+			rep.status = GP_ETYPE;
+		} else {
+			rep.status = commands[i].fn(c->d, req, msg, sizeof(msg));
+		}
 		rep.message = msg;
 	}
 	gp__uv_send((uv_stream_t *)&c->pipe, GP_MSG_ADMIN_REPLY, &rep.base);
@@ -215,10 +310,20 @@ int gp__admin_listen(struct gp_daemon *d)
 	unlink(path);
 	uv_pipe_init(d->loop, &d->admin, 0);
 	d->admin.data = d;
-	/* Root and the daemon's group only, from the moment it exists. */
+	/* Root and the admin group only, from the moment it exists. */
 	old = umask(0117);
 	r = uv_pipe_bind(&d->admin, path);
 	umask(old);
+	if (!r && d->cfg->admin_group) {
+		struct group *gr = getgrnam(d->cfg->admin_group);
+
+		if (!gr || chown(path, (uid_t)-1, gr->gr_gid) != 0) {
+			gp_log_error("admin socket %s: cannot give it to group %s: %s", path,
+				     d->cfg->admin_group, gr ? strerror(errno) : "no such group");
+			uv_close((uv_handle_t *)&d->admin, NULL);
+			return -EINVAL;
+		}
+	}
 	if (!r)
 		r = uv_listen((uv_stream_t *)&d->admin, 16, on_admin_connection);
 	if (r) {

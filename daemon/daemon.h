@@ -2,7 +2,8 @@
  *
  * gpupoold.c    main: options, configuration, signals, start and stop
  * inventory.c   the GPU list, from a short-lived gpupool-worker --inventory
- * supervisor.c  accepting clients, spawning and reaping workers, admission
+ * supervisor.c  accepting clients, spawning and reaping workers, the control channel
+ * admission.c   placement, the reservation ledger, tenant limits, the wait queue
  * admin.c       the admin socket poolctl talks to
  *
  * DESIGN: everything runs on the one loop thread; no locks. Each session is
@@ -44,16 +45,24 @@ struct gp_session {
 	struct gp_stats *stats;
 	int state; /* enum gp_session_state, as the supervisor sees it */
 	bool exited, ctl_closed, proc_closed;
+	bool admitted;      /* holds a reservation in the ledger */
+	bool queued;        /* in the wait queue */
+	bool evicted;       /* ended by poolctl evict or the idle timeout */
 	char client_addr[128];
 	char tenant[128];
 	char client_host[128];
 	char program[128];
 	uint32_t client_pid;
+	uint32_t want_gpus;
+	uint64_t want_memory; /* per GPU, as asked (0: the pool's default) */
 	uint32_t ndev;
 	uint32_t dev[GP_STATS_MAX_DEVICES];
-	uint64_t mem_limit;
+	uint64_t mem_limit;   /* per GPU, as reserved */
 	time_t started;
+	uint64_t queued_at;   /* uv_now() when it started to wait */
+	uint64_t term_at;     /* uv_now() when it was asked to end; 0: not asked */
 	struct gp_session *next;
+	struct gp_session *qnext;
 };
 
 struct gp_daemon {
@@ -64,24 +73,48 @@ struct gp_daemon {
 	uv_tcp_t listener;
 	uv_pipe_t admin;
 	uv_signal_t sigterm, sigint, sighup;
+	uv_timer_t tick;
 	bool listening, admin_open, stopping;
+	uint64_t drain_deadline; /* uv_now() after which draining sessions are ended */
 	time_t started;
 	int driver_version;
 	struct gp_gpu gpus[GP_STATS_MAX_DEVICES];
 	uint32_t ngpus;
 	struct gp_session *sessions;
 	unsigned nsessions;
+	struct gp_session *queue; /* waiting for room, oldest first */
 	uint64_t next_id;
 };
+
+/* gpupoold.c */
+/* Re-reads the configuration; on failure keeps the old one and says why. */
+int gp__daemon_reload(struct gp_daemon *d, char *why, size_t whylen);
 
 /* inventory.c */
 int gp__inventory(struct gp_daemon *d);
 
 /* supervisor.c */
 int gp__supervisor_listen(struct gp_daemon *d);
+/* Stops accepting and, once every session is gone, closes what keeps the loop alive. */
 void gp__supervisor_stop(struct gp_daemon *d);
+/* SIGTERM/SIGINT: stop accepting, refuse the queue, give sessions drain_grace. */
+void gp__supervisor_drain(struct gp_daemon *d);
+/* Runs every 250 ms: queue timeouts, idle sessions, drain and eviction deadlines. */
+void gp__supervisor_tick(struct gp_daemon *d);
 struct gp_session *gp__session_find(struct gp_daemon *d, uint64_t id);
 void gp__session_kill(struct gp_session *s, int sig);
+/* Asks a session's worker to end (SIGTERM, then SIGKILL if it lingers). */
+void gp__session_end(struct gp_session *s, const char *why);
+int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg);
+
+/* admission.c */
+void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req);
+/* Releases a session's reservation (or its place in the queue) and admits waiters. */
+void gp__admit_release(struct gp_session *s);
+/* Admits whoever now fits, oldest first. */
+void gp__admit_pump(struct gp_daemon *d);
+/* Refuses queued sessions that waited past queue_timeout (all of them when stopping). */
+void gp__admit_expire(struct gp_daemon *d, bool all, const char *why);
 
 /* admin.c */
 int gp__admin_listen(struct gp_daemon *d);

@@ -66,40 +66,56 @@ static int check_tls(const struct gp_config *cfg)
 	return 0;
 }
 
-static void on_signal(uv_signal_t *h, int sig)
+int gp__daemon_reload(struct gp_daemon *d, char *why, size_t whylen)
 {
-	struct gp_daemon *d = h->data;
 	struct gp_config *cfg;
 	char err[512];
 
+	cfg = gp_config_load(d->cfg->path, err, sizeof(err));
+	if (!cfg || check_tls(cfg)) {
+		snprintf(why, whylen, "%s", cfg ? "the TLS certificate or key is unusable" : err);
+		gp_log_error("reload failed, keeping the running configuration: %s", why);
+		gp_config_free(cfg);
+		return GP_ECONFIG;
+	}
+	/* The listening address and the admin socket stay as they were bound. */
+	if (strcmp(cfg->listen, d->cfg->listen) != 0 ||
+	    strcmp(cfg->admin_socket, d->cfg->admin_socket) != 0)
+		gp_log_warnx("reload: listen and admin_socket changes take effect at restart");
+	free(cfg->listen);
+	cfg->listen = strdup(d->cfg->listen);
+	free(cfg->admin_socket);
+	cfg->admin_socket = strdup(d->cfg->admin_socket);
+	if (!cfg->listen || !cfg->admin_socket) {
+		gp_config_free(cfg);
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
+	gp_config_free(d->cfg);
+	d->cfg = cfg;
+	gp_log_set_level(cfg->log_level);
+	gp_log_info("configuration reloaded from %s", cfg->path);
+	/* New limits or defaults may let waiting sessions in. */
+	gp__admit_pump(d);
+	return 0;
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+	struct gp_daemon *d = h->data;
+	char why[512];
+
 	if (sig == SIGHUP) {
-		cfg = gp_config_load(d->cfg->path, err, sizeof(err));
-		if (!cfg || check_tls(cfg)) {
-			gp_log_error("reload failed, keeping the running configuration: %s",
-				     cfg ? "TLS files unusable" : err);
-			gp_config_free(cfg);
-			return;
-		}
-		/* Listening address and admin socket stay as they were bound. */
-		free(cfg->listen);
-		cfg->listen = strdup(d->cfg->listen);
-		free(cfg->admin_socket);
-		cfg->admin_socket = strdup(d->cfg->admin_socket);
-		gp_config_free(d->cfg);
-		d->cfg = cfg;
-		gp_log_set_level(cfg->log_level);
-		gp_log_info("configuration reloaded from %s", cfg->path);
+		gp__daemon_reload(d, why, sizeof(why));
 		return;
 	}
-	if (d->stopping)
-		return;
-	gp_log_info("%s: stopping, ending %u session%s", strsignal(sig), d->nsessions,
-		    d->nsessions == 1 ? "" : "s");
-	d->stopping = true;
-	sd_notify(0, "STOPPING=1");
-	for (struct gp_session *s = d->sessions; s; s = s->next)
-		gp__session_kill(s, SIGTERM);
-	gp__supervisor_stop(d);
+	gp_log_info("%s received", strsignal(sig));
+	gp__supervisor_drain(d);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	gp__supervisor_tick(t->data);
 }
 
 int main(int argc, char **argv)
@@ -164,6 +180,9 @@ int main(int argc, char **argv)
 	uv_signal_start(&d.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&d.sigint, on_signal, SIGINT);
 	uv_signal_start(&d.sighup, on_signal, SIGHUP);
+	uv_timer_init(d.loop, &d.tick);
+	d.tick.data = &d;
+	uv_timer_start(&d.tick, on_tick, 250, 250);
 
 	gp_log_info("gpupoold %s listening on %s, admin socket %s, driver %s",
 		    GP_VERSION_STRING, d.listen_addr, d.cfg->admin_socket, d.cfg->driver);

@@ -23,11 +23,17 @@ static const struct {
 	const char *description;
 } commands[] = {
 	{"status", poolctl_status, "GPUs and sessions of the pool (default)"},
+	{"sessions", poolctl_sessions, "the sessions only"},
+	{"evict", poolctl_evict, "ID: end a session now; its memory is freed"},
+	{"drain", poolctl_drain, "GPU: place no new sessions on a GPU"},
+	{"undrain", poolctl_undrain, "GPU: place sessions on a GPU again"},
+	{"reload", poolctl_reload, "re-read the daemon's configuration (as SIGHUP)"},
 };
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: poolctl [-s ADMIN_SOCKET] [COMMAND] [--json]\n\ncommands:\n");
+	fprintf(stderr, "usage: poolctl [-s ADMIN_SOCKET] [COMMAND [ARG]] [--json] [--watch [SECONDS]]\n"
+			"\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(stderr, "  %-10s %s\n", commands[i].name, commands[i].description);
 	exit(2);
@@ -91,45 +97,45 @@ Gp__AdminReply *poolctl_request(struct poolctl *pc, const char *command, int arg
 int main(int argc, char **argv)
 {
 	struct poolctl pc = {0};
-	const char *cmd = "status";
-	int i;
+	const char *cmd = NULL;
+	char **args = calloc((size_t)argc + 1, sizeof(*args));
+	int nargs = 0;
 
+	if (!args)
+		return 1;
 	pc.socket = getenv("GPUPOOL_ADMIN_SOCKET");
 	if (!pc.socket)
 		pc.socket = DEFAULT_SOCKET;
-	/* Options may come before or after the command, as in `poolctl status --json`. */
-	for (i = 1; i < argc; i++) {
+	/* Options may stand anywhere, as in `poolctl status --json`; the first word that is
+	 * not an option is the command, the words after it are its arguments. */
+	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) {
 			pc.socket = argv[++i];
 		} else if (strcmp(argv[i], "--json") == 0) {
 			pc.json = true;
+		} else if (strcmp(argv[i], "--watch") == 0 || strcmp(argv[i], "-w") == 0) {
+			pc.watch = 2;
+			if (i + 1 < argc && atof(argv[i + 1]) > 0)
+				pc.watch = atof(argv[++i]);
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			usage();
 		} else if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
 			printf("poolctl %s\n", GP_VERSION_STRING);
 			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "poolctl: unknown option '%s'\n", argv[i]);
+			usage();
+		} else if (!cmd) {
+			cmd = argv[i];
 		} else {
-			break;
+			args[nargs++] = argv[i];
 		}
 	}
-	if (i < argc)
-		cmd = argv[i++];
-	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
-		if (strcmp(commands[k].name, cmd) == 0) {
-			/* Strip the global options from what the command sees. */
-			int n = 0;
-
-			for (int j = i; j < argc; j++) {
-				if (strcmp(argv[j], "--json") == 0)
-					pc.json = true;
-				else if (strcmp(argv[j], "-s") == 0 && j + 1 < argc)
-					pc.socket = argv[++j];
-				else
-					argv[i + n++] = argv[j];
-			}
-			return commands[k].fn(&pc, n, argv + i);
-		}
-	}
+	if (!cmd)
+		cmd = "status";
+	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
+		if (strcmp(commands[k].name, cmd) == 0)
+			return commands[k].fn(&pc, nargs, args);
 	fprintf(stderr, "poolctl: unknown command '%s'\n", cmd);
 	usage();
 }

@@ -1,7 +1,8 @@
 /* poolctl.h -- the admin client.
  *
  * poolctl.c         main: options, the subcommand table, talking to the socket
- * poolctl_status.c  status: tables for people, JSON for machines
+ * poolctl_status.c  status and sessions: tables for people, JSON for machines
+ * poolctl_cmd.c     evict, drain, undrain, reload
  */
 #ifndef GP_POOLCTL_H
 #define GP_POOLCTL_H
@@ -13,6 +14,7 @@
 struct poolctl {
 	const char *socket;
 	bool json;
+	double watch; /* seconds between refreshes; 0: once */
 };
 
 /* Sends one request and waits for the reply. Exits 1 with a reason on failure. */
@@ -20,5 +22,13 @@ Gp__AdminReply *poolctl_request(struct poolctl *pc, const char *command, int arg
 
 /* poolctl_status.c */
 int poolctl_status(struct poolctl *pc, int argc, char **argv);
+int poolctl_sessions(struct poolctl *pc, int argc, char **argv);
+
+/* poolctl_cmd.c */
+int poolctl_simple(struct poolctl *pc, const char *command, int argc, char **argv);
+int poolctl_evict(struct poolctl *pc, int argc, char **argv);
+int poolctl_drain(struct poolctl *pc, int argc, char **argv);
+int poolctl_undrain(struct poolctl *pc, int argc, char **argv);
+int poolctl_reload(struct poolctl *pc, int argc, char **argv);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "poolctl.h"
 
@@ -82,9 +83,11 @@ static void print_json(const Gp__AdminReply *r)
 		printf("],\"memory_used\":%" PRIu64 ",\"memory_peak\":%" PRIu64
 		       ",\"memory_limit\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"bytes_in\":%" PRIu64
 		       ",\"bytes_out\":%" PRIu64 ",\"started\":%" PRId64
-		       ",\"last_active\":%" PRId64 ",\"worker_pid\":%u}",
+		       ",\"last_active\":%" PRId64 ",\"worker_pid\":%u,\"gpus_requested\":%u"
+		       ",\"memory_requested\":%" PRIu64 ",\"queued_since\":%" PRId64 "}",
 		       s->mem_used, s->mem_peak, s->mem_limit, s->calls, s->bytes_in, s->bytes_out,
-		       s->started, s->last_active, s->worker_pid);
+		       s->started, s->last_active, s->worker_pid, s->gpus_requested,
+		       s->memory_requested, s->queued_since);
 	}
 	printf("]}\n");
 }
@@ -123,13 +126,10 @@ static const char *age(int64_t since, char *buf, size_t len)
 	return buf;
 }
 
-static void print_tables(const Gp__AdminReply *r)
+static void print_gpus(const Gp__AdminReply *r)
 {
 	char a[32], b[32], c[32];
 
-	printf("gpupool %s on %s, up %s, %zu GPU%s, %zu session%s%s\n\n", r->version,
-	       r->listen, age(r->started, a, sizeof(a)), r->n_gpu, r->n_gpu == 1 ? "" : "s", r->n_session,
-	       r->n_session == 1 ? "" : "s", r->draining ? ", stopping" : "");
 	printf("%-4s %-24s %12s %12s %12s %8s\n", "GPU", "NAME", "USED", "RESERVED", "TOTAL",
 	       "SESSIONS");
 	for (size_t i = 0; i < r->n_gpu; i++) {
@@ -140,7 +140,13 @@ static void print_tables(const Gp__AdminReply *r)
 		       human(g->total_mem, c, sizeof(c)), g->sessions,
 		       g->draining ? "  draining" : "");
 	}
-	printf("\n%-8s %-10s %-12s %-22s %-16s %-6s %12s %12s %8s %6s\n", "SESSION", "STATE",
+}
+
+static void print_sessions(const Gp__AdminReply *r)
+{
+	char a[32], b[32];
+
+	printf("%-8s %-10s %-12s %-22s %-16s %-6s %12s %12s %8s %6s\n", "SESSION", "STATE",
 	       "TENANT", "CLIENT", "PROGRAM", "GPUS", "MEM USED", "LIMIT", "CALLS", "AGE");
 	if (r->n_session == 0)
 		printf("(no sessions)\n");
@@ -162,19 +168,54 @@ static void print_tables(const Gp__AdminReply *r)
 	}
 }
 
+static void print_tables(const Gp__AdminReply *r)
+{
+	char a[32];
+
+	printf("gpupool %s on %s, up %s, %zu GPU%s, %zu session%s%s\n\n", r->version, r->listen,
+	       age(r->started, a, sizeof(a)), r->n_gpu, r->n_gpu == 1 ? "" : "s", r->n_session,
+	       r->n_session == 1 ? "" : "s", r->draining ? ", draining" : "");
+	print_gpus(r);
+	printf("\n");
+	print_sessions(r);
+}
+
+/* One status request, shown in full or sessions only; --watch repeats it. */
+static int show(struct poolctl *pc, bool sessions_only)
+{
+	for (;;) {
+		Gp__AdminReply *r = poolctl_request(pc, "status", 0, NULL);
+
+		if (pc->watch)
+			printf("\033[H\033[2J"); /* home, clear: a refreshing screen */
+		if (pc->json)
+			print_json(r);
+		else if (sessions_only)
+			print_sessions(r);
+		else
+			print_tables(r);
+		protobuf_c_message_free_unpacked(&r->base, NULL);
+		if (!pc->watch)
+			return 0;
+		fflush(stdout);
+		usleep((useconds_t)(pc->watch * 1e6));
+	}
+}
+
+int poolctl_sessions(struct poolctl *pc, int argc, char **argv)
+{
+	if (argc > 0) {
+		fprintf(stderr, "poolctl: sessions: unexpected argument '%s'\n", argv[0]);
+		return 2;
+	}
+	return show(pc, true);
+}
+
 int poolctl_status(struct poolctl *pc, int argc, char **argv)
 {
-	Gp__AdminReply *r;
-
 	if (argc > 0) {
 		fprintf(stderr, "poolctl: status: unexpected argument '%s'\n", argv[0]);
 		return 2;
 	}
-	r = poolctl_request(pc, "status", 0, NULL);
-	if (pc->json)
-		print_json(r);
-	else
-		print_tables(r);
-	protobuf_c_message_free_unpacked(&r->base, NULL);
-	return 0;
+	return show(pc, false);
 }

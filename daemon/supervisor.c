@@ -30,8 +30,6 @@ static void on_frame_written(uv_write_t *req, int status)
 }
 
 /* Queues one frame on a libuv stream. Returns 0 or a negative code. */
-int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg);
-
 int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg)
 {
 	size_t mlen = msg ? protobuf_c_message_get_packed_size(msg) : 0;
@@ -65,21 +63,6 @@ static void notify_status(struct gp_daemon *d)
 	sd_notifyf(0, "STATUS=%u session%s, %u GPU%s%s", d->nsessions,
 		   d->nsessions == 1 ? "" : "s", d->ngpus, d->ngpus == 1 ? "" : "s",
 		   d->stopping ? ", stopping" : "");
-}
-
-static void release_placement(struct gp_session *s)
-{
-	struct gp_daemon *d = s->d;
-
-	for (uint32_t i = 0; i < s->ndev; i++) {
-		for (uint32_t g = 0; g < d->ngpus; g++) {
-			if (d->gpus[g].index != s->dev[i])
-				continue;
-			d->gpus[g].reserved -= s->mem_limit;
-			d->gpus[g].sessions--;
-		}
-	}
-	s->ndev = 0;
 }
 
 static void session_free_if_closed(struct gp_session *s)
@@ -127,6 +110,23 @@ static void close_ctl(struct gp_session *s)
 		uv_close((uv_handle_t *)&s->ctl, on_ctl_closed);
 }
 
+/* The session's last numbers, from its stats page: the worker could not log them itself. */
+static void log_summary(struct gp_session *s, int sig, int64_t status)
+{
+	struct gp_stats *st = s->stats;
+
+	gp_log_info("session %llu ended (%s): tenant %s client %s duration %.0fs peak %llu bytes "
+		    "calls %llu in %llu bytes out %llu bytes",
+		    (unsigned long long)s->id,
+		    s->evicted ? "ended by the pool" : sig ? strsignal(sig) : "worker failed",
+		    s->tenant[0] ? s->tenant : "-", s->client_addr, difftime(time(NULL), s->started),
+		    (unsigned long long)(st ? atomic_load(&st->mem_peak) : 0),
+		    (unsigned long long)(st ? atomic_load(&st->calls) : 0),
+		    (unsigned long long)(st ? atomic_load(&st->bytes_in) : 0),
+		    (unsigned long long)(st ? atomic_load(&st->bytes_out) : 0));
+	(void)status;
+}
+
 static void on_worker_exit(uv_process_t *p, int64_t status, int sig)
 {
 	struct gp_session *s = p->data;
@@ -140,9 +140,13 @@ static void on_worker_exit(uv_process_t *p, int64_t status, int sig)
 			     (unsigned long long)s->id, p->pid, (long long)status);
 	else
 		gp_log_debug("session %llu: worker %d exited", (unsigned long long)s->id, p->pid);
-	release_placement(s);
+	if (sig || status || s->evicted)
+		log_summary(s, sig, status);
+	gp__admit_release(s);
+	s->state = GP_SESSION_CLOSING;
 	close_ctl(s);
 	uv_close((uv_handle_t *)p, on_proc_closed);
+	notify_status(s->d);
 }
 
 void gp__session_kill(struct gp_session *s, int sig)
@@ -151,92 +155,25 @@ void gp__session_kill(struct gp_session *s, int sig)
 		uv_process_kill(&s->proc, sig);
 }
 
+#define KILL_AFTER_MS 5000
+
+void gp__session_end(struct gp_session *s, const char *why)
+{
+	if (s->exited || s->term_at)
+		return;
+	gp_log_info("session %llu (tenant %s): ending it: %s", (unsigned long long)s->id,
+		    s->tenant[0] ? s->tenant : "-", why);
+	s->evicted = true;
+	s->term_at = uv_now(s->d->loop);
+	gp__session_kill(s, SIGTERM);
+}
+
 struct gp_session *gp__session_find(struct gp_daemon *d, uint64_t id)
 {
 	for (struct gp_session *s = d->sessions; s; s = s->next)
 		if (s->id == id)
 			return s;
 	return NULL;
-}
-
-/* ---- admission ------------------------------------------------------------------- */
-
-/*
- * Places a session: n GPUs, each with `memory` bytes free (0: no reservation,
- * the limit is then the device's size). Spread: the least loaded GPUs first.
- */
-static int place(struct gp_daemon *d, struct gp_session *s, uint32_t n, uint64_t memory,
-		 char *why, size_t whylen)
-{
-	bool taken[GP_STATS_MAX_DEVICES] = {false};
-
-	if (n == 0)
-		n = 1;
-	if (n > d->ngpus) {
-		snprintf(why, whylen, "asked for %u GPUs, the pool has %u", n, d->ngpus);
-		return GP_EREFUSED;
-	}
-	for (uint32_t k = 0; k < n; k++) {
-		int best = -1;
-
-		for (uint32_t g = 0; g < d->ngpus; g++) {
-			struct gp_gpu *gpu = &d->gpus[g];
-
-			if (taken[g] || gpu->draining)
-				continue;
-			if (memory > gpu->total_mem - gpu->reserved)
-				continue;
-			if (best < 0 || gpu->total_mem - gpu->reserved >
-						d->gpus[best].total_mem - d->gpus[best].reserved)
-				best = (int)g;
-		}
-		if (best < 0) {
-			snprintf(why, whylen, "no GPU has %llu bytes free for this session",
-				 (unsigned long long)memory);
-			return GP_EREFUSED;
-		}
-		taken[best] = true;
-		s->dev[k] = d->gpus[best].index;
-	}
-	s->ndev = n;
-	s->mem_limit = memory;
-	for (uint32_t g = 0; g < d->ngpus; g++) {
-		if (taken[g]) {
-			d->gpus[g].reserved += memory;
-			d->gpus[g].sessions++;
-		}
-	}
-	return 0;
-}
-
-static void admit(struct gp_session *s, const Gp__AdmitRequest *req)
-{
-	Gp__AdmitReply rep = GP__ADMIT_REPLY__INIT;
-	char why[256] = "";
-	int r;
-
-	snprintf(s->tenant, sizeof(s->tenant), "%s", req->tenant);
-	snprintf(s->client_host, sizeof(s->client_host), "%s", req->client_host);
-	snprintf(s->program, sizeof(s->program), "%s", req->program);
-	s->client_pid = req->client_pid;
-	if (s->ndev) {
-		rep.status = GP_EREFUSED;
-		rep.message = "session already admitted";
-	} else if (s->d->stopping) {
-		rep.status = GP_EREFUSED;
-		rep.message = "the pool is shutting down";
-	} else if ((r = place(s->d, s, req->gpus, req->memory, why, sizeof(why))) != 0) {
-		rep.status = r;
-		rep.message = why;
-	} else {
-		rep.n_device = s->ndev;
-		rep.device = s->dev;
-		rep.memory_limit = s->mem_limit;
-		s->state = GP_SESSION_ACTIVE;
-	}
-	if (rep.status)
-		gp_log_info("session %llu refused: %s", (unsigned long long)s->id, rep.message);
-	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_ADMIT_REPLY, &rep.base);
 }
 
 /* ---- control channel --------------------------------------------------------------- */
@@ -272,7 +209,7 @@ static void on_ctl_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 			r = GP_ETYPE;
 			break;
 		}
-		admit(s, (Gp__AdmitRequest *)m);
+		gp__admit_request(s, (Gp__AdmitRequest *)m);
 		protobuf_c_message_free_unpacked(m, NULL);
 	}
 	if (r < 0) {
@@ -498,7 +435,6 @@ int gp__supervisor_listen(struct gp_daemon *d)
 	return 0;
 }
 
-/* Stops accepting; once the last session is gone the loop runs out of handles. */
 void gp__supervisor_stop(struct gp_daemon *d)
 {
 	if (d->listening) {
@@ -512,5 +448,46 @@ void gp__supervisor_stop(struct gp_daemon *d)
 		uv_close((uv_handle_t *)&d->sigterm, NULL);
 		uv_close((uv_handle_t *)&d->sigint, NULL);
 		uv_close((uv_handle_t *)&d->sighup, NULL);
+		uv_close((uv_handle_t *)&d->tick, NULL);
+	}
+}
+
+void gp__supervisor_drain(struct gp_daemon *d)
+{
+	if (d->stopping)
+		return;
+	d->stopping = true;
+	d->drain_deadline = uv_now(d->loop) + (uint64_t)d->cfg->drain_grace * 1000;
+	gp_log_info("draining: no new sessions; %u session%s get %u s to finish", d->nsessions,
+		    d->nsessions == 1 ? "" : "s", d->cfg->drain_grace);
+	sd_notify(0, "STOPPING=1");
+	gp__admit_expire(d, true, "the pool is shutting down");
+	gp__supervisor_stop(d);
+	notify_status(d);
+}
+
+void gp__supervisor_tick(struct gp_daemon *d)
+{
+	uint64_t now = uv_now(d->loop);
+	int64_t wall = (int64_t)time(NULL);
+
+	gp__admit_expire(d, false, NULL);
+	for (struct gp_session *s = d->sessions; s; s = s->next) {
+		if (s->exited)
+			continue;
+		if (s->term_at && now - s->term_at > KILL_AFTER_MS) {
+			gp_log_warnx("session %llu: worker %d ignored SIGTERM; killing it",
+				     (unsigned long long)s->id, s->proc.pid);
+			gp__session_kill(s, SIGKILL);
+			s->term_at = now; /* once more in 5 s if even that does not work */
+			continue;
+		}
+		if (d->stopping && now >= d->drain_deadline) {
+			gp__session_end(s, "drain_grace is over");
+			continue;
+		}
+		if (d->cfg->idle_timeout && s->admitted && s->stats &&
+		    wall - atomic_load(&s->stats->last_active) > (int64_t)d->cfg->idle_timeout)
+			gp__session_end(s, "idle_timeout reached");
 	}
 }

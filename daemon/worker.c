@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,14 @@
 #include "worker.h"
 
 #define HANDSHAKE_TIMEOUT_S 15
+
+/* Set by SIGTERM (poolctl evict, idle timeout, drain): finish the current call, then end. */
+volatile sig_atomic_t gp__worker_stop;
+
+static void on_sigterm(int sig)
+{
+	gp__worker_stop = 1;
+}
 
 static void stats_touch(struct gp_worker *w)
 {
@@ -232,6 +241,37 @@ static int send_hello_reply(struct gp_worker *w)
 	return 0;
 }
 
+/*
+ * While the session waits in the supervisor's queue, the client may give up.
+ * Returns true when the supervisor has answered, false when the client left
+ * (the worker then ends, and the supervisor reaps it and forgets the waiter).
+ */
+static bool wait_admission(struct gp_worker *w)
+{
+	struct pollfd pfd[2] = {{w->ctl->fd, POLLIN, 0}, {w->client->fd, POLLIN, 0}};
+	char b;
+
+	if (w->ctl->rlen > w->ctl->rpos)
+		return true; /* already buffered */
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR && !gp__worker_stop)
+				continue;
+			return false;
+		}
+		if (pfd[0].revents)
+			return true;
+		/* The client may only speak after HelloReply: anything now is it leaving. */
+		if (pfd[1].revents && recv(w->client->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) {
+			gp_log_info("session %llu: the client left while waiting for room",
+				    (unsigned long long)w->session_id);
+			return false;
+		}
+		if (pfd[1].revents)
+			pfd[1].events = 0; /* TLS bytes (a ticket, say): wait for the supervisor */
+	}
+}
+
 /* Asks the supervisor to place the session. Returns 0 when admitted. */
 static int admit(struct gp_worker *w, const Gp__Hello *hello)
 {
@@ -241,7 +281,8 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello)
 	char msg[512];
 	int ret = 1;
 
-	req.tenant = w->tenant;
+	req.tenant = w->tenant; /* the certificate's name, or "" */
+	req.token = hello->token;
 	req.gpus = hello->gpus;
 	req.memory = hello->memory;
 	req.client_host = hello->client_host;
@@ -253,9 +294,13 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello)
 		return refuse(w, GP_ENOTREADY, "the pool's supervisor is gone");
 	}
 	set_state(w, GP_SESSION_QUEUED);
+	if (!wait_admission(w))
+		return 1;
 	rep = (Gp__AdmitReply *)ctl_recv(w->ctl, GP_MSG_ADMIT_REPLY);
 	if (!rep)
 		return refuse(w, GP_ENOTREADY, "the pool's supervisor is gone");
+	if (rep->tenant && *rep->tenant)
+		snprintf(w->tenant, sizeof(w->tenant), "%s", rep->tenant);
 	if (rep->status != 0) {
 		snprintf(msg, sizeof(msg), "%s", rep->message && *rep->message ? rep->message :
 										   "refused");
@@ -330,8 +375,6 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 		goto out_ctx;
 	}
 	gp_conn_peer_cn(w->client, w->tenant, sizeof(w->tenant));
-	if (!w->tenant[0])
-		snprintf(w->tenant, sizeof(w->tenant), "default");
 	if (gp_conn_recv(w->client, &h) || h.type != GP_MSG_HELLO || h.bulk_len) {
 		gp_log_info("session %llu from %s: no Hello: %s", (unsigned long long)w->session_id,
 			    w->client_addr, w->client->err[0] ? w->client->err : "wrong message");
@@ -350,9 +393,10 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 			 hello->protocol_version, GP_PROTOCOL_VERSION);
 		ret = refuse(w, GP_EVERSION, msg);
 	} else {
-		gp_log_info("session %llu: %s pid %u (%s) from %s, tenant %s",
+		gp_log_info("session %llu: %s pid %u (%s) from %s%s%s",
 			    (unsigned long long)w->session_id, hello->program, hello->client_pid,
-			    hello->client_host, w->client_addr, w->tenant);
+			    hello->client_host, w->client_addr, w->tenant[0] ? ", certificate " : "",
+			    w->tenant);
 		ret = admit(w, hello);
 	}
 	protobuf_c_message_free_unpacked(&hello->base, NULL);
@@ -374,7 +418,12 @@ static void serve(struct gp_worker *w)
 
 	set_state(w, GP_SESSION_ACTIVE);
 	for (;;) {
-		ret = gp_conn_recv(w->client, &h);
+		ret = gp__worker_stop ? -EINTR : gp_conn_recv(w->client, &h);
+		if (ret == -EINTR) {
+			gp_log_info("session %llu: ended by the pool",
+				    (unsigned long long)w->session_id);
+			break;
+		}
 		if (ret) {
 			if (ret != GP_ECLOSED)
 				gp_log_info("session %llu: %s", (unsigned long long)w->session_id,
@@ -427,7 +476,12 @@ int main(int argc, char **argv)
 	double secs;
 	int c;
 
+	struct sigaction sa = {0};
+
 	signal(SIGPIPE, SIG_IGN);
+	/* No SA_RESTART: a blocked read returns so the worker can end cleanly. */
+	sa.sa_handler = on_sigterm;
+	sigaction(SIGTERM, &sa, NULL);
 	gp_log_init("gpupool-worker", GP_LOG_INFO);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -449,6 +503,8 @@ int main(int argc, char **argv)
 	fcntl(GP_WORKER_FD_CLIENT, F_SETFL, fcntl(GP_WORKER_FD_CLIENT, F_GETFL) & ~O_NONBLOCK);
 	w.ctl = gp_conn_new(GP_WORKER_FD_CONTROL);
 	w.client = gp_conn_new(GP_WORKER_FD_CLIENT);
+	if (w.client)
+		w.client->interrupt = &gp__worker_stop;
 	w.staging = malloc(GP_FRAME_BULK_MAX);
 	if (!w.ctl || !w.client || !w.staging)
 		gp_fatalx("out of memory");

@@ -18,6 +18,7 @@
 #ifndef GP_WORKER_H
 #define GP_WORKER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -33,6 +34,9 @@
 #define GP_WORKER_FD_CLIENT 3
 #define GP_WORKER_FD_CONTROL 4
 #define GP_WORKER_FD_STATS 5
+
+/* Set when the pool asks the worker to end (SIGTERM). */
+extern volatile sig_atomic_t gp__worker_stop;
 
 /* Largest module image a client may upload. */
 #define GP_IMAGE_MAX (1ull << 30)

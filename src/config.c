@@ -141,6 +141,102 @@ static int set_uint(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
+static int set_placement(struct parse *p, char **words, int n, size_t off)
+{
+	if (n != 2)
+		return perr(p, "'placement' takes exactly one value");
+	if (strcmp(words[1], "spread") == 0)
+		p->cfg->placement = GP_PLACE_SPREAD;
+	else if (strcmp(words[1], "binpack") == 0)
+		p->cfg->placement = GP_PLACE_BINPACK;
+	else
+		return perr(p, "'placement %s': expected spread or binpack", words[1]);
+	return 0;
+}
+
+static int set_size(struct parse *p, char **words, int n, size_t off)
+{
+	uint64_t *slot = (uint64_t *)((char *)p->cfg + off);
+
+	if (n != 2)
+		return perr(p, "'%s' takes exactly one value", words[0]);
+	if (gp_parse_size(words[1], slot))
+		return perr(p, "'%s %s': expected a size such as 512M or 8G", words[0], words[1]);
+	return 0;
+}
+
+/* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] */
+static int add_tenant(struct parse *p, char **words, int n, size_t off)
+{
+	struct gp_config *cfg = p->cfg;
+	struct gp_tenant t = {NULL, GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE}, *nt;
+
+	if (n < 2)
+		return perr(p, "'tenant' needs a name");
+	for (size_t i = 0; i < cfg->ntenants; i++)
+		if (strcmp(cfg->tenants[i].name, words[1]) == 0)
+			return perr(p, "tenant '%s' is defined twice", words[1]);
+	for (int i = 2; i < n; i++) {
+		char *eq = strchr(words[i], '=');
+		char *end;
+
+		if (!eq || eq[1] == '\0')
+			return perr(p, "tenant %s: '%s' is not key=value", words[1], words[i]);
+		*eq = '\0';
+		if (strcmp(words[i], "memory") == 0) {
+			if (gp_parse_size(eq + 1, &t.memory))
+				return perr(p, "tenant %s: memory=%s is not a size", words[1],
+					    eq + 1);
+		} else if (strcmp(words[i], "sessions") == 0 || strcmp(words[i], "gpus") == 0) {
+			unsigned long long v;
+
+			errno = 0;
+			v = strtoull(eq + 1, &end, 10);
+			if (errno || *end || !isdigit((unsigned char)eq[1]))
+				return perr(p, "tenant %s: %s=%s is not a number", words[1],
+					    words[i], eq + 1);
+			if (words[i][0] == 's')
+				t.sessions = v;
+			else
+				t.gpus = v;
+		} else {
+			return perr(p, "tenant %s: unknown limit '%s' (sessions, gpus, memory)",
+				    words[1], words[i]);
+		}
+	}
+	nt = realloc(cfg->tenants, (cfg->ntenants + 1) * sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	cfg->tenants = nt;
+	t.name = strdup(words[1]);
+	if (!t.name)
+		return -ENOMEM;
+	cfg->tenants[cfg->ntenants++] = t;
+	return 0;
+}
+
+/* token SECRET TENANT */
+static int add_token(struct parse *p, char **words, int n, size_t off)
+{
+	struct gp_config *cfg = p->cfg;
+	struct gp_token *nt;
+
+	if (n != 3)
+		return perr(p, "'token' takes a secret and a tenant name");
+	if (strlen(words[1]) < 16)
+		return perr(p, "token for %s: a secret needs at least 16 characters", words[2]);
+	nt = realloc(cfg->tokens, (cfg->ntokens + 1) * sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	cfg->tokens = nt;
+	nt[cfg->ntokens].secret = strdup(words[1]);
+	nt[cfg->ntokens].tenant = strdup(words[2]);
+	cfg->ntokens++;
+	if (!nt[cfg->ntokens - 1].secret || !nt[cfg->ntokens - 1].tenant)
+		return -ENOMEM;
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	key_fn fn;
@@ -155,6 +251,14 @@ static const struct {
 	{"worker", set_string, offsetof(struct gp_config, worker)},
 	{"log_level", set_log_level, 0},
 	{"max_sessions", set_uint, offsetof(struct gp_config, max_sessions)},
+	{"admin_group", set_string, offsetof(struct gp_config, admin_group)},
+	{"placement", set_placement, 0},
+	{"default_memory", set_size, offsetof(struct gp_config, default_memory)},
+	{"queue_timeout", set_uint, offsetof(struct gp_config, queue_timeout)},
+	{"idle_timeout", set_uint, offsetof(struct gp_config, idle_timeout)},
+	{"drain_grace", set_uint, offsetof(struct gp_config, drain_grace)},
+	{"tenant", add_tenant, 0},
+	{"token", add_token, 0},
 };
 
 /* ---- lines --------------------------------------------------------------- */
@@ -204,6 +308,9 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->admin_socket = strdup("/run/gpupool/admin.sock");
 	cfg->log_level = GP_LOG_INFO;
 	cfg->max_sessions = 64;
+	cfg->placement = GP_PLACE_SPREAD;
+	cfg->queue_timeout = 60;
+	cfg->drain_grace = 30;
 	if (!cfg->listen || !cfg->driver || !cfg->admin_socket)
 		return -ENOMEM;
 	return 0;
@@ -329,5 +436,45 @@ void gp_config_free(struct gp_config *cfg)
 	free(cfg->driver);
 	free(cfg->admin_socket);
 	free(cfg->worker);
+	free(cfg->admin_group);
+	for (size_t i = 0; i < cfg->ntenants; i++)
+		free(cfg->tenants[i].name);
+	free(cfg->tenants);
+	for (size_t i = 0; i < cfg->ntokens; i++) {
+		free(cfg->tokens[i].secret);
+		free(cfg->tokens[i].tenant);
+	}
+	free(cfg->tokens);
 	free(cfg);
+}
+
+const struct gp_tenant *gp_config_tenant(const struct gp_config *cfg, const char *name)
+{
+	const struct gp_tenant *any = NULL;
+
+	for (size_t i = 0; i < cfg->ntenants; i++) {
+		if (strcmp(cfg->tenants[i].name, name) == 0)
+			return &cfg->tenants[i];
+		if (strcmp(cfg->tenants[i].name, "*") == 0)
+			any = &cfg->tenants[i];
+	}
+	return any;
+}
+
+const char *gp_config_token_tenant(const struct gp_config *cfg, const char *secret)
+{
+	const char *found = NULL;
+	size_t sl = strlen(secret);
+
+	for (size_t i = 0; i < cfg->ntokens; i++) {
+		const char *t = cfg->tokens[i].secret;
+		size_t tl = strlen(t);
+		unsigned char diff = (unsigned char)(sl != tl);
+
+		for (size_t k = 0; k < tl; k++)
+			diff |= (unsigned char)(t[k] ^ (k < sl ? secret[k] : 0));
+		if (!diff)
+			found = cfg->tokens[i].tenant;
+	}
+	return found;
 }

@@ -7,6 +7,27 @@
 
 #define GP_CONFIG_DEFAULT_PATH "/etc/gpupool/gpupoold.conf"
 
+enum gp_placement {
+	GP_PLACE_SPREAD = 0, /* the least loaded GPUs first */
+	GP_PLACE_BINPACK,    /* the fullest GPU that still fits first */
+};
+
+#define GP_LIMIT_NONE UINT64_MAX
+
+/* Per-tenant limits; GP_LIMIT_NONE where the file sets none. */
+struct gp_tenant {
+	char *name;     /* "*" matches every tenant without a line of its own */
+	uint64_t sessions;
+	uint64_t gpus;   /* GPUs held at once, summed over the tenant's sessions */
+	uint64_t memory; /* bytes reserved at once, summed over sessions and GPUs */
+};
+
+/* A bearer token that names a tenant (for clients without certificates). */
+struct gp_token {
+	char *secret;
+	char *tenant;
+};
+
 struct gp_config {
 	char *path;         /* the file it was read from */
 	char *listen;       /* HOST:PORT */
@@ -16,8 +37,18 @@ struct gp_config {
 	char *driver;       /* the libcuda workers dlopen */
 	char *admin_socket;
 	char *worker;       /* gpupool-worker executable; NULL: beside gpupoold */
+	char *admin_group;  /* group that may use the admin socket; NULL: root only */
 	int log_level;
 	unsigned max_sessions;
+	enum gp_placement placement;
+	uint64_t default_memory; /* per GPU for sessions that ask for none; 0: a whole GPU */
+	unsigned queue_timeout;  /* seconds a session may wait for room; 0: refuse at once */
+	unsigned idle_timeout;   /* seconds without a call before a session is ended; 0: never */
+	unsigned drain_grace;    /* seconds sessions get to finish after SIGTERM */
+	struct gp_tenant *tenants;
+	size_t ntenants;
+	struct gp_token *tokens;
+	size_t ntokens;
 };
 
 /*
@@ -28,6 +59,11 @@ struct gp_config *gp_config_load(const char *path, char *err, size_t errlen);
 /* The same from a string (tests, -n checks of stdin); name is used in errors. */
 struct gp_config *gp_config_parse(const char *text, const char *name, char *err, size_t errlen);
 void gp_config_free(struct gp_config *cfg);
+
+/* The limits that apply to a tenant: its own line, else "*", else NULL (unlimited). */
+const struct gp_tenant *gp_config_tenant(const struct gp_config *cfg, const char *name);
+/* The tenant a token names, or NULL. Compares in constant time. */
+const char *gp_config_token_tenant(const struct gp_config *cfg, const char *secret);
 
 /* Parses "4096", "512K", "8M", "16G", "1T" (powers of 1024). Returns 0 or GP_ECONFIG. */
 int gp_parse_size(const char *s, uint64_t *out);

@@ -264,7 +264,8 @@ static int raw_write(struct gp_conn *c, const void *buf, size_t len)
 			if (r != 1) {
 				int e = SSL_get_error(c->ssl, 0);
 
-				if (e == SSL_ERROR_SYSCALL && errno == EINTR)
+				if ((e == SSL_ERROR_SYSCALL && errno == EINTR) ||
+				    e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
 					continue;
 				if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN) {
 					snprintf(c->err, sizeof(c->err), "write: %s",
@@ -317,12 +318,21 @@ static ssize_t raw_read_some(struct gp_conn *c, void *buf, size_t len)
 			if (r == 1)
 				return (ssize_t)got;
 			switch (SSL_get_error(c->ssl, 0)) {
+			case SSL_ERROR_WANT_READ:
+			case SSL_ERROR_WANT_WRITE:
+				/* A blocking socket says this only when a signal interrupted it. */
+				if (c->interrupt && *c->interrupt)
+					return -EINTR;
+				continue;
 			case SSL_ERROR_ZERO_RETURN:
 				snprintf(c->err, sizeof(c->err), "connection closed by peer");
 				return GP_ECLOSED;
 			case SSL_ERROR_SYSCALL:
-				if (errno == EINTR)
+				if (errno == EINTR) {
+					if (c->interrupt && *c->interrupt)
+						return -EINTR;
 					continue;
+				}
 				snprintf(c->err, sizeof(c->err), "read: %s",
 					 errno ? strerror(errno) : "connection closed by peer");
 				ERR_clear_error();
@@ -340,8 +350,11 @@ static ssize_t raw_read_some(struct gp_conn *c, void *buf, size_t len)
 				snprintf(c->err, sizeof(c->err), "connection closed by peer");
 				return GP_ECLOSED;
 			}
-			if (errno == EINTR)
+			if (errno == EINTR) {
+				if (c->interrupt && *c->interrupt)
+					return -EINTR;
 				continue;
+			}
 			snprintf(c->err, sizeof(c->err), "read: %s", strerror(errno));
 			return -errno;
 		}

@@ -2,6 +2,7 @@
 #ifndef GP_CONN_H
 #define GP_CONN_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +22,9 @@ struct gp_conn {
 	int fd;
 	SSL *ssl;
 	bool block_sigpipe; /* inside someone else's process: never raise SIGPIPE */
+	/* When set and non-zero after a read is interrupted by a signal, the read
+	 * returns -EINTR instead of retrying. */
+	volatile sig_atomic_t *interrupt;
 	uint8_t *wbuf;
 	size_t wlen, wcap;
 	uint8_t *rbuf;
