@@ -146,6 +146,74 @@ static void test_load_from_file(void **state)
 	unlink(path);
 }
 
+static void test_admission_keys(void **state)
+{
+	const char *text = "tls_cert /c\ntls_key /k\n"
+			   "placement binpack\n"
+			   "default_memory 2G\n"
+			   "queue_timeout 5\n"
+			   "idle_timeout 600\n"
+			   "drain_grace 10\n"
+			   "admin_group gpupool\n"
+			   "tenant alice sessions=2 gpus=1 memory=8G\n"
+			   "tenant * memory=1G\n"
+			   "token 0123456789abcdef0123 bob\n";
+	struct gp_config *c = gp_config_parse(text, "t", err, sizeof(err));
+	const struct gp_tenant *t;
+
+	assert_non_null(c);
+	assert_int_equal(c->placement, GP_PLACE_BINPACK);
+	assert_int_equal(c->default_memory, 2ull << 30);
+	assert_int_equal(c->queue_timeout, 5);
+	assert_int_equal(c->idle_timeout, 600);
+	assert_int_equal(c->drain_grace, 10);
+	assert_string_equal(c->admin_group, "gpupool");
+	t = gp_config_tenant(c, "alice");
+	assert_non_null(t);
+	assert_int_equal(t->sessions, 2);
+	assert_int_equal(t->gpus, 1);
+	assert_int_equal(t->memory, 8ull << 30);
+	t = gp_config_tenant(c, "carol"); /* falls back to "*" */
+	assert_non_null(t);
+	assert_string_equal(t->name, "*");
+	assert_int_equal(t->sessions, GP_LIMIT_NONE);
+	assert_int_equal(t->memory, 1ull << 30);
+	assert_string_equal(gp_config_token_tenant(c, "0123456789abcdef0123"), "bob");
+	assert_null(gp_config_token_tenant(c, "0123456789abcdef012"));
+	assert_null(gp_config_token_tenant(c, "0123456789abcdef01234"));
+	assert_null(gp_config_token_tenant(c, ""));
+	gp_config_free(c);
+	c = gp_config_parse("tls_cert /c\ntls_key /k\n", "t", err, sizeof(err));
+	assert_null(gp_config_tenant(c, "anyone")); /* no limits at all */
+	gp_config_free(c);
+}
+
+static void test_admission_key_errors(void **state)
+{
+	expect_error("tls_cert a\ntls_key b\nplacement random\n", "test.conf:3: 'placement random'");
+	expect_error("tls_cert a\ntls_key b\ndefault_memory lots\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\ntenant\n", "test.conf:3: 'tenant' needs a name");
+	expect_error("tls_cert a\ntls_key b\ntenant a gpus=x\n", "test.conf:3: tenant a: gpus=x");
+	expect_error("tls_cert a\ntls_key b\ntenant a color=red\n", "unknown limit 'color'");
+	expect_error("tls_cert a\ntls_key b\ntenant a memory=1Q\n", "memory=1Q is not a size");
+	expect_error("tls_cert a\ntls_key b\ntenant a\ntenant a\n",
+		     "test.conf:4: tenant 'a' is defined twice");
+	expect_error("tls_cert a\ntls_key b\ntoken short bob\n", "at least 16 characters");
+	expect_error("tls_cert a\ntls_key b\ntoken 0123456789abcdef\n",
+		     "'token' takes a secret and a tenant name");
+}
+
+/* The example configuration the project ships parses. */
+static void test_shipped_example(void **state)
+{
+	struct gp_config *c = gp_config_load(GP_EXAMPLE_CONF, err, sizeof(err));
+
+	if (!c)
+		fail_msg("%s", err);
+	assert_string_equal(c->listen, "0.0.0.0:7420");
+	gp_config_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -157,6 +225,9 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_all_keys),
 		cmocka_unit_test(test_load_from_file),
+		cmocka_unit_test(test_admission_keys),
+		cmocka_unit_test(test_admission_key_errors),
+		cmocka_unit_test(test_shipped_example),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
