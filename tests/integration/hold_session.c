@@ -3,7 +3,8 @@
  * for a line on stdin (or EOF) before releasing everything. The integration
  * tests use it to look at a live session from poolctl.
  *
- * usage: hold_session BYTES [ALLOCATIONS]
+ * usage: hold_session BYTES [ALLOCATIONS] [--loop]
+ * --loop copies host to device over and over after READY until killed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,8 @@
 int main(int argc, char **argv)
 {
 	size_t bytes = argc > 1 ? strtoull(argv[1], NULL, 0) : 1 << 20;
-	int count = argc > 2 ? atoi(argv[2]) : 1;
+	int count = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : 1;
+	int loop = strcmp(argv[argc - 1], "--loop") == 0;
 	CUdeviceptr *d = calloc((size_t)count, sizeof(*d));
 	unsigned char *h = malloc(bytes), *back = malloc(bytes);
 	size_t fr, tot;
@@ -54,6 +56,8 @@ int main(int argc, char **argv)
 	CHECK(cuMemGetInfo(&fr, &tot));
 	printf("READY %zu free %zu total %zu\n", bytes * (size_t)count, fr, tot);
 	fflush(stdout);
+	while (loop)
+		CHECK(cuMemcpyHtoD(d[0], h, bytes));
 	if (!fgets(line, sizeof(line), stdin))
 		line[0] = '\0';
 	for (int i = 0; i < count; i++)

@@ -102,3 +102,48 @@ assert_status() {
 	status_json >"$T/status.json" || fail "poolctl status failed"
 	jq -e "$1" "$T/status.json" >/dev/null || { cat "$T/status.json" >&2; fail "$2"; }
 }
+
+# hold_start NAME ARGS...: runs hold_session ARGS in the background as NAME, its
+# stdin a fifo held open in fd ${NAME}_IN, its stdout in $T/NAME.out; pid in ${NAME}_PID.
+# Environment set on the call (VAR=x hold_start ...) reaches the client.
+hold_start() {
+	local name=$1 fd
+	shift
+	rm -f "$T/$name.in" "$T/$name.out"
+	mkfifo "$T/$name.in"
+	# A plain command, so the pid is the client's own (kill -9 reaches it).
+	env LD_PRELOAD="$GP_INTERPOSER" "$GP_TESTBIN/hold_session" "$@" <"$T/$name.in" >"$T/$name.out" \
+		2>"$T/$name.err" &
+	eval "${name}_PID=$!"
+	exec {fd}>"$T/$name.in"
+	eval "${name}_IN=$fd"
+}
+
+# hold_line NAME [SECONDS]: waits for NAME's first line and leaves it in $HELD.
+hold_line() {
+	local name=$1 tries=$(( ${2:-60} * 20 ))
+	HELD=
+	for _ in $(seq 1 "$tries"); do
+		if [ -s "$T/$name.out" ] && grep -q . "$T/$name.out"; then
+			HELD=$(head -n 1 "$T/$name.out")
+			return 0
+		fi
+		sleep 0.05
+	done
+	HELD="(nothing: $(cat "$T/$name.err" 2>/dev/null))"
+}
+
+# hold NAME ARGS...: hold_start, then hold_line.
+hold() {
+	hold_start "$@"
+	hold_line "$1"
+}
+
+# release NAME: tells a held session to finish and waits for it; its exit status.
+release() {
+	local name=$1 fd pid
+	eval "fd=\${${name}_IN}; pid=\${${name}_PID}"
+	echo >&"$fd" 2>/dev/null || true
+	exec {fd}>&-
+	wait "$pid"
+}

@@ -14,12 +14,9 @@ set -e
 [ $rc -ne 0 ] || fail "a client without a certificate was let in"
 echo "$out" | head -3
 
-coproc HOLD { GPUPOOL_CERT=$T/certs/client.pem GPUPOOL_KEY=$T/certs/client.key \
-	run_client "$GP_TESTBIN/hold_session" 4096; }
-read -r ready <&"${HOLD[0]}" || fail "hold_session said nothing"
-case "$ready" in READY*) ;; *) fail "hold_session with a certificate: $ready" ;; esac
+GPUPOOL_CERT=$T/certs/client.pem GPUPOOL_KEY=$T/certs/client.key hold H 4096
+case "$HELD" in READY*) ;; *) fail "hold_session with a certificate: $HELD" ;; esac
 assert_status '.sessions[0].tenant == "alice"' "the tenant should be the certificate's CN"
-echo >&"${HOLD[1]}"
-wait "$HOLD_PID" || fail "hold_session failed"
+release H || fail "hold_session failed"
 gp_stop
 echo PASS

@@ -17,9 +17,8 @@ case "$out" in
 esac
 
 # A session holding 3 allocations of 1 MiB: poolctl must show it and its memory.
-coproc HOLD { run_client "$GP_TESTBIN/hold_session" 1048576 3; }
-read -r ready <&"${HOLD[0]}" || fail "hold_session said nothing"
-case "$ready" in READY*) ;; *) fail "hold_session: $ready" ;; esac
+hold H 1048576 3
+case "$HELD" in READY*) ;; *) fail "hold_session: $HELD" ;; esac
 assert_status '.sessions | length == 1' "poolctl should show the held session"
 assert_status '.sessions[0].memory_used == 3145728' "the session should use 3 MiB"
 assert_status '.sessions[0].state == "active"' "the session should be active"
@@ -28,10 +27,8 @@ assert_status '.sessions[0].tenant == "default"' "without client certificates th
 assert_status '.sessions[0].calls >= 8' "the session should count its calls"
 assert_status '.gpus[0].memory_used == 3145728' "the GPU should show the session's memory"
 "$POOLCTL" -s "$T/admin.sock" status
-echo done >&"${HOLD[1]}"
-read -r done_line <&"${HOLD[0]}" || true
-[ "$done_line" = DONE ] || fail "hold_session did not finish: $done_line"
-wait "$HOLD_PID" || fail "hold_session failed"
+release H || fail "hold_session failed"
+grep -q DONE "$T/H.out" || fail "hold_session did not finish: $(cat "$T/H.out")"
 wait_for '.sessions | length == 0' 5
 assert_status '.gpus[0].memory_used == 0' "memory is free after the session ends"
 

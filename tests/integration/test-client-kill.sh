@@ -1,0 +1,30 @@
+#!/bin/bash
+# kill -9 of a client in the middle of a copy: within a second the session is gone and
+# its memory free; then a worker killed by a signal is reaped and the pool keeps serving.
+. "$(dirname "$0")/lib.sh"
+export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=1G
+
+gp_start
+hold A 16777216 1 --loop
+case "$HELD" in READY*) ;; *) fail "copying session: $HELD" ;; esac
+sleep 0.3
+assert_status '.gpus[0].memory_used == 16777216' "16 MiB in use while copying"
+kill -KILL "$A_PID"
+start=$(date +%s%N)
+wait_for '.sessions | length == 0' 5
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "session gone ${ms} ms after kill -9"
+[ "$ms" -le 1000 ] || fail "the session outlived its client by ${ms} ms"
+assert_status '.gpus[0].memory_used == 0 and .gpus[0].memory_reserved == 0' "memory must be free"
+
+# The worker itself killed: reaped, logged, and the daemon serves the next client.
+hold B 4096
+wpid=$(status_json | jq -r '.sessions[0].worker_pid')
+kill -KILL "$wpid"
+wait_for '.sessions | length == 0' 5
+grep -q "killed by signal 9" "$T/daemon.log" || fail "the daemon should log how the worker died"
+wait "$B_PID" && fail "the client of a killed worker should see an error"
+out=$(run_client "$GP_STAGE/bin/vector_add" 10000) || fail "the pool stopped serving: $out"
+kill -0 "$DAEMON_PID" || fail "the daemon died"
+gp_stop
+echo PASS

@@ -1,0 +1,23 @@
+#!/bin/bash
+# A session past its memory limit gets CUDA_ERROR_OUT_OF_MEMORY; the limit is what
+# cuMemGetInfo reports; other sessions carry on.
+. "$(dirname "$0")/lib.sh"
+export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=1G
+
+gp_start
+hold A 4096
+# 64 MiB reserved: two allocations of 40 MiB do not fit.
+set +e
+out=$(GPUPOOL_MEMORY=64M run_client "$GP_TESTBIN/hold_session" 41943040 2 </dev/null 2>&1)
+set -e
+echo "$out"
+case "$out" in *"ERROR cuMemAlloc"*"CUDA_ERROR_OUT_OF_MEMORY"*) ;; *) fail "expected OOM: $out" ;; esac
+# Within the limit, cuMemGetInfo reports it as the device's size.
+out=$(echo | GPUPOOL_MEMORY=64M run_client "$GP_TESTBIN/hold_session" 41943040 1 2>&1)
+case "$out" in *"total 67108864"*) ;; *) fail "cuMemGetInfo should report the 64 MiB limit: $out" ;; esac
+# The first session is untouched and the pool still computes.
+out=$(run_client "$GP_STAGE/bin/vector_add" 10000) || fail "vector_add: $out"
+assert_status '.sessions | length == 1' "only the held session remains"
+release A
+gp_stop
+echo PASS
