@@ -97,8 +97,8 @@ static int build_status(struct gp_daemon *d, Gp__AdminReply *rep)
 			x->calls = atomic_load_explicit(&st->calls, memory_order_relaxed);
 			x->bytes_in = atomic_load_explicit(&st->bytes_in, memory_order_relaxed);
 			x->bytes_out = atomic_load_explicit(&st->bytes_out, memory_order_relaxed);
-			x->last_active = atomic_load_explicit(&st->last_active,
-							      memory_order_relaxed);
+			x->last_active =
+				atomic_load_explicit(&st->last_active, memory_order_relaxed);
 			/* Per-GPU use: the worker counts by its own device index. */
 			for (uint32_t i = 0; i < s->ndev && i < GP_STATS_MAX_DEVICES; i++)
 				for (uint32_t g = 0; g < d->ngpus; g++)

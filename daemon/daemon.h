@@ -31,7 +31,7 @@ struct gp_gpu {
 	char name[256];
 	uint8_t uuid[16];
 	uint64_t total_mem;
-	uint64_t reserved;  /* sum of the memory limits of sessions placed here */
+	uint64_t reserved; /* sum of the memory limits of sessions placed here */
 	unsigned sessions;
 	bool draining;
 };
@@ -45,9 +45,9 @@ struct gp_session {
 	struct gp_stats *stats;
 	int state; /* enum gp_session_state, as the supervisor sees it */
 	bool exited, ctl_closed, proc_closed;
-	bool admitted;      /* holds a reservation in the ledger */
-	bool queued;        /* in the wait queue */
-	bool evicted;       /* ended by poolctl evict or the idle timeout */
+	bool admitted; /* holds a reservation in the ledger */
+	bool queued;   /* in the wait queue */
+	bool evicted;  /* ended by poolctl evict or the idle timeout */
 	char client_addr[128];
 	char tenant[128];
 	char client_host[128];
@@ -57,10 +57,10 @@ struct gp_session {
 	uint64_t want_memory; /* per GPU, as asked (0: the pool's default) */
 	uint32_t ndev;
 	uint32_t dev[GP_STATS_MAX_DEVICES];
-	uint64_t mem_limit;   /* per GPU, as reserved */
+	uint64_t mem_limit; /* per GPU, as reserved */
 	time_t started;
-	uint64_t queued_at;   /* uv_now() when it started to wait */
-	uint64_t term_at;     /* uv_now() when it was asked to end; 0: not asked */
+	uint64_t queued_at; /* uv_now() when it started to wait */
+	uint64_t term_at;   /* uv_now() when it was asked to end; 0: not asked */
 	struct gp_session *next;
 	struct gp_session *qnext;
 };

@@ -14,11 +14,11 @@ int gp_driver_load(struct gp_driver *drv, const char *path, char *err, size_t er
 		snprintf(err, errlen, "cannot load driver %s: %s", path, dlerror());
 		return -1;
 	}
-#define GP_DRV_RESOLVE(name, req)                                                                  \
-	drv->name = (__typeof__(&name))dlsym(drv->dl, #name);                                      \
-	if (!drv->name && (req)) {                                                                  \
-		snprintf(err, errlen, "driver %s lacks %s", path, #name);                            \
-		goto out_close;                                                                     \
+#define GP_DRV_RESOLVE(name, req)                                         \
+	drv->name = (__typeof__(&name))dlsym(drv->dl, #name);             \
+	if (!drv->name && (req)) {                                        \
+		snprintf(err, errlen, "driver %s lacks %s", path, #name); \
+		goto out_close;                                           \
 	}
 	GP_DRIVER_FUNCS(GP_DRV_RESOLVE)
 #undef GP_DRV_RESOLVE

@@ -55,8 +55,8 @@ static int find_worker(struct gp_daemon *d)
 static int check_tls(const struct gp_config *cfg)
 {
 	char err[512];
-	SSL_CTX *ctx = gp_tls_server_ctx_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ca, err,
-					     sizeof(err));
+	SSL_CTX *ctx =
+		gp_tls_server_ctx_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ca, err, sizeof(err));
 
 	if (!ctx) {
 		gp_log_error("%s: %s", cfg->path, err);
@@ -140,7 +140,8 @@ int main(int argc, char **argv)
 			debug = true;
 			break;
 		case 'V':
-			printf("gpupoold %s (protocol %d)\n", GP_VERSION_STRING, GP_PROTOCOL_VERSION);
+			printf("gpupoold %s (protocol %d)\n", GP_VERSION_STRING,
+			       GP_PROTOCOL_VERSION);
 			return 0;
 		default:
 			usage();
@@ -184,8 +185,8 @@ int main(int argc, char **argv)
 	d.tick.data = &d;
 	uv_timer_start(&d.tick, on_tick, 250, 250);
 
-	gp_log_info("gpupoold %s listening on %s, admin socket %s, driver %s",
-		    GP_VERSION_STRING, d.listen_addr, d.cfg->admin_socket, d.cfg->driver);
+	gp_log_info("gpupoold %s listening on %s, admin socket %s, driver %s", GP_VERSION_STRING,
+		    d.listen_addr, d.cfg->admin_socket, d.cfg->driver);
 	sd_notifyf(0, "READY=1\nSTATUS=0 sessions, %u GPU%s\nMAINPID=%d", d.ngpus,
 		   d.ngpus == 1 ? "" : "s", getpid());
 	ret = uv_run(d.loop, UV_RUN_DEFAULT);

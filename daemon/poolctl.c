@@ -32,8 +32,9 @@ static const struct {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: poolctl [-s ADMIN_SOCKET] [COMMAND [ARG]] [--json] [--watch [SECONDS]]\n"
-			"\ncommands:\n");
+	fprintf(stderr,
+		"usage: poolctl [-s ADMIN_SOCKET] [COMMAND [ARG]] [--json] [--watch [SECONDS]]\n"
+		"\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(stderr, "  %-10s %s\n", commands[i].name, commands[i].description);
 	exit(2);

@@ -82,8 +82,8 @@ static void print_json(const Gp__AdminReply *r)
 			printf("%s%u", k ? "," : "", s->gpu[k]);
 		printf("],\"memory_used\":%" PRIu64 ",\"memory_peak\":%" PRIu64
 		       ",\"memory_limit\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"bytes_in\":%" PRIu64
-		       ",\"bytes_out\":%" PRIu64 ",\"started\":%" PRId64
-		       ",\"last_active\":%" PRId64 ",\"worker_pid\":%u,\"gpus_requested\":%u"
+		       ",\"bytes_out\":%" PRIu64 ",\"started\":%" PRId64 ",\"last_active\":%" PRId64
+		       ",\"worker_pid\":%u,\"gpus_requested\":%u"
 		       ",\"memory_requested\":%" PRIu64 ",\"queued_since\":%" PRId64 "}",
 		       s->mem_used, s->mem_peak, s->mem_limit, s->calls, s->bytes_in, s->bytes_out,
 		       s->started, s->last_active, s->worker_pid, s->gpus_requested,

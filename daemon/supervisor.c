@@ -60,9 +60,8 @@ int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg)
 
 static void notify_status(struct gp_daemon *d)
 {
-	sd_notifyf(0, "STATUS=%u session%s, %u GPU%s%s", d->nsessions,
-		   d->nsessions == 1 ? "" : "s", d->ngpus, d->ngpus == 1 ? "" : "s",
-		   d->stopping ? ", stopping" : "");
+	sd_notifyf(0, "STATUS=%u session%s, %u GPU%s%s", d->nsessions, d->nsessions == 1 ? "" : "s",
+		   d->ngpus, d->ngpus == 1 ? "" : "s", d->stopping ? ", stopping" : "");
 }
 
 static void session_free_if_closed(struct gp_session *s)
@@ -118,8 +117,11 @@ static void log_summary(struct gp_session *s, int sig, int64_t status)
 	gp_log_info("session %llu ended (%s): tenant %s client %s duration %.0fs peak %llu bytes "
 		    "calls %llu in %llu bytes out %llu bytes",
 		    (unsigned long long)s->id,
-		    s->evicted ? "ended by the pool" : sig ? strsignal(sig) : "worker failed",
-		    s->tenant[0] ? s->tenant : "-", s->client_addr, difftime(time(NULL), s->started),
+		    s->evicted ? "ended by the pool"
+		    : sig      ? strsignal(sig)
+			       : "worker failed",
+		    s->tenant[0] ? s->tenant : "-", s->client_addr,
+		    difftime(time(NULL), s->started),
 		    (unsigned long long)(st ? atomic_load(&st->mem_peak) : 0),
 		    (unsigned long long)(st ? atomic_load(&st->calls) : 0),
 		    (unsigned long long)(st ? atomic_load(&st->bytes_in) : 0),

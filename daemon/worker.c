@@ -61,7 +61,8 @@ static ProtobufCMessage *ctl_recv(struct gp_conn *ctl, unsigned type)
 		return NULL;
 	}
 	if (h.type != type || h.bulk_len) {
-		gp_log_error("control channel: expected %s, got type %u", gp_msg_name(type), h.type);
+		gp_log_error("control channel: expected %s, got type %u", gp_msg_name(type),
+			     h.type);
 		return NULL;
 	}
 	m = gp_msg_unpack(type, ctl->msg, h.msg_len);
@@ -302,8 +303,8 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello)
 	if (rep->tenant && *rep->tenant)
 		snprintf(w->tenant, sizeof(w->tenant), "%s", rep->tenant);
 	if (rep->status != 0) {
-		snprintf(msg, sizeof(msg), "%s", rep->message && *rep->message ? rep->message :
-										   "refused");
+		snprintf(msg, sizeof(msg), "%s",
+			 rep->message && *rep->message ? rep->message : "refused");
 		ret = refuse(w, rep->status, msg);
 		goto out_free;
 	}
@@ -382,7 +383,8 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	}
 	hello = (Gp__Hello *)gp_msg_unpack(GP_MSG_HELLO, w->client->msg, h.msg_len);
 	if (!hello) {
-		gp_log_info("session %llu: Hello does not decode", (unsigned long long)w->session_id);
+		gp_log_info("session %llu: Hello does not decode",
+			    (unsigned long long)w->session_id);
 		goto out_ctx;
 	}
 	tv.tv_sec = 0;
@@ -395,8 +397,8 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	} else {
 		gp_log_info("session %llu: %s pid %u (%s) from %s%s%s",
 			    (unsigned long long)w->session_id, hello->program, hello->client_pid,
-			    hello->client_host, w->client_addr, w->tenant[0] ? ", certificate " : "",
-			    w->tenant);
+			    hello->client_host, w->client_addr,
+			    w->tenant[0] ? ", certificate " : "", w->tenant);
 		ret = admit(w, hello);
 	}
 	protobuf_c_message_free_unpacked(&hello->base, NULL);
@@ -529,7 +531,8 @@ int main(int argc, char **argv)
 		    "calls %llu in %llu bytes out %llu bytes",
 		    (unsigned long long)w.session_id, w.tenant[0] ? w.tenant : "-", w.client_addr,
 		    secs, (unsigned long long)w.mem_peak, (unsigned long long)w.calls,
-		    (unsigned long long)w.client->bytes_in, (unsigned long long)w.client->bytes_out);
+		    (unsigned long long)w.client->bytes_in,
+		    (unsigned long long)w.client->bytes_out);
 	gp_conn_shutdown(w.client);
 	gp_conn_free(w.client);
 	gp_conn_free(w.ctl);

@@ -62,10 +62,10 @@ struct gp_fn_info {
 struct gp_handle {
 	uint32_t kind; /* 0: free slot */
 	uint32_t gen;
-	void *ptr;     /* the driver's handle */
-	void *aux;     /* kind-specific: struct gp_fn_info for functions */
-	int device;    /* for contexts: the session's device index */
-	bool primary;  /* for contexts: a device's primary context */
+	void *ptr;	 /* the driver's handle */
+	void *aux;	 /* kind-specific: struct gp_fn_info for functions */
+	int device;	 /* for contexts: the session's device index */
+	bool primary;	 /* for contexts: a device's primary context */
 	uint64_t parent; /* the context a module/stream/event belongs to */
 };
 
@@ -98,7 +98,7 @@ struct gp_worker {
 	uint64_t dev_used[GP_STATS_MAX_DEVICES];
 	uint64_t mem_used, mem_peak;
 
-	CUcontext current; /* what the worker made current last */
+	CUcontext current;			/* what the worker made current last */
 	uint64_t primary[GP_STATS_MAX_DEVICES]; /* handle of each device's primary context */
 	unsigned primary_refs[GP_STATS_MAX_DEVICES];
 
@@ -154,57 +154,77 @@ typedef CUresult (*gp_call_fn)(struct gp_worker *w, const struct gp_frame_hdr *f
 typedef int (*gp_frame_fn)(struct gp_worker *w, const struct gp_frame_hdr *h);
 
 /* worker_ctx.c */
-CUresult gp__ctx_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
-CUresult gp__ctx_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__ctx_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			uint64_t *out, size_t *nout);
+CUresult gp__ctx_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			 uint64_t *out, size_t *nout);
 CUresult gp__ctx_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			     uint64_t *out, size_t *nout);
-CUresult gp__primary_retain(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__primary_retain(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			    uint64_t *out, size_t *nout);
 CUresult gp__primary_release(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			     uint64_t *out, size_t *nout);
-CUresult gp__primary_reset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__primary_reset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			   uint64_t *out, size_t *nout);
 CUresult gp__primary_set_flags(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			       uint64_t *out, size_t *nout);
-CUresult gp__ctx_get_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
-CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__ctx_get_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			   uint64_t *out, size_t *nout);
+CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			   uint64_t *out, size_t *nout);
 
 /* worker_mem.c */
-CUresult gp__mem_alloc(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__mem_alloc(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+		       uint64_t *out, size_t *nout);
 CUresult gp__mem_alloc_pitch(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			     uint64_t *out, size_t *nout);
-CUresult gp__mem_free(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
-CUresult gp__mem_get_info(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
-CUresult gp__memcpy_dtod(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
-CUresult gp__memset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__mem_free(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+		      uint64_t *out, size_t *nout);
+CUresult gp__mem_get_info(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			  uint64_t *out, size_t *nout);
+CUresult gp__memcpy_dtod(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			 uint64_t *out, size_t *nout);
+CUresult gp__memset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+		    uint64_t *out, size_t *nout);
 int gp__memcpy_htod(struct gp_worker *w, const struct gp_frame_hdr *h);
 int gp__memcpy_dtoh(struct gp_worker *w, const struct gp_frame_hdr *h);
 
 /* worker_module.c */
 int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h);
 int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h);
-CUresult gp__module_unload(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__module_unload(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			   uint64_t *out, size_t *nout);
 CUresult gp__library_unload(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			    uint64_t *out, size_t *nout);
 int gp__get_global(struct gp_worker *w, const struct gp_frame_hdr *h);
-CUresult gp__occupancy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
-CUresult gp__func_set_attribute(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-				uint64_t *out, size_t *nout);
+CUresult gp__occupancy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+		       uint64_t *out, size_t *nout);
+CUresult gp__func_set_attribute(struct gp_worker *w, const struct gp_frame_hdr *f,
+				const uint64_t *a, uint64_t *out, size_t *nout);
 
 /* worker_exec.c */
 int gp__launch(struct gp_worker *w, const struct gp_frame_hdr *h);
-CUresult gp__stream_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__stream_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			   uint64_t *out, size_t *nout);
 CUresult gp__stream_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			    uint64_t *out, size_t *nout);
-CUresult gp__stream_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-				uint64_t *out, size_t *nout);
-CUresult gp__stream_query(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__stream_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f,
+				const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__stream_query(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			  uint64_t *out, size_t *nout);
 CUresult gp__stream_wait_event(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			       uint64_t *out, size_t *nout);
-CUresult gp__event_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
-CUresult gp__event_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
-CUresult gp__event_record(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__event_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			  uint64_t *out, size_t *nout);
+CUresult gp__event_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			   uint64_t *out, size_t *nout);
+CUresult gp__event_record(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			  uint64_t *out, size_t *nout);
 CUresult gp__event_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			       uint64_t *out, size_t *nout);
-CUresult gp__event_query(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
-CUresult gp__event_elapsed(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout);
+CUresult gp__event_query(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			 uint64_t *out, size_t *nout);
+CUresult gp__event_elapsed(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			   uint64_t *out, size_t *nout);
 
 #endif

@@ -218,12 +218,9 @@ static const struct {
 	uint16_t type;
 	gp_frame_fn fn;
 } frame_calls[] = {
-	{GP_MSG_MEMCPY_HTOD, gp__memcpy_htod},
-	{GP_MSG_MEMCPY_DTOH, gp__memcpy_dtoh},
-	{GP_MSG_MODULE_LOAD, gp__module_load},
-	{GP_MSG_LIBRARY_LOAD, gp__library_load},
-	{GP_MSG_GET_GLOBAL, gp__get_global},
-	{GP_MSG_LAUNCH, gp__launch},
+	{GP_MSG_MEMCPY_HTOD, gp__memcpy_htod}, {GP_MSG_MEMCPY_DTOH, gp__memcpy_dtoh},
+	{GP_MSG_MODULE_LOAD, gp__module_load}, {GP_MSG_LIBRARY_LOAD, gp__library_load},
+	{GP_MSG_GET_GLOBAL, gp__get_global},   {GP_MSG_LAUNCH, gp__launch},
 };
 
 int gp__worker_dispatch(struct gp_worker *w, const struct gp_frame_hdr *h)

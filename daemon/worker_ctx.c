@@ -1,7 +1,8 @@
 /* worker_ctx.c -- contexts the session creates, and the devices' primary contexts. */
 #include "worker.h"
 
-CUresult gp__ctx_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__ctx_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			uint64_t *out, size_t *nout)
 {
 	CUcontext ctx;
 	CUdevice dev;
@@ -29,7 +30,8 @@ CUresult gp__ctx_create(struct gp_worker *w, const struct gp_frame_hdr *f, const
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__ctx_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__ctx_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			 uint64_t *out, size_t *nout)
 {
 	struct gp_handle *h = gp__handle_get(w, a[0], GP_H_CTX);
 	CUresult r;
@@ -66,7 +68,8 @@ static CUresult device_of(struct gp_worker *w, uint64_t ordinal, CUdevice *dev)
 	return w->drv.cuDeviceGet(dev, (int)ordinal);
 }
 
-CUresult gp__primary_retain(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__primary_retain(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			    uint64_t *out, size_t *nout)
 {
 	struct gp_handle *h;
 	CUcontext ctx;
@@ -121,7 +124,8 @@ CUresult gp__primary_release(struct gp_worker *w, const struct gp_frame_hdr *f, 
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__primary_reset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__primary_reset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			   uint64_t *out, size_t *nout)
 {
 	CUdevice dev;
 	CUresult r = device_of(w, a[0], &dev);
@@ -144,12 +148,14 @@ CUresult gp__primary_set_flags(struct gp_worker *w, const struct gp_frame_hdr *f
 	CUdevice dev;
 	CUresult r = device_of(w, a[0], &dev);
 
-	return r != CUDA_SUCCESS ? r : GP_DRV(w, cuDevicePrimaryCtxSetFlags_v2, dev, (unsigned)a[1]);
+	return r != CUDA_SUCCESS ? r
+				 : GP_DRV(w, cuDevicePrimaryCtxSetFlags_v2, dev, (unsigned)a[1]);
 }
 
 /* ---- limits ---------------------------------------------------------------- */
 
-CUresult gp__ctx_get_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__ctx_get_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			   uint64_t *out, size_t *nout)
 {
 	size_t v = 0;
 	CUresult r = gp__use_ctx(w, a[0], NULL);
@@ -161,7 +167,8 @@ CUresult gp__ctx_get_limit(struct gp_worker *w, const struct gp_frame_hdr *f, co
 	return r;
 }
 
-CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			   uint64_t *out, size_t *nout)
 {
 	CUresult r = gp__use_ctx(w, a[0], NULL);
 

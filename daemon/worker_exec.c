@@ -111,8 +111,8 @@ CUresult gp__stream_query(struct gp_worker *w, const struct gp_frame_hdr *f, con
 }
 
 /* arg: ctx, stream, event, flags */
-CUresult gp__stream_wait_event(struct gp_worker *w, const struct gp_frame_hdr *f,
-			       const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__stream_wait_event(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			       uint64_t *out, size_t *nout)
 {
 	struct gp_handle *eh;
 	CUstream s;
@@ -193,8 +193,8 @@ CUresult gp__event_record(struct gp_worker *w, const struct gp_frame_hdr *f, con
 	return r != CUDA_SUCCESS ? r : GP_DRV(w, cuEventRecord, e, s);
 }
 
-CUresult gp__event_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f,
-			       const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__event_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			       uint64_t *out, size_t *nout)
 {
 	CUevent e;
 	CUresult r = event_of(w, a[0], a[1], &e);

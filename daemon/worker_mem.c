@@ -15,7 +15,8 @@ static bool is_async(const struct gp_frame_hdr *h)
 	return (h->flags & GP_F_NO_REPLY) != 0;
 }
 
-CUresult gp__mem_alloc(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__mem_alloc(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+		       uint64_t *out, size_t *nout)
 {
 	struct gp_handle *ctx;
 	CUdeviceptr p;
@@ -70,7 +71,8 @@ CUresult gp__mem_alloc_pitch(struct gp_worker *w, const struct gp_frame_hdr *f, 
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__mem_free(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__mem_free(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+		      uint64_t *out, size_t *nout)
 {
 	struct gp_alloc *al;
 	CUresult r = gp__use_ctx(w, a[0], NULL);
@@ -87,7 +89,8 @@ CUresult gp__mem_free(struct gp_worker *w, const struct gp_frame_hdr *f, const u
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__mem_get_info(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__mem_get_info(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			  uint64_t *out, size_t *nout)
 {
 	struct gp_handle *ctx;
 	size_t fr, tot;
@@ -112,12 +115,14 @@ CUresult gp__mem_get_info(struct gp_worker *w, const struct gp_frame_hdr *f, con
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__memcpy_dtod(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__memcpy_dtod(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+			 uint64_t *out, size_t *nout)
 {
 	CUstream s;
 	CUresult r = gp__use_ctx(w, a[0], NULL);
 
-	if (r == CUDA_SUCCESS && (!gp__range_owned(w, a[1], a[3]) || !gp__range_owned(w, a[2], a[3])))
+	if (r == CUDA_SUCCESS &&
+	    (!gp__range_owned(w, a[1], a[3]) || !gp__range_owned(w, a[2], a[3])))
 		r = CUDA_ERROR_INVALID_VALUE;
 	if (r == CUDA_SUCCESS)
 		r = gp__use_stream(w, a[4], &s);
@@ -129,7 +134,8 @@ CUresult gp__memcpy_dtod(struct gp_worker *w, const struct gp_frame_hdr *f, cons
 }
 
 /* arg: ctx, dst, value, element size, count, stream, pitch, height */
-CUresult gp__memset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__memset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
+		    uint64_t *out, size_t *nout)
 {
 	uint64_t esize = a[3], count = a[4], pitch = a[6], height = a[7], extent;
 	bool async = is_async(f);
@@ -159,7 +165,8 @@ CUresult gp__memset(struct gp_worker *w, const struct gp_frame_hdr *f, const uin
 			return async ? GP_DRV(w, cuMemsetD8Async, a[1], (unsigned char)v, count, s)
 				     : GP_DRV(w, cuMemsetD8_v2, a[1], (unsigned char)v, count);
 		case 2:
-			return async ? GP_DRV(w, cuMemsetD16Async, a[1], (unsigned short)v, count, s)
+			return async ? GP_DRV(w, cuMemsetD16Async, a[1], (unsigned short)v, count,
+					      s)
 				     : GP_DRV(w, cuMemsetD16_v2, a[1], (unsigned short)v, count);
 		default:
 			return async ? GP_DRV(w, cuMemsetD32Async, a[1], v, count, s)

@@ -10,16 +10,15 @@
 #include "log.h"
 #include "worker.h"
 
-static CUresult image_sink(struct gp_worker *w, void *arg, uint64_t off, const uint8_t *p,
-			   size_t n)
+static CUresult image_sink(struct gp_worker *w, void *arg, uint64_t off, const uint8_t *p, size_t n)
 {
 	memcpy((uint8_t *)arg + off, p, n);
 	return CUDA_SUCCESS;
 }
 
 /* Receives a module image of `len` bytes; NULL (and *r set) when it cannot be taken. */
-static int recv_image(struct gp_worker *w, const struct gp_frame_hdr *h, uint64_t len,
-		      CUresult *r, uint8_t **out)
+static int recv_image(struct gp_worker *w, const struct gp_frame_hdr *h, uint64_t len, CUresult *r,
+		      uint8_t **out)
 {
 	CUresult sr;
 	int ret;
@@ -369,8 +368,8 @@ CUresult gp__occupancy(struct gp_worker *w, const struct gp_frame_hdr *f, const 
 	fh = gp__launchable(w, a[1]);
 	if (!fh)
 		return CUDA_ERROR_INVALID_HANDLE;
-	r = GP_DRV(w, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, &n, fh->ptr,
-		   (int)a[2], (size_t)a[3], (unsigned)a[4]);
+	r = GP_DRV(w, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, &n, fh->ptr, (int)a[2],
+		   (size_t)a[3], (unsigned)a[4]);
 	out[0] = (uint64_t)n;
 	*nout = 1;
 	return r;
@@ -390,7 +389,8 @@ CUresult gp__func_set_attribute(struct gp_worker *w, const struct gp_frame_hdr *
 	if (!fh)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (fh->kind == GP_H_FUNCTION)
-		return GP_DRV(w, cuFuncSetAttribute, fh->ptr, (CUfunction_attribute)a[2], (int)a[3]);
+		return GP_DRV(w, cuFuncSetAttribute, fh->ptr, (CUfunction_attribute)a[2],
+			      (int)a[3]);
 	r = w->drv.cuDeviceGet(&dev, ctx->device);
 	return r != CUDA_SUCCESS ? r
 				 : GP_DRV(w, cuKernelSetAttribute, (CUfunction_attribute)a[2],

@@ -134,8 +134,7 @@ int gp__alloc_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ct
 }
 
 /* A module's global variable: the session may copy to and from it. */
-int gp__global_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ctx,
-		   uint64_t module)
+int gp__global_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ctx, uint64_t module)
 {
 	struct gp_alloc a = {ptr, size, ctx, -1, module};
 	struct gp_alloc *old = gp__alloc_find(w, ptr);

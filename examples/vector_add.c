@@ -14,16 +14,16 @@
 
 #include "vector_add_kernel.ptx.h" /* vector_add_ptx: PTX text nvcc made at build time */
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		CUresult r_ = (call);                                                              \
-		if (r_ != CUDA_SUCCESS) {                                                          \
-			const char *name_ = NULL;                                                  \
-			cuGetErrorName(r_, &name_);                                                \
-			fprintf(stderr, "vector_add: %s failed: %s (%d)\n", #call,                 \
-				name_ ? name_ : "unknown error", (int)r_);                         \
-			return 1;                                                                  \
-		}                                                                                  \
+#define CHECK(call)                                                                \
+	do {                                                                       \
+		CUresult r_ = (call);                                              \
+		if (r_ != CUDA_SUCCESS) {                                          \
+			const char *name_ = NULL;                                  \
+			cuGetErrorName(r_, &name_);                                \
+			fprintf(stderr, "vector_add: %s failed: %s (%d)\n", #call, \
+				name_ ? name_ : "unknown error", (int)r_);         \
+			return 1;                                                  \
+		}                                                                  \
 	} while (0)
 
 int main(int argc, char **argv)

@@ -16,8 +16,7 @@ GP_CUDA_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cud
 	return gp__proc_resolve(symbol, cudaVersion, flags, pfn, NULL);
 }
 
-GP_CUDA_EXPORT CUresult cuGetExportTable(const void **ppExportTable,
-					 const CUuuid *pExportTableId)
+GP_CUDA_EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
 {
 	return gp__get_export_table(ppExportTable, pExportTableId);
 }

@@ -201,7 +201,8 @@ GP_CUDA_EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice dev)
 	if (r != CUDA_SUCCESS)
 		return r;
 	snprintf(buf, sizeof(buf), "%08x:%02x:%02x.0", d->attr[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
-		 d->attr[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID], d->attr[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
+		 d->attr[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID],
+		 d->attr[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
 	strncpy(id, buf, (size_t)len - 1);
 	id[len - 1] = '\0';
 	return CUDA_SUCCESS;

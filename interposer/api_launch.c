@@ -160,16 +160,15 @@ CUresult gp__launch_ex(const CUlaunchConfig *cfg, CUfunction f, void **params, v
 			  extra, pt);
 }
 
-GP_CUDA_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
-					 void **params, void **extra)
+GP_CUDA_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params,
+					 void **extra)
 {
 	return gp__launch_ex(config, f, params, extra, false);
 }
 
 /* ---- occupancy -------------------------------------------------------------------------- */
 
-static CUresult max_active_blocks(int *n, CUfunction func, int block, size_t smem,
-				  unsigned flags)
+static CUresult max_active_blocks(int *n, CUfunction func, int block, size_t smem, unsigned flags)
 {
 	struct gp_ifunc *f;
 	struct gp_ictx *c;
@@ -194,14 +193,15 @@ static CUresult max_active_blocks(int *n, CUfunction func, int block, size_t sme
 	return r;
 }
 
-GP_CUDA_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f,
-								    int block, size_t smem)
+GP_CUDA_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block,
+								    size_t smem)
 {
 	return max_active_blocks(n, f, block, smem, 0);
 }
 
-GP_CUDA_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-	int *n, CUfunction f, int block, size_t smem, unsigned int flags)
+GP_CUDA_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, CUfunction f,
+									     int block, size_t smem,
+									     unsigned int flags)
 {
 	return max_active_blocks(n, f, block, smem, flags);
 }
@@ -210,9 +210,11 @@ GP_CUDA_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
  * The block size with the best occupancy: tried client-side over the multiples of the warp
  * size, because the dynamic shared memory callback is a function of this process.
  */
-GP_CUDA_EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(
-	int *min_grid, int *block_size, CUfunction func, CUoccupancyB2DSize smem_fn,
-	size_t smem, int limit, unsigned int flags)
+GP_CUDA_EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *min_grid, int *block_size,
+								  CUfunction func,
+								  CUoccupancyB2DSize smem_fn,
+								  size_t smem, int limit,
+								  unsigned int flags)
 {
 	struct gp_ifunc *f;
 	struct gp_ictx *c;

@@ -154,7 +154,8 @@ GP_CUDA_EXPORT CUresult cuMemFreeHost(void *p)
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (!gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST || rg.base != (uintptr_t)p ||
+	if (!gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST ||
+	    rg.base != (uintptr_t)p ||
 	    (rg.flags & CU_MEMHOSTREGISTER_IOMEMORY) /* registered, not ours */)
 		return CUDA_ERROR_INVALID_VALUE;
 	gp__range_remove((uintptr_t)p, GP_MEM_HOST);
@@ -358,8 +359,7 @@ static bool is_device(CUdeviceptr p)
 }
 
 /* cuMemcpy: unified addressing; the registry says which side each pointer is on. */
-CUresult gp__memcpy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool async,
-			bool pt)
+CUresult gp__memcpy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool async, bool pt)
 {
 	bool ddev = is_device(dst), sdev = is_device(src);
 	CUresult r;
@@ -392,8 +392,7 @@ GP_CUDA_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t
 	return gp__memcpy_dtod(dst, src, n, NULL, false, false);
 }
 
-GP_CUDA_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n,
-					     CUstream s)
+GP_CUDA_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
 {
 	return gp__memcpy_htod(dst, src, n, s, true, false);
 }
@@ -403,8 +402,7 @@ GP_CUDA_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t 
 	return gp__memcpy_dtoh(dst, src, n, s, true, false);
 }
 
-GP_CUDA_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n,
-					     CUstream s)
+GP_CUDA_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
 	return gp__memcpy_dtod(dst, src, n, s, true, false);
 }
@@ -497,8 +495,8 @@ GP_CUDA_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned 
 	return gp__memset(d, pitch, v, 1, w, h, s, true, false);
 }
 
-GP_CUDA_EXPORT CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v,
-					   size_t w, size_t h, CUstream s)
+GP_CUDA_EXPORT CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v, size_t w,
+					   size_t h, CUstream s)
 {
 	return gp__memset(d, pitch, v, 2, w, h, s, true, false);
 }

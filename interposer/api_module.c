@@ -170,15 +170,14 @@ GP_CUDA_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 	if (!mode)
 		return CUDA_ERROR_INVALID_VALUE;
 	/* Lazy unless asked otherwise, as the driver: cudart then loads a fatbin on first use. */
-	*mode = env && strcmp(env, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING
-						 : CU_MODULE_LAZY_LOADING;
+	*mode = env && strcmp(env, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
 	return CUDA_SUCCESS;
 }
 
 /* ---- globals ----------------------------------------------------------------------- */
 
-static CUresult get_global(struct gp_ictx *c, uint64_t owner, const char *name,
-			   CUdeviceptr *dptr, size_t *bytes)
+static CUresult get_global(struct gp_ictx *c, uint64_t owner, const char *name, CUdeviceptr *dptr,
+			   size_t *bytes)
 {
 	uint64_t args[2] = {c->remote, owner}, out[2];
 	CUresult r = gp__call_ex(GP_MSG_GET_GLOBAL, 0, args, 2, name, out, 2);
@@ -215,7 +214,8 @@ GP_CUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 					  CUjit_option *jitOptions, void **jitOptionsValues,
 					  unsigned int numJitOptions,
 					  CUlibraryOption *libraryOptions,
-					  void **libraryOptionValues, unsigned int numLibraryOptions)
+					  void **libraryOptionValues,
+					  unsigned int numLibraryOptions)
 {
 	struct gp_imodule *m;
 	bool preserved = false;
@@ -447,8 +447,8 @@ GP_CUDA_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
 	return r;
 }
 
-GP_CUDA_EXPORT CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib,
-					     CUkernel kernel, CUdevice dev)
+GP_CUDA_EXPORT CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
+					     CUdevice dev)
 {
 	if (dev < 0 || dev >= gp__client.ndev)
 		return CUDA_ERROR_INVALID_DEVICE;

@@ -33,8 +33,7 @@ GP_CUDA_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *s
 	return gp__memcpy_htod(dst, src, n, s, true, true);
 }
 
-GP_CUDA_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n,
-						  CUstream s)
+GP_CUDA_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s)
 {
 	return gp__memcpy_dtoh(dst, src, n, s, true, true);
 }
@@ -70,8 +69,7 @@ GP_CUDA_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, siz
 	return gp__memset(d, 0, v, 1, n, 1, s, true, true);
 }
 
-GP_CUDA_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n,
-					      CUstream s)
+GP_CUDA_EXPORT CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
 {
 	return gp__memset(d, 0, v, 2, n, 1, s, true, true);
 }
@@ -81,8 +79,8 @@ GP_CUDA_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, siz
 	return gp__memset(d, 0, v, 4, n, 1, s, true, true);
 }
 
-GP_CUDA_EXPORT CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr d, size_t pitch, unsigned char v,
-					     size_t w, size_t h)
+GP_CUDA_EXPORT CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr d, size_t pitch, unsigned char v, size_t w,
+					     size_t h)
 {
 	return gp__memset(d, pitch, v, 1, w, h, NULL, false, true);
 }
@@ -93,8 +91,8 @@ GP_CUDA_EXPORT CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr d, size_t pitch, unsig
 	return gp__memset(d, pitch, v, 2, w, h, NULL, false, true);
 }
 
-GP_CUDA_EXPORT CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr d, size_t pitch, unsigned int v,
-					      size_t w, size_t h)
+GP_CUDA_EXPORT CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr d, size_t pitch, unsigned int v, size_t w,
+					      size_t h)
 {
 	return gp__memset(d, pitch, v, 4, w, h, NULL, false, true);
 }

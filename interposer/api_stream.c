@@ -241,8 +241,8 @@ GP_CUDA_EXPORT CUresult cuEventCreate(CUevent *pe, unsigned int flags)
 	uint64_t args[2], out[1];
 	CUresult r;
 
-	if (!pe || (flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
-			      CU_EVENT_INTERPROCESS)))
+	if (!pe ||
+	    (flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (flags & CU_EVENT_INTERPROCESS)
 		return CUDA_ERROR_NOT_SUPPORTED;

@@ -376,8 +376,7 @@ out_unlock:
 	return r;
 }
 
-CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len,
-			      uint64_t stream)
+CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len, uint64_t stream)
 {
 	struct gp_client *c = &gp__client;
 	uint64_t args[4] = {ctx, src, len, stream};

@@ -36,12 +36,12 @@
 #include "cuda_table.h"
 
 /* Handle kinds carry a magic so a wrong or stale handle is refused, not followed. */
-#define GP_MAGIC_CTX 0x47504358u    /* GPCX */
-#define GP_MAGIC_MODULE 0x47504d44u /* GPMD */
+#define GP_MAGIC_CTX 0x47504358u     /* GPCX */
+#define GP_MAGIC_MODULE 0x47504d44u  /* GPMD */
 #define GP_MAGIC_LIBRARY 0x47504c42u /* GPLB */
-#define GP_MAGIC_FUNC 0x47504655u   /* GPFU */
-#define GP_MAGIC_STREAM 0x47505354u /* GPST */
-#define GP_MAGIC_EVENT 0x47504556u  /* GPEV */
+#define GP_MAGIC_FUNC 0x47504655u    /* GPFU */
+#define GP_MAGIC_STREAM 0x47505354u  /* GPST */
+#define GP_MAGIC_EVENT 0x47504556u   /* GPEV */
 #define GP_MAGIC_DEAD 0xdeadbeefu
 
 /* Stream ids on the wire for the special handles (see wire.h). */
@@ -52,9 +52,9 @@
 struct gp_ictx {
 	uint32_t magic;
 	int device;
-	uint64_t remote;   /* 0: a primary context not retained (yet, or any more) */
+	uint64_t remote; /* 0: a primary context not retained (yet, or any more) */
 	bool primary;
-	unsigned refs;     /* primary: retains outstanding */
+	unsigned refs; /* primary: retains outstanding */
 	unsigned flags;
 	unsigned long long id;
 	CUfunc_cache cache_config;
@@ -76,10 +76,10 @@ struct gp_ifunc {
 struct gp_imodule {
 	uint32_t magic;
 	uint64_t remote;
-	struct gp_ictx *ctx;  /* modules only */
-	const void *image;    /* libraries until loaded: the image to ship */
+	struct gp_ictx *ctx; /* modules only */
+	const void *image;   /* libraries until loaded: the image to ship */
 	size_t image_len;
-	void *image_copy;     /* owned copy when the caller did not promise to keep it */
+	void *image_copy; /* owned copy when the caller did not promise to keep it */
 	bool loaded;
 	CUresult load_result; /* a failed lazy load keeps failing the same way */
 	uint32_t nfuncs;
@@ -114,13 +114,13 @@ struct gp_idevice {
 struct gp_client {
 	pthread_mutex_t lock;
 	struct gp_conn *conn;
-	bool ready;           /* cuInit succeeded */
+	bool ready;	      /* cuInit succeeded */
 	CUresult init_result; /* cuInit's sticky answer once tried */
 	bool init_tried;
-	bool lost;            /* the connection broke: every call fails */
+	bool lost; /* the connection broke: every call fails */
 	uint64_t next_id;
 	uint64_t session_id;
-	int driver_version;   /* the pool's */
+	int driver_version; /* the pool's */
 	int ndev;
 	struct gp_idevice *dev;
 	struct gp_ictx *primary; /* one per device, valid from cuInit on */

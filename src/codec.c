@@ -8,8 +8,8 @@
 const ProtobufCMessageDescriptor *gp_msg_descriptor(unsigned type)
 {
 	switch (type) {
-#define GP_MSG_DESC(name, num, body)                                                               \
-	case num:                                                                                   \
+#define GP_MSG_DESC(name, num, body) \
+	case num:                    \
 		return &gp__##body##__descriptor;
 		GP_MSG_MAP(GP_MSG_DESC)
 #undef GP_MSG_DESC

@@ -16,9 +16,9 @@ enum gp_placement {
 
 /* Per-tenant limits; GP_LIMIT_NONE where the file sets none. */
 struct gp_tenant {
-	char *name;     /* "*" matches every tenant without a line of its own */
+	char *name; /* "*" matches every tenant without a line of its own */
 	uint64_t sessions;
-	uint64_t gpus;   /* GPUs held at once, summed over the tenant's sessions */
+	uint64_t gpus;	 /* GPUs held at once, summed over the tenant's sessions */
 	uint64_t memory; /* bytes reserved at once, summed over sessions and GPUs */
 };
 
@@ -29,22 +29,22 @@ struct gp_token {
 };
 
 struct gp_config {
-	char *path;         /* the file it was read from */
-	char *listen;       /* HOST:PORT */
+	char *path;   /* the file it was read from */
+	char *listen; /* HOST:PORT */
 	char *tls_cert;
 	char *tls_key;
-	char *tls_ca;       /* NULL: no client certificates asked for */
-	char *driver;       /* the libcuda workers dlopen */
+	char *tls_ca; /* NULL: no client certificates asked for */
+	char *driver; /* the libcuda workers dlopen */
 	char *admin_socket;
-	char *worker;       /* gpupool-worker executable; NULL: beside gpupoold */
-	char *admin_group;  /* group that may use the admin socket; NULL: root only */
+	char *worker;	   /* gpupool-worker executable; NULL: beside gpupoold */
+	char *admin_group; /* group that may use the admin socket; NULL: root only */
 	int log_level;
 	unsigned max_sessions;
 	enum gp_placement placement;
 	uint64_t default_memory; /* per GPU for sessions that ask for none; 0: a whole GPU */
-	unsigned queue_timeout;  /* seconds a session may wait for room; 0: refuse at once */
-	unsigned idle_timeout;   /* seconds without a call before a session is ended; 0: never */
-	unsigned drain_grace;    /* seconds sessions get to finish after SIGTERM */
+	unsigned queue_timeout;	 /* seconds a session may wait for room; 0: refuse at once */
+	unsigned idle_timeout;	 /* seconds without a call before a session is ended; 0: never */
+	unsigned drain_grace;	 /* seconds sessions get to finish after SIGTERM */
 	struct gp_tenant *tenants;
 	size_t ntenants;
 	struct gp_token *tokens;

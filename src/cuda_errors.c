@@ -7,8 +7,8 @@
 const char *gp_cuda_error_name(int r)
 {
 	switch (r) {
-#define GP_CUERR_NAME(name, val, msg)                                                              \
-	case val:                                                                                   \
+#define GP_CUERR_NAME(name, val, msg) \
+	case val:                     \
 		return #name;
 		GP_CUDA_ERRORS(GP_CUERR_NAME)
 #undef GP_CUERR_NAME
@@ -20,8 +20,8 @@ const char *gp_cuda_error_name(int r)
 const char *gp_cuda_error_string(int r)
 {
 	switch (r) {
-#define GP_CUERR_MSG(name, val, msg)                                                               \
-	case val:                                                                                   \
+#define GP_CUERR_MSG(name, val, msg) \
+	case val:                    \
 		return msg;
 		GP_CUDA_ERRORS(GP_CUERR_MSG)
 #undef GP_CUERR_MSG

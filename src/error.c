@@ -8,8 +8,8 @@
 const char *gp_strerror(int err)
 {
 	switch (err) {
-#define GP_ERR_MSG(name, val, msg)                                                                 \
-	case GP_##name:                                                                             \
+#define GP_ERR_MSG(name, val, msg) \
+	case GP_##name:            \
 		return msg;
 		GP_ERRNO_MAP(GP_ERR_MSG)
 #undef GP_ERR_MSG
@@ -24,8 +24,8 @@ const char *gp_strerror(int err)
 const char *gp_err_name(int err)
 {
 	switch (err) {
-#define GP_ERR_NAME(name, val, msg)                                                                \
-	case GP_##name:                                                                             \
+#define GP_ERR_NAME(name, val, msg) \
+	case GP_##name:             \
 		return "GP_" #name;
 		GP_ERRNO_MAP(GP_ERR_NAME)
 #undef GP_ERR_NAME

@@ -69,8 +69,8 @@ int gp_frame_hdr_decode(const uint8_t in[GP_FRAME_HDR_SIZE], struct gp_frame_hdr
 const char *gp_msg_name(unsigned type)
 {
 	switch (type) {
-#define GP_MSG_CASE(name, num, body)                                                               \
-	case num:                                                                                   \
+#define GP_MSG_CASE(name, num, body) \
+	case num:                    \
 		return #name;
 		GP_MSG_MAP(GP_MSG_CASE)
 #undef GP_MSG_CASE

@@ -37,10 +37,10 @@ struct gp_frame {
  */
 struct gp_frame_decoder {
 	uint8_t *buf;
-	size_t len;  /* bytes held */
-	size_t off;  /* start of the first unconsumed byte */
+	size_t len; /* bytes held */
+	size_t off; /* start of the first unconsumed byte */
 	size_t cap;
-	size_t max;  /* bytes it may hold: a frame larger than this is GP_ETOOBIG */
+	size_t max; /* bytes it may hold: a frame larger than this is GP_ETOOBIG */
 };
 
 void gp_frame_decoder_init(struct gp_frame_decoder *d, size_t max_frame);

@@ -18,18 +18,18 @@
 
 enum gp_session_state {
 	GP_SESSION_HANDSHAKE = 1, /* TLS and Hello */
-	GP_SESSION_QUEUED,        /* waiting for admission */
-	GP_SESSION_ACTIVE,        /* calls flowing */
+	GP_SESSION_QUEUED,	  /* waiting for admission */
+	GP_SESSION_ACTIVE,	  /* calls flowing */
 	GP_SESSION_CLOSING,
 };
 
 struct gp_stats {
 	uint32_t magic;
 	_Atomic uint32_t state;
-	_Atomic uint64_t mem_used;  /* bytes allocated on all devices */
+	_Atomic uint64_t mem_used; /* bytes allocated on all devices */
 	_Atomic uint64_t mem_peak;
 	_Atomic uint64_t calls;
-	_Atomic uint64_t bytes_in;  /* from the client, TLS payload bytes */
+	_Atomic uint64_t bytes_in; /* from the client, TLS payload bytes */
 	_Atomic uint64_t bytes_out;
 	_Atomic int64_t last_active; /* unix seconds */
 	_Atomic uint64_t dev_mem_used[GP_STATS_MAX_DEVICES];

@@ -40,96 +40,96 @@
  * "ctx" is a context handle, "dptr" a device address, handles are worker ids.
  * X(name, number, protobuf message of the frame body)
  */
-#define GP_MSG_MAP(X)                                                                              \
-	/* session */                                                                              \
-	X(HELLO, 1, hello)                                                                          \
-	X(HELLO_REPLY, 2, hello_reply)                                                              \
-	X(REPLY, 3, reply)                                                                          \
-	/* DATA: bulk only; continues the transfer of request_id */                                \
-	X(DATA, 4, none)                                                                            \
-	/* GOODBYE: the client ends the session cleanly */                                         \
-	X(GOODBYE, 5, none)                                                                         \
-	/* contexts. CTX_CREATE arg: device, flags; out: ctx */                                     \
-	X(CTX_CREATE, 100, call)                                                                    \
-	/* arg: ctx */                                                                              \
-	X(CTX_DESTROY, 101, call)                                                                   \
-	/* arg: ctx */                                                                              \
-	X(CTX_SYNCHRONIZE, 102, call)                                                               \
-	/* arg: device; out: ctx (the device's primary context, retained) */                        \
-	X(PRIMARY_RETAIN, 103, call)                                                                \
-	/* arg: device */                                                                           \
-	X(PRIMARY_RELEASE, 104, call)                                                               \
-	/* arg: device; frees everything the primary context held */                               \
-	X(PRIMARY_RESET, 105, call)                                                                 \
-	/* arg: device, flags */                                                                    \
-	X(PRIMARY_SET_FLAGS, 106, call)                                                             \
-	/* arg: ctx, limit; out: value */                                                           \
-	X(CTX_GET_LIMIT, 107, call)                                                                 \
-	/* arg: ctx, limit, value */                                                                \
-	X(CTX_SET_LIMIT, 108, call)                                                                 \
-	/* memory. MEM_ALLOC arg: ctx, bytes; out: dptr */                                          \
-	X(MEM_ALLOC, 110, call)                                                                     \
-	/* arg: ctx, dptr */                                                                        \
-	X(MEM_FREE, 111, call)                                                                      \
-	/* arg: ctx, dst dptr, bytes, stream; bulk: the bytes (frame + DATA frames) */              \
-	X(MEMCPY_HTOD, 112, call)                                                                   \
-	/* arg: ctx, src dptr, bytes, stream; DATA frames bring the bytes, then the REPLY */        \
-	X(MEMCPY_DTOH, 113, call)                                                                   \
-	/* arg: ctx; out: free, total */                                                            \
-	X(MEM_GET_INFO, 114, call)                                                                  \
-	/* arg: ctx, dst, src, bytes, stream */                                                     \
-	X(MEMCPY_DTOD, 115, call)                                                                   \
-	/* arg: ctx, dst, value, element size (1, 2, 4), count, stream, pitch, height; */           \
-	/* pitch 0 for a 1-D memset */                                                              \
-	X(MEMSET, 116, call)                                                                        \
-	/* arg: ctx, width bytes, height, element size; out: dptr, pitch */                         \
-	X(MEM_ALLOC_PITCH, 117, call)                                                               \
-	/* modules. MODULE_LOAD arg: ctx, image bytes; bulk: the image; reply ModuleLoadReply */    \
-	X(MODULE_LOAD, 120, call)                                                                   \
-	X(MODULE_LOAD_REPLY, 121, module_load_reply)                                                \
-	/* arg: ctx, module */                                                                      \
-	X(MODULE_UNLOAD, 122, call)                                                                 \
-	/* arg: ctx, module or library; name: the symbol; out: dptr, bytes */                       \
-	X(GET_GLOBAL, 123, call)                                                                    \
-	/* LIBRARY_LOAD arg: image bytes; bulk: the image; reply ModuleLoadReply (kernels) */       \
-	X(LIBRARY_LOAD, 124, call)                                                                  \
-	/* arg: library */                                                                          \
-	X(LIBRARY_UNLOAD, 125, call)                                                                \
-	/* arg: ctx, function or kernel, block size, dynamic shared bytes, flags; out: blocks */    \
-	X(OCCUPANCY, 126, call)                                                                     \
-	/* arg: ctx, function or kernel, attribute, value */                                        \
-	X(FUNC_SET_ATTRIBUTE, 127, call)                                                            \
-	/* launches */                                                                              \
-	X(LAUNCH, 130, launch)                                                                      \
-	/* streams. STREAM_CREATE arg: ctx, flags, priority; out: stream */                         \
-	X(STREAM_CREATE, 140, call)                                                                 \
-	/* arg: ctx, stream */                                                                      \
-	X(STREAM_DESTROY, 141, call)                                                                \
-	/* arg: ctx, stream */                                                                      \
-	X(STREAM_SYNCHRONIZE, 142, call)                                                            \
-	/* arg: ctx, stream; the result is CUDA_SUCCESS or CUDA_ERROR_NOT_READY */                  \
-	X(STREAM_QUERY, 143, call)                                                                  \
-	/* arg: ctx, stream, event, flags */                                                        \
-	X(STREAM_WAIT_EVENT, 144, call)                                                             \
-	/* events. EVENT_CREATE arg: ctx, flags; out: event */                                      \
-	X(EVENT_CREATE, 150, call)                                                                  \
-	/* arg: ctx, event */                                                                       \
-	X(EVENT_DESTROY, 151, call)                                                                 \
-	/* arg: ctx, event, stream */                                                               \
-	X(EVENT_RECORD, 152, call)                                                                  \
-	/* arg: ctx, event */                                                                       \
-	X(EVENT_SYNCHRONIZE, 153, call)                                                             \
-	/* arg: ctx, event; CUDA_SUCCESS or CUDA_ERROR_NOT_READY */                                 \
-	X(EVENT_QUERY, 154, call)                                                                   \
-	/* arg: ctx, start, end; out: milliseconds as the bits of a float */                        \
-	X(EVENT_ELAPSED, 155, call)                                                                 \
-	/* supervisor <-> worker */                                                                 \
-	X(WORKER_SETUP, 200, worker_setup)                                                          \
-	X(ADMIT_REQUEST, 201, admit_request)                                                        \
-	X(ADMIT_REPLY, 202, admit_reply)                                                            \
-	X(INVENTORY, 203, inventory)                                                                \
-	/* poolctl <-> supervisor */                                                                \
-	X(ADMIN_REQUEST, 300, admin_request)                                                        \
+#define GP_MSG_MAP(X)                                                                            \
+	/* session */                                                                            \
+	X(HELLO, 1, hello)                                                                       \
+	X(HELLO_REPLY, 2, hello_reply)                                                           \
+	X(REPLY, 3, reply)                                                                       \
+	/* DATA: bulk only; continues the transfer of request_id */                              \
+	X(DATA, 4, none)                                                                         \
+	/* GOODBYE: the client ends the session cleanly */                                       \
+	X(GOODBYE, 5, none)                                                                      \
+	/* contexts. CTX_CREATE arg: device, flags; out: ctx */                                  \
+	X(CTX_CREATE, 100, call)                                                                 \
+	/* arg: ctx */                                                                           \
+	X(CTX_DESTROY, 101, call)                                                                \
+	/* arg: ctx */                                                                           \
+	X(CTX_SYNCHRONIZE, 102, call)                                                            \
+	/* arg: device; out: ctx (the device's primary context, retained) */                     \
+	X(PRIMARY_RETAIN, 103, call)                                                             \
+	/* arg: device */                                                                        \
+	X(PRIMARY_RELEASE, 104, call)                                                            \
+	/* arg: device; frees everything the primary context held */                             \
+	X(PRIMARY_RESET, 105, call)                                                              \
+	/* arg: device, flags */                                                                 \
+	X(PRIMARY_SET_FLAGS, 106, call)                                                          \
+	/* arg: ctx, limit; out: value */                                                        \
+	X(CTX_GET_LIMIT, 107, call)                                                              \
+	/* arg: ctx, limit, value */                                                             \
+	X(CTX_SET_LIMIT, 108, call)                                                              \
+	/* memory. MEM_ALLOC arg: ctx, bytes; out: dptr */                                       \
+	X(MEM_ALLOC, 110, call)                                                                  \
+	/* arg: ctx, dptr */                                                                     \
+	X(MEM_FREE, 111, call)                                                                   \
+	/* arg: ctx, dst dptr, bytes, stream; bulk: the bytes (frame + DATA frames) */           \
+	X(MEMCPY_HTOD, 112, call)                                                                \
+	/* arg: ctx, src dptr, bytes, stream; DATA frames bring the bytes, then the REPLY */     \
+	X(MEMCPY_DTOH, 113, call)                                                                \
+	/* arg: ctx; out: free, total */                                                         \
+	X(MEM_GET_INFO, 114, call)                                                               \
+	/* arg: ctx, dst, src, bytes, stream */                                                  \
+	X(MEMCPY_DTOD, 115, call)                                                                \
+	/* arg: ctx, dst, value, element size (1, 2, 4), count, stream, pitch, height; */        \
+	/* pitch 0 for a 1-D memset */                                                           \
+	X(MEMSET, 116, call)                                                                     \
+	/* arg: ctx, width bytes, height, element size; out: dptr, pitch */                      \
+	X(MEM_ALLOC_PITCH, 117, call)                                                            \
+	/* modules. MODULE_LOAD arg: ctx, image bytes; bulk: the image; reply ModuleLoadReply */ \
+	X(MODULE_LOAD, 120, call)                                                                \
+	X(MODULE_LOAD_REPLY, 121, module_load_reply)                                             \
+	/* arg: ctx, module */                                                                   \
+	X(MODULE_UNLOAD, 122, call)                                                              \
+	/* arg: ctx, module or library; name: the symbol; out: dptr, bytes */                    \
+	X(GET_GLOBAL, 123, call)                                                                 \
+	/* LIBRARY_LOAD arg: image bytes; bulk: the image; reply ModuleLoadReply (kernels) */    \
+	X(LIBRARY_LOAD, 124, call)                                                               \
+	/* arg: library */                                                                       \
+	X(LIBRARY_UNLOAD, 125, call)                                                             \
+	/* arg: ctx, function or kernel, block size, dynamic shared bytes, flags; out: blocks */ \
+	X(OCCUPANCY, 126, call)                                                                  \
+	/* arg: ctx, function or kernel, attribute, value */                                     \
+	X(FUNC_SET_ATTRIBUTE, 127, call)                                                         \
+	/* launches */                                                                           \
+	X(LAUNCH, 130, launch)                                                                   \
+	/* streams. STREAM_CREATE arg: ctx, flags, priority; out: stream */                      \
+	X(STREAM_CREATE, 140, call)                                                              \
+	/* arg: ctx, stream */                                                                   \
+	X(STREAM_DESTROY, 141, call)                                                             \
+	/* arg: ctx, stream */                                                                   \
+	X(STREAM_SYNCHRONIZE, 142, call)                                                         \
+	/* arg: ctx, stream; the result is CUDA_SUCCESS or CUDA_ERROR_NOT_READY */               \
+	X(STREAM_QUERY, 143, call)                                                               \
+	/* arg: ctx, stream, event, flags */                                                     \
+	X(STREAM_WAIT_EVENT, 144, call)                                                          \
+	/* events. EVENT_CREATE arg: ctx, flags; out: event */                                   \
+	X(EVENT_CREATE, 150, call)                                                               \
+	/* arg: ctx, event */                                                                    \
+	X(EVENT_DESTROY, 151, call)                                                              \
+	/* arg: ctx, event, stream */                                                            \
+	X(EVENT_RECORD, 152, call)                                                               \
+	/* arg: ctx, event */                                                                    \
+	X(EVENT_SYNCHRONIZE, 153, call)                                                          \
+	/* arg: ctx, event; CUDA_SUCCESS or CUDA_ERROR_NOT_READY */                              \
+	X(EVENT_QUERY, 154, call)                                                                \
+	/* arg: ctx, start, end; out: milliseconds as the bits of a float */                     \
+	X(EVENT_ELAPSED, 155, call)                                                              \
+	/* supervisor <-> worker */                                                              \
+	X(WORKER_SETUP, 200, worker_setup)                                                       \
+	X(ADMIT_REQUEST, 201, admit_request)                                                     \
+	X(ADMIT_REPLY, 202, admit_reply)                                                         \
+	X(INVENTORY, 203, inventory)                                                             \
+	/* poolctl <-> supervisor */                                                             \
+	X(ADMIN_REQUEST, 300, admin_request)                                                     \
 	X(ADMIN_REPLY, 301, admin_reply)
 
 enum gp_msg_type {

@@ -12,16 +12,16 @@
 
 #include <cuda.h>
 
-#define CHECK(call)                                                                                \
-	do {                                                                                       \
-		CUresult r_ = (call);                                                              \
-		if (r_ != CUDA_SUCCESS) {                                                          \
-			const char *n_ = NULL;                                                     \
-			cuGetErrorName(r_, &n_);                                                   \
-			printf("ERROR %s %s\n", #call, n_ ? n_ : "?");                             \
-			fflush(stdout);                                                            \
-			return 1;                                                                  \
-		}                                                                                  \
+#define CHECK(call)                                                    \
+	do {                                                           \
+		CUresult r_ = (call);                                  \
+		if (r_ != CUDA_SUCCESS) {                              \
+			const char *n_ = NULL;                         \
+			cuGetErrorName(r_, &n_);                       \
+			printf("ERROR %s %s\n", #call, n_ ? n_ : "?"); \
+			fflush(stdout);                                \
+			return 1;                                      \
+		}                                                      \
 	} while (0)
 
 int main(int argc, char **argv)

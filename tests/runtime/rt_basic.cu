@@ -135,8 +135,7 @@ int main()
 	cudaFuncAttributes fa;
 	CK(cudaFuncGetAttributes(&fa, sum));
 	EXPECT(fa.maxThreadsPerBlock >= 256, "maxThreadsPerBlock %d", fa.maxThreadsPerBlock);
-	EXPECT(fa.sharedSizeBytes == 256 * sizeof(int), "sharedSizeBytes %zu",
-	       fa.sharedSizeBytes);
+	EXPECT(fa.sharedSizeBytes == 256 * sizeof(int), "sharedSizeBytes %zu", fa.sharedSizeBytes);
 	int blocks = 0;
 	CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, sum, 256, 0));
 	EXPECT(blocks >= 1, "occupancy %d blocks", blocks);

@@ -5,22 +5,22 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 
-#define CK(call)                                                                                   \
-	do {                                                                                       \
-		cudaError_t e_ = (call);                                                           \
-		if (e_ != cudaSuccess) {                                                           \
-			std::fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__,    \
-				     #call, cudaGetErrorName(e_), cudaGetErrorString(e_));         \
-			std::exit(1);                                                              \
-		}                                                                                  \
+#define CK(call)                                                                                \
+	do {                                                                                    \
+		cudaError_t e_ = (call);                                                        \
+		if (e_ != cudaSuccess) {                                                        \
+			std::fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", __FILE__, __LINE__, \
+				     #call, cudaGetErrorName(e_), cudaGetErrorString(e_));      \
+			std::exit(1);                                                           \
+		}                                                                               \
 	} while (0)
 
-#define EXPECT(cond, ...)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			std::fprintf(stderr, "%s:%d: expected %s: ", __FILE__, __LINE__, #cond);   \
-			std::fprintf(stderr, __VA_ARGS__);                                         \
-			std::fprintf(stderr, "\n");                                                \
-			std::exit(1);                                                              \
-		}                                                                                  \
+#define EXPECT(cond, ...)                                                                        \
+	do {                                                                                     \
+		if (!(cond)) {                                                                   \
+			std::fprintf(stderr, "%s:%d: expected %s: ", __FILE__, __LINE__, #cond); \
+			std::fprintf(stderr, __VA_ARGS__);                                       \
+			std::fprintf(stderr, "\n");                                              \
+			std::exit(1);                                                            \
+		}                                                                                \
 	} while (0)

@@ -38,7 +38,8 @@ static void test_bad_values(void **state)
 	expect_error("tls_cert a\ntls_key b\nlisten nocolon\n", "test.conf:3:");
 	expect_error("tls_cert a\ntls_key b\nlisten 1.2.3.4:99999\n", "port out of range");
 	expect_error("tls_cert a\ntls_key b\nlisten 1.2.3.4:12ab\n", "test.conf:3:");
-	expect_error("tls_cert a b\ntls_key b\n", "test.conf:1: 'tls_cert' takes exactly one value");
+	expect_error("tls_cert a b\ntls_key b\n",
+		     "test.conf:1: 'tls_cert' takes exactly one value");
 	expect_error("tls_cert\n", "test.conf:1:");
 	expect_error("tls_cert a\ntls_key b\nlog_level loud\n", "test.conf:3:");
 	expect_error("tls_cert a\ntls_key b\nmax_sessions -1\n", "test.conf:3:");
@@ -190,7 +191,8 @@ static void test_admission_keys(void **state)
 
 static void test_admission_key_errors(void **state)
 {
-	expect_error("tls_cert a\ntls_key b\nplacement random\n", "test.conf:3: 'placement random'");
+	expect_error("tls_cert a\ntls_key b\nplacement random\n",
+		     "test.conf:3: 'placement random'");
 	expect_error("tls_cert a\ntls_key b\ndefault_memory lots\n", "test.conf:3:");
 	expect_error("tls_cert a\ntls_key b\ntenant\n", "test.conf:3: 'tenant' needs a name");
 	expect_error("tls_cert a\ntls_key b\ntenant a gpus=x\n", "test.conf:3: tenant a: gpus=x");

@@ -11,8 +11,8 @@
 #include "error.h"
 #include "frame.h"
 
-static size_t make_frame(uint8_t *out, uint16_t type, uint16_t flags, uint64_t id,
-			 const char *msg, size_t bulk_len)
+static size_t make_frame(uint8_t *out, uint16_t type, uint16_t flags, uint64_t id, const char *msg,
+			 size_t bulk_len)
 {
 	struct gp_frame_hdr h = {.msg_len = (uint32_t)strlen(msg),
 				 .bulk_len = (uint32_t)bulk_len,
