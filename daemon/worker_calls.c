@@ -195,7 +195,7 @@ static const struct {
 	{GP_MSG_MEM_ALLOC_PITCH, 4, gp__mem_alloc_pitch},
 	{GP_MSG_MEM_FREE, 2, gp__mem_free},
 	{GP_MSG_MEM_GET_INFO, 1, gp__mem_get_info},
-	{GP_MSG_MEMCPY_DTOD, 5, gp__memcpy_dtod},
+	{GP_MSG_MEMCPY_DTOD, 8, gp__memcpy_dtod},
 	{GP_MSG_MEMSET, 8, gp__memset},
 	{GP_MSG_MODULE_UNLOAD, 2, gp__module_unload},
 	{GP_MSG_LIBRARY_UNLOAD, 1, gp__library_unload},

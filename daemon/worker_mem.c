@@ -15,6 +15,44 @@ static bool is_async(const struct gp_frame_hdr *h)
 	return (h->flags & GP_F_NO_REPLY) != 0;
 }
 
+/*
+ * A copy's device layout: `bytes` packed bytes that are, with pitch 0, one range at base,
+ * else rows of `width` bytes `pitch` apart. Both directions walk it the same way.
+ */
+struct layout {
+	CUdeviceptr base;
+	uint64_t bytes, pitch, width;
+};
+
+/* The device range a layout touches, checked against what the session owns. */
+static bool layout_owned(struct gp_worker *w, const struct layout *l)
+{
+	uint64_t rows, extent;
+
+	if (l->pitch == 0)
+		return gp__range_owned(w, l->base, l->bytes);
+	if (l->width == 0 || l->width > l->pitch || l->bytes % l->width)
+		return false;
+	rows = l->bytes / l->width;
+	if (rows == 0)
+		return true;
+	if (rows - 1 > (UINT64_MAX - l->width) / l->pitch)
+		return false;
+	extent = (rows - 1) * l->pitch + l->width;
+	return gp__range_owned(w, l->base, extent);
+}
+
+/* The device address of packed offset off, and how many bytes follow it contiguously. */
+static CUdeviceptr layout_at(const struct layout *l, uint64_t off, uint64_t *run)
+{
+	if (l->pitch == 0) {
+		*run = l->bytes - off;
+		return l->base + off;
+	}
+	*run = l->width - off % l->width;
+	return l->base + (off / l->width) * l->pitch + off % l->width;
+}
+
 CUresult gp__mem_alloc(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 		       uint64_t *out, size_t *nout)
 {
@@ -115,22 +153,38 @@ CUresult gp__mem_get_info(struct gp_worker *w, const struct gp_frame_hdr *f, con
 	return CUDA_SUCCESS;
 }
 
+/* arg: ctx, dst, src, width, stream, dst pitch, src pitch, height (1 and pitches 0: 1-D) */
 CUresult gp__memcpy_dtod(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			 uint64_t *out, size_t *nout)
 {
+	uint64_t width = a[3], height = a[7];
+	struct layout dl = {a[1], width * height, a[5], width};
+	struct layout sl = {a[2], width * height, a[6], width};
 	CUstream s;
 	CUresult r = gp__use_ctx(w, a[0], NULL);
 
-	if (r == CUDA_SUCCESS &&
-	    (!gp__range_owned(w, a[1], a[3]) || !gp__range_owned(w, a[2], a[3])))
+	if (r == CUDA_SUCCESS && (height == 0 || (height > 1 && (!a[5] || !a[6])) ||
+				  (height > 1 && width > UINT64_MAX / height)))
+		r = CUDA_ERROR_INVALID_VALUE;
+	if (height == 1)
+		dl.pitch = sl.pitch = 0;
+	if (r == CUDA_SUCCESS && (!layout_owned(w, &dl) || !layout_owned(w, &sl)))
 		r = CUDA_ERROR_INVALID_VALUE;
 	if (r == CUDA_SUCCESS)
 		r = gp__use_stream(w, a[4], &s);
-	if (r != CUDA_SUCCESS)
-		return r;
-	if (is_async(f))
-		return GP_DRV(w, cuMemcpyDtoDAsync_v2, a[1], a[2], (size_t)a[3], s);
-	return GP_DRV(w, cuMemcpyDtoD_v2, a[1], a[2], (size_t)a[3]);
+	for (uint64_t row = 0; r == CUDA_SUCCESS && row < height; row++) {
+		CUdeviceptr d = a[1] + row * a[5], src = a[2] + row * a[6];
+
+		if (height == 1) {
+			d = a[1];
+			src = a[2];
+		}
+		if (is_async(f))
+			r = GP_DRV(w, cuMemcpyDtoDAsync_v2, d, src, (size_t)width, s);
+		else
+			r = GP_DRV(w, cuMemcpyDtoD_v2, d, src, (size_t)width);
+	}
+	return r;
 }
 
 /* arg: ctx, dst, value, element size, count, stream, pitch, height */
@@ -193,7 +247,7 @@ CUresult gp__memset(struct gp_worker *w, const struct gp_frame_hdr *f, const uin
 /* ---- host <-> device ----------------------------------------------------------- */
 
 struct htod {
-	CUdeviceptr dst;
+	struct layout l;
 	CUstream stream;
 	bool async;
 };
@@ -201,79 +255,107 @@ struct htod {
 static CUresult htod_sink(struct gp_worker *w, void *arg, uint64_t off, const uint8_t *p, size_t n)
 {
 	struct htod *c = arg;
+	CUresult r = CUDA_SUCCESS;
 
-	/* From pageable memory the driver consumes the source before an async copy returns. */
-	if (c->async)
-		return GP_DRV(w, cuMemcpyHtoDAsync_v2, c->dst + off, p, n, c->stream);
-	return w->drv.cuMemcpyHtoD_v2(c->dst + off, p, n);
+	while (n && r == CUDA_SUCCESS) {
+		uint64_t run;
+		CUdeviceptr dst = layout_at(&c->l, off, &run);
+		size_t k = run < n ? (size_t)run : n;
+
+		/* From pageable memory the driver consumes the source before an async copy
+		 * returns, so the staging buffer may be reused at once. */
+		if (c->async)
+			r = GP_DRV(w, cuMemcpyHtoDAsync_v2, dst, p, k, c->stream);
+		else
+			r = w->drv.cuMemcpyHtoD_v2(dst, p, k);
+		off += k;
+		p += k;
+		n -= k;
+	}
+	return r;
 }
 
-/* arg: ctx, dst, bytes, stream; bulk: the bytes */
+/* arg: ctx, dst, bytes, stream, pitch, width; bulk: the bytes */
 int gp__memcpy_htod(struct gp_worker *w, const struct gp_frame_hdr *h)
 {
-	Gp__Call *c = gp__unpack_call(w, h, 4);
+	Gp__Call *c = gp__unpack_call(w, h, 6);
 	struct htod cp = {0};
-	uint64_t len;
 	CUresult r, sr;
 	int ret;
 
 	if (!c)
 		return GP_EDECODE;
-	cp.dst = c->arg[1];
-	len = c->arg[2];
+	cp.l = (struct layout){c->arg[1], c->arg[2], c->arg[4], c->arg[5]};
 	cp.async = is_async(h);
 	r = gp__use_ctx(w, c->arg[0], NULL);
-	if (r == CUDA_SUCCESS && !gp__range_owned(w, cp.dst, len))
+	if (r == CUDA_SUCCESS && !layout_owned(w, &cp.l))
 		r = CUDA_ERROR_INVALID_VALUE;
 	if (r == CUDA_SUCCESS)
 		r = gp__use_stream(w, c->arg[3], &cp.stream);
 	protobuf_c_message_free_unpacked(&c->base, NULL);
 	/* The bytes are read even when the copy is refused, to stay in step. */
-	ret = gp__recv_bulk(w, h, len, r == CUDA_SUCCESS ? htod_sink : NULL, &cp, &sr);
+	ret = gp__recv_bulk(w, h, cp.l.bytes, r == CUDA_SUCCESS ? htod_sink : NULL, &cp, &sr);
 	if (ret)
 		return ret;
 	return gp__reply(w, h, r != CUDA_SUCCESS ? r : sr, NULL, 0);
 }
 
-/* arg: ctx, src, bytes, stream. DATA frames with the bytes, then a REPLY with the result. */
+/* Fills buf with n packed bytes from offset off, in stream order when sid names a stream. */
+static CUresult dtoh_chunk(struct gp_worker *w, const struct layout *l, uint64_t off, size_t n,
+			   uint64_t sid, CUstream s, uint8_t *buf)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	while (n && r == CUDA_SUCCESS) {
+		uint64_t run;
+		CUdeviceptr src = layout_at(l, off, &run);
+		size_t k = run < n ? (size_t)run : n;
+
+		/* On a stream: after the work queued before it, and no more. */
+		if (sid >= 2)
+			r = GP_DRV(w, cuMemcpyDtoHAsync_v2, buf, src, k, s);
+		else
+			r = w->drv.cuMemcpyDtoH_v2(buf, src, k);
+		off += k;
+		buf += k;
+		n -= k;
+	}
+	if (r == CUDA_SUCCESS && sid >= 2)
+		r = GP_DRV(w, cuStreamSynchronize, s);
+	return r;
+}
+
+/* arg: ctx, src, bytes, stream, pitch, width. DATA frames with the bytes, then a REPLY. */
 int gp__memcpy_dtoh(struct gp_worker *w, const struct gp_frame_hdr *h)
 {
-	Gp__Call *c = gp__unpack_call(w, h, 4);
-	CUdeviceptr src;
-	uint64_t len, off = 0, sid;
+	Gp__Call *c = gp__unpack_call(w, h, 6);
+	struct layout l;
+	uint64_t off = 0, sid;
 	CUstream s = NULL;
 	CUresult r;
 	int ret;
 
 	if (!c)
 		return GP_EDECODE;
-	src = c->arg[1];
-	len = c->arg[2];
+	l = (struct layout){c->arg[1], c->arg[2], c->arg[4], c->arg[5]};
 	sid = c->arg[3];
 	r = gp__use_ctx(w, c->arg[0], NULL);
 	protobuf_c_message_free_unpacked(&c->base, NULL);
 	if (h->bulk_len || is_async(h))
 		return GP_EFRAME; /* the answer carries the bytes: it cannot be skipped */
-	if (r == CUDA_SUCCESS && !gp__range_owned(w, src, len))
+	if (r == CUDA_SUCCESS && !layout_owned(w, &l))
 		r = CUDA_ERROR_INVALID_VALUE;
 	if (r == CUDA_SUCCESS)
 		r = gp__use_stream(w, sid, &s);
-	while (r == CUDA_SUCCESS && off < len) {
-		size_t n = len - off < GP_CHUNK_SIZE ? (size_t)(len - off) : GP_CHUNK_SIZE;
+	while (r == CUDA_SUCCESS && off < l.bytes) {
+		size_t n = l.bytes - off < GP_CHUNK_SIZE ? (size_t)(l.bytes - off) : GP_CHUNK_SIZE;
 
-		if (sid >= 2) {
-			/* On a stream: after the work queued before it, and no more. */
-			r = GP_DRV(w, cuMemcpyDtoHAsync_v2, w->staging, src + off, n, s);
-			if (r == CUDA_SUCCESS)
-				r = GP_DRV(w, cuStreamSynchronize, s);
-		} else {
-			r = w->drv.cuMemcpyDtoH_v2(w->staging, src + off, n);
-		}
+		r = dtoh_chunk(w, &l, off, n, sid, s, w->staging);
 		if (r != CUDA_SUCCESS)
 			break;
 		off += n;
-		ret = gp_conn_send(w->client, GP_MSG_DATA, off < len ? GP_F_MORE : 0, h->request_id,
-				   NULL, w->staging, n);
+		ret = gp_conn_send(w->client, GP_MSG_DATA, off < l.bytes ? GP_F_MORE : 0,
+				   h->request_id, NULL, w->staging, n);
 		if (ret)
 			return ret;
 	}

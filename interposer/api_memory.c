@@ -312,7 +312,7 @@ CUresult gp__memcpy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
 		return r;
 	if (!src && n)
 		return CUDA_ERROR_INVALID_VALUE;
-	return gp__copy_to_remote(c->remote, dst, src, n, sid, async);
+	return gp__copy_to_remote(c->remote, dst, src, n, sid, async, 0, 0);
 }
 
 /* Device-to-host copies wait for their bytes even when asynchronous: the worker runs
@@ -329,14 +329,14 @@ CUresult gp__memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, bool 
 		return r;
 	if (!dst && n)
 		return CUDA_ERROR_INVALID_VALUE;
-	return gp__copy_from_remote(c->remote, dst, src, n, sid);
+	return gp__copy_from_remote(c->remote, dst, src, n, sid, 0, 0);
 }
 
-CUresult gp__memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool async,
-			 bool pt)
+static CUresult dtod_2d(CUdeviceptr dst, size_t dpitch, CUdeviceptr src, size_t spitch,
+		       size_t width, size_t height, CUstream s, bool async, bool pt)
 {
 	struct gp_ictx *c;
-	uint64_t sid, args[5];
+	uint64_t sid, args[8];
 	CUresult r = gp__ctx_need(&c);
 
 	if (r == CUDA_SUCCESS)
@@ -346,9 +346,18 @@ CUresult gp__memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s,
 	args[0] = c->remote;
 	args[1] = dst;
 	args[2] = src;
-	args[3] = n;
+	args[3] = width;
 	args[4] = sid;
-	return gp__call_ex(GP_MSG_MEMCPY_DTOD, async ? GP_F_NO_REPLY : 0, args, 5, NULL, NULL, 0);
+	args[5] = dpitch;
+	args[6] = spitch;
+	args[7] = height;
+	return gp__call_ex(GP_MSG_MEMCPY_DTOD, async ? GP_F_NO_REPLY : 0, args, 8, NULL, NULL, 0);
+}
+
+CUresult gp__memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool async,
+			 bool pt)
+{
+	return dtod_2d(dst, 0, src, 0, n, 1, s, async, pt);
 }
 
 static bool is_device(CUdeviceptr p)
@@ -375,6 +384,118 @@ CUresult gp__memcpy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, 
 	if (r == CUDA_SUCCESS && n)
 		memmove((void *)dst, (const void *)src, n);
 	return r;
+}
+
+/* ---- 2-D copies ----------------------------------------------------------------------------
+ * Host rows are packed or scattered here; the device side travels as (base, pitch, width)
+ * and the worker walks its rows. Arrays are not forwarded. */
+
+static CUresult side_of(CUmemorytype t, const void *host, CUdeviceptr dev, bool *is_dev)
+{
+	switch (t) {
+	case CU_MEMORYTYPE_HOST:
+		*is_dev = false;
+		return host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	case CU_MEMORYTYPE_DEVICE:
+		*is_dev = true;
+		return CUDA_SUCCESS;
+	case CU_MEMORYTYPE_UNIFIED:
+		*is_dev = is_device(dev);
+		return CUDA_SUCCESS;
+	case CU_MEMORYTYPE_ARRAY:
+		return CUDA_ERROR_NOT_SUPPORTED;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+CUresult gp__memcpy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async, bool pt)
+{
+	size_t w, h, sp, dp;
+	bool sdev, ddev;
+	const uint8_t *sh;
+	uint8_t *dh, *packed = NULL;
+	CUdeviceptr sd, dd;
+	struct gp_ictx *c;
+	uint64_t sid;
+	CUresult r;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r == CUDA_SUCCESS)
+		r = gp__stream_id(s, pt, &sid);
+	if (r == CUDA_SUCCESS)
+		r = side_of(p->srcMemoryType, p->srcHost, p->srcDevice, &sdev);
+	if (r == CUDA_SUCCESS)
+		r = side_of(p->dstMemoryType, p->dstHost, p->dstDevice, &ddev);
+	if (r != CUDA_SUCCESS)
+		return r;
+	w = p->WidthInBytes;
+	h = p->Height;
+	sp = p->srcPitch ? p->srcPitch : w;
+	dp = p->dstPitch ? p->dstPitch : w;
+	if (w == 0 || h == 0)
+		return CUDA_SUCCESS;
+	if ((h > 1 && (sp < w || dp < w)) || w > SIZE_MAX / h)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* For UNIFIED, the host pointer is the device pointer's value. */
+	sd = p->srcDevice + p->srcY * sp + p->srcXInBytes;
+	dd = p->dstDevice + p->dstY * dp + p->dstXInBytes;
+	sh = (const uint8_t *)(p->srcMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)p->srcHost
+								      : (uintptr_t)p->srcDevice) +
+	     p->srcY * sp + p->srcXInBytes;
+	dh = (uint8_t *)(p->dstMemoryType == CU_MEMORYTYPE_HOST ? (uintptr_t)p->dstHost
+								: (uintptr_t)p->dstDevice) +
+	     p->dstY * dp + p->dstXInBytes;
+	if (sdev && ddev)
+		return dtod_2d(dd, dp, sd, sp, w, h, s, async, pt);
+	if (!sdev && !ddev) {
+		r = async ? gp__stream_sync(s, pt) : CUDA_SUCCESS;
+		for (size_t row = 0; r == CUDA_SUCCESS && row < h; row++)
+			memmove(dh + row * dp, sh + row * sp, w);
+		return r;
+	}
+	if (ddev) {
+		/* Host rows to device: send them packed. */
+		if (sp != w || h == 1) {
+			packed = malloc(w * h);
+			if (!packed)
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			for (size_t row = 0; row < h; row++)
+				memcpy(packed + row * w, sh + row * sp, w);
+		}
+		r = gp__copy_to_remote(c->remote, dd, packed ? packed : sh, w * h, sid, async,
+				       h > 1 ? dp : 0, w);
+		free(packed);
+		return r;
+	}
+	/* Device rows to host: received packed, scattered here when the pitch differs. */
+	if (dp == w || h == 1)
+		return gp__copy_from_remote(c->remote, dh, sd, w * h, sid, h > 1 ? sp : 0, w);
+	packed = malloc(w * h);
+	if (!packed)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = gp__copy_from_remote(c->remote, packed, sd, w * h, sid, sp, w);
+	for (size_t row = 0; r == CUDA_SUCCESS && row < h; row++)
+		memcpy(dh + row * dp, packed + row * w, w);
+	free(packed);
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *p)
+{
+	return gp__memcpy_2d(p, NULL, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *p)
+{
+	return gp__memcpy_2d(p, NULL, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *p, CUstream s)
+{
+	return gp__memcpy_2d(p, s, true, false);
 }
 
 GP_CUDA_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)

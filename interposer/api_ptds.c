@@ -49,6 +49,21 @@ GP_CUDA_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, siz
 	return gp__memcpy_any(dst, src, n, s, true, true);
 }
 
+GP_CUDA_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *p)
+{
+	return gp__memcpy_2d(p, NULL, false, true);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *p)
+{
+	return gp__memcpy_2d(p, NULL, false, true);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream s)
+{
+	return gp__memcpy_2d(p, s, true, true);
+}
+
 GP_CUDA_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n)
 {
 	return gp__memset(d, 0, v, 1, n, 1, NULL, false, true);

@@ -343,10 +343,10 @@ static int send_with_bulk(struct gp_client *c, unsigned type, unsigned flags, ui
 }
 
 CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size_t len,
-			    uint64_t stream, bool async)
+			    uint64_t stream, bool async, size_t pitch, size_t width)
 {
 	struct gp_client *c = &gp__client;
-	uint64_t args[4] = {ctx, dst, len, stream};
+	uint64_t args[6] = {ctx, dst, len, stream, pitch, width};
 	unsigned flags = async ? GP_F_NO_REPLY : 0;
 	Gp__Call call = GP__CALL__INIT;
 	struct gp_frame_hdr h;
@@ -358,7 +358,7 @@ CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size
 	r = gp__ready();
 	if (r != CUDA_SUCCESS)
 		goto out_unlock;
-	call.n_arg = 4;
+	call.n_arg = 6;
 	call.arg = args;
 	id = ++c->next_id;
 	ret = send_with_bulk(c, GP_MSG_MEMCPY_HTOD, flags, id, &call.base, src, len);
@@ -376,10 +376,11 @@ out_unlock:
 	return r;
 }
 
-CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len, uint64_t stream)
+CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len,
+			      uint64_t stream, size_t pitch, size_t width)
 {
 	struct gp_client *c = &gp__client;
-	uint64_t args[4] = {ctx, src, len, stream};
+	uint64_t args[6] = {ctx, src, len, stream, pitch, width};
 	Gp__Call call = GP__CALL__INIT;
 	struct gp_frame_hdr h;
 	uint8_t *p = dst;
@@ -391,7 +392,7 @@ CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t l
 	r = gp__ready();
 	if (r != CUDA_SUCCESS)
 		goto out_unlock;
-	call.n_arg = 4;
+	call.n_arg = 6;
 	call.arg = args;
 	id = ++c->next_id;
 	ret = gp_conn_send(c->conn, GP_MSG_MEMCPY_DTOH, 0, id, &call.base, NULL, 0);

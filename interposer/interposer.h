@@ -137,11 +137,12 @@ CUresult gp__call_ex(unsigned type, unsigned flags, const uint64_t *args, size_t
 CUresult gp__call(unsigned type, const uint64_t *args, size_t nargs, uint64_t *out, size_t nout);
 /* Sends any message without waiting; its error, if any, comes with a later reply. */
 CUresult gp__call_async(unsigned type, const ProtobufCMessage *msg);
-/* Bulk copies. A host-to-device copy with async set does not wait for its reply. */
+/* Bulk copies of len packed bytes: pitch 0 for one device range, else rows of width bytes
+ * pitch apart on the device. A host-to-device copy with async set does not wait. */
 CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size_t len,
-			    uint64_t stream, bool async);
+			    uint64_t stream, bool async, size_t pitch, size_t width);
 CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len,
-			      uint64_t stream);
+			      uint64_t stream, size_t pitch, size_t width);
 /* Uploads a module (ctx set) or library (ctx 0) image; fills mod from ModuleLoadReply. */
 CUresult gp__image_load(unsigned type, uint64_t ctx, const void *image, size_t len,
 			struct gp_imodule *mod);
@@ -194,6 +195,7 @@ CUresult gp__memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s,
 			 bool pt);
 CUresult gp__memcpy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool async,
 			bool pt);
+CUresult gp__memcpy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async, bool pt);
 CUresult gp__memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned esize, size_t width,
 		    size_t height, CUstream s, bool async, bool pt);
 CUresult gp__launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

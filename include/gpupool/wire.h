@@ -71,13 +71,15 @@
 	X(MEM_ALLOC, 110, call)                                                                  \
 	/* arg: ctx, dptr */                                                                     \
 	X(MEM_FREE, 111, call)                                                                   \
-	/* arg: ctx, dst dptr, bytes, stream; bulk: the bytes (frame + DATA frames) */           \
+	/* arg: ctx, dst, bytes, stream, pitch, width; bulk: the bytes, rows packed */              \
 	X(MEMCPY_HTOD, 112, call)                                                                \
-	/* arg: ctx, src dptr, bytes, stream; DATA frames bring the bytes, then the REPLY */     \
+	/* arg: ctx, src, bytes, stream, pitch, width; DATA frames bring the bytes (rows */\
+	/* packed), then the REPLY. Pitch 0: one contiguous range; else width-byte rows */  \
+	/* pitch apart, bytes / width of them. */                                             \
 	X(MEMCPY_DTOH, 113, call)                                                                \
 	/* arg: ctx; out: free, total */                                                         \
 	X(MEM_GET_INFO, 114, call)                                                               \
-	/* arg: ctx, dst, src, bytes, stream */                                                  \
+	/* arg: ctx, dst, src, width, stream, dst pitch, src pitch, height */                                                  \
 	X(MEMCPY_DTOD, 115, call)                                                                \
 	/* arg: ctx, dst, value, element size (1, 2, 4), count, stream, pitch, height; */        \
 	/* pitch 0 for a 1-D memset */                                                           \

@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(mode, "foreign") == 0) {
 		uint64_t ctx = 0, dptr = 0;
-		uint64_t a[3];
+		uint64_t a[6] = {0};
 		CUresult r;
 
 		a[0] = 0;
@@ -185,14 +185,22 @@ int main(int argc, char **argv)
 			return 1;
 		a[1] = dptr + 4000;
 		a[2] = 200; /* runs past the end of the allocation */
-		r = call(GP_MSG_MEMCPY_DTOH, a, 3, NULL);
+		r = call(GP_MSG_MEMCPY_DTOH, a, 6, NULL);
 		printf("read past an allocation: %d\n", r);
 		if (r != CUDA_ERROR_INVALID_VALUE)
 			return 1;
 		a[1] = 0x10000;
 		a[2] = 16; /* an address the session never allocated */
-		r = call(GP_MSG_MEMCPY_DTOH, a, 3, NULL);
+		r = call(GP_MSG_MEMCPY_DTOH, a, 6, NULL);
 		printf("read of a foreign address: %d\n", r);
+		if (r != CUDA_ERROR_INVALID_VALUE)
+			return 1;
+		a[1] = dptr;
+		a[2] = 4 * 1024; /* 2-D: 4 rows of 1 KiB, 2 KiB apart, run past 4 KiB */
+		a[4] = 2048;
+		a[5] = 1024;
+		r = call(GP_MSG_MEMCPY_DTOH, a, 6, NULL);
+		printf("2-D read past an allocation: %d\n", r);
 		if (r != CUDA_ERROR_INVALID_VALUE)
 			return 1;
 		a[1] = dptr;
