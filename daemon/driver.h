@@ -41,6 +41,7 @@
 	X(cuDevicePrimaryCtxSetFlags_v2, 0)                                        \
 	X(cuCtxGetLimit, 0)                                                        \
 	X(cuCtxSetLimit, 0)                                                        \
+	X(cuCtxGetStreamPriorityRange, 0)                                          \
 	X(cuMemAllocPitch_v2, 0)                                                   \
 	X(cuMemcpyHtoDAsync_v2, 0)                                                 \
 	X(cuMemcpyDtoHAsync_v2, 0)                                                 \

@@ -173,6 +173,9 @@ CUresult gp__ctx_get_limit(struct gp_worker *w, const struct gp_frame_hdr *f, co
 CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			   uint64_t *out, size_t *nout);
 
+CUresult gp__ctx_stream_priorities(struct gp_worker *w, const struct gp_frame_hdr *f,
+				   const uint64_t *a, uint64_t *out, size_t *nout);
+
 /* worker_mem.c */
 CUresult gp__mem_alloc(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 		       uint64_t *out, size_t *nout);

@@ -191,6 +191,7 @@ static const struct {
 	{GP_MSG_PRIMARY_SET_FLAGS, 2, gp__primary_set_flags},
 	{GP_MSG_CTX_GET_LIMIT, 2, gp__ctx_get_limit},
 	{GP_MSG_CTX_SET_LIMIT, 3, gp__ctx_set_limit},
+	{GP_MSG_CTX_STREAM_PRIORITIES, 1, gp__ctx_stream_priorities},
 	{GP_MSG_MEM_ALLOC, 2, gp__mem_alloc},
 	{GP_MSG_MEM_ALLOC_PITCH, 4, gp__mem_alloc_pitch},
 	{GP_MSG_MEM_FREE, 2, gp__mem_free},

@@ -174,3 +174,17 @@ CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, co
 
 	return r != CUDA_SUCCESS ? r : GP_DRV(w, cuCtxSetLimit, (CUlimit)a[1], (size_t)a[2]);
 }
+
+CUresult gp__ctx_stream_priorities(struct gp_worker *w, const struct gp_frame_hdr *f,
+				   const uint64_t *a, uint64_t *out, size_t *nout)
+{
+	int least = 0, greatest = 0;
+	CUresult r = gp__use_ctx(w, a[0], NULL);
+
+	if (r == CUDA_SUCCESS)
+		r = GP_DRV(w, cuCtxGetStreamPriorityRange, &least, &greatest);
+	out[0] = (uint64_t)(int64_t)least;
+	out[1] = (uint64_t)(int64_t)greatest;
+	*nout = 2;
+	return r;
+}

@@ -333,6 +333,25 @@ GP_CUDA_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 	return gp__call(GP_MSG_CTX_SET_LIMIT, args, 3, NULL, 0);
 }
 
+GP_CUDA_EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+	struct gp_ictx *c;
+	uint64_t args[1], out[2];
+	CUresult r = gp__ctx_need(&c);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	args[0] = c->remote;
+	r = gp__call(GP_MSG_CTX_STREAM_PRIORITIES, args, 1, out, 2);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (least)
+		*least = (int)(int64_t)out[0];
+	if (greatest)
+		*greatest = (int)(int64_t)out[1];
+	return CUDA_SUCCESS;
+}
+
 /* The L1/shared split is a preference the driver may ignore ("does nothing on devices where
  * the size of the L1 cache and shared memory are fixed"); it is kept here and reported back. */
 GP_CUDA_EXPORT CUresult cuCtxGetCacheConfig(CUfunc_cache *config)

@@ -333,7 +333,7 @@ CUresult gp__memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, bool 
 }
 
 static CUresult dtod_2d(CUdeviceptr dst, size_t dpitch, CUdeviceptr src, size_t spitch,
-		       size_t width, size_t height, CUstream s, bool async, bool pt)
+			size_t width, size_t height, CUstream s, bool async, bool pt)
 {
 	struct gp_ictx *c;
 	uint64_t sid, args[8];

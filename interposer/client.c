@@ -376,8 +376,8 @@ out_unlock:
 	return r;
 }
 
-CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len,
-			      uint64_t stream, size_t pitch, size_t width)
+CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len, uint64_t stream,
+			      size_t pitch, size_t width)
 {
 	struct gp_client *c = &gp__client;
 	uint64_t args[6] = {ctx, src, len, stream, pitch, width};

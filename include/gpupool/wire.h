@@ -67,19 +67,21 @@
 	X(CTX_GET_LIMIT, 107, call)                                                              \
 	/* arg: ctx, limit, value */                                                             \
 	X(CTX_SET_LIMIT, 108, call)                                                              \
+	/* arg: ctx; out: least priority, greatest priority (two's complement) */                \
+	X(CTX_STREAM_PRIORITIES, 109, call)                                                      \
 	/* memory. MEM_ALLOC arg: ctx, bytes; out: dptr */                                       \
 	X(MEM_ALLOC, 110, call)                                                                  \
 	/* arg: ctx, dptr */                                                                     \
 	X(MEM_FREE, 111, call)                                                                   \
-	/* arg: ctx, dst, bytes, stream, pitch, width; bulk: the bytes, rows packed */              \
+	/* arg: ctx, dst, bytes, stream, pitch, width; bulk: the bytes, rows packed */           \
 	X(MEMCPY_HTOD, 112, call)                                                                \
-	/* arg: ctx, src, bytes, stream, pitch, width; DATA frames bring the bytes (rows */\
-	/* packed), then the REPLY. Pitch 0: one contiguous range; else width-byte rows */  \
-	/* pitch apart, bytes / width of them. */                                             \
+	/* arg: ctx, src, bytes, stream, pitch, width; DATA frames bring the bytes (rows */      \
+	/* packed), then the REPLY. Pitch 0: one contiguous range; else width-byte rows */       \
+	/* pitch apart, bytes / width of them. */                                                \
 	X(MEMCPY_DTOH, 113, call)                                                                \
 	/* arg: ctx; out: free, total */                                                         \
 	X(MEM_GET_INFO, 114, call)                                                               \
-	/* arg: ctx, dst, src, width, stream, dst pitch, src pitch, height */                                                  \
+	/* arg: ctx, dst, src, width, stream, dst pitch, src pitch, height */                    \
 	X(MEMCPY_DTOD, 115, call)                                                                \
 	/* arg: ctx, dst, value, element size (1, 2, 4), count, stream, pitch, height; */        \
 	/* pitch 0 for a 1-D memset */                                                           \
