@@ -1,0 +1,251 @@
+/* image.c -- recognise, size and unpack CUDA module images (NOTES.md §4). */
+#include "image.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lz4.h>
+#include <zstd.h>
+
+#include "error.h"
+
+#define FATBIN_HEADER_SIZE 16
+#define ENTRY_MIN_HEADER 64
+
+static uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+enum gp_image_kind gp_image_kind(const void *p)
+{
+	const uint8_t *b = p;
+
+	if (b == NULL)
+		return GP_IMAGE_UNKNOWN;
+	if (rd32(b) == GP_FATBIN_WRAPPER_MAGIC)
+		return GP_IMAGE_WRAPPER;
+	if (rd32(b) == GP_FATBIN_MAGIC)
+		return GP_IMAGE_FATBIN;
+	if (b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F')
+		return GP_IMAGE_ELF;
+	return GP_IMAGE_PTX;
+}
+
+static size_t max_size(size_t a, size_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Extent of a 64-bit little-endian ELF: headers, section table, sections, segments. */
+static int elf_size(const uint8_t *b, size_t *size)
+{
+	uint64_t phoff, shoff;
+	uint16_t phentsize, phnum, shentsize, shnum;
+	size_t end;
+
+	if (b[4] != 2 || b[5] != 1) /* ELFCLASS64, little endian */
+		return GP_EIMAGE;
+	phoff = rd64(b + 0x20);
+	shoff = rd64(b + 0x28);
+	phentsize = rd16(b + 0x36);
+	phnum = rd16(b + 0x38);
+	shentsize = rd16(b + 0x3a);
+	shnum = rd16(b + 0x3c);
+	if ((shnum && shentsize < 0x40) || (phnum && phentsize < 0x38))
+		return GP_EIMAGE;
+	end = 0x40;
+	end = max_size(end, phoff + (size_t)phnum * phentsize);
+	end = max_size(end, shoff + (size_t)shnum * shentsize);
+	for (unsigned i = 0; i < shnum; i++) {
+		const uint8_t *sh = b + shoff + (size_t)i * shentsize;
+		uint32_t type = rd32(sh + 4);
+
+		if (type == 8) /* SHT_NOBITS occupies no file space */
+			continue;
+		end = max_size(end, rd64(sh + 0x18) + rd64(sh + 0x20));
+	}
+	for (unsigned i = 0; i < phnum; i++) {
+		const uint8_t *ph = b + phoff + (size_t)i * phentsize;
+
+		end = max_size(end, rd64(ph + 0x08) + rd64(ph + 0x20));
+	}
+	*size = end;
+	return 0;
+}
+
+int gp_image_size(const void *p, size_t *size)
+{
+	const uint8_t *b = p;
+
+	if (b == NULL || size == NULL)
+		return -EINVAL;
+	switch (gp_image_kind(p)) {
+	case GP_IMAGE_WRAPPER:
+		*size = 8 + 2 * sizeof(void *);
+		return 0;
+	case GP_IMAGE_FATBIN:
+		if (rd16(b + 6) != FATBIN_HEADER_SIZE)
+			return GP_EIMAGE;
+		*size = FATBIN_HEADER_SIZE + rd64(b + 8);
+		return 0;
+	case GP_IMAGE_ELF:
+		return elf_size(b, size);
+	case GP_IMAGE_PTX:
+		*size = strlen((const char *)b) + 1;
+		return 0;
+	default:
+		return GP_EIMAGE;
+	}
+}
+
+int gp_image_fatbin(const void *p, const uint8_t **fatbin, size_t *size)
+{
+	const uint8_t *b = p;
+	const uint8_t *data;
+
+	if (b == NULL || fatbin == NULL || size == NULL)
+		return -EINVAL;
+	switch (gp_image_kind(p)) {
+	case GP_IMAGE_WRAPPER:
+		memcpy(&data, b + 8, sizeof(data));
+		if (data == NULL || gp_image_kind(data) != GP_IMAGE_FATBIN)
+			return GP_EIMAGE;
+		b = data;
+		/* fall through */
+	case GP_IMAGE_FATBIN:
+		if (rd16(b + 6) != FATBIN_HEADER_SIZE)
+			return GP_EIMAGE;
+		*fatbin = b;
+		*size = FATBIN_HEADER_SIZE + rd64(b + 8);
+		return 0;
+	default:
+		return GP_EIMAGE;
+	}
+}
+
+int gp_fatbin_next(const uint8_t *fatbin, size_t size, size_t *off, struct gp_fatbin_entry *e)
+{
+	const uint8_t *h;
+	uint32_t header_size;
+	uint64_t payload_size, compressed;
+
+	if (fatbin == NULL || off == NULL || e == NULL)
+		return -EINVAL;
+	if (*off == 0)
+		*off = FATBIN_HEADER_SIZE;
+	if (*off >= size)
+		return 0;
+	if (size - *off < ENTRY_MIN_HEADER)
+		return GP_EIMAGE;
+	h = fatbin + *off;
+	header_size = rd32(h + 4);
+	payload_size = rd64(h + 8);
+	if (header_size < ENTRY_MIN_HEADER || header_size > size - *off ||
+	    payload_size > size - *off - header_size)
+		return GP_EIMAGE;
+	memset(e, 0, sizeof(*e));
+	e->kind = rd16(h);
+	e->sm = rd32(h + 28);
+	e->flags = rd64(h + 40);
+	e->payload = h + header_size;
+	e->payload_size = payload_size;
+	compressed = rd32(h + 16);
+	if (header_size >= 64)
+		e->size = rd64(h + 56);
+	if (e->flags & GP_FATBIN_FLAG_ZSTD)
+		e->compression = GP_FATBIN_ZSTD;
+	else if (e->flags & GP_FATBIN_FLAG_LZ4)
+		e->compression = GP_FATBIN_LZ4;
+	if (e->compression != GP_FATBIN_PLAIN) {
+		if (compressed == 0 || compressed > payload_size || e->size == 0)
+			return GP_EIMAGE;
+		e->payload_size = compressed;
+	} else {
+		e->size = payload_size;
+	}
+	*off += header_size + payload_size;
+	return 1;
+}
+
+int gp_fatbin_entry_unpack(const struct gp_fatbin_entry *e, uint8_t **out, size_t *out_size)
+{
+	uint8_t *buf;
+	size_t n;
+
+	if (e == NULL || out == NULL || out_size == NULL)
+		return -EINVAL;
+	/* Entries are bounded by the fatbin's u64 size; refuse absurd claims. */
+	if (e->size > ((size_t)1 << 32))
+		return GP_EIMAGE;
+	buf = malloc(e->size + 1);
+	if (buf == NULL)
+		return -ENOMEM;
+	switch (e->compression) {
+	case GP_FATBIN_PLAIN:
+		memcpy(buf, e->payload, e->size);
+		n = e->size;
+		break;
+	case GP_FATBIN_LZ4: {
+		int r = LZ4_decompress_safe((const char *)e->payload, (char *)buf,
+					    (int)e->payload_size, (int)e->size);
+		if (r < 0)
+			goto out_bad;
+		n = (size_t)r;
+		break;
+	}
+	case GP_FATBIN_ZSTD:
+		n = ZSTD_decompress(buf, e->size, e->payload, e->payload_size);
+		if (ZSTD_isError(n))
+			goto out_bad;
+		break;
+	default:
+		goto out_bad;
+	}
+	buf[n] = 0;
+	*out = buf;
+	*out_size = n;
+	return 0;
+
+out_bad:
+	free(buf);
+	return GP_EIMAGE;
+}
+
+int gp_fatbin_best_ptx(const uint8_t *fatbin, size_t size, unsigned sm, struct gp_fatbin_entry *e)
+{
+	struct gp_fatbin_entry cur;
+	size_t off = 0;
+	int found = 0;
+	int r;
+
+	while ((r = gp_fatbin_next(fatbin, size, &off, &cur)) == 1) {
+		if (cur.kind != GP_FATBIN_ENTRY_PTX || cur.sm > sm)
+			continue;
+		if (!found || cur.sm > e->sm) {
+			*e = cur;
+			found = 1;
+		}
+	}
+	return r < 0 ? r : found;
+}

@@ -1,0 +1,91 @@
+/* image.h -- module image inspection: PTX text, fatbins, cudart wrappers, cubins. */
+#ifndef GP_IMAGE_H
+#define GP_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The CUDA module-load calls pass an image without a length. These functions
+ * recognise an image from its first bytes, size it, walk a fatbin's entries
+ * and unpack an entry's payload (plain, LZ4 or zstd). They touch only the
+ * bytes they are given and return 0 or a negative code from error.h
+ * (GP_EIMAGE for anything malformed, -ENOMEM).
+ */
+
+#define GP_FATBIN_MAGIC 0xBA55ED50u
+#define GP_FATBIN_WRAPPER_MAGIC 0x466243B1u
+
+enum gp_image_kind {
+	GP_IMAGE_UNKNOWN = 0,
+	GP_IMAGE_PTX,	  /* NUL-terminated PTX text */
+	GP_IMAGE_FATBIN,  /* fatbin: header + entries */
+	GP_IMAGE_WRAPPER, /* cudart's __fatBinC_Wrapper_t pointing at a fatbin */
+	GP_IMAGE_ELF,	  /* a cubin */
+};
+
+enum gp_fatbin_kind {
+	GP_FATBIN_ENTRY_PTX = 1,
+	GP_FATBIN_ENTRY_ELF = 2,
+};
+
+enum gp_fatbin_compression {
+	GP_FATBIN_PLAIN = 0,
+	GP_FATBIN_LZ4,
+	GP_FATBIN_ZSTD,
+};
+
+/* Entry flags (NOTES.md §4). */
+#define GP_FATBIN_FLAG_64BIT 0x1ull
+#define GP_FATBIN_FLAG_LINUX 0x10ull
+#define GP_FATBIN_FLAG_LZ4 0x2000ull
+#define GP_FATBIN_FLAG_ZSTD 0x8000ull
+
+/* One fatbin entry, pointing into the fatbin it came from. */
+struct gp_fatbin_entry {
+	unsigned kind;		/* enum gp_fatbin_kind */
+	unsigned sm;		/* 75 for sm_75 / compute_75 */
+	uint64_t flags;		/* GP_FATBIN_FLAG_* */
+	int compression;	/* enum gp_fatbin_compression */
+	const uint8_t *payload; /* stored bytes */
+	size_t payload_size;	/* bytes stored (compressed size when compressed) */
+	size_t size;		/* bytes once unpacked (0 when the header does not say) */
+};
+
+/* What kind of image starts at p (reads at most 4 bytes; NULL is UNKNOWN). */
+enum gp_image_kind gp_image_kind(const void *p);
+
+/*
+ * The image's length in bytes: the wrapper struct itself for a wrapper, 16 +
+ * size for a fatbin, the extent of headers and sections for an ELF, strlen + 1
+ * for PTX.
+ */
+int gp_image_size(const void *p, size_t *size);
+
+/*
+ * The fatbin inside an image: a fatbin image is itself, a wrapper is followed
+ * to its data. Anything else is GP_EIMAGE.
+ */
+int gp_image_fatbin(const void *p, const uint8_t **fatbin, size_t *size);
+
+/*
+ * Walks the entries of a fatbin of `size` bytes (header included). *off starts
+ * at 0. Returns 1 and fills *e while there is an entry, 0 at the end,
+ * GP_EIMAGE when an entry does not fit.
+ */
+int gp_fatbin_next(const uint8_t *fatbin, size_t size, size_t *off, struct gp_fatbin_entry *e);
+
+/*
+ * Unpacks an entry into a new malloc'd buffer with a NUL byte after the data
+ * (so PTX is a C string); *out_size excludes that NUL.
+ */
+int gp_fatbin_entry_unpack(const struct gp_fatbin_entry *e, uint8_t **out, size_t *out_size);
+
+/*
+ * The best PTX entry for a device of compute capability `sm` (75 for 7.5):
+ * the highest PTX version not above sm. Returns 1 and fills *e, 0 when the
+ * fatbin has no usable PTX, GP_EIMAGE when it is malformed.
+ */
+int gp_fatbin_best_ptx(const uint8_t *fatbin, size_t size, unsigned sm, struct gp_fatbin_entry *e);
+
+#endif
