@@ -18,10 +18,10 @@
 
 enum gp_image_kind {
 	GP_IMAGE_UNKNOWN = 0,
-	GP_IMAGE_PTX,     /* NUL-terminated PTX text */
+	GP_IMAGE_PTX,	  /* NUL-terminated PTX text */
 	GP_IMAGE_FATBIN,  /* fatbin: header + entries */
 	GP_IMAGE_WRAPPER, /* cudart's __fatBinC_Wrapper_t pointing at a fatbin */
-	GP_IMAGE_ELF,     /* a cubin */
+	GP_IMAGE_ELF,	  /* a cubin */
 };
 
 enum gp_fatbin_kind {
@@ -43,13 +43,13 @@ enum gp_fatbin_compression {
 
 /* One fatbin entry, pointing into the fatbin it came from. */
 struct gp_fatbin_entry {
-	unsigned kind;           /* enum gp_fatbin_kind */
-	unsigned sm;             /* 75 for sm_75 / compute_75 */
-	uint64_t flags;          /* GP_FATBIN_FLAG_* */
-	int compression;         /* enum gp_fatbin_compression */
-	const uint8_t *payload;  /* stored bytes */
-	size_t payload_size;     /* bytes stored (compressed size when compressed) */
-	size_t size;             /* bytes once unpacked (0 when the header does not say) */
+	unsigned kind;		/* enum gp_fatbin_kind */
+	unsigned sm;		/* 75 for sm_75 / compute_75 */
+	uint64_t flags;		/* GP_FATBIN_FLAG_* */
+	int compression;	/* enum gp_fatbin_compression */
+	const uint8_t *payload; /* stored bytes */
+	size_t payload_size;	/* bytes stored (compressed size when compressed) */
+	size_t size;		/* bytes once unpacked (0 when the header does not say) */
 };
 
 /* What kind of image starts at p (reads at most 4 bytes; NULL is UNKNOWN). */

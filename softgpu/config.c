@@ -1,0 +1,133 @@
+/* config.c -- softgpu's configuration from the environment, and its diagnostics. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "softgpu.h"
+
+/*
+ * SOFTGPU_DEVICES  number of devices (default 1, at most 16)
+ * SOFTGPU_MEMORY   memory per device, with K/M/G/T suffixes (default 4G)
+ * SOFTGPU_NAME     device name (default "softgpu")
+ * SOFTGPU_LOG      any value but "0": diagnostics on stderr
+ * SOFTGPU_THREADS  host threads that run blocks (default: online CPUs)
+ * SOFTGPU_SMS      multiprocessors reported (default 40, as a Tesla T4)
+ * SOFTGPU_STATS    per-launch instruction counts on stderr
+ * softgpu prints nothing else: stdout belongs to the program (and device printf).
+ */
+
+struct sg_config sg_cfg;
+
+int sg_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	if (s == NULL || *s == 0)
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 0:
+		break;
+	case 'k':
+	case 'K':
+		mul = 1ull << 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		mul = 1ull << 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		mul = 1ull << 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		mul = 1ull << 40;
+		end++;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if ((*end == 'b' || *end == 'B') && mul > 1)
+		end++;
+	if (*end != 0 || v == 0 || v > UINT64_MAX / mul)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+void sg_log(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	if (!sg_cfg.log)
+		return;
+	n = snprintf(buf, sizeof(buf), "softgpu[%d]: ", (int)getpid());
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	n = (int)strlen(buf);
+	buf[n++] = '\n';
+	(void)!write(2, buf, (size_t)n);
+}
+
+static int env_uint(const char *name, unsigned def, unsigned min, unsigned max, unsigned *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long x;
+
+	*out = def;
+	if (v == NULL || *v == 0)
+		return 0;
+	x = strtoul(v, &end, 10);
+	if (*end != 0 || x < min || x > max) {
+		sg_log("%s=%s is not a number in [%u, %u]", name, v, min, max);
+		return -1;
+	}
+	*out = (unsigned)x;
+	return 0;
+}
+
+int sg_config_load(void)
+{
+	const char *v;
+	unsigned devices;
+	long ncpu;
+
+	memset(&sg_cfg, 0, sizeof(sg_cfg));
+	v = getenv("SOFTGPU_LOG");
+	sg_cfg.log = v && *v && strcmp(v, "0") != 0;
+	v = getenv("SOFTGPU_STATS");
+	sg_cfg.stats = v && *v && strcmp(v, "0") != 0;
+	sg_cfg.log = sg_cfg.log || sg_cfg.stats;
+	if (env_uint("SOFTGPU_DEVICES", 1, 0, 16, &devices))
+		return CUDA_ERROR_INVALID_VALUE;
+	sg_cfg.devices = (int)devices;
+	sg_cfg.memory = 4ull << 30;
+	v = getenv("SOFTGPU_MEMORY");
+	if (v && *v && (sg_parse_size(v, &sg_cfg.memory) || sg_cfg.memory < (1u << 20))) {
+		sg_log("SOFTGPU_MEMORY=%s: expected a size of at least 1M (e.g. 512M, 4G)", v);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	v = getenv("SOFTGPU_NAME");
+	snprintf(sg_cfg.name, sizeof(sg_cfg.name), "%s", v && *v ? v : "softgpu");
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (env_uint("SOFTGPU_THREADS", ncpu > 0 ? (unsigned)ncpu : 1, 1, 1024, &sg_cfg.threads) ||
+	    env_uint("SOFTGPU_SMS", 40, 1, 1024, &sg_cfg.sm_count))
+		return CUDA_ERROR_INVALID_VALUE;
+	return 0;
+}

@@ -1,0 +1,456 @@
+/* copy.c -- cuMemcpy* and cuMemset*: synchronous and asynchronous, 1-D and 2-D. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "softgpu.h"
+
+/*
+ * Every copy and memset is checked when it is called: device ranges must lie
+ * inside one live allocation (CUDA_ERROR_INVALID_VALUE otherwise, as the
+ * driver answers), D16/D32 destinations must be aligned. Then it is queued on
+ * its stream. As with a GPU: a synchronous call returns when the work is done;
+ * an async copy from pageable host memory takes a snapshot of the source at
+ * the call; an async copy into pageable host memory completes before
+ * returning; copies involving pinned memory are truly asynchronous.
+ */
+
+void sg_copy_run(const struct sg_copy *c)
+{
+	for (size_t y = 0; y < c->height; y++)
+		memmove(c->dst + y * c->dpitch, c->src + y * c->spitch, c->width);
+}
+
+void sg_set_run(const struct sg_set *s)
+{
+	for (size_t y = 0; y < s->height; y++) {
+		uint8_t *row = s->dst + y * s->pitch;
+
+		switch (s->elem) {
+		case 1:
+			memset(row, (int)(s->value & 0xff), s->width);
+			break;
+		case 2: {
+			uint16_t v = (uint16_t)s->value;
+
+			for (size_t i = 0; i < s->width; i++)
+				memcpy(row + 2 * i, &v, 2);
+			break;
+		}
+		default:
+			for (size_t i = 0; i < s->width; i++)
+				memcpy(row + 4 * i, &s->value, 4);
+			break;
+		}
+	}
+}
+
+static bool pinned(const void *p)
+{
+	struct sg_alloc a;
+
+	return sg_mem_find((uint64_t)(uintptr_t)p, &a) &&
+	       (a.kind == SG_MEM_HOST || a.kind == SG_MEM_REGISTERED || a.kind == SG_MEM_MANAGED);
+}
+
+enum side { DEV, HOST, ANY };
+
+/* Host address of `span` bytes at p as `side` sees it; NULL with *err on a bad range. */
+static uint8_t *resolve(uint64_t p, size_t span, enum side side, CUresult *err)
+{
+	if (p == 0) {
+		*err = CUDA_ERROR_INVALID_VALUE;
+		return NULL;
+	}
+	return sg_mem_xlate(p, span, side != DEV, err);
+}
+
+/*
+ * Queues a copy: async on `h` when async, else on the calling thread's
+ * default stream and waits. src_host/dst_host say which sides are host
+ * memory (for the pageable rules).
+ */
+static CUresult do_copy(struct sg_copy *c, bool src_host, bool dst_host, CUstream h, bool async,
+			bool pt)
+{
+	struct sg_ctx *ctx;
+	struct sg_stream *s;
+	struct sg_op *op;
+	size_t span;
+	CUresult r = sg_stream_resolve(async ? h : NULL, pt, &ctx, &s);
+
+	if (r)
+		return r;
+	if ((r = (CUresult)__atomic_load_n(&ctx->sticky, __ATOMIC_ACQUIRE)))
+		return r;
+	if (c->width == 0 || c->height == 0)
+		return CUDA_SUCCESS;
+	op = sg_op_new(SG_OP_COPY);
+	if (op == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (async && src_host && !pinned(c->src)) {
+		span = (c->height - 1) * c->spitch + c->width;
+		op->staging = malloc(span);
+		if (op->staging == NULL) {
+			sg_op_free(op);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		memcpy(op->staging, c->src, span);
+		c->src = op->staging;
+	}
+	op->u.copy = *c;
+	if (!async || (dst_host && !pinned(c->dst)))
+		return sg_stream_submit_wait(s, op);
+	return sg_stream_submit(s, op);
+}
+
+static CUresult copy1d(uint64_t dst, enum side ds, uint64_t src, enum side ss, size_t n, CUstream h,
+		       bool async, bool pt)
+{
+	struct sg_copy c = {0};
+	struct sg_ctx *ctx;
+	CUresult r = sg_ctx_current(&ctx, true), e = CUDA_SUCCESS;
+
+	if (r)
+		return r;
+	if (n == 0)
+		return CUDA_SUCCESS;
+	c.dst = resolve(dst, n, ds, &e);
+	c.src = c.dst ? resolve(src, n, ss, &e) : NULL;
+	if (c.dst == NULL || c.src == NULL)
+		return e ? e : CUDA_ERROR_INVALID_VALUE;
+	c.width = n;
+	c.height = 1;
+	c.dpitch = c.spitch = n;
+	return do_copy(&c, ss != DEV, ds != DEV, h, async, pt);
+}
+
+#define U(p) ((uint64_t)(uintptr_t)(p))
+
+SG_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+	return copy1d(dstDevice, DEV, U(srcHost), HOST, ByteCount, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+	return copy1d(U(dstHost), HOST, srcDevice, DEV, ByteCount, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+{
+	return copy1d(dstDevice, DEV, srcDevice, DEV, ByteCount, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+	return copy1d(dst, ANY, src, ANY, ByteCount, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
+					size_t ByteCount, CUstream hStream)
+{
+	return copy1d(dstDevice, DEV, U(srcHost), HOST, ByteCount, hStream, true, false);
+}
+
+SG_EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+					CUstream hStream)
+{
+	return copy1d(U(dstHost), HOST, srcDevice, DEV, ByteCount, hStream, true, false);
+}
+
+SG_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+					size_t ByteCount, CUstream hStream)
+{
+	return copy1d(dstDevice, DEV, srcDevice, DEV, ByteCount, hStream, true, false);
+}
+
+SG_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+				 CUstream hStream)
+{
+	return copy1d(dst, ANY, src, ANY, ByteCount, hStream, true, false);
+}
+
+/* ---- 2-D ---- */
+
+static CUresult side_of(CUmemorytype t, const void *host, CUdeviceptr dev, uint64_t *addr,
+			enum side *side)
+{
+	switch (t) {
+	case CU_MEMORYTYPE_HOST:
+		*addr = U(host);
+		*side = HOST;
+		return CUDA_SUCCESS;
+	case CU_MEMORYTYPE_DEVICE:
+		*addr = dev;
+		*side = DEV;
+		return CUDA_SUCCESS;
+	case CU_MEMORYTYPE_UNIFIED:
+		*addr = dev;
+		*side = ANY;
+		return CUDA_SUCCESS;
+	case CU_MEMORYTYPE_ARRAY:
+		return CUDA_ERROR_NOT_SUPPORTED; /* CUDA arrays are not implemented */
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, bool async, bool pt)
+{
+	struct sg_copy c = {0};
+	struct sg_ctx *ctx;
+	enum side ss, ds;
+	uint64_t sa, da;
+	size_t spitch, dpitch, sspan, dspan;
+	CUresult r = sg_ctx_current(&ctx, true), e = CUDA_SUCCESS;
+
+	if (r)
+		return r;
+	if (p == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = side_of(p->srcMemoryType, p->srcHost, p->srcDevice, &sa, &ss)) ||
+	    (r = side_of(p->dstMemoryType, p->dstHost, p->dstDevice, &da, &ds)))
+		return r;
+	if (p->WidthInBytes == 0 || p->Height == 0)
+		return CUDA_SUCCESS;
+	spitch = p->srcPitch ? p->srcPitch : p->WidthInBytes;
+	dpitch = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+	if ((p->Height > 1 && (spitch < p->WidthInBytes || dpitch < p->WidthInBytes)) ||
+	    spitch > 2147483647u || dpitch > 2147483647u)
+		return CUDA_ERROR_INVALID_VALUE;
+	sa += p->srcY * spitch + p->srcXInBytes;
+	da += p->dstY * dpitch + p->dstXInBytes;
+	sspan = (p->Height - 1) * spitch + p->WidthInBytes;
+	dspan = (p->Height - 1) * dpitch + p->WidthInBytes;
+	c.dst = resolve(da, dspan, ds, &e);
+	c.src = c.dst ? resolve(sa, sspan, ss, &e) : NULL;
+	if (c.dst == NULL || c.src == NULL)
+		return e ? e : CUDA_ERROR_INVALID_VALUE;
+	c.width = p->WidthInBytes;
+	c.height = p->Height;
+	c.spitch = spitch;
+	c.dpitch = dpitch;
+	return do_copy(&c, ss != DEV, ds != DEV, h, async, pt);
+}
+
+SG_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
+{
+	return copy2d(pCopy, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
+{
+	return copy2d(pCopy, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
+{
+	return copy2d(pCopy, hStream, true, false);
+}
+
+/* ---- memset ---- */
+
+static CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, size_t width,
+			 size_t height, CUstream h, bool async, bool pt)
+{
+	struct sg_ctx *ctx;
+	struct sg_stream *s;
+	struct sg_op *op;
+	struct sg_set set = {0};
+	size_t rowbytes = width * elem, span;
+	CUresult r = sg_stream_resolve(async ? h : NULL, pt, &ctx, &s), e = CUDA_SUCCESS;
+
+	if (r)
+		return r;
+	if ((r = (CUresult)__atomic_load_n(&ctx->sticky, __ATOMIC_ACQUIRE)))
+		return r;
+	if (width == 0 || height == 0)
+		return CUDA_SUCCESS;
+	if (dst % elem || (height > 1 && (pitch < rowbytes || pitch % elem)))
+		return CUDA_ERROR_INVALID_VALUE;
+	span = (height - 1) * pitch + rowbytes;
+	set.dst = resolve(dst, span, DEV, &e);
+	if (set.dst == NULL)
+		return e;
+	set.value = value;
+	set.elem = elem;
+	set.width = width;
+	set.height = height;
+	set.pitch = height > 1 ? pitch : rowbytes;
+	op = sg_op_new(SG_OP_SET);
+	if (op == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	op->u.set = set;
+	return async ? sg_stream_submit(s, op) : sg_stream_submit_wait(s, op);
+}
+
+SG_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
+{
+	return memset2d(dstDevice, 0, uc, 1, N, 1, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N)
+{
+	return memset2d(dstDevice, 0, us, 2, N, 1, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
+{
+	return memset2d(dstDevice, 0, ui, 4, N, 1, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N,
+				   CUstream hStream)
+{
+	return memset2d(dstDevice, 0, uc, 1, N, 1, hStream, true, false);
+}
+
+SG_EXPORT CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N,
+				    CUstream hStream)
+{
+	return memset2d(dstDevice, 0, us, 2, N, 1, hStream, true, false);
+}
+
+SG_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
+				    CUstream hStream)
+{
+	return memset2d(dstDevice, 0, ui, 4, N, 1, hStream, true, false);
+}
+
+SG_EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+				   size_t Width, size_t Height)
+{
+	return memset2d(dstDevice, dstPitch, uc, 1, Width, Height, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
+				    size_t Width, size_t Height)
+{
+	return memset2d(dstDevice, dstPitch, us, 2, Width, Height, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
+				    size_t Width, size_t Height)
+{
+	return memset2d(dstDevice, dstPitch, ui, 4, Width, Height, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+				     size_t Width, size_t Height, CUstream hStream)
+{
+	return memset2d(dstDevice, dstPitch, uc, 1, Width, Height, hStream, true, false);
+}
+
+SG_EXPORT CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
+				      size_t Width, size_t Height, CUstream hStream)
+{
+	return memset2d(dstDevice, dstPitch, us, 2, Width, Height, hStream, true, false);
+}
+
+SG_EXPORT CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
+				      size_t Width, size_t Height, CUstream hStream)
+{
+	return memset2d(dstDevice, dstPitch, ui, 4, Width, Height, hStream, true, false);
+}
+
+/* ---- per-thread default stream variants ---- */
+
+#define PT(ret, name, params)      \
+	SG_EXPORT ret name params; \
+	SG_EXPORT ret name params
+
+PT(CUresult, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n))
+{
+	return copy1d(d, DEV, U(s), HOST, n, NULL, false, true);
+}
+PT(CUresult, cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n))
+{
+	return copy1d(U(d), HOST, s, DEV, n, NULL, false, true);
+}
+PT(CUresult, cuMemcpyDtoD_v2_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n))
+{
+	return copy1d(d, DEV, s, DEV, n, NULL, false, true);
+}
+PT(CUresult, cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n))
+{
+	return copy1d(d, ANY, s, ANY, n, NULL, false, true);
+}
+PT(CUresult, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUstream h))
+{
+	return copy1d(d, DEV, U(s), HOST, n, h, true, true);
+}
+PT(CUresult, cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream h))
+{
+	return copy1d(U(d), HOST, s, DEV, n, h, true, true);
+}
+PT(CUresult, cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h))
+{
+	return copy1d(d, DEV, s, DEV, n, h, true, true);
+}
+PT(CUresult, cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h))
+{
+	return copy1d(d, ANY, s, ANY, n, h, true, true);
+}
+PT(CUresult, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p))
+{
+	return copy2d(p, NULL, false, true);
+}
+PT(CUresult, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p))
+{
+	return copy2d(p, NULL, false, true);
+}
+PT(CUresult, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream h))
+{
+	return copy2d(p, h, true, true);
+}
+PT(CUresult, cuMemsetD8_v2_ptds, (CUdeviceptr d, unsigned char v, size_t n))
+{
+	return memset2d(d, 0, v, 1, n, 1, NULL, false, true);
+}
+PT(CUresult, cuMemsetD16_v2_ptds, (CUdeviceptr d, unsigned short v, size_t n))
+{
+	return memset2d(d, 0, v, 2, n, 1, NULL, false, true);
+}
+PT(CUresult, cuMemsetD32_v2_ptds, (CUdeviceptr d, unsigned int v, size_t n))
+{
+	return memset2d(d, 0, v, 4, n, 1, NULL, false, true);
+}
+PT(CUresult, cuMemsetD8Async_ptsz, (CUdeviceptr d, unsigned char v, size_t n, CUstream h))
+{
+	return memset2d(d, 0, v, 1, n, 1, h, true, true);
+}
+PT(CUresult, cuMemsetD16Async_ptsz, (CUdeviceptr d, unsigned short v, size_t n, CUstream h))
+{
+	return memset2d(d, 0, v, 2, n, 1, h, true, true);
+}
+PT(CUresult, cuMemsetD32Async_ptsz, (CUdeviceptr d, unsigned int v, size_t n, CUstream h))
+{
+	return memset2d(d, 0, v, 4, n, 1, h, true, true);
+}
+PT(CUresult, cuMemsetD2D8_v2_ptds, (CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h))
+{
+	return memset2d(d, p, v, 1, w, h, NULL, false, true);
+}
+PT(CUresult, cuMemsetD2D16_v2_ptds, (CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h))
+{
+	return memset2d(d, p, v, 2, w, h, NULL, false, true);
+}
+PT(CUresult, cuMemsetD2D32_v2_ptds, (CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h))
+{
+	return memset2d(d, p, v, 4, w, h, NULL, false, true);
+}
+PT(CUresult, cuMemsetD2D8Async_ptsz,
+   (CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t h, CUstream s))
+{
+	return memset2d(d, p, v, 1, w, h, s, true, true);
+}
+PT(CUresult, cuMemsetD2D16Async_ptsz,
+   (CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t h, CUstream s))
+{
+	return memset2d(d, p, v, 2, w, h, s, true, true);
+}
+PT(CUresult, cuMemsetD2D32Async_ptsz,
+   (CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t h, CUstream s))
+{
+	return memset2d(d, p, v, 4, w, h, s, true, true);
+}

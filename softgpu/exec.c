@@ -1,0 +1,553 @@
+/* exec.c -- run one thread block: the per-thread interpreter loop, barriers and warp exchanges. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "ptx.h"
+
+/*
+ * DESIGN: a block runs on one OS thread (engine.c hands blocks to workers),
+ * so nothing here locks. Threads are scheduled cooperatively, with
+ * independent thread scheduling as on sm_70+: each thread has its own pc and
+ * registers and runs until it exits, yields (a spin loop used up its budget)
+ * or reaches a synchronizing instruction. bar.sync waits for the block;
+ * shfl/vote/match/redux/bar.warp.sync wait for the lanes in their member
+ * mask; once every lane a collective needs is waiting there, the exchange is
+ * done for all of them at once and they run on. No reconvergence stack.
+ *
+ * Warps are run one at a time, lane by lane, until every lane of the warp is
+ * blocked; pending warp collectives are resolved and the warp runs again.
+ * When all warps are blocked, barriers are resolved. A block with waiting
+ * threads and nothing runnable is deadlocked: the launch fails instead of
+ * hanging.
+ */
+
+#define SG_YIELD_BUDGET 4096
+
+int sg_fault(struct sg_thread *t, int cuerr, const char *fmt, ...)
+{
+	struct sg_block *b = t->blk;
+	va_list ap;
+	int n;
+
+	if (b->err == 0) {
+		b->err = cuerr;
+		n = snprintf(b->errmsg, sizeof(b->errmsg),
+			     "%s line %u: thread (%u,%u,%u) block (%u,%u,%u): ",
+			     t->fn ? t->fn->name : "?", t->pc > 0 ? t->code[t->pc - 1].line : 0,
+			     t->tid[0], t->tid[1], t->tid[2], b->ctaid[0], b->ctaid[1],
+			     b->ctaid[2]);
+		if (n > 0 && (size_t)n < sizeof(b->errmsg)) {
+			va_start(ap, fmt);
+			vsnprintf(b->errmsg + n, sizeof(b->errmsg) - (size_t)n, fmt, ap);
+			va_end(ap);
+		}
+	}
+	return SG_STOP_FAULT;
+}
+
+static const char *space_name(int space)
+{
+	switch (space) {
+	case SG_SP_GLOBAL:
+		return "global";
+	case SG_SP_SHARED:
+		return "shared";
+	case SG_SP_LOCAL:
+		return "local";
+	case SG_SP_PARAM:
+		return "param";
+	case SG_SP_CONST:
+		return "const";
+	case SG_SP_FPARAM:
+		return "param";
+	default:
+		return "generic";
+	}
+}
+
+static void *bad(struct sg_thread *t, int space, uint64_t addr, uint32_t size, bool write)
+{
+	sg_fault(t, CUDA_ERROR_ILLEGAL_ADDRESS, "out-of-bounds %s %s of %u bytes at 0x%llx",
+		 space_name(space), write ? "write" : "read", size, (unsigned long long)addr);
+	return NULL;
+}
+
+static void *global_addr(struct sg_thread *t, int space, uint64_t addr, uint32_t size, bool write)
+{
+	struct sg_block *b = t->blk;
+	uint8_t *h;
+
+	for (unsigned i = 0; i < SG_XCACHE; i++) {
+		const struct sg_xcache *c = &b->xc[i];
+
+		if (addr >= c->lo && addr + size <= c->hi && addr + size > addr)
+			return c->host + (addr - c->lo);
+	}
+	h = sg_mem_kernel_lookup(addr, size, b->grid->ctx, &b->xc[b->xnext % SG_XCACHE]);
+	if (h == NULL)
+		return bad(t, space, addr, size, write);
+	b->xnext++;
+	return h;
+}
+
+void *sg_addr(struct sg_thread *t, int space, uint64_t addr, uint32_t size, bool write)
+{
+	struct sg_block *b = t->blk;
+
+	if (addr & (size - 1)) {
+		sg_fault(t, CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned %s %s of %u bytes at 0x%llx",
+			 space_name(space), write ? "write" : "read", size,
+			 (unsigned long long)addr);
+		return NULL;
+	}
+	if (space == SG_SP_GENERIC) {
+		switch (addr >> SG_WIN_SHIFT) {
+		case 0:
+			return global_addr(t, SG_SP_GENERIC, addr, size, write);
+		case 1:
+			space = SG_SP_SHARED;
+			addr -= SG_WIN_SHARED;
+			break;
+		case 2:
+			space = SG_SP_LOCAL;
+			addr -= SG_WIN_LOCAL;
+			break;
+		case 3:
+			space = SG_SP_PARAM;
+			addr -= SG_WIN_PARAM;
+			break;
+		default:
+			return bad(t, SG_SP_GENERIC, addr, size, write);
+		}
+	}
+	switch (space) {
+	case SG_SP_GLOBAL:
+	case SG_SP_CONST:
+		return global_addr(t, space, addr, size, write);
+	case SG_SP_SHARED:
+		if (addr >= b->shared_size || size > b->shared_size - addr)
+			return bad(t, space, addr, size, write);
+		return b->shared + addr;
+	case SG_SP_LOCAL:
+		if (addr >= t->local_size || size > t->local_size - addr)
+			return bad(t, space, addr, size, write);
+		return t->local + addr;
+	case SG_SP_PARAM:
+		if (write || addr >= b->grid->param_size || size > b->grid->param_size - addr)
+			return bad(t, space, addr, size, write);
+		return (void *)(b->grid->params + addr);
+	case SG_SP_FPARAM: {
+		uint32_t fs = t->depth ? t->fn->frame_size : b->grid->entry->frame_size;
+
+		if (addr >= fs || size > fs - addr)
+			return bad(t, space, addr, size, write);
+		return t->pframe + addr;
+	}
+	default:
+		return bad(t, space, addr, size, write);
+	}
+}
+
+static int run_thread(struct sg_thread *t)
+{
+	uint64_t n = 0;
+	int rc;
+
+	t->budget = SG_YIELD_BUDGET;
+	for (;;) {
+		const struct sg_insn *in = t->code + t->pc++;
+
+		n++;
+		if (!((t->r[in->guard] ^ in->gneg) & 1))
+			continue;
+		rc = in->fn(t, in);
+		if (rc)
+			break;
+	}
+	t->blk->icount += n;
+	return rc;
+}
+
+/* ---- warp collectives ---- */
+
+static uint32_t lane_bits(const struct sg_block *b, uint32_t w)
+{
+	uint32_t first = w * 32;
+	uint32_t n = b->nthreads - first;
+
+	return n >= 32 ? 0xffffffffu : (1u << n) - 1;
+}
+
+static void shfl_one(struct sg_thread **lanes, struct sg_thread *t, uint32_t group)
+{
+	const struct sg_insn *in = t->wait_insn;
+	uint32_t lane = t->lane, bval = (uint32_t)t->wait_b & 0x1f;
+	uint32_t c = (uint32_t)t->wait_c, cval = c & 0x1f, segmask = (c >> 8) & 0x1f;
+	uint32_t maxl = (lane & segmask) | (cval & ~segmask), minl = lane & segmask;
+	int32_t j = 0;
+	bool p = false;
+
+	switch (in->aux) {
+	case SG_M_UP:
+		j = (int32_t)lane - (int32_t)bval;
+		p = j >= (int32_t)maxl;
+		break;
+	case SG_M_DOWN:
+		j = (int32_t)(lane + bval);
+		p = j <= (int32_t)maxl;
+		break;
+	case SG_M_BFLY:
+		j = (int32_t)(lane ^ bval);
+		p = j <= (int32_t)maxl;
+		break;
+	default: /* idx */
+		j = (int32_t)(minl | (bval & ~segmask));
+		p = j <= (int32_t)maxl;
+		break;
+	}
+	if (!p)
+		j = (int32_t)lane;
+	/* a source lane outside the group (or exited) gives an undefined value: our own */
+	if (j < 0 || j > 31 || !(group & (1u << j)) || lanes[j] == NULL)
+		j = (int32_t)lane;
+	t->r[in->d[0]] = (uint32_t)lanes[j]->wait_a;
+	if (in->nd > 1)
+		t->r[in->d[1]] = p;
+}
+
+static void redux_all(struct sg_thread **lanes, uint32_t group, const struct sg_insn *in)
+{
+	uint32_t acc = 0;
+	bool first = true;
+
+	for (int l = 0; l < 32; l++) {
+		uint32_t v;
+
+		if (!(group & (1u << l)))
+			continue;
+		v = (uint32_t)lanes[l]->wait_a;
+		if (first) {
+			acc = v;
+			first = false;
+			continue;
+		}
+		switch (in->aux & 0xff) {
+		case SG_AOP_ADD:
+			acc += v;
+			break;
+		case SG_AOP_AND:
+			acc &= v;
+			break;
+		case SG_AOP_OR:
+			acc |= v;
+			break;
+		case SG_AOP_XOR:
+			acc ^= v;
+			break;
+		case SG_AOP_MIN:
+			if (in->aux & 0x100)
+				acc = (int32_t)v < (int32_t)acc ? v : acc;
+			else
+				acc = v < acc ? v : acc;
+			break;
+		case SG_AOP_MAX:
+			if (in->aux & 0x100)
+				acc = (int32_t)v > (int32_t)acc ? v : acc;
+			else
+				acc = v > acc ? v : acc;
+			break;
+		}
+	}
+	for (int l = 0; l < 32; l++)
+		if (group & (1u << l))
+			lanes[l]->r[lanes[l]->wait_insn->d[0]] = acc;
+}
+
+/* Performs the collective of the waiting lanes in `group` (all at the same kind and mask). */
+static void collective(struct sg_thread **lanes, uint32_t group, int kind)
+{
+	uint32_t ballot = 0, any = 0, all = 1;
+	int first = __builtin_ctz(group);
+	const struct sg_insn *in0 = lanes[first]->wait_insn;
+
+	for (int l = 0; l < 32; l++) {
+		if (!(group & (1u << l)))
+			continue;
+		if (lanes[l]->wait_a & 1)
+			ballot |= 1u << l;
+	}
+	any = ballot != 0;
+	all = ballot == group;
+	for (int l = 0; l < 32; l++) {
+		struct sg_thread *t = lanes[l];
+		const struct sg_insn *in;
+
+		if (!(group & (1u << l)))
+			continue;
+		in = t->wait_insn;
+		switch (kind) {
+		case SG_W_SHFL:
+			shfl_one(lanes, t, group);
+			break;
+		case SG_W_VOTE:
+			switch (in->aux) {
+			case SG_M_ALL:
+				t->r[in->d[0]] = all;
+				break;
+			case SG_M_ANY:
+				t->r[in->d[0]] = any;
+				break;
+			case SG_M_UNIV:
+				t->r[in->d[0]] = all || !any;
+				break;
+			default:
+				t->r[in->d[0]] = ballot;
+				break;
+			}
+			break;
+		case SG_W_MATCH: {
+			uint32_t same = 0;
+
+			for (int k = 0; k < 32; k++)
+				if ((group & (1u << k)) && lanes[k]->wait_a == t->wait_a)
+					same |= 1u << k;
+			if (in->aux == SG_M_ANY) {
+				t->r[in->d[0]] = same;
+			} else {
+				bool eq = same == group;
+
+				t->r[in->d[0]] = eq ? group : 0;
+				if (in->nd > 1)
+					t->r[in->d[1]] = eq;
+			}
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	if (kind == SG_W_REDUX)
+		redux_all(lanes, group, in0);
+	for (int l = 0; l < 32; l++)
+		if (group & (1u << l))
+			lanes[l]->state = SG_T_READY;
+}
+
+/* Resolves what can be resolved in warp w; true when some lane can run again. */
+static bool resolve_warp(struct sg_block *b, uint32_t w)
+{
+	struct sg_thread *lanes[32];
+	uint32_t exist = lane_bits(b, w), live = 0, waiting = 0, ready = 0;
+	bool released = false;
+
+	for (int l = 0; l < 32; l++) {
+		struct sg_thread *t;
+
+		lanes[l] = NULL;
+		if (!(exist & (1u << l)))
+			continue;
+		t = &b->threads[w * 32 + (uint32_t)l];
+		lanes[l] = t;
+		if (t->state != SG_T_EXITED)
+			live |= 1u << l;
+		if (t->state == SG_T_WARP)
+			waiting |= 1u << l;
+		if (t->state == SG_T_READY)
+			ready |= 1u << l;
+	}
+	while (waiting) {
+		int l = __builtin_ctz(waiting);
+		struct sg_thread *t = lanes[l];
+		uint32_t group, need;
+		bool ok = true;
+
+		if (t->wait_kind == SG_W_ACTIVEMASK) {
+			/* the lanes converged here are those waiting at this same instruction */
+			uint32_t same = 0;
+
+			if (ready) {
+				waiting &= ~(1u << l);
+				continue;
+			}
+			for (int k = 0; k < 32; k++)
+				if ((waiting & (1u << k)) &&
+				    lanes[k]->wait_kind == SG_W_ACTIVEMASK &&
+				    lanes[k]->wait_insn == t->wait_insn)
+					same |= 1u << k;
+			for (int k = 0; k < 32; k++) {
+				if (!(same & (1u << k)))
+					continue;
+				lanes[k]->r[lanes[k]->wait_insn->d[0]] = same;
+				lanes[k]->state = SG_T_READY;
+			}
+			waiting &= ~same;
+			released = true;
+			continue;
+		}
+		need = (t->wait_mask | (1u << l)) & live;
+		for (int k = 0; k < 32 && ok; k++) {
+			struct sg_thread *o = lanes[k];
+
+			if (!(need & (1u << k)))
+				continue;
+			if (o->state != SG_T_WARP || o->wait_kind != t->wait_kind ||
+			    (o->wait_mask | (1u << k)) != (t->wait_mask | (1u << l)))
+				ok = false;
+		}
+		group = need;
+		if (ok) {
+			collective(lanes, group, t->wait_kind);
+			released = true;
+			waiting &= ~group;
+		} else {
+			waiting &= ~(1u << l);
+		}
+	}
+	return released;
+}
+
+/* ---- CTA barriers ---- */
+
+static bool resolve_bars(struct sg_block *b)
+{
+	bool released = false;
+	uint32_t live = b->nthreads - b->nexited;
+
+	for (uint32_t id = 0; id < 16; id++) {
+		uint32_t expected = live, waiters = 0, popc = 0;
+
+		if (b->bar_arrived[id] == 0)
+			continue;
+		for (uint32_t i = 0; i < b->nthreads; i++) {
+			struct sg_thread *t = &b->threads[i];
+
+			if (t->state != SG_T_BAR || t->bar_id != id)
+				continue;
+			waiters++;
+			if (t->bar_count)
+				expected = t->bar_count;
+			popc += (uint32_t)(t->wait_a & 1);
+		}
+		if (b->bar_arrived[id] < expected || waiters == 0)
+			continue;
+		b->bar_arrived[id] -= expected < b->bar_arrived[id] ? expected : b->bar_arrived[id];
+		for (uint32_t i = 0; i < b->nthreads; i++) {
+			struct sg_thread *t = &b->threads[i];
+			const struct sg_insn *in = t->wait_insn;
+
+			if (t->state != SG_T_BAR || t->bar_id != id)
+				continue;
+			if (in->flags & 1) { /* bar.red */
+				switch (in->aux) {
+				case SG_BOP_POPC:
+					t->r[in->d[0]] = popc;
+					break;
+				case SG_BOP_AND:
+					t->r[in->d[0]] = popc == waiters;
+					break;
+				case SG_BOP_OR:
+					t->r[in->d[0]] = popc != 0;
+					break;
+				}
+			}
+			t->state = SG_T_READY;
+		}
+		released = true;
+	}
+	return released;
+}
+
+/* ---- the block ---- */
+
+static void init_thread(struct sg_block *b, struct sg_thread *t, uint32_t i)
+{
+	const struct sg_grid *g = b->grid;
+	const struct sg_func *e = g->entry;
+
+	t->blk = b;
+	t->linear = i;
+	t->tid[0] = i % g->block[0];
+	t->tid[1] = (i / g->block[0]) % g->block[1];
+	t->tid[2] = i / (g->block[0] * g->block[1]);
+	t->lane = (uint8_t)(i & 31);
+	t->warp = i >> 5;
+	t->state = SG_T_READY;
+	t->pc = 0;
+	t->code = e->code;
+	t->fn = e;
+	t->depth = 0;
+	t->cc = 0;
+	t->local_base = 0;
+	t->local_size = g->local_size;
+	t->r = t->r0;
+	t->pframe = t->pframe0;
+	memcpy(t->r0, g->tmpl[e - g->prog->funcs], (size_t)e->nslots * 8);
+	t->cs.top = 0;
+	t->cs.nframes = 0;
+}
+
+int sg_block_run(struct sg_block *b)
+{
+	uint32_t nwarps = (b->nthreads + 31) / 32;
+
+	b->nwarps = nwarps;
+	b->err = 0;
+	b->errmsg[0] = 0;
+	b->nexited = 0;
+	memset(b->bar_arrived, 0, sizeof(b->bar_arrived));
+	memset(b->xc, 0, sizeof(b->xc));
+	b->xnext = 0;
+	for (uint32_t i = 0; i < b->nthreads; i++)
+		init_thread(b, &b->threads[i], i);
+	for (;;) {
+		bool progress = false;
+
+		for (uint32_t w = 0; w < nwarps; w++) {
+			struct sg_thread *base = &b->threads[w * 32];
+			uint32_t n = b->nthreads - w * 32 < 32 ? b->nthreads - w * 32 : 32;
+
+			for (;;) {
+				bool yielded = false;
+
+				for (uint32_t l = 0; l < n; l++) {
+					struct sg_thread *t = &base[l];
+					int rc;
+
+					if (t->state != SG_T_READY)
+						continue;
+					rc = run_thread(t);
+					progress = true;
+					if (rc == SG_STOP_FAULT)
+						return b->err;
+					if (rc == SG_STOP_EXIT) {
+						t->state = SG_T_EXITED;
+						b->nexited++;
+					} else if (rc == SG_STOP_YIELD) {
+						yielded = true;
+					}
+				}
+				if (!resolve_warp(b, w) || yielded)
+					break;
+			}
+		}
+		if (b->nexited == b->nthreads)
+			return 0;
+		if (resolve_bars(b))
+			progress = true;
+		if (!progress) {
+			struct sg_thread *t = NULL;
+
+			for (uint32_t i = 0; i < b->nthreads && t == NULL; i++)
+				if (b->threads[i].state != SG_T_EXITED)
+					t = &b->threads[i];
+			return t ? (sg_fault(t, CUDA_ERROR_LAUNCH_FAILED,
+					     "deadlock: threads wait at a barrier or warp "
+					     "collective that can never complete"),
+				    b->err)
+				 : 0;
+		}
+	}
+}

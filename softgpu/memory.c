@@ -1,0 +1,745 @@
+/* memory.c -- device memory: per-device arenas, the allocation table, pinned and managed memory. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "softgpu.h"
+#include "util.h"
+
+/*
+ * DESIGN: a device's memory is one private anonymous mapping (reserved, not
+ * committed) carved by a first-fit allocator. Device addresses are NOT host
+ * addresses: each device also reserves an inaccessible (PROT_NONE) range of
+ * the same size, and a device address is an offset into that range, so a host
+ * dereference of a device pointer faults as it would with a GPU, and device
+ * addresses never collide with host memory. Pinned, registered and managed
+ * host memory keep their host address as device address (unified
+ * addressing).
+ *
+ * Every allocation is in one table sorted by device address, under a
+ * read-write lock: kernels (via per-block caches), copies and pointer queries
+ * read it; allocation and free write it. Memory is never unmapped while the
+ * process lives, so even a racing use of freed memory cannot crash the host.
+ */
+
+#define ALIGN 512
+
+struct sg_arena {
+	pthread_mutex_t lock;
+	uint64_t dbase;
+	uint8_t *hbase;
+	uint64_t size;
+	uint64_t used;
+	struct range {
+		uint64_t off, len;
+	} * free;
+	uint32_t nfree, cap;
+};
+
+static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct sg_alloc *table;
+static uint32_t ntable, cap_table;
+static uint64_t next_id = 1;
+
+int sg_memory_init(struct sg_device *dev)
+{
+	struct sg_arena *a = calloc(1, sizeof(*a));
+	void *res, *back;
+
+	if (a == NULL)
+		return -ENOMEM;
+	res = mmap(NULL, dev->mem_total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+		   0);
+	back = mmap(NULL, dev->mem_total, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (res == MAP_FAILED || back == MAP_FAILED) {
+		if (res != MAP_FAILED)
+			munmap(res, dev->mem_total);
+		if (back != MAP_FAILED)
+			munmap(back, dev->mem_total);
+		free(a);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&a->lock, NULL);
+	a->dbase = (uint64_t)(uintptr_t)res;
+	a->hbase = back;
+	a->size = dev->mem_total;
+	a->cap = 16;
+	a->free = calloc(a->cap, sizeof(*a->free));
+	if (a->free == NULL) {
+		free(a);
+		return -ENOMEM;
+	}
+	a->free[0] = (struct range){0, a->size};
+	a->nfree = 1;
+	dev->arena = a;
+	return 0;
+}
+
+static int arena_alloc(struct sg_arena *a, uint64_t size, uint64_t *off)
+{
+	int r = -ENOMEM;
+
+	pthread_mutex_lock(&a->lock);
+	for (uint32_t i = 0; i < a->nfree; i++) {
+		if (a->free[i].len < size)
+			continue;
+		*off = a->free[i].off;
+		a->free[i].off += size;
+		a->free[i].len -= size;
+		if (a->free[i].len == 0) {
+			memmove(&a->free[i], &a->free[i + 1],
+				(a->nfree - i - 1) * sizeof(*a->free));
+			a->nfree--;
+		}
+		a->used += size;
+		r = 0;
+		break;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return r;
+}
+
+static void arena_free(struct sg_arena *a, uint64_t off, uint64_t len)
+{
+	uint32_t i;
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t lo, hi;
+
+	/* give whole pages back to the system; they read as zeros afterwards */
+	lo = (off + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page;
+	hi = (off + len) / (uint64_t)page * (uint64_t)page;
+	if (hi > lo && hi - lo >= (64u << 10))
+		madvise(a->hbase + lo, hi - lo, MADV_DONTNEED);
+	pthread_mutex_lock(&a->lock);
+	a->used -= len;
+	for (i = 0; i < a->nfree && a->free[i].off < off; i++)
+		;
+	if (i > 0 && a->free[i - 1].off + a->free[i - 1].len == off) {
+		a->free[i - 1].len += len;
+		if (i < a->nfree && off + len == a->free[i].off) {
+			a->free[i - 1].len += a->free[i].len;
+			memmove(&a->free[i], &a->free[i + 1],
+				(a->nfree - i - 1) * sizeof(*a->free));
+			a->nfree--;
+		}
+	} else if (i < a->nfree && off + len == a->free[i].off) {
+		a->free[i].off = off;
+		a->free[i].len += len;
+	} else {
+		if (a->nfree == a->cap) {
+			struct range *n = realloc(a->free, a->cap * 2 * sizeof(*n));
+
+			if (n == NULL) { /* leak the range rather than corrupt the list */
+				pthread_mutex_unlock(&a->lock);
+				return;
+			}
+			a->free = n;
+			a->cap *= 2;
+		}
+		memmove(&a->free[i + 1], &a->free[i], (a->nfree - i) * sizeof(*a->free));
+		a->free[i] = (struct range){off, len};
+		a->nfree++;
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* Index of the first entry with base > addr (callers hold table_lock). */
+static uint32_t upper(uint64_t addr)
+{
+	uint32_t lo = 0, hi = ntable;
+
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (table[mid].base <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct sg_alloc *lookup(uint64_t addr)
+{
+	uint32_t i = upper(addr);
+
+	if (i == 0)
+		return NULL;
+	if (addr - table[i - 1].base < table[i - 1].size)
+		return &table[i - 1];
+	return NULL;
+}
+
+static int table_insert(const struct sg_alloc *a)
+{
+	uint32_t i;
+	int r = 0;
+
+	pthread_rwlock_wrlock(&table_lock);
+	if (sg_grow(&table, &cap_table, ntable, sizeof(*table))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	i = upper(a->base);
+	memmove(&table[i + 1], &table[i], (ntable - i) * sizeof(*table));
+	table[i] = *a;
+	table[i].id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
+	ntable++;
+out:
+	pthread_rwlock_unlock(&table_lock);
+	return r;
+}
+
+/* Is addr inside a device's reserved address range? */
+static struct sg_device *device_range(uint64_t addr)
+{
+	for (int i = 0; i < sg_ndevices; i++) {
+		struct sg_arena *a = sg_devices[i].arena;
+
+		if (a && addr - a->dbase < a->size)
+			return &sg_devices[i];
+	}
+	return NULL;
+}
+
+CUresult sg_mem_alloc(struct sg_ctx *ctx, uint64_t size, int kind, uint64_t *dptr)
+{
+	struct sg_arena *ar = ctx->dev->arena;
+	struct sg_alloc a = {0};
+	uint64_t charged, off;
+
+	if (size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (size > ar->size)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	charged = (size + ALIGN - 1) / ALIGN * ALIGN;
+	if (arena_alloc(ar, charged, &off))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	a.base = ar->dbase + off;
+	a.size = size;
+	a.host = ar->hbase + off;
+	a.kind = kind;
+	a.ctx = ctx;
+	a.charged = charged;
+	if (table_insert(&a)) {
+		arena_free(ar, off, charged);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*dptr = a.base;
+	return CUDA_SUCCESS;
+}
+
+static void release(const struct sg_alloc *a)
+{
+	struct sg_device *d;
+
+	switch (a->kind) {
+	case SG_MEM_DEVICE:
+	case SG_MEM_MODULE:
+	case SG_MEM_HEAP:
+		d = device_range(a->base);
+		if (d)
+			arena_free(d->arena, a->base - d->arena->dbase, a->charged);
+		break;
+	case SG_MEM_HOST:
+	case SG_MEM_MANAGED:
+		munmap(a->host, a->charged);
+		break;
+	default: /* registered: the caller's memory */
+		break;
+	}
+}
+
+/* Removes the allocation starting at base if its kind is allowed; 0 or -ENOENT. */
+static int table_remove(uint64_t base, unsigned kinds, struct sg_alloc *out)
+{
+	uint32_t i;
+	int r = -ENOENT;
+
+	pthread_rwlock_wrlock(&table_lock);
+	i = upper(base);
+	if (i > 0 && table[i - 1].base == base && (kinds & (1u << table[i - 1].kind))) {
+		*out = table[i - 1];
+		memmove(&table[i - 1], &table[i], (ntable - i) * sizeof(*table));
+		ntable--;
+		r = 0;
+	}
+	pthread_rwlock_unlock(&table_lock);
+	return r;
+}
+
+CUresult sg_mem_free(struct sg_ctx *ctx, uint64_t dptr, int kind)
+{
+	struct sg_alloc a;
+	unsigned kinds = 1u << kind;
+
+	if (kind == SG_MEM_DEVICE)
+		kinds |= 1u << SG_MEM_MANAGED;
+	if (table_remove(dptr, kinds, &a))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (a.kind == SG_MEM_HEAP)
+		__atomic_fetch_sub(&a.ctx->heap_used, a.charged, __ATOMIC_RELAXED);
+	release(&a);
+	return CUDA_SUCCESS;
+}
+
+void sg_mem_free_ctx(struct sg_ctx *ctx)
+{
+	for (;;) {
+		struct sg_alloc a;
+		bool found = false;
+
+		pthread_rwlock_wrlock(&table_lock);
+		for (uint32_t i = 0; i < ntable; i++) {
+			if (table[i].ctx != ctx)
+				continue;
+			a = table[i];
+			memmove(&table[i], &table[i + 1], (ntable - i - 1) * sizeof(*table));
+			ntable--;
+			found = true;
+			break;
+		}
+		pthread_rwlock_unlock(&table_lock);
+		if (!found)
+			return;
+		release(&a);
+	}
+}
+
+bool sg_mem_find(uint64_t addr, struct sg_alloc *out)
+{
+	struct sg_alloc *a;
+
+	pthread_rwlock_rdlock(&table_lock);
+	a = lookup(addr);
+	if (a)
+		*out = *a;
+	pthread_rwlock_unlock(&table_lock);
+	return a != NULL;
+}
+
+uint8_t *sg_mem_xlate(uint64_t addr, uint64_t size, bool host_ok, CUresult *err)
+{
+	struct sg_alloc *a;
+	uint8_t *h = NULL;
+
+	pthread_rwlock_rdlock(&table_lock);
+	a = lookup(addr);
+	if (a) {
+		if (size <= a->size - (addr - a->base))
+			h = a->host + (addr - a->base);
+		else
+			*err = CUDA_ERROR_INVALID_VALUE;
+	} else if (host_ok && addr != 0 && device_range(addr) == NULL) {
+		h = (uint8_t *)(uintptr_t)addr;
+	} else {
+		*err = CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_rwlock_unlock(&table_lock);
+	return h;
+}
+
+uint8_t *sg_mem_kernel_lookup(uint64_t addr, uint64_t size, const void *ctx, struct sg_xcache *fill)
+{
+	struct sg_alloc *a;
+	uint8_t *h = NULL;
+
+	pthread_rwlock_rdlock(&table_lock);
+	a = lookup(addr);
+	if (a && size <= a->size - (addr - a->base) &&
+	    (a->ctx == ctx || a->kind == SG_MEM_HOST || a->kind == SG_MEM_REGISTERED ||
+	     a->kind == SG_MEM_MANAGED)) {
+		h = a->host + (addr - a->base);
+		fill->lo = a->base;
+		fill->hi = a->base + a->size;
+		fill->host = a->host;
+	}
+	pthread_rwlock_unlock(&table_lock);
+	return h;
+}
+
+void sg_mem_info(const struct sg_device *dev, uint64_t *freeb, uint64_t *total)
+{
+	struct sg_arena *a = dev->arena;
+
+	pthread_mutex_lock(&a->lock);
+	*freeb = a->size - a->used;
+	*total = a->size;
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* ---- device-side malloc/free ---- */
+
+uint64_t sg_builtin_malloc(struct sg_thread *t, uint64_t size)
+{
+	struct sg_ctx *ctx = (struct sg_ctx *)t->blk->grid->ctx;
+	uint64_t charged = (size + ALIGN - 1) / ALIGN * ALIGN, p = 0;
+
+	if (size == 0)
+		return 0;
+	if (__atomic_add_fetch(&ctx->heap_used, charged, __ATOMIC_RELAXED) > ctx->limit_heap ||
+	    sg_mem_alloc(ctx, size, SG_MEM_HEAP, &p) != CUDA_SUCCESS) {
+		__atomic_fetch_sub(&ctx->heap_used, charged, __ATOMIC_RELAXED);
+		return 0;
+	}
+	return p;
+}
+
+void sg_builtin_free(struct sg_thread *t, uint64_t ptr)
+{
+	if (ptr)
+		sg_mem_free((struct sg_ctx *)t->blk->grid->ctx, ptr, SG_MEM_HEAP);
+}
+
+/* ---- the API ---- */
+
+SG_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+	struct sg_ctx *c;
+	CUresult r = sg_ctx_current(&c, true);
+
+	if (r)
+		return r;
+	if (dptr == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	return sg_mem_alloc(c, bytesize, SG_MEM_DEVICE, (uint64_t *)dptr);
+}
+
+SG_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t width,
+				      size_t height, unsigned int elementSizeBytes)
+{
+	struct sg_ctx *c;
+	CUresult r = sg_ctx_current(&c, true);
+	size_t pitch;
+
+	if (r)
+		return r;
+	if (dptr == NULL || pPitch == NULL || width == 0 || height == 0 ||
+	    (elementSizeBytes != 4 && elementSizeBytes != 8 && elementSizeBytes != 16))
+		return CUDA_ERROR_INVALID_VALUE;
+	pitch = (width + ALIGN - 1) / ALIGN * ALIGN;
+	if (height > UINT64_MAX / pitch)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = sg_mem_alloc(c, (uint64_t)pitch * height, SG_MEM_DEVICE, (uint64_t *)dptr);
+	if (r == CUDA_SUCCESS)
+		*pPitch = pitch;
+	return r;
+}
+
+SG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+	struct sg_ctx *c;
+	struct sg_alloc a;
+	CUresult r = sg_ctx_current(&c, true);
+
+	if (r)
+		return r;
+	if (dptr == 0)
+		return CUDA_SUCCESS;
+	/* a GPU frees memory only once the work using it is done */
+	if (sg_mem_find(dptr, &a) && a.base == dptr && sg_handle_ok(a.ctx, SG_K_CTX))
+		sg_ctx_sync(a.ctx);
+	return sg_mem_free(c, dptr, SG_MEM_DEVICE);
+}
+
+SG_EXPORT CUresult cuMemGetInfo_v2(size_t *freeb, size_t *total)
+{
+	struct sg_ctx *c;
+	uint64_t f, t;
+	CUresult r = sg_ctx_current(&c, true);
+
+	if (r)
+		return r;
+	if (freeb == NULL || total == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	sg_mem_info(c->dev, &f, &t);
+	*freeb = f;
+	*total = t;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+	struct sg_ctx *c;
+	struct sg_alloc a;
+	CUresult r = sg_ctx_current(&c, true);
+
+	if (r)
+		return r;
+	if (!sg_mem_find(dptr, &a))
+		return CUDA_ERROR_NOT_FOUND;
+	if (pbase)
+		*pbase = a.base;
+	if (psize)
+		*psize = a.size;
+	return CUDA_SUCCESS;
+}
+
+static CUresult host_alloc(struct sg_ctx *c, void **pp, size_t size, unsigned flags, int kind)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len = (size + (size_t)page - 1) / (size_t)page * (size_t)page;
+	struct sg_alloc a = {0};
+	void *p;
+
+	if (size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	a.base = (uint64_t)(uintptr_t)p;
+	a.size = size;
+	a.host = p;
+	a.kind = kind;
+	a.ctx = c;
+	a.flags = flags;
+	a.charged = len;
+	if (table_insert(&a)) {
+		munmap(p, len);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*pp = p;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
+{
+	struct sg_ctx *c;
+	CUresult r = sg_ctx_current(&c, true);
+
+	if (r)
+		return r;
+	if (pp == NULL ||
+	    (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+				 CU_MEMHOSTALLOC_WRITECOMBINED)))
+		return CUDA_ERROR_INVALID_VALUE;
+	return host_alloc(c, pp, bytesize, flags, SG_MEM_HOST);
+}
+
+SG_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+	return cuMemHostAlloc(pp, bytesize, 0);
+}
+
+SG_EXPORT CUresult cuMemFreeHost(void *p)
+{
+	struct sg_ctx *c;
+	struct sg_alloc a;
+	CUresult r = sg_ctx_current(&c, true);
+
+	if (r)
+		return r;
+	if (sg_mem_find((uint64_t)(uintptr_t)p, &a) && a.base == (uint64_t)(uintptr_t)p &&
+	    sg_handle_ok(a.ctx, SG_K_CTX))
+		sg_ctx_sync(a.ctx);
+	return sg_mem_free(c, (uint64_t)(uintptr_t)p, SG_MEM_HOST);
+}
+
+SG_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	struct sg_ctx *c;
+	void *p;
+	CUresult r = sg_ctx_current(&c, true);
+
+	if (r)
+		return r;
+	if (dptr == NULL || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = host_alloc(c, &p, bytesize, flags, SG_MEM_MANAGED);
+	if (r == CUDA_SUCCESS)
+		*dptr = (CUdeviceptr)(uintptr_t)p;
+	return r;
+}
+
+SG_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+	struct sg_ctx *c;
+	struct sg_alloc a;
+	CUresult r = sg_ctx_current(&c, true);
+
+	if (r)
+		return r;
+	if (pdptr == NULL || Flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!sg_mem_find((uint64_t)(uintptr_t)p, &a) ||
+	    (a.kind != SG_MEM_HOST && a.kind != SG_MEM_REGISTERED))
+		return CUDA_ERROR_INVALID_VALUE;
+	*pdptr = (CUdeviceptr)(uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
+{
+	struct sg_ctx *c;
+	struct sg_alloc a;
+	CUresult r = sg_ctx_current(&c, true);
+
+	if (r)
+		return r;
+	if (pFlags == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!sg_mem_find((uint64_t)(uintptr_t)p, &a) ||
+	    (a.kind != SG_MEM_HOST && a.kind != SG_MEM_REGISTERED))
+		return CUDA_ERROR_INVALID_VALUE;
+	*pFlags = a.flags;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+	struct sg_ctx *c;
+	struct sg_alloc a = {0}, old;
+	CUresult r = sg_ctx_current(&c, true);
+
+	if (r)
+		return r;
+	if (p == NULL || bytesize == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (sg_mem_find((uint64_t)(uintptr_t)p, &old) ||
+	    sg_mem_find((uint64_t)(uintptr_t)p + bytesize - 1, &old))
+		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	a.base = (uint64_t)(uintptr_t)p;
+	a.size = bytesize;
+	a.host = p;
+	a.kind = SG_MEM_REGISTERED;
+	a.ctx = c;
+	a.flags = Flags;
+	return table_insert(&a) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuMemHostUnregister(void *p)
+{
+	struct sg_ctx *c;
+	struct sg_alloc a;
+	CUresult r = sg_ctx_current(&c, true);
+
+	if (r)
+		return r;
+	if (table_remove((uint64_t)(uintptr_t)p, 1u << SG_MEM_REGISTERED, &a))
+		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	return CUDA_SUCCESS;
+}
+
+/* ---- pointer attributes ---- */
+
+static CUresult attr(const struct sg_alloc *a, bool found, CUpointer_attribute at, void *data,
+		     uint64_t ptr)
+{
+	bool host = found && (a->kind == SG_MEM_HOST || a->kind == SG_MEM_REGISTERED);
+	bool managed = found && a->kind == SG_MEM_MANAGED;
+
+	switch (at) {
+	case CU_POINTER_ATTRIBUTE_CONTEXT:
+		*(CUcontext *)data = found ? (CUcontext)a->ctx : NULL;
+		break;
+	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+		*(unsigned *)data = !found ? 0 : host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+		break;
+	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+		*(CUdeviceptr *)data = found ? (CUdeviceptr)ptr : 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+		if (found && !host && !managed)
+			return CUDA_ERROR_INVALID_VALUE;
+		*(void **)data = found ? (void *)(uintptr_t)ptr : NULL;
+		break;
+	case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+		*(int *)data = 1;
+		break;
+	case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+	case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+		*(unsigned long long *)data = found ? a->id : 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+		*(int *)data = managed;
+		break;
+	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+		*(int *)data = found ? a->ctx->dev->ordinal : -2;
+		break;
+	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+	case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+	case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
+		*(int *)data = 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+	case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+		*(CUdeviceptr *)data = found ? a->base : 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+	case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+		*(size_t *)data = found ? a->size : 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_MAPPED:
+		*(int *)data = found;
+		break;
+	case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+		*(unsigned long long *)data = 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+		*(unsigned *)data = found ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : 0;
+		break;
+	case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+		*(CUmemoryPool *)data = NULL;
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+	struct sg_alloc a;
+	CUresult r = sg_inited();
+
+	if (r)
+		return r;
+	if (data == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!sg_mem_find(ptr, &a) || !sg_handle_ok(a.ctx, SG_K_CTX))
+		return CUDA_ERROR_INVALID_VALUE;
+	return attr(&a, true, attribute, data, ptr);
+}
+
+SG_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
+					  CUpointer_attribute *attributes, void **data,
+					  CUdeviceptr ptr)
+{
+	struct sg_alloc a;
+	bool found;
+	CUresult r = sg_inited();
+
+	if (r)
+		return r;
+	if (attributes == NULL || data == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	found = sg_mem_find(ptr, &a) && sg_handle_ok(a.ctx, SG_K_CTX);
+	for (unsigned i = 0; i < numAttributes; i++) {
+		if (data[i] == NULL)
+			return CUDA_ERROR_INVALID_VALUE;
+		r = attr(&a, found, attributes[i], data[i], ptr);
+		if (r == CUDA_ERROR_INVALID_VALUE &&
+		    attributes[i] == CU_POINTER_ATTRIBUTE_HOST_POINTER)
+			*(void **)data[i] = NULL;
+		else if (r)
+			return r;
+	}
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute,
+					 CUdeviceptr ptr)
+{
+	struct sg_alloc a;
+	CUresult r = sg_inited();
+
+	if (r)
+		return r;
+	if (!sg_mem_find(ptr, &a))
+		return CUDA_ERROR_INVALID_VALUE;
+	return attribute == CU_POINTER_ATTRIBUTE_SYNC_MEMOPS ? CUDA_SUCCESS
+							     : CUDA_ERROR_INVALID_VALUE;
+}

@@ -1,0 +1,703 @@
+/* ptx.h -- softgpu's PTX program: parsed and lowered form, and the interpreter's state. */
+#ifndef SG_PTX_H
+#define SG_PTX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * A module's PTX is parsed once into a struct sg_prog: its variables, and per
+ * function an array of struct sg_insn whose operands are indices into that
+ * function's register file. Immediates, symbol addresses and the constant
+ * `true` live in the register file too (filled from a template when a thread
+ * or a call starts), so every handler reads r[in->s[i]] and nothing else: the
+ * hot loop does no string, map or operand-kind work.
+ *
+ * The code array is shared by every context that loads the module; what
+ * differs between contexts (addresses of .global/.const variables) is patched
+ * into per-instance register templates (struct sg_modinst).
+ */
+
+/* ---- types, state spaces, modifiers ---- */
+
+enum sg_type {
+	SG_NOTYPE = 0,
+	SG_B8,
+	SG_B16,
+	SG_B32,
+	SG_B64,
+	SG_B128,
+	SG_U8,
+	SG_U16,
+	SG_U32,
+	SG_U64,
+	SG_S8,
+	SG_S16,
+	SG_S32,
+	SG_S64,
+	SG_F16,
+	SG_F16X2,
+	SG_BF16,
+	SG_BF16X2,
+	SG_F32,
+	SG_F64,
+	SG_PRED,
+	SG_NTYPES
+};
+
+unsigned sg_type_size(int type);
+bool sg_type_signed(int type);
+bool sg_type_float(int type);
+const char *sg_type_name(int type);
+
+enum sg_space {
+	SG_SP_GENERIC = 0,
+	SG_SP_GLOBAL,
+	SG_SP_SHARED,
+	SG_SP_LOCAL,
+	SG_SP_PARAM, /* a kernel's parameter buffer */
+	SG_SP_CONST,
+	SG_SP_FPARAM, /* a function activation's parameter frame (internal) */
+};
+
+/*
+ * Generic addresses. Device memory is numbered inside the host's user address
+ * range (below 2^47); the other windows sit above it, so the window is
+ * addr >> 48.
+ */
+#define SG_WIN_SHIFT 48
+#define SG_WIN_SHARED (1ull << SG_WIN_SHIFT)
+#define SG_WIN_LOCAL (2ull << SG_WIN_SHIFT)
+#define SG_WIN_PARAM (3ull << SG_WIN_SHIFT)
+
+enum sg_rnd {
+	SG_RND_NONE = 0,
+	SG_RN,
+	SG_RZ,
+	SG_RM,
+	SG_RP, /* floating result */
+	SG_RNI,
+	SG_RZI,
+	SG_RMI,
+	SG_RPI, /* integral result */
+	SG_RNA,
+};
+
+enum sg_cmp {
+	SG_CMP_NONE = 0,
+	SG_EQ,
+	SG_NE,
+	SG_LT,
+	SG_LE,
+	SG_GT,
+	SG_GE,
+	SG_LO,
+	SG_LS,
+	SG_HI,
+	SG_HS,
+	SG_EQU,
+	SG_NEU,
+	SG_LTU,
+	SG_LEU,
+	SG_GTU,
+	SG_GEU,
+	SG_NUM,
+	SG_NAN,
+};
+
+enum sg_bop { SG_BOP_NONE = 0, SG_BOP_AND, SG_BOP_OR, SG_BOP_XOR, SG_BOP_POPC };
+
+enum sg_aop {
+	SG_AOP_NONE = 0,
+	SG_AOP_ADD,
+	SG_AOP_MIN,
+	SG_AOP_MAX,
+	SG_AOP_INC,
+	SG_AOP_DEC,
+	SG_AOP_EXCH,
+	SG_AOP_CAS,
+	SG_AOP_AND,
+	SG_AOP_OR,
+	SG_AOP_XOR,
+};
+
+/* Opcode flags (struct sg_opc.f). */
+#define SG_F_FTZ (1u << 0)
+#define SG_F_SAT (1u << 1)
+#define SG_F_APPROX (1u << 2)
+#define SG_F_FULL (1u << 3)
+#define SG_F_CC (1u << 4)
+#define SG_F_NC (1u << 5)
+#define SG_F_VOLATILE (1u << 6)
+#define SG_F_UNI (1u << 7)
+#define SG_F_SYNC (1u << 8)
+#define SG_F_ALIGNED (1u << 9)
+#define SG_F_SHIFTAMT (1u << 10)
+#define SG_F_NAN (1u << 11)
+#define SG_F_WRAP (1u << 12)
+#define SG_F_CLAMP (1u << 13)
+#define SG_F_TO (1u << 14)
+#define SG_F_RELU (1u << 15)
+#define SG_F_ABS (1u << 16)
+#define SG_F_XORSIGN (1u << 17)
+#define SG_F_ARRIVE (1u << 18)
+#define SG_F_RED (1u << 19)
+#define SG_F_NOFTZ (1u << 20)
+#define SG_F_SATFINITE (1u << 21)
+#define SG_F_WARP (1u << 22)
+#define SG_F_LOCALREL (1u << 23) /* address is relative to the activation's .local frame */
+
+/* Modes (struct sg_opc.mode): which one applies depends on the opcode. */
+enum sg_mode {
+	SG_M_NONE = 0,
+	SG_M_LO,
+	SG_M_HI,
+	SG_M_WIDE, /* mul, mad */
+	SG_M_UP,
+	SG_M_DOWN,
+	SG_M_BFLY,
+	SG_M_IDX, /* shfl */
+	SG_M_ALL,
+	SG_M_ANY,
+	SG_M_UNIV,
+	SG_M_BALLOT, /* vote, match */
+	SG_M_L,
+	SG_M_R, /* shf */
+	SG_M_F4E,
+	SG_M_B4E,
+	SG_M_RC8,
+	SG_M_ECL,
+	SG_M_ECR,
+	SG_M_RC16, /* prmt */
+	SG_M_FINITE,
+	SG_M_INFINITE,
+	SG_M_NUMBER,
+	SG_M_NOTANUMBER,
+	SG_M_NORMAL,
+	SG_M_SUBNORMAL, /* testp */
+};
+
+/* A parsed opcode: base name plus its modifiers sorted into fields. */
+struct sg_opc {
+	char text[96]; /* the opcode as written, for messages */
+	int base;      /* enum sg_base */
+	int types[3];
+	int ntypes;
+	int space;
+	int rnd;
+	int cmp;
+	int bop;
+	int aop;
+	int mode;
+	int vec;
+	unsigned f;
+};
+
+/* Base opcodes the lowering knows (sg_base_name() gives the text). */
+#define SG_BASE_MAP(X)                                                                                                         \
+	X(ABS, "abs")                                                                                                          \
+	X(ACTIVEMASK, "activemask") X(ADD, "add") X(ADDC, "addc") X(AND, "and") X(ATOM, "atom") X(                             \
+		BAR, "bar") X(BARRIER, "barrier") X(BFE, "bfe") X(BFI, "bfi") X(BFIND, "bfind")                                \
+		X(BMSK, "bmsk") X(BRA, "bra") X(BREV, "brev") X(BRKPT, "brkpt") X(CALL, "call") X(                             \
+			CLZ, "clz") X(CNOT, "cnot") X(COPYSIGN,                                                                \
+						      "copysign") X(COS, "cos") X(CVT,                                         \
+										  "cvt") X(CVTA,                               \
+											   "cvta")                             \
+			X(DIV, "div") X(DP2A, "dp2a") X(DP4A, "dp4a") X(EX2, "ex2") X(EXIT, "exi"                              \
+											    "t") X(FENCE, "fence") X(          \
+				FMA, "fma") X(FNS,                                                                             \
+					      "fns") X(ISSPACEP,                                                               \
+						       "isspacep") X(LD, "ld")                                                 \
+				X(LDU, "ldu") X(LG2, "lg2") X(LOP3, "lop3") X(MAD, "mad") X(MAD24, "mad24") X(MADC, "madc") X( \
+					MATCH,                                                                                 \
+					"match") X(MAX,                                                                        \
+						   "max") X(MEMBAR,                                                            \
+							    "membar") X(MIN, "min")                                            \
+					X(MOV, "mov") X(MUL, "mul") X(MUL24, "mul24") X(                                       \
+						NANOSLEEP,                                                                     \
+						"nanosleep") X(NEG, "neg") X(NOT, "not")                                       \
+						X(OR, "or") X(PMEVENT, "pmevent") X(POPC, "popc") X(                           \
+							PREFETCH,                                                              \
+							"prefetch") X(PREFETCHU,                                               \
+								      "prefetchu") X(PRMT, "prmt")                             \
+							X(RCP, "rcp") X(RED, "red") X(REDUX, "red"                             \
+											     "ux") X(REM, "rem") X(            \
+								RET, "ret") X(RSQRT,                                           \
+									      "rsqrt") X(SAD,                                  \
+											 "sad") X(SELP, "selp")                \
+								X(SET, "set") X(SETP, "setp") X(SHF, "shf") X(                 \
+									SHFL,                                                  \
+									"shfl") X(SHL, "shl") X(SHR, "shr")                    \
+									X(SIN, "sin") X(SLCT, "sl"                             \
+											      "c"                              \
+											      "t") X(                          \
+										SQRT,                                          \
+										"sqrt") X(ST, "s"                              \
+											      "t") X(SUB, "sub")               \
+										X(SUBC,                                        \
+										  "subc") X(SZEXT,                             \
+											    "szex"                             \
+											    "t") X(TANH,                       \
+												   "tanh")                     \
+											X(TESTP,                               \
+											  "testp") X(TRAP,                     \
+												     "trap")                   \
+												X(VOTE,                        \
+												  "vote")                      \
+													X(XOR,                 \
+													  "xor")
+
+enum sg_base {
+	SG_B_UNKNOWN = 0,
+#define SG_BASE_ENUM(name, text) SG_B_##name,
+	SG_BASE_MAP(SG_BASE_ENUM)
+#undef SG_BASE_ENUM
+		SG_B_COUNT
+};
+
+/* ---- lowered instructions ---- */
+
+struct sg_thread;
+struct sg_insn;
+
+/* A handler: 0 to go on, or an SG_STOP_* reason. */
+typedef int (*sg_fn)(struct sg_thread *t, const struct sg_insn *in);
+
+enum sg_stop {
+	SG_STOP_NONE = 0,
+	SG_STOP_EXIT,  /* the thread finished */
+	SG_STOP_BAR,   /* waits at a CTA barrier */
+	SG_STOP_WARP,  /* waits for its warp (shfl, vote, match, activemask, bar.warp) */
+	SG_STOP_FAULT, /* the launch fails: t->blk->err says why */
+	SG_STOP_YIELD, /* still runnable; lets the others run (spin loops) */
+};
+
+/* Register slots every function has. */
+#define SG_SLOT_TRUE 0 /* constant 1: the guard of unpredicated instructions */
+#define SG_SLOT_SINK 1 /* written and never read: the `_` operand */
+#define SG_SLOT_FIRST 2
+
+struct sg_insn {
+	sg_fn fn;
+	uint32_t guard; /* predicate slot; SG_SLOT_TRUE when unguarded */
+	uint8_t gneg;	/* 1 for @!p */
+	uint8_t nd;	/* destination (or store-data) slots used */
+	uint8_t ns;	/* source slots used */
+	uint8_t flags;	/* handler-specific */
+	uint32_t d[4];
+	uint32_t s[4];
+	int64_t imm;  /* address offset, branch target, ... */
+	uint32_t aux; /* handler-specific: size code, call index, sreg id, ... */
+	uint32_t line;
+};
+
+/* ---- parsed program ---- */
+
+/* A variable: module scope or function scope (.shared, .local, .param). */
+struct sg_var {
+	char *name;
+	int space; /* SG_SP_* */
+	int type;
+	uint32_t align;
+	uint64_t size; /* 0 for .extern .shared arrays (dynamic shared memory) */
+	uint8_t *init; /* initial bytes (size of them) or NULL */
+	bool is_extern;
+	bool visible;
+	bool dynamic; /* the .extern .shared array */
+	int func;     /* owning function, -1 at module scope */
+	uint64_t
+		offset; /* shared: module-wide offset; global/const: offset in the instance block */
+};
+
+/* A function parameter or return value. */
+struct sg_param {
+	char *name;
+	int type;
+	uint32_t size;
+	uint32_t align;
+	uint32_t offset; /* in the kernel's buffer or the function's frame */
+};
+
+/* One call site: what to copy in and out. */
+struct sg_call {
+	int callee; /* function index */
+	uint32_t nargs;
+	uint32_t nrets;
+	uint32_t *arg_off; /* caller frame offsets of the arguments */
+	uint32_t *ret_off; /* caller frame offsets of the return values */
+};
+
+/* A relocation: register-template slot <- address of a variable + addend. */
+struct sg_reloc {
+	uint32_t slot;
+	int var;
+	int64_t addend;
+};
+
+enum sg_builtin {
+	SG_BUILTIN_NONE = 0,
+	SG_BUILTIN_VPRINTF,
+	SG_BUILTIN_ASSERTFAIL,
+	SG_BUILTIN_MALLOC,
+	SG_BUILTIN_FREE,
+};
+
+struct sg_func {
+	char *name;
+	bool is_entry;
+	bool is_extern;
+	bool visible;
+	bool defined;
+	int builtin;
+	struct sg_param *params;
+	uint32_t nparams;
+	struct sg_param *rets;
+	uint32_t nrets;
+	uint32_t param_size; /* bytes of incoming parameters */
+	uint32_t frame_size; /* function activation frame: params, returns, call-site params */
+	uint32_t nslots;     /* register file size, in 8-byte slots */
+	uint64_t *tmpl;	     /* nslots constant values (0 for registers) */
+	struct sg_reloc *relocs;
+	uint32_t nrelocs;
+	struct sg_insn *code;
+	uint32_t ncode;
+	struct sg_call *calls;
+	uint32_t ncalls;
+	uint32_t local_size;	/* this function's .local depot bytes */
+	uint32_t local_total;	/* deepest chain of depots from here (entries) */
+	bool recursive;		/* reaches a call cycle */
+	uint32_t shared_static; /* bytes of .shared it and its callees use */
+	uint32_t maxntid[3];
+	uint32_t reqntid[3];
+	uint32_t minctas;
+	uint32_t maxnreg;
+	uint32_t line;
+};
+
+/* An initializer word holding the address of a variable (generic(var) or var). */
+struct sg_dreloc {
+	int var;	 /* the variable whose bytes are patched */
+	uint64_t offset; /* where in it */
+	int target;
+	int64_t addend;
+	unsigned size; /* 4 or 8 */
+};
+
+struct sg_prog {
+	unsigned version_major;
+	unsigned version_minor;
+	unsigned target_sm;
+	struct sg_var *vars;
+	uint32_t nvars;
+	struct sg_func *funcs;
+	uint32_t nfuncs;
+	uint32_t shared_size; /* static .shared of the whole module */
+	uint32_t shared_align;
+	uint32_t dyn_base;    /* where dynamic shared memory starts */
+	uint64_t global_size; /* bytes of .global and .const variables per instance */
+	uint32_t global_align;
+	bool uses_dynamic_shared;
+	struct sg_dreloc *dre;
+	uint32_t ndre;
+};
+
+/*
+ * Parses and lowers PTX text. On failure returns a CUresult (INVALID_PTX,
+ * NOT_SUPPORTED, UNSUPPORTED_PTX_VERSION) and writes a message naming the line
+ * and construct into err.
+ */
+int sg_ptx_load(const char *text, struct sg_prog **out, char *err, size_t errlen);
+void sg_prog_free(struct sg_prog *p);
+int sg_prog_find_func(const struct sg_prog *p, const char *name);
+int sg_prog_find_var(const struct sg_prog *p, const char *name);
+
+/* ---- interpreter state ---- */
+
+struct sg_grid;
+struct sg_block;
+
+/* A saved activation when a thread calls a .func. */
+struct sg_frame {
+	const struct sg_func *fn;
+	const struct sg_call *call;
+	uint32_t ret_pc;
+	uint32_t local_base;
+	size_t regs_off; /* caller's registers/frame in the call stack (depth > 0) */
+	size_t pframe_off;
+	size_t stack_top;
+};
+
+struct sg_cstack {
+	uint8_t *mem;
+	size_t cap;
+	size_t top;
+	struct sg_frame *frames;
+	uint32_t nframes;
+	uint32_t cap_frames;
+};
+
+enum sg_tstate { SG_T_READY = 0, SG_T_BAR, SG_T_WARP, SG_T_EXITED };
+
+enum sg_wait_kind {
+	SG_W_SHFL = 1,
+	SG_W_VOTE,
+	SG_W_MATCH,
+	SG_W_REDUX,
+	SG_W_WARPSYNC,
+	SG_W_ACTIVEMASK,
+};
+
+struct sg_thread {
+	uint64_t *r;
+	const struct sg_insn *code;
+	uint32_t pc;
+	uint8_t state;
+	uint8_t lane;
+	uint8_t wait_kind;
+	uint8_t cc; /* carry flag for add.cc/addc */
+	const struct sg_func *fn;
+	struct sg_block *blk;
+	uint32_t tid[3];
+	uint32_t linear;
+	uint32_t warp;
+	/* where it waits */
+	const struct sg_insn *wait_insn;
+	uint32_t wait_mask;
+	uint32_t bar_id;
+	uint32_t bar_count;
+	uint64_t wait_a;
+	uint64_t wait_b;
+	uint64_t wait_c;
+	/* memory */
+	uint8_t *local;
+	uint32_t local_size;
+	uint32_t local_base;
+	uint8_t *pframe;  /* current activation frame */
+	uint64_t *r0;	  /* kernel-level registers */
+	uint8_t *pframe0; /* kernel-level frame */
+	struct sg_cstack cs;
+	uint32_t depth;
+	uint32_t budget; /* backward branches before it yields */
+};
+
+/* A translation of device addresses to host memory, cached per block. */
+struct sg_xcache {
+	uint64_t lo;
+	uint64_t hi;
+	uint8_t *host;
+};
+
+#define SG_XCACHE 4
+
+struct sg_block {
+	const struct sg_grid *grid;
+	uint32_t ctaid[3];
+	uint8_t *shared;
+	uint32_t shared_size;
+	struct sg_thread *threads;
+	uint32_t nthreads;
+	uint32_t nwarps;
+	int err; /* CUresult once a thread faults */
+	char errmsg[200];
+	uint64_t icount;
+	struct sg_xcache xc[SG_XCACHE];
+	unsigned xnext;
+	unsigned worker;
+	uint32_t bar_arrived[16]; /* arrivals (bar.sync and bar.arrive) per barrier */
+	uint32_t nexited;
+};
+
+/* One launch as the interpreter sees it (engine.c fills it, blocks only read it). */
+struct sg_grid {
+	const struct sg_prog *prog;
+	const struct sg_func *entry;
+	uint64_t *const *tmpl; /* the instance's register templates, per function */
+	uint32_t grid[3];
+	uint32_t block[3];
+	uint32_t nthreads; /* per block */
+	uint32_t dyn_shared;
+	uint32_t shared_size; /* per block: module static + dynamic */
+	const uint8_t *params;
+	uint32_t param_size;
+	uint32_t local_size; /* per thread */
+	uint32_t max_depth;  /* call depth limit */
+	const void *ctx;     /* memory must belong to this context (or be host memory) */
+	uint32_t sm_count;
+	uint64_t gridid;
+	void *out; /* device printf output (printf.c) */
+};
+
+/* Device memory for kernels (memory.c): host address of [addr, addr+size) or NULL. */
+uint8_t *sg_mem_kernel_lookup(uint64_t addr, uint64_t size, const void *ctx,
+			      struct sg_xcache *fill);
+
+/* Builtin device functions (printf.c, exec.c). */
+int sg_builtin_vprintf(struct sg_thread *t, uint64_t fmt, uint64_t args, int32_t *ret);
+int sg_builtin_assertfail(struct sg_thread *t, uint64_t msg, uint64_t file, uint32_t line,
+			  uint64_t func);
+uint64_t sg_builtin_malloc(struct sg_thread *t, uint64_t size);
+void sg_builtin_free(struct sg_thread *t, uint64_t ptr);
+
+/* ---- handler helpers (exec.c) ---- */
+
+/* Records a fault on the thread's block and returns SG_STOP_FAULT. */
+int sg_fault(struct sg_thread *t, int cuerr, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Host address of `size` bytes at generic or space address `addr`, or NULL after a fault. */
+void *sg_addr(struct sg_thread *t, int space, uint64_t addr, uint32_t size, bool write);
+/* Runs the block to completion: 0 or a CUresult. */
+int sg_block_run(struct sg_block *b);
+
+/* ---- lowering (ptx_lower.c) ---- */
+
+struct sg_lower;
+
+/* A parsed operand (ptx_parse.c fills, the lowering turns into slots). */
+enum sg_okind {
+	SG_O_NONE = 0,
+	SG_O_REG,   /* register: .slot */
+	SG_O_SREG,  /* special register: .sreg */
+	SG_O_IMM,   /* integer literal: .i */
+	SG_O_FIMM,  /* floating literal: .f (0f.. keeps .bits32, 0d.. .i) */
+	SG_O_SYM,   /* variable (value = its address) or function: .sym/.func */
+	SG_O_ADDR,  /* [base + off]: .base is REG/SYM/none */
+	SG_O_VEC,   /* {a, b, ...}: .vec */
+	SG_O_LABEL, /* branch target */
+	SG_O_SINK,  /* _ */
+	SG_O_LIST,  /* (a, b) in calls */
+};
+
+struct sg_operand {
+	int kind;
+	bool neg;		/* !p */
+	int slot;		/* REG */
+	int sreg;		/* SREG id */
+	int64_t i;		/* IMM; FIMM bits (0d) */
+	double f;		/* FIMM decimal */
+	int fkind;		/* 0 decimal, 32 0f, 64 0d */
+	int var;		/* SYM: variable index, or -1 */
+	int func;		/* SYM: function index, or -1 */
+	char *name;		/* SYM/LABEL: as written */
+	int base_kind;		/* ADDR: SG_O_REG, SG_O_SYM or SG_O_NONE */
+	int64_t off;		/* ADDR */
+	struct sg_operand *vec; /* VEC/LIST elements */
+	int nvec;
+	struct sg_operand *pair; /* d|p second destination */
+};
+
+/* Special registers. */
+enum sg_sreg {
+	SG_SR_TID_X = 1,
+	SG_SR_TID_Y,
+	SG_SR_TID_Z,
+	SG_SR_NTID_X,
+	SG_SR_NTID_Y,
+	SG_SR_NTID_Z,
+	SG_SR_CTAID_X,
+	SG_SR_CTAID_Y,
+	SG_SR_CTAID_Z,
+	SG_SR_NCTAID_X,
+	SG_SR_NCTAID_Y,
+	SG_SR_NCTAID_Z,
+	SG_SR_LANEID,
+	SG_SR_WARPID,
+	SG_SR_NWARPID,
+	SG_SR_SMID,
+	SG_SR_NSMID,
+	SG_SR_GRIDID,
+	SG_SR_LANEMASK_EQ,
+	SG_SR_LANEMASK_LE,
+	SG_SR_LANEMASK_LT,
+	SG_SR_LANEMASK_GE,
+	SG_SR_LANEMASK_GT,
+	SG_SR_CLOCK,
+	SG_SR_CLOCK_HI,
+	SG_SR_CLOCK64,
+	SG_SR_GLOBALTIMER,
+	SG_SR_GLOBALTIMER_LO,
+	SG_SR_GLOBALTIMER_HI,
+	SG_SR_TOTAL_SMEM,
+	SG_SR_DYNAMIC_SMEM,
+	SG_SR_ENVREG,
+	SG_SR_PM,
+	SG_SR_TID,
+	SG_SR_NTID,
+	SG_SR_CTAID,
+	SG_SR_NCTAID, /* vector forms, rejected */
+};
+
+/* Helpers a family lowering uses (ptx_lower.c). */
+int sg_lower_src(struct sg_lower *L, const struct sg_operand *o, int type, uint32_t *slot);
+int sg_lower_dst(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot);
+int sg_lower_pred(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot, bool *neg);
+int sg_lower_addr(struct sg_lower *L, const struct sg_operand *o, int *space, uint32_t *slot,
+		  int64_t *off);
+uint32_t sg_lower_const(struct sg_lower *L, uint64_t value);
+int sg_lower_error(struct sg_lower *L, int cuerr, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int sg_lower_unsupported(struct sg_lower *L, const struct sg_opc *o);
+bool sg_lower_in_entry(const struct sg_lower *L);
+/* Adds an instruction before the one being lowered (e.g. to read a special register). */
+struct sg_insn *sg_lower_emit(struct sg_lower *L);
+/* call: fills in->aux with a call-site index (ptx_lower.c keeps the call table). */
+int sg_lower_call(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		  int nops, struct sg_insn *in);
+int sg_lower_label(struct sg_lower *L, const struct sg_operand *o, struct sg_insn *in);
+
+/*
+ * Family lowerings: each chooses the handler for an opcode from its own file
+ * and fills the instruction's slots. They return 0, or a CUresult after
+ * sg_lower_error().
+ */
+typedef int (*sg_lower_fn)(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+			   int nops, struct sg_insn *in);
+int sg_lower_int(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops, int nops,
+		 struct sg_insn *in); /* ops_int.c */
+int sg_lower_bits(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		  int nops, struct sg_insn *in); /* ops_bits.c */
+int sg_lower_float(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		   int nops, struct sg_insn *in); /* ops_float.c */
+int sg_lower_math(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		  int nops, struct sg_insn *in); /* ops_math.c */
+int sg_lower_half(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		  int nops, struct sg_insn *in); /* ops_half.c */
+int sg_lower_cmp(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops, int nops,
+		 struct sg_insn *in); /* ops_cmp.c */
+int sg_lower_cvt(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops, int nops,
+		 struct sg_insn *in); /* ops_cvt.c */
+int sg_lower_mov(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops, int nops,
+		 struct sg_insn *in); /* ops_mov.c */
+int sg_lower_mem(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops, int nops,
+		 struct sg_insn *in); /* ops_mem.c */
+int sg_lower_atom(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		  int nops, struct sg_insn *in); /* ops_atom.c */
+int sg_lower_ctrl(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		  int nops, struct sg_insn *in); /* ops_ctrl.c */
+int sg_lower_sync(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		  int nops, struct sg_insn *in); /* ops_warp.c */
+
+/* Handlers other files refer to. */
+int sg_op_mov_sreg(struct sg_thread *t, const struct sg_insn *in);	/* ops_mov.c */
+int sg_op_mov_localaddr(struct sg_thread *t, const struct sg_insn *in); /* ops_mov.c */
+int sg_op_ret(struct sg_thread *t, const struct sg_insn *in);		/* ops_ctrl.c */
+
+/* Floating-point helpers shared by the float files (fp.c). */
+float sg_ftz32(float x);
+double sg_ftz64(double x);
+float sg_f16_to_f32(uint16_t h);
+uint16_t sg_f32_to_f16(float f, int rnd);
+uint16_t sg_f64_to_f16(double f, int rnd);
+float sg_bf16_to_f32(uint16_t h);
+uint16_t sg_f32_to_bf16(float f, int rnd);
+uint16_t sg_f64_to_bf16(double f, int rnd);
+float sg_round_f32(int rnd, int op, float a, float b, float c);
+double sg_round_f64(int rnd, int op, double a, double b, double c);
+float sg_f64_to_f32_rnd(double x, int rnd);
+float sg_i64_to_f32_rnd(int64_t x, bool is_signed, int rnd);
+double sg_i64_to_f64_rnd(int64_t x, bool is_signed, int rnd);
+
+/* Operations for sg_round_*: computed under a non-default rounding mode. */
+enum sg_fop { SG_FOP_ADD, SG_FOP_SUB, SG_FOP_MUL, SG_FOP_DIV, SG_FOP_FMA, SG_FOP_SQRT, SG_FOP_RCP };
+
+#endif

@@ -1,0 +1,1542 @@
+/* ptx_parse.c -- PTX module structure: directives, variables, functions, statements. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "ptx_int.h"
+
+/*
+ * A recursive-descent parser over ptx_lex.c's tokens. Declarations build the
+ * struct sg_prog directly; each instruction is parsed into operands and handed
+ * to ptx_lower.c, which appends lowered instructions to the current function.
+ * The first error stops everything: it is recorded with its line in L->err.
+ */
+
+int sg_lower_error(struct sg_lower *L, int cuerr, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (L->errcode)
+		return L->errcode;
+	L->errcode = cuerr;
+	if (L->err && L->errlen) {
+		n = snprintf(L->err, L->errlen,
+			     "line %u: ", L->insn_line ? L->insn_line : L->tok.line);
+		if (n < 0 || (size_t)n >= L->errlen)
+			return cuerr;
+		va_start(ap, fmt);
+		vsnprintf(L->err + n, L->errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return cuerr;
+}
+
+static int syntax(struct sg_lower *L, const char *what)
+{
+	const struct sg_tok *t = &L->tok;
+
+	L->insn_line = t->line;
+	if (t->kind == SG_TK_EOF)
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "expected %s, found end of input",
+				      what);
+	return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "expected %s, found '%.*s'", what,
+			      (int)(t->len > 40 ? 40 : t->len), t->p);
+}
+
+static int oom(struct sg_lower *L)
+{
+	return sg_lower_error(L, CUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+}
+
+static int expect_punct(struct sg_lower *L, char c)
+{
+	char what[4] = {'\'', c, '\'', 0};
+
+	sg_lex_next(L);
+	if (!sg_tok_punct(&L->tok, c))
+		return syntax(L, what);
+	return 0;
+}
+
+static int expect_int(struct sg_lower *L, uint64_t *v)
+{
+	sg_lex_next(L);
+	if (L->tok.kind != SG_TK_INT)
+		return syntax(L, "a number");
+	*v = L->tok.i;
+	return 0;
+}
+
+static bool is_dir(const struct sg_tok *t, const char *name)
+{
+	return sg_tok_is(t, SG_TK_DIR, name);
+}
+
+static char *tokdup(const struct sg_tok *t)
+{
+	return sg_strndup(t->p, t->len);
+}
+
+/* Skips the rest of the current source line (.loc, .file: no semicolon). */
+static void skip_line(struct sg_lower *L)
+{
+	uint32_t line = L->tok.line;
+
+	while (sg_lex_peek(L)->kind != SG_TK_EOF && sg_lex_peek(L)->line == line)
+		sg_lex_next(L);
+}
+
+/* Skips a balanced { ... } group; the current token is the '{'. */
+static int skip_braces(struct sg_lower *L)
+{
+	int depth = 1;
+
+	while (depth > 0) {
+		if (sg_lex_next(L) == SG_TK_EOF)
+			return syntax(L, "'}'");
+		if (sg_tok_punct(&L->tok, '{'))
+			depth++;
+		else if (sg_tok_punct(&L->tok, '}'))
+			depth--;
+	}
+	return 0;
+}
+
+/* ---- types and declarations ---- */
+
+static int tok_type(const struct sg_tok *t)
+{
+	if (t->kind != SG_TK_DIR)
+		return SG_NOTYPE;
+	return sg_type_from_name(t->p + 1, t->len - 1);
+}
+
+/*
+ * Parses "[.ptr] [.space] [.align N] [.vN] .type [.ptr .space .align N]" as
+ * found in variable and parameter declarations. The current token is the first
+ * of them; on return it is the last.
+ */
+struct decl_attrs {
+	int type;
+	uint32_t align;
+	int vec;
+};
+
+static int parse_attrs(struct sg_lower *L, struct decl_attrs *a)
+{
+	memset(a, 0, sizeof(*a));
+	for (;;) {
+		const struct sg_tok *t = &L->tok;
+		int type = tok_type(t);
+
+		if (type != SG_NOTYPE) {
+			a->type = type;
+		} else if (is_dir(t, ".align")) {
+			uint64_t v = 0;
+
+			if (expect_int(L, &v))
+				return L->errcode;
+			if (v == 0 || (v & (v - 1)) || v > 4096)
+				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+						      "bad alignment %llu", (unsigned long long)v);
+			a->align = (uint32_t)v;
+		} else if (is_dir(t, ".v2") || is_dir(t, ".v4")) {
+			a->vec = t->p[2] - '0';
+		} else if (is_dir(t, ".ptr") || is_dir(t, ".global") || is_dir(t, ".shared") ||
+			   is_dir(t, ".local") || is_dir(t, ".const")) {
+			/* pointer attributes of parameters: informative only */
+		} else {
+			return syntax(L, "a type");
+		}
+		if (sg_lex_peek(L)->kind != SG_TK_DIR)
+			break;
+		sg_lex_next(L);
+	}
+	if (a->type == SG_NOTYPE)
+		return syntax(L, "a type");
+	if (a->vec)
+		return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+				      "vector variables (.v%d) are not supported", a->vec);
+	if (a->align == 0)
+		a->align = sg_type_size(a->type);
+	return 0;
+}
+
+/* Array dimensions after a name: [N][M] or [] (size 0, extern). */
+static int parse_dims(struct sg_lower *L, uint64_t *count, bool *unsized)
+{
+	*count = 1;
+	*unsized = false;
+	while (sg_tok_punct(sg_lex_peek(L), '[')) {
+		sg_lex_next(L);
+		if (sg_tok_punct(sg_lex_peek(L), ']')) {
+			sg_lex_next(L);
+			*unsized = true;
+			*count = 0;
+			continue;
+		}
+		uint64_t n = 0;
+
+		if (expect_int(L, &n) || expect_punct(L, ']'))
+			return L->errcode;
+		*count *= n;
+	}
+	return 0;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return a ? (v + a - 1) / a * a : v;
+}
+
+static int new_var(struct sg_lower *L, struct sg_var **out)
+{
+	struct sg_prog *P = L->prog;
+
+	if (sg_grow(&P->vars, &L->cap_vars, P->nvars, sizeof(*P->vars)))
+		return oom(L);
+	*out = &P->vars[P->nvars];
+	memset(*out, 0, sizeof(**out));
+	(*out)->func = -1;
+	P->nvars++;
+	return 0;
+}
+
+static void store_elem(uint8_t *dst, int type, const struct sg_tok *t, bool neg)
+{
+	unsigned size = sg_type_size(type);
+	uint64_t bits;
+
+	if (t->kind == SG_TK_FLOAT) {
+		if (type == SG_F32) {
+			float f = t->fkind == 32 ? 0 : (float)t->f;
+			uint32_t b;
+
+			if (t->fkind == 32) {
+				b = (uint32_t)t->i;
+			} else {
+				if (t->fkind == 64) {
+					double d;
+
+					memcpy(&d, &t->i, 8);
+					f = (float)d;
+				}
+				memcpy(&b, &f, 4);
+			}
+			bits = neg ? b ^ 0x80000000u : b;
+		} else if (type == SG_F64) {
+			double d = t->f;
+
+			if (t->fkind == 64)
+				memcpy(&d, &t->i, 8);
+			else if (t->fkind == 32) {
+				float f;
+				uint32_t b = (uint32_t)t->i;
+
+				memcpy(&f, &b, 4);
+				d = f;
+			}
+			if (neg)
+				d = -d;
+			memcpy(&bits, &d, 8);
+		} else {
+			bits = t->i;
+		}
+	} else if (type == SG_F32) {
+		float f = neg ? -(float)t->i : (float)t->i;
+		uint32_t b;
+
+		memcpy(&b, &f, 4);
+		bits = b;
+	} else if (type == SG_F64) {
+		double d = neg ? -(double)t->i : (double)t->i;
+
+		memcpy(&bits, &d, 8);
+	} else {
+		bits = neg ? (uint64_t) - (int64_t)t->i : t->i;
+	}
+	memcpy(dst, &bits, size); /* little endian: the low bytes */
+}
+
+/* Initializer: scalar, {list}, nested {{...}}, generic(var), var[+off]. */
+static int parse_init(struct sg_lower *L, int vi, int type, uint64_t *idx, uint64_t count)
+{
+	unsigned esz = sg_type_size(type);
+
+	sg_lex_next(L);
+	if (sg_tok_punct(&L->tok, '{')) {
+		if (sg_tok_punct(sg_lex_peek(L), '}')) {
+			sg_lex_next(L);
+			return 0;
+		}
+		for (;;) {
+			if (parse_init(L, vi, type, idx, count))
+				return L->errcode;
+			sg_lex_next(L);
+			if (sg_tok_punct(&L->tok, '}'))
+				return 0;
+			if (!sg_tok_punct(&L->tok, ','))
+				return syntax(L, "',' or '}' in initializer");
+		}
+	}
+	if (*idx >= count)
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "too many initializers");
+	struct sg_var *v = &L->prog->vars[vi];
+	bool neg = false;
+
+	if (sg_tok_punct(&L->tok, '-')) {
+		neg = true;
+		sg_lex_next(L);
+	}
+	if (L->tok.kind == SG_TK_INT || L->tok.kind == SG_TK_FLOAT) {
+		store_elem(v->init + *idx * esz, type, &L->tok, neg);
+	} else if (L->tok.kind == SG_TK_WORD) {
+		bool generic = sg_tok_is(&L->tok, SG_TK_WORD, "generic");
+		int target;
+		int64_t addend = 0;
+
+		if (generic) {
+			if (expect_punct(L, '('))
+				return L->errcode;
+			sg_lex_next(L);
+		}
+		target = sg_map_get(&L->vars, L->tok.p, L->tok.len);
+		if (target < 0)
+			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+					      "initializer names '%.*s', which is not a variable",
+					      (int)L->tok.len, L->tok.p);
+		if (generic && expect_punct(L, ')'))
+			return L->errcode;
+		if (sg_tok_punct(sg_lex_peek(L), '+')) {
+			uint64_t off = 0;
+
+			sg_lex_next(L);
+			if (expect_int(L, &off))
+				return L->errcode;
+			addend = (int64_t)off;
+		}
+		if (esz != 8 && esz != 4)
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+					      "address initializer in a %u-byte element", esz);
+		if (sg_grow(&L->prog->dre, &L->cap_dre, L->prog->ndre, sizeof(*L->prog->dre)))
+			return oom(L);
+		L->prog->dre[L->prog->ndre++] = (struct sg_dreloc){.var = vi,
+								   .offset = *idx * esz,
+								   .target = target,
+								   .addend = addend,
+								   .size = esz};
+	} else {
+		return syntax(L, "an initializer");
+	}
+	(*idx)++;
+	return 0;
+}
+
+static uint32_t new_shared_offset(struct sg_lower *L, uint64_t size, uint32_t align)
+{
+	struct sg_prog *P = L->prog;
+	uint32_t off = (uint32_t)align_up(P->shared_size, align);
+
+	P->shared_size = off + (uint32_t)size;
+	if (align > P->shared_align)
+		P->shared_align = align;
+	return off;
+}
+
+static int note_shared_use(struct sg_lower *L, int var)
+{
+	for (uint32_t i = 0; i < L->nshared_used; i++)
+		if (L->shared_used[i] == var)
+			return 0;
+	if (sg_grow(&L->shared_used, &L->cap_shared_used, L->nshared_used, sizeof(int)))
+		return oom(L);
+	L->shared_used[L->nshared_used++] = var;
+	return 0;
+}
+
+static int add_lsym(struct sg_lower *L, const char *name, size_t len, struct sg_lsym s)
+{
+	if (sg_grow(&L->ls, &L->cap_ls, L->nls, sizeof(*L->ls)))
+		return oom(L);
+	L->ls[L->nls] = s;
+	if (sg_map_put(&L->lsyms, name, len, (int)L->nls))
+		return oom(L);
+	L->nls++;
+	return 0;
+}
+
+/*
+ * A variable declaration; the current token is the state-space directive.
+ * In a function, .shared becomes a module-wide shared variable used by this
+ * function, .local a slot in the function's local frame, .param a slot in its
+ * parameter frame.
+ */
+static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible, bool in_func)
+{
+	struct decl_attrs a;
+
+	sg_lex_next(L);
+	if (parse_attrs(L, &a))
+		return L->errcode;
+	for (;;) {
+		struct sg_tok name;
+		uint64_t count, size;
+		bool unsized;
+
+		sg_lex_next(L);
+		if (L->tok.kind != SG_TK_WORD)
+			return syntax(L, "a variable name");
+		name = L->tok;
+		if (parse_dims(L, &count, &unsized))
+			return L->errcode;
+		size = count * sg_type_size(a.type);
+		if (in_func && (space == SG_SP_LOCAL || space == SG_SP_PARAM)) {
+			struct sg_lsym s = {.space = space == SG_SP_LOCAL ? SG_SP_LOCAL
+									  : SG_SP_FPARAM,
+					    .var = -1,
+					    .size = (uint32_t)size,
+					    .type = a.type};
+
+			if (size > (1u << 24))
+				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+						      "'%.*s' is too large", (int)name.len, name.p);
+			if (space == SG_SP_LOCAL) {
+				s.offset = (uint32_t)align_up(L->fn->local_size, a.align);
+				L->fn->local_size = s.offset + (uint32_t)size;
+			} else {
+				s.offset = (uint32_t)align_up(L->frame_size, a.align);
+				L->frame_size = s.offset + (uint32_t)size;
+			}
+			if (add_lsym(L, name.p, name.len, s))
+				return L->errcode;
+		} else {
+			struct sg_var *v = NULL;
+			int vi;
+
+			if (space == SG_SP_LOCAL || space == SG_SP_PARAM)
+				return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+						      "module-scope .local/.param variables");
+			if (new_var(L, &v))
+				return L->errcode;
+			vi = (int)L->prog->nvars - 1;
+			v->name = tokdup(&name);
+			v->space = space;
+			v->type = a.type;
+			v->align = a.align;
+			v->size = size;
+			v->is_extern = is_extern;
+			v->visible = visible;
+			v->func = in_func ? L->fn_index : -1;
+			if (v->name == NULL)
+				return oom(L);
+			if (space == SG_SP_SHARED) {
+				if (unsized) {
+					v->dynamic = true;
+					L->prog->uses_dynamic_shared = true;
+				} else {
+					v->offset = new_shared_offset(L, size, a.align);
+				}
+				if (in_func && note_shared_use(L, vi))
+					return L->errcode;
+			} else {
+				struct sg_prog *P = L->prog;
+
+				if (unsized || (is_extern && size == 0))
+					return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+							      "extern variable '%s' (no linker)",
+							      v->name);
+				v->offset = align_up(P->global_size, a.align);
+				P->global_size = v->offset + size;
+				if (a.align > P->global_align)
+					P->global_align = a.align;
+			}
+			if (in_func) {
+				struct sg_lsym s = {.space = SG_SP_SHARED, .var = vi};
+
+				if (space != SG_SP_SHARED)
+					return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+							      "function-scope .global/.const");
+				if (add_lsym(L, name.p, name.len, s))
+					return L->errcode;
+			} else if (sg_map_put(&L->vars, name.p, name.len, vi)) {
+				return oom(L);
+			}
+			if (sg_tok_punct(sg_lex_peek(L), '=')) {
+				uint64_t idx = 0;
+
+				sg_lex_next(L);
+				if (space != SG_SP_GLOBAL && space != SG_SP_CONST)
+					return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+							      "initializer on a .shared variable");
+				v->init = calloc(1, size ? size : 1);
+				if (v->init == NULL)
+					return oom(L);
+				if (parse_init(L, vi, a.type, &idx, count))
+					return L->errcode;
+			}
+		}
+		sg_lex_next(L);
+		if (sg_tok_punct(&L->tok, ';'))
+			return 0;
+		if (!sg_tok_punct(&L->tok, ','))
+			return syntax(L, "';'");
+	}
+}
+
+/* ---- registers ---- */
+
+static int declare_reg(struct sg_lower *L, const char *name, size_t len)
+{
+	uint32_t slot = sg_lower_new_slots(L, 1);
+
+	if (slot == UINT32_MAX || sg_map_put(&L->regs, name, len, (int)slot))
+		return oom(L);
+	return 0;
+}
+
+/* .reg .type %r<N>; or .reg .type a, b, c; */
+static int parse_reg(struct sg_lower *L)
+{
+	struct decl_attrs a;
+
+	sg_lex_next(L);
+	if (parse_attrs(L, &a))
+		return L->errcode;
+	for (;;) {
+		struct sg_tok name;
+
+		sg_lex_next(L);
+		if (L->tok.kind != SG_TK_WORD)
+			return syntax(L, "a register name");
+		name = L->tok;
+		if (sg_tok_punct(sg_lex_peek(L), '<')) {
+			uint64_t n = 0;
+			uint32_t first;
+
+			sg_lex_next(L);
+			if (expect_int(L, &n) || expect_punct(L, '>'))
+				return L->errcode;
+			if (n > (1u << 20))
+				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+						      "too many registers");
+			first = sg_lower_new_slots(L, (uint32_t)n);
+			if (first == UINT32_MAX)
+				return oom(L);
+			if (sg_grow(&L->rng, &L->cap_rng, L->nrng, sizeof(*L->rng)))
+				return oom(L);
+			L->rng[L->nrng] = (struct sg_range){.first = first, .count = (uint32_t)n};
+			if (sg_map_put(&L->ranges, name.p, name.len, (int)L->nrng))
+				return oom(L);
+			L->nrng++;
+		} else if (declare_reg(L, name.p, name.len)) {
+			return L->errcode;
+		}
+		sg_lex_next(L);
+		if (sg_tok_punct(&L->tok, ';'))
+			return 0;
+		if (!sg_tok_punct(&L->tok, ','))
+			return syntax(L, "';'");
+	}
+}
+
+static int find_reg(struct sg_lower *L, const char *p, size_t len)
+{
+	int slot = sg_map_get(&L->regs, p, len);
+	size_t k = len;
+	uint64_t idx = 0, mul = 1;
+	int r;
+
+	if (slot >= 0)
+		return slot;
+	while (k > 0 && p[k - 1] >= '0' && p[k - 1] <= '9')
+		k--;
+	if (k == len || k == 0 || len - k > 9)
+		return -1;
+	for (size_t j = len; j > k; j--) {
+		idx += (uint64_t)(p[j - 1] - '0') * mul;
+		mul *= 10;
+	}
+	r = sg_map_get(&L->ranges, p, k);
+	if (r < 0 || idx >= L->rng[r].count)
+		return -1;
+	return (int)(L->rng[r].first + idx);
+}
+
+/* ---- operands ---- */
+
+static const struct {
+	const char *name;
+	int id;
+} sregs[] = {
+	{"%tid.x", SG_SR_TID_X},
+	{"%tid.y", SG_SR_TID_Y},
+	{"%tid.z", SG_SR_TID_Z},
+	{"%ntid.x", SG_SR_NTID_X},
+	{"%ntid.y", SG_SR_NTID_Y},
+	{"%ntid.z", SG_SR_NTID_Z},
+	{"%ctaid.x", SG_SR_CTAID_X},
+	{"%ctaid.y", SG_SR_CTAID_Y},
+	{"%ctaid.z", SG_SR_CTAID_Z},
+	{"%nctaid.x", SG_SR_NCTAID_X},
+	{"%nctaid.y", SG_SR_NCTAID_Y},
+	{"%nctaid.z", SG_SR_NCTAID_Z},
+	{"%laneid", SG_SR_LANEID},
+	{"%warpid", SG_SR_WARPID},
+	{"%nwarpid", SG_SR_NWARPID},
+	{"%smid", SG_SR_SMID},
+	{"%nsmid", SG_SR_NSMID},
+	{"%gridid", SG_SR_GRIDID},
+	{"%lanemask_eq", SG_SR_LANEMASK_EQ},
+	{"%lanemask_le", SG_SR_LANEMASK_LE},
+	{"%lanemask_lt", SG_SR_LANEMASK_LT},
+	{"%lanemask_ge", SG_SR_LANEMASK_GE},
+	{"%lanemask_gt", SG_SR_LANEMASK_GT},
+	{"%clock", SG_SR_CLOCK},
+	{"%clock_hi", SG_SR_CLOCK_HI},
+	{"%clock64", SG_SR_CLOCK64},
+	{"%globaltimer", SG_SR_GLOBALTIMER},
+	{"%globaltimer_lo", SG_SR_GLOBALTIMER_LO},
+	{"%globaltimer_hi", SG_SR_GLOBALTIMER_HI},
+	{"%total_smem_size", SG_SR_TOTAL_SMEM},
+	{"%dynamic_smem_size", SG_SR_DYNAMIC_SMEM},
+	{"%tid", SG_SR_TID},
+	{"%ntid", SG_SR_NTID},
+	{"%ctaid", SG_SR_CTAID},
+	{"%nctaid", SG_SR_NCTAID},
+};
+
+static int find_sreg(const char *p, size_t len)
+{
+	for (size_t i = 0; i < sizeof(sregs) / sizeof(sregs[0]); i++)
+		if (strlen(sregs[i].name) == len && memcmp(sregs[i].name, p, len) == 0)
+			return sregs[i].id;
+	if (len > 7 && memcmp(p, "%envreg", 7) == 0)
+		return SG_SR_ENVREG;
+	if (len == 4 && memcmp(p, "%pm", 3) == 0 && p[3] >= '0' && p[3] <= '7')
+		return SG_SR_PM;
+	return 0;
+}
+
+static void free_operand(struct sg_operand *o)
+{
+	for (int i = 0; i < o->nvec; i++)
+		free_operand(&o->vec[i]);
+	free(o->vec);
+	free(o->name);
+	if (o->pair) {
+		free_operand(o->pair);
+		free(o->pair);
+	}
+	memset(o, 0, sizeof(*o));
+}
+
+static int parse_operand(struct sg_lower *L, struct sg_operand *o);
+
+static int parse_group(struct sg_lower *L, struct sg_operand *o, int kind, char close)
+{
+	uint32_t cap = 0, n = 0;
+
+	o->kind = kind;
+	if (sg_tok_punct(sg_lex_peek(L), close)) {
+		sg_lex_next(L);
+		return 0;
+	}
+	for (;;) {
+		if (sg_grow(&o->vec, &cap, n, sizeof(*o->vec)))
+			return oom(L);
+		o->nvec = (int)n + 1;
+		if (parse_operand(L, &o->vec[n]))
+			return L->errcode;
+		n++;
+		sg_lex_next(L);
+		if (sg_tok_punct(&L->tok, close))
+			return 0;
+		if (!sg_tok_punct(&L->tok, ','))
+			return syntax(L, "',' in operand list");
+	}
+}
+
+/* Names in operands: register, special register, variable, function or label. */
+static int resolve_name(struct sg_lower *L, struct sg_operand *o, const struct sg_tok *t)
+{
+	int v;
+
+	if (sg_tok_is(t, SG_TK_WORD, "_")) {
+		o->kind = SG_O_SINK;
+		return 0;
+	}
+	if (sg_tok_is(t, SG_TK_WORD, "WARP_SZ")) {
+		o->kind = SG_O_IMM;
+		o->i = 32;
+		return 0;
+	}
+	v = find_reg(L, t->p, t->len);
+	if (v >= 0) {
+		o->kind = SG_O_REG;
+		o->slot = v;
+		return 0;
+	}
+	if (t->p[0] == '%') {
+		o->sreg = find_sreg(t->p, t->len);
+		if (o->sreg == 0)
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "unknown register '%.*s'",
+					      (int)t->len, t->p);
+		o->kind = SG_O_SREG;
+		return 0;
+	}
+	o->name = tokdup(t);
+	if (o->name == NULL)
+		return oom(L);
+	o->var = -1;
+	o->func = -1;
+	o->slot = -1;
+	v = sg_map_get(&L->lsyms, t->p, t->len);
+	if (v >= 0) {
+		o->kind = SG_O_SYM;
+		o->slot = v; /* index into L->ls */
+		return 0;
+	}
+	v = sg_map_get(&L->vars, t->p, t->len);
+	if (v >= 0) {
+		o->kind = SG_O_SYM;
+		o->var = v;
+		return 0;
+	}
+	v = sg_map_get(&L->funcs, t->p, t->len);
+	if (v >= 0) {
+		o->kind = SG_O_SYM;
+		o->func = v;
+		return 0;
+	}
+	o->kind = SG_O_LABEL;
+	return 0;
+}
+
+static int parse_offset(struct sg_lower *L, int64_t *off)
+{
+	bool neg = false;
+
+	while (sg_tok_punct(sg_lex_peek(L), '+') || sg_tok_punct(sg_lex_peek(L), '-')) {
+		uint64_t v = 0;
+
+		sg_lex_next(L);
+		neg = L->tok.p[0] == '-';
+		if (sg_tok_punct(sg_lex_peek(L), '-')) {
+			sg_lex_next(L);
+			neg = !neg;
+		}
+		if (expect_int(L, &v))
+			return L->errcode;
+		*off += neg ? -(int64_t)v : (int64_t)v;
+	}
+	return 0;
+}
+
+static int parse_operand(struct sg_lower *L, struct sg_operand *o)
+{
+	memset(o, 0, sizeof(*o));
+	sg_lex_next(L);
+	if (sg_tok_punct(&L->tok, '!')) {
+		if (parse_operand(L, o))
+			return L->errcode;
+		o->neg = !o->neg;
+		return 0;
+	}
+	if (sg_tok_punct(&L->tok, '-')) {
+		if (parse_operand(L, o))
+			return L->errcode;
+		if (o->kind == SG_O_IMM) {
+			o->i = -o->i;
+		} else if (o->kind == SG_O_FIMM) {
+			if (o->fkind == 32)
+				o->i ^= 0x80000000u;
+			else if (o->fkind == 64)
+				o->i ^= (int64_t)0x8000000000000000ull;
+			else
+				o->f = -o->f;
+		} else {
+			return syntax(L, "a number after '-'");
+		}
+		return 0;
+	}
+	if (L->tok.kind == SG_TK_INT) {
+		o->kind = SG_O_IMM;
+		o->i = (int64_t)L->tok.i;
+	} else if (L->tok.kind == SG_TK_FLOAT) {
+		o->kind = SG_O_FIMM;
+		o->fkind = L->tok.fkind;
+		o->i = (int64_t)L->tok.i;
+		o->f = L->tok.f;
+	} else if (sg_tok_punct(&L->tok, '{')) {
+		return parse_group(L, o, SG_O_VEC, '}');
+	} else if (sg_tok_punct(&L->tok, '(')) {
+		return parse_group(L, o, SG_O_LIST, ')');
+	} else if (sg_tok_punct(&L->tok, '[')) {
+		struct sg_operand base;
+
+		o->kind = SG_O_ADDR;
+		o->base_kind = SG_O_NONE;
+		sg_lex_next(L);
+		if (L->tok.kind == SG_TK_INT) {
+			o->off = (int64_t)L->tok.i;
+		} else if (L->tok.kind == SG_TK_WORD) {
+			memset(&base, 0, sizeof(base));
+			if (resolve_name(L, &base, &L->tok))
+				return L->errcode;
+			if (base.kind == SG_O_REG) {
+				o->base_kind = SG_O_REG;
+				o->slot = base.slot;
+			} else if (base.kind == SG_O_SYM && base.func < 0) {
+				o->base_kind = SG_O_SYM;
+				o->slot = base.slot;
+				o->var = base.var;
+				o->name = base.name;
+				base.name = NULL;
+			} else {
+				free_operand(&base);
+				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+						      "bad address '%.*s'", (int)L->tok.len,
+						      L->tok.p);
+			}
+			free_operand(&base);
+		} else {
+			return syntax(L, "an address");
+		}
+		if (parse_offset(L, &o->off) || expect_punct(L, ']'))
+			return L->errcode;
+	} else if (L->tok.kind == SG_TK_WORD) {
+		if (resolve_name(L, o, &L->tok))
+			return L->errcode;
+		if (o->kind == SG_O_SYM && parse_offset(L, &o->off))
+			return L->errcode;
+	} else {
+		return syntax(L, "an operand");
+	}
+	if (sg_tok_punct(sg_lex_peek(L), '|')) {
+		sg_lex_next(L);
+		o->pair = calloc(1, sizeof(*o->pair));
+		if (o->pair == NULL)
+			return oom(L);
+		return parse_operand(L, o->pair);
+	}
+	return 0;
+}
+
+/* ---- instructions and function bodies ---- */
+
+/* Instruction names from the PTX ISA that softgpu does not implement. */
+static const char *const known_unsupported[] = {
+	"tex",
+	"tld4",
+	"txq",
+	"suld",
+	"sust",
+	"sured",
+	"suq",
+	"istypep",
+	"wmma",
+	"mma",
+	"ldmatrix",
+	"stmatrix",
+	"movmatrix",
+	"cp",
+	"mbarrier",
+	"griddepcontrol",
+	"elect",
+	"multimem",
+	"tensormap",
+	"setmaxnreg",
+	"stackrestore",
+	"stacksave",
+	"alloca",
+	"getctarank",
+	"mapa",
+	"clusterlaunchcontrol",
+	"tcgen05",
+	"wgmma",
+	"discard",
+	"applypriority",
+	"createpolicy",
+	"cvt.pack",
+	"vabsdiff",
+	"vadd",
+	"vsub",
+	"vmin",
+	"vmax",
+	"vshl",
+	"vshr",
+	"vmad",
+	"vset",
+	"vabsdiff2",
+	"vadd2",
+	"vsub2",
+	"vavrg2",
+	"vmin2",
+	"vmax2",
+	"vset2",
+	"vabsdiff4",
+	"vadd4",
+	"vsub4",
+	"vavrg4",
+	"vmin4",
+	"vmax4",
+	"vset4",
+	"brx",
+	"ldu.global.v8",
+	"st.async",
+	"red.async",
+	"bar.cta",
+	"barrier.cluster",
+	"prefetch.tensormap",
+	"ld.global.nc.L2",
+	"isspacep.shared::cluster",
+};
+
+static int parse_insn(struct sg_lower *L)
+{
+	struct sg_operand ops[16];
+	int nops = 0;
+	uint32_t guard = SG_SLOT_TRUE;
+	bool gneg = false;
+	struct sg_opc o;
+	int r = 0;
+
+	L->insn_line = L->tok.line;
+	if (sg_tok_punct(&L->tok, '@')) {
+		sg_lex_next(L);
+		if (sg_tok_punct(&L->tok, '!')) {
+			gneg = true;
+			sg_lex_next(L);
+		}
+		int s = L->tok.kind == SG_TK_WORD ? find_reg(L, L->tok.p, L->tok.len) : -1;
+
+		if (s < 0)
+			return syntax(L, "a predicate register");
+		guard = (uint32_t)s;
+		sg_lex_next(L);
+	}
+	if (L->tok.kind != SG_TK_WORD)
+		return syntax(L, "an instruction");
+	if (sg_opc_parse(L, L->tok.p, L->tok.len, &o)) {
+		size_t n = 0;
+
+		while (n < L->tok.len && L->tok.p[n] != '.')
+			n++;
+		for (size_t i = 0; i < sizeof(known_unsupported) / sizeof(known_unsupported[0]);
+		     i++) {
+			size_t k = strlen(known_unsupported[i]);
+
+			if ((k == n && memcmp(known_unsupported[i], L->tok.p, n) == 0) ||
+			    (k <= L->tok.len && memcmp(known_unsupported[i], L->tok.p, k) == 0 &&
+			     strchr(known_unsupported[i], '.')))
+				return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+						      "unsupported instruction '%.*s'",
+						      (int)L->tok.len, L->tok.p);
+		}
+		if (sg_opc_parse(L, L->tok.p, n, &o) == 0)
+			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+					      "unsupported instruction '%.*s'", (int)L->tok.len,
+					      L->tok.p);
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "unknown instruction '%.*s'",
+				      (int)L->tok.len, L->tok.p);
+	}
+	if (!sg_tok_punct(sg_lex_peek(L), ';')) {
+		for (;;) {
+			if (nops == 16) {
+				r = sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "too many operands");
+				goto out;
+			}
+			r = parse_operand(L, &ops[nops]);
+			nops++;
+			if (r)
+				goto out;
+			sg_lex_next(L);
+			if (sg_tok_punct(&L->tok, ';'))
+				break;
+			if (!sg_tok_punct(&L->tok, ',')) {
+				r = syntax(L, "',' or ';'");
+				goto out;
+			}
+		}
+	} else {
+		sg_lex_next(L);
+	}
+	r = sg_lower_insn(L, guard, gneg, &o, ops, nops);
+out:
+	for (int i = 0; i < nops; i++)
+		free_operand(&ops[i]);
+	L->insn_line = 0;
+	return r;
+}
+
+static int parse_body(struct sg_lower *L)
+{
+	int depth = 1;
+
+	for (;;) {
+		const struct sg_tok *t;
+
+		sg_lex_next(L);
+		t = &L->tok;
+		if (t->kind == SG_TK_EOF)
+			return syntax(L, "'}'");
+		if (sg_tok_punct(t, '}')) {
+			if (--depth == 0)
+				return 0;
+		} else if (sg_tok_punct(t, '{')) {
+			depth++;
+		} else if (is_dir(t, ".reg")) {
+			if (parse_reg(L))
+				return L->errcode;
+		} else if (is_dir(t, ".local")) {
+			if (parse_var(L, SG_SP_LOCAL, false, false, true))
+				return L->errcode;
+		} else if (is_dir(t, ".shared")) {
+			if (parse_var(L, SG_SP_SHARED, false, false, true))
+				return L->errcode;
+		} else if (is_dir(t, ".param")) {
+			if (parse_var(L, SG_SP_PARAM, false, false, true))
+				return L->errcode;
+		} else if (is_dir(t, ".loc") || is_dir(t, ".file")) {
+			skip_line(L);
+		} else if (is_dir(t, ".pragma")) {
+			while (sg_lex_next(L) != SG_TK_EOF && !sg_tok_punct(&L->tok, ';'))
+				;
+		} else if (t->kind == SG_TK_DIR) {
+			L->insn_line = t->line;
+			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+					      "unsupported directive '%.*s' in a function body",
+					      (int)t->len, t->p);
+		} else if (t->kind == SG_TK_WORD && sg_tok_punct(sg_lex_peek(L), ':')) {
+			struct sg_tok name = *t;
+
+			sg_lex_next(L);
+			if (is_dir(sg_lex_peek(L), ".callprototype")) {
+				while (sg_lex_next(L) != SG_TK_EOF && !sg_tok_punct(&L->tok, ';'))
+					;
+				continue;
+			}
+			if (sg_map_get(&L->labels, name.p, name.len) >= 0) {
+				L->insn_line = name.line;
+				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+						      "label '%.*s' defined twice", (int)name.len,
+						      name.p);
+			}
+			if (sg_map_put(&L->labels, name.p, name.len, (int)L->ncode))
+				return oom(L);
+		} else {
+			if (parse_insn(L))
+				return L->errcode;
+		}
+	}
+}
+
+/* (.param .type name, ...) for a function's parameters or return values. */
+static int parse_params(struct sg_lower *L, struct sg_param **out, uint32_t *n)
+{
+	uint32_t cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (sg_tok_punct(sg_lex_peek(L), ')')) {
+		sg_lex_next(L);
+		return 0;
+	}
+	for (;;) {
+		struct decl_attrs a;
+		struct sg_param *p;
+		uint64_t count;
+		bool unsized;
+
+		sg_lex_next(L);
+		if (is_dir(&L->tok, ".reg"))
+			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+					      ".reg parameters (only .param)");
+		if (!is_dir(&L->tok, ".param"))
+			return syntax(L, "'.param'");
+		sg_lex_next(L);
+		if (parse_attrs(L, &a))
+			return L->errcode;
+		sg_lex_next(L);
+		if (L->tok.kind != SG_TK_WORD)
+			return syntax(L, "a parameter name");
+		if (sg_grow(out, &cap, *n, sizeof(**out)))
+			return oom(L);
+		p = &(*out)[*n];
+		(*n)++;
+		p->name = tokdup(&L->tok);
+		if (p->name == NULL)
+			return oom(L);
+		if (parse_dims(L, &count, &unsized))
+			return L->errcode;
+		if (unsized)
+			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED, "unsized parameter '%s'",
+					      p->name);
+		p->type = a.type;
+		p->size = (uint32_t)(count * sg_type_size(a.type));
+		p->align = a.align;
+		sg_lex_next(L);
+		if (sg_tok_punct(&L->tok, ')'))
+			return 0;
+		if (!sg_tok_punct(&L->tok, ','))
+			return syntax(L, "',' or ')'");
+	}
+}
+
+static void free_params(struct sg_param *p, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		free(p[i].name);
+	free(p);
+}
+
+static void reset_func_state(struct sg_lower *L)
+{
+	sg_map_deinit(&L->regs);
+	sg_map_deinit(&L->ranges);
+	sg_map_deinit(&L->lsyms);
+	sg_map_deinit(&L->labels);
+	sg_map_deinit(&L->consts);
+	for (uint32_t i = 0; i < L->nfix; i++)
+		free(L->fix[i].label);
+	free(L->rng);
+	free(L->ls);
+	free(L->fix);
+	free(L->tmpl);
+	free(L->is_const);
+	free(L->code);
+	free(L->relocs);
+	free(L->calls);
+	free(L->shared_used);
+	free(L->callees);
+	L->rng = NULL;
+	L->ls = NULL;
+	L->fix = NULL;
+	L->tmpl = NULL;
+	L->is_const = NULL;
+	L->code = NULL;
+	L->relocs = NULL;
+	L->calls = NULL;
+	L->shared_used = NULL;
+	L->callees = NULL;
+	L->nrng = L->cap_rng = L->nls = L->cap_ls = L->nfix = L->cap_fix = 0;
+	L->nslots = L->cap_slots = L->ncode = L->cap_code = L->nrelocs = L->cap_relocs = 0;
+	L->ncalls = L->cap_calls = L->nshared_used = L->cap_shared_used = 0;
+	L->ncallees = L->cap_callees = 0;
+	L->frame_size = 0;
+	L->fn = NULL;
+	L->fn_index = -1;
+}
+
+static int uint_directive(struct sg_lower *L, uint32_t *v, int max)
+{
+	for (int i = 0; i < max; i++) {
+		uint64_t x = 0;
+
+		if (expect_int(L, &x))
+			return L->errcode;
+		v[i] = (uint32_t)x;
+		if (!sg_tok_punct(sg_lex_peek(L), ','))
+			break;
+		sg_lex_next(L);
+	}
+	return 0;
+}
+
+/* .entry / .func; the current token is the directive. */
+static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool visible)
+{
+	struct sg_param *rets = NULL, *params = NULL;
+	uint32_t nrets = 0, nparams = 0;
+	struct sg_prog *P = L->prog;
+	struct sg_func *f;
+	struct sg_tok name;
+	uint32_t line = L->tok.line;
+	int fi;
+
+	sg_lex_next(L);
+	if (!is_entry && sg_tok_punct(&L->tok, '(')) {
+		if (parse_params(L, &rets, &nrets))
+			goto out_err;
+		sg_lex_next(L);
+	}
+	if (L->tok.kind != SG_TK_WORD) {
+		syntax(L, "a function name");
+		goto out_err;
+	}
+	name = L->tok;
+	if (sg_tok_punct(sg_lex_peek(L), '(')) {
+		sg_lex_next(L);
+		if (parse_params(L, &params, &nparams))
+			goto out_err;
+	}
+	fi = sg_map_get(&L->funcs, name.p, name.len);
+	if (fi < 0) {
+		if (sg_grow(&P->funcs, &L->cap_funcs, P->nfuncs, sizeof(*P->funcs))) {
+			oom(L);
+			goto out_err;
+		}
+		fi = (int)P->nfuncs++;
+		f = &P->funcs[fi];
+		memset(f, 0, sizeof(*f));
+		f->name = tokdup(&name);
+		if (f->name == NULL || sg_map_put(&L->funcs, name.p, name.len, fi)) {
+			oom(L);
+			goto out_err;
+		}
+		f->line = line;
+	} else {
+		f = &P->funcs[fi];
+		if (f->is_entry != is_entry || f->nparams != nparams || f->nrets != nrets) {
+			sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+				       "'%s' declared twice with different signatures", f->name);
+			goto out_err;
+		}
+		free_params(f->params, f->nparams);
+		free_params(f->rets, f->nrets);
+	}
+	f->is_entry = is_entry;
+	f->is_extern = is_extern;
+	f->visible = f->visible || visible;
+	f->params = params;
+	f->nparams = nparams;
+	f->rets = rets;
+	f->nrets = nrets;
+	params = rets = NULL;
+	/* Parameter layout: in order, each at a multiple of its alignment. */
+	{
+		uint32_t off = 0;
+
+		for (uint32_t i = 0; i < f->nparams; i++) {
+			off = (uint32_t)align_up(off, f->params[i].align);
+			f->params[i].offset = off;
+			off += f->params[i].size;
+		}
+		f->param_size = off;
+		for (uint32_t i = 0; i < f->nrets; i++) {
+			off = (uint32_t)align_up(off, f->rets[i].align);
+			f->rets[i].offset = off;
+			off += f->rets[i].size;
+		}
+		if (is_entry && f->param_size > 32764) {
+			sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+				       "'%s' has %u bytes of parameters (at most 32764)", f->name,
+				       f->param_size);
+			goto out_err;
+		}
+	}
+	/* performance directives, then ';' (a prototype) or a body */
+	for (;;) {
+		const struct sg_tok *t = sg_lex_peek(L);
+
+		if (sg_tok_punct(t, ';')) {
+			sg_lex_next(L);
+			return 0;
+		}
+		if (sg_tok_punct(t, '{'))
+			break;
+		sg_lex_next(L);
+		t = &L->tok;
+		if (is_dir(t, ".maxntid")) {
+			if (uint_directive(L, f->maxntid, 3))
+				goto out_err;
+		} else if (is_dir(t, ".reqntid")) {
+			if (uint_directive(L, f->reqntid, 3))
+				goto out_err;
+		} else if (is_dir(t, ".minnctapersm")) {
+			if (uint_directive(L, &f->minctas, 1))
+				goto out_err;
+		} else if (is_dir(t, ".maxnreg")) {
+			if (uint_directive(L, &f->maxnreg, 1))
+				goto out_err;
+		} else if (is_dir(t, ".maxnctapersm")) {
+			uint32_t ignored;
+
+			if (uint_directive(L, &ignored, 1))
+				goto out_err;
+		} else if (is_dir(t, ".noreturn")) {
+			/* nothing to do */
+		} else if (is_dir(t, ".pragma")) {
+			while (sg_lex_next(L) != SG_TK_EOF && !sg_tok_punct(&L->tok, ';'))
+				;
+		} else {
+			sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+				       "unsupported function directive '%.*s'", (int)t->len, t->p);
+			goto out_err;
+		}
+	}
+	sg_lex_next(L); /* '{' */
+	if (f->defined) {
+		sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'%s' defined twice", f->name);
+		goto out_err;
+	}
+	if (is_extern) {
+		sg_lower_error(L, CUDA_ERROR_INVALID_PTX, ".extern '%s' has a body", f->name);
+		goto out_err;
+	}
+	reset_func_state(L);
+	L->fn = f;
+	L->fn_index = fi;
+	f->defined = true;
+	/* the function's own parameters and return values live in its frame */
+	if (!is_entry) {
+		for (uint32_t i = 0; i < f->nparams + f->nrets; i++) {
+			struct sg_param *p =
+				i < f->nparams ? &f->params[i] : &f->rets[i - f->nparams];
+			struct sg_lsym s = {.space = SG_SP_FPARAM,
+					    .var = -1,
+					    .offset = p->offset,
+					    .size = p->size,
+					    .type = p->type};
+
+			if (add_lsym(L, p->name, strlen(p->name), s))
+				goto out_err;
+		}
+		L->frame_size = f->nrets ? f->rets[f->nrets - 1].offset + f->rets[f->nrets - 1].size
+					 : f->param_size;
+	} else {
+		for (uint32_t i = 0; i < f->nparams; i++) {
+			struct sg_param *p = &f->params[i];
+			struct sg_lsym s = {.space = SG_SP_PARAM,
+					    .var = -1,
+					    .offset = p->offset,
+					    .size = p->size,
+					    .type = p->type};
+
+			if (add_lsym(L, p->name, strlen(p->name), s))
+				goto out_err;
+		}
+	}
+	if (sg_lower_new_slots(L, SG_SLOT_FIRST) != 0) { /* TRUE and SINK */
+		oom(L);
+		goto out_err;
+	}
+	L->tmpl[SG_SLOT_TRUE] = 1;
+	L->is_const[SG_SLOT_TRUE] = true;
+	if (parse_body(L) || sg_lower_finish_func(L))
+		goto out_err;
+	reset_func_state(L);
+	return 0;
+
+out_err:
+	free_params(params, nparams);
+	free_params(rets, nrets);
+	return L->errcode ? L->errcode : CUDA_ERROR_INVALID_PTX;
+}
+
+static int parse_version(struct sg_lower *L)
+{
+	sg_lex_next(L);
+	if (L->tok.kind != SG_TK_FLOAT || L->tok.fkind != 0)
+		return syntax(L, "a version number");
+	L->prog->version_major = (unsigned)L->tok.f;
+	L->prog->version_minor = (unsigned)((L->tok.f - (unsigned)L->tok.f) * 10 + 0.5);
+	/* CUDA 13.0 accepts PTX ISA up to 9.0 */
+	if (L->prog->version_major > 9 ||
+	    (L->prog->version_major == 9 && L->prog->version_minor > 0))
+		return sg_lower_error(L, CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+				      "PTX ISA %u.%u is newer than this driver's 9.0",
+				      L->prog->version_major, L->prog->version_minor);
+	return 0;
+}
+
+static int parse_target(struct sg_lower *L)
+{
+	for (;;) {
+		sg_lex_next(L);
+		if (L->tok.kind != SG_TK_WORD)
+			return syntax(L, "a target");
+		if (L->tok.len > 3 && memcmp(L->tok.p, "sm_", 3) == 0) {
+			unsigned sm = (unsigned)strtoul(L->tok.p + 3, NULL, 10);
+
+			L->prog->target_sm = sm;
+			if (sm > 75)
+				return sg_lower_error(
+					L, CUDA_ERROR_INVALID_PTX,
+					"target %.*s is newer than the device (sm_75)",
+					(int)L->tok.len, L->tok.p);
+		} else if (!sg_tok_is(&L->tok, SG_TK_WORD, "debug") &&
+			   !sg_tok_is(&L->tok, SG_TK_WORD, "texmode_independent") &&
+			   !sg_tok_is(&L->tok, SG_TK_WORD, "texmode_unified")) {
+			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+					      "unsupported target '%.*s'", (int)L->tok.len,
+					      L->tok.p);
+		}
+		if (!sg_tok_punct(sg_lex_peek(L), ','))
+			return 0;
+		sg_lex_next(L);
+	}
+}
+
+static int parse_module(struct sg_lower *L)
+{
+	bool seen_version = false;
+
+	for (;;) {
+		bool is_extern = false, visible = false;
+		const struct sg_tok *t;
+
+		sg_lex_next(L);
+		t = &L->tok;
+		if (t->kind == SG_TK_EOF)
+			break;
+		if (is_dir(t, ".version")) {
+			if (parse_version(L))
+				return L->errcode;
+			seen_version = true;
+			continue;
+		}
+		if (!seen_version)
+			return syntax(L, "'.version'");
+		if (is_dir(t, ".target")) {
+			if (parse_target(L))
+				return L->errcode;
+			continue;
+		}
+		if (is_dir(t, ".address_size")) {
+			uint64_t v = 0;
+
+			if (expect_int(L, &v))
+				return L->errcode;
+			if (v != 64)
+				return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+						      ".address_size %llu (only 64)",
+						      (unsigned long long)v);
+			continue;
+		}
+		if (is_dir(t, ".file") || is_dir(t, ".loc")) {
+			skip_line(L);
+			continue;
+		}
+		if (is_dir(t, ".section")) {
+			while (sg_lex_next(L) != SG_TK_EOF && !sg_tok_punct(&L->tok, '{'))
+				;
+			if (skip_braces(L))
+				return L->errcode;
+			continue;
+		}
+		if (is_dir(t, ".pragma")) {
+			while (sg_lex_next(L) != SG_TK_EOF && !sg_tok_punct(&L->tok, ';'))
+				;
+			continue;
+		}
+		while (is_dir(t, ".visible") || is_dir(t, ".extern") || is_dir(t, ".weak") ||
+		       is_dir(t, ".common")) {
+			if (is_dir(t, ".extern"))
+				is_extern = true;
+			else
+				visible = true;
+			sg_lex_next(L);
+		}
+		if (is_dir(t, ".entry") || is_dir(t, ".func")) {
+			if (parse_func(L, is_dir(t, ".entry"), is_extern, visible))
+				return L->errcode;
+		} else if (is_dir(t, ".global")) {
+			if (parse_var(L, SG_SP_GLOBAL, is_extern, visible, false))
+				return L->errcode;
+		} else if (is_dir(t, ".const")) {
+			if (parse_var(L, SG_SP_CONST, is_extern, visible, false))
+				return L->errcode;
+		} else if (is_dir(t, ".shared")) {
+			if (parse_var(L, SG_SP_SHARED, is_extern, visible, false))
+				return L->errcode;
+		} else if (t->kind == SG_TK_DIR) {
+			L->insn_line = t->line;
+			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+					      "unsupported directive '%.*s'", (int)t->len, t->p);
+		} else {
+			return syntax(L, "a directive");
+		}
+	}
+	if (!seen_version)
+		return syntax(L, "'.version'");
+	return 0;
+}
+
+void sg_prog_free(struct sg_prog *p)
+{
+	if (p == NULL)
+		return;
+	for (uint32_t i = 0; i < p->nvars; i++) {
+		free(p->vars[i].name);
+		free(p->vars[i].init);
+	}
+	free(p->vars);
+	for (uint32_t i = 0; i < p->nfuncs; i++) {
+		struct sg_func *f = &p->funcs[i];
+
+		free(f->name);
+		free_params(f->params, f->nparams);
+		free_params(f->rets, f->nrets);
+		free(f->tmpl);
+		free(f->relocs);
+		free(f->code);
+		for (uint32_t c = 0; c < f->ncalls; c++) {
+			free(f->calls[c].arg_off);
+			free(f->calls[c].ret_off);
+		}
+		free(f->calls);
+	}
+	free(p->funcs);
+	free(p->dre);
+	free(p);
+}
+
+int sg_prog_find_func(const struct sg_prog *p, const char *name)
+{
+	for (uint32_t i = 0; i < p->nfuncs; i++)
+		if (strcmp(p->funcs[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+int sg_prog_find_var(const struct sg_prog *p, const char *name)
+{
+	for (uint32_t i = 0; i < p->nvars; i++)
+		if (p->vars[i].func < 0 && strcmp(p->vars[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+int sg_ptx_load(const char *text, struct sg_prog **out, char *err, size_t errlen)
+{
+	struct sg_lower L;
+	int r;
+
+	memset(&L, 0, sizeof(L));
+	L.err = err;
+	L.errlen = errlen;
+	L.fn_index = -1;
+	if (err && errlen)
+		err[0] = 0;
+	L.prog = calloc(1, sizeof(*L.prog));
+	if (L.prog == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	L.prog->shared_align = 16;
+	L.prog->global_align = 16;
+	sg_lex_init(&L, text);
+	r = parse_module(&L);
+	if (r == 0)
+		r = sg_lower_finish_prog(&L);
+	reset_func_state(&L);
+	sg_map_deinit(&L.vars);
+	sg_map_deinit(&L.funcs);
+	if (L.fx) {
+		for (uint32_t i = 0; i < L.cap_fx; i++) {
+			free(L.fx[i].shared_used);
+			free(L.fx[i].callees);
+		}
+		free(L.fx);
+	}
+	if (r) {
+		sg_prog_free(L.prog);
+		return r;
+	}
+	*out = L.prog;
+	return 0;
+}

@@ -1,0 +1,375 @@
+/* softgpu.h -- softgpu, a CPU implementation of libcuda.so.1: the map of its files. */
+#ifndef SG_SOFTGPU_H
+#define SG_SOFTGPU_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+
+#include "ptx.h"
+
+/*
+ * softgpu answers the CUDA driver API on a machine without a GPU. Device
+ * memory is host memory behind its own address numbering; kernels are PTX,
+ * parsed and lowered once per module (ptx_*.c) and interpreted (exec.c and
+ * ops_*.c) on a pool of host threads (engine.c); streams are worker threads
+ * running their operations in order (stream.c).
+ *
+ * Files:
+ *   config.c     SOFTGPU_* environment, diagnostics to stderr (SOFTGPU_LOG)
+ *   handle.c     registry of live handles, so stale ones are errors, not crashes
+ *   init.c       cuInit, driver version, the device table
+ *   device.c     cuDevice* queries; device_attr.c: every CUdevice_attribute
+ *   context.c    contexts, primary contexts, the per-thread current-context stack
+ *   memory.c     device memory arenas, the allocation table, host-pinned memory,
+ *                pointer attributes, device-side malloc
+ *   copy.c       cuMemcpy* and cuMemset*, sync and async, 1-D and 2-D
+ *   stream.c     streams, events, host functions, legacy default-stream ordering
+ *   module.c     modules, libraries, functions, kernels, globals, parameter info
+ *   launch.c     cuLaunchKernel(Ex), parameter marshalling, occupancy
+ *   engine.c     the block thread pool that runs a grid
+ *   errors.c     cuGetErrorName, cuGetErrorString
+ *   printf.c     device printf and assert output
+ *   fp.c util.c ptx_lex.c ptx_parse.c ptx_opcode.c ptx_lower.c exec.c ops_*.c:
+ *                the PTX side, see ptx.h
+ */
+
+#define SG_EXPORT __attribute__((visibility("default")))
+
+/* Compute capability of every softgpu device. */
+#define SG_CC_MAJOR 7
+#define SG_CC_MINOR 5
+#define SG_SM (SG_CC_MAJOR * 10 + SG_CC_MINOR)
+#define SG_DRIVER_VERSION 13000
+
+/* ---- config.c ---- */
+
+struct sg_config {
+	int devices;
+	uint64_t memory;
+	char name[256];
+	bool log;
+	unsigned threads;  /* block workers (SOFTGPU_THREADS, default: online CPUs) */
+	unsigned sm_count; /* reported multiprocessors */
+	bool stats;	   /* SOFTGPU_STATS: per-launch instruction counts */
+};
+
+extern struct sg_config sg_cfg;
+
+/* Reads SOFTGPU_DEVICES, SOFTGPU_MEMORY, SOFTGPU_NAME, SOFTGPU_LOG, ...; 0 or a CUresult. */
+int sg_config_load(void);
+/* Parses "4G", "512M", "1024"; 0 on success. */
+int sg_parse_size(const char *s, uint64_t *out);
+void sg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- handle.c ---- */
+
+enum sg_kind {
+	SG_K_CTX = 1,
+	SG_K_STREAM,
+	SG_K_EVENT,
+	SG_K_MODULE,
+	SG_K_FUNC,
+	SG_K_LIBRARY,
+	SG_K_KERNEL,
+};
+
+int sg_handle_add(const void *p, int kind);
+void sg_handle_del(const void *p);
+bool sg_handle_ok(const void *p, int kind);
+/* The kind of a live handle, 0 if none. */
+int sg_handle_kind(const void *p);
+
+/* ---- init.c, device.c, device_attr.c ---- */
+
+struct sg_arena;
+
+struct sg_device {
+	int ordinal;
+	char name[256];
+	CUuuid uuid;
+	uint64_t mem_total;
+	int pci_bus;
+	struct sg_arena *arena;
+	struct sg_ctx *primary;
+};
+
+extern struct sg_device *sg_devices;
+extern int sg_ndevices;
+
+/* CUDA_SUCCESS once cuInit succeeded, else CUDA_ERROR_NOT_INITIALIZED (or cuInit's failure). */
+CUresult sg_inited(void);
+/* A device by ordinal after the init check. */
+CUresult sg_device_get(CUdevice d, struct sg_device **out);
+/* Value of a CUdevice_attribute; CUDA_ERROR_INVALID_VALUE for unknown ones. */
+CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value);
+
+/* ---- context.c ---- */
+
+struct sg_stream;
+struct sg_module;
+
+struct sg_ctx {
+	struct sg_device *dev;
+	unsigned flags;
+	bool primary;
+	bool active;	     /* a primary context is active while retained */
+	int refcount;	     /* primary: retain count */
+	volatile int sticky; /* a sticky launch error (CUresult), 0 when healthy */
+	struct sg_stream *null_stream;
+	struct sg_stream *streams; /* list through ->next */
+	struct sg_module *modules; /* list through ->next */
+	struct sg_event *events;   /* list through ->next */
+	size_t limit_stack;
+	size_t limit_printf;
+	size_t limit_heap;
+	size_t heap_used;
+	uint64_t id;
+	pthread_mutex_t lock;
+};
+
+/*
+ * The current context, checked: initialised, a current context, alive and
+ * active; with check_sticky, a context that faulted returns its error.
+ */
+CUresult sg_ctx_current(struct sg_ctx **out, bool check_sticky);
+/* Validates an explicit context handle (NULL means current). */
+CUresult sg_ctx_resolve(CUcontext h, struct sg_ctx **out, bool check_sticky);
+void sg_ctx_set_sticky(struct sg_ctx *ctx, int err);
+/* Frees everything a context owns (modules, streams, events, memory). */
+void sg_ctx_release_resources(struct sg_ctx *ctx);
+
+/* ---- memory.c ---- */
+
+enum sg_alloc_kind {
+	SG_MEM_DEVICE = 1,
+	SG_MEM_HOST,	   /* cuMemHostAlloc / cuMemAllocHost: device address == host address */
+	SG_MEM_REGISTERED, /* cuMemHostRegister */
+	SG_MEM_MANAGED,
+	SG_MEM_MODULE, /* a module's .global/.const variables */
+	SG_MEM_HEAP,   /* device-side malloc */
+};
+
+struct sg_alloc {
+	uint64_t base;
+	uint64_t size;
+	uint8_t *host;
+	int kind;
+	struct sg_ctx *ctx;
+	unsigned flags;
+	uint64_t id;
+	uint64_t charged; /* bytes taken from the device arena */
+};
+
+int sg_memory_init(struct sg_device *dev);
+/* Device memory (DEVICE, MODULE, HEAP) from ctx's device; CUresult. */
+CUresult sg_mem_alloc(struct sg_ctx *ctx, uint64_t size, int kind, uint64_t *dptr);
+CUresult sg_mem_free(struct sg_ctx *ctx, uint64_t dptr, int kind);
+/* Frees every allocation a context owns. */
+void sg_mem_free_ctx(struct sg_ctx *ctx);
+/* Copies out the allocation containing addr; false if none. */
+bool sg_mem_find(uint64_t addr, struct sg_alloc *out);
+/*
+ * Host address of [addr, addr+size): inside one allocation (device or pinned)
+ * when the address is registered, else the address itself when `host_ok`
+ * (pageable host memory). NULL with *err set otherwise.
+ */
+uint8_t *sg_mem_xlate(uint64_t addr, uint64_t size, bool host_ok, CUresult *err);
+void sg_mem_info(const struct sg_device *dev, uint64_t *free, uint64_t *total);
+
+/* ---- copy.c ---- */
+
+struct sg_copy {
+	uint8_t *dst;
+	const uint8_t *src;
+	size_t width;
+	size_t height;
+	size_t dpitch;
+	size_t spitch;
+};
+
+struct sg_set {
+	uint8_t *dst;
+	uint32_t value;
+	unsigned elem; /* 1, 2, 4 */
+	size_t width;  /* elements per row */
+	size_t height;
+	size_t pitch;
+};
+
+void sg_copy_run(const struct sg_copy *c);
+void sg_set_run(const struct sg_set *s);
+
+/* ---- stream.c ---- */
+
+enum sg_op_kind {
+	SG_OP_LAUNCH = 1,
+	SG_OP_COPY,
+	SG_OP_SET,
+	SG_OP_RECORD,
+	SG_OP_WAIT,
+	SG_OP_HOSTFN,
+	SG_OP_CALLBACK,
+	SG_OP_NOP,
+};
+
+struct sg_event {
+	struct sg_ctx *ctx;
+	unsigned flags;
+	uint64_t gen;	   /* records issued */
+	uint64_t done_gen; /* records completed */
+	uint64_t time_ns;
+	struct sg_event *next;
+};
+
+struct sg_launch;
+
+struct sg_op {
+	struct sg_op *next;
+	int kind;
+	uint64_t seq;
+	/* implicit dependencies (legacy default stream): wait until these streams reach these seqs */
+	struct sg_dep {
+		struct sg_stream *stream;
+		uint64_t seq;
+	} * deps;
+	unsigned ndeps;
+	union {
+		struct sg_launch *launch;
+		struct sg_copy copy;
+		struct sg_set set;
+		struct {
+			struct sg_event *ev;
+			uint64_t gen;
+		} ev;
+		struct {
+			CUhostFn fn;
+			void *data;
+		} host;
+		struct {
+			CUstreamCallback fn;
+			void *data;
+		} cb;
+	} u;
+	void *staging; /* freed when the op completes */
+};
+
+struct sg_stream {
+	struct sg_ctx *ctx;
+	unsigned flags;
+	int priority;
+	bool is_null;
+	bool per_thread;
+	pthread_t thread;
+	bool thread_started;
+	bool stopping;
+	struct sg_op *head, *tail;
+	uint64_t enq_seq;  /* ops submitted */
+	uint64_t done_seq; /* ops completed */
+	uint64_t id;
+	struct sg_stream *next;
+};
+
+/* Creates a stream of ctx (flags CU_STREAM_*); CUresult. */
+CUresult sg_stream_new(struct sg_ctx *ctx, unsigned flags, int priority, struct sg_stream **out);
+void sg_stream_free(struct sg_stream *s);
+/*
+ * The stream a handle names for the current context: NULL is the legacy
+ * default stream (or the per-thread one when per_thread), CU_STREAM_LEGACY and
+ * CU_STREAM_PER_THREAD the special ones.
+ */
+CUresult sg_stream_resolve(CUstream h, bool per_thread, struct sg_ctx **ctx,
+			   struct sg_stream **out);
+/* Queues op (taking ownership) on s. */
+CUresult sg_stream_submit(struct sg_stream *s, struct sg_op *op);
+/* Queues op and waits for it: synchronous copies and memsets. */
+CUresult sg_stream_submit_wait(struct sg_stream *s, struct sg_op *op);
+CUresult sg_stream_sync(struct sg_stream *s);
+/* Waits for every stream of ctx. */
+CUresult sg_ctx_sync(struct sg_ctx *ctx);
+/* Frees the streams and events of an idle context. */
+void sg_streams_release(struct sg_ctx *ctx);
+struct sg_op *sg_op_new(int kind);
+void sg_op_free(struct sg_op *op);
+uint64_t sg_now_ns(void);
+
+/* ---- module.c ---- */
+
+/* A parsed program shared by the modules loaded from one image. */
+struct sg_image {
+	struct sg_prog *prog;
+	int refs;
+};
+
+struct sg_function {
+	struct sg_module *mod;
+	int index;	    /* function index in the program */
+	int max_dyn_shared; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+	int carveout;
+	unsigned cache_config;
+};
+
+struct sg_library;
+
+struct sg_module {
+	struct sg_ctx *ctx;
+	struct sg_image *img;
+	uint64_t gbase;		   /* device address of the .global/.const block */
+	uint64_t **tmpl;	   /* per function register templates */
+	struct sg_function *funcs; /* per program function (entries are handles) */
+	uint32_t nentries;
+	struct sg_library *lib; /* the library it was made for, or NULL */
+	struct sg_module *next;
+};
+
+struct sg_kernel {
+	struct sg_library *lib;
+	int index;
+};
+
+struct sg_library {
+	struct sg_image *img;
+	struct sg_kernel *kernels; /* per program function */
+	uint32_t nkernels;
+	struct sg_libmod {
+		struct sg_ctx *ctx;
+		struct sg_module *mod;
+		struct sg_libmod *next;
+	} * mods;
+	pthread_mutex_t lock;
+};
+
+/* The function a CUfunction or CUkernel names in the current context. */
+CUresult sg_function_resolve(CUfunction f, struct sg_ctx *ctx, struct sg_function **out);
+void sg_module_free(struct sg_module *m);
+
+/* ---- launch.c, engine.c ---- */
+
+struct sg_launch {
+	struct sg_grid g;
+	struct sg_ctx *ctx;
+	struct sg_module *mod; /* kept for the templates */
+	uint8_t *params;
+	struct sg_pout *out;
+};
+
+/* Runs a grid on the block pool; 0 or a CUresult (the launch's fault). */
+int sg_engine_run(struct sg_launch *l);
+void sg_launch_free(struct sg_launch *l);
+
+/* ---- printf.c ---- */
+
+struct sg_pout;
+
+struct sg_pout *sg_pout_new(size_t limit);
+void sg_pout_flush(struct sg_pout *p);
+void sg_pout_free(struct sg_pout *p);
+
+/* ---- errors.c ---- */
+
+const char *sg_error_name(CUresult e);
+
+#endif
