@@ -426,14 +426,27 @@ static void serve(struct gp_worker *w)
 				    (unsigned long long)w->session_id);
 			break;
 		}
-		if (ret) {
-			if (ret != GP_ECLOSED)
-				gp_log_info("session %llu: %s", (unsigned long long)w->session_id,
-					    w->client->err);
+		if (ret == GP_EFRAME || ret == GP_ETOOBIG) {
+			gp_log_warnx("session %llu: closing: %s from the client (%s)",
+				     (unsigned long long)w->session_id, gp_strerror(ret),
+				     w->client->err);
 			break;
 		}
-		if (h.type == GP_MSG_GOODBYE)
+		if (ret == GP_ECLOSED) {
+			gp_log_debug("session %llu: the client closed the connection",
+				     (unsigned long long)w->session_id);
 			break;
+		}
+		if (ret) {
+			gp_log_info("session %llu: the client went away: %s",
+				    (unsigned long long)w->session_id, w->client->err);
+			break;
+		}
+		if (h.type == GP_MSG_GOODBYE) {
+			gp_log_debug("session %llu: the client said goodbye",
+				     (unsigned long long)w->session_id);
+			break;
+		}
 		w->calls++;
 		ret = gp__worker_dispatch(w, &h);
 		stats_touch(w);

@@ -4,6 +4,8 @@
 . "$(dirname "$0")/lib.sh"
 export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=1G
 
+# Sessions that ask for nothing reserve 128 MiB, so several share the GPU.
+gp_config "default_memory 128M"
 gp_start
 hold A 4096
 # 64 MiB reserved: two allocations of 40 MiB do not fit.

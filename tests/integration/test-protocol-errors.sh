@@ -18,6 +18,6 @@ out=$(run_client "$GP_STAGE/bin/vector_add" 5000) || fail "the pool stopped serv
 case "$out" in *PASSED*) ;; *) fail "vector_add: $out" ;; esac
 exec 5>&-
 wait_for '.sessions | length == 0' 10
-grep -q "closing: malformed frame" "$T/daemon.log" || fail "the daemon should log why it closed the session"
+grep -q "closing: malformed frame from the client" "$T/daemon.log" || fail "the daemon should log why it closed the session"
 gp_stop
 echo PASS
