@@ -232,9 +232,9 @@ GP_CUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 	if (r != CUDA_SUCCESS)
 		return r;
 	for (unsigned i = 0; i < numLibraryOptions && libraryOptions; i++)
-		if (libraryOptions[i] == CU_LIBRARY_BINARY_IS_PRESERVED && libraryOptionValues &&
-		    libraryOptionValues[i])
-			preserved = *(unsigned int *)libraryOptionValues[i] != 0;
+		/* Option values travel in the pointer itself, as JIT options do. */
+		if (libraryOptions[i] == CU_LIBRARY_BINARY_IS_PRESERVED && libraryOptionValues)
+			preserved = (uintptr_t)libraryOptionValues[i] != 0;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_cls.h"
 #include "softgpu.h"
 
 /*
@@ -61,6 +62,8 @@ void sg_ctx_release_resources(struct sg_ctx *c)
 	struct sg_module *m;
 
 	sg_ctx_sync(c);
+	/* cudart's context-local storage dies with the context (its destructors run). */
+	gp__cls_context_destroyed((CUcontext)c);
 	sg_streams_release(c);
 	pthread_mutex_lock(&c->lock);
 	m = c->modules;

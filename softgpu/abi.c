@@ -1,0 +1,65 @@
+/* abi.c -- what NVIDIA's runtime asks of a driver beyond the API: cuGetProcAddress and the
+ * private export tables, served by the code both of gpupool's libcuda.so.1 builds share
+ * (src/procaddr.c, src/exptables.c). */
+#include "exptables.h"
+#include "procaddr.h"
+#include "softgpu.h"
+
+SG_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+				       cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+	return gp__proc_resolve(symbol, cudaVersion, flags, pfn, status);
+}
+
+SG_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+				    cuuint64_t flags)
+{
+	return gp__proc_resolve(symbol, cudaVersion, flags, pfn, NULL);
+}
+
+SG_EXPORT CUresult cuGetExportTable(const void **table, const CUuuid *id)
+{
+	return gp__get_export_table(table, id);
+}
+
+CUresult sg_primary_ctx_handle(CUdevice dev, CUcontext *pctx);
+
+/* CUDART_INTERFACE slot 2: a device's primary context, not retained. */
+static CUresult primary_ctx(CUcontext *pctx, CUdevice dev)
+{
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	return sg_primary_ctx_handle(dev, pctx);
+}
+
+static const struct gp__cuda_host host = {
+	.primary_ctx = primary_ctx,
+	.ctx_get_current = cuCtxGetCurrent,
+	.driver_get_version = cuDriverGetVersion,
+	.device_get_count = cuDeviceGetCount,
+	.device_get = cuDeviceGet,
+	.device_get_uuid = cuDeviceGetUuid_v2,
+	.device_get_attribute = cuDeviceGetAttribute,
+};
+
+__attribute__((constructor)) static void abi_init(void)
+{
+	gp__exptables_init(&host);
+}
+
+__attribute__((destructor)) static void abi_fini(void)
+{
+	gp__exptables_deinit();
+}
+
+/* The pre-11.0 ABI names cudart 13 still asks cuGetProcAddress for (version 7000): the
+ * same semantics as their _v2 forms. */
+SG_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+	return cuDevicePrimaryCtxRelease_v2(dev);
+}
+
+SG_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+	return cuDevicePrimaryCtxReset_v2(dev);
+}
