@@ -70,12 +70,16 @@ GP_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 	if (!gp__range_find(dptr, &rg) || rg.kind != GP_MEM_DEVICE || rg.base != dptr ||
 	    !gp__ctx_valid(rg.ctx) || rg.ctx->remote == 0)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* Forgotten before the address can come back from another thread's allocation;
+	 * remembered again if the free fails. Two frees of one pointer: one wins. */
+	if (!gp__range_remove(dptr, GP_MEM_DEVICE))
+		return CUDA_ERROR_INVALID_VALUE;
 	/* Freed in the context it was allocated in, whatever is current. */
 	args[0] = rg.ctx->remote;
 	args[1] = dptr;
 	r = gp__call(GP_MSG_MEM_FREE, args, 2, NULL, 0);
-	if (r == CUDA_SUCCESS)
-		gp__range_remove(dptr, GP_MEM_DEVICE);
+	if (r != CUDA_SUCCESS)
+		gp__range_add(rg.base, rg.size, rg.kind, rg.ctx, rg.flags);
 	return r;
 }
 

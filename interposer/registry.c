@@ -41,9 +41,14 @@ int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_
 
 	pthread_rwlock_wrlock(&lock);
 	at = upper_bound(base);
-	/* A global looked up twice is recorded once. */
-	if (at > 0 && ranges[at - 1].base == base && ranges[at - 1].kind == kind)
+	/* A global looked up twice is recorded once; any other range at the same base is
+	 * stale (its memory is gone) and the new one replaces it. */
+	if (at > 0 && ranges[at - 1].base == base) {
+		if (kind != GP_MEM_GLOBAL || ranges[at - 1].kind != GP_MEM_GLOBAL)
+			ranges[at - 1] = (struct gp_range){base, size, kind, ctx, flags,
+							   gp__next_object_id()};
 		goto out_unlock;
+	}
 	if (nranges == cap) {
 		size_t ncap = cap ? cap * 2 : 64;
 		struct gp_range *nr = realloc(ranges, ncap * sizeof(*nr));
