@@ -751,7 +751,7 @@ static int parse_operand(struct sg_lower *L, struct sg_operand *o)
 		if (parse_operand(L, o))
 			return L->errcode;
 		if (o->kind == SG_O_IMM) {
-			o->i = -o->i;
+			o->i = (int64_t)(0 - (uint64_t)o->i);
 		} else if (o->kind == SG_O_FIMM) {
 			if (o->fkind == 32)
 				o->i ^= 0x80000000u;
@@ -1090,6 +1090,8 @@ static int parse_params(struct sg_lower *L, struct sg_param **out, uint32_t *n)
 
 static void free_params(struct sg_param *p, uint32_t n)
 {
+	if (p == NULL)
+		return;
 	for (uint32_t i = 0; i < n; i++)
 		free(p[i].name);
 	free(p);
@@ -1111,6 +1113,10 @@ static void reset_func_state(struct sg_lower *L)
 	free(L->is_const);
 	free(L->code);
 	free(L->relocs);
+	for (uint32_t i = 0; L->calls && i < L->ncalls; i++) {
+		free(L->calls[i].arg_off);
+		free(L->calls[i].ret_off);
+	}
 	free(L->calls);
 	free(L->shared_used);
 	free(L->callees);
@@ -1208,6 +1214,7 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 	f->rets = rets;
 	f->nrets = nrets;
 	params = rets = NULL;
+	nparams = nrets = 0;
 	/* Parameter layout: in order, each at a multiple of its alignment. */
 	{
 		uint32_t off = 0;
