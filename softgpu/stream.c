@@ -496,6 +496,23 @@ SG_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
 	return CUDA_SUCCESS;
 }
 
+/* The legacy stream, and every blocking stream it orders with, reach what was queued. */
+static CUresult legacy_sync(struct sg_ctx *ctx)
+{
+	pthread_mutex_lock(&qlock);
+	for (;;) {
+		bool busy = ctx->null_stream->done_seq < ctx->null_stream->enq_seq;
+
+		for (struct sg_stream *t = ctx->streams; t && !busy; t = t->next)
+			busy = !(t->flags & CU_STREAM_NON_BLOCKING) && t->done_seq < t->enq_seq;
+		if (!busy)
+			break;
+		pthread_cond_wait(&qcond, &qlock);
+	}
+	pthread_mutex_unlock(&qlock);
+	return (CUresult)__atomic_load_n(&ctx->sticky, __ATOMIC_ACQUIRE);
+}
+
 static CUresult stream_sync(CUstream h, bool pt)
 {
 	struct sg_ctx *c;
@@ -505,7 +522,7 @@ static CUresult stream_sync(CUstream h, bool pt)
 	if (r)
 		return r;
 	if (s->is_null)
-		return sg_ctx_sync(c); /* the legacy stream waits for the blocking streams too */
+		return legacy_sync(c);
 	return sg_stream_sync(s);
 }
 
