@@ -305,6 +305,7 @@ struct sg_var {
 	bool is_extern;
 	bool visible;
 	bool dynamic; /* the .extern .shared array */
+	bool managed; /* .attribute(.managed): __managed__ */
 	int func;     /* owning function, -1 at module scope */
 	uint64_t
 		offset; /* shared: module-wide offset; global/const: offset in the instance block */
@@ -398,6 +399,7 @@ struct sg_prog {
 	uint64_t global_size; /* bytes of .global and .const variables per instance */
 	uint32_t global_align;
 	bool uses_dynamic_shared;
+	bool has_managed; /* its .global block must be host-accessible (managed memory) */
 	struct sg_dreloc *dre;
 	uint32_t ndre;
 };

@@ -125,6 +125,7 @@ struct decl_attrs {
 	int type;
 	uint32_t align;
 	int vec;
+	bool managed;
 };
 
 static int parse_attrs(struct sg_lower *L, struct decl_attrs *a)
@@ -147,6 +148,19 @@ static int parse_attrs(struct sg_lower *L, struct decl_attrs *a)
 			a->align = (uint32_t)v;
 		} else if (is_dir(t, ".v2") || is_dir(t, ".v4")) {
 			a->vec = t->p[2] - '0';
+		} else if (is_dir(t, ".attribute")) {
+			/* .attribute(.managed): __managed__ variables */
+			if (expect_punct(L, '('))
+				return L->errcode;
+			sg_lex_next(L);
+			if (is_dir(&L->tok, ".managed"))
+				a->managed = true;
+			else if (!is_dir(&L->tok, ".unified"))
+				return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+						      "unsupported attribute '%.*s'", (int)L->tok.len,
+						      L->tok.p);
+			if (expect_punct(L, ')'))
+				return L->errcode;
 		} else if (is_dir(t, ".ptr") || is_dir(t, ".global") || is_dir(t, ".shared") ||
 			   is_dir(t, ".local") || is_dir(t, ".const")) {
 			/* pointer attributes of parameters: informative only */
@@ -431,6 +445,9 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 			v->size = size;
 			v->is_extern = is_extern;
 			v->visible = visible;
+			v->managed = a.managed;
+			if (a.managed)
+				L->prog->has_managed = true;
 			v->func = in_func ? L->fn_index : -1;
 			if (v->name == NULL)
 				return oom(L);

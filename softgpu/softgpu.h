@@ -168,6 +168,8 @@ int sg_memory_init(struct sg_device *dev);
 /* Device memory (DEVICE, MODULE, HEAP) from ctx's device; CUresult. */
 CUresult sg_mem_alloc(struct sg_ctx *ctx, uint64_t size, int kind, uint64_t *dptr);
 CUresult sg_mem_free(struct sg_ctx *ctx, uint64_t dptr, int kind);
+/* Host-accessible managed memory (modules with __managed__ variables). */
+CUresult sg_mem_alloc_managed(struct sg_ctx *ctx, uint64_t size, uint64_t *dptr);
 /* Frees every allocation a context owns. */
 void sg_mem_free_ctx(struct sg_ctx *ctx);
 /* Copies out the allocation containing addr; false if none. */

@@ -341,6 +341,37 @@ static void test_library(void **state)
 	free(cptx);
 }
 
+static void test_managed_variable(void **state)
+{
+	char *ptx = sgt_read("managed.ptx", NULL);
+	CUlibrary lib;
+	CUkernel k;
+	CUdeviceptr total, dv;
+	size_t bytes;
+	int v[100], n = 100;
+	unsigned type;
+
+	for (int i = 0; i < 100; i++)
+		v[i] = i;
+	CK(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0));
+	CK(cuLibraryGetManaged(&total, &bytes, lib, "total"));
+	assert_int_equal(bytes, 4);
+	CK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, total));
+	/* host and device see the same integer */
+	assert_int_equal(*(int *)(uintptr_t)total, 5);
+	*(int *)(uintptr_t)total = 1000;
+	CK(cuLibraryGetKernel(&k, lib, "add_to_total"));
+	CK(cuMemAlloc(&dv, sizeof(v)));
+	CK(cuMemcpyHtoD(dv, v, sizeof(v)));
+	void *args[] = {&dv, &n};
+	CK(cuLaunchKernel((CUfunction)k, 1, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+	CK(cuCtxSynchronize());
+	assert_int_equal(*(int *)(uintptr_t)total, 1000 + 4950);
+	CK(cuMemFree(dv));
+	CK(cuLibraryUnload(lib));
+	free(ptx);
+}
+
 static void test_function_attributes(void **state)
 {
 	CUmodule m = sgt_module("matmul.ptx"), m2 = sgt_module("localmem.ptx");
@@ -431,6 +462,7 @@ int main(void)
 		cmocka_unit_test(test_pointer_attributes),
 		cmocka_unit_test(test_copies_2d),
 		cmocka_unit_test(test_library),
+		cmocka_unit_test(test_managed_variable),
 		cmocka_unit_test(test_function_attributes),
 		cmocka_unit_test(test_occupancy),
 		cmocka_unit_test(test_limits_and_strings),
