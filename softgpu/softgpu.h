@@ -26,14 +26,14 @@
  *   context.c    contexts, primary contexts, the per-thread current-context stack
  *   memory.c     device memory arenas, the allocation table, host-pinned memory,
  *                pointer attributes, device-side malloc
- *   copy.c       cuMemcpy* and cuMemset*, sync and async, 1-D and 2-D
+ *   copy.c       cuMemcpy* and cuMemset*, sync and async, 1-D, 2-D, 3-D and peer
  *   stream.c     streams, events, host functions, legacy default-stream ordering
  *   module.c     modules, libraries, functions, kernels, globals, parameter info
  *   launch.c     cuLaunchKernel(Ex), parameter marshalling, occupancy
  *   engine.c     the block thread pool that runs a grid
  *   errors.c     cuGetErrorName, cuGetErrorString
  *   printf.c     device printf and assert output
- *   fp.c util.c ptx_lex.c ptx_parse.c ptx_opcode.c ptx_lower.c exec.c ops_*.c:
+ *   fp.c util.c ptx_lex.c ptx_parse.c ptx_operand.c ptx_opcode.c ptx_lower.c exec.c ops_*.c:
  *                the PTX side, see ptx.h
  */
 
@@ -189,8 +189,11 @@ struct sg_copy {
 	const uint8_t *src;
 	size_t width;
 	size_t height;
+	size_t depth; /* 0 or 1 for 1-D and 2-D copies */
 	size_t dpitch;
 	size_t spitch;
+	size_t dslice; /* bytes between 3-D slices */
+	size_t sslice;
 };
 
 struct sg_set {

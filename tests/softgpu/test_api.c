@@ -279,6 +279,64 @@ static void test_copies_2d(void **state)
 	CK(cuMemFree(d));
 }
 
+static void test_copies_3d_and_peer(void **state)
+{
+	enum { W = 12, H = 5, D = 4 };
+	unsigned char src[D][H][W], dst[D][H][W];
+	CUdeviceptr dev, other;
+	CUDA_MEMCPY3D c;
+	CUcontext a, b;
+
+	for (int z = 0; z < D; z++)
+		for (int y = 0; y < H; y++)
+			for (int x = 0; x < W; x++)
+				src[z][y][x] = (unsigned char)(z * 64 + y * 12 + x);
+	/* device volume: pitch 32, 8 rows per slice */
+	CK(cuMemAlloc(&dev, 32 * 8 * D));
+	memset(&c, 0, sizeof(c));
+	c.srcMemoryType = CU_MEMORYTYPE_HOST;
+	c.srcHost = src;
+	c.srcPitch = W;
+	c.srcHeight = H;
+	c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	c.dstDevice = dev;
+	c.dstPitch = 32;
+	c.dstHeight = 8;
+	c.WidthInBytes = W;
+	c.Height = H;
+	c.Depth = D;
+	CK(cuMemcpy3D(&c));
+	memset(&c, 0, sizeof(c));
+	c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	c.srcDevice = dev;
+	c.srcPitch = 32;
+	c.srcHeight = 8;
+	c.dstMemoryType = CU_MEMORYTYPE_HOST;
+	c.dstHost = dst;
+	c.dstPitch = W;
+	c.dstHeight = H;
+	c.WidthInBytes = W;
+	c.Height = H;
+	c.Depth = D;
+	CK(cuMemcpy3DAsync(&c, NULL));
+	CK(cuCtxSynchronize());
+	assert_memory_equal(src, dst, sizeof(src));
+	c.Depth = D + 1; /* one slice too many */
+	CK_EQ(cuMemcpy3D(&c), CUDA_ERROR_INVALID_VALUE);
+	/* peer copy from this context's memory into another context's */
+	CK(cuCtxGetCurrent(&a));
+	CK(cuCtxCreate(&b, NULL, 0, 0));
+	CK(cuMemAlloc(&other, 64));
+	CK(cuMemcpyPeer(other, b, dev, a, 64));
+	memset(dst, 0, sizeof(dst));
+	CK(cuMemcpyDtoH(dst, other, 64));
+	CK(cuMemcpyDtoH(src, dev, 64));
+	assert_memory_equal(src, dst, 64);
+	CK(cuCtxDestroy(b));
+	CK(cuCtxSetCurrent(a));
+	CK(cuMemFree(dev));
+}
+
 static void test_library(void **state)
 {
 	CUlibrary lib;
@@ -461,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_memory_api),
 		cmocka_unit_test(test_pointer_attributes),
 		cmocka_unit_test(test_copies_2d),
+		cmocka_unit_test(test_copies_3d_and_peer),
 		cmocka_unit_test(test_library),
 		cmocka_unit_test(test_managed_variable),
 		cmocka_unit_test(test_function_attributes),
