@@ -572,11 +572,11 @@ SG_EXPORT CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
 	return stream_getflags(hStream, flags, false);
 }
 
-SG_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+static CUresult get_priority(CUstream hStream, int *priority, bool pt)
 {
 	struct sg_ctx *c;
 	struct sg_stream *s;
-	CUresult r = sg_stream_resolve(hStream, false, &c, &s);
+	CUresult r = sg_stream_resolve(hStream, pt, &c, &s);
 
 	if (r)
 		return r;
@@ -586,11 +586,11 @@ SG_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int *priority)
 	return CUDA_SUCCESS;
 }
 
-SG_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
+static CUresult get_ctx(CUstream hStream, CUcontext *pctx, bool pt)
 {
 	struct sg_ctx *c;
 	struct sg_stream *s;
-	CUresult r = sg_stream_resolve(hStream, false, &c, &s);
+	CUresult r = sg_stream_resolve(hStream, pt, &c, &s);
 
 	if (r)
 		return r;
@@ -600,20 +600,20 @@ SG_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
-SG_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+static CUresult get_ctx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx, bool pt)
 {
-	CUresult r = cuStreamGetCtx(hStream, pCtx);
+	CUresult r = get_ctx(hStream, pCtx, pt);
 
 	if (r == CUDA_SUCCESS && pGreenCtx)
 		*pGreenCtx = NULL;
 	return r;
 }
 
-SG_EXPORT CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
+static CUresult get_id(CUstream hStream, unsigned long long *streamId, bool pt)
 {
 	struct sg_ctx *c;
 	struct sg_stream *s;
-	CUresult r = sg_stream_resolve(hStream, false, &c, &s);
+	CUresult r = sg_stream_resolve(hStream, pt, &c, &s);
 
 	if (r)
 		return r;
@@ -623,11 +623,11 @@ SG_EXPORT CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
 	return CUDA_SUCCESS;
 }
 
-SG_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
+static CUresult get_device(CUstream hStream, CUdevice *device, bool pt)
 {
 	struct sg_ctx *c;
 	struct sg_stream *s;
-	CUresult r = sg_stream_resolve(hStream, false, &c, &s);
+	CUresult r = sg_stream_resolve(hStream, pt, &c, &s);
 
 	if (r)
 		return r;
@@ -635,6 +635,31 @@ SG_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
 		return CUDA_ERROR_INVALID_VALUE;
 	*device = c->dev->ordinal;
 	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+{
+	return get_priority(hStream, priority, false);
+}
+
+SG_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
+{
+	return get_ctx(hStream, pctx, false);
+}
+
+SG_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+{
+	return get_ctx_v2(hStream, pCtx, pGreenCtx, false);
+}
+
+SG_EXPORT CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
+{
+	return get_id(hStream, streamId, false);
+}
+
+SG_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
+{
+	return get_device(hStream, device, false);
 }
 
 static CUresult host_func(CUstream h, CUhostFn fn, void *data, bool pt)
@@ -912,4 +937,29 @@ PTSZ(CUresult, cuStreamWaitEvent_ptsz, (CUstream hStream, CUevent hEvent, unsign
 	if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
 		return CUDA_ERROR_INVALID_VALUE;
 	return event_op(hEvent, hStream, SG_OP_WAIT, true);
+}
+
+PTSZ(CUresult, cuStreamGetPriority_ptsz, (CUstream hStream, int *priority))
+{
+	return get_priority(hStream, priority, true);
+}
+
+PTSZ(CUresult, cuStreamGetCtx_ptsz, (CUstream hStream, CUcontext *pctx))
+{
+	return get_ctx(hStream, pctx, true);
+}
+
+PTSZ(CUresult, cuStreamGetCtx_v2_ptsz, (CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx))
+{
+	return get_ctx_v2(hStream, pCtx, pGreenCtx, true);
+}
+
+PTSZ(CUresult, cuStreamGetId_ptsz, (CUstream hStream, unsigned long long *streamId))
+{
+	return get_id(hStream, streamId, true);
+}
+
+PTSZ(CUresult, cuStreamGetDevice_ptsz, (CUstream hStream, CUdevice *device))
+{
+	return get_device(hStream, device, true);
 }

@@ -518,6 +518,26 @@ static void test_prng(void **state)
 	CK(cuModuleUnload(m));
 }
 
+static void test_device_heap(void **state)
+{
+	int out[64], n = 50, flag = 0;
+	unsigned long long big = 1ull << 30;
+	CUmodule m = sgt_module("heap.ptx");
+	CUdeviceptr d = dbuf(NULL, sizeof(out)), df = dbuf(NULL, sizeof(int));
+	void *args[] = {&d, &n};
+	void *bargs[] = {&big, &df};
+
+	launch(sgt_function(m, "heap_ops"), 1, 1, 64, 1, 0, args);
+	CK(cuMemcpyDtoH(out, d, sizeof(out)));
+	for (int t = 0; t < 64; t++)
+		assert_int_equal(out[t], t * (49 * 50 / 2) + t);
+	/* the heap is 8 MiB unless cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE) says more */
+	launch(sgt_function(m, "heap_too_big"), 1, 1, 1, 1, 0, bargs);
+	CK(cuMemcpyDtoH(&flag, df, sizeof(flag)));
+	assert_int_equal(flag, 1);
+	CK(cuModuleUnload(m));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -529,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_divergence), cmocka_unit_test(test_devfunc),
 		cmocka_unit_test(test_bitonic),	   cmocka_unit_test(test_nbody),
 		cmocka_unit_test(test_prng),
+		cmocka_unit_test(test_device_heap),
 	};
 
 	return cmocka_run_group_tests(tests, sgt_setup, sgt_teardown);
