@@ -271,6 +271,7 @@ struct sg_stream {
 	pthread_t thread;
 	bool thread_started;
 	bool stopping;
+	bool inline_busy; /* a synchronous op runs on its caller's thread */
 	struct sg_op *head, *tail;
 	uint64_t enq_seq;  /* ops submitted */
 	uint64_t done_seq; /* ops completed */

@@ -136,12 +136,12 @@ static void *worker(void *arg)
 	for (;;) {
 		struct sg_op *op;
 
-		while (s->head == NULL && !s->stopping)
+		while ((s->head == NULL || s->inline_busy) && !s->stopping)
 			pthread_cond_wait(&qcond, &qlock);
 		if (s->head == NULL)
 			break;
 		op = s->head;
-		while (!ready(op))
+		while (!ready(op) || s->inline_busy)
 			pthread_cond_wait(&qcond, &qlock);
 		pthread_mutex_unlock(&qlock);
 		execute(s, op);
@@ -217,7 +217,13 @@ static CUresult add_dep(struct sg_op *op, struct sg_stream *t)
 	return CUDA_SUCCESS;
 }
 
-static CUresult submit(struct sg_stream *s, struct sg_op *op, uint64_t *seq)
+/*
+ * Queues op on s; with `inline_ok` (a synchronous caller about to wait) an op
+ * that could start right now runs on the calling thread instead, sparing two
+ * thread hand-offs: the stream is marked busy so nothing queued behind it
+ * starts first. Returns the op's sequence number in *seq.
+ */
+static CUresult submit(struct sg_stream *s, struct sg_op *op, uint64_t *seq, bool inline_ok)
 {
 	struct sg_ctx *ctx = s->ctx;
 	CUresult r = CUDA_SUCCESS;
@@ -229,6 +235,22 @@ static CUresult submit(struct sg_stream *s, struct sg_op *op, uint64_t *seq)
 				r = add_dep(op, t);
 	} else if (!(s->flags & CU_STREAM_NON_BLOCKING) && ctx->null_stream) {
 		r = add_dep(op, ctx->null_stream);
+	}
+	if (r == CUDA_SUCCESS && inline_ok && s->head == NULL && !s->inline_busy && ready(op)) {
+		uint64_t my = ++s->enq_seq;
+
+		s->inline_busy = true;
+		pthread_mutex_unlock(&qlock);
+		execute(s, op);
+		pthread_mutex_lock(&qlock);
+		s->inline_busy = false;
+		s->done_seq = my;
+		pthread_cond_broadcast(&qcond);
+		pthread_mutex_unlock(&qlock);
+		sg_op_free(op);
+		if (seq)
+			*seq = my;
+		return CUDA_SUCCESS;
 	}
 	if (r == CUDA_SUCCESS && !s->thread_started) {
 		if (pthread_create(&s->thread, NULL, worker, s))
@@ -256,7 +278,7 @@ static CUresult submit(struct sg_stream *s, struct sg_op *op, uint64_t *seq)
 
 CUresult sg_stream_submit(struct sg_stream *s, struct sg_op *op)
 {
-	return submit(s, op, NULL);
+	return submit(s, op, NULL, false);
 }
 
 static CUresult wait_seq(struct sg_stream *s, uint64_t seq)
@@ -271,7 +293,7 @@ static CUresult wait_seq(struct sg_stream *s, uint64_t seq)
 CUresult sg_stream_submit_wait(struct sg_stream *s, struct sg_op *op)
 {
 	uint64_t seq;
-	CUresult r = submit(s, op, &seq);
+	CUresult r = submit(s, op, &seq, true);
 
 	if (r)
 		return r;
