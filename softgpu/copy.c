@@ -16,8 +16,12 @@
 
 void sg_copy_run(const struct sg_copy *c)
 {
-	for (size_t y = 0; y < c->height; y++)
-		memmove(c->dst + y * c->dpitch, c->src + y * c->spitch, c->width);
+	size_t depth = c->depth ? c->depth : 1;
+
+	for (size_t z = 0; z < depth; z++)
+		for (size_t y = 0; y < c->height; y++)
+			memmove(c->dst + z * c->dslice + y * c->dpitch,
+				c->src + z * c->sslice + y * c->spitch, c->width);
 }
 
 void sg_set_run(const struct sg_set *s)
@@ -88,7 +92,8 @@ static CUresult do_copy(struct sg_copy *c, bool src_host, bool dst_host, CUstrea
 	if (op == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (async && src_host && !pinned(c->src)) {
-		span = (c->height - 1) * c->spitch + c->width;
+		span = ((c->depth ? c->depth : 1) - 1) * c->sslice + (c->height - 1) * c->spitch +
+		       c->width;
 		op->staging = malloc(span);
 		if (op->staging == NULL) {
 			sg_op_free(op);
@@ -248,6 +253,89 @@ SG_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStre
 	return copy2d(pCopy, hStream, true, false);
 }
 
+/* ---- 3-D ---- */
+
+static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, bool async, bool pt)
+{
+	struct sg_copy c = {0};
+	struct sg_ctx *ctx;
+	enum side ss, ds;
+	uint64_t sa, da;
+	size_t sp, dp, sh, dh, sspan, dspan;
+	CUresult r = sg_ctx_current(&ctx, true), e = CUDA_SUCCESS;
+
+	if (r)
+		return r;
+	if (p == NULL || p->reserved0 || p->reserved1 || p->srcLOD || p->dstLOD)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = side_of(p->srcMemoryType, p->srcHost, p->srcDevice, &sa, &ss)) ||
+	    (r = side_of(p->dstMemoryType, p->dstHost, p->dstDevice, &da, &ds)))
+		return r;
+	if (p->WidthInBytes == 0 || p->Height == 0 || p->Depth == 0)
+		return CUDA_SUCCESS;
+	sp = p->srcPitch ? p->srcPitch : p->WidthInBytes;
+	dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+	sh = p->srcHeight ? p->srcHeight : p->Height;
+	dh = p->dstHeight ? p->dstHeight : p->Height;
+	if (sp < p->WidthInBytes || dp < p->WidthInBytes ||
+	    (p->Depth > 1 && (sh < p->Height || dh < p->Height)))
+		return CUDA_ERROR_INVALID_VALUE;
+	sa += (p->srcZ * sh + p->srcY) * sp + p->srcXInBytes;
+	da += (p->dstZ * dh + p->dstY) * dp + p->dstXInBytes;
+	sspan = (p->Depth - 1) * sh * sp + (p->Height - 1) * sp + p->WidthInBytes;
+	dspan = (p->Depth - 1) * dh * dp + (p->Height - 1) * dp + p->WidthInBytes;
+	c.dst = resolve(da, dspan, ds, &e);
+	c.src = c.dst ? resolve(sa, sspan, ss, &e) : NULL;
+	if (c.dst == NULL || c.src == NULL)
+		return e ? e : CUDA_ERROR_INVALID_VALUE;
+	c.width = p->WidthInBytes;
+	c.height = p->Height;
+	c.depth = p->Depth;
+	c.spitch = sp;
+	c.dpitch = dp;
+	c.sslice = sh * sp;
+	c.dslice = dh * dp;
+	return do_copy(&c, ss != DEV, ds != DEV, h, async, pt);
+}
+
+SG_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
+{
+	return copy3d(pCopy, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
+{
+	return copy3d(pCopy, hStream, true, false);
+}
+
+/* ---- between contexts: all memory is one address space here ---- */
+
+static CUresult peer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n,
+		     CUstream h, bool async, bool pt)
+{
+	struct sg_ctx *a, *b;
+	CUresult r = sg_ctx_resolve(dctx, &a, true);
+
+	if (r || (r = sg_ctx_resolve(sctx, &b, true)))
+		return r;
+	if (dctx == NULL || sctx == NULL)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return copy1d(dst, DEV, src, DEV, n, h, async, pt);
+}
+
+SG_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+				CUcontext srcContext, size_t ByteCount)
+{
+	return peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, false, false);
+}
+
+SG_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
+				     CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount,
+				     CUstream hStream)
+{
+	return peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, true, false);
+}
+
 /* ---- memset ---- */
 
 static CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, size_t width,
@@ -402,6 +490,24 @@ PT(CUresult, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p))
 PT(CUresult, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *p, CUstream h))
 {
 	return copy2d(p, h, true, true);
+}
+PT(CUresult, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p))
+{
+	return copy3d(p, NULL, false, true);
+}
+PT(CUresult, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream h))
+{
+	return copy3d(p, h, true, true);
+}
+PT(CUresult, cuMemcpyPeer_ptds,
+   (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n))
+{
+	return peer(d, dc, s, sc, n, NULL, false, true);
+}
+PT(CUresult, cuMemcpyPeerAsync_ptsz,
+   (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream h))
+{
+	return peer(d, dc, s, sc, n, h, true, true);
 }
 PT(CUresult, cuMemsetD8_v2_ptds, (CUdeviceptr d, unsigned char v, size_t n))
 {

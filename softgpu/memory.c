@@ -505,6 +505,16 @@ static CUresult host_alloc(struct sg_ctx *c, void **pp, size_t size, unsigned fl
 	return CUDA_SUCCESS;
 }
 
+CUresult sg_mem_alloc_managed(struct sg_ctx *ctx, uint64_t size, uint64_t *dptr)
+{
+	void *p;
+	CUresult r = host_alloc(ctx, &p, size, CU_MEM_ATTACH_GLOBAL, SG_MEM_MANAGED);
+
+	if (r == CUDA_SUCCESS)
+		*dptr = (uint64_t)(uintptr_t)p;
+	return r;
+}
+
 SG_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
 {
 	struct sg_ctx *c;

@@ -106,7 +106,7 @@ void sg_module_free(struct sg_module *m)
 	free(m->tmpl);
 	free(m->funcs);
 	if (m->gbase && sg_handle_ok(m->ctx, SG_K_CTX))
-		sg_mem_free(m->ctx, m->gbase, SG_MEM_MODULE);
+		sg_mem_free(m->ctx, m->gbase, p->has_managed ? SG_MEM_MANAGED : SG_MEM_MODULE);
 	sg_handle_del(m);
 	image_unref(m->img);
 	free(m);
@@ -132,7 +132,11 @@ static CUresult instantiate(struct sg_ctx *ctx, struct sg_image *img, struct sg_
 		goto out_free;
 	}
 	if (p->global_size) {
-		r = sg_mem_alloc(ctx, p->global_size, SG_MEM_MODULE, &m->gbase);
+		/* with __managed__ variables the block lives in host-accessible managed memory */
+		if (p->has_managed)
+			r = sg_mem_alloc_managed(ctx, p->global_size, &m->gbase);
+		else
+			r = sg_mem_alloc(ctx, p->global_size, SG_MEM_MODULE, &m->gbase);
 		if (r)
 			goto out_free;
 		g = sg_mem_xlate(m->gbase, p->global_size, false, &r);
@@ -890,6 +894,28 @@ SG_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrar
 
 	if (r || (r = sg_ctx_current(&c, true)))
 		return r;
+	r = library_module(l, c, &m);
+	if (r)
+		return r;
+	return global_of(m, name, dptr, bytes);
+}
+
+SG_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+				       const char *name)
+{
+	struct sg_library *l;
+	struct sg_module *m;
+	struct sg_ctx *c;
+	int i;
+	CUresult r = library_arg(library, &l);
+
+	if (r || (r = sg_ctx_current(&c, true)))
+		return r;
+	if (name == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	i = sg_prog_find_var(l->img->prog, name);
+	if (i < 0 || !l->img->prog->vars[i].managed)
+		return CUDA_ERROR_NOT_FOUND;
 	r = library_module(l, c, &m);
 	if (r)
 		return r;

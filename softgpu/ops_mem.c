@@ -22,29 +22,31 @@ static inline uint64_t ea(const struct sg_thread *t, const struct sg_insn *in)
 	return a;
 }
 
+/*
+ * Accesses are relaxed atomics: blocks on other host threads may touch the same
+ * global memory (racy guest programs are legal PTX), and on x86 these compile
+ * to plain moves. sg_addr has checked the alignment.
+ */
 static inline uint64_t load(const uint8_t *p, unsigned size, bool sgn)
 {
 	switch (size) {
-	case 1:
-		return sgn ? (uint64_t)(int64_t)(int8_t)p[0] : p[0];
-	case 2: {
-		uint16_t v;
+	case 1: {
+		uint8_t v = __atomic_load_n(p, __ATOMIC_RELAXED);
 
-		memcpy(&v, p, 2);
+		return sgn ? (uint64_t)(int64_t)(int8_t)v : v;
+	}
+	case 2: {
+		uint16_t v = __atomic_load_n((const uint16_t *)p, __ATOMIC_RELAXED);
+
 		return sgn ? (uint64_t)(int64_t)(int16_t)v : v;
 	}
 	case 4: {
-		uint32_t v;
+		uint32_t v = __atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED);
 
-		memcpy(&v, p, 4);
 		return sgn ? (uint64_t)(int64_t)(int32_t)v : v;
 	}
-	default: {
-		uint64_t v;
-
-		memcpy(&v, p, 8);
-		return v;
-	}
+	default:
+		return __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
 	}
 }
 
@@ -52,20 +54,16 @@ static inline void store(uint8_t *p, unsigned size, uint64_t v)
 {
 	switch (size) {
 	case 1:
-		p[0] = (uint8_t)v;
+		__atomic_store_n(p, (uint8_t)v, __ATOMIC_RELAXED);
 		break;
-	case 2: {
-		uint16_t x = (uint16_t)v;
-		memcpy(p, &x, 2);
+	case 2:
+		__atomic_store_n((uint16_t *)p, (uint16_t)v, __ATOMIC_RELAXED);
 		break;
-	}
-	case 4: {
-		uint32_t x = (uint32_t)v;
-		memcpy(p, &x, 4);
+	case 4:
+		__atomic_store_n((uint32_t *)p, (uint32_t)v, __ATOMIC_RELAXED);
 		break;
-	}
 	default:
-		memcpy(p, &v, 8);
+		__atomic_store_n((uint64_t *)p, v, __ATOMIC_RELAXED);
 		break;
 	}
 }
@@ -99,23 +97,20 @@ static int op_st(struct sg_thread *t, const struct sg_insn *in)
 static int op_ld_global32(struct sg_thread *t, const struct sg_insn *in)
 {
 	const uint8_t *p = sg_addr(t, SG_SP_GLOBAL, ea(t, in), 4, false);
-	uint32_t v;
 
 	if (p == NULL)
 		return SG_STOP_FAULT;
-	memcpy(&v, p, 4);
-	t->r[in->d[0]] = v;
+	t->r[in->d[0]] = __atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED);
 	return 0;
 }
 
 static int op_st_global32(struct sg_thread *t, const struct sg_insn *in)
 {
 	uint8_t *p = sg_addr(t, SG_SP_GLOBAL, ea(t, in), 4, true);
-	uint32_t v = (uint32_t)t->r[in->d[0]];
 
 	if (p == NULL)
 		return SG_STOP_FAULT;
-	memcpy(p, &v, 4);
+	__atomic_store_n((uint32_t *)p, (uint32_t)t->r[in->d[0]], __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -197,19 +197,25 @@ struct sg_opc {
 /* Base opcodes the lowering knows (sg_base_name() gives the text). */
 #define SG_BASE_MAP(X)                                                                                                         \
 	X(ABS, "abs")                                                                                                          \
-	X(ACTIVEMASK, "activemask") X(ADD, "add") X(ADDC, "addc") X(AND, "and") X(ATOM, "atom") X(                             \
-		BAR, "bar") X(BARRIER, "barrier") X(BFE, "bfe") X(BFI, "bfi") X(BFIND, "bfind")                                \
-		X(BMSK, "bmsk") X(BRA, "bra") X(BREV, "brev") X(BRKPT, "brkpt") X(CALL, "call") X(                             \
-			CLZ, "clz") X(CNOT, "cnot") X(COPYSIGN,                                                                \
-						      "copysign") X(COS, "cos") X(CVT,                                         \
-										  "cvt") X(CVTA,                               \
-											   "cvta")                             \
-			X(DIV, "div") X(DP2A, "dp2a") X(DP4A, "dp4a") X(EX2, "ex2") X(EXIT, "exi"                              \
-											    "t") X(FENCE, "fence") X(          \
-				FMA, "fma") X(FNS,                                                                             \
-					      "fns") X(ISSPACEP,                                                               \
-						       "isspacep") X(LD, "ld")                                                 \
-				X(LDU, "ldu") X(LG2, "lg2") X(LOP3, "lop3") X(MAD, "mad") X(MAD24, "mad24") X(MADC, "madc") X( \
+	X(ACTIVEMASK, "activemask")                                                                                            \
+	X(ADD, "add") X(ADDC, "addc") X(AND, "and") X(ATOM, "atom") X(BAR, "bar") X(                                           \
+		BARRIER, "barrier") X(BFE, "bfe") X(BFI, "bfi") X(BFIND, "bfind") X(BMSK, "bmsk")                              \
+		X(BRA, "bra") X(BREV, "brev") X(BRKPT, "brkpt") X(CALL, "call") X(CLZ, "clz") X(                               \
+			CNOT, "cnot") X(COPYSIGN,                                                                              \
+					"copysign") X(COS, "cos") X(CVT, "cvt") X(CVTA, "cvta")                                \
+			X(DIV, "div") X(DP2A, "dp2a") X(DP4A, "dp4a") X(EX2, "ex2") X(                                         \
+				EXIT,                                                                                          \
+				"exi"                                                                                          \
+				"t") X(FENCE, "fence") X(FMA, "fma") X(FNS, "fns") X(ISSPACEP, "i"                             \
+											       "s"                             \
+											       "s"                             \
+											       "p"                             \
+											       "a"                             \
+											       "c"                             \
+											       "e"                             \
+											       "p") X(LD, "ld") X(LDU,         \
+														  "ldu")       \
+				X(LG2, "lg2") X(LOP3, "lop3") X(MAD, "mad") X(MAD24, "mad24") X(MADC, "madc") X(               \
 					MATCH,                                                                                 \
 					"match") X(MAX,                                                                        \
 						   "max") X(MEMBAR,                                                            \
@@ -221,32 +227,39 @@ struct sg_opc {
 							PREFETCH,                                                              \
 							"prefetch") X(PREFETCHU,                                               \
 								      "prefetchu") X(PRMT, "prmt")                             \
-							X(RCP, "rcp") X(RED, "red") X(REDUX, "red"                             \
-											     "ux") X(REM, "rem") X(            \
-								RET, "ret") X(RSQRT,                                           \
-									      "rsqrt") X(SAD,                                  \
-											 "sad") X(SELP, "selp")                \
-								X(SET, "set") X(SETP, "setp") X(SHF, "shf") X(                 \
-									SHFL,                                                  \
-									"shfl") X(SHL, "shl") X(SHR, "shr")                    \
-									X(SIN, "sin") X(SLCT, "sl"                             \
-											      "c"                              \
-											      "t") X(                          \
-										SQRT,                                          \
-										"sqrt") X(ST, "s"                              \
-											      "t") X(SUB, "sub")               \
-										X(SUBC,                                        \
-										  "subc") X(SZEXT,                             \
-											    "szex"                             \
-											    "t") X(TANH,                       \
-												   "tanh")                     \
-											X(TESTP,                               \
-											  "testp") X(TRAP,                     \
-												     "trap")                   \
-												X(VOTE,                        \
-												  "vote")                      \
-													X(XOR,                 \
-													  "xor")
+							X(RCP, "rcp") X(RED, "red") X(                                         \
+								REDUX,                                                         \
+								"red"                                                          \
+								"ux") X(REM,                                                   \
+									"rem") X(RET,                                          \
+										 "ret") X(RSQRT, "rsqrt")                      \
+								X(SAD, "sad") X(SELP, "selp") X(SET, "set") X(SETP, "setp") X( \
+									SHF,                                                   \
+									"shf") X(SHFL,                                         \
+										 "shfl") X(SHL, "shl")                         \
+									X(SHR, "shr") X(SIN, "si"                              \
+											     "n") X(                           \
+										SLCT,                                          \
+										"sl"                                           \
+										"c"                                            \
+										"t") X(SQRT,                                   \
+										       "sqrt") X(ST,                           \
+												 "s"                           \
+												 "t")                          \
+										X(SUB, "sub") X(SUBC, "subc") X(               \
+											SZEXT,                                 \
+											"szex"                                 \
+											"t") X(TANH,                           \
+											       "t"                             \
+											       "a"                             \
+											       "n"                             \
+											       "h") X(TESTP,                   \
+												      "testp")                 \
+											X(TRAP,                                \
+											  "trap") X(VOTE,                      \
+												    "vote")                    \
+												X(XOR,                         \
+												  "xor")
 
 enum sg_base {
 	SG_B_UNKNOWN = 0,
@@ -305,6 +318,7 @@ struct sg_var {
 	bool is_extern;
 	bool visible;
 	bool dynamic; /* the .extern .shared array */
+	bool managed; /* .attribute(.managed): __managed__ */
 	int func;     /* owning function, -1 at module scope */
 	uint64_t
 		offset; /* shared: module-wide offset; global/const: offset in the instance block */
@@ -398,6 +412,7 @@ struct sg_prog {
 	uint64_t global_size; /* bytes of .global and .const variables per instance */
 	uint32_t global_align;
 	bool uses_dynamic_shared;
+	bool has_managed; /* its .global block must be host-accessible (managed memory) */
 	struct sg_dreloc *dre;
 	uint32_t ndre;
 };

@@ -119,6 +119,17 @@ const struct sg_tok *sg_lex_peek(struct sg_lower *L);
 bool sg_tok_is(const struct sg_tok *t, int kind, const char *text);
 bool sg_tok_punct(const struct sg_tok *t, char c);
 
+/* ptx_parse.c: shared parsing helpers (each records the error and returns its CUresult) */
+int sg_parse_syntax(struct sg_lower *L, const char *what);
+int sg_parse_oom(struct sg_lower *L);
+int sg_parse_expect_punct(struct sg_lower *L, char c);
+int sg_parse_expect_int(struct sg_lower *L, uint64_t *v);
+char *sg_parse_tokdup(const struct sg_tok *t);
+
+/* ptx_operand.c */
+int sg_find_reg(struct sg_lower *L, const char *p, size_t len); /* slot, -1 if undeclared */
+int sg_parse_insn(struct sg_lower *L); /* the current token starts the statement */
+
 /* ptx_opcode.c */
 int sg_opc_parse(struct sg_lower *L, const char *word, size_t len, struct sg_opc *o);
 int sg_type_from_name(const char *s, size_t n);

@@ -26,14 +26,14 @@
  *   context.c    contexts, primary contexts, the per-thread current-context stack
  *   memory.c     device memory arenas, the allocation table, host-pinned memory,
  *                pointer attributes, device-side malloc
- *   copy.c       cuMemcpy* and cuMemset*, sync and async, 1-D and 2-D
+ *   copy.c       cuMemcpy* and cuMemset*, sync and async, 1-D, 2-D, 3-D and peer
  *   stream.c     streams, events, host functions, legacy default-stream ordering
  *   module.c     modules, libraries, functions, kernels, globals, parameter info
  *   launch.c     cuLaunchKernel(Ex), parameter marshalling, occupancy
  *   engine.c     the block thread pool that runs a grid
  *   errors.c     cuGetErrorName, cuGetErrorString
  *   printf.c     device printf and assert output
- *   fp.c util.c ptx_lex.c ptx_parse.c ptx_opcode.c ptx_lower.c exec.c ops_*.c:
+ *   fp.c util.c ptx_lex.c ptx_parse.c ptx_operand.c ptx_opcode.c ptx_lower.c exec.c ops_*.c:
  *                the PTX side, see ptx.h
  */
 
@@ -168,6 +168,8 @@ int sg_memory_init(struct sg_device *dev);
 /* Device memory (DEVICE, MODULE, HEAP) from ctx's device; CUresult. */
 CUresult sg_mem_alloc(struct sg_ctx *ctx, uint64_t size, int kind, uint64_t *dptr);
 CUresult sg_mem_free(struct sg_ctx *ctx, uint64_t dptr, int kind);
+/* Host-accessible managed memory (modules with __managed__ variables). */
+CUresult sg_mem_alloc_managed(struct sg_ctx *ctx, uint64_t size, uint64_t *dptr);
 /* Frees every allocation a context owns. */
 void sg_mem_free_ctx(struct sg_ctx *ctx);
 /* Copies out the allocation containing addr; false if none. */
@@ -187,8 +189,11 @@ struct sg_copy {
 	const uint8_t *src;
 	size_t width;
 	size_t height;
+	size_t depth; /* 0 or 1 for 1-D and 2-D copies */
 	size_t dpitch;
 	size_t spitch;
+	size_t dslice; /* bytes between 3-D slices */
+	size_t sslice;
 };
 
 struct sg_set {
@@ -266,6 +271,7 @@ struct sg_stream {
 	pthread_t thread;
 	bool thread_started;
 	bool stopping;
+	bool inline_busy; /* a synchronous op runs on its caller's thread */
 	struct sg_op *head, *tail;
 	uint64_t enq_seq;  /* ops submitted */
 	uint64_t done_seq; /* ops completed */

@@ -136,12 +136,12 @@ static void *worker(void *arg)
 	for (;;) {
 		struct sg_op *op;
 
-		while (s->head == NULL && !s->stopping)
+		while ((s->head == NULL || s->inline_busy) && !s->stopping)
 			pthread_cond_wait(&qcond, &qlock);
 		if (s->head == NULL)
 			break;
 		op = s->head;
-		while (!ready(op))
+		while (!ready(op) || s->inline_busy)
 			pthread_cond_wait(&qcond, &qlock);
 		pthread_mutex_unlock(&qlock);
 		execute(s, op);
@@ -217,7 +217,13 @@ static CUresult add_dep(struct sg_op *op, struct sg_stream *t)
 	return CUDA_SUCCESS;
 }
 
-static CUresult submit(struct sg_stream *s, struct sg_op *op, uint64_t *seq)
+/*
+ * Queues op on s; with `inline_ok` (a synchronous caller about to wait) an op
+ * that could start right now runs on the calling thread instead, sparing two
+ * thread hand-offs: the stream is marked busy so nothing queued behind it
+ * starts first. Returns the op's sequence number in *seq.
+ */
+static CUresult submit(struct sg_stream *s, struct sg_op *op, uint64_t *seq, bool inline_ok)
 {
 	struct sg_ctx *ctx = s->ctx;
 	CUresult r = CUDA_SUCCESS;
@@ -229,6 +235,22 @@ static CUresult submit(struct sg_stream *s, struct sg_op *op, uint64_t *seq)
 				r = add_dep(op, t);
 	} else if (!(s->flags & CU_STREAM_NON_BLOCKING) && ctx->null_stream) {
 		r = add_dep(op, ctx->null_stream);
+	}
+	if (r == CUDA_SUCCESS && inline_ok && s->head == NULL && !s->inline_busy && ready(op)) {
+		uint64_t my = ++s->enq_seq;
+
+		s->inline_busy = true;
+		pthread_mutex_unlock(&qlock);
+		execute(s, op);
+		pthread_mutex_lock(&qlock);
+		s->inline_busy = false;
+		s->done_seq = my;
+		pthread_cond_broadcast(&qcond);
+		pthread_mutex_unlock(&qlock);
+		sg_op_free(op);
+		if (seq)
+			*seq = my;
+		return CUDA_SUCCESS;
 	}
 	if (r == CUDA_SUCCESS && !s->thread_started) {
 		if (pthread_create(&s->thread, NULL, worker, s))
@@ -256,7 +278,7 @@ static CUresult submit(struct sg_stream *s, struct sg_op *op, uint64_t *seq)
 
 CUresult sg_stream_submit(struct sg_stream *s, struct sg_op *op)
 {
-	return submit(s, op, NULL);
+	return submit(s, op, NULL, false);
 }
 
 static CUresult wait_seq(struct sg_stream *s, uint64_t seq)
@@ -271,7 +293,7 @@ static CUresult wait_seq(struct sg_stream *s, uint64_t seq)
 CUresult sg_stream_submit_wait(struct sg_stream *s, struct sg_op *op)
 {
 	uint64_t seq;
-	CUresult r = submit(s, op, &seq);
+	CUresult r = submit(s, op, &seq, true);
 
 	if (r)
 		return r;
@@ -496,6 +518,23 @@ SG_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
 	return CUDA_SUCCESS;
 }
 
+/* The legacy stream, and every blocking stream it orders with, reach what was queued. */
+static CUresult legacy_sync(struct sg_ctx *ctx)
+{
+	pthread_mutex_lock(&qlock);
+	for (;;) {
+		bool busy = ctx->null_stream->done_seq < ctx->null_stream->enq_seq;
+
+		for (struct sg_stream *t = ctx->streams; t && !busy; t = t->next)
+			busy = !(t->flags & CU_STREAM_NON_BLOCKING) && t->done_seq < t->enq_seq;
+		if (!busy)
+			break;
+		pthread_cond_wait(&qcond, &qlock);
+	}
+	pthread_mutex_unlock(&qlock);
+	return (CUresult)__atomic_load_n(&ctx->sticky, __ATOMIC_ACQUIRE);
+}
+
 static CUresult stream_sync(CUstream h, bool pt)
 {
 	struct sg_ctx *c;
@@ -505,7 +544,7 @@ static CUresult stream_sync(CUstream h, bool pt)
 	if (r)
 		return r;
 	if (s->is_null)
-		return sg_ctx_sync(c); /* the legacy stream waits for the blocking streams too */
+		return legacy_sync(c);
 	return sg_stream_sync(s);
 }
 
@@ -555,11 +594,11 @@ SG_EXPORT CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
 	return stream_getflags(hStream, flags, false);
 }
 
-SG_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+static CUresult get_priority(CUstream hStream, int *priority, bool pt)
 {
 	struct sg_ctx *c;
 	struct sg_stream *s;
-	CUresult r = sg_stream_resolve(hStream, false, &c, &s);
+	CUresult r = sg_stream_resolve(hStream, pt, &c, &s);
 
 	if (r)
 		return r;
@@ -569,11 +608,11 @@ SG_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int *priority)
 	return CUDA_SUCCESS;
 }
 
-SG_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
+static CUresult get_ctx(CUstream hStream, CUcontext *pctx, bool pt)
 {
 	struct sg_ctx *c;
 	struct sg_stream *s;
-	CUresult r = sg_stream_resolve(hStream, false, &c, &s);
+	CUresult r = sg_stream_resolve(hStream, pt, &c, &s);
 
 	if (r)
 		return r;
@@ -583,20 +622,20 @@ SG_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 	return CUDA_SUCCESS;
 }
 
-SG_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+static CUresult get_ctx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx, bool pt)
 {
-	CUresult r = cuStreamGetCtx(hStream, pCtx);
+	CUresult r = get_ctx(hStream, pCtx, pt);
 
 	if (r == CUDA_SUCCESS && pGreenCtx)
 		*pGreenCtx = NULL;
 	return r;
 }
 
-SG_EXPORT CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
+static CUresult get_id(CUstream hStream, unsigned long long *streamId, bool pt)
 {
 	struct sg_ctx *c;
 	struct sg_stream *s;
-	CUresult r = sg_stream_resolve(hStream, false, &c, &s);
+	CUresult r = sg_stream_resolve(hStream, pt, &c, &s);
 
 	if (r)
 		return r;
@@ -606,11 +645,11 @@ SG_EXPORT CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
 	return CUDA_SUCCESS;
 }
 
-SG_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
+static CUresult get_device(CUstream hStream, CUdevice *device, bool pt)
 {
 	struct sg_ctx *c;
 	struct sg_stream *s;
-	CUresult r = sg_stream_resolve(hStream, false, &c, &s);
+	CUresult r = sg_stream_resolve(hStream, pt, &c, &s);
 
 	if (r)
 		return r;
@@ -618,6 +657,31 @@ SG_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
 		return CUDA_ERROR_INVALID_VALUE;
 	*device = c->dev->ordinal;
 	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+{
+	return get_priority(hStream, priority, false);
+}
+
+SG_EXPORT CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
+{
+	return get_ctx(hStream, pctx, false);
+}
+
+SG_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+{
+	return get_ctx_v2(hStream, pCtx, pGreenCtx, false);
+}
+
+SG_EXPORT CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
+{
+	return get_id(hStream, streamId, false);
+}
+
+SG_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
+{
+	return get_device(hStream, device, false);
 }
 
 static CUresult host_func(CUstream h, CUhostFn fn, void *data, bool pt)
@@ -895,4 +959,29 @@ PTSZ(CUresult, cuStreamWaitEvent_ptsz, (CUstream hStream, CUevent hEvent, unsign
 	if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
 		return CUDA_ERROR_INVALID_VALUE;
 	return event_op(hEvent, hStream, SG_OP_WAIT, true);
+}
+
+PTSZ(CUresult, cuStreamGetPriority_ptsz, (CUstream hStream, int *priority))
+{
+	return get_priority(hStream, priority, true);
+}
+
+PTSZ(CUresult, cuStreamGetCtx_ptsz, (CUstream hStream, CUcontext *pctx))
+{
+	return get_ctx(hStream, pctx, true);
+}
+
+PTSZ(CUresult, cuStreamGetCtx_v2_ptsz, (CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx))
+{
+	return get_ctx_v2(hStream, pCtx, pGreenCtx, true);
+}
+
+PTSZ(CUresult, cuStreamGetId_ptsz, (CUstream hStream, unsigned long long *streamId))
+{
+	return get_id(hStream, streamId, true);
+}
+
+PTSZ(CUresult, cuStreamGetDevice_ptsz, (CUstream hStream, CUdevice *device))
+{
+	return get_device(hStream, device, true);
 }

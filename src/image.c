@@ -222,6 +222,8 @@ int gp_fatbin_entry_unpack(const struct gp_fatbin_entry *e, uint8_t **out, size_
 	default:
 		goto out_bad;
 	}
+	if (e->compression != GP_FATBIN_PLAIN && n != e->size)
+		goto out_bad; /* the header's size must be what came out */
 	buf[n] = 0;
 	*out = buf;
 	*out_size = n;

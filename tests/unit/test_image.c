@@ -1,0 +1,241 @@
+/* test_image.c -- src/image.c: recognising, sizing, walking and unpacking module images. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <lz4.h>
+#include <zstd.h>
+
+#include "error.h"
+#include "image.h"
+
+static const char PTX75[] = ".version 9.0\n.target sm_75\n.address_size 64\n// seventy-five\n";
+static const char PTX70[] = ".version 9.0\n.target sm_70\n// seventy\n";
+static const char PTX86[] = ".version 9.0\n.target sm_86\n// eighty-six\n";
+
+/* Builds a fatbin in buf: entries of (kind, sm, compression, payload). */
+struct entry_spec {
+	unsigned kind, sm;
+	int compression;
+	const void *data;
+	size_t size;
+};
+
+static size_t put_entry(uint8_t *p, const struct entry_spec *e)
+{
+	uint8_t payload[4096];
+	size_t stored;
+	uint64_t flags = 0x11, size64;
+	uint32_t hs = e->kind == 1 ? 80 : 64, u32;
+	uint16_t u16;
+
+	if (e->compression == GP_FATBIN_ZSTD) {
+		stored = ZSTD_compress(payload, sizeof(payload), e->data, e->size, 3);
+		flags |= GP_FATBIN_FLAG_ZSTD;
+	} else if (e->compression == GP_FATBIN_LZ4) {
+		stored = (size_t)LZ4_compress_default(e->data, (char *)payload, (int)e->size,
+						      (int)sizeof(payload));
+		flags |= GP_FATBIN_FLAG_LZ4;
+	} else {
+		memcpy(payload, e->data, e->size);
+		stored = e->size;
+	}
+	size64 = (stored + 7) & ~7ull; /* payloads are padded to 8 */
+	memset(p, 0, hs + size64);
+	u16 = (uint16_t)e->kind;
+	memcpy(p, &u16, 2);
+	memcpy(p + 4, &hs, 4);
+	memcpy(p + 8, &size64, 8);
+	u32 = e->compression ? (uint32_t)stored : 0;
+	memcpy(p + 16, &u32, 4);
+	u32 = e->sm;
+	memcpy(p + 28, &u32, 4);
+	memcpy(p + 40, &flags, 8);
+	size64 = e->compression ? e->size : 0;
+	memcpy(p + 56, &size64, 8);
+	memcpy(p + hs, payload, stored);
+	return hs + ((stored + 7) & ~7ull);
+}
+
+static size_t make_fatbin(uint8_t *buf, const struct entry_spec *es, int n)
+{
+	uint32_t magic = GP_FATBIN_MAGIC;
+	uint16_t version = 1, hs = 16;
+	uint64_t size = 0;
+
+	for (int i = 0; i < n; i++)
+		size += put_entry(buf + 16 + size, &es[i]);
+	memcpy(buf, &magic, 4);
+	memcpy(buf + 4, &version, 2);
+	memcpy(buf + 6, &hs, 2);
+	memcpy(buf + 8, &size, 8);
+	return 16 + size;
+}
+
+static void test_invalid_arguments(void **state)
+{
+	size_t n;
+	const uint8_t *f;
+	struct gp_fatbin_entry e;
+	size_t off = 0;
+	uint8_t *out;
+
+	assert_int_equal(gp_image_kind(NULL), GP_IMAGE_UNKNOWN);
+	assert_int_equal(gp_image_size(NULL, &n), -EINVAL);
+	assert_int_equal(gp_image_size(PTX75, NULL), -EINVAL);
+	assert_int_equal(gp_image_fatbin(NULL, &f, &n), -EINVAL);
+	assert_int_equal(gp_image_fatbin(PTX75, &f, &n), GP_EIMAGE);
+	assert_int_equal(gp_fatbin_next(NULL, 0, &off, &e), -EINVAL);
+	assert_int_equal(gp_fatbin_entry_unpack(NULL, &out, &n), -EINVAL);
+}
+
+static void test_ptx(void **state)
+{
+	size_t n;
+
+	assert_int_equal(gp_image_kind(PTX75), GP_IMAGE_PTX);
+	assert_int_equal(gp_image_size(PTX75, &n), 0);
+	assert_int_equal(n, sizeof(PTX75));
+}
+
+static void test_fatbin_walk_and_unpack(void **state)
+{
+	static uint8_t buf[16384];
+	const char elf[] = "\x7f"
+			   "ELF not really";
+	struct entry_spec es[] = {
+		{2, 75, GP_FATBIN_PLAIN, elf, sizeof(elf)},
+		{1, 75, GP_FATBIN_ZSTD, PTX75, sizeof(PTX75) - 1},
+		{1, 70, GP_FATBIN_LZ4, PTX70, sizeof(PTX70) - 1},
+		{1, 86, GP_FATBIN_PLAIN, PTX86, sizeof(PTX86)},
+	};
+	size_t total = make_fatbin(buf, es, 4), n, off = 0;
+	struct gp_fatbin_entry e;
+	const uint8_t *f;
+	uint8_t *text;
+	int count = 0;
+
+	assert_int_equal(gp_image_kind(buf), GP_IMAGE_FATBIN);
+	assert_int_equal(gp_image_size(buf, &n), 0);
+	assert_int_equal(n, total);
+	assert_int_equal(gp_image_fatbin(buf, &f, &n), 0);
+	assert_ptr_equal(f, buf);
+	while (gp_fatbin_next(buf, total, &off, &e) == 1) {
+		assert_int_equal(e.kind, es[count].kind);
+		assert_int_equal(e.sm, es[count].sm);
+		assert_int_equal(e.compression, es[count].compression);
+		assert_int_equal(gp_fatbin_entry_unpack(&e, &text, &n), 0);
+		assert_memory_equal(text, es[count].data, es[count].size);
+		assert_int_equal(text[n], 0);
+		free(text);
+		count++;
+	}
+	assert_int_equal(count, 4);
+	/* best PTX for sm_75: the compute_75 one; for sm_72: compute_70; for sm_60: none */
+	assert_int_equal(gp_fatbin_best_ptx(buf, total, 75, &e), 1);
+	assert_int_equal(e.sm, 75);
+	assert_int_equal(gp_fatbin_best_ptx(buf, total, 72, &e), 1);
+	assert_int_equal(e.sm, 70);
+	assert_int_equal(gp_fatbin_best_ptx(buf, total, 60, &e), 0);
+}
+
+static void test_wrapper(void **state)
+{
+	static uint8_t buf[4096] __attribute__((aligned(8)));
+	struct entry_spec es[] = {{1, 75, GP_FATBIN_PLAIN, PTX75, sizeof(PTX75)}};
+	size_t total = make_fatbin(buf, es, 1), n;
+	struct {
+		int magic, version;
+		const void *data;
+		void *filename;
+	} w = {(int)GP_FATBIN_WRAPPER_MAGIC, 1, buf, NULL};
+	const uint8_t *f;
+
+	assert_int_equal(gp_image_kind(&w), GP_IMAGE_WRAPPER);
+	assert_int_equal(gp_image_size(&w, &n), 0);
+	assert_int_equal(n, sizeof(w));
+	assert_int_equal(gp_image_fatbin(&w, &f, &n), 0);
+	assert_ptr_equal(f, buf);
+	assert_int_equal(n, total);
+	w.data = PTX75; /* a wrapper must point at a fatbin */
+	assert_int_equal(gp_image_fatbin(&w, &f, &n), GP_EIMAGE);
+}
+
+static void test_malformed(void **state)
+{
+	static uint8_t buf[4096];
+	struct entry_spec es[] = {{1, 75, GP_FATBIN_ZSTD, PTX75, sizeof(PTX75) - 1}};
+	size_t total = make_fatbin(buf, es, 1), off = 0, n;
+	struct gp_fatbin_entry e;
+	uint8_t *text;
+	uint64_t huge = 1ull << 40;
+
+	/* truncated: the entry no longer fits */
+	assert_int_equal(gp_fatbin_next(buf, total - 8, &off, &e), GP_EIMAGE);
+	off = 0;
+	assert_int_equal(gp_fatbin_next(buf, 40, &off, &e), GP_EIMAGE);
+	/* a payload size beyond the fatbin */
+	memcpy(buf + 16 + 8, &huge, 8);
+	off = 0;
+	assert_int_equal(gp_fatbin_next(buf, total, &off, &e), GP_EIMAGE);
+	/* a claimed uncompressed size that is wrong */
+	total = make_fatbin(buf, es, 1);
+	huge = sizeof(PTX75) + 10;
+	memcpy(buf + 16 + 56, &huge, 8);
+	off = 0;
+	assert_int_equal(gp_fatbin_next(buf, total, &off, &e), 1);
+	assert_int_equal(gp_fatbin_entry_unpack(&e, &text, &n), GP_EIMAGE);
+	/* a header whose size field is wrong */
+	buf[6] = 99;
+	assert_int_equal(gp_image_size(buf, &n), GP_EIMAGE);
+}
+
+static void test_elf_size(void **state)
+{
+	static uint8_t elf[2048];
+	uint64_t shoff = 1024, sec_off = 200, sec_size = 300;
+	uint16_t shentsize = 64, shnum = 3;
+	size_t n;
+
+	memcpy(elf,
+	       "\x7f"
+	       "ELF",
+	       4);
+	elf[4] = 2; /* 64-bit */
+	elf[5] = 1; /* little endian */
+	memcpy(elf + 0x28, &shoff, 8);
+	memcpy(elf + 0x3a, &shentsize, 2);
+	memcpy(elf + 0x3c, &shnum, 2);
+	/* section 1: PROGBITS at 200..500; section 2: NOBITS that would end at 1900 */
+	elf[shoff + 64 + 4] = 1;
+	memcpy(elf + shoff + 64 + 0x18, &sec_off, 8);
+	memcpy(elf + shoff + 64 + 0x20, &sec_size, 8);
+	elf[shoff + 128 + 4] = 8;
+	sec_size = 1700;
+	memcpy(elf + shoff + 128 + 0x18, &sec_off, 8);
+	memcpy(elf + shoff + 128 + 0x20, &sec_size, 8);
+	assert_int_equal(gp_image_kind(elf), GP_IMAGE_ELF);
+	assert_int_equal(gp_image_size(elf, &n), 0);
+	assert_int_equal(n, 1024 + 3 * 64);
+	elf[4] = 1; /* 32-bit ELF: not a cubin */
+	assert_int_equal(gp_image_size(elf, &n), GP_EIMAGE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_invalid_arguments),
+		cmocka_unit_test(test_ptx),
+		cmocka_unit_test(test_fatbin_walk_and_unpack),
+		cmocka_unit_test(test_wrapper),
+		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_elf_size),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
