@@ -4,7 +4,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/build}
 "$top/scripts/install-deps.sh"
-cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=${CMAKE_BUILD_TYPE:-RelWithDebInfo} >/dev/null
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-RelWithDebInfo}" ${GP_CMAKE_ARGS:-} >/dev/null
 echo "build: compiling into $build (log: $build/build.log)"
 if ! cmake --build "$build" -j "$(nproc)" >"$build/build.log" 2>&1; then
 	tail -n 60 "$build/build.log" >&2

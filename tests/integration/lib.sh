@@ -9,6 +9,13 @@ set -eu
 : "${GP_STAGE:?}" "${GP_SRC:?}" "${GP_TESTBIN:?}"
 GP_INTERPOSER=$GP_STAGE/lib/gpupool/libcuda.so.1
 GP_SOFTGPU=$GP_STAGE/lib/gpupool/softgpu/libcuda.so.1
+# In a sanitizer build the libraries need the ASan runtime loaded first into programs
+# that were not built with it (nvcc's, the examples); leaks there are not ours to judge.
+CLIENT_PRELOAD=$GP_INTERPOSER
+if [ -n "${GP_ASAN_RUNTIME:-}" ]; then
+	CLIENT_PRELOAD=$GP_ASAN_RUNTIME:$GP_INTERPOSER
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+fi
 POOLCTL=$GP_STAGE/bin/poolctl
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/gpupool-test.XXXXXX")
@@ -80,7 +87,13 @@ gp_stop() {
 
 # run_client CMD...: runs a CUDA program through the interposer.
 run_client() {
-	env LD_PRELOAD="$GP_INTERPOSER" "$@"
+	env LD_PRELOAD="$CLIENT_PRELOAD" "$@"
+}
+
+# on_softgpu CMD...: runs a CUDA program directly on softgpu, no pool.
+on_softgpu() {
+	env LD_LIBRARY_PATH="$GP_STAGE/lib/gpupool/softgpu" \
+		${GP_ASAN_RUNTIME:+"LD_PRELOAD=$GP_ASAN_RUNTIME"} "$@"
 }
 
 # wait_for JQ_EXPR [SECONDS]: until `poolctl status --json | jq -e JQ_EXPR` holds.
@@ -112,7 +125,7 @@ hold_start() {
 	rm -f "$T/$name.in" "$T/$name.out"
 	mkfifo "$T/$name.in"
 	# A plain command, so the pid is the client's own (kill -9 reaches it).
-	env LD_PRELOAD="$GP_INTERPOSER" "$GP_TESTBIN/hold_session" "$@" <"$T/$name.in" >"$T/$name.out" \
+	env LD_PRELOAD="$CLIENT_PRELOAD" "$GP_TESTBIN/hold_session" "$@" <"$T/$name.in" >"$T/$name.out" \
 		2>"$T/$name.err" &
 	eval "${name}_PID=$!"
 	exec {fd}>"$T/$name.in"

@@ -11,7 +11,7 @@ export SOFTGPU_DEVICES=1
 
 case "$mode" in
 softgpu)
-	out=$(LD_LIBRARY_PATH="$GP_STAGE/lib/gpupool/softgpu" "$prog" 2>&1) || fail "$prog: $out"
+	out=$(on_softgpu "$prog" 2>&1) || fail "$prog: $out"
 	;;
 pool)
 	gp_start
@@ -21,12 +21,13 @@ pool)
 	;;
 pool-path)
 	gp_start
-	out=$(LD_LIBRARY_PATH="$GP_STAGE/lib/gpupool" "$prog" 2>&1) || fail "$prog: $out"
+	out=$(env LD_LIBRARY_PATH="$GP_STAGE/lib/gpupool" \
+		${GP_ASAN_RUNTIME:+"LD_PRELOAD=$GP_ASAN_RUNTIME"} "$prog" 2>&1) || fail "$prog: $out"
 	gp_stop
 	;;
 unreachable)
 	set +e
-	out=$(GPUPOOL_SERVER=127.0.0.1:1 timeout 60 env LD_PRELOAD="$GP_INTERPOSER" "$prog" 2>&1)
+	out=$(GPUPOOL_SERVER=127.0.0.1:1 timeout 60 env LD_PRELOAD="$CLIENT_PRELOAD" "$prog" 2>&1)
 	rc=$?
 	set -e
 	[ $rc -ne 124 ] || fail "$prog hung without a pool"
