@@ -219,6 +219,9 @@ int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 	for (unsigned i = 0; r == CUDA_SUCCESS && i < count; i++)
 		r = add_function(w, &rep, fns[i], false, mod_id, ctx_id);
 	free(fns);
+	gp_log_debug("session %llu: module loaded: %llu bytes, %u function(s): %s",
+		     (unsigned long long)w->session_id, (unsigned long long)len, count,
+		     gp_driver_err_name(&w->drv, r));
 	if (r != CUDA_SUCCESS) {
 		gp__forget_module(w, mod_id);
 		free(gp__handle_get(w, mod_id, GP_H_MODULE)->aux);
@@ -276,6 +279,9 @@ int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 	for (unsigned i = 0; r == CUDA_SUCCESS && i < count; i++)
 		r = add_function(w, &rep, ks[i], true, lib_id, 0);
 	free(ks);
+	gp_log_debug("session %llu: library loaded: %llu bytes, %u kernel(s): %s",
+		     (unsigned long long)w->session_id, (unsigned long long)len, count,
+		     gp_driver_err_name(&w->drv, r));
 	if (r != CUDA_SUCCESS) {
 		gp__forget_module(w, lib_id);
 		free(gp__handle_get(w, lib_id, GP_H_LIBRARY)->aux);

@@ -163,14 +163,20 @@ GP_CUDA_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 
 /* Cubin-level loading from files and JIT linking stay on the pool side of a real driver;
  * gpupool ships images, so these report what they cannot do. */
-GP_CUDA_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+/* Lazy unless CUDA_MODULE_LOADING=EAGER, as NVIDIA's driver since CUDA 12.2. */
+static bool lazy_loading(void)
 {
 	const char *env = getenv("CUDA_MODULE_LOADING");
 
+	return !(env && strcmp(env, "EAGER") == 0);
+}
+
+GP_CUDA_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
 	if (!mode)
 		return CUDA_ERROR_INVALID_VALUE;
-	/* Lazy unless asked otherwise, as the driver: cudart then loads a fatbin on first use. */
-	*mode = env && strcmp(env, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
+	/* Lazy: cudart then registers a fatbin only when one of its kernels is first used. */
+	*mode = lazy_loading() ? CU_MODULE_LAZY_LOADING : CU_MODULE_EAGER_LOADING;
 	return CUDA_SUCCESS;
 }
 
@@ -209,6 +215,35 @@ GP_CUDA_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, C
 }
 
 /* ---- libraries (context-independent, shipped on first use) --------------------------- */
+
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Ships a library the first time something in it is needed. */
+static CUresult library_need(CUlibrary lib, struct gp_imodule **out)
+{
+	struct gp_imodule *m = (struct gp_imodule *)lib;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!module_valid(m, GP_MAGIC_LIBRARY))
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&load_lock);
+	if (!m->loaded && m->load_result == CUDA_SUCCESS) {
+		r = gp__image_load(GP_MSG_LIBRARY_LOAD, 0, m->image, m->image_len, m);
+		if (r == CUDA_SUCCESS) {
+			free(m->image_copy);
+			m->image_copy = NULL;
+			m->image = NULL;
+		} else {
+			m->load_result = r;
+		}
+	}
+	r = m->load_result;
+	pthread_mutex_unlock(&load_lock);
+	*out = m;
+	return r;
+}
 
 GP_CUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 					  CUjit_option *jitOptions, void **jitOptionsValues,
@@ -252,35 +287,16 @@ GP_CUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 		m->image = m->image_copy;
 	}
 	*library = (CUlibrary)m;
-	return CUDA_SUCCESS;
-}
-
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Ships a library the first time something in it is needed. */
-static CUresult library_need(CUlibrary lib, struct gp_imodule **out)
-{
-	struct gp_imodule *m = (struct gp_imodule *)lib;
-	CUresult r = gp__ready();
-
-	if (r != CUDA_SUCCESS)
-		return r;
-	if (!module_valid(m, GP_MAGIC_LIBRARY))
-		return CUDA_ERROR_INVALID_HANDLE;
-	pthread_mutex_lock(&load_lock);
-	if (!m->loaded && m->load_result == CUDA_SUCCESS) {
-		r = gp__image_load(GP_MSG_LIBRARY_LOAD, 0, m->image, m->image_len, m);
-		if (r == CUDA_SUCCESS) {
-			free(m->image_copy);
-			m->image_copy = NULL;
-			m->image = NULL;
-		} else {
-			m->load_result = r;
+	/* Asked to load eagerly: ship it now, so a bad image fails here as it would locally. */
+	if (!lazy_loading()) {
+		r = library_need(*library, &m);
+		if (r != CUDA_SUCCESS) {
+			module_free_funcs(m);
+			free(m->funcs);
+			free(m);
+			*library = NULL;
 		}
 	}
-	r = m->load_result;
-	pthread_mutex_unlock(&load_lock);
-	*out = m;
 	return r;
 }
 

@@ -45,8 +45,8 @@ int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_
 	 * stale (its memory is gone) and the new one replaces it. */
 	if (at > 0 && ranges[at - 1].base == base) {
 		if (kind != GP_MEM_GLOBAL || ranges[at - 1].kind != GP_MEM_GLOBAL)
-			ranges[at - 1] = (struct gp_range){base, size, kind, ctx, flags,
-							   gp__next_object_id()};
+			ranges[at - 1] = (struct gp_range){base, size,	kind,
+							   ctx,	 flags, gp__next_object_id()};
 		goto out_unlock;
 	}
 	if (nranges == cap) {
