@@ -438,8 +438,10 @@ static void serve(struct gp_worker *w)
 			break;
 		}
 		if (ret) {
-			gp_log_info("session %llu: the client went away: %s",
-				    (unsigned long long)w->session_id, w->client->err);
+			/* A client process that exits closes its socket without a TLS
+			 * goodbye; one that crashes or is killed does the same. */
+			gp_log_debug("session %llu: the client disconnected: %s",
+				     (unsigned long long)w->session_id, w->client->err);
 			break;
 		}
 		if (h.type == GP_MSG_GOODBYE) {

@@ -505,21 +505,3 @@ out_unlock:
 	pthread_mutex_unlock(&c->lock);
 	return r;
 }
-
-/*
- * At exit, end the session politely so the worker can tell a finished program from a
- * crashed one. Calls already sent are executed first (the worker reads in order); then
- * the worker exits and the driver frees whatever the session left.
- */
-__attribute__((destructor)) static void say_goodbye(void)
-{
-	struct gp_client *c = &gp__client;
-
-	if (pthread_mutex_trylock(&c->lock) != 0)
-		return; /* another thread is mid-call: leave the socket to the kernel */
-	if (c->conn && c->ready && !c->lost) {
-		gp_conn_send(c->conn, GP_MSG_GOODBYE, GP_F_NO_REPLY, ++c->next_id, NULL, NULL, 0);
-		gp_conn_shutdown(c->conn);
-	}
-	pthread_mutex_unlock(&c->lock);
-}
