@@ -548,8 +548,7 @@ int main(void)
 		cmocka_unit_test(test_structs),	   cmocka_unit_test(test_dynshared),
 		cmocka_unit_test(test_divergence), cmocka_unit_test(test_devfunc),
 		cmocka_unit_test(test_bitonic),	   cmocka_unit_test(test_nbody),
-		cmocka_unit_test(test_prng),
-		cmocka_unit_test(test_device_heap),
+		cmocka_unit_test(test_prng),	   cmocka_unit_test(test_device_heap),
 	};
 
 	return cmocka_run_group_tests(tests, sgt_setup, sgt_teardown);
