@@ -1,6 +1,7 @@
 /* abi.c -- what NVIDIA's runtime asks of a driver beyond the API: cuGetProcAddress and the
  * private export tables, served by the code both of gpupool's libcuda.so.1 builds share
  * (src/procaddr.c, src/exptables.c). */
+#include "cuda_cls.h"
 #include "exptables.h"
 #include "procaddr.h"
 #include "softgpu.h"
@@ -45,6 +46,8 @@ static const struct gp__cuda_host host = {
 __attribute__((constructor)) static void abi_init(void)
 {
 	gp__exptables_init(&host);
+	/* cudart's context-local storage dies with its context (its destructors run). */
+	sg_ctx_set_release_hook(gp__cls_context_destroyed);
 }
 
 __attribute__((destructor)) static void abi_fini(void)

@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_cls.h"
 #include "softgpu.h"
 
 /*
@@ -57,13 +56,21 @@ static struct sg_ctx *ctx_new(struct sg_device *dev, unsigned flags, bool primar
 	return c;
 }
 
+static sg_ctx_hook release_hook;
+
+void sg_ctx_set_release_hook(sg_ctx_hook fn)
+{
+	__atomic_store_n(&release_hook, fn, __ATOMIC_RELEASE);
+}
+
 void sg_ctx_release_resources(struct sg_ctx *c)
 {
 	struct sg_module *m;
+	sg_ctx_hook hook = __atomic_load_n(&release_hook, __ATOMIC_ACQUIRE);
 
 	sg_ctx_sync(c);
-	/* cudart's context-local storage dies with the context (its destructors run). */
-	gp__cls_context_destroyed((CUcontext)c);
+	if (hook)
+		hook((CUcontext)c);
 	sg_streams_release(c);
 	pthread_mutex_lock(&c->lock);
 	m = c->modules;
@@ -486,8 +493,6 @@ static CUresult primary(CUdevice dev, struct sg_ctx **out)
 	return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-/* For the export table (CUDART_INTERFACE slot 2): the handle, not retained. */
-CUresult sg_primary_ctx_handle(CUdevice dev, CUcontext *pctx);
 CUresult sg_primary_ctx_handle(CUdevice dev, CUcontext *pctx)
 {
 	struct sg_ctx *c;

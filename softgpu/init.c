@@ -30,39 +30,125 @@ static void make_uuid(struct sg_device *d)
 	d->uuid.bytes[8] = (char)((d->uuid.bytes[8] & 0x3f) | 0x80);
 }
 
+/* "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", as nvidia-smi and CUDA_VISIBLE_DEVICES spell it */
+static void uuid_string(const CUuuid *u, char *out, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)u->bytes;
+
+	snprintf(out, len,
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+		 b[14], b[15]);
+}
+
+/*
+ * CUDA_VISIBLE_DEVICES, as NVIDIA's driver reads it: indices or (prefixes of)
+ * GPU UUIDs, comma-separated, in the order given; an entry that names no
+ * device ends the list; an empty value hides every device. Fills map with
+ * physical indices and returns how many are visible.
+ */
+static int visible_devices(const struct sg_device *all, int n, int *map)
+{
+	const char *env = getenv("CUDA_VISIBLE_DEVICES");
+	char buf[1024], *save = NULL;
+	int count = 0;
+
+	if (env == NULL) {
+		for (int i = 0; i < n; i++)
+			map[i] = i;
+		return n;
+	}
+	snprintf(buf, sizeof(buf), "%s", env);
+	for (char *tok = strtok_r(buf, ",", &save); tok && count < n;
+	     tok = strtok_r(NULL, ",", &save)) {
+		int found = -1;
+
+		while (*tok == ' ')
+			tok++;
+		if (strncmp(tok, "GPU-", 4) == 0) {
+			for (int i = 0; i < n && found < 0; i++) {
+				char u[64];
+
+				uuid_string(&all[i].uuid, u, sizeof(u));
+				if (strncmp(u, tok, strlen(tok)) == 0)
+					found = i;
+			}
+		} else {
+			char *end;
+			long v = strtol(tok, &end, 10);
+
+			if (end != tok && *end == 0 && v >= 0 && v < n)
+				found = (int)v;
+		}
+		if (found < 0)
+			break;
+		for (int k = 0; k < count; k++)
+			if (map[k] == found)
+				found = -1;
+		if (found < 0)
+			break;
+		map[count++] = found;
+	}
+	return count;
+}
+
 static void do_init(void)
 {
+	struct sg_device *all;
+	int *map, nvis;
 	int r = sg_config_load();
 
 	if (r) {
 		init_result = (CUresult)r;
 		return;
 	}
-	if (sg_cfg.devices == 0) {
-		init_result = CUDA_ERROR_NO_DEVICE;
-		return;
-	}
-	sg_devices = calloc((size_t)sg_cfg.devices, sizeof(*sg_devices));
-	if (sg_devices == NULL) {
+	all = calloc((size_t)sg_cfg.devices + 1, sizeof(*all));
+	map = calloc((size_t)sg_cfg.devices + 1, sizeof(*map));
+	if (all == NULL || map == NULL) {
+		free(all);
+		free(map);
 		init_result = CUDA_ERROR_OUT_OF_MEMORY;
 		return;
 	}
+	/* the physical devices, then the ones CUDA_VISIBLE_DEVICES lets through */
 	for (int i = 0; i < sg_cfg.devices; i++) {
+		snprintf(all[i].name, sizeof(all[i].name), "%s", sg_cfg.name);
+		all[i].ordinal = i;
+		all[i].pci_bus = 1 + i;
+		make_uuid(&all[i]);
+	}
+	nvis = visible_devices(all, sg_cfg.devices, map);
+	if (nvis == 0) {
+		free(all);
+		free(map);
+		init_result = CUDA_ERROR_NO_DEVICE;
+		return;
+	}
+	sg_devices = calloc((size_t)nvis, sizeof(*sg_devices));
+	if (sg_devices == NULL) {
+		free(all);
+		free(map);
+		init_result = CUDA_ERROR_OUT_OF_MEMORY;
+		return;
+	}
+	for (int i = 0; i < nvis; i++) {
 		struct sg_device *d = &sg_devices[i];
 
+		*d = all[map[i]];
 		d->ordinal = i;
-		snprintf(d->name, sizeof(d->name), "%s", sg_cfg.name);
 		d->mem_total = sg_cfg.memory;
-		d->pci_bus = 1 + i;
-		make_uuid(d);
 		if (sg_memory_init(d)) {
 			sg_log("cannot reserve %llu bytes of address space for device %d",
 			       (unsigned long long)d->mem_total, i);
+			free(all);
+			free(map);
 			init_result = CUDA_ERROR_OUT_OF_MEMORY;
 			return;
 		}
 	}
-	sg_ndevices = sg_cfg.devices;
+	free(all);
+	free(map);
+	sg_ndevices = nvis;
 	sg_log("%d device(s) \"%s\", %llu MiB each, %u block thread(s)", sg_ndevices, sg_cfg.name,
 	       (unsigned long long)(sg_cfg.memory >> 20), sg_cfg.threads);
 	init_result = CUDA_SUCCESS;

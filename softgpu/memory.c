@@ -542,6 +542,8 @@ SG_EXPORT CUresult cuMemFreeHost(void *p)
 
 	if (r)
 		return r;
+	if (p == NULL)
+		return CUDA_SUCCESS; /* free(NULL) semantics, as the driver */
 	if (sg_mem_find((uint64_t)(uintptr_t)p, &a) && a.base == (uint64_t)(uintptr_t)p &&
 	    sg_handle_ok(a.ctx, SG_K_CTX))
 		sg_ctx_sync(a.ctx);
@@ -628,6 +630,8 @@ SG_EXPORT CUresult cuMemHostUnregister(void *p)
 
 	if (r)
 		return r;
+	if (p == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
 	if (table_remove((uint64_t)(uintptr_t)p, 1u << SG_MEM_REGISTERED, &a))
 		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 	return CUDA_SUCCESS;

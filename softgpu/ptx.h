@@ -195,71 +195,32 @@ struct sg_opc {
 };
 
 /* Base opcodes the lowering knows (sg_base_name() gives the text). */
-#define SG_BASE_MAP(X)                                                                                                         \
-	X(ABS, "abs")                                                                                                          \
-	X(ACTIVEMASK, "activemask")                                                                                            \
-	X(ADD, "add") X(ADDC, "addc") X(AND, "and") X(ATOM, "atom") X(BAR, "bar") X(                                           \
-		BARRIER, "barrier") X(BFE, "bfe") X(BFI, "bfi") X(BFIND, "bfind") X(BMSK, "bmsk")                              \
-		X(BRA, "bra") X(BREV, "brev") X(BRKPT, "brkpt") X(CALL, "call") X(CLZ, "clz") X(                               \
-			CNOT, "cnot") X(COPYSIGN,                                                                              \
-					"copysign") X(COS, "cos") X(CVT, "cvt") X(CVTA, "cvta")                                \
-			X(DIV, "div") X(DP2A, "dp2a") X(DP4A, "dp4a") X(EX2, "ex2") X(                                         \
-				EXIT,                                                                                          \
-				"exi"                                                                                          \
-				"t") X(FENCE, "fence") X(FMA, "fma") X(FNS, "fns") X(ISSPACEP, "i"                             \
-											       "s"                             \
-											       "s"                             \
-											       "p"                             \
-											       "a"                             \
-											       "c"                             \
-											       "e"                             \
-											       "p") X(LD, "ld") X(LDU,         \
-														  "ldu")       \
-				X(LG2, "lg2") X(LOP3, "lop3") X(MAD, "mad") X(MAD24, "mad24") X(MADC, "madc") X(               \
-					MATCH,                                                                                 \
-					"match") X(MAX,                                                                        \
-						   "max") X(MEMBAR,                                                            \
-							    "membar") X(MIN, "min")                                            \
-					X(MOV, "mov") X(MUL, "mul") X(MUL24, "mul24") X(                                       \
-						NANOSLEEP,                                                                     \
-						"nanosleep") X(NEG, "neg") X(NOT, "not")                                       \
-						X(OR, "or") X(PMEVENT, "pmevent") X(POPC, "popc") X(                           \
-							PREFETCH,                                                              \
-							"prefetch") X(PREFETCHU,                                               \
-								      "prefetchu") X(PRMT, "prmt")                             \
-							X(RCP, "rcp") X(RED, "red") X(                                         \
-								REDUX,                                                         \
-								"red"                                                          \
-								"ux") X(REM,                                                   \
-									"rem") X(RET,                                          \
-										 "ret") X(RSQRT, "rsqrt")                      \
-								X(SAD, "sad") X(SELP, "selp") X(SET, "set") X(SETP, "setp") X( \
-									SHF,                                                   \
-									"shf") X(SHFL,                                         \
-										 "shfl") X(SHL, "shl")                         \
-									X(SHR, "shr") X(SIN, "si"                              \
-											     "n") X(                           \
-										SLCT,                                          \
-										"sl"                                           \
-										"c"                                            \
-										"t") X(SQRT,                                   \
-										       "sqrt") X(ST,                           \
-												 "s"                           \
-												 "t")                          \
-										X(SUB, "sub") X(SUBC, "subc") X(               \
-											SZEXT,                                 \
-											"szex"                                 \
-											"t") X(TANH,                           \
-											       "t"                             \
-											       "a"                             \
-											       "n"                             \
-											       "h") X(TESTP,                   \
-												      "testp")                 \
-											X(TRAP,                                \
-											  "trap") X(VOTE,                      \
-												    "vote")                    \
-												X(XOR,                         \
-												  "xor")
+/* clang-format off */
+#define SG_BASE_MAP(X) \
+	X(ABS, "abs") X(ACTIVEMASK, "activemask") X(ADD, "add") X(ADDC, "addc") \
+	X(AND, "and") X(ATOM, "atom") X(BAR, "bar") X(BARRIER, "barrier") \
+	X(BFE, "bfe") X(BFI, "bfi") X(BFIND, "bfind") X(BMSK, "bmsk") \
+	X(BRA, "bra") X(BREV, "brev") X(BRKPT, "brkpt") X(CALL, "call") \
+	X(CLZ, "clz") X(CNOT, "cnot") X(COPYSIGN, "copysign") X(COS, "cos") \
+	X(CVT, "cvt") X(CVTA, "cvta") X(DIV, "div") X(DP2A, "dp2a") \
+	X(DP4A, "dp4a") X(EX2, "ex2") X(EXIT, "exit") X(FENCE, "fence") \
+	X(FMA, "fma") X(FNS, "fns") X(ISSPACEP, "isspacep") X(LD, "ld") \
+	X(LDU, "ldu") X(LG2, "lg2") X(LOP3, "lop3") X(MAD, "mad") \
+	X(MAD24, "mad24") X(MADC, "madc") X(MATCH, "match") X(MAX, "max") \
+	X(MEMBAR, "membar") X(MIN, "min") X(MOV, "mov") X(MUL, "mul") \
+	X(MUL24, "mul24") X(NANOSLEEP, "nanosleep") X(NEG, "neg") X(NOT, "not") \
+	X(OR, "or") X(PMEVENT, "pmevent") X(POPC, "popc") X(PREFETCH, "prefetch") \
+	X(PREFETCHU, "prefetchu") X(PRMT, "prmt") X(RCP, "rcp") X(RED, "red") \
+	X(REDUX, "redux") X(REM, "rem") X(RET, "ret") X(RSQRT, "rsqrt") \
+	X(SAD, "sad") X(SELP, "selp") X(SET, "set") X(SETP, "setp") \
+	X(SHF, "shf") X(SHFL, "shfl") X(SHL, "shl") X(SHR, "shr") \
+	X(SIN, "sin") X(SLCT, "slct") X(SQRT, "sqrt") X(ST, "st") \
+	X(SUB, "sub") X(SUBC, "subc") X(SZEXT, "szext") X(TANH, "tanh") \
+	X(TESTP, "testp") X(TRAP, "trap") X(VOTE, "vote") X(XOR, "xor") \
+	X(VADD2, "vadd2") X(VSUB2, "vsub2") X(VAVRG2, "vavrg2") X(VABSDIFF2, "vabsdiff2") \
+	X(VMIN2, "vmin2") X(VMAX2, "vmax2") X(VADD4, "vadd4") X(VSUB4, "vsub4") \
+	X(VAVRG4, "vavrg4") X(VABSDIFF4, "vabsdiff4") X(VMIN4, "vmin4") X(VMAX4, "vmax4")
+/* clang-format on */
 
 enum sg_base {
 	SG_B_UNKNOWN = 0,
@@ -691,6 +652,8 @@ int sg_lower_ctrl(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 		  int nops, struct sg_insn *in); /* ops_ctrl.c */
 int sg_lower_sync(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
 		  int nops, struct sg_insn *in); /* ops_warp.c */
+int sg_lower_simd(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		  int nops, struct sg_insn *in); /* ops_simd.c */
 
 /* Handlers other files refer to. */
 int sg_op_mov_sreg(struct sg_thread *t, const struct sg_insn *in);	/* ops_mov.c */

@@ -225,6 +225,10 @@ int sg_lower_src(struct sg_lower *L, const struct sg_operand *o, int type, uint3
 		if (o->neg)
 			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
 					      "'!' is only allowed on predicate operands");
+		if (o->name)
+			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+					      "operand selector '%s' is not supported here",
+					      o->name);
 		*slot = (uint32_t)o->slot;
 		return 0;
 	case SG_O_IMM:
@@ -266,6 +270,9 @@ int sg_lower_dst(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot)
 	}
 	if (o->kind != SG_O_REG || o->neg)
 		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "destination is not a register");
+	if (o->name)
+		return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+				      "operand selector '%s' is not supported here", o->name);
 	*slot = (uint32_t)o->slot;
 	return 0;
 }
@@ -273,6 +280,9 @@ int sg_lower_dst(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot)
 int sg_lower_pred(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot, bool *neg)
 {
 	*neg = o->neg;
+	if (o->kind == SG_O_REG && o->name)
+		return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+				      "operand selector '%s' is not supported here", o->name);
 	if (o->kind == SG_O_REG) {
 		*slot = (uint32_t)o->slot;
 		return 0;
@@ -529,6 +539,19 @@ static sg_lower_fn family(const struct sg_opc *o)
 	case SG_B_REDUX:
 	case SG_B_ACTIVEMASK:
 		return sg_lower_sync;
+	case SG_B_VADD2:
+	case SG_B_VSUB2:
+	case SG_B_VAVRG2:
+	case SG_B_VABSDIFF2:
+	case SG_B_VMIN2:
+	case SG_B_VMAX2:
+	case SG_B_VADD4:
+	case SG_B_VSUB4:
+	case SG_B_VAVRG4:
+	case SG_B_VABSDIFF4:
+	case SG_B_VMIN4:
+	case SG_B_VMAX4:
+		return sg_lower_simd;
 	default:
 		return NULL;
 	}

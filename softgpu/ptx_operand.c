@@ -151,6 +151,17 @@ static int resolve_name(struct sg_lower *L, struct sg_operand *o, const struct s
 		o->slot = v;
 		return 0;
 	}
+	/* a register with a lane selector or mask: %r1.b10, %r2.h01 (SIMD video instructions) */
+	{
+		const char *dot = memchr(t->p + 1, '.', t->len - 1);
+
+		if (dot && (v = sg_find_reg(L, t->p, (size_t)(dot - t->p))) >= 0) {
+			o->kind = SG_O_REG;
+			o->slot = v;
+			o->name = sg_strndup(dot, t->len - (size_t)(dot - t->p));
+			return o->name ? 0 : oom(L);
+		}
+	}
 	if (t->p[0] == '%') {
 		o->sreg = find_sreg(t->p, t->len);
 		if (o->sreg == 0)
@@ -342,19 +353,7 @@ static const char *const known_unsupported[] = {
 	"vshr",
 	"vmad",
 	"vset",
-	"vabsdiff2",
-	"vadd2",
-	"vsub2",
-	"vavrg2",
-	"vmin2",
-	"vmax2",
 	"vset2",
-	"vabsdiff4",
-	"vadd4",
-	"vsub4",
-	"vavrg4",
-	"vmin4",
-	"vmax4",
 	"vset4",
 	"brx",
 	"ldu.global.v8",

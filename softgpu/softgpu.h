@@ -141,6 +141,15 @@ CUresult sg_ctx_resolve(CUcontext h, struct sg_ctx **out, bool check_sticky);
 void sg_ctx_set_sticky(struct sg_ctx *ctx, int err);
 /* Frees everything a context owns (modules, streams, events, memory). */
 void sg_ctx_release_resources(struct sg_ctx *ctx);
+/*
+ * For the export tables linked into this library: called when a context is
+ * destroyed, or a primary context released to zero or reset, before its
+ * resources go (context-local-storage destructors run there).
+ */
+typedef void (*sg_ctx_hook)(CUcontext ctx);
+void sg_ctx_set_release_hook(sg_ctx_hook fn);
+/* A device's primary context handle without retaining it (CUDART_INTERFACE slot 2). */
+CUresult sg_primary_ctx_handle(CUdevice dev, CUcontext *pctx);
 
 /* ---- memory.c ---- */
 

@@ -56,7 +56,8 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 256;
 	size_t bytes = (size_t)n * n * sizeof(float);
-	float *a = malloc(bytes);
+	float *a = malloc(bytes), *c = malloc(bytes);
+	int bad = 0;
 	CUdevice dev;
 	CUcontext ctx;
 	CUmodule m;
@@ -84,7 +85,22 @@ int main(int argc, char **argv)
 	t1 = now();
 	printf("matmul %dx%d: %.3f s (%.1f MFLOP/s)\n", n, n, t1 - t0,
 	       2.0 * n * n * (double)n / (t1 - t0) / 1e6);
+	/* every product and partial sum is a small multiple of 1/16: exact in any order */
+	CHECK(cuMemcpyDtoH(c, dc, bytes));
+	for (int i = 0; i < n && bad < 5; i++)
+		for (int j = 0; j < n && bad < 5; j++) {
+			float want = 0.0f;
+
+			for (int k = 0; k < n; k++)
+				want += a[i * n + k] * a[k * n + j];
+			if (c[i * n + j] != want) {
+				fprintf(stderr, "C[%d][%d] = %g, want %g\n", i, j, c[i * n + j],
+					want);
+				bad++;
+			}
+		}
 	CHECK(cuCtxDestroy(ctx));
 	free(a);
-	return 0;
+	free(c);
+	return bad ? 1 : 0;
 }

@@ -148,6 +148,9 @@ static void test_memory_api(void **state)
 	assert_int_equal(flags, CU_MEMHOSTALLOC_DEVICEMAP);
 	CK(cuMemFreeHost(h));
 	CK_EQ(cuMemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
+	CK(cuMemFreeHost(NULL)); /* free(NULL) semantics, like cuMemFree(0) */
+	CK(cuMemFree(0));
+	CK_EQ(cuMemHostUnregister(NULL), CUDA_ERROR_INVALID_VALUE);
 	CK(cuMemHostRegister(reg, sizeof(reg), 0));
 	CK_EQ(cuMemHostRegister(reg + 10, 10, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
 	CK(cuMemHostGetDevicePointer(&dp, reg, 0));

@@ -538,18 +538,56 @@ static void test_device_heap(void **state)
 	CK(cuModuleUnload(m));
 }
 
+/* The same kernels compiled with -G: unoptimised PTX with debug directives. */
+static void test_debug_builds(void **state)
+{
+	int data[1024], sorted[1024], in[512], out[512], want[512], iout[64], n = 512;
+	float fout[64];
+	uint32_t seed = 7;
+	CUmodule m = sgt_module("bitonic_G.ptx"), s = sgt_module("scan_G.ptx");
+	CUmodule d = sgt_module("devfunc_G.ptx");
+
+	for (int i = 0; i < 1024; i++)
+		data[i] = (int)(sgt_rand(&seed) % 1000);
+	memcpy(sorted, data, sizeof(data));
+	qsort(sorted, 1024, sizeof(int), cmp_int);
+	CUdeviceptr dd = dbuf(data, sizeof(data));
+	void *args[] = {&dd};
+	launch(sgt_function(m, "bitonic"), 1, 1, 1024, 1, 0, args);
+	CK(cuMemcpyDtoH(data, dd, sizeof(data)));
+	assert_memory_equal(data, sorted, sizeof(data));
+	for (int i = 0; i < 512; i++) {
+		in[i] = i % 13;
+		want[i] = (i ? want[i - 1] : 0) + in[i];
+	}
+	CUdeviceptr di = dbuf(in, sizeof(in)), dout = dbuf(NULL, sizeof(out));
+	void *sargs[] = {&di, &dout, &n};
+	launch(sgt_function(s, "scan_block"), 1, 1, 512, 1, 2 * 512 * sizeof(int), sargs);
+	CK(cuMemcpyDtoH(out, dout, sizeof(out)));
+	assert_memory_equal(out, want, sizeof(out));
+	CUdeviceptr dio = dbuf(NULL, sizeof(iout)), dfo = dbuf(NULL, sizeof(fout));
+	void *dargs[] = {&dio, &dfo};
+	launch(sgt_function(d, "devfunc"), 1, 1, 64, 1, 0, dargs);
+	CK(cuMemcpyDtoH(iout, dio, sizeof(iout)));
+	for (int t = 0; t < 64; t++)
+		assert_int_equal(iout[t], t * 2 + fib(t % 12));
+	CK(cuModuleUnload(m));
+	CK(cuModuleUnload(s));
+	CK(cuModuleUnload(d));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_saxpy),	   cmocka_unit_test(test_matmul),
-		cmocka_unit_test(test_stencil),	   cmocka_unit_test(test_transpose),
-		cmocka_unit_test(test_grid3d),	   cmocka_unit_test(test_vecload),
-		cmocka_unit_test(test_localmem),   cmocka_unit_test(test_constmem),
-		cmocka_unit_test(test_structs),	   cmocka_unit_test(test_dynshared),
-		cmocka_unit_test(test_divergence), cmocka_unit_test(test_devfunc),
-		cmocka_unit_test(test_bitonic),	   cmocka_unit_test(test_nbody),
-		cmocka_unit_test(test_prng),
-		cmocka_unit_test(test_device_heap),
+		cmocka_unit_test(test_saxpy),	     cmocka_unit_test(test_matmul),
+		cmocka_unit_test(test_stencil),	     cmocka_unit_test(test_transpose),
+		cmocka_unit_test(test_grid3d),	     cmocka_unit_test(test_vecload),
+		cmocka_unit_test(test_localmem),     cmocka_unit_test(test_constmem),
+		cmocka_unit_test(test_structs),	     cmocka_unit_test(test_dynshared),
+		cmocka_unit_test(test_divergence),   cmocka_unit_test(test_devfunc),
+		cmocka_unit_test(test_bitonic),	     cmocka_unit_test(test_nbody),
+		cmocka_unit_test(test_prng),	     cmocka_unit_test(test_device_heap),
+		cmocka_unit_test(test_debug_builds),
 	};
 
 	return cmocka_run_group_tests(tests, sgt_setup, sgt_teardown);

@@ -630,6 +630,110 @@ static void test_asmops(void **state)
 	CK(cuModuleUnload(m));
 }
 
+static uint32_t lanes(uint32_t a, uint32_t b, int bits, int sgn, int op)
+{
+	uint32_t r = 0, m = (1u << bits) - 1;
+
+	for (int i = 0; i < 32 / bits; i++) {
+		int32_t x = (int32_t)((a >> (i * bits)) & m), y = (int32_t)((b >> (i * bits)) & m),
+			v;
+
+		if (sgn) {
+			x = x & (1 << (bits - 1)) ? x - (1 << bits) : x;
+			y = y & (1 << (bits - 1)) ? y - (1 << bits) : y;
+		}
+		switch (op) {
+		case 0:
+			v = x > y ? x - y : y - x;
+			break; /* absdiff */
+		case 1:
+			v = x + y;
+			break; /* add */
+		case 2:
+			v = x - y;
+			break; /* sub */
+		case 3:
+			v = (x + y + 1) >> 1;
+			break; /* avg, rounded up */
+		case 4:
+			v = x == y ? (int32_t)m : 0;
+			break; /* cmpeq */
+		case 5:
+			v = x > y ? x : y;
+			break; /* max */
+		case 6:
+			v = x < y ? x : y;
+			break; /* min */
+		case 7:
+			v = x + y; /* signed saturation */
+			v = v > (1 << (bits - 1)) - 1 ? (1 << (bits - 1)) - 1
+			    : v < -(1 << (bits - 1))  ? -(1 << (bits - 1))
+						      : v;
+			break;
+		case 8:
+			v = x > y;
+			break; /* setgt */
+		case 9:
+			v = (x + y) >> 1;
+			break; /* hadd */
+		case 10:
+			v = x < 0 ? -x : x;
+			break; /* abs */
+		default:
+			v = -x;
+			break; /* neg */
+		}
+		r |= ((uint32_t)v & m) << (i * bits);
+	}
+	return r;
+}
+
+static uint32_t sad(uint32_t a, uint32_t b, int bits, int sgn)
+{
+	uint32_t d = lanes(a, b, bits, sgn, 0), s = 0;
+
+	for (int i = 0; i < 32 / bits; i++)
+		s += (d >> (i * bits)) & ((1u << bits) - 1);
+	return s;
+}
+
+static void test_simd(void **state)
+{
+	enum { T = 128 };
+	unsigned a[T], b[T], o[20 * T];
+	uint32_t seed = 555;
+	CUmodule m = sgt_module("simd.ptx");
+
+	for (int i = 0; i < T; i++) {
+		a[i] = sgt_rand(&seed);
+		b[i] = i % 5 == 0 ? a[i] ^ 0x00ff00ffu : sgt_rand(&seed);
+	}
+	CUdeviceptr da = dbuf(a, sizeof(a)), db = dbuf(b, sizeof(b)), dout = dbuf(NULL, sizeof(o));
+	void *args[] = {&da, &db, &dout};
+	run(m, "simd", 1, T, args);
+	CK(cuMemcpyDtoH(o, dout, sizeof(o)));
+	for (int i = 0; i < T; i++) {
+		uint32_t x = a[i], y = b[i], *r = o + 20 * i;
+
+		assert_int_equal(r[0], lanes(x, y, 8, 0, 0));
+		assert_int_equal(r[1], lanes(x, y, 8, 0, 1));
+		assert_int_equal(r[2], lanes(x, y, 16, 0, 2));
+		assert_int_equal(r[3], lanes(x, y, 8, 0, 3));
+		assert_int_equal(r[4], lanes(x, y, 8, 0, 4));
+		assert_int_equal(r[5], lanes(x, y, 8, 0, 5));
+		assert_int_equal(r[6], lanes(x, y, 16, 1, 6));
+		assert_int_equal(r[7], sad(x, y, 8, 1));
+		assert_int_equal(r[8], lanes(x, y, 16, 1, 0));
+		assert_int_equal(r[9], lanes(x, y, 8, 1, 7));
+		assert_int_equal(r[10], lanes(x, y, 16, 0, 8));
+		assert_int_equal(r[11], lanes(x, y, 16, 0, 9));
+		assert_int_equal(r[12], lanes(x, 0, 8, 1, 10));
+		assert_int_equal(r[13], lanes(x, 0, 16, 1, 11));
+		assert_int_equal(r[14], sad(x, y, 16, 0));
+	}
+	CK(cuModuleUnload(m));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -637,6 +741,7 @@ int main(void)
 		cmocka_unit_test(test_int64), cmocka_unit_test(test_types8),
 		cmocka_unit_test(test_mathf), cmocka_unit_test(test_rounding),
 		cmocka_unit_test(test_half),  cmocka_unit_test(test_asmops),
+		cmocka_unit_test(test_simd),
 	};
 
 	return cmocka_run_group_tests(tests, sgt_setup, sgt_teardown);

@@ -324,6 +324,63 @@ static void test_printf(void **state)
 	CK(cuModuleUnload(m));
 }
 
+static int cmp_i(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* CUB's BlockReduce/BlockScan/BlockRadixSort and a cooperative-groups tile reduction. */
+static void test_cub_and_cg(void **state)
+{
+	static int in[4 * 256], out[4], keys[512], sorted[512], scan[128];
+	float fin[256], fout = 0, fwant = 0;
+	uint32_t seed = 31;
+	CUmodule m = sgt_module("cub.ptx");
+
+	for (int i = 0; i < 4 * 256; i++)
+		in[i] = (int)(sgt_rand(&seed) % 2000) - 1000;
+	for (int i = 0; i < 512; i++)
+		keys[i] = (int)sgt_rand(&seed);
+	for (int i = 0; i < 256; i++) {
+		fin[i] = (float)(i % 9);
+		fwant += fin[i];
+	}
+	memcpy(sorted, keys, sizeof(keys));
+	qsort(sorted, 512, sizeof(int), cmp_i);
+	CUdeviceptr di = dbuf(in, sizeof(in)), dout = dbuf(NULL, sizeof(out));
+	void *args[] = {&di, &dout};
+	run(m, "cub_reduce", 4, 256, 0, args);
+	CK(cuMemcpyDtoH(out, dout, sizeof(out)));
+	for (int b = 0; b < 4; b++) {
+		int s = 0;
+
+		for (int i = 0; i < 256; i++)
+			s += in[b * 256 + i];
+		assert_int_equal(out[b], s);
+	}
+	CUdeviceptr ds = dbuf(NULL, sizeof(scan));
+	void *sargs[] = {&di, &ds};
+	run(m, "cub_scan", 1, 128, 0, sargs);
+	CK(cuMemcpyDtoH(scan, ds, sizeof(scan)));
+	for (int i = 0, s = 0; i < 128; i++) {
+		s += in[i];
+		assert_int_equal(scan[i], s);
+	}
+	CUdeviceptr dk = dbuf(keys, sizeof(keys));
+	void *kargs[] = {&dk};
+	run(m, "cub_sort", 1, 128, 0, kargs);
+	CK(cuMemcpyDtoH(keys, dk, sizeof(keys)));
+	assert_memory_equal(keys, sorted, sizeof(keys));
+	CUdeviceptr dfi = dbuf(fin, sizeof(fin)), dfo = dbuf(&fout, sizeof(fout));
+	void *fargs[] = {&dfi, &dfo};
+	run(m, "cg_reduce", 1, 256, 0, fargs);
+	CK(cuMemcpyDtoH(&fout, dfo, sizeof(fout)));
+	assert_true(fout == fwant);
+	CK(cuModuleUnload(m));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,7 +388,7 @@ int main(void)
 		cmocka_unit_test(test_scan),	     cmocka_unit_test(test_warp_ops),
 		cmocka_unit_test(test_warp_partial), cmocka_unit_test(test_syncops),
 		cmocka_unit_test(test_atomics),	     cmocka_unit_test(test_histogram),
-		cmocka_unit_test(test_printf),
+		cmocka_unit_test(test_printf),	     cmocka_unit_test(test_cub_and_cg),
 	};
 
 	return cmocka_run_group_tests(tests, sgt_setup, sgt_teardown);
