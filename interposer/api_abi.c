@@ -1,25 +1,7 @@
-/* api_abi.c -- cuGetProcAddress and cuGetExportTable, answered in the client process. */
+/* api_abi.c -- what cudart's export tables need from the interposer (src/cuda_entry.c
+ * serves cuGetProcAddress and cuGetExportTable themselves). */
 #include "exptables.h"
 #include "interposer.h"
-#include "procaddr.h"
-
-GP_CUDA_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-					    cuuint64_t flags,
-					    CUdriverProcAddressQueryResult *symbolStatus)
-{
-	return gp__proc_resolve(symbol, cudaVersion, flags, pfn, symbolStatus);
-}
-
-GP_CUDA_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-					 cuuint64_t flags)
-{
-	return gp__proc_resolve(symbol, cudaVersion, flags, pfn, NULL);
-}
-
-GP_CUDA_EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
-{
-	return gp__get_export_table(ppExportTable, pExportTableId);
-}
 
 static const struct gp__cuda_host host = {
 	.primary_ctx = gp__primary_ctx,

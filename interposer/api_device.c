@@ -5,7 +5,6 @@
 
 #include <gpupool/gpupool.h>
 
-#include "cuda_errors_api.h"
 #include "interposer.h"
 #include "log.h"
 
@@ -167,26 +166,6 @@ GP_CUDA_EXPORT CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevi
 	*major = d->attr[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR];
 	*minor = d->attr[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR];
 	return CUDA_SUCCESS;
-}
-
-GP_CUDA_EXPORT CUresult cuGetErrorName(CUresult error, const char **str)
-{
-	const char *s = gp_cuda_error_name((int)error);
-
-	if (!str)
-		return CUDA_ERROR_INVALID_VALUE;
-	*str = s;
-	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-GP_CUDA_EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
-{
-	const char *s = gp_cuda_error_string((int)error);
-
-	if (!str)
-		return CUDA_ERROR_INVALID_VALUE;
-	*str = s;
-	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 GP_CUDA_EXPORT CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice dev)

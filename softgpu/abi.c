@@ -1,27 +1,9 @@
-/* abi.c -- what NVIDIA's runtime asks of a driver beyond the API: cuGetProcAddress and the
- * private export tables, served by the code both of gpupool's libcuda.so.1 builds share
- * (src/procaddr.c, src/exptables.c). */
+/* abi.c -- what NVIDIA's runtime asks of a driver beyond the API: the facts softgpu gives
+ * the private export tables, which (with cuGetProcAddress) are served by the code both of
+ * gpupool's libcuda.so.1 builds share (src/cuda_entry.c, src/procaddr.c, src/exptables.c). */
 #include "cuda_cls.h"
 #include "exptables.h"
-#include "procaddr.h"
 #include "softgpu.h"
-
-SG_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-				       cuuint64_t flags, CUdriverProcAddressQueryResult *status)
-{
-	return gp__proc_resolve(symbol, cudaVersion, flags, pfn, status);
-}
-
-SG_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-				    cuuint64_t flags)
-{
-	return gp__proc_resolve(symbol, cudaVersion, flags, pfn, NULL);
-}
-
-SG_EXPORT CUresult cuGetExportTable(const void **table, const CUuuid *id)
-{
-	return gp__get_export_table(table, id);
-}
 
 CUresult sg_primary_ctx_handle(CUdevice dev, CUcontext *pctx);
 

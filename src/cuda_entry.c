@@ -1,0 +1,40 @@
+/* cuda_entry.c -- the entry points both of gpupool's libcuda.so.1 builds answer the same
+ * way, in the calling process: cuGetProcAddress, cudart's private export tables, and the
+ * names and meanings of errors. Compiled into each library (GP_CUDA_ENTRY_SOURCES). */
+#include "cuda_errors_api.h"
+#include "cuda_table.h"
+#include "exptables.h"
+#include "procaddr.h"
+
+GP_CUDA_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+					    cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+	return gp__proc_resolve(symbol, cudaVersion, flags, pfn, status);
+}
+
+GP_CUDA_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+					 cuuint64_t flags)
+{
+	return gp__proc_resolve(symbol, cudaVersion, flags, pfn, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGetExportTable(const void **table, const CUuuid *id)
+{
+	return gp__get_export_table(table, id);
+}
+
+GP_CUDA_EXPORT CUresult cuGetErrorName(CUresult error, const char **str)
+{
+	if (!str)
+		return CUDA_ERROR_INVALID_VALUE;
+	*str = gp_cuda_error_name((int)error);
+	return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+GP_CUDA_EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
+{
+	if (!str)
+		return CUDA_ERROR_INVALID_VALUE;
+	*str = gp_cuda_error_string((int)error);
+	return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
