@@ -221,25 +221,103 @@ out_ctx:
 
 /* ---- calls ---------------------------------------------------------------------- */
 
-/* Reads the next frame, which must be the reply of the given type to request id. */
-static int recv_reply(struct gp_client *c, uint64_t id, unsigned type, struct gp_frame_hdr *h)
+/* ---- calls ---------------------------------------------------------------------- */
+
+/*
+ * One request on the wire. The message goes with `bulk` (streamed in chunks), and unless
+ * it carries GP_F_NO_REPLY the answer is awaited: DATA frames first when `data` is set
+ * (their bytes land there, exactly data_len of them), then a frame of reply_type, whose
+ * body is left in c->conn->msg for the caller.
+ */
+struct exchange {
+	unsigned type, flags;
+	const ProtobufCMessage *msg;
+	const void *bulk;
+	size_t bulk_len;
+	void *data;
+	size_t data_len;
+	unsigned reply_type;
+};
+
+/* Sends `len` bulk bytes: as many as fit in the request frame, the rest in DATA frames. */
+static int send_request(struct gp_client *c, const struct exchange *x, uint64_t id)
 {
-	int ret = gp_conn_recv(c->conn, h);
+	const uint8_t *p = x->bulk;
+	size_t len = x->bulk_len, first = len < GP_CHUNK_SIZE ? len : GP_CHUNK_SIZE, off = first;
+	int ret;
+
+	ret = gp_conn_send(c->conn, x->type, x->flags | (off < len ? GP_F_MORE : 0), id, x->msg, p,
+			   first);
+	while (!ret && off < len) {
+		size_t n = len - off < GP_CHUNK_SIZE ? len - off : GP_CHUNK_SIZE;
+
+		ret = gp_conn_send(c->conn, GP_MSG_DATA, off + n < len ? GP_F_MORE : 0, id, NULL,
+				   p + off, n);
+		off += n;
+	}
+	return ret;
+}
+
+/* Runs one exchange with the lock held. Returns 0 or a transport/protocol code. */
+static int exchange(struct gp_client *c, const struct exchange *x, struct gp_frame_hdr *h)
+{
+	uint64_t id = ++c->next_id, got = 0;
+	int ret = send_request(c, x, id);
 
 	if (ret)
 		return ret;
-	if (h->type != type || h->request_id != id || h->bulk_len) {
+	if (x->flags & GP_F_NO_REPLY)
+		return gp_conn_flush(c->conn); /* sent now, so the GPU starts at once */
+	for (;;) {
+		ret = gp_conn_recv(c->conn, h);
+		if (ret)
+			return ret;
+		if (h->request_id != id)
+			break;
+		if (h->type != GP_MSG_DATA || !x->data)
+			break;
+		/* Bulk answer: straight into the caller's buffer. */
+		if (h->msg_len || h->bulk_len > x->data_len - got)
+			return GP_EFRAME;
+		ret = gp_conn_read(c->conn, (uint8_t *)x->data + got, h->bulk_len);
+		if (ret)
+			return ret;
+		got += h->bulk_len;
+	}
+	if (h->type != x->reply_type || h->request_id != id || h->bulk_len) {
 		snprintf(c->conn->err, sizeof(c->conn->err),
-			 "expected %s for request %llu, got %s for %llu", gp_msg_name(type),
-			 (unsigned long long)id,
+			 "expected %s for request %llu, got %s for %llu",
+			 gp_msg_name(x->reply_type), (unsigned long long)id,
 			 gp_msg_name(h->type) ? gp_msg_name(h->type) : "unknown type",
 			 (unsigned long long)h->request_id);
 		return GP_ETYPE;
 	}
+	/* A failed copy stops its DATA early; a successful one brought every byte. */
+	if (x->data && got != x->data_len) {
+		Gp__Reply *rep = gp__reply__unpack(NULL, h->msg_len, c->conn->msg);
+		bool failed = rep && rep->result != CUDA_SUCCESS;
+
+		if (rep)
+			protobuf_c_message_free_unpacked(&rep->base, NULL);
+		if (!failed)
+			return GP_EFRAME;
+	}
 	return 0;
 }
 
-/* Unpacks a REPLY body into r and out[]. */
+/* Takes the connection for one call; on success the caller must unlock c->lock. */
+static CUresult begin(struct gp_client *c)
+{
+	CUresult r;
+
+	pthread_mutex_lock(&c->lock);
+	r = gp__ready();
+	if (r != CUDA_SUCCESS)
+		pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+/* Unpacks a REPLY body into its result and outputs. */
 static CUresult finish_reply(struct gp_client *c, const struct gp_frame_hdr *h, uint64_t *out,
 			     size_t nout, const char *what)
 {
@@ -262,40 +340,37 @@ static CUresult finish_reply(struct gp_client *c, const struct gp_frame_hdr *h, 
 	return r;
 }
 
+/* A whole call answered by a REPLY: exchange, then the reply's result and outputs. */
+static CUresult call_replied(struct gp_client *c, const struct exchange *x, uint64_t *out,
+			     size_t nout)
+{
+	struct gp_frame_hdr h;
+	const char *what = gp_msg_name(x->type);
+	CUresult r = begin(c);
+	int ret;
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	ret = exchange(c, x, &h);
+	if (ret)
+		r = transport_failed(ret, what);
+	else if (!(x->flags & GP_F_NO_REPLY))
+		r = finish_reply(c, &h, out, nout, what);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
 CUresult gp__call_ex(unsigned type, unsigned flags, const uint64_t *args, size_t nargs,
 		     const char *name, uint64_t *out, size_t nout)
 {
-	struct gp_client *c = &gp__client;
 	Gp__Call call = GP__CALL__INIT;
-	struct gp_frame_hdr h;
-	uint64_t id;
-	CUresult r;
-	int ret;
+	struct exchange x = {
+		.type = type, .flags = flags, .msg = &call.base, .reply_type = GP_MSG_REPLY};
 
-	pthread_mutex_lock(&c->lock);
-	r = gp__ready();
-	if (r != CUDA_SUCCESS)
-		goto out_unlock;
 	call.n_arg = nargs;
 	call.arg = (uint64_t *)args;
 	call.name = (char *)(name ? name : "");
-	id = ++c->next_id;
-	ret = gp_conn_send(c->conn, type, flags, id, &call.base, NULL, 0);
-	if (!ret && (flags & GP_F_NO_REPLY)) {
-		/* Sent now so the GPU starts at once; the error, if any, comes later. */
-		ret = gp_conn_flush(c->conn);
-		r = ret ? transport_failed(ret, gp_msg_name(type)) : CUDA_SUCCESS;
-		goto out_unlock;
-	}
-	if (!ret)
-		ret = recv_reply(c, id, GP_MSG_REPLY, &h);
-	if (ret)
-		r = transport_failed(ret, gp_msg_name(type));
-	else
-		r = finish_reply(c, &h, out, nout, gp_msg_name(type));
-out_unlock:
-	pthread_mutex_unlock(&c->lock);
-	return r;
+	return call_replied(&gp__client, &x, out, nout);
 }
 
 CUresult gp__call(unsigned type, const uint64_t *args, size_t nargs, uint64_t *out, size_t nout)
@@ -305,125 +380,43 @@ CUresult gp__call(unsigned type, const uint64_t *args, size_t nargs, uint64_t *o
 
 CUresult gp__call_async(unsigned type, const ProtobufCMessage *msg)
 {
-	struct gp_client *c = &gp__client;
-	CUresult r;
-	int ret;
+	struct exchange x = {.type = type, .flags = GP_F_NO_REPLY, .msg = msg};
 
-	pthread_mutex_lock(&c->lock);
-	r = gp__ready();
-	if (r == CUDA_SUCCESS) {
-		ret = gp_conn_send(c->conn, type, GP_F_NO_REPLY, ++c->next_id, msg, NULL, 0);
-		if (!ret)
-			ret = gp_conn_flush(c->conn);
-		if (ret)
-			r = transport_failed(ret, gp_msg_name(type));
-	}
-	pthread_mutex_unlock(&c->lock);
-	return r;
-}
-
-/* Sends a request whose bulk is `len` bytes at src: in its own frame, then DATA frames. */
-static int send_with_bulk(struct gp_client *c, unsigned type, unsigned flags, uint64_t id,
-			  const ProtobufCMessage *msg, const void *src, size_t len)
-{
-	const uint8_t *p = src;
-	size_t first = len < GP_CHUNK_SIZE ? len : GP_CHUNK_SIZE;
-	size_t off = first;
-	int ret;
-
-	ret = gp_conn_send(c->conn, type, flags | (off < len ? GP_F_MORE : 0), id, msg, p, first);
-	while (!ret && off < len) {
-		size_t n = len - off < GP_CHUNK_SIZE ? len - off : GP_CHUNK_SIZE;
-
-		ret = gp_conn_send(c->conn, GP_MSG_DATA, off + n < len ? GP_F_MORE : 0, id, NULL,
-				   p + off, n);
-		off += n;
-	}
-	return ret;
+	return call_replied(&gp__client, &x, NULL, 0);
 }
 
 CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size_t len,
 			    uint64_t stream, bool async, size_t pitch, size_t width)
 {
-	struct gp_client *c = &gp__client;
 	uint64_t args[6] = {ctx, dst, len, stream, pitch, width};
-	unsigned flags = async ? GP_F_NO_REPLY : 0;
 	Gp__Call call = GP__CALL__INIT;
-	struct gp_frame_hdr h;
-	uint64_t id;
-	CUresult r;
-	int ret;
+	struct exchange x = {.type = GP_MSG_MEMCPY_HTOD,
+			     .flags = async ? GP_F_NO_REPLY : 0,
+			     .msg = &call.base,
+			     .bulk = src,
+			     .bulk_len = len,
+			     .reply_type = GP_MSG_REPLY};
 
-	pthread_mutex_lock(&c->lock);
-	r = gp__ready();
-	if (r != CUDA_SUCCESS)
-		goto out_unlock;
 	call.n_arg = 6;
 	call.arg = args;
-	id = ++c->next_id;
-	ret = send_with_bulk(c, GP_MSG_MEMCPY_HTOD, flags, id, &call.base, src, len);
-	if (!ret && async) {
-		ret = gp_conn_flush(c->conn);
-		r = ret ? transport_failed(ret, "cuMemcpyHtoDAsync") : CUDA_SUCCESS;
-		goto out_unlock;
-	}
-	if (!ret)
-		ret = recv_reply(c, id, GP_MSG_REPLY, &h);
-	r = ret ? transport_failed(ret, "cuMemcpyHtoD")
-		: finish_reply(c, &h, NULL, 0, "cuMemcpyHtoD");
-out_unlock:
-	pthread_mutex_unlock(&c->lock);
-	return r;
+	return call_replied(&gp__client, &x, NULL, 0);
 }
 
+/* DATA frames bring the bytes straight into dst, then the REPLY says how it ended. */
 CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len, uint64_t stream,
 			      size_t pitch, size_t width)
 {
-	struct gp_client *c = &gp__client;
 	uint64_t args[6] = {ctx, src, len, stream, pitch, width};
 	Gp__Call call = GP__CALL__INIT;
-	struct gp_frame_hdr h;
-	uint8_t *p = dst;
-	uint64_t id, got = 0;
-	CUresult r;
-	int ret;
+	struct exchange x = {.type = GP_MSG_MEMCPY_DTOH,
+			     .msg = &call.base,
+			     .data = dst,
+			     .data_len = len,
+			     .reply_type = GP_MSG_REPLY};
 
-	pthread_mutex_lock(&c->lock);
-	r = gp__ready();
-	if (r != CUDA_SUCCESS)
-		goto out_unlock;
 	call.n_arg = 6;
 	call.arg = args;
-	id = ++c->next_id;
-	ret = gp_conn_send(c->conn, GP_MSG_MEMCPY_DTOH, 0, id, &call.base, NULL, 0);
-	/* DATA frames with the bytes, straight into dst, then the REPLY. */
-	while (!ret) {
-		ret = gp_conn_recv(c->conn, &h);
-		if (ret)
-			break;
-		if (h.request_id != id) {
-			ret = GP_EFRAME;
-			break;
-		}
-		if (h.type == GP_MSG_REPLY && h.bulk_len == 0)
-			break;
-		if (h.type != GP_MSG_DATA || h.msg_len || h.bulk_len > len - got) {
-			ret = GP_EFRAME;
-			break;
-		}
-		ret = gp_conn_read(c->conn, p + got, h.bulk_len);
-		got += h.bulk_len;
-	}
-	if (ret) {
-		r = transport_failed(ret, "cuMemcpyDtoH");
-		goto out_unlock;
-	}
-	r = finish_reply(c, &h, NULL, 0, "cuMemcpyDtoH");
-	if (r == CUDA_SUCCESS && got != len)
-		r = transport_failed(GP_EFRAME, "cuMemcpyDtoH");
-out_unlock:
-	pthread_mutex_unlock(&c->lock);
-	return r;
+	return call_replied(&gp__client, &x, NULL, 0);
 }
 
 /* Copies the function list of a ModuleLoadReply into the client's module. */
@@ -464,33 +457,29 @@ CUresult gp__image_load(unsigned type, uint64_t ctx, const void *image, size_t l
 {
 	struct gp_client *c = &gp__client;
 	uint64_t args[2] = {ctx, len};
-	size_t nargs = type == GP_MSG_MODULE_LOAD ? 2 : 1;
 	Gp__Call call = GP__CALL__INIT;
+	struct exchange x = {.type = type,
+			     .msg = &call.base,
+			     .bulk = image,
+			     .bulk_len = len,
+			     .reply_type = GP_MSG_MODULE_LOAD_REPLY};
 	Gp__ModuleLoadReply *rep;
 	struct gp_frame_hdr h;
-	uint64_t id;
 	CUresult r;
 	int ret;
 
-	pthread_mutex_lock(&c->lock);
-	r = gp__ready();
-	if (r != CUDA_SUCCESS)
-		goto out_unlock;
-	if (nargs == 1)
+	/* MODULE_LOAD: ctx, bytes; LIBRARY_LOAD (no context): bytes. */
+	if (type == GP_MSG_LIBRARY_LOAD)
 		args[0] = len;
-	call.n_arg = nargs;
+	call.n_arg = type == GP_MSG_MODULE_LOAD ? 2 : 1;
 	call.arg = args;
-	id = ++c->next_id;
-	ret = send_with_bulk(c, type, 0, id, &call.base, image, len);
-	if (!ret)
-		ret = recv_reply(c, id, GP_MSG_MODULE_LOAD_REPLY, &h);
-	if (ret) {
-		r = transport_failed(ret, "cuModuleLoadData");
-		goto out_unlock;
-	}
-	rep = gp__module_load_reply__unpack(NULL, h.msg_len, c->conn->msg);
+	r = begin(c);
+	if (r != CUDA_SUCCESS)
+		return r;
+	ret = exchange(c, &x, &h);
+	rep = ret ? NULL : gp__module_load_reply__unpack(NULL, h.msg_len, c->conn->msg);
 	if (!rep) {
-		r = transport_failed(GP_EDECODE, "cuModuleLoadData");
+		r = transport_failed(ret ? ret : GP_EDECODE, gp_msg_name(type));
 		goto out_unlock;
 	}
 	r = (CUresult)rep->result;
