@@ -85,12 +85,10 @@ CUresult gp__launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsign
 	uint8_t *buf = NULL;
 	uint64_t sid;
 	size_t len = 0;
-	CUresult r = gp__ctx_need(&c);
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
 
 	if (r == CUDA_SUCCESS)
 		r = gp__func_check(fn, &f);
-	if (r == CUDA_SUCCESS)
-		r = gp__stream_id(s, pt, &sid);
 	if (r != CUDA_SUCCESS)
 		return r;
 	/* A module's function runs in its module's context; a library kernel in any. */

@@ -308,10 +308,8 @@ CUresult gp__memcpy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
 {
 	struct gp_ictx *c;
 	uint64_t sid;
-	CUresult r = gp__ctx_need(&c);
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
 
-	if (r == CUDA_SUCCESS)
-		r = gp__stream_id(s, pt, &sid);
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!src && n)
@@ -325,10 +323,8 @@ CUresult gp__memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, bool 
 {
 	struct gp_ictx *c;
 	uint64_t sid;
-	CUresult r = gp__ctx_need(&c);
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
 
-	if (r == CUDA_SUCCESS)
-		r = gp__stream_id(s, pt, &sid);
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!dst && n)
@@ -341,10 +337,8 @@ static CUresult dtod_2d(CUdeviceptr dst, size_t dpitch, CUdeviceptr src, size_t 
 {
 	struct gp_ictx *c;
 	uint64_t sid, args[8];
-	CUresult r = gp__ctx_need(&c);
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
 
-	if (r == CUDA_SUCCESS)
-		r = gp__stream_id(s, pt, &sid);
 	if (r != CUDA_SUCCESS)
 		return r;
 	args[0] = c->remote;
@@ -426,9 +420,7 @@ CUresult gp__memcpy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async, bool pt)
 
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = gp__ctx_need(&c);
-	if (r == CUDA_SUCCESS)
-		r = gp__stream_id(s, pt, &sid);
+	r = gp__ctx_stream(s, pt, &c, &sid);
 	if (r == CUDA_SUCCESS)
 		r = side_of(p->srcMemoryType, p->srcHost, p->srcDevice, &sdev);
 	if (r == CUDA_SUCCESS)
@@ -549,10 +541,8 @@ CUresult gp__memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned esiz
 {
 	struct gp_ictx *c;
 	uint64_t sid, args[8];
-	CUresult r = gp__ctx_need(&c);
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
 
-	if (r == CUDA_SUCCESS)
-		r = gp__stream_id(s, pt, &sid);
 	if (r != CUDA_SUCCESS)
 		return r;
 	args[0] = c->remote;

@@ -28,14 +28,19 @@ CUresult gp__stream_id(CUstream s, bool per_thread, uint64_t *id)
 	return CUDA_SUCCESS;
 }
 
+CUresult gp__ctx_stream(CUstream s, bool per_thread, struct gp_ictx **ctx, uint64_t *id)
+{
+	CUresult r = gp__ctx_need(ctx);
+
+	return r != CUDA_SUCCESS ? r : gp__stream_id(s, per_thread, id);
+}
+
 static CUresult stream_call(unsigned type, CUstream s, bool pt)
 {
 	struct gp_ictx *c;
 	uint64_t args[2];
-	CUresult r = gp__ctx_need(&c);
+	CUresult r = gp__ctx_stream(s, pt, &c, &args[1]);
 
-	if (r == CUDA_SUCCESS)
-		r = gp__stream_id(s, pt, &args[1]);
 	if (r != CUDA_SUCCESS)
 		return r;
 	args[0] = c->remote;
@@ -154,70 +159,26 @@ static CUresult stream_props(CUstream s, struct gp_istream *def, struct gp_istre
 	return stream_obj(s, out);
 }
 
-GP_CUDA_EXPORT CUresult cuStreamGetFlags(CUstream s, unsigned int *flags)
-{
-	struct gp_istream def, *st;
-	CUresult r;
+/* The getters: check the output, find the stream (or the default one), read one field. */
+#define STREAM_GETTER(name, type, value)                    \
+	GP_CUDA_EXPORT CUresult name(CUstream s, type *out) \
+	{                                                   \
+		struct gp_istream def, *st;                 \
+		CUresult r;                                 \
+                                                            \
+		if (!out)                                   \
+			return CUDA_ERROR_INVALID_VALUE;    \
+		r = stream_props(s, &def, &st);             \
+		if (r == CUDA_SUCCESS)                      \
+			*out = (value);                     \
+		return r;                                   \
+	}
 
-	if (!flags)
-		return CUDA_ERROR_INVALID_VALUE;
-	r = stream_props(s, &def, &st);
-	if (r == CUDA_SUCCESS)
-		*flags = st->flags;
-	return r;
-}
-
-GP_CUDA_EXPORT CUresult cuStreamGetPriority(CUstream s, int *priority)
-{
-	struct gp_istream def, *st;
-	CUresult r;
-
-	if (!priority)
-		return CUDA_ERROR_INVALID_VALUE;
-	r = stream_props(s, &def, &st);
-	if (r == CUDA_SUCCESS)
-		*priority = st->priority;
-	return r;
-}
-
-GP_CUDA_EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx)
-{
-	struct gp_istream def, *st;
-	CUresult r;
-
-	if (!pctx)
-		return CUDA_ERROR_INVALID_VALUE;
-	r = stream_props(s, &def, &st);
-	if (r == CUDA_SUCCESS)
-		*pctx = (CUcontext)st->ctx;
-	return r;
-}
-
-GP_CUDA_EXPORT CUresult cuStreamGetId(CUstream s, unsigned long long *id)
-{
-	struct gp_istream def, *st;
-	CUresult r;
-
-	if (!id)
-		return CUDA_ERROR_INVALID_VALUE;
-	r = stream_props(s, &def, &st);
-	if (r == CUDA_SUCCESS)
-		*id = st->id;
-	return r;
-}
-
-GP_CUDA_EXPORT CUresult cuStreamGetDevice(CUstream s, CUdevice *dev)
-{
-	struct gp_istream def, *st;
-	CUresult r;
-
-	if (!dev)
-		return CUDA_ERROR_INVALID_VALUE;
-	r = stream_props(s, &def, &st);
-	if (r == CUDA_SUCCESS)
-		*dev = st->ctx->device;
-	return r;
-}
+STREAM_GETTER(cuStreamGetFlags, unsigned int, st->flags)
+STREAM_GETTER(cuStreamGetPriority, int, st->priority)
+STREAM_GETTER(cuStreamGetCtx, CUcontext, (CUcontext)st->ctx)
+STREAM_GETTER(cuStreamGetId, unsigned long long, st->id)
+STREAM_GETTER(cuStreamGetDevice, CUdevice, st->ctx->device)
 
 /* ---- events ------------------------------------------------------------------------ */
 
@@ -378,12 +339,10 @@ CUresult gp__stream_wait_event(CUstream s, CUevent e, unsigned flags, bool pt)
 	struct gp_ievent *ev;
 	struct gp_ictx *c;
 	uint64_t args[4];
-	CUresult r = gp__ctx_need(&c);
+	CUresult r = gp__ctx_stream(s, pt, &c, &args[1]);
 
 	if (r == CUDA_SUCCESS)
 		r = event_obj(e, &ev);
-	if (r == CUDA_SUCCESS)
-		r = gp__stream_id(s, pt, &args[1]);
 	if (r != CUDA_SUCCESS)
 		return r;
 	args[0] = c->remote;

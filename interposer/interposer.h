@@ -141,8 +141,8 @@ CUresult gp__call_async(unsigned type, const ProtobufCMessage *msg);
  * pitch apart on the device. A host-to-device copy with async set does not wait. */
 CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size_t len,
 			    uint64_t stream, bool async, size_t pitch, size_t width);
-CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len,
-			      uint64_t stream, size_t pitch, size_t width);
+CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len, uint64_t stream,
+			      size_t pitch, size_t width);
 /* Uploads a module (ctx set) or library (ctx 0) image; fills mod from ModuleLoadReply. */
 CUresult gp__image_load(unsigned type, uint64_t ctx, const void *image, size_t len,
 			struct gp_imodule *mod);
@@ -182,6 +182,8 @@ CUresult gp__primary_ctx(CUcontext *pctx, CUdevice dev);
  * per-thread default stream (the _ptsz entry points). */
 CUresult gp__stream_id(CUstream s, bool per_thread, uint64_t *id);
 CUresult gp__stream_sync(CUstream s, bool per_thread);
+/* The current context and a stream's wire id: the start of every stream-ordered call. */
+CUresult gp__ctx_stream(CUstream s, bool per_thread, struct gp_ictx **ctx, uint64_t *id);
 
 /* api_module.c */
 /* A launchable handle: a module function or a library kernel, loaded if lazy. */
