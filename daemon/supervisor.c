@@ -488,7 +488,9 @@ void gp__supervisor_tick(struct gp_daemon *d)
 			gp__session_end(s, "drain_grace is over");
 			continue;
 		}
+		/* Idle: no call for idle_timeout seconds, and none running now. */
 		if (d->cfg->idle_timeout && s->admitted && s->stats &&
+		    !atomic_load(&s->stats->in_call) &&
 		    wall - atomic_load(&s->stats->last_active) > (int64_t)d->cfg->idle_timeout)
 			gp__session_end(s, "idle_timeout reached");
 	}

@@ -42,6 +42,7 @@ static void stats_touch(struct gp_worker *w)
 	atomic_store_explicit(&w->stats->bytes_in, w->client->bytes_in, memory_order_relaxed);
 	atomic_store_explicit(&w->stats->bytes_out, w->client->bytes_out, memory_order_relaxed);
 	atomic_store_explicit(&w->stats->last_active, (int64_t)time(NULL), memory_order_relaxed);
+	atomic_store_explicit(&w->stats->in_call, 0, memory_order_relaxed);
 }
 
 static void set_state(struct gp_worker *w, enum gp_session_state s)
@@ -450,6 +451,11 @@ static void serve(struct gp_worker *w)
 			break;
 		}
 		w->calls++;
+		if (w->stats) {
+			atomic_store_explicit(&w->stats->in_call, 1, memory_order_relaxed);
+			atomic_store_explicit(&w->stats->last_active, (int64_t)time(NULL),
+					      memory_order_relaxed);
+		}
 		ret = gp__worker_dispatch(w, &h);
 		stats_touch(w);
 		if (ret) {

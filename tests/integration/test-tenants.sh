@@ -27,6 +27,11 @@ gp_stop
 
 gp_config "idle_timeout 1"
 gp_start
+# A kernel that runs longer than idle_timeout keeps its session: busy is not idle.
+start=$(date +%s)
+out=$(run_client "$GP_TESTBIN/spin" 800000000) || fail "the busy session was ended: $out"
+case "$out" in *"DONE"*ok*) ;; *) fail "spin: $out" ;; esac
+echo "a $(( $(date +%s) - start )) s session with a long kernel survived idle_timeout 1"
 hold A 4096
 wait_for '.sessions | length == 0' 10
 grep -q "idle_timeout reached" "$T/daemon.log" || fail "the idle session should be ended"

@@ -1,0 +1,45 @@
+/* spin.c -- runs one long kernel and checks its result: a session that is busy, not idle.
+ * usage: spin ITERATIONS   (prints DONE and the result when the kernel has finished) */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cuda.h>
+
+#include "spin_kernel.ptx.h"
+
+#define CK(x)                                                                                      \
+	do {                                                                                       \
+		CUresult r_ = (x);                                                                 \
+		if (r_ != CUDA_SUCCESS) {                                                          \
+			printf("ERROR %s %d\n", #x, (int)r_);                                      \
+			return 1;                                                                  \
+		}                                                                                  \
+	} while (0)
+
+int main(int argc, char **argv)
+{
+	long long n = argc > 1 ? atoll(argv[1]) : 1000000, got = 0, want = 0;
+	void *params[2];
+	CUdeviceptr out;
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction fn;
+	CUdevice dev;
+
+	for (long long i = 0; i < n; i++)
+		want = (long long)((unsigned long long)want * 3 + (unsigned long long)i);
+	CK(cuInit(0));
+	CK(cuDeviceGet(&dev, 0));
+	CK(cuCtxCreate(&ctx, NULL, 0, dev));
+	CK(cuModuleLoadData(&mod, spin_ptx));
+	CK(cuModuleGetFunction(&fn, mod, "spin"));
+	CK(cuMemAlloc(&out, sizeof(got)));
+	params[0] = &n;
+	params[1] = &out;
+	CK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+	CK(cuCtxSynchronize());
+	CK(cuMemcpyDtoH(&got, out, sizeof(got)));
+	printf("DONE %lld %s\n", got, got == want ? "ok" : "WRONG");
+	fflush(stdout);
+	return got == want ? 0 : 1;
+}
