@@ -37,8 +37,8 @@ static const char *state_name(int st)
 	}
 }
 
-/* Fills a status reply; the arrays are allocated here and freed by free_status(). */
-static int build_status(struct gp_daemon *d, Gp__AdminReply *rep)
+/* Fills a status reply; the arrays are allocated here and freed by gp__status_free(). */
+int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 {
 	Gp__GpuStatus *gs = calloc(d->ngpus + 1, sizeof(*gs));
 	Gp__SessionStatus *ss = calloc(d->nsessions + 1, sizeof(*ss));
@@ -116,7 +116,7 @@ static int build_status(struct gp_daemon *d, Gp__AdminReply *rep)
 	return 0;
 }
 
-static void free_status(Gp__AdminReply *rep)
+void gp__status_free(Gp__AdminReply *rep)
 {
 	if (rep->n_gpu)
 		free(rep->gpu[0]);
@@ -220,7 +220,7 @@ static void answer(struct admin_conn *c, const Gp__AdminRequest *req)
 	bool built = false;
 
 	if (strcmp(req->command, "status") == 0) {
-		if (build_status(c->d, &rep) == 0) {
+		if (gp__status_build(c->d, &rep) == 0) {
 			built = true;
 		} else {
 			rep.status = -ENOMEM;
@@ -242,7 +242,7 @@ static void answer(struct admin_conn *c, const Gp__AdminRequest *req)
 	}
 	gp__uv_send((uv_stream_t *)&c->pipe, GP_MSG_ADMIN_REPLY, &rep.base);
 	if (built)
-		free_status(&rep);
+		gp__status_free(&rep);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)

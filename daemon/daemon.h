@@ -5,6 +5,7 @@
  * supervisor.c  accepting clients, spawning and reaping workers, the control channel
  * admission.c   placement, the reservation ledger, tenant limits, the wait queue
  * admin.c       the admin socket poolctl talks to
+ * metrics.c     the Prometheus endpoint (metrics_listen)
  *
  * DESIGN: everything runs on the one loop thread; no locks. Each session is
  * a worker process with the client's socket, a control socketpair (read
@@ -72,6 +73,8 @@ struct gp_daemon {
 	char listen_addr[128]; /* as bound: a configured port 0 resolved */
 	uv_tcp_t listener;
 	uv_pipe_t admin;
+	uv_tcp_t metrics;
+	bool metrics_open;
 	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t tick;
 	bool listening, admin_open, stopping;
@@ -95,6 +98,9 @@ int gp__inventory(struct gp_daemon *d);
 
 /* supervisor.c */
 int gp__supervisor_listen(struct gp_daemon *d);
+/* Binds and listens on HOST:PORT; writes the bound address (port 0 resolved) to bound. */
+int gp__tcp_listen(struct gp_daemon *d, uv_tcp_t *tcp, const char *hostport, uv_connection_cb cb,
+		   char *bound, size_t boundlen);
 /* Stops accepting and, once every session is gone, closes what keeps the loop alive. */
 void gp__supervisor_stop(struct gp_daemon *d);
 /* SIGTERM/SIGINT: stop accepting, refuse the queue, give sessions drain_grace. */
@@ -119,5 +125,12 @@ void gp__admit_expire(struct gp_daemon *d, bool all, const char *why);
 /* admin.c */
 int gp__admin_listen(struct gp_daemon *d);
 void gp__admin_close(struct gp_daemon *d);
+/* The pool's state as poolctl sees it; pointers into d, valid until the loop runs on. */
+int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep);
+void gp__status_free(Gp__AdminReply *rep);
+
+/* metrics.c */
+int gp__metrics_listen(struct gp_daemon *d);
+void gp__metrics_close(struct gp_daemon *d);
 
 #endif

@@ -172,7 +172,7 @@ int main(int argc, char **argv)
 	d.loop = uv_default_loop();
 	d.started = time(NULL);
 	d.next_id = 1;
-	if (gp__supervisor_listen(&d) || gp__admin_listen(&d))
+	if (gp__supervisor_listen(&d) || gp__admin_listen(&d) || gp__metrics_listen(&d))
 		return 1;
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sigint);

@@ -403,38 +403,48 @@ static void on_connection(uv_stream_t *server, int status)
 	spawn_session(d, dupfd, addr);
 }
 
-int gp__supervisor_listen(struct gp_daemon *d)
+int gp__tcp_listen(struct gp_daemon *d, uv_tcp_t *tcp, const char *hostport, uv_connection_cb cb,
+		   char *bound, size_t boundlen)
 {
 	struct sockaddr_storage ss;
 	char host[256], port[16];
 	int namelen, r;
 
-	if (gp_split_hostport(d->cfg->listen, host, sizeof(host), port, sizeof(port)))
+	if (gp_split_hostport(hostport, host, sizeof(host), port, sizeof(port)))
 		return GP_ECONFIG;
 	if (strchr(host, ':'))
 		r = uv_ip6_addr(host, atoi(port), (struct sockaddr_in6 *)&ss);
 	else
 		r = uv_ip4_addr(host, atoi(port), (struct sockaddr_in *)&ss);
 	if (r) {
-		gp_log_error("listen %s: not an address: %s", d->cfg->listen, uv_strerror(r));
+		gp_log_error("listen %s: not an address: %s", hostport, uv_strerror(r));
 		return r;
 	}
-	uv_tcp_init(d->loop, &d->listener);
-	d->listener.data = d;
-	r = uv_tcp_bind(&d->listener, (struct sockaddr *)&ss, 0);
+	uv_tcp_init(d->loop, tcp);
+	tcp->data = d;
+	r = uv_tcp_bind(tcp, (struct sockaddr *)&ss, 0);
 	if (!r)
-		r = uv_listen((uv_stream_t *)&d->listener, 128, on_connection);
+		r = uv_listen((uv_stream_t *)tcp, 128, cb);
 	if (r) {
-		gp_log_error("listen %s: %s", d->cfg->listen, uv_strerror(r));
-		uv_close((uv_handle_t *)&d->listener, NULL);
+		gp_log_error("listen %s: %s", hostport, uv_strerror(r));
+		uv_close((uv_handle_t *)tcp, NULL);
 		return r;
 	}
-	d->listening = true;
 	namelen = sizeof(ss);
 	memset(&ss, 0, sizeof(ss));
-	uv_tcp_getsockname(&d->listener, (struct sockaddr *)&ss, &namelen);
-	format_addr(&ss, d->listen_addr, sizeof(d->listen_addr));
+	uv_tcp_getsockname(tcp, (struct sockaddr *)&ss, &namelen);
+	format_addr(&ss, bound, boundlen);
 	return 0;
+}
+
+int gp__supervisor_listen(struct gp_daemon *d)
+{
+	int r = gp__tcp_listen(d, &d->listener, d->cfg->listen, on_connection, d->listen_addr,
+			       sizeof(d->listen_addr));
+
+	if (!r)
+		d->listening = true;
+	return r;
 }
 
 void gp__supervisor_stop(struct gp_daemon *d)
@@ -446,6 +456,7 @@ void gp__supervisor_stop(struct gp_daemon *d)
 	if (d->nsessions > 0)
 		return;
 	gp__admin_close(d);
+	gp__metrics_close(d);
 	if (!uv_is_closing((uv_handle_t *)&d->sigterm)) {
 		uv_close((uv_handle_t *)&d->sigterm, NULL);
 		uv_close((uv_handle_t *)&d->sigint, NULL);

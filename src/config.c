@@ -103,12 +103,12 @@ static int set_listen(struct parse *p, char **words, int n, size_t off)
 	long pn;
 
 	if (n != 2)
-		return perr(p, "'listen' takes exactly one value, HOST:PORT");
+		return perr(p, "'%s' takes exactly one value, HOST:PORT", words[0]);
 	if (gp_split_hostport(words[1], host, sizeof(host), port, sizeof(port)))
-		return perr(p, "'listen %s': expected HOST:PORT", words[1]);
+		return perr(p, "'%s %s': expected HOST:PORT", words[0], words[1]);
 	pn = strtol(port, NULL, 10);
 	if (pn < 0 || pn > 65535)
-		return perr(p, "'listen %s': port out of range", words[1]);
+		return perr(p, "'%s %s': port out of range", words[0], words[1]);
 	return set_string(p, words, n, off);
 }
 
@@ -252,6 +252,7 @@ static const struct {
 	{"log_level", set_log_level, 0},
 	{"max_sessions", set_uint, offsetof(struct gp_config, max_sessions)},
 	{"admin_group", set_string, offsetof(struct gp_config, admin_group)},
+	{"metrics_listen", set_listen, offsetof(struct gp_config, metrics_listen)},
 	{"placement", set_placement, 0},
 	{"default_memory", set_size, offsetof(struct gp_config, default_memory)},
 	{"queue_timeout", set_uint, offsetof(struct gp_config, queue_timeout)},
@@ -437,6 +438,7 @@ void gp_config_free(struct gp_config *cfg)
 	free(cfg->admin_socket);
 	free(cfg->worker);
 	free(cfg->admin_group);
+	free(cfg->metrics_listen);
 	for (size_t i = 0; i < cfg->ntenants; i++)
 		free(cfg->tenants[i].name);
 	free(cfg->tenants);

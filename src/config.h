@@ -36,8 +36,9 @@ struct gp_config {
 	char *tls_ca; /* NULL: no client certificates asked for */
 	char *driver; /* the libcuda workers dlopen */
 	char *admin_socket;
-	char *worker;	   /* gpupool-worker executable; NULL: beside gpupoold */
-	char *admin_group; /* group that may use the admin socket; NULL: root only */
+	char *worker;	      /* gpupool-worker executable; NULL: beside gpupoold */
+	char *admin_group;    /* group that may use the admin socket; NULL: root only */
+	char *metrics_listen; /* HOST:PORT of the Prometheus endpoint; NULL: none */
 	int log_level;
 	unsigned max_sessions;
 	enum gp_placement placement;

@@ -7,7 +7,8 @@
 #include "procaddr.h"
 
 GP_CUDA_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-					    cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+					    cuuint64_t flags,
+					    CUdriverProcAddressQueryResult *status)
 {
 	return gp__proc_resolve(symbol, cudaVersion, flags, pfn, status);
 }

@@ -3,7 +3,7 @@
 #ifndef GP_CUDA_ERRORS_H
 #define GP_CUDA_ERRORS_H
 
-#define GP_CUDA_ERRORS(X)                                                                           \
+#define GP_CUDA_ERRORS(X)                                                                         \
 	X(CUDA_SUCCESS, "no error")                                                               \
 	X(CUDA_ERROR_INVALID_VALUE, "invalid argument")                                           \
 	X(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")                                              \

@@ -1,0 +1,238 @@
+/* metrics.c -- the pool in Prometheus' text format over HTTP (metrics_listen).
+ *
+ * Any request on the socket gets one answer, built from the same data as
+ * `poolctl status`, and the connection is closed: a scraper needs no more.
+ * Labels carry tenant and program names, so their text is escaped. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "log.h"
+
+#define REQUEST_MAX 4096
+
+struct metrics_conn {
+	uv_tcp_t tcp;
+	uv_write_t wr;
+	struct gp_daemon *d;
+	char req[REQUEST_MAX];
+	size_t len;
+	char *out;
+	size_t outlen;
+	bool answered;
+};
+
+static void on_closed(uv_handle_t *h)
+{
+	struct metrics_conn *c = h->data;
+
+	free(c->out);
+	free(c);
+}
+
+static void conn_close(struct metrics_conn *c)
+{
+	if (!uv_is_closing((uv_handle_t *)&c->tcp))
+		uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static void label(FILE *f, const char *v)
+{
+	for (; v && *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(f, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+}
+
+static void help(FILE *f, const char *name, const char *type, const char *text)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+static void render(FILE *f, const Gp__AdminReply *r)
+{
+	static const struct {
+		const char *name, *type, *text;
+		int field;
+	} gpu_metrics[] = {
+		{"gpupool_gpu_memory_total_bytes", "gauge", "Memory of the GPU.", 0},
+		{"gpupool_gpu_memory_used_bytes", "gauge", "Memory sessions have allocated.", 1},
+		{"gpupool_gpu_memory_reserved_bytes", "gauge", "Memory reserved for sessions.", 2},
+		{"gpupool_gpu_sessions", "gauge", "Sessions placed on the GPU.", 3},
+		{"gpupool_gpu_draining", "gauge", "1 while the GPU takes no new sessions.", 4},
+	};
+	static const struct {
+		const char *name, *type, *text;
+		int field;
+	} session_metrics[] = {
+		{"gpupool_session_memory_used_bytes", "gauge", "Device memory the session holds.",
+		 0},
+		{"gpupool_session_memory_peak_bytes", "gauge", "Most device memory it held.", 1},
+		{"gpupool_session_memory_limit_bytes", "gauge", "Its reservation per GPU.", 2},
+		{"gpupool_session_calls_total", "counter", "CUDA calls it made.", 3},
+		{"gpupool_session_received_bytes_total", "counter", "Bytes from the client.", 4},
+		{"gpupool_session_sent_bytes_total", "counter", "Bytes to the client.", 5},
+	};
+	unsigned states[5] = {0};
+	static const char *const state_names[] = {"handshake", "queued", "active", "closing"};
+
+	help(f, "gpupool_up", "gauge", "1 while the daemon answers.");
+	fprintf(f, "gpupool_up 1\n");
+	help(f, "gpupool_start_time_seconds", "gauge", "When the daemon started (unix time).");
+	fprintf(f, "gpupool_start_time_seconds %lld\n", (long long)r->started);
+	help(f, "gpupool_draining", "gauge", "1 while the daemon drains for shutdown.");
+	fprintf(f, "gpupool_draining %d\n", r->draining ? 1 : 0);
+	for (size_t m = 0; m < sizeof(gpu_metrics) / sizeof(gpu_metrics[0]); m++) {
+		help(f, gpu_metrics[m].name, gpu_metrics[m].type, gpu_metrics[m].text);
+		for (size_t i = 0; i < r->n_gpu; i++) {
+			const Gp__GpuStatus *g = r->gpu[i];
+			uint64_t v[] = {g->total_mem, g->used_mem, g->reserved_mem, g->sessions,
+					g->draining};
+
+			fprintf(f, "%s{gpu=\"%u\",name=\"", gpu_metrics[m].name, g->index);
+			label(f, g->name);
+			fprintf(f, "\"} %llu\n", (unsigned long long)v[gpu_metrics[m].field]);
+		}
+	}
+	for (size_t i = 0; i < r->n_session; i++)
+		for (int k = 0; k < 4; k++)
+			if (strcmp(r->session[i]->state, state_names[k]) == 0)
+				states[k]++;
+	help(f, "gpupool_sessions", "gauge", "Sessions by state.");
+	for (int k = 0; k < 4; k++)
+		fprintf(f, "gpupool_sessions{state=\"%s\"} %u\n", state_names[k], states[k]);
+	for (size_t m = 0; m < sizeof(session_metrics) / sizeof(session_metrics[0]); m++) {
+		help(f, session_metrics[m].name, session_metrics[m].type, session_metrics[m].text);
+		for (size_t i = 0; i < r->n_session; i++) {
+			const Gp__SessionStatus *s = r->session[i];
+			uint64_t v[] = {s->mem_used, s->mem_peak, s->mem_limit,
+					s->calls,    s->bytes_in, s->bytes_out};
+
+			fprintf(f, "%s{session=\"%llu\",tenant=\"", session_metrics[m].name,
+				(unsigned long long)s->id);
+			label(f, s->tenant);
+			fputs("\",program=\"", f);
+			label(f, s->program);
+			fprintf(f, "\"} %llu\n", (unsigned long long)v[session_metrics[m].field]);
+		}
+	}
+}
+
+static void on_written(uv_write_t *w, int status)
+{
+	conn_close(w->data);
+}
+
+static void answer(struct metrics_conn *c)
+{
+	Gp__AdminReply rep = GP__ADMIN_REPLY__INIT;
+	char *body = NULL;
+	size_t bodylen = 0;
+	FILE *f;
+	uv_buf_t buf;
+
+	c->answered = true;
+	f = open_memstream(&body, &bodylen);
+	if (!f || gp__status_build(c->d, &rep)) {
+		if (f)
+			fclose(f);
+		free(body);
+		conn_close(c);
+		return;
+	}
+	render(f, &rep);
+	fclose(f);
+	gp__status_free(&rep);
+	f = open_memstream(&c->out, &c->outlen);
+	if (!f) {
+		free(body);
+		conn_close(c);
+		return;
+	}
+	fprintf(f,
+		"HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+		"Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+		bodylen, body);
+	fclose(f);
+	free(body);
+	buf = uv_buf_init(c->out, (unsigned)c->outlen);
+	c->wr.data = c;
+	if (uv_write(&c->wr, (uv_stream_t *)&c->tcp, &buf, 1, on_written))
+		conn_close(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct metrics_conn *c = h->data;
+
+	*buf = uv_buf_init(c->req + c->len, (unsigned)(sizeof(c->req) - 1 - c->len));
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct metrics_conn *c = s->data;
+
+	if (n < 0) {
+		conn_close(c);
+		return;
+	}
+	c->len += (size_t)n;
+	c->req[c->len] = '\0';
+	if (c->answered)
+		return;
+	/* The end of the request head, or as much as we read of one. */
+	if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n") || c->len == sizeof(c->req) - 1) {
+		uv_read_stop(s);
+		answer(c);
+	}
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	struct gp_daemon *d = server->data;
+	struct metrics_conn *c;
+
+	if (status < 0)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	c->d = d;
+	uv_tcp_init(d->loop, &c->tcp);
+	c->tcp.data = c;
+	if (uv_accept(server, (uv_stream_t *)&c->tcp)) {
+		conn_close(c);
+		return;
+	}
+	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+int gp__metrics_listen(struct gp_daemon *d)
+{
+	char bound[128];
+	int r;
+
+	if (!d->cfg->metrics_listen)
+		return 0;
+	r = gp__tcp_listen(d, &d->metrics, d->cfg->metrics_listen, on_connection, bound,
+			   sizeof(bound));
+	if (r)
+		return r;
+	d->metrics_open = true;
+	gp_log_info("metrics on http://%s/metrics", bound);
+	return 0;
+}
+
+void gp__metrics_close(struct gp_daemon *d)
+{
+	if (!d->metrics_open)
+		return;
+	uv_close((uv_handle_t *)&d->metrics, NULL);
+	d->metrics_open = false;
+}
