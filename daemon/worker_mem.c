@@ -191,7 +191,8 @@ CUresult gp__memcpy_dtod(struct gp_worker *w, const struct gp_frame_hdr *f, cons
 CUresult gp__memset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 		    uint64_t *out, size_t *nout)
 {
-	uint64_t esize = a[3], count = a[4], pitch = a[6], height = a[7], extent;
+	uint64_t esize = a[3], count = a[4], pitch = a[6], height = a[7];
+	struct layout l;
 	bool async = is_async(f);
 	unsigned v = (unsigned)a[2];
 	CUstream s;
@@ -202,13 +203,20 @@ CUresult gp__memset(struct gp_worker *w, const struct gp_frame_hdr *f, const uin
 	if ((esize != 1 && esize != 2 && esize != 4) || count > (1ull << 48) ||
 	    height > (1ull << 32) || (a[1] % esize) != 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (pitch == 0)
-		extent = count * esize;
-	else if (count * esize > pitch || height == 0)
+	/* The same overflow-checked walk as copies: rows of count * esize bytes, pitch apart. */
+	l.base = a[1];
+	l.width = count * esize;
+	l.pitch = pitch;
+	if (pitch == 0) {
+		l.bytes = l.width;
+	} else if (height == 0 || l.width > UINT64_MAX / height) {
 		return CUDA_ERROR_INVALID_VALUE;
-	else
-		extent = pitch * (height - 1) + count * esize;
-	if (!gp__range_owned(w, a[1], extent))
+	} else {
+		l.bytes = l.width * height;
+		if (l.width == 0)
+			return CUDA_SUCCESS;
+	}
+	if (!layout_owned(w, &l))
 		return CUDA_ERROR_INVALID_VALUE;
 	r = gp__use_stream(w, a[5], &s);
 	if (r != CUDA_SUCCESS)

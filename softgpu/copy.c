@@ -58,6 +58,22 @@ static bool pinned(const void *p)
 
 enum side { DEV, HOST, ANY };
 
+/*
+ * The bytes a strided access touches: rows-1 pitches and one more row. False when that does
+ * not fit in 64 bits — a pitch from the caller must never wrap a range check into a small one.
+ */
+static bool strided_span(size_t rows, size_t pitch, size_t row, size_t *span)
+{
+	size_t a;
+
+	if (rows == 0) {
+		*span = 0;
+		return true;
+	}
+	return !__builtin_mul_overflow(rows - 1, pitch, &a) &&
+	       !__builtin_add_overflow(a, row, span);
+}
+
 /* Host address of `span` bytes at p as `side` sees it; NULL with *err on a bad range. */
 static uint8_t *resolve(uint64_t p, size_t span, enum side side, CUresult *err)
 {
@@ -225,8 +241,9 @@ static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, bool async, bool pt)
 		return CUDA_ERROR_INVALID_VALUE;
 	sa += p->srcY * spitch + p->srcXInBytes;
 	da += p->dstY * dpitch + p->dstXInBytes;
-	sspan = (p->Height - 1) * spitch + p->WidthInBytes;
-	dspan = (p->Height - 1) * dpitch + p->WidthInBytes;
+	if (!strided_span(p->Height, spitch, p->WidthInBytes, &sspan) ||
+	    !strided_span(p->Height, dpitch, p->WidthInBytes, &dspan))
+		return CUDA_ERROR_INVALID_VALUE;
 	c.dst = resolve(da, dspan, ds, &e);
 	c.src = c.dst ? resolve(sa, sspan, ss, &e) : NULL;
 	if (c.dst == NULL || c.src == NULL)
@@ -282,8 +299,18 @@ static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, bool async, bool pt)
 		return CUDA_ERROR_INVALID_VALUE;
 	sa += (p->srcZ * sh + p->srcY) * sp + p->srcXInBytes;
 	da += (p->dstZ * dh + p->dstY) * dp + p->dstXInBytes;
-	sspan = (p->Depth - 1) * sh * sp + (p->Height - 1) * sp + p->WidthInBytes;
-	dspan = (p->Depth - 1) * dh * dp + (p->Height - 1) * dp + p->WidthInBytes;
+	{
+		size_t sslice, dslice, srows, drows;
+
+		/* A 3-D box: depth-1 slices, then a 2-D span in the last one. */
+		if (__builtin_mul_overflow(sh, sp, &sslice) ||
+		    __builtin_mul_overflow(dh, dp, &dslice) ||
+		    !strided_span(p->Height, sp, p->WidthInBytes, &srows) ||
+		    !strided_span(p->Height, dp, p->WidthInBytes, &drows) ||
+		    !strided_span(p->Depth, sslice, srows, &sspan) ||
+		    !strided_span(p->Depth, dslice, drows, &dspan))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
 	c.dst = resolve(da, dspan, ds, &e);
 	c.src = c.dst ? resolve(sa, sspan, ss, &e) : NULL;
 	if (c.dst == NULL || c.src == NULL)
@@ -345,7 +372,7 @@ static CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned
 	struct sg_stream *s;
 	struct sg_op *op;
 	struct sg_set set = {0};
-	size_t rowbytes = width * elem, span;
+	size_t rowbytes, span;
 	CUresult r = sg_stream_resolve(async ? h : NULL, pt, &ctx, &s), e = CUDA_SUCCESS;
 
 	if (r)
@@ -354,9 +381,10 @@ static CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned
 		return r;
 	if (width == 0 || height == 0)
 		return CUDA_SUCCESS;
-	if (dst % elem || (height > 1 && (pitch < rowbytes || pitch % elem)))
+	if (__builtin_mul_overflow(width, (size_t)elem, &rowbytes) || dst % elem ||
+	    (height > 1 && (pitch < rowbytes || pitch % elem)) ||
+	    !strided_span(height, pitch, rowbytes, &span))
 		return CUDA_ERROR_INVALID_VALUE;
-	span = (height - 1) * pitch + rowbytes;
 	set.dst = resolve(dst, span, DEV, &e);
 	if (set.dst == NULL)
 		return e;

@@ -203,6 +203,30 @@ int main(int argc, char **argv)
 		printf("2-D read past an allocation: %d\n", r);
 		if (r != CUDA_ERROR_INVALID_VALUE)
 			return 1;
+		{
+			/* A 2-D memset whose pitch wraps the range check around to row 1 landing
+			 * on another allocation: must be refused, not written. */
+			uint64_t b = 0, big = 0, m[8];
+
+			a[1] = 4096;
+			if (call(GP_MSG_MEM_ALLOC, a, 2, &b) != CUDA_SUCCESS)
+				die("MEM_ALLOC");
+			a[1] = 1 << 20;
+			if (call(GP_MSG_MEM_ALLOC, a, 2, &big) != CUDA_SUCCESS)
+				die("MEM_ALLOC");
+			m[0] = ctx;
+			m[1] = big;
+			m[2] = 0x41;
+			m[3] = 1;
+			m[4] = big > b ? big - b : b - big; /* count */
+			m[5] = 0;
+			m[6] = b - big; /* pitch: wraps row 1 onto b */
+			m[7] = 2;
+			r = call(GP_MSG_MEMSET, m, 8, NULL);
+			printf("2-D memset with a wrapping pitch: %d\n", r);
+			if (r != CUDA_ERROR_INVALID_VALUE)
+				return 1;
+		}
 		a[1] = dptr;
 		r = call(GP_MSG_MEM_FREE, a, 2, NULL);
 		printf("free of its own allocation: %d\n", r);
