@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -315,6 +317,7 @@ static void spawn_session(struct gp_daemon *d, int client_fd, const char *addr)
 	setup.driver = d->cfg->driver;
 	setup.client_addr = s->client_addr;
 	setup.log_level = (uint32_t)(gp_log_level() < 0 ? 0 : gp_log_level());
+	setup.handshake_timeout = d->cfg->handshake_timeout;
 	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_WORKER_SETUP, &setup.base);
 	gp_log_debug("session %llu: worker %d for %s", (unsigned long long)s->id, s->proc.pid,
 		     addr);
@@ -363,9 +366,38 @@ static void on_client_closed(uv_handle_t *h)
 	free(h);
 }
 
+/* Sessions not yet authenticated and admitted: TLS or Hello still under way. */
+static unsigned handshaking(struct gp_daemon *d)
+{
+	unsigned n = 0;
+
+	for (struct gp_session *s = d->sessions; s; s = s->next)
+		if (!s->exited && s->state == GP_SESSION_HANDSHAKE)
+			n++;
+	return n;
+}
+
+/*
+ * A client host that vanishes (power, partition) sends no FIN: without keepalive its worker
+ * would wait for it, and hold its reservation, for ever. These give up within about three
+ * minutes of silence, and a stuck send within two.
+ */
+static void keepalive(int fd)
+{
+	int on = 1, idle = 60, intvl = 10, cnt = 6;
+	unsigned timeout_ms = 120000;
+
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout_ms, sizeof(timeout_ms));
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	struct gp_daemon *d = server->data;
+	const char *why;
 	struct sockaddr_storage ss;
 	int namelen = sizeof(ss), fd, dupfd;
 	uv_tcp_t *client;
@@ -394,12 +426,16 @@ static void on_connection(uv_stream_t *server, int status)
 		gp_log_warn("dup");
 		return;
 	}
-	if (d->stopping || d->nsessions >= d->cfg->max_sessions) {
-		gp_log_warnx("connection from %s refused: %s", addr,
-			     d->stopping ? "shutting down" : "max_sessions reached");
+	why = d->stopping				 ? "shutting down"
+	      : d->nsessions >= d->cfg->max_sessions	 ? "max_sessions reached"
+	      : handshaking(d) >= d->cfg->max_handshakes ? "max_handshakes reached"
+							 : NULL;
+	if (why) {
+		gp_log_warnx("connection from %s refused: %s", addr, why);
 		close(dupfd);
 		return;
 	}
+	keepalive(dupfd);
 	spawn_session(d, dupfd, addr);
 }
 

@@ -24,13 +24,20 @@
 #include "log.h"
 #include "worker.h"
 
-#define HANDSHAKE_TIMEOUT_S 15
-
 /* Set by SIGTERM (poolctl evict, idle timeout, drain): finish the current call, then end. */
 volatile sig_atomic_t gp__worker_stop;
 
+static volatile sig_atomic_t handshake_expired;
+
 static void on_sigterm(int sig)
 {
+	gp__worker_stop = 1;
+}
+
+/* The handshake's deadline: whatever read is blocked returns, and the worker ends. */
+static void on_alarm(int sig)
+{
+	handshake_expired = 1;
 	gp__worker_stop = 1;
 }
 
@@ -355,7 +362,7 @@ static int load_driver(struct gp_worker *w, const char *path)
 
 static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 {
-	struct timeval tv = {HANDSHAKE_TIMEOUT_S, 0};
+	struct sigaction sa = {.sa_handler = on_alarm};
 	struct gp_frame_hdr h;
 	Gp__Hello *hello;
 	SSL_CTX *ctx;
@@ -369,28 +376,36 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 		gp_log_error("session %llu: %s", (unsigned long long)w->session_id, err);
 		return 1;
 	}
-	/* A client that connects and says nothing must not hold a worker. */
-	setsockopt(w->client->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* TLS and Hello within one deadline: a client that connects and says nothing, or
+	 * trickles a byte at a time, must not hold a worker. (No SA_RESTART.) */
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(setup->handshake_timeout ? setup->handshake_timeout : 15);
 	if (gp_conn_tls_accept(w->client, ctx)) {
 		gp_log_info("session %llu from %s: %s", (unsigned long long)w->session_id,
-			    w->client_addr, w->client->err);
+			    w->client_addr,
+			    handshake_expired ? "no TLS handshake within the deadline"
+					      : w->client->err);
 		goto out_ctx;
 	}
 	gp_conn_peer_cn(w->client, w->tenant, sizeof(w->tenant));
 	if (gp_conn_recv(w->client, &h) || h.type != GP_MSG_HELLO || h.bulk_len) {
 		gp_log_info("session %llu from %s: no Hello: %s", (unsigned long long)w->session_id,
-			    w->client_addr, w->client->err[0] ? w->client->err : "wrong message");
+			    w->client_addr,
+			    handshake_expired	? "none within the deadline"
+			    : w->client->err[0] ? w->client->err
+						: "wrong message");
 		goto out_ctx;
 	}
+	alarm(0);
 	hello = (Gp__Hello *)gp_msg_unpack(GP_MSG_HELLO, w->client->msg, h.msg_len);
 	if (!hello) {
 		gp_log_info("session %llu: Hello does not decode",
 			    (unsigned long long)w->session_id);
 		goto out_ctx;
 	}
-	tv.tv_sec = 0;
-	setsockopt(w->client->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (hello->protocol_version != GP_PROTOCOL_VERSION) {
+	if (gp__worker_stop) {
+		ret = 1; /* ended by the pool while saying hello */
+	} else if (hello->protocol_version != GP_PROTOCOL_VERSION) {
 		snprintf(msg, sizeof(msg),
 			 "protocol version mismatch: client speaks %u, pool speaks %u",
 			 hello->protocol_version, GP_PROTOCOL_VERSION);

@@ -251,6 +251,8 @@ static const struct {
 	{"worker", set_string, offsetof(struct gp_config, worker)},
 	{"log_level", set_log_level, 0},
 	{"max_sessions", set_uint, offsetof(struct gp_config, max_sessions)},
+	{"max_handshakes", set_uint, offsetof(struct gp_config, max_handshakes)},
+	{"handshake_timeout", set_uint, offsetof(struct gp_config, handshake_timeout)},
 	{"admin_group", set_string, offsetof(struct gp_config, admin_group)},
 	{"metrics_listen", set_listen, offsetof(struct gp_config, metrics_listen)},
 	{"placement", set_placement, 0},
@@ -309,6 +311,8 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->admin_socket = strdup("/run/gpupool/admin.sock");
 	cfg->log_level = GP_LOG_INFO;
 	cfg->max_sessions = 64;
+	cfg->max_handshakes = 16;
+	cfg->handshake_timeout = 15;
 	cfg->placement = GP_PLACE_SPREAD;
 	cfg->queue_timeout = 60;
 	cfg->drain_grace = 30;

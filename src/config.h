@@ -41,6 +41,8 @@ struct gp_config {
 	char *metrics_listen; /* HOST:PORT of the Prometheus endpoint; NULL: none */
 	int log_level;
 	unsigned max_sessions;
+	unsigned max_handshakes; /* sessions at once still in TLS/Hello (not yet authenticated) */
+	unsigned handshake_timeout; /* seconds a connection has for TLS and Hello */
 	enum gp_placement placement;
 	uint64_t default_memory; /* per GPU for sessions that ask for none; 0: a whole GPU */
 	unsigned queue_timeout;	 /* seconds a session may wait for room; 0: refuse at once */

@@ -320,9 +320,14 @@ static ssize_t raw_read_some(struct gp_conn *c, void *buf, size_t len)
 			switch (SSL_get_error(c->ssl, 0)) {
 			case SSL_ERROR_WANT_READ:
 			case SSL_ERROR_WANT_WRITE:
-				/* A blocking socket says this only when a signal interrupted it. */
+				/* A blocking socket says this when a signal interrupted the read,
+				 * or when a receive timeout (SO_RCVTIMEO) expired. */
 				if (c->interrupt && *c->interrupt)
 					return -EINTR;
+				if (errno == EAGAIN || errno == EWOULDBLOCK) {
+					snprintf(c->err, sizeof(c->err), "read: timed out");
+					return -ETIMEDOUT;
+				}
 				continue;
 			case SSL_ERROR_ZERO_RETURN:
 				snprintf(c->err, sizeof(c->err), "connection closed by peer");
@@ -354,6 +359,10 @@ static ssize_t raw_read_some(struct gp_conn *c, void *buf, size_t len)
 				if (c->interrupt && *c->interrupt)
 					return -EINTR;
 				continue;
+			}
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				snprintf(c->err, sizeof(c->err), "read: timed out");
+				return -ETIMEDOUT;
 			}
 			snprintf(c->err, sizeof(c->err), "read: %s", strerror(errno));
 			return -errno;
