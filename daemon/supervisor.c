@@ -249,6 +249,19 @@ static struct gp_stats *new_stats(int *fd_out)
 	return st;
 }
 
+static void free_unspawned(struct gp_session *s)
+{
+	if (s->stats)
+		munmap(s->stats, GP_STATS_SIZE);
+	gp_frame_decoder_deinit(&s->dec);
+	free(s);
+}
+
+static void on_spawn_failed(uv_handle_t *h)
+{
+	free_unspawned(h->data);
+}
+
 static void spawn_session(struct gp_daemon *d, int client_fd, const char *addr)
 {
 	Gp__WorkerSetup setup = GP__WORKER_SETUP__INIT;
@@ -297,7 +310,14 @@ static void spawn_session(struct gp_daemon *d, int client_fd, const char *addr)
 	if (r) {
 		gp_log_error("session %llu: cannot start %s: %s", (unsigned long long)s->id,
 			     d->worker_path, uv_strerror(r));
-		goto out_free;
+		/* A failed uv_spawn still initialised the handle: it must be closed, and s
+		 * freed only in the close callback. */
+		close(sv[0]);
+		close(sv[1]);
+		close(stats_fd);
+		close(client_fd);
+		uv_close((uv_handle_t *)&s->proc, on_spawn_failed);
+		return;
 	}
 	close(client_fd);
 	close(sv[1]);
@@ -325,11 +345,7 @@ static void spawn_session(struct gp_daemon *d, int client_fd, const char *addr)
 	return;
 
 out_free:
-	if (s && s->stats)
-		munmap(s->stats, GP_STATS_SIZE);
-	if (s)
-		gp_frame_decoder_deinit(&s->dec);
-	free(s);
+	free_unspawned(s);
 	if (sv[0] >= 0)
 		close(sv[0]);
 	if (sv[1] >= 0)
