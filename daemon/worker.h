@@ -67,7 +67,15 @@ struct gp_handle {
 	int device;	 /* for contexts: the session's device index */
 	bool primary;	 /* for contexts: a device's primary context */
 	uint64_t parent; /* the context a module/stream/event belongs to */
+	/* Device memory the object costs beyond explicit allocations, counted against the
+	 * session's limit: a module's globals and code, a context's limits (heap, printf
+	 * buffer, stack) indexed by CUlimit below GP_CHARGED_LIMITS. */
+	uint64_t charge;
+	uint64_t limit_charge[3];
 };
+
+/* Contexts a session may create besides the primary ones (each costs device memory). */
+#define GP_MAX_CONTEXTS 16
 
 struct gp_alloc {
 	CUdeviceptr ptr;
@@ -128,6 +136,10 @@ void gp__forget_ctx(struct gp_worker *w, uint64_t ctx);
 /* Forgets a module's functions and globals. */
 void gp__forget_module(struct gp_worker *w, uint64_t module);
 void gp__publish_mem(struct gp_worker *w);
+/* Whether `bytes` more fit in the session's limit on a device. */
+bool gp__charge_fits(struct gp_worker *w, int device, uint64_t bytes);
+/* Counts (or with a negative delta, releases) device memory not from an allocation. */
+void gp__charge(struct gp_worker *w, int device, int64_t delta);
 
 /* worker_calls.c: helpers for the handlers */
 typedef CUresult (*gp_sink_fn)(struct gp_worker *w, void *arg, uint64_t off, const uint8_t *p,

@@ -170,6 +170,35 @@ static int send_load_reply(struct gp_worker *w, const struct gp_frame_hdr *h,
 	return ret;
 }
 
+/*
+ * What a load costs on the device (globals, code) is not an allocation the session made, yet
+ * it is device memory: measured as the drop in free memory across the load and counted
+ * against the session's limit; a load that does not fit is undone. On a GPU shared with
+ * other sessions the measure can include their concurrent allocations or frees, so it is
+ * approximate there (exact on softgpu, where each worker has its own device).
+ */
+static size_t free_now(struct gp_worker *w)
+{
+	size_t fr = 0, tot = 0;
+
+	if (!w->current || w->drv.cuMemGetInfo_v2(&fr, &tot) != CUDA_SUCCESS)
+		return 0;
+	return fr;
+}
+
+static CUresult charge_load(struct gp_worker *w, struct gp_handle *h, int device, size_t before)
+{
+	size_t after = free_now(w);
+	uint64_t cost = before > after && after ? before - after : 0;
+
+	if (!gp__charge_fits(w, device, cost))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	h->device = device;
+	h->charge = cost;
+	gp__charge(w, device, (int64_t)cost);
+	return CUDA_SUCCESS;
+}
+
 /* arg: ctx, image bytes; bulk: the image */
 int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 {
@@ -178,8 +207,10 @@ int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 	uint64_t ctx_id, len, mod_id = 0;
 	unsigned int count = 0;
 	CUfunction *fns = NULL;
+	struct gp_handle *ctx = NULL;
 	uint8_t *image;
 	CUmodule mod = NULL;
+	size_t before = 0;
 	CUresult r;
 	int ret;
 
@@ -188,12 +219,17 @@ int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 	ctx_id = c->arg[0];
 	len = c->arg[1];
 	protobuf_c_message_free_unpacked(&c->base, NULL);
-	r = gp__use_ctx(w, ctx_id, NULL);
+	r = gp__use_ctx(w, ctx_id, &ctx);
 	ret = recv_image(w, h, len, &r, &image);
 	if (ret)
 		return ret;
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
+		before = free_now(w);
 		r = w->drv.cuModuleLoadData(&mod, image);
+	}
+	/* Drivers copy what they need (NVIDIA's, softgpu): the image goes at once, so a session
+	 * holds at most one image's worth of host memory on the GPU host. */
+	free(image);
 	if (r == CUDA_SUCCESS) {
 		mod_id = gp__handle_new(w, GP_H_MODULE, mod);
 		if (!mod_id) {
@@ -201,15 +237,13 @@ int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 			r = CUDA_ERROR_OUT_OF_MEMORY;
 		}
 	}
-	if (r != CUDA_SUCCESS) {
-		free(image);
+	if (r != CUDA_SUCCESS)
 		return send_load_reply(w, h, &rep, r);
-	}
-	/* The image lives as long as the module: a driver may read it lazily. */
-	gp__handle_get(w, mod_id, GP_H_MODULE)->aux = image;
 	gp__handle_get(w, mod_id, GP_H_MODULE)->parent = ctx_id;
 	rep.module = mod_id;
-	r = w->drv.cuModuleGetFunctionCount(&count, mod);
+	r = charge_load(w, gp__handle_get(w, mod_id, GP_H_MODULE), ctx->device, before);
+	if (r == CUDA_SUCCESS)
+		r = w->drv.cuModuleGetFunctionCount(&count, mod);
 	if (r == CUDA_SUCCESS && count) {
 		fns = calloc(count, sizeof(*fns));
 		rep.function = calloc(count, sizeof(*rep.function));
@@ -224,7 +258,6 @@ int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 		     gp_driver_err_name(&w->drv, r));
 	if (r != CUDA_SUCCESS) {
 		gp__forget_module(w, mod_id);
-		free(gp__handle_get(w, mod_id, GP_H_MODULE)->aux);
 		gp__handle_release(w, mod_id);
 		w->drv.cuModuleUnload(mod);
 	}
@@ -241,6 +274,8 @@ int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 	CUkernel *ks = NULL;
 	CUlibrary lib = NULL;
 	uint8_t *image;
+	size_t before = 0;
+	int device = 0;
 	CUresult r = CUDA_SUCCESS;
 	int ret;
 
@@ -254,8 +289,15 @@ int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 	ret = recv_image(w, h, len, &r, &image);
 	if (ret)
 		return ret;
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
+		/* A library loads into the current context now (others lazily): measured there. */
+		for (uint32_t i = 0; i < w->nhandles; i++)
+			if (w->handles[i].kind == GP_H_CTX && w->handles[i].ptr == w->current)
+				device = w->handles[i].device;
+		before = free_now(w);
 		r = w->drv.cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0);
+	}
+	free(image); /* not CU_LIBRARY_BINARY_IS_PRESERVED: the driver keeps its own copy */
 	if (r == CUDA_SUCCESS) {
 		lib_id = gp__handle_new(w, GP_H_LIBRARY, lib);
 		if (!lib_id) {
@@ -263,13 +305,12 @@ int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 			r = CUDA_ERROR_OUT_OF_MEMORY;
 		}
 	}
-	if (r != CUDA_SUCCESS) {
-		free(image);
+	if (r != CUDA_SUCCESS)
 		return send_load_reply(w, h, &rep, r);
-	}
-	gp__handle_get(w, lib_id, GP_H_LIBRARY)->aux = image;
 	rep.module = lib_id;
-	r = w->drv.cuLibraryGetKernelCount(&count, lib);
+	r = charge_load(w, gp__handle_get(w, lib_id, GP_H_LIBRARY), device, before);
+	if (r == CUDA_SUCCESS)
+		r = w->drv.cuLibraryGetKernelCount(&count, lib);
 	if (r == CUDA_SUCCESS && count) {
 		ks = calloc(count, sizeof(*ks));
 		rep.function = calloc(count, sizeof(*rep.function));
@@ -284,7 +325,6 @@ int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 		     gp_driver_err_name(&w->drv, r));
 	if (r != CUDA_SUCCESS) {
 		gp__forget_module(w, lib_id);
-		free(gp__handle_get(w, lib_id, GP_H_LIBRARY)->aux);
 		gp__handle_release(w, lib_id);
 		w->drv.cuLibraryUnload(lib);
 	}
@@ -306,7 +346,6 @@ CUresult gp__module_unload(struct gp_worker *w, const struct gp_frame_hdr *f, co
 	if (r != CUDA_SUCCESS)
 		return r;
 	gp__forget_module(w, a[1]);
-	free(mh->aux);
 	gp__handle_release(w, a[1]);
 	return CUDA_SUCCESS;
 }
@@ -323,7 +362,6 @@ CUresult gp__library_unload(struct gp_worker *w, const struct gp_frame_hdr *f, c
 	if (r != CUDA_SUCCESS)
 		return r;
 	gp__forget_module(w, a[0]);
-	free(lh->aux);
 	gp__handle_release(w, a[0]);
 	return CUDA_SUCCESS;
 }

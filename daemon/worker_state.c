@@ -40,6 +40,8 @@ uint64_t gp__handle_new(struct gp_worker *w, uint32_t kind, void *ptr)
 	w->handles[i].aux = NULL;
 	w->handles[i].device = -1;
 	w->handles[i].parent = 0;
+	w->handles[i].charge = 0;
+	memset(w->handles[i].limit_charge, 0, sizeof(w->handles[i].limit_charge));
 	return (uint64_t)kind << 56 | (uint64_t)w->handles[i].gen << 32 | (uint64_t)(i + 1);
 }
 
@@ -69,6 +71,11 @@ void gp__handle_release(struct gp_worker *w, uint64_t id)
 
 	if (!h)
 		return;
+	/* What the object cost on the device goes with it. */
+	gp__charge(w, h->device,
+		   -(int64_t)(h->charge + h->limit_charge[0] + h->limit_charge[1] +
+			      h->limit_charge[2]));
+	h->charge = h->limit_charge[0] = h->limit_charge[1] = h->limit_charge[2] = 0;
 	if ((h->kind == GP_H_FUNCTION || h->kind == GP_H_KERNEL) && h->aux) {
 		struct gp_fn_info *fi = h->aux;
 
@@ -208,14 +215,28 @@ void gp__forget_ctx(struct gp_worker *w, uint64_t ctx)
 
 		if (!h->kind || h->kind == GP_H_CTX || h->parent != ctx)
 			continue;
-		if (h->kind == GP_H_MODULE) {
-			uint64_t id = gp__handle_id(w, h);
-
-			gp__forget_module(w, id);
-			free(h->aux);
-		}
+		if (h->kind == GP_H_MODULE)
+			gp__forget_module(w, gp__handle_id(w, h));
 		gp__handle_release(w, gp__handle_id(w, h));
 	}
+}
+
+bool gp__charge_fits(struct gp_worker *w, int device, uint64_t bytes)
+{
+	if (!w->mem_limit || device < 0 || device >= GP_STATS_MAX_DEVICES)
+		return true;
+	return bytes <= w->mem_limit && w->dev_used[device] <= w->mem_limit - bytes;
+}
+
+void gp__charge(struct gp_worker *w, int device, int64_t delta)
+{
+	if (device < 0 || device >= GP_STATS_MAX_DEVICES || delta == 0)
+		return;
+	w->dev_used[device] += (uint64_t)delta;
+	w->mem_used += (uint64_t)delta;
+	if (w->mem_used > w->mem_peak)
+		w->mem_peak = w->mem_used;
+	gp__publish_mem(w);
 }
 
 void gp__publish_mem(struct gp_worker *w)

@@ -7,13 +7,13 @@
 
 #include "spin_kernel.ptx.h"
 
-#define CK(x)                                                                                      \
-	do {                                                                                       \
-		CUresult r_ = (x);                                                                 \
-		if (r_ != CUDA_SUCCESS) {                                                          \
-			printf("ERROR %s %d\n", #x, (int)r_);                                      \
-			return 1;                                                                  \
-		}                                                                                  \
+#define CK(x)                                                 \
+	do {                                                  \
+		CUresult r_ = (x);                            \
+		if (r_ != CUDA_SUCCESS) {                     \
+			printf("ERROR %s %d\n", #x, (int)r_); \
+			return 1;                             \
+		}                                             \
 	} while (0)
 
 int main(int argc, char **argv)

@@ -17,6 +17,9 @@ case "$out" in *"ERROR cuMemAlloc"*"CUDA_ERROR_OUT_OF_MEMORY"*) ;; *) fail "expe
 # Within the limit, cuMemGetInfo reports it as the device's size.
 out=$(echo | GPUPOOL_MEMORY=64M run_client "$GP_TESTBIN/hold_session" 41943040 1 2>&1)
 case "$out" in *"total 67108864"*) ;; *) fail "cuMemGetInfo should report the 64 MiB limit: $out" ;; esac
+# Globals, the device heap: memory a session uses without allocating it counts too.
+out=$(GPUPOOL_MEMORY=64M run_client "$GP_TESTBIN/limits" 2>&1) || fail "limits: $out"
+echo "$out"
 # The first session is untouched and the pool still computes.
 out=$(run_client "$GP_STAGE/bin/vector_add" 10000) || fail "vector_add: $out"
 assert_status '.sessions | length == 1' "only the held session remains"
