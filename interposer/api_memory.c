@@ -1,4 +1,5 @@
 /* api_memory.c -- device memory, copies and memsets; host memory is the client's own. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -6,8 +7,54 @@
 #include <gpupool/wire.h>
 
 #include "interposer.h"
+#include "log.h"
 
 /* ---- device allocations -------------------------------------------------------- */
+
+#define ALIAS_RETRIES 8
+
+static void free_remote(struct gp_ictx *c, uint64_t dptr)
+{
+	uint64_t args[2] = {c->remote, dptr};
+
+	gp__call(GP_MSG_MEM_FREE, args, 2, NULL, 0);
+}
+
+/*
+ * Allocates (MEM_ALLOC or MEM_ALLOC_PITCH) and records the range. A device address that
+ * falls on host memory of this process would make unified copies ambiguous, so such an
+ * allocation is held aside while another is made, then freed (registry.c).
+ */
+static CUresult alloc_device(struct gp_ictx *c, unsigned type, const uint64_t *args, size_t nargs,
+			     uint64_t *out, size_t nout, size_t rows)
+{
+	uint64_t aside[ALIAS_RETRIES];
+	int naside = 0, ret = -EEXIST;
+	CUresult r = CUDA_SUCCESS;
+
+	while (naside < ALIAS_RETRIES) {
+		size_t bytes;
+
+		r = gp__call(type, args, nargs, out, nout);
+		if (r != CUDA_SUCCESS)
+			break;
+		bytes = nout == 2 ? (size_t)out[1] * rows : (size_t)args[1];
+		ret = gp__range_add((uintptr_t)out[0], bytes, GP_MEM_DEVICE, c, 0);
+		if (ret != -EEXIST)
+			break;
+		aside[naside++] = out[0];
+	}
+	while (naside > 0)
+		free_remote(c, aside[--naside]);
+	if (r == CUDA_SUCCESS && ret) {
+		/* Out of registry memory, or every try landed on host memory here. */
+		if (ret != -EEXIST)
+			free_remote(c, out[0]);
+		gp_log_warnx("device allocation: no address free in both processes");
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	return r;
+}
 
 GP_CUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
@@ -24,12 +71,10 @@ GP_CUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 		return CUDA_ERROR_INVALID_VALUE;
 	args[0] = c->remote;
 	args[1] = bytesize;
-	r = gp__call(GP_MSG_MEM_ALLOC, args, 2, out, 1);
-	if (r != CUDA_SUCCESS)
-		return r;
-	*dptr = (CUdeviceptr)out[0];
-	gp__range_add((uintptr_t)out[0], bytesize, GP_MEM_DEVICE, c, 0);
-	return CUDA_SUCCESS;
+	r = alloc_device(c, GP_MSG_MEM_ALLOC, args, 2, out, 1, 1);
+	if (r == CUDA_SUCCESS)
+		*dptr = (CUdeviceptr)out[0];
+	return r;
 }
 
 GP_CUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width,
@@ -48,13 +93,12 @@ GP_CUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, siz
 	args[1] = width;
 	args[2] = height;
 	args[3] = elem;
-	r = gp__call(GP_MSG_MEM_ALLOC_PITCH, args, 4, out, 2);
-	if (r != CUDA_SUCCESS)
-		return r;
-	*dptr = (CUdeviceptr)out[0];
-	*pitch = (size_t)out[1];
-	gp__range_add((uintptr_t)out[0], (size_t)out[1] * height, GP_MEM_DEVICE, c, 0);
-	return CUDA_SUCCESS;
+	r = alloc_device(c, GP_MSG_MEM_ALLOC_PITCH, args, 4, out, 2, height);
+	if (r == CUDA_SUCCESS) {
+		*dptr = (CUdeviceptr)out[0];
+		*pitch = (size_t)out[1];
+	}
+	return r;
 }
 
 GP_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)

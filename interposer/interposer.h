@@ -159,6 +159,10 @@ struct gp_range {
 	unsigned flags; /* host allocations: CU_MEMHOSTALLOC_* */
 	unsigned long long id;
 };
+/* A global whose address could not be reserved here (it shares one with host memory). */
+#define GP_RANGE_UNSHADOWED 0x80000000u
+/* Records a range. Device ranges are reserved in this process's address space first:
+ * -EEXIST when host memory already sits there (the caller should take another). */
 int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
 		  unsigned flags);
 /* Finds the range containing p; copies it out. */

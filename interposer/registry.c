@@ -1,9 +1,19 @@
 /* registry.c -- the client's own record of memory: device allocations, module
  * globals it looked up, and host allocations it made. It answers pointer
- * attributes, address ranges and the direction of unified copies locally. */
+ * attributes, address ranges and the direction of unified copies locally.
+ *
+ * Device addresses come from another process, so nothing stops one from equalling the
+ * address of host memory here — and unified copies tell device from host by address, as
+ * UVA does. So device ranges are also reserved in this process's address space
+ * (PROT_NONE, no memory behind them): no host mapping can appear there later, and a device
+ * range that lands on existing host memory is reported (-EEXIST) so the caller can take
+ * another. Reservations are whole 2 MiB chunks, counted, since small allocations share
+ * pages. */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "interposer.h"
 
@@ -12,9 +22,112 @@ static struct gp_range *ranges; /* sorted by base */
 static size_t nranges, cap;
 static atomic_ullong next_id = 1;
 
+/* ---- address-space reservations (under lock) ---------------------------------------------- */
+
+#define CHUNK_SHIFT 21
+
+struct chunk {
+	uintptr_t index; /* address >> CHUNK_SHIFT */
+	unsigned refs;
+};
+
+static struct chunk *chunks; /* sorted by index */
+static size_t nchunks, chunk_cap;
+
+static size_t chunk_at(uintptr_t index)
+{
+	size_t lo = 0, hi = nchunks;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (chunks[mid].index < index)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void chunk_unref(uintptr_t index)
+{
+	size_t at = chunk_at(index);
+
+	if (at == nchunks || chunks[at].index != index || --chunks[at].refs)
+		return;
+	munmap((void *)(index << CHUNK_SHIFT), (size_t)1 << CHUNK_SHIFT);
+	memmove(&chunks[at], &chunks[at + 1], (nchunks - at - 1) * sizeof(*chunks));
+	nchunks--;
+}
+
+/* 0, -EEXIST when part of the range is host memory here, -ENOMEM. */
+static int chunk_ref(uintptr_t index)
+{
+	size_t at = chunk_at(index);
+	void *want = (void *)(index << CHUNK_SHIFT), *got;
+
+	if (at < nchunks && chunks[at].index == index) {
+		chunks[at].refs++;
+		return 0;
+	}
+	if (nchunks == chunk_cap) {
+		size_t ncap = chunk_cap ? chunk_cap * 2 : 64;
+		struct chunk *nc = realloc(chunks, ncap * sizeof(*nc));
+
+		if (!nc)
+			return -ENOMEM;
+		chunks = nc;
+		chunk_cap = ncap;
+	}
+	got = mmap(want, (size_t)1 << CHUNK_SHIFT, PROT_NONE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (got != want) {
+		/* Kernels before 4.17 treat the address as a hint: not ours either way. */
+		if (got != MAP_FAILED)
+			munmap(got, (size_t)1 << CHUNK_SHIFT);
+		return -EEXIST;
+	}
+	memmove(&chunks[at + 1], &chunks[at], (nchunks - at) * sizeof(*chunks));
+	chunks[at] = (struct chunk){index, 1};
+	nchunks++;
+	return 0;
+}
+
+static void shadow_release(uintptr_t base, size_t size)
+{
+	uintptr_t last = (base + (size ? size : 1) - 1) >> CHUNK_SHIFT;
+
+	for (uintptr_t i = base >> CHUNK_SHIFT; i <= last; i++)
+		chunk_unref(i);
+}
+
+static int shadow_reserve(uintptr_t base, size_t size)
+{
+	uintptr_t first = base >> CHUNK_SHIFT, last = (base + (size ? size : 1) - 1) >> CHUNK_SHIFT;
+
+	if (base + size < base)
+		return -EEXIST;
+	for (uintptr_t i = first; i <= last; i++) {
+		int ret = chunk_ref(i);
+
+		if (ret) {
+			while (i-- > first)
+				chunk_unref(i);
+			return ret;
+		}
+	}
+	return 0;
+}
+
 unsigned long long gp__next_object_id(void)
 {
 	return atomic_fetch_add(&next_id, 1);
+}
+
+static void release_range(const struct gp_range *r)
+{
+	if (r->kind != GP_MEM_HOST && !(r->flags & GP_RANGE_UNSHADOWED))
+		shadow_release(r->base, r->size);
 }
 
 /* Index of the first range whose base is > p. */
@@ -33,6 +146,13 @@ static size_t upper_bound(uintptr_t p)
 	return lo;
 }
 
+static void remove_at(size_t i)
+{
+	release_range(&ranges[i]);
+	memmove(&ranges[i], &ranges[i + 1], (nranges - i - 1) * sizeof(*ranges));
+	nranges--;
+}
+
 int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
 		  unsigned flags)
 {
@@ -41,24 +161,32 @@ int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_
 
 	pthread_rwlock_wrlock(&lock);
 	at = upper_bound(base);
-	/* A global looked up twice is recorded once; any other range at the same base is
-	 * stale (its memory is gone) and the new one replaces it. */
-	if (at > 0 && ranges[at - 1].base == base) {
-		if (kind != GP_MEM_GLOBAL || ranges[at - 1].kind != GP_MEM_GLOBAL)
-			ranges[at - 1] = (struct gp_range){base, size,	kind,
-							   ctx,	 flags, gp__next_object_id()};
+	/* A global looked up twice is recorded once. */
+	if (at > 0 && ranges[at - 1].base == base && kind == GP_MEM_GLOBAL &&
+	    ranges[at - 1].kind == GP_MEM_GLOBAL)
 		goto out_unlock;
-	}
 	if (nranges == cap) {
 		size_t ncap = cap ? cap * 2 : 64;
 		struct gp_range *nr = realloc(ranges, ncap * sizeof(*nr));
 
 		if (!nr) {
-			ret = -1;
+			ret = -ENOMEM;
 			goto out_unlock;
 		}
 		ranges = nr;
 		cap = ncap;
+	}
+	/* Any other range at the same base is stale (its memory is gone): dropped first. */
+	if (at > 0 && ranges[at - 1].base == base)
+		remove_at(--at);
+	if (kind != GP_MEM_HOST) {
+		ret = shadow_reserve(base, size);
+		/* A global's address is the module's: taken as it is, collision or not. */
+		if (ret && kind == GP_MEM_DEVICE)
+			goto out_unlock;
+		if (ret)
+			flags |= GP_RANGE_UNSHADOWED;
+		ret = 0;
 	}
 	memmove(&ranges[at + 1], &ranges[at], (nranges - at) * sizeof(*ranges));
 	ranges[at] = (struct gp_range){base, size, kind, ctx, flags, gp__next_object_id()};
@@ -85,12 +213,6 @@ bool gp__range_find(uintptr_t p, struct gp_range *out)
 	}
 	pthread_rwlock_unlock(&lock);
 	return found;
-}
-
-static void remove_at(size_t i)
-{
-	memmove(&ranges[i], &ranges[i + 1], (nranges - i - 1) * sizeof(*ranges));
-	nranges--;
 }
 
 bool gp__range_remove(uintptr_t base, enum gp_mem_kind kind)

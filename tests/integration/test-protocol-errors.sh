@@ -10,6 +10,10 @@ gp_start
 "$GP_TESTBIN/raw_client" type || fail "an unknown message type must close the session"
 "$GP_TESTBIN/raw_client" foreign || fail "pointers and handles the session does not own must be refused"
 
+# Device and host addresses never alias in the client (unified copies depend on it).
+out=$(run_client "$GP_TESTBIN/alias" 2>&1) || fail "alias: $out"
+echo "$out"
+
 # A client that connects and never finishes TLS does not stop others.
 exec 5<>/dev/tcp/${GPUPOOL_SERVER%:*}/${GPUPOOL_SERVER##*:}
 printf 'not TLS at all\r\n\r\n' >&5
