@@ -53,6 +53,9 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		free(rep->session);
 		return -ENOMEM;
 	}
+	/* Slot 0 holds the arrays even when empty, so gp__status_free always finds them. */
+	rep->gpu[0] = gs;
+	rep->session[0] = ss;
 	for (uint32_t g = 0; g < d->ngpus; g++) {
 		gp__gpu_status__init(&gs[g]);
 		gs[g].index = d->gpus[g].index;
@@ -118,10 +121,9 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 
 void gp__status_free(Gp__AdminReply *rep)
 {
-	if (rep->n_gpu)
-		free(rep->gpu[0]);
-	if (rep->n_session)
-		free(rep->session[0]);
+	/* The element arrays were allocated once each (n + 1 entries), even when empty. */
+	free(rep->gpu[0]);
+	free(rep->session[0]);
 	free(rep->gpu);
 	free(rep->session);
 }

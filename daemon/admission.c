@@ -122,18 +122,17 @@ static bool could_fit(struct gp_daemon *d, struct gp_session *s, char *why, size
 	return true;
 }
 
-/* Places the session now if it fits; PLACED, WAIT_TENANT or WAIT_CAPACITY. */
-static int try_place(struct gp_daemon *d, struct gp_session *s)
+/*
+ * Chooses n GPUs that are not draining and have the session's memory unreserved, none
+ * reserving more than per_gpu_budget. spread: the most room left first; binpack: the least.
+ * Ties: fewer sessions. Returns false when there are not n such GPUs.
+ */
+static bool choose(struct gp_daemon *d, struct gp_session *s, uint32_t n, uint64_t per_gpu_budget,
+		   uint32_t *chosen, uint64_t *mem)
 {
-	const struct gp_tenant *t = gp_config_tenant(d->cfg, s->tenant);
-	uint32_t n = s->want_gpus ? s->want_gpus : 1, chosen[GP_STATS_MAX_DEVICES];
 	bool taken[GP_STATS_MAX_DEVICES] = {false};
-	uint64_t ts, tg, tm, mem = 0;
 
-	tenant_usage(d, s->tenant, &ts, &tg, &tm);
-	if (t && (ts + 1 > t->sessions || tg + n > t->gpus ||
-		  (t->memory != GP_LIMIT_NONE && tm + least_per_gpu(d, s) * n > t->memory)))
-		return WAIT_TENANT;
+	*mem = 0;
 	for (uint32_t k = 0; k < n; k++) {
 		int best = -1;
 
@@ -141,13 +140,12 @@ static int try_place(struct gp_daemon *d, struct gp_session *s)
 			struct gp_gpu *gpu = &d->gpus[g];
 			uint64_t m = per_gpu(d, s, gpu);
 
-			if (taken[g] || gpu->draining || m > free_on(gpu))
+			if (taken[g] || gpu->draining || m > free_on(gpu) || m > per_gpu_budget)
 				continue;
 			if (best < 0) {
 				best = (int)g;
 				continue;
 			}
-			/* spread: most room left; binpack: least room left. Ties: fewer sessions. */
 			if (free_on(gpu) != free_on(&d->gpus[best])) {
 				if ((d->cfg->placement == GP_PLACE_SPREAD) ==
 				    (free_on(gpu) > free_on(&d->gpus[best])))
@@ -157,13 +155,34 @@ static int try_place(struct gp_daemon *d, struct gp_session *s)
 			}
 		}
 		if (best < 0)
-			return WAIT_CAPACITY;
+			return false;
 		taken[best] = true;
 		chosen[k] = (uint32_t)best;
 		/* One limit for all the session's GPUs: the smallest they reserve. */
-		if (k == 0 || per_gpu(d, s, &d->gpus[best]) < mem)
-			mem = per_gpu(d, s, &d->gpus[best]);
+		if (k == 0 || per_gpu(d, s, &d->gpus[best]) < *mem)
+			*mem = per_gpu(d, s, &d->gpus[best]);
 	}
+	return true;
+}
+
+/* Places the session now if it fits; PLACED, WAIT_TENANT or WAIT_CAPACITY. */
+static int try_place(struct gp_daemon *d, struct gp_session *s)
+{
+	const struct gp_tenant *t = gp_config_tenant(d->cfg, s->tenant);
+	uint32_t n = s->want_gpus ? s->want_gpus : 1, chosen[GP_STATS_MAX_DEVICES];
+	uint64_t ts, tg, tm, mem, budget = UINT64_MAX;
+
+	tenant_usage(d, s->tenant, &ts, &tg, &tm);
+	if (t && (ts + 1 > t->sessions || tg + n > t->gpus))
+		return WAIT_TENANT;
+	/* The tenant's memory left, shared over the GPUs asked for: a whole-GPU session is
+	 * placed only on GPUs the tenant can afford. */
+	if (t && t->memory != GP_LIMIT_NONE)
+		budget = tm < t->memory ? (t->memory - tm) / n : 0;
+	if (!choose(d, s, n, budget, chosen, &mem))
+		return budget != UINT64_MAX && choose(d, s, n, UINT64_MAX, chosen, &mem)
+			       ? WAIT_TENANT
+			       : WAIT_CAPACITY;
 	for (uint32_t k = 0; k < n; k++) {
 		struct gp_gpu *gpu = &d->gpus[chosen[k]];
 

@@ -134,9 +134,14 @@ int main(int argc, char **argv)
 	}
 	if (!cmd)
 		cmd = "status";
-	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
-		if (strcmp(commands[k].name, cmd) == 0)
-			return commands[k].fn(&pc, nargs, args);
+	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
+		if (strcmp(commands[k].name, cmd) == 0) {
+			int rc = commands[k].fn(&pc, nargs, args);
+
+			free(args);
+			return rc;
+		}
+	}
 	fprintf(stderr, "poolctl: unknown command '%s'\n", cmd);
 	usage();
 }

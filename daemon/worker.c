@@ -573,6 +573,7 @@ int main(int argc, char **argv)
 	gp_conn_free(w.client);
 	gp_conn_free(w.ctl);
 	free(w.staging);
+	gp__worker_state_free(&w);
 	/* Exit without unloading: the driver frees the session's device memory. */
 	return 0;
 }

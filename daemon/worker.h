@@ -136,6 +136,8 @@ void gp__forget_ctx(struct gp_worker *w, uint64_t ctx);
 /* Forgets a module's functions and globals. */
 void gp__forget_module(struct gp_worker *w, uint64_t module);
 void gp__publish_mem(struct gp_worker *w);
+/* Frees the session's bookkeeping at exit (the driver frees the device side). */
+void gp__worker_state_free(struct gp_worker *w);
 /* Whether `bytes` more fit in the session's limit on a device. */
 bool gp__charge_fits(struct gp_worker *w, int device, uint64_t bytes);
 /* Counts (or with a negative delta, releases) device memory not from an allocation. */

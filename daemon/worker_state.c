@@ -249,3 +249,16 @@ void gp__publish_mem(struct gp_worker *w)
 		atomic_store_explicit(&w->stats->dev_mem_used[i], w->dev_used[i],
 				      memory_order_relaxed);
 }
+
+void gp__worker_state_free(struct gp_worker *w)
+{
+	for (uint32_t i = 0; i < w->nhandles; i++)
+		if (w->handles[i].kind)
+			gp__handle_release(w, gp__handle_id(w, &w->handles[i]));
+	free(w->handles);
+	free(w->allocs);
+	w->handles = NULL;
+	w->allocs = NULL;
+	w->nhandles = w->cap_handles = 0;
+	w->nallocs = w->cap_allocs = 0;
+}

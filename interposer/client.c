@@ -58,9 +58,16 @@ CUresult gp__ready(void)
 
 /* ---- connecting ---------------------------------------------------------------- */
 
+/*
+ * A forked child does not inherit the session: the TLS state belongs to the parent, and the
+ * child's copy of the socket must not keep the session alive after the parent is gone (the
+ * worker ends the session when the connection closes). CUDA is unusable in the child, as
+ * with a local GPU.
+ */
 static void after_fork_child(void)
 {
-	/* The TLS session belongs to the parent; the child must not touch it. */
+	if (gp__client.conn && gp__client.conn->fd >= 0)
+		close(gp__client.conn->fd);
 	gp__client.conn = NULL;
 	if (gp__client.ready)
 		gp__client.lost = true;

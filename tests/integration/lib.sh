@@ -12,9 +12,10 @@ GP_SOFTGPU=$GP_STAGE/lib/gpupool/softgpu/libcuda.so.1
 # In a sanitizer build the libraries need the ASan runtime loaded first into programs
 # that were not built with it (nvcc's, the examples); leaks there are not ours to judge.
 CLIENT_PRELOAD=$GP_INTERPOSER
+CLIENT_ASAN=ASAN_OPTIONS=${ASAN_OPTIONS:-}
 if [ -n "${GP_ASAN_RUNTIME:-}" ]; then
 	CLIENT_PRELOAD=$GP_ASAN_RUNTIME:$GP_INTERPOSER
-	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+	CLIENT_ASAN=ASAN_OPTIONS=detect_leaks=0
 fi
 POOLCTL=$GP_STAGE/bin/poolctl
 
@@ -87,12 +88,12 @@ gp_stop() {
 
 # run_client CMD...: runs a CUDA program through the interposer.
 run_client() {
-	env LD_PRELOAD="$CLIENT_PRELOAD" "$@"
+	env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" "$@"
 }
 
 # on_softgpu CMD...: runs a CUDA program directly on softgpu, no pool.
 on_softgpu() {
-	env LD_LIBRARY_PATH="$GP_STAGE/lib/gpupool/softgpu" \
+	env LD_LIBRARY_PATH="$GP_STAGE/lib/gpupool/softgpu" "$CLIENT_ASAN" \
 		${GP_ASAN_RUNTIME:+"LD_PRELOAD=$GP_ASAN_RUNTIME"} "$@"
 }
 
@@ -125,7 +126,8 @@ hold_start() {
 	rm -f "$T/$name.in" "$T/$name.out"
 	mkfifo "$T/$name.in"
 	# A plain command, so the pid is the client's own (kill -9 reaches it).
-	env LD_PRELOAD="$CLIENT_PRELOAD" "$GP_TESTBIN/hold_session" "$@" <"$T/$name.in" >"$T/$name.out" \
+	env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" "$GP_TESTBIN/hold_session" "$@" \
+		<"$T/$name.in" >"$T/$name.out" \
 		2>"$T/$name.err" &
 	eval "${name}_PID=$!"
 	exec {fd}>"$T/$name.in"

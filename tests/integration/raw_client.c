@@ -140,12 +140,13 @@ int main(int argc, char **argv)
 	connect_pool();
 	if (strcmp(mode, "version") == 0) {
 		Gp__HelloReply *rep = hello(GP_PROTOCOL_VERSION + 98);
+		int ok;
 
 		printf("status %d: %s\n", rep->status, rep->message);
-		return rep->status == GP_EVERSION && strstr(rep->message, "99") &&
-				       strstr(rep->message, "1")
-			       ? 0
-			       : 1;
+		ok = rep->status == GP_EVERSION && strstr(rep->message, "99") &&
+		     strstr(rep->message, "1");
+		protobuf_c_message_free_unpacked(&rep->base, NULL);
+		return ok ? 0 : 1;
 	}
 	hello_ok();
 	if (strcmp(mode, "garbage") == 0) {

@@ -17,6 +17,13 @@ echo "session gone ${ms} ms after kill -9"
 [ "$ms" -le 1000 ] || fail "the session outlived its client by ${ms} ms"
 assert_status '.gpus[0].memory_used == 0 and .gpus[0].memory_reserved == 0' "memory must be free"
 
+# A client that forks and exits: the session ends with it, not with its lingering child.
+out=$(run_client "$GP_TESTBIN/forker" 20)
+echo "$out"
+case "$out" in *"child: cuMemAlloc failed"*) ;; *) fail "CUDA in a forked child: $out" ;; esac
+wait_for '.sessions | length == 0' 5
+pkill -f "$GP_TESTBIN/forker" || true
+
 # The worker itself killed: reaped, logged, and the daemon serves the next client.
 hold B 4096
 wpid=$(status_json | jq -r '.sessions[0].worker_pid')

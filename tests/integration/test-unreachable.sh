@@ -21,7 +21,8 @@ case "$out" in *gpupool*) fail "the interposer printed without GPUPOOL_LOG: $out
 
 # No GPUPOOL_SERVER at all.
 set +e
-out=$(env -u GPUPOOL_SERVER GPUPOOL_LOG=error LD_PRELOAD="$CLIENT_PRELOAD" "$GP_STAGE/bin/vector_add" 1000 2>&1)
+out=$(env -u GPUPOOL_SERVER GPUPOOL_LOG=error LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" \
+	"$GP_STAGE/bin/vector_add" 1000 2>&1)
 set -e
 case "$out" in *"GPUPOOL_SERVER is not set"*) ;; *) fail "should say GPUPOOL_SERVER is unset: $out" ;; esac
 

@@ -21,13 +21,14 @@ pool)
 	;;
 pool-path)
 	gp_start
-	out=$(env LD_LIBRARY_PATH="$GP_STAGE/lib/gpupool" \
+	out=$(env LD_LIBRARY_PATH="$GP_STAGE/lib/gpupool" "$CLIENT_ASAN" \
 		${GP_ASAN_RUNTIME:+"LD_PRELOAD=$GP_ASAN_RUNTIME"} "$prog" 2>&1) || fail "$prog: $out"
 	gp_stop
 	;;
 unreachable)
 	set +e
-	out=$(GPUPOOL_SERVER=127.0.0.1:1 timeout 60 env LD_PRELOAD="$CLIENT_PRELOAD" "$prog" 2>&1)
+	out=$(GPUPOOL_SERVER=127.0.0.1:1 timeout 60 env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" \
+		"$prog" 2>&1)
 	rc=$?
 	set -e
 	[ $rc -ne 124 ] || fail "$prog hung without a pool"
