@@ -45,6 +45,7 @@ static void module_free_funcs(struct gp_imodule *m)
 		free(m->funcs[i].size);
 	}
 	/* The function array stays so stale CUfunction handles read as dead. */
+	gp__range_forget_owner(m);
 	free(m->image_copy);
 	m->image_copy = NULL;
 	m->magic = GP_MAGIC_DEAD;
@@ -182,15 +183,15 @@ GP_CUDA_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 
 /* ---- globals ----------------------------------------------------------------------- */
 
-static CUresult get_global(struct gp_ictx *c, uint64_t owner, const char *name, CUdeviceptr *dptr,
-			   size_t *bytes)
+static CUresult get_global(struct gp_ictx *c, const struct gp_imodule *m, const char *name,
+			   CUdeviceptr *dptr, size_t *bytes)
 {
-	uint64_t args[2] = {c->remote, owner}, out[2];
+	uint64_t args[2] = {c->remote, m->remote}, out[2];
 	CUresult r = gp__call_ex(GP_MSG_GET_GLOBAL, 0, args, 2, name, out, 2);
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	gp__range_add((uintptr_t)out[0], (size_t)out[1], GP_MEM_GLOBAL, c, 0);
+	gp__range_add_global((uintptr_t)out[0], (size_t)out[1], c, m);
 	if (dptr)
 		*dptr = (CUdeviceptr)out[0];
 	if (bytes)
@@ -211,7 +212,7 @@ GP_CUDA_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, C
 		return r;
 	if (!module_valid(m, GP_MAGIC_MODULE) || !gp__ctx_valid(m->ctx))
 		return CUDA_ERROR_INVALID_HANDLE;
-	return get_global(m->ctx, m->remote, name, dptr, bytes);
+	return get_global(m->ctx, m, name, dptr, bytes);
 }
 
 /* ---- libraries (context-independent, shipped on first use) --------------------------- */
@@ -377,7 +378,7 @@ GP_CUDA_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUl
 	r = gp__ctx_need(&c);
 	if (r == CUDA_SUCCESS)
 		r = library_need(lib, &m);
-	return r != CUDA_SUCCESS ? r : get_global(c, m->remote, name, dptr, bytes);
+	return r != CUDA_SUCCESS ? r : get_global(c, m, name, dptr, bytes);
 }
 
 /* ---- functions and kernels ------------------------------------------------------------ */

@@ -158,6 +158,7 @@ struct gp_range {
 	struct gp_ictx *ctx;
 	unsigned flags; /* host allocations: CU_MEMHOSTALLOC_* */
 	unsigned long long id;
+	const void *owner; /* globals: the module or library they belong to */
 };
 /* A global whose address could not be reserved here (it shares one with host memory). */
 #define GP_RANGE_UNSHADOWED 0x80000000u
@@ -171,6 +172,9 @@ bool gp__range_find(uintptr_t p, struct gp_range *out);
 bool gp__range_remove(uintptr_t base, enum gp_mem_kind kind);
 /* Forgets the device ranges of a context that was destroyed or reset. */
 void gp__range_forget_ctx(struct gp_ictx *ctx);
+/* Records a module's global (owner: the module or library), or forgets all of one owner's. */
+int gp__range_add_global(uintptr_t base, size_t size, struct gp_ictx *ctx, const void *owner);
+void gp__range_forget_owner(const void *owner);
 unsigned long long gp__next_object_id(void);
 
 /* api_context.c */

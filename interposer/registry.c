@@ -153,8 +153,8 @@ static void remove_at(size_t i)
 	nranges--;
 }
 
-int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
-		  unsigned flags)
+static int range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
+		     unsigned flags, const void *owner)
 {
 	size_t at;
 	int ret = 0;
@@ -189,11 +189,31 @@ int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_
 		ret = 0;
 	}
 	memmove(&ranges[at + 1], &ranges[at], (nranges - at) * sizeof(*ranges));
-	ranges[at] = (struct gp_range){base, size, kind, ctx, flags, gp__next_object_id()};
+	ranges[at] = (struct gp_range){base, size, kind, ctx, flags, gp__next_object_id(), owner};
 	nranges++;
 out_unlock:
 	pthread_rwlock_unlock(&lock);
 	return ret;
+}
+
+int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
+		  unsigned flags)
+{
+	return range_add(base, size, kind, ctx, flags, NULL);
+}
+
+int gp__range_add_global(uintptr_t base, size_t size, struct gp_ictx *ctx, const void *owner)
+{
+	return range_add(base, size, GP_MEM_GLOBAL, ctx, 0, owner);
+}
+
+void gp__range_forget_owner(const void *owner)
+{
+	pthread_rwlock_wrlock(&lock);
+	for (size_t i = nranges; i-- > 0;)
+		if (ranges[i].kind == GP_MEM_GLOBAL && ranges[i].owner == owner)
+			remove_at(i);
+	pthread_rwlock_unlock(&lock);
 }
 
 bool gp__range_find(uintptr_t p, struct gp_range *out)

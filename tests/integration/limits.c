@@ -30,7 +30,7 @@ int main(void)
 	char ptx[512];
 	CUcontext ctx;
 	CUmodule small, big;
-	CUdeviceptr d;
+	CUdeviceptr d, global, base;
 	CUdevice dev;
 	size_t fr0, fr1, tot, bytes = 0;
 	int bad = 0;
@@ -45,7 +45,7 @@ int main(void)
 	cuMemGetInfo(&fr1, &tot);
 	printf("free before %zu after %zu of %zu\n", fr0, fr1, tot);
 	bad |= fr0 - fr1 < (16u << 20);
-	bad |= check("its global", cuModuleGetGlobal(&d, &bytes, small, "big"), CUDA_SUCCESS);
+	bad |= check("its global", cuModuleGetGlobal(&global, &bytes, small, "big"), CUDA_SUCCESS);
 	bad |= bytes != (16u << 20);
 	/* 96 MiB do not: the load is refused and undone. */
 	bad |= check("module with 96 MiB of globals",
@@ -58,7 +58,12 @@ int main(void)
 		     CUDA_SUCCESS);
 	bad |= check("40 MiB more", cuMemAlloc(&d, 40u << 20), CUDA_ERROR_OUT_OF_MEMORY);
 	/* Unloading gives the module's memory back. */
+	bad |= check("the global's range", cuMemGetAddressRange(&base, NULL, global + 8),
+		     CUDA_SUCCESS);
+	bad |= base != global;
 	bad |= check("unload", cuModuleUnload(small), CUDA_SUCCESS);
+	bad |= check("the global's range after the unload",
+		     cuMemGetAddressRange(&base, NULL, global), CUDA_ERROR_NOT_FOUND);
 	bad |= check("40 MiB after the unload", cuMemAlloc(&d, 40u << 20), CUDA_SUCCESS);
 	printf("%s\n", bad ? "FAILED" : "PASSED");
 	return bad;
