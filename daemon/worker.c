@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -517,6 +518,11 @@ int main(int argc, char **argv)
 	struct sigaction sa = {0};
 
 	signal(SIGPIPE, SIG_IGN);
+#ifndef __SANITIZE_ADDRESS__ /* LeakSanitizer needs to ptrace its own process */
+	/* The worker holds the pool's TLS key and a tenant's data: other processes of the
+	 * same user (other tenants' workers) may not ptrace it, and it dumps no core. */
+	prctl(PR_SET_DUMPABLE, 0);
+#endif
 	/* No SA_RESTART: a blocked read returns so the worker can end cleanly. */
 	sa.sa_handler = on_sigterm;
 	sigaction(SIGTERM, &sa, NULL);
