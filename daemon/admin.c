@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <gpupool/gpupool.h>
@@ -302,13 +304,35 @@ static void on_admin_connection(uv_stream_t *server, int status)
 	uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
 }
 
+static bool socket_alive(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	bool alive;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return false;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	alive = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return alive;
+}
+
 int gp__admin_listen(struct gp_daemon *d)
 {
 	const char *path = d->cfg->admin_socket;
 	mode_t old;
 	int r;
 
-	/* A socket left by an earlier run is stale: the daemon holds no lock on it. */
+	/* A socket left by an earlier run is stale and goes; one a running daemon answers on
+	 * is not ours to take. */
+	if (socket_alive(path)) {
+		gp_log_error("admin socket %s: another gpupoold is running there", path);
+		return -EADDRINUSE;
+	}
 	unlink(path);
 	uv_pipe_init(d->loop, &d->admin, 0);
 	d->admin.data = d;

@@ -10,8 +10,21 @@ set -e
 [ $rc -eq 1 ] || fail "poolctl without a daemon should exit 1"
 case "$out" in *"gpupoold is not running"*) ;; *) fail "unclear message: $out" ;; esac
 
-gp_config "queue_timeout 0"
+gp_config "queue_timeout 0" "admin_group $(id -gn)"
 gp_start
+# Root and the admin group only.
+[ "$(stat -c %a "$T/admin.sock")" = 660 ] || fail "admin socket mode $(stat -c %a "$T/admin.sock")"
+[ "$(stat -c %G "$T/admin.sock")" = "$(id -gn)" ] || fail "admin socket group"
+# A second daemon on the same admin socket does not take it from the first.
+set +e
+out=$("$GP_STAGE/bin/gpupoold" -f "$T/gpupoold.conf" 2>&1)
+set -e
+case "$out" in *"another gpupoold is running there"*) ;; *) fail "second daemon: $out" ;; esac
+sed -e "s|$T/admin.sock|$T/other.sock|" -e '$a admin_group nosuchgroup' "$T/gpupoold.conf" >"$T/bad.conf"
+set +e
+out=$("$GP_STAGE/bin/gpupoold" -f "$T/bad.conf" 2>&1)
+set -e
+case "$out" in *"cannot give it to group nosuchgroup: no such group"*) ;; *) fail "bad admin_group: $out" ;; esac
 "$POOLCTL" -s "$T/admin.sock" drain 0 | grep -q "takes no new sessions" || fail "drain"
 assert_status '.gpus[0].draining == true and .gpus[1].draining == false' "GPU 0 draining"
 hold A 4096
