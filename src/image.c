@@ -2,6 +2,7 @@
 #include "image.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,15 +38,27 @@ static uint64_t rd64(const uint8_t *p)
 	return v;
 }
 
+/*
+ * Whether b starts with the little-endian bytes of magic. A byte at a time:
+ * no magic holds a 0, so PTX text shorter than 4 bytes is not read past its NUL.
+ */
+static bool has_magic(const uint8_t *b, uint32_t magic)
+{
+	for (int i = 0; i < 4; i++)
+		if (b[i] != (uint8_t)(magic >> (8 * i)))
+			return false;
+	return true;
+}
+
 enum gp_image_kind gp_image_kind(const void *p)
 {
 	const uint8_t *b = p;
 
 	if (b == NULL)
 		return GP_IMAGE_UNKNOWN;
-	if (rd32(b) == GP_FATBIN_WRAPPER_MAGIC)
+	if (has_magic(b, GP_FATBIN_WRAPPER_MAGIC))
 		return GP_IMAGE_WRAPPER;
-	if (rd32(b) == GP_FATBIN_MAGIC)
+	if (has_magic(b, GP_FATBIN_MAGIC))
 		return GP_IMAGE_FATBIN;
 	if (b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F')
 		return GP_IMAGE_ELF;

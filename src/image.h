@@ -52,7 +52,7 @@ struct gp_fatbin_entry {
 	size_t size;		/* bytes once unpacked (0 when the header does not say) */
 };
 
-/* What kind of image starts at p (reads at most 4 bytes; NULL is UNKNOWN). */
+/* What kind of image starts at p (reads at most 4 bytes, none past a NUL; NULL is UNKNOWN). */
 enum gp_image_kind gp_image_kind(const void *p);
 
 /*
