@@ -58,9 +58,17 @@ enum gp_image_kind gp_image_kind(const void *p);
 /*
  * The image's length in bytes: the wrapper struct itself for a wrapper, 16 +
  * size for a fatbin, the extent of headers and sections for an ELF, strlen + 1
- * for PTX.
+ * for PTX. For callers that hold no length (cuModuleLoadData): the image's
+ * headers are trusted, and the tables they point at are read.
  */
 int gp_image_size(const void *p, size_t *size);
+
+/*
+ * The same for an image held in len bytes (one that came over the network):
+ * GP_EIMAGE unless all of it lies within them. Reads nothing past len. A
+ * wrapper is GP_EIMAGE: what it points at is not in those bytes.
+ */
+int gp_image_size_within(const void *p, size_t len, size_t *size);
 
 /*
  * The fatbin inside an image: a fatbin image is itself, a wrapper is followed

@@ -6,6 +6,7 @@
  * builds its own wrapper around the input instead. Every entry a walk yields
  * lies inside the bytes walked, and unpacking gives what the entry says.
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "error.h"
@@ -97,9 +98,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct wrapper w = {GP_FATBIN_WRAPPER_MAGIC, 1, NULL, NULL};
 	const uint8_t *fb;
-	size_t fsize, isize;
+	size_t fsize, isize, n;
 	uint8_t *img;
-	int kind;
+	int kind, r;
 
 	img = malloc(size + 1);
 	if (!img)
@@ -107,32 +108,46 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(img, data, size);
 	img[size] = 0;
 
+	/* Sized within the bytes held: all of it lies inside them, with or without the NUL. */
 	kind = gp_image_kind(img);
+	r = gp_image_size_within(img, size + 1, &isize);
+	if (r == 0) {
+		FUZZ_CHECK(isize <= size + 1 && kind != GP_IMAGE_WRAPPER);
+		if (gp_image_size_within(img, size, &n) == 0)
+			FUZZ_CHECK(n == isize);
+		else
+			FUZZ_CHECK(isize == size + 1);
+	} else {
+		FUZZ_CHECK(r == GP_EIMAGE && gp_image_size_within(img, size, &n) == GP_EIMAGE);
+	}
+
+	/* Sized from its headers alone, where those lie in the bytes held: the same. */
 	switch (kind) {
 	case GP_IMAGE_PTX:
-		FUZZ_CHECK(gp_image_size(img, &isize) == 0);
-		FUZZ_CHECK(isize == strlen((char *)img) + 1 && isize <= size + 1);
+		FUZZ_CHECK(r == 0 && gp_image_size(img, &n) == 0 && n == isize);
+		FUZZ_CHECK(isize == strlen((char *)img) + 1);
 		FUZZ_CHECK(gp_image_fatbin(img, &fb, &fsize) == GP_EIMAGE);
 		break;
 	case GP_IMAGE_FATBIN:
 		if (size < 16)
 			break; /* the header is read whole: an image is never shorter */
-		if (gp_image_size(img, &isize) == 0) {
+		if (gp_image_size(img, &n) == 0) {
+			FUZZ_CHECK(r != 0 || n == isize);
 			FUZZ_CHECK(gp_image_fatbin(img, &fb, &fsize) == 0);
-			FUZZ_CHECK(fb == img && fsize == isize);
+			FUZZ_CHECK(fb == img && fsize == n);
 		} else {
+			FUZZ_CHECK(r != 0);
 			FUZZ_CHECK(gp_image_fatbin(img, &fb, &fsize) == GP_EIMAGE);
 		}
 		break;
 	case GP_IMAGE_ELF:
-		if (size < 64)
-			break; /* likewise the ELF header */
-		gp_image_size(img, &isize);
+		if (r == 0)
+			FUZZ_CHECK(gp_image_size(img, &n) == 0 && n == isize);
 		FUZZ_CHECK(gp_image_fatbin(img, &fb, &fsize) == GP_EIMAGE);
 		break;
 	case GP_IMAGE_WRAPPER:
 		/* Its pointer is the input's: only the wrapper's own size is read. */
-		FUZZ_CHECK(gp_image_size(img, &isize) == 0 && isize == sizeof(w));
+		FUZZ_CHECK(gp_image_size(img, &n) == 0 && n == sizeof(w));
 		break;
 	default:
 		FUZZ_CHECK(0);
@@ -141,19 +156,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* A wrapper around the input finds it when it is a fatbin. */
 	w.data = img;
 	if (kind == GP_IMAGE_FATBIN && size >= 16) {
-		int r = gp_image_fatbin(&w, &fb, &fsize);
+		bool ok = gp_image_size(img, &n) == 0;
 
-		FUZZ_CHECK(r == 0 || r == GP_EIMAGE);
-		FUZZ_CHECK(r != 0 || fb == img);
+		FUZZ_CHECK(gp_image_fatbin(&w, &fb, &fsize) == (ok ? 0 : GP_EIMAGE));
+		FUZZ_CHECK(!ok || (fb == img && fsize == n));
 	} else if (kind != GP_IMAGE_FATBIN) {
 		FUZZ_CHECK(gp_image_fatbin(&w, &fb, &fsize) == GP_EIMAGE);
 	}
 
-	/* The entry walk on the bytes held, whatever the header claims. */
-	fsize = size;
-	if (kind == GP_IMAGE_FATBIN && size >= 16 && gp_image_size(img, &isize) == 0 &&
-	    isize <= size)
-		fsize = isize;
+	/* The entry walk on the bytes held, or on fewer where the header says so. */
+	fsize = kind == GP_IMAGE_FATBIN && r == 0 && isize <= size ? isize : size;
 	check_fatbin(img, fsize);
 	free(img);
 	return 0;
