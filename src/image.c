@@ -127,6 +127,16 @@ static int elf_size(const uint8_t *b, size_t avail, size_t *size)
 	return 0;
 }
 
+/* A fatbin's length from its header: the header and what it says follows, within avail. */
+static int fatbin_size(const uint8_t *b, size_t avail, size_t *size)
+{
+	if (avail < FATBIN_HEADER_SIZE || rd16(b + 6) != FATBIN_HEADER_SIZE ||
+	    rd64(b + 8) > avail - FATBIN_HEADER_SIZE)
+		return GP_EIMAGE;
+	*size = FATBIN_HEADER_SIZE + rd64(b + 8);
+	return 0;
+}
+
 /* The image's length, all of it within avail bytes (UNBOUNDED: the caller does not know). */
 static int image_size(const uint8_t *b, size_t avail, size_t *size)
 {
@@ -140,11 +150,7 @@ static int image_size(const uint8_t *b, size_t avail, size_t *size)
 		*size = 8 + 2 * sizeof(void *);
 		return 0;
 	case GP_IMAGE_FATBIN:
-		if (avail < FATBIN_HEADER_SIZE || rd16(b + 6) != FATBIN_HEADER_SIZE ||
-		    rd64(b + 8) > avail - FATBIN_HEADER_SIZE)
-			return GP_EIMAGE;
-		*size = FATBIN_HEADER_SIZE + rd64(b + 8);
-		return 0;
+		return fatbin_size(b, avail, size);
 	case GP_IMAGE_ELF:
 		return elf_size(b, avail, size);
 	case GP_IMAGE_PTX:
@@ -187,10 +193,9 @@ int gp_image_fatbin(const void *p, const uint8_t **fatbin, size_t *size)
 		b = data;
 		/* fall through */
 	case GP_IMAGE_FATBIN:
-		if (rd16(b + 6) != FATBIN_HEADER_SIZE)
+		if (fatbin_size(b, UNBOUNDED, size))
 			return GP_EIMAGE;
 		*fatbin = b;
-		*size = FATBIN_HEADER_SIZE + rd64(b + 8);
 		return 0;
 	default:
 		return GP_EIMAGE;

@@ -249,6 +249,7 @@ static void test_size_within(void **state)
 		void *filename;
 	} w = {(int)GP_FATBIN_WRAPPER_MAGIC, 1, buf, NULL};
 	uint64_t huge = UINT64_MAX - 8;
+	const uint8_t *f;
 
 	assert_int_equal(gp_image_size_within(NULL, 1, &n), -EINVAL);
 	assert_int_equal(gp_image_size_within(PTX75, sizeof(PTX75), NULL), -EINVAL);
@@ -270,6 +271,7 @@ static void test_size_within(void **state)
 	/* a fatbin size that wraps around */
 	memcpy(buf + 8, &huge, 8);
 	assert_int_equal(gp_image_size(buf, &n), GP_EIMAGE);
+	assert_int_equal(gp_image_fatbin(buf, &f, &n), GP_EIMAGE);
 }
 
 int main(void)
