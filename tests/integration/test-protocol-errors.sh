@@ -9,6 +9,7 @@ gp_start
 "$GP_TESTBIN/raw_client" oversize || fail "an oversized frame must close the session"
 "$GP_TESTBIN/raw_client" type || fail "an unknown message type must close the session"
 "$GP_TESTBIN/raw_client" foreign || fail "pointers and handles the session does not own must be refused"
+"$GP_TESTBIN/raw_client" image || fail "images reaching outside the bytes sent must be refused"
 
 # A client that connects and never finishes TLS does not stop others.
 exec 5<>/dev/tcp/${GPUPOOL_SERVER%:*}/${GPUPOOL_SERVER##*:}
