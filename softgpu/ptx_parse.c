@@ -934,6 +934,9 @@ static int parse_version(struct sg_lower *L)
 	sg_lex_next(L);
 	if (L->tok.kind != SG_TK_FLOAT || L->tok.fkind != 0)
 		return syntax(L, "a version number");
+	if (!(L->tok.f < 100)) /* also keeps the conversions below in range */
+		return sg_lower_error(L, CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+				      "PTX ISA %g is newer than this driver's 9.0", L->tok.f);
 	L->prog->version_major = (unsigned)L->tok.f;
 	L->prog->version_minor = (unsigned)((L->tok.f - (unsigned)L->tok.f) * 10 + 0.5);
 	/* CUDA 13.0 accepts PTX ISA up to 9.0 */
