@@ -80,6 +80,7 @@ seeds = {
     "module_reply": (200, 0, frame(121, body("module_reply"), rid=6) + frame(201, body("admit"), rid=7)),
     "small_limit": (0, 2, frame(5) + frame(110, body("call_alloc"), b"\0" * 200)),
     "partial": (11, 0, frame(3, body("reply"))[:30]),
+    "bulk_8k": (0, 0, frame(112, body("call_alloc"), bytes(range(256)) * 32, rid=8)),
 }
 for name, (split, limit, stream) in seeds.items():
     open(f"{out}/{name}", "wb").write(bytes([split, limit]) + stream)
