@@ -15,6 +15,9 @@
 #define expect_int sg_parse_expect_int
 #define tokdup sg_parse_tokdup
 
+/* No variable, and no module's .global/.const block, is larger (sizes stay far from wrapping). */
+#define VAR_MAX (1ull << 40)
+
 /*
  * A recursive-descent parser over ptx_lex.c's tokens. Declarations build the
  * struct sg_prog directly; each instruction is parsed into operands and handed
@@ -204,6 +207,8 @@ static int parse_dims(struct sg_lower *L, uint64_t *count, bool *unsized)
 
 		if (expect_int(L, &n) || expect_punct(L, ']'))
 			return L->errcode;
+		if (n && *count > VAR_MAX / n)
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "array too large");
 		*count *= n;
 	}
 	return 0;
@@ -415,6 +420,9 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 		if (parse_dims(L, &count, &unsized))
 			return L->errcode;
 		size = count * sg_type_size(a.type);
+		if (size > VAR_MAX)
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'%.*s' is too large",
+					      (int)name.len, name.p);
 		if (in_func && (space == SG_SP_LOCAL || space == SG_SP_PARAM)) {
 			struct sg_lsym s = {.space = space == SG_SP_LOCAL ? SG_SP_LOCAL
 									  : SG_SP_FPARAM,
@@ -422,7 +430,10 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 					    .size = (uint32_t)size,
 					    .type = a.type};
 
-			if (size > (1u << 24))
+			uint32_t *total =
+				space == SG_SP_LOCAL ? &L->fn->local_size : &L->frame_size;
+
+			if (size > (1u << 24) || align_up(*total, a.align) + size > UINT32_MAX)
 				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
 						      "'%.*s' is too large", (int)name.len, name.p);
 			if (space == SG_SP_LOCAL) {
@@ -462,6 +473,10 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 					v->dynamic = true;
 					L->prog->uses_dynamic_shared = true;
 				} else {
+					if (align_up(L->prog->shared_size, a.align) + size >
+					    UINT32_MAX)
+						return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+								      "'%s' is too large", v->name);
 					v->offset = new_shared_offset(L, size, a.align);
 				}
 				if (in_func && note_shared_use(L, vi))
@@ -474,6 +489,9 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 							      "extern variable '%s' (no linker)",
 							      v->name);
 				v->offset = align_up(P->global_size, a.align);
+				if (v->offset + size > VAR_MAX)
+					return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+							      "'%s' is too large", v->name);
 				P->global_size = v->offset + size;
 				if (a.align > P->global_align)
 					P->global_align = a.align;
