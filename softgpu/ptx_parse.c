@@ -17,6 +17,8 @@
 
 /* No variable, and no module's .global/.const block, is larger (sizes stay far from wrapping). */
 #define VAR_MAX (1ull << 40)
+/* Braces nest this deep at most in an initializer (the parser recurses on each). */
+#define INIT_DEPTH_MAX 32
 
 /*
  * A recursive-descent parser over ptx_lex.c's tokens. Declarations build the
@@ -289,18 +291,22 @@ static void store_elem(uint8_t *dst, int type, const struct sg_tok *t, bool neg)
 }
 
 /* Initializer: scalar, {list}, nested {{...}}, generic(var), var[+off]. */
-static int parse_init(struct sg_lower *L, int vi, int type, uint64_t *idx, uint64_t count)
+static int parse_init(struct sg_lower *L, int vi, int type, uint64_t *idx, uint64_t count,
+		      unsigned depth)
 {
 	unsigned esz = sg_type_size(type);
 
 	sg_lex_next(L);
 	if (sg_tok_punct(&L->tok, '{')) {
+		if (depth == INIT_DEPTH_MAX)
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+					      "initializer nested too deeply");
 		if (sg_tok_punct(sg_lex_peek(L), '}')) {
 			sg_lex_next(L);
 			return 0;
 		}
 		for (;;) {
-			if (parse_init(L, vi, type, idx, count))
+			if (parse_init(L, vi, type, idx, count, depth + 1))
 				return L->errcode;
 			sg_lex_next(L);
 			if (sg_tok_punct(&L->tok, '}'))
@@ -517,7 +523,7 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 				v->init = calloc(1, size ? size : 1);
 				if (v->init == NULL)
 					return oom(L);
-				if (parse_init(L, vi, a.type, &idx, count))
+				if (parse_init(L, vi, a.type, &idx, count, 0))
 					return L->errcode;
 			}
 		}
