@@ -349,6 +349,26 @@ static void test_ptx_deep_nesting(void **state)
 	}
 }
 
+/* A call chain as long as the module loads: the loader walks it without recursing. */
+static void test_ptx_long_call_chain(void **state)
+{
+	const unsigned n = 200000;
+	char *ptx = malloc((size_t)n * 80 + 256), *p = ptx;
+	CUmodule m;
+
+	assert_non_null(ptx);
+	p += sprintf(p, ".version 8.0\n.target sm_75\n.address_size 64\n");
+	for (unsigned i = 0; i <= n; i++)
+		p += sprintf(p, ".func f%u();\n", i);
+	p += sprintf(p, ".func f%u()\n{\n\tret;\n}\n", n);
+	for (unsigned i = 0; i < n; i++)
+		p += sprintf(p, ".func f%u()\n{\n\tcall.uni f%u, ();\n\tret;\n}\n", i, i + 1);
+	sprintf(p, ".visible .entry k()\n{\n\tcall.uni f0, ();\n\tret;\n}\n");
+	CK(cuModuleLoadData(&m, ptx));
+	CK(cuModuleUnload(m));
+	free(ptx);
+}
+
 static void test_memory_errors(void **state)
 {
 	CUdeviceptr p, q;
@@ -534,6 +554,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_bad_ptx, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_ptx_robustness, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_ptx_deep_nesting, fresh, drop),
+		cmocka_unit_test_setup_teardown(test_ptx_long_call_chain, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_memory_errors, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_launch_errors, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_handle_errors, fresh, drop),
