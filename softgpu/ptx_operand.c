@@ -217,7 +217,8 @@ static int parse_offset(struct sg_lower *L, int64_t *off)
 		}
 		if (expect_int(L, &v))
 			return L->errcode;
-		*off += neg ? -(int64_t)v : (int64_t)v;
+		/* wraps as addresses do, without signed overflow */
+		*off = (int64_t)((uint64_t)*off + (neg ? 0 - v : v));
 	}
 	return 0;
 }
