@@ -172,7 +172,7 @@ static uint64_t imm_bits(const struct sg_operand *o, int type)
 static int sym_slot(struct sg_lower *L, const struct sg_operand *o, int64_t extra, uint32_t *slot,
 		    int *space)
 {
-	int64_t off = o->off + extra;
+	int64_t off = (int64_t)((uint64_t)o->off + (uint64_t)extra); /* wraps, as addresses do */
 
 	if (o->func >= 0)
 		return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
@@ -196,12 +196,12 @@ static int sym_slot(struct sg_lower *L, const struct sg_operand *o, int64_t extr
 			in->fn = sg_op_mov_localaddr;
 			in->d[0] = t;
 			in->nd = 1;
-			in->imm = ls->offset + off;
+			in->imm = (int64_t)(ls->offset + (uint64_t)off);
 			*slot = t;
 			return L->errcode;
 		}
 		default: /* PARAM, FPARAM: offsets in the parameter buffer or frame */
-			*slot = sg_lower_const(L, (uint64_t)(ls->offset + off));
+			*slot = sg_lower_const(L, ls->offset + (uint64_t)off);
 			return L->errcode;
 		}
 	}
@@ -320,7 +320,7 @@ int sg_lower_addr(struct sg_lower *L, const struct sg_operand *o, int *space, ui
 				return L->errcode;
 			}
 			/* local, param, frame: constant offset (local: from the frame base) */
-			*off += ls->offset;
+			*off = (int64_t)((uint64_t)*off + ls->offset);
 			*slot = sg_lower_const(L, 0);
 			if (ls->space == SG_SP_LOCAL)
 				*space = SG_SP_LOCAL | 0x100;
