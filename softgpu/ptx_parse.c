@@ -285,9 +285,10 @@ static void store_elem(uint8_t *dst, int type, const struct sg_tok *t, bool neg)
 
 		memcpy(&bits, &d, 8);
 	} else {
-		bits = neg ? (uint64_t) - (int64_t)t->i : t->i;
+		bits = neg ? 0 - t->i : t->i;
 	}
-	memcpy(dst, &bits, size); /* little endian: the low bytes */
+	/* little endian: the low bytes; a .b128 element's high half stays 0 */
+	memcpy(dst, &bits, size < sizeof(bits) ? size : sizeof(bits));
 }
 
 /* Initializer: scalar, {list}, nested {{...}}, generic(var), var[+off]. */
