@@ -695,6 +695,9 @@ static int parse_params(struct sg_lower *L, struct sg_param **out, uint32_t *n)
 		if (unsized)
 			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED, "unsized parameter '%s'",
 					      p->name);
+		if (count * sg_type_size(a.type) > (1u << 24))
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'%s' is too large",
+					      p->name);
 		p->type = a.type;
 		p->size = (uint32_t)(count * sg_type_size(a.type));
 		p->align = a.align;
@@ -835,18 +838,23 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 	nparams = nrets = 0;
 	/* Parameter layout: in order, each at a multiple of its alignment. */
 	{
-		uint32_t off = 0;
+		uint64_t off = 0;
 
 		for (uint32_t i = 0; i < f->nparams; i++) {
-			off = (uint32_t)align_up(off, f->params[i].align);
-			f->params[i].offset = off;
+			off = align_up(off, f->params[i].align);
+			f->params[i].offset = (uint32_t)off;
 			off += f->params[i].size;
 		}
-		f->param_size = off;
+		f->param_size = (uint32_t)off;
 		for (uint32_t i = 0; i < f->nrets; i++) {
-			off = (uint32_t)align_up(off, f->rets[i].align);
-			f->rets[i].offset = off;
+			off = align_up(off, f->rets[i].align);
+			f->rets[i].offset = (uint32_t)off;
 			off += f->rets[i].size;
+		}
+		if (off > UINT32_MAX) {
+			sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'%s' has too many parameters",
+				       f->name);
+			goto out_err;
 		}
 		if (is_entry && f->param_size > 32764) {
 			sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
