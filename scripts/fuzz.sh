@@ -27,7 +27,8 @@ for t in $targets; do
 	work=$build/fuzz-corpus/$t
 	art=$build/fuzz-artifacts/$t
 	mkdir -p "$work" "$art"
-	set -- -max_total_time="$secs" -print_final_stats=1 -artifact_prefix="$art/"
+	# An input that takes 25 s (OSS-Fuzz's limit) is a hang.
+	set -- -max_total_time="$secs" -timeout=25 -print_final_stats=1 -artifact_prefix="$art/"
 	[ -f "$top/tests/fuzz/$t.dict" ] && set -- "$@" -dict="$top/tests/fuzz/$t.dict"
 	[ -d "$top/tests/fuzz/regress/$t" ] && set -- "$@" "$top/tests/fuzz/regress/$t"
 	echo "fuzz: $t for ${secs}s (log: $build/fuzz-$t.log)"
