@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "image.h"
 #include "log.h"
 #include "worker.h"
 
@@ -16,11 +17,17 @@ static CUresult image_sink(struct gp_worker *w, void *arg, uint64_t off, const u
 	return CUDA_SUCCESS;
 }
 
-/* Receives a module image of `len` bytes; NULL (and *r set) when it cannot be taken. */
+/*
+ * Receives a module image of `len` bytes; NULL (and *r set) when it cannot be
+ * taken. The driver sizes an image from its own headers, so they must not
+ * reach past the bytes sent, and a cudart wrapper (a pointer into the
+ * client's process) is refused.
+ */
 static int recv_image(struct gp_worker *w, const struct gp_frame_hdr *h, uint64_t len, CUresult *r,
 		      uint8_t **out)
 {
 	CUresult sr;
+	size_t size;
 	int ret;
 
 	*out = NULL;
@@ -33,9 +40,11 @@ static int recv_image(struct gp_worker *w, const struct gp_frame_hdr *h, uint64_
 			*r = CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	ret = gp__recv_bulk(w, h, len, *out ? image_sink : NULL, *out, &sr);
-	if (ret) {
+	if (ret || (*out && gp_image_size_within(*out, (size_t)len + 1, &size))) {
 		free(*out);
 		*out = NULL;
+		if (ret == 0)
+			*r = CUDA_ERROR_INVALID_IMAGE;
 	}
 	return ret;
 }

@@ -172,7 +172,7 @@ static uint64_t imm_bits(const struct sg_operand *o, int type)
 static int sym_slot(struct sg_lower *L, const struct sg_operand *o, int64_t extra, uint32_t *slot,
 		    int *space)
 {
-	int64_t off = o->off + extra;
+	int64_t off = (int64_t)((uint64_t)o->off + (uint64_t)extra); /* wraps, as addresses do */
 
 	if (o->func >= 0)
 		return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
@@ -196,12 +196,12 @@ static int sym_slot(struct sg_lower *L, const struct sg_operand *o, int64_t extr
 			in->fn = sg_op_mov_localaddr;
 			in->d[0] = t;
 			in->nd = 1;
-			in->imm = ls->offset + off;
+			in->imm = (int64_t)(ls->offset + (uint64_t)off);
 			*slot = t;
 			return L->errcode;
 		}
 		default: /* PARAM, FPARAM: offsets in the parameter buffer or frame */
-			*slot = sg_lower_const(L, (uint64_t)(ls->offset + off));
+			*slot = sg_lower_const(L, ls->offset + (uint64_t)off);
 			return L->errcode;
 		}
 	}
@@ -320,7 +320,7 @@ int sg_lower_addr(struct sg_lower *L, const struct sg_operand *o, int *space, ui
 				return L->errcode;
 			}
 			/* local, param, frame: constant offset (local: from the frame base) */
-			*off += ls->offset;
+			*off = (int64_t)((uint64_t)*off + ls->offset);
 			*slot = sg_lower_const(L, 0);
 			if (ls->space == SG_SP_LOCAL)
 				*space = SG_SP_LOCAL | 0x100;
@@ -655,40 +655,80 @@ static const struct {
 	{"free", SG_BUILTIN_FREE},
 };
 
-/* Deepest chain of .local frames from f; marks cycles. state: 0 new, 1 on stack, 2 done. */
-static uint32_t local_chain(struct sg_lower *L, int fi, uint8_t *state, uint32_t *memo, bool *cycle)
-{
-	struct sg_func *f = &L->prog->funcs[fi];
-	uint32_t best = 0;
+/* A function on local_chain's stack: the next callee to visit, the deepest chain so far. */
+struct chain_frame {
+	int fi;
+	uint32_t next;
+	uint32_t best;
+};
 
-	if (state[fi] == 1) {
+/*
+ * Deepest chain of .local frames from root; marks cycles. state: 0 new, 1 on
+ * the stack, 2 done. An explicit stack (a function is on it at most once, so
+ * nfuncs entries), not recursion: a call chain may be as long as the module.
+ */
+static uint32_t local_chain(struct sg_lower *L, int root, uint8_t *state, uint32_t *memo,
+			    bool *cycle, struct chain_frame *stack)
+{
+	uint32_t n = 0;
+
+	if (state[root] == 1) {
 		*cycle = true;
 		return 0;
 	}
-	if (state[fi] == 2)
-		return memo[fi];
-	state[fi] = 1;
-	if ((uint32_t)fi < L->cap_fx) {
-		for (uint32_t i = 0; i < L->fx[fi].ncallees; i++) {
-			uint32_t c = local_chain(L, L->fx[fi].callees[i], state, memo, cycle);
+	if (state[root] == 2)
+		return memo[root];
+	state[root] = 1;
+	stack[n++] = (struct chain_frame){root, 0, 0};
+	while (n > 0) {
+		struct chain_frame *fr = &stack[n - 1];
+		int fi = fr->fi;
 
-			if (c > best)
-				best = c;
+		if ((uint32_t)fi < L->cap_fx && fr->next < L->fx[fi].ncallees) {
+			int c = L->fx[fi].callees[fr->next++];
+
+			if (state[c] == 1) {
+				*cycle = true;
+			} else if (state[c] == 2) {
+				if (memo[c] > fr->best)
+					fr->best = memo[c];
+			} else {
+				state[c] = 1;
+				stack[n++] = (struct chain_frame){c, 0, 0};
+			}
+			continue;
 		}
+		state[fi] = 2;
+		memo[fi] = ((L->prog->funcs[fi].local_size + 15) & ~15u) + fr->best;
+		if (--n > 0 && memo[fi] > stack[n - 1].best)
+			stack[n - 1].best = memo[fi];
 	}
-	state[fi] = 2;
-	memo[fi] = ((f->local_size + 15) & ~15u) + best;
-	return memo[fi];
+	return memo[root];
 }
 
-static void mark_reach(struct sg_lower *L, int fi, uint8_t *seen)
+/* Marks what root reaches through calls; the same explicit stack, as functions. */
+static void mark_reach(struct sg_lower *L, int root, uint8_t *seen, int *stack)
 {
-	if (seen[fi])
+	uint32_t n = 0;
+
+	if (seen[root])
 		return;
-	seen[fi] = 1;
-	if ((uint32_t)fi < L->cap_fx)
-		for (uint32_t i = 0; i < L->fx[fi].ncallees; i++)
-			mark_reach(L, L->fx[fi].callees[i], seen);
+	seen[root] = 1;
+	stack[n++] = root;
+	while (n > 0) {
+		int fi = stack[--n];
+
+		if ((uint32_t)fi >= L->cap_fx)
+			continue;
+		for (uint32_t i = 0; i < L->fx[fi].ncallees; i++) {
+			int c = L->fx[fi].callees[i];
+
+			if (!seen[c]) {
+				seen[c] = 1;
+				stack[n++] = c;
+			}
+		}
+	}
 }
 
 int sg_lower_finish_prog(struct sg_lower *L)
@@ -697,6 +737,8 @@ int sg_lower_finish_prog(struct sg_lower *L)
 	uint32_t dyn_align = 16;
 	uint8_t *state, *seen, *vseen;
 	uint32_t *memo;
+	struct chain_frame *chain;
+	int *todo;
 	int r = 0;
 
 	for (uint32_t i = 0; i < P->nfuncs; i++) {
@@ -749,7 +791,9 @@ int sg_lower_finish_prog(struct sg_lower *L)
 	seen = calloc(P->nfuncs + 1, 1);
 	vseen = calloc(P->nvars + 1, 1);
 	memo = calloc(P->nfuncs + 1, sizeof(*memo));
-	if (!state || !seen || !vseen || !memo) {
+	chain = calloc(P->nfuncs + 1, sizeof(*chain));
+	todo = calloc(P->nfuncs + 1, sizeof(*todo));
+	if (!state || !seen || !vseen || !memo || !chain || !todo) {
 		r = oom(L);
 		goto out;
 	}
@@ -761,11 +805,11 @@ int sg_lower_finish_prog(struct sg_lower *L)
 		if (!f->is_entry || !f->defined)
 			continue;
 		memset(state, 0, P->nfuncs);
-		f->local_total = local_chain(L, (int)i, state, memo, &cycle);
+		f->local_total = local_chain(L, (int)i, state, memo, &cycle, chain);
 		f->recursive = cycle;
 		memset(seen, 0, P->nfuncs);
 		memset(vseen, 0, P->nvars);
-		mark_reach(L, (int)i, seen);
+		mark_reach(L, (int)i, seen, todo);
 		for (uint32_t g = 0; g < P->nfuncs && g < L->cap_fx; g++) {
 			if (!seen[g])
 				continue;
@@ -786,5 +830,7 @@ out:
 	free(seen);
 	free(vseen);
 	free(memo);
+	free(chain);
+	free(todo);
 	return r;
 }

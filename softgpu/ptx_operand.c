@@ -105,9 +105,13 @@ static void free_operand(struct sg_operand *o)
 	memset(o, 0, sizeof(*o));
 }
 
-static int parse_operand(struct sg_lower *L, struct sg_operand *o);
+/* Operands nest (!, -, {}, (), a|b) this deep at most: the parser recurses on each. */
+#define OPERAND_DEPTH_MAX 8
 
-static int parse_group(struct sg_lower *L, struct sg_operand *o, int kind, char close)
+static int parse_operand(struct sg_lower *L, struct sg_operand *o, unsigned depth);
+
+static int parse_group(struct sg_lower *L, struct sg_operand *o, int kind, char close,
+		       unsigned depth)
 {
 	uint32_t cap = 0, n = 0;
 
@@ -120,7 +124,7 @@ static int parse_group(struct sg_lower *L, struct sg_operand *o, int kind, char 
 		if (sg_grow(&o->vec, &cap, n, sizeof(*o->vec)))
 			return oom(L);
 		o->nvec = (int)n + 1;
-		if (parse_operand(L, &o->vec[n]))
+		if (parse_operand(L, &o->vec[n], depth + 1))
 			return L->errcode;
 		n++;
 		sg_lex_next(L);
@@ -213,23 +217,26 @@ static int parse_offset(struct sg_lower *L, int64_t *off)
 		}
 		if (expect_int(L, &v))
 			return L->errcode;
-		*off += neg ? -(int64_t)v : (int64_t)v;
+		/* wraps as addresses do, without signed overflow */
+		*off = (int64_t)((uint64_t)*off + (neg ? 0 - v : v));
 	}
 	return 0;
 }
 
-static int parse_operand(struct sg_lower *L, struct sg_operand *o)
+static int parse_operand(struct sg_lower *L, struct sg_operand *o, unsigned depth)
 {
 	memset(o, 0, sizeof(*o));
+	if (depth > OPERAND_DEPTH_MAX)
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "operand nested too deeply");
 	sg_lex_next(L);
 	if (sg_tok_punct(&L->tok, '!')) {
-		if (parse_operand(L, o))
+		if (parse_operand(L, o, depth + 1))
 			return L->errcode;
 		o->neg = !o->neg;
 		return 0;
 	}
 	if (sg_tok_punct(&L->tok, '-')) {
-		if (parse_operand(L, o))
+		if (parse_operand(L, o, depth + 1))
 			return L->errcode;
 		if (o->kind == SG_O_IMM) {
 			o->i = (int64_t)(0 - (uint64_t)o->i);
@@ -254,9 +261,9 @@ static int parse_operand(struct sg_lower *L, struct sg_operand *o)
 		o->i = (int64_t)L->tok.i;
 		o->f = L->tok.f;
 	} else if (sg_tok_punct(&L->tok, '{')) {
-		return parse_group(L, o, SG_O_VEC, '}');
+		return parse_group(L, o, SG_O_VEC, '}', depth);
 	} else if (sg_tok_punct(&L->tok, '(')) {
-		return parse_group(L, o, SG_O_LIST, ')');
+		return parse_group(L, o, SG_O_LIST, ')', depth);
 	} else if (sg_tok_punct(&L->tok, '[')) {
 		struct sg_operand base;
 
@@ -303,7 +310,7 @@ static int parse_operand(struct sg_lower *L, struct sg_operand *o)
 		o->pair = calloc(1, sizeof(*o->pair));
 		if (o->pair == NULL)
 			return oom(L);
-		return parse_operand(L, o->pair);
+		return parse_operand(L, o->pair, depth + 1);
 	}
 	return 0;
 }
@@ -420,7 +427,7 @@ int sg_parse_insn(struct sg_lower *L)
 				r = sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "too many operands");
 				goto out;
 			}
-			r = parse_operand(L, &ops[nops]);
+			r = parse_operand(L, &ops[nops], 0);
 			nops++;
 			if (r)
 				goto out;

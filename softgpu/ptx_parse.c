@@ -15,6 +15,11 @@
 #define expect_int sg_parse_expect_int
 #define tokdup sg_parse_tokdup
 
+/* No variable, and no module's .global/.const block, is larger (sizes stay far from wrapping). */
+#define VAR_MAX (1ull << 40)
+/* Braces nest this deep at most in an initializer (the parser recurses on each). */
+#define INIT_DEPTH_MAX 32
+
 /*
  * A recursive-descent parser over ptx_lex.c's tokens. Declarations build the
  * struct sg_prog directly; each instruction is parsed into operands and handed
@@ -204,6 +209,8 @@ static int parse_dims(struct sg_lower *L, uint64_t *count, bool *unsized)
 
 		if (expect_int(L, &n) || expect_punct(L, ']'))
 			return L->errcode;
+		if (n && *count > VAR_MAX / n)
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "array too large");
 		*count *= n;
 	}
 	return 0;
@@ -278,24 +285,29 @@ static void store_elem(uint8_t *dst, int type, const struct sg_tok *t, bool neg)
 
 		memcpy(&bits, &d, 8);
 	} else {
-		bits = neg ? (uint64_t) - (int64_t)t->i : t->i;
+		bits = neg ? 0 - t->i : t->i;
 	}
-	memcpy(dst, &bits, size); /* little endian: the low bytes */
+	/* little endian: the low bytes; a .b128 element's high half stays 0 */
+	memcpy(dst, &bits, size < sizeof(bits) ? size : sizeof(bits));
 }
 
 /* Initializer: scalar, {list}, nested {{...}}, generic(var), var[+off]. */
-static int parse_init(struct sg_lower *L, int vi, int type, uint64_t *idx, uint64_t count)
+static int parse_init(struct sg_lower *L, int vi, int type, uint64_t *idx, uint64_t count,
+		      unsigned depth)
 {
 	unsigned esz = sg_type_size(type);
 
 	sg_lex_next(L);
 	if (sg_tok_punct(&L->tok, '{')) {
+		if (depth == INIT_DEPTH_MAX)
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+					      "initializer nested too deeply");
 		if (sg_tok_punct(sg_lex_peek(L), '}')) {
 			sg_lex_next(L);
 			return 0;
 		}
 		for (;;) {
-			if (parse_init(L, vi, type, idx, count))
+			if (parse_init(L, vi, type, idx, count, depth + 1))
 				return L->errcode;
 			sg_lex_next(L);
 			if (sg_tok_punct(&L->tok, '}'))
@@ -415,6 +427,9 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 		if (parse_dims(L, &count, &unsized))
 			return L->errcode;
 		size = count * sg_type_size(a.type);
+		if (size > VAR_MAX)
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'%.*s' is too large",
+					      (int)name.len, name.p);
 		if (in_func && (space == SG_SP_LOCAL || space == SG_SP_PARAM)) {
 			struct sg_lsym s = {.space = space == SG_SP_LOCAL ? SG_SP_LOCAL
 									  : SG_SP_FPARAM,
@@ -422,7 +437,10 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 					    .size = (uint32_t)size,
 					    .type = a.type};
 
-			if (size > (1u << 24))
+			uint32_t *total =
+				space == SG_SP_LOCAL ? &L->fn->local_size : &L->frame_size;
+
+			if (size > (1u << 24) || align_up(*total, a.align) + size > UINT32_MAX)
 				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
 						      "'%.*s' is too large", (int)name.len, name.p);
 			if (space == SG_SP_LOCAL) {
@@ -462,6 +480,10 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 					v->dynamic = true;
 					L->prog->uses_dynamic_shared = true;
 				} else {
+					if (align_up(L->prog->shared_size, a.align) + size >
+					    UINT32_MAX)
+						return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+								      "'%s' is too large", v->name);
 					v->offset = new_shared_offset(L, size, a.align);
 				}
 				if (in_func && note_shared_use(L, vi))
@@ -474,6 +496,9 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 							      "extern variable '%s' (no linker)",
 							      v->name);
 				v->offset = align_up(P->global_size, a.align);
+				if (v->offset + size > VAR_MAX)
+					return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+							      "'%s' is too large", v->name);
 				P->global_size = v->offset + size;
 				if (a.align > P->global_align)
 					P->global_align = a.align;
@@ -499,7 +524,7 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 				v->init = calloc(1, size ? size : 1);
 				if (v->init == NULL)
 					return oom(L);
-				if (parse_init(L, vi, a.type, &idx, count))
+				if (parse_init(L, vi, a.type, &idx, count, 0))
 					return L->errcode;
 			}
 		}
@@ -670,6 +695,9 @@ static int parse_params(struct sg_lower *L, struct sg_param **out, uint32_t *n)
 		if (unsized)
 			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED, "unsized parameter '%s'",
 					      p->name);
+		if (count * sg_type_size(a.type) > (1u << 24))
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'%s' is too large",
+					      p->name);
 		p->type = a.type;
 		p->size = (uint32_t)(count * sg_type_size(a.type));
 		p->align = a.align;
@@ -810,18 +838,23 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 	nparams = nrets = 0;
 	/* Parameter layout: in order, each at a multiple of its alignment. */
 	{
-		uint32_t off = 0;
+		uint64_t off = 0;
 
 		for (uint32_t i = 0; i < f->nparams; i++) {
-			off = (uint32_t)align_up(off, f->params[i].align);
-			f->params[i].offset = off;
+			off = align_up(off, f->params[i].align);
+			f->params[i].offset = (uint32_t)off;
 			off += f->params[i].size;
 		}
-		f->param_size = off;
+		f->param_size = (uint32_t)off;
 		for (uint32_t i = 0; i < f->nrets; i++) {
-			off = (uint32_t)align_up(off, f->rets[i].align);
-			f->rets[i].offset = off;
+			off = align_up(off, f->rets[i].align);
+			f->rets[i].offset = (uint32_t)off;
 			off += f->rets[i].size;
+		}
+		if (off > UINT32_MAX) {
+			sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'%s' has too many parameters",
+				       f->name);
+			goto out_err;
 		}
 		if (is_entry && f->param_size > 32764) {
 			sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
@@ -934,6 +967,9 @@ static int parse_version(struct sg_lower *L)
 	sg_lex_next(L);
 	if (L->tok.kind != SG_TK_FLOAT || L->tok.fkind != 0)
 		return syntax(L, "a version number");
+	if (!(L->tok.f < 100)) /* also keeps the conversions below in range */
+		return sg_lower_error(L, CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+				      "PTX ISA %g is newer than this driver's 9.0", L->tok.f);
 	L->prog->version_major = (unsigned)L->tok.f;
 	L->prog->version_minor = (unsigned)((L->tok.f - (unsigned)L->tok.f) * 10 + 0.5);
 	/* CUDA 13.0 accepts PTX ISA up to 9.0 */

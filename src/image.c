@@ -2,6 +2,7 @@
 #include "image.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,15 +38,27 @@ static uint64_t rd64(const uint8_t *p)
 	return v;
 }
 
+/*
+ * Whether b starts with the little-endian bytes of magic. A byte at a time:
+ * no magic holds a 0, so PTX text shorter than 4 bytes is not read past its NUL.
+ */
+static bool has_magic(const uint8_t *b, uint32_t magic)
+{
+	for (int i = 0; i < 4; i++)
+		if (b[i] != (uint8_t)(magic >> (8 * i)))
+			return false;
+	return true;
+}
+
 enum gp_image_kind gp_image_kind(const void *p)
 {
 	const uint8_t *b = p;
 
 	if (b == NULL)
 		return GP_IMAGE_UNKNOWN;
-	if (rd32(b) == GP_FATBIN_WRAPPER_MAGIC)
+	if (has_magic(b, GP_FATBIN_WRAPPER_MAGIC))
 		return GP_IMAGE_WRAPPER;
-	if (rd32(b) == GP_FATBIN_MAGIC)
+	if (has_magic(b, GP_FATBIN_MAGIC))
 		return GP_IMAGE_FATBIN;
 	if (b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F')
 		return GP_IMAGE_ELF;
@@ -57,14 +70,27 @@ static size_t max_size(size_t a, size_t b)
 	return a > b ? a : b;
 }
 
-/* Extent of a 64-bit little-endian ELF: headers, section table, sections, segments. */
-static int elf_size(const uint8_t *b, size_t *size)
+/* The size an image's caller holds when it does not know it (gp_image_size). */
+#define UNBOUNDED SIZE_MAX
+
+/* Whether len bytes at off lie within avail bytes. */
+static bool fits(uint64_t off, uint64_t len, size_t avail)
+{
+	return off <= avail && len <= avail - off;
+}
+
+/*
+ * Extent of a 64-bit little-endian ELF: headers, section table, sections,
+ * segments. Each table must lie within avail bytes before it is read, and no
+ * extent may pass avail (or wrap).
+ */
+static int elf_size(const uint8_t *b, size_t avail, size_t *size)
 {
 	uint64_t phoff, shoff;
 	uint16_t phentsize, phnum, shentsize, shnum;
 	size_t end;
 
-	if (b[4] != 2 || b[5] != 1) /* ELFCLASS64, little endian */
+	if (avail < 0x40 || b[4] != 2 || b[5] != 1) /* ELFCLASS64, little endian */
 		return GP_EIMAGE;
 	phoff = rd64(b + 0x20);
 	shoff = rd64(b + 0x28);
@@ -73,6 +99,9 @@ static int elf_size(const uint8_t *b, size_t *size)
 	shentsize = rd16(b + 0x3a);
 	shnum = rd16(b + 0x3c);
 	if ((shnum && shentsize < 0x40) || (phnum && phentsize < 0x38))
+		return GP_EIMAGE;
+	if (!fits(phoff, (uint64_t)phnum * phentsize, avail) ||
+	    !fits(shoff, (uint64_t)shnum * shentsize, avail))
 		return GP_EIMAGE;
 	end = 0x40;
 	end = max_size(end, phoff + (size_t)phnum * phentsize);
@@ -83,40 +112,70 @@ static int elf_size(const uint8_t *b, size_t *size)
 
 		if (type == 8) /* SHT_NOBITS occupies no file space */
 			continue;
+		if (!fits(rd64(sh + 0x18), rd64(sh + 0x20), avail))
+			return GP_EIMAGE;
 		end = max_size(end, rd64(sh + 0x18) + rd64(sh + 0x20));
 	}
 	for (unsigned i = 0; i < phnum; i++) {
 		const uint8_t *ph = b + phoff + (size_t)i * phentsize;
 
+		if (!fits(rd64(ph + 0x08), rd64(ph + 0x20), avail))
+			return GP_EIMAGE;
 		end = max_size(end, rd64(ph + 0x08) + rd64(ph + 0x20));
 	}
 	*size = end;
 	return 0;
 }
 
-int gp_image_size(const void *p, size_t *size)
+/* A fatbin's length from its header: the header and what it says follows, within avail. */
+static int fatbin_size(const uint8_t *b, size_t avail, size_t *size)
 {
-	const uint8_t *b = p;
+	if (avail < FATBIN_HEADER_SIZE || rd16(b + 6) != FATBIN_HEADER_SIZE ||
+	    rd64(b + 8) > avail - FATBIN_HEADER_SIZE)
+		return GP_EIMAGE;
+	*size = FATBIN_HEADER_SIZE + rd64(b + 8);
+	return 0;
+}
 
-	if (b == NULL || size == NULL)
-		return -EINVAL;
-	switch (gp_image_kind(p)) {
+/* The image's length, all of it within avail bytes (UNBOUNDED: the caller does not know). */
+static int image_size(const uint8_t *b, size_t avail, size_t *size)
+{
+	size_t n;
+
+	/* Fewer bytes than a magic can only be PTX text. */
+	switch (avail < 4 ? GP_IMAGE_PTX : gp_image_kind(b)) {
 	case GP_IMAGE_WRAPPER:
+		if (avail != UNBOUNDED)
+			return GP_EIMAGE; /* what it wraps lies elsewhere */
 		*size = 8 + 2 * sizeof(void *);
 		return 0;
 	case GP_IMAGE_FATBIN:
-		if (rd16(b + 6) != FATBIN_HEADER_SIZE)
-			return GP_EIMAGE;
-		*size = FATBIN_HEADER_SIZE + rd64(b + 8);
-		return 0;
+		return fatbin_size(b, avail, size);
 	case GP_IMAGE_ELF:
-		return elf_size(b, size);
+		return elf_size(b, avail, size);
 	case GP_IMAGE_PTX:
-		*size = strlen((const char *)b) + 1;
+		n = avail == UNBOUNDED ? strlen((const char *)b) : strnlen((const char *)b, avail);
+		if (n == avail)
+			return GP_EIMAGE; /* no NUL */
+		*size = n + 1;
 		return 0;
 	default:
 		return GP_EIMAGE;
 	}
+}
+
+int gp_image_size(const void *p, size_t *size)
+{
+	if (p == NULL || size == NULL)
+		return -EINVAL;
+	return image_size(p, UNBOUNDED, size);
+}
+
+int gp_image_size_within(const void *p, size_t len, size_t *size)
+{
+	if (p == NULL || size == NULL)
+		return -EINVAL;
+	return image_size(p, len, size);
 }
 
 int gp_image_fatbin(const void *p, const uint8_t **fatbin, size_t *size)
@@ -134,10 +193,9 @@ int gp_image_fatbin(const void *p, const uint8_t **fatbin, size_t *size)
 		b = data;
 		/* fall through */
 	case GP_IMAGE_FATBIN:
-		if (rd16(b + 6) != FATBIN_HEADER_SIZE)
+		if (fatbin_size(b, UNBOUNDED, size))
 			return GP_EIMAGE;
 		*fatbin = b;
-		*size = FATBIN_HEADER_SIZE + rd64(b + 8);
 		return 0;
 	default:
 		return GP_EIMAGE;

@@ -52,15 +52,23 @@ struct gp_fatbin_entry {
 	size_t size;		/* bytes once unpacked (0 when the header does not say) */
 };
 
-/* What kind of image starts at p (reads at most 4 bytes; NULL is UNKNOWN). */
+/* What kind of image starts at p (reads at most 4 bytes, none past a NUL; NULL is UNKNOWN). */
 enum gp_image_kind gp_image_kind(const void *p);
 
 /*
  * The image's length in bytes: the wrapper struct itself for a wrapper, 16 +
  * size for a fatbin, the extent of headers and sections for an ELF, strlen + 1
- * for PTX.
+ * for PTX. For callers that hold no length (cuModuleLoadData): the image's
+ * headers are trusted, and the tables they point at are read.
  */
 int gp_image_size(const void *p, size_t *size);
+
+/*
+ * The same for an image held in len bytes (one that came over the network):
+ * GP_EIMAGE unless all of it lies within them. Reads nothing past len. A
+ * wrapper is GP_EIMAGE: what it points at is not in those bytes.
+ */
+int gp_image_size_within(const void *p, size_t len, size_t *size);
 
 /*
  * The fatbin inside an image: a fatbin image is itself, a wrapper is followed

@@ -9,6 +9,9 @@
  *   type      a frame of an unknown type: closed
  *   foreign   pointers and handles the session does not own: refused with
  *             CUDA_ERROR_INVALID_VALUE / INVALID_CONTEXT, session goes on
+ *   image     module images that point outside the bytes sent (a cudart
+ *             wrapper, a fatbin claiming more): refused with
+ *             CUDA_ERROR_INVALID_IMAGE, session goes on
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +105,31 @@ static CUresult call(unsigned type, const uint64_t *args, size_t n, uint64_t *ou
 	r = (CUresult)rep->result;
 	if (out && rep->n_out)
 		*out = rep->out[0];
+	protobuf_c_message_free_unpacked(&rep->base, NULL);
+	return r;
+}
+
+/* Sends MODULE_LOAD with the image as bulk and returns its result. */
+static CUresult module_load(uint64_t ctx, const void *image, size_t len)
+{
+	Gp__Call call = GP__CALL__INIT;
+	uint64_t args[2] = {ctx, len};
+	Gp__ModuleLoadReply *rep;
+	struct gp_frame_hdr fh;
+	uint64_t id = next_id++;
+	CUresult r;
+
+	call.n_arg = 2;
+	call.arg = args;
+	if (gp_conn_send(c, GP_MSG_MODULE_LOAD, 0, id, &call.base, image, len) ||
+	    gp_conn_recv(c, &fh))
+		die("MODULE_LOAD");
+	if (fh.type != GP_MSG_MODULE_LOAD_REPLY || fh.request_id != id)
+		die("unexpected reply to MODULE_LOAD");
+	rep = gp__module_load_reply__unpack(NULL, fh.msg_len, c->msg);
+	if (!rep)
+		die("ModuleLoadReply does not decode");
+	r = (CUresult)rep->result;
 	protobuf_c_message_free_unpacked(&rep->base, NULL);
 	return r;
 }
@@ -233,6 +261,45 @@ int main(int argc, char **argv)
 		printf("free of its own allocation: %d\n", r);
 		return r == CUDA_SUCCESS ? 0 : 1;
 	}
-	fprintf(stderr, "usage: raw_client version|garbage|oversize|type|foreign\n");
+	if (strcmp(mode, "image") == 0) {
+		static const char ptx[] = ".version 7.0\n.target sm_75\n.address_size 64\n";
+		uint64_t a[2] = {0, 0}, ctx = 0;
+		uint8_t img[80] = {0};
+		uint32_t u32;
+		uint64_t u64;
+		CUresult r;
+
+		if (call(GP_MSG_CTX_CREATE, a, 2, &ctx) != CUDA_SUCCESS)
+			die("CTX_CREATE");
+		/* a cudart wrapper: its fatbin pointer means nothing in the worker */
+		u32 = 0x466243B1u;
+		memcpy(img, &u32, 4);
+		u64 = 0x1000;
+		memcpy(img + 8, &u64, 8);
+		r = module_load(ctx, img, 24);
+		printf("a wrapper image: %d\n", r);
+		if (r != CUDA_ERROR_INVALID_IMAGE)
+			return 1;
+		/* a fatbin whose header claims a megabyte after the 80 bytes sent */
+		memset(img, 0, sizeof(img));
+		u32 = 0xBA55ED50u;
+		memcpy(img, &u32, 4);
+		img[4] = 1;
+		img[6] = 16;
+		u64 = 1 << 20;
+		memcpy(img + 8, &u64, 8);
+		img[16] = 1; /* a PTX entry, 64-byte header, whose payload runs on */
+		img[20] = 64;
+		u64 -= 64;
+		memcpy(img + 24, &u64, 8);
+		r = module_load(ctx, img, sizeof(img));
+		printf("a fatbin larger than sent: %d\n", r);
+		if (r != CUDA_ERROR_INVALID_IMAGE)
+			return 1;
+		r = module_load(ctx, ptx, sizeof(ptx) - 1);
+		printf("then PTX text: %d\n", r);
+		return r == CUDA_SUCCESS ? 0 : 1;
+	}
+	fprintf(stderr, "usage: raw_client version|garbage|oversize|type|foreign|image\n");
 	return 2;
 }

@@ -303,6 +303,72 @@ static void test_ptx_robustness(void **state)
 	}
 }
 
+/* head, then pre, n copies of open, mid, n copies of close, post: one PTX text. */
+static char *nested(const char *head, const char *pre, const char *open, const char *mid,
+		    const char *close, const char *post, size_t n)
+{
+	size_t lo = strlen(open), lc = strlen(close);
+	char *s =
+		malloc(strlen(head) + strlen(pre) + n * (lo + lc) + strlen(mid) + strlen(post) + 1);
+	char *p;
+
+	assert_non_null(s);
+	p = stpcpy(stpcpy(s, head), pre);
+	for (size_t i = 0; i < n; i++, p += lo)
+		memcpy(p, open, lo);
+	p = stpcpy(p, mid);
+	for (size_t i = 0; i < n; i++, p += lc)
+		memcpy(p, close, lc);
+	strcpy(p, post);
+	return s;
+}
+
+/* Nesting deeper than any real PTX is an error, not a stack overflow. */
+static void test_ptx_deep_nesting(void **state)
+{
+	static const char hdr[] = ".version 8.0\n.target sm_75\n.address_size 64\n";
+	static const char fn[] = ".version 8.0\n.target sm_75\n.address_size 64\n"
+				 ".visible .entry k()\n{\n\t.reg .pred %p<2>;\n"
+				 "\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<2>;\n\t";
+	static const struct {
+		const char *head, *pre, *open, *mid, *close, *post;
+	} cases[] = {
+		{hdr, ".global .b32 x[1] = ", "{", "1", "}", ";\n"},
+		{fn, "selp.b32 %r1, 1, 0, ", "!", "%p1", "", ";\n}\n"},
+		{fn, "mov.u32 %r1, ", "-", "1", "", ";\n}\n"},
+		{fn, "mov.b64 %rd1, ", "{", "%r1", "}", ";\n}\n"},
+		{fn, "setp.eq.u32 %p1", "|%p1", "", "", ", %r1, 0;\n}\n"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *ptx = nested(cases[i].head, cases[i].pre, cases[i].open, cases[i].mid,
+				   cases[i].close, cases[i].post, 1000000);
+
+		expect_load(ptx, CUDA_ERROR_INVALID_PTX, "nested too deeply");
+		free(ptx);
+	}
+}
+
+/* A call chain as long as the module loads: the loader walks it without recursing. */
+static void test_ptx_long_call_chain(void **state)
+{
+	const unsigned n = 200000;
+	char *ptx = malloc((size_t)n * 80 + 256), *p = ptx;
+	CUmodule m;
+
+	assert_non_null(ptx);
+	p += sprintf(p, ".version 8.0\n.target sm_75\n.address_size 64\n");
+	for (unsigned i = 0; i <= n; i++)
+		p += sprintf(p, ".func f%u();\n", i);
+	p += sprintf(p, ".func f%u()\n{\n\tret;\n}\n", n);
+	for (unsigned i = 0; i < n; i++)
+		p += sprintf(p, ".func f%u()\n{\n\tcall.uni f%u, ();\n\tret;\n}\n", i, i + 1);
+	sprintf(p, ".visible .entry k()\n{\n\tcall.uni f0, ();\n\tret;\n}\n");
+	CK(cuModuleLoadData(&m, ptx));
+	CK(cuModuleUnload(m));
+	free(ptx);
+}
+
 static void test_memory_errors(void **state)
 {
 	CUdeviceptr p, q;
@@ -487,6 +553,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_unsupported_instruction, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_bad_ptx, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_ptx_robustness, fresh, drop),
+		cmocka_unit_test_setup_teardown(test_ptx_deep_nesting, fresh, drop),
+		cmocka_unit_test_setup_teardown(test_ptx_long_call_chain, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_memory_errors, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_launch_errors, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_handle_errors, fresh, drop),

@@ -222,8 +222,56 @@ static void test_elf_size(void **state)
 	assert_int_equal(gp_image_kind(elf), GP_IMAGE_ELF);
 	assert_int_equal(gp_image_size(elf, &n), 0);
 	assert_int_equal(n, 1024 + 3 * 64);
+	/* held in fewer bytes than it spans, or in exactly those */
+	assert_int_equal(gp_image_size_within(elf, 1024 + 3 * 64, &n), 0);
+	assert_int_equal(n, 1024 + 3 * 64);
+	assert_int_equal(gp_image_size_within(elf, 1024 + 3 * 64 - 1, &n), GP_EIMAGE);
+	assert_int_equal(gp_image_size_within(elf, 0x3f, &n), GP_EIMAGE);
+	/* offsets that wrap around: no extent is taken from them */
+	sec_off = UINT64_MAX - 8;
+	memcpy(elf + shoff + 64 + 0x18, &sec_off, 8);
+	assert_int_equal(gp_image_size(elf, &n), GP_EIMAGE);
+	shoff = UINT64_MAX - 0x3f;
+	memcpy(elf + 0x28, &shoff, 8);
+	assert_int_equal(gp_image_size(elf, &n), GP_EIMAGE);
 	elf[4] = 1; /* 32-bit ELF: not a cubin */
 	assert_int_equal(gp_image_size(elf, &n), GP_EIMAGE);
+}
+
+static void test_size_within(void **state)
+{
+	static uint8_t buf[4096];
+	struct entry_spec es[] = {{1, 75, GP_FATBIN_PLAIN, PTX75, sizeof(PTX75)}};
+	size_t total = make_fatbin(buf, es, 1), n;
+	struct {
+		int magic, version;
+		const void *data;
+		void *filename;
+	} w = {(int)GP_FATBIN_WRAPPER_MAGIC, 1, buf, NULL};
+	uint64_t huge = UINT64_MAX - 8;
+	const uint8_t *f;
+
+	assert_int_equal(gp_image_size_within(NULL, 1, &n), -EINVAL);
+	assert_int_equal(gp_image_size_within(PTX75, sizeof(PTX75), NULL), -EINVAL);
+	assert_int_equal(gp_image_size_within(PTX75, sizeof(PTX75), &n), 0);
+	assert_int_equal(n, sizeof(PTX75));
+	assert_int_equal(gp_image_size_within(PTX75, sizeof(PTX75) - 1, &n), GP_EIMAGE);
+	assert_int_equal(gp_image_size_within("", 1, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(gp_image_size_within("\x7f"
+					      "EL",
+					      3, &n),
+			 GP_EIMAGE);
+	assert_int_equal(gp_image_size_within(buf, total, &n), 0);
+	assert_int_equal(n, total);
+	assert_int_equal(gp_image_size_within(buf, total - 1, &n), GP_EIMAGE);
+	assert_int_equal(gp_image_size_within(buf, 15, &n), GP_EIMAGE);
+	/* a wrapper's fatbin is not in its bytes */
+	assert_int_equal(gp_image_size_within(&w, sizeof(w), &n), GP_EIMAGE);
+	/* a fatbin size that wraps around */
+	memcpy(buf + 8, &huge, 8);
+	assert_int_equal(gp_image_size(buf, &n), GP_EIMAGE);
+	assert_int_equal(gp_image_fatbin(buf, &f, &n), GP_EIMAGE);
 }
 
 int main(void)
@@ -235,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_wrapper),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_elf_size),
+		cmocka_unit_test(test_size_within),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

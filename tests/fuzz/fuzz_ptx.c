@@ -1,0 +1,73 @@
+/* fuzz_ptx.c -- softgpu's PTX parser and lowering on arbitrary text (nothing is run).
+ *
+ * Text that loads gives a program whose functions and variables are whole and
+ * findable by name; text that does not gives one of the documented CUresults
+ * and a message. Nothing leaks either way (LeakSanitizer).
+ */
+#include <string.h>
+
+#include <cuda.h>
+
+#include "fuzz.h"
+#include "ptx.h"
+
+static void check_prog(const struct sg_prog *p)
+{
+	FUZZ_CHECK(p->nfuncs == 0 || p->funcs);
+	for (uint32_t i = 0; i < p->nfuncs; i++) {
+		const struct sg_func *f = &p->funcs[i];
+
+		FUZZ_CHECK(f->name);
+		FUZZ_CHECK(sg_prog_find_func(p, f->name) == (int)i);
+		FUZZ_CHECK(f->nparams == 0 || f->params);
+		FUZZ_CHECK(f->ncode == 0 || f->code);
+		FUZZ_CHECK(f->nslots == 0 || f->tmpl);
+		for (uint32_t k = 0; k < f->ncode; k++) {
+			const struct sg_insn *in = &f->code[k];
+
+			FUZZ_CHECK(in->fn && in->guard < f->nslots);
+			for (unsigned j = 0; j < in->nd && j < 4; j++)
+				FUZZ_CHECK(in->d[j] < f->nslots);
+			for (unsigned j = 0; j < in->ns && j < 4; j++)
+				FUZZ_CHECK(in->s[j] < f->nslots);
+		}
+		for (uint32_t k = 0; k < f->nrelocs; k++)
+			FUZZ_CHECK(f->relocs[k].slot < f->nslots && f->relocs[k].var >= 0 &&
+				   (uint32_t)f->relocs[k].var < p->nvars);
+		for (uint32_t k = 0; k < f->ncalls; k++)
+			FUZZ_CHECK(f->calls[k].callee >= 0 &&
+				   (uint32_t)f->calls[k].callee < p->nfuncs);
+	}
+	FUZZ_CHECK(p->nvars == 0 || p->vars);
+	for (uint32_t i = 0; i < p->nvars; i++)
+		FUZZ_CHECK(p->vars[i].name);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct sg_prog *prog = NULL;
+	char err[512];
+	char *text;
+	int r;
+
+	text = malloc(size + 1);
+	if (!text)
+		return 0;
+	memcpy(text, data, size);
+	text[size] = '\0';
+
+	err[0] = '\0';
+	r = sg_ptx_load(text, &prog, err, sizeof(err));
+	if (r == 0) {
+		FUZZ_CHECK(prog != NULL);
+		check_prog(prog);
+		sg_prog_free(prog);
+	} else {
+		FUZZ_CHECK(r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_NOT_SUPPORTED ||
+			   r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ||
+			   r == CUDA_ERROR_OUT_OF_MEMORY);
+		FUZZ_CHECK(err[0] != '\0' && memchr(err, '\0', sizeof(err)));
+	}
+	free(text);
+	return 0;
+}
