@@ -13,13 +13,13 @@
 
 #include "bench_pool_kernel.ptx.h"
 
-#define CK(x)                                                                                      \
-	do {                                                                                       \
-		CUresult r_ = (x);                                                                 \
-		if (r_ != CUDA_SUCCESS) {                                                          \
-			fprintf(stderr, "bench_pool: %s failed: %d\n", #x, (int)r_);               \
-			return 1;                                                                  \
-		}                                                                                  \
+#define CK(x)                                                                        \
+	do {                                                                         \
+		CUresult r_ = (x);                                                   \
+		if (r_ != CUDA_SUCCESS) {                                            \
+			fprintf(stderr, "bench_pool: %s failed: %d\n", #x, (int)r_); \
+			return 1;                                                    \
+		}                                                                    \
 	} while (0)
 
 static double now(void)

@@ -136,7 +136,8 @@ int main(int argc, char **argv)
 	bulk = calloc(1, GP_CHUNK_SIZE);
 	t0 = now();
 	for (int i = 0; i < mib; i++)
-		gp_conn_send(c, GP_MSG_DATA, i + 1 < mib ? GP_F_MORE : 0, 1, NULL, bulk, GP_CHUNK_SIZE);
+		gp_conn_send(c, GP_MSG_DATA, i + 1 < mib ? GP_F_MORE : 0, 1, NULL, bulk,
+			     GP_CHUNK_SIZE);
 	if (gp_conn_recv(c, &h)) {
 		fprintf(stderr, "bench_tls: %s\n", c->err);
 		return 1;
