@@ -3,8 +3,9 @@
  * for a line on stdin (or EOF) before releasing everything. The integration
  * tests use it to look at a live session from poolctl.
  *
- * usage: hold_session BYTES [ALLOCATIONS] [--loop]
+ * usage: hold_session BYTES [ALLOCATIONS] [--loop] [--attrs N]
  * --loop copies host to device over and over after READY until killed.
+ * --attrs N reads every device attribute N times first (answered without the network).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ int main(int argc, char **argv)
 {
 	size_t bytes = argc > 1 ? strtoull(argv[1], NULL, 0) : 1 << 20;
 	int count = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : 1;
-	int loop = strcmp(argv[argc - 1], "--loop") == 0;
+	int loop = 0, attrs = 0;
 	CUdeviceptr *d = calloc((size_t)count, sizeof(*d));
 	unsigned char *h = malloc(bytes), *back = malloc(bytes);
 	size_t fr, tot;
@@ -36,12 +37,28 @@ int main(int argc, char **argv)
 	CUdevice dev;
 	char line[64];
 
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--loop") == 0)
+			loop = 1;
+		else if (strcmp(argv[i], "--attrs") == 0 && i + 1 < argc)
+			attrs = atoi(argv[++i]);
+	}
 	if (!d || !h || !back)
 		return 1;
 	for (size_t i = 0; i < bytes; i++)
 		h[i] = (unsigned char)(i * 31 + 7);
 	CHECK(cuInit(0));
 	CHECK(cuDeviceGet(&dev, 0));
+	for (int k = 0; k < attrs; k++) {
+		char name[256];
+		size_t mem;
+		int v;
+
+		for (int a = 1; a < CU_DEVICE_ATTRIBUTE_MAX; a++)
+			cuDeviceGetAttribute(&v, (CUdevice_attribute)a, dev);
+		CHECK(cuDeviceGetName(name, sizeof(name), dev));
+		CHECK(cuDeviceTotalMem(&mem, dev));
+	}
 	CHECK(cuCtxCreate(&ctx, NULL, 0, dev));
 	for (int i = 0; i < count; i++) {
 		CHECK(cuMemAlloc(&d[i], bytes));

@@ -27,10 +27,18 @@ assert_status '.sessions[0].tenant == "default"' "without client certificates th
 assert_status '.sessions[0].calls >= 8' "the session should count its calls"
 assert_status '.gpus[0].memory_used == 3145728' "the GPU should show the session's memory"
 "$POOLCTL" -s "$T/admin.sock" status
+calls=$(status_json | jq '.sessions[0].calls')
 release H || fail "hold_session failed"
 grep -q DONE "$T/H.out" || fail "hold_session did not finish: $(cat "$T/H.out")"
 wait_for '.sessions | length == 0' 5
 assert_status '.gpus[0].memory_used == 0' "memory is free after the session ends"
+
+# Device queries never cross the network: 100 rounds of every attribute add no calls.
+hold Q 1048576 3 --attrs 100
+case "$HELD" in READY*) ;; *) fail "hold_session --attrs: $HELD" ;; esac
+assert_status ".sessions[0].calls == $calls" "attribute queries should not reach the pool"
+release Q
+wait_for '.sessions | length == 0' 5
 
 gp_stop
 grep -q "session 1 ended" "$T/daemon.log" || fail "the worker should log its session summary"
