@@ -148,42 +148,29 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 	hello->token = (char *)(s ? s : "");
 }
 
-/* Connects, says Hello and stores the device snapshot. Called by cuInit with the lock held. */
-CUresult gp__connect(void)
+/* Tries one pool: connect, TLS, Hello. CUDA_SUCCESS with the session open and its
+ * snapshot taken; otherwise the connection is closed and the reason logged. */
+static CUresult try_pool(struct gp_client *c, SSL_CTX *ctx, const char *server)
 {
-	struct gp_client *c = &gp__client;
 	Gp__Hello hello = GP__HELLO__INIT;
 	Gp__HelloReply *rep = NULL;
-	const char *server = getenv("GPUPOOL_SERVER");
 	char err[512], host[256], port[16], me[256];
-	SSL_CTX *ctx;
 	CUresult r = CUDA_ERROR_NO_DEVICE;
 	int fd, ret;
 
-	if (!server || !*server) {
-		gp_log_error("GPUPOOL_SERVER is not set: no pool to send CUDA calls to");
-		return CUDA_ERROR_NO_DEVICE;
-	}
 	if (gp_split_hostport(server, host, sizeof(host), port, sizeof(port))) {
-		gp_log_error("GPUPOOL_SERVER=%s: expected HOST:PORT", server);
-		return CUDA_ERROR_NO_DEVICE;
-	}
-	ctx = gp_tls_client_ctx_new(getenv("GPUPOOL_CA"), getenv("GPUPOOL_CERT"),
-				    getenv("GPUPOOL_KEY"), err, sizeof(err));
-	if (!ctx) {
-		gp_log_error("TLS setup: %s", err);
+		gp_log_error("GPUPOOL_SERVER: '%s' is not HOST:PORT", server);
 		return CUDA_ERROR_NO_DEVICE;
 	}
 	fd = gp_tcp_connect(server, CONNECT_TIMEOUT_MS, err, sizeof(err));
 	if (fd < 0) {
 		gp_log_error("pool unreachable: %s", err);
-		goto out_ctx;
+		return CUDA_ERROR_NO_DEVICE;
 	}
 	c->conn = gp_conn_new(fd);
 	if (!c->conn) {
 		close(fd);
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-		goto out_ctx;
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	c->conn->block_sigpipe = true;
 	if (gp_conn_tls_connect(c->conn, ctx, host)) {
@@ -211,9 +198,7 @@ CUresult gp__connect(void)
 	gp_log_info("session %llu on %s: %d device%s, tenant %s",
 		    (unsigned long long)rep->session_id, server, c->ndev, c->ndev == 1 ? "" : "s",
 		    rep->tenant);
-	pthread_atfork(NULL, NULL, after_fork_child);
 	protobuf_c_message_free_unpacked(&rep->base, NULL);
-	SSL_CTX_free(ctx);
 	return CUDA_SUCCESS;
 
 out_conn:
@@ -221,7 +206,45 @@ out_conn:
 		protobuf_c_message_free_unpacked(&rep->base, NULL);
 	gp_conn_free(c->conn);
 	c->conn = NULL;
-out_ctx:
+	return r;
+}
+
+/*
+ * Connects, says Hello and stores the device snapshot. Called by cuInit with the lock
+ * held. GPUPOOL_SERVER may list several pools, comma-separated: they are tried in order
+ * and the first that admits the session serves it.
+ */
+CUresult gp__connect(void)
+{
+	struct gp_client *c = &gp__client;
+	const char *servers = getenv("GPUPOOL_SERVER");
+	char err[512], *list, *save = NULL;
+	SSL_CTX *ctx;
+	CUresult r = CUDA_ERROR_NO_DEVICE;
+
+	if (!servers || !*servers) {
+		gp_log_error("GPUPOOL_SERVER is not set: no pool to send CUDA calls to");
+		return CUDA_ERROR_NO_DEVICE;
+	}
+	ctx = gp_tls_client_ctx_new(getenv("GPUPOOL_CA"), getenv("GPUPOOL_CERT"),
+				    getenv("GPUPOOL_KEY"), err, sizeof(err));
+	if (!ctx) {
+		gp_log_error("TLS setup: %s", err);
+		return CUDA_ERROR_NO_DEVICE;
+	}
+	list = strdup(servers);
+	if (!list) {
+		SSL_CTX_free(ctx);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	for (char *s = strtok_r(list, ", ", &save); s; s = strtok_r(NULL, ", ", &save)) {
+		r = try_pool(c, ctx, s);
+		if (r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY)
+			break;
+	}
+	if (r == CUDA_SUCCESS)
+		pthread_atfork(NULL, NULL, after_fork_child);
+	free(list);
 	SSL_CTX_free(ctx);
 	return r;
 }

@@ -28,6 +28,11 @@ case "$out" in *"GPUPOOL_SERVER is not set"*) ;; *) fail "should say GPUPOOL_SER
 
 # A pool whose certificate the client's CA did not sign.
 gp_start
+# Several pools: the first that answers and admits serves the session.
+out=$(GPUPOOL_SERVER="127.0.0.1:1,$GPUPOOL_SERVER" GPUPOOL_LOG=info \
+	run_client "$GP_STAGE/bin/vector_add" 1000 2>&1) || fail "failover: $out"
+case "$out" in *"pool unreachable"*"session 1 on $GPUPOOL_SERVER"*PASSED*) ;;
+*) fail "the second pool should have served: $out" ;; esac
 "$GP_SRC/scripts/gen-certs.sh" "$T/other" >/dev/null
 set +e
 out=$(GPUPOOL_CA=$T/other/ca.pem GPUPOOL_LOG=error run_client "$GP_STAGE/bin/vector_add" 1000 2>&1)
