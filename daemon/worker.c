@@ -344,6 +344,11 @@ static int load_driver(struct gp_worker *w, const char *path)
 	int n = 0;
 	CUresult r;
 
+	/* Device printf goes to stdout: to the client, not the daemon's log. */
+	if (gp__output_capture())
+		gp_log_warn("session %llu: device output stays in the log",
+			    (unsigned long long)w->session_id);
+
 	if (gp_driver_load(&w->drv, path, err, sizeof(err))) {
 		gp_log_error("%s", err);
 		return refuse(w, GP_ENOTREADY, "the pool's GPU driver cannot be loaded");

@@ -167,6 +167,12 @@ typedef CUresult (*gp_call_fn)(struct gp_worker *w, const struct gp_frame_hdr *f
 /* Frame handlers read their own bulk and send their own replies. */
 typedef int (*gp_frame_fn)(struct gp_worker *w, const struct gp_frame_hdr *h);
 
+/* worker_output.c */
+/* Points stdout at a pipe drained by a thread; before the driver is loaded. */
+int gp__output_capture(void);
+/* Sends what the kernels printed since the last call, ahead of an answer. */
+int gp__output_flush(struct gp_worker *w);
+
 /* worker_ctx.c */
 CUresult gp__ctx_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			uint64_t *out, size_t *nout);

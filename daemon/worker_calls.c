@@ -44,6 +44,9 @@ int gp__reply(struct gp_worker *w, const struct gp_frame_hdr *h, CUresult r, con
 			gp__defer_error(w, h, r);
 		return 0;
 	}
+	/* What kernels printed reaches the client before the answer to the call that waited. */
+	if (gp__output_flush(w))
+		return GP_ECLOSED;
 	rep.result = (int32_t)r;
 	rep.n_out = r == CUDA_SUCCESS ? nout : 0;
 	rep.out = (uint64_t *)out;

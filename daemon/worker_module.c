@@ -171,6 +171,8 @@ static int send_load_reply(struct gp_worker *w, const struct gp_frame_hdr *h,
 	rep->result = (int32_t)r;
 	if (r != CUDA_SUCCESS)
 		rep->module = 0;
+	if (gp__output_flush(w))
+		return GP_ECLOSED;
 	if (gp__take_deferred(w, &d))
 		rep->deferred = &d;
 	ret = gp_conn_send(w->client, GP_MSG_MODULE_LOAD_REPLY, 0, h->request_id, &rep->base, NULL,

@@ -288,6 +288,32 @@ static int send_request(struct gp_client *c, const struct exchange *x, uint64_t 
 	return ret;
 }
 
+/* Copies an OUTPUT frame's bytes to stdout, after whatever the program itself buffered. */
+static int print_output(struct gp_client *c, uint32_t n)
+{
+	uint8_t buf[8192];
+	int ret = 0;
+
+	fflush(stdout);
+	while (!ret && n > 0) {
+		size_t k = n < sizeof(buf) ? n : sizeof(buf);
+		size_t off = 0;
+
+		ret = gp_conn_read(c->conn, buf, k);
+		while (!ret && off < k) {
+			ssize_t w = write(STDOUT_FILENO, buf + off, k - off);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				break; /* stdout closed: the output is dropped, the session goes on */
+			off += (size_t)w;
+		}
+		n -= (uint32_t)k;
+	}
+	return ret;
+}
+
 /* Runs one exchange with the lock held. Returns 0 or a transport/protocol code. */
 static int exchange(struct gp_client *c, const struct exchange *x, struct gp_frame_hdr *h)
 {
@@ -302,6 +328,13 @@ static int exchange(struct gp_client *c, const struct exchange *x, struct gp_fra
 		ret = gp_conn_recv(c->conn, h);
 		if (ret)
 			return ret;
+		if (h->type == GP_MSG_OUTPUT && !h->msg_len) {
+			/* What the kernels printed, for this process's stdout, in order. */
+			ret = print_output(c, h->bulk_len);
+			if (ret)
+				return ret;
+			continue;
+		}
 		if (h->request_id != id)
 			break;
 		if (h->type != GP_MSG_DATA || !x->data)

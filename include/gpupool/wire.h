@@ -49,6 +49,8 @@
 	X(DATA, 4, none)                                                                         \
 	/* GOODBYE: the client ends the session cleanly */                                       \
 	X(GOODBYE, 5, none)                                                                      \
+	/* OUTPUT: bulk only; what the session's kernels printed, for the client's stdout */     \
+	X(OUTPUT, 6, none)                                                                       \
 	/* contexts. CTX_CREATE arg: device, flags; out: ctx */                                  \
 	X(CTX_CREATE, 100, call)                                                                 \
 	/* arg: ctx */                                                                           \

@@ -40,6 +40,14 @@ assert_status ".sessions[0].calls == $calls" "attribute queries should not reach
 release Q
 wait_for '.sessions | length == 0' 5
 
+# Device printf: the kernels' lines reach the client's stdout, before the synchronize returns.
+out=$(run_client "$GP_TESTBIN/printer") || fail "printer: $out"
+echo "$out"
+[ "$(echo "$out" | grep -c '^thread [0-2] of block [01]: ')" = 6 ] || fail "six device lines: $out"
+echo "$out" | grep -q '^thread 2 of block 1: 9  1.00 ok 1099511627776 ff$' || fail "formatting: $out"
+[ "$(echo "$out" | tail -n 1)" = "printer: synchronized" ] || fail "device output after the sync"
+grep -q "^thread" "$T/daemon.log" && fail "device output leaked into the daemon's log"
+
 gp_stop
 grep -q "session 1 ended" "$T/daemon.log" || fail "the worker should log its session summary"
 echo "PASS"

@@ -1,0 +1,120 @@
+/* worker_output.c -- what the session's kernels print goes back to the client.
+ *
+ * A driver writes device printf output to its process's stdout. The worker points its
+ * stdout at a pipe before the driver loads; a reader thread drains the pipe into a buffer
+ * (so a kernel that prints a lot never blocks on a full pipe while the main thread waits
+ * for it), and the main thread sends what is buffered as OUTPUT frames just before each
+ * answer, so the client prints it before the call that waited for the kernel returns.
+ *
+ * DESIGN: the reader thread owns the pipe's read end; the buffer is shared under `lock`;
+ * only the main thread sends frames.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "worker.h"
+
+/* Most output held for the client; beyond it the rest is dropped, and the client told. */
+#define OUTPUT_MAX (16u << 20)
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *buf;
+static size_t len, cap;
+static uint64_t dropped;
+static int read_fd = -1;
+
+static void *reader(void *arg)
+{
+	uint8_t chunk[16384];
+
+	for (;;) {
+		ssize_t n = read(read_fd, chunk, sizeof(chunk));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return NULL;
+		pthread_mutex_lock(&lock);
+		if (len + (size_t)n > OUTPUT_MAX) {
+			dropped += (uint64_t)n;
+		} else {
+			if (len + (size_t)n > cap) {
+				size_t ncap = cap ? cap : 65536;
+				uint8_t *nb;
+
+				while (ncap < len + (size_t)n)
+					ncap *= 2;
+				nb = realloc(buf, ncap);
+				if (nb) {
+					buf = nb;
+					cap = ncap;
+				}
+			}
+			if (len + (size_t)n <= cap) {
+				memcpy(buf + len, chunk, (size_t)n);
+				len += (size_t)n;
+			} else {
+				dropped += (uint64_t)n;
+			}
+		}
+		pthread_mutex_unlock(&lock);
+	}
+}
+
+int gp__output_capture(void)
+{
+	pthread_t th;
+	int fds[2];
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	/* Log lines go to stderr; stdout is the kernels'. */
+	if (dup2(fds[1], STDOUT_FILENO) < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -errno;
+	}
+	close(fds[1]);
+	read_fd = fds[0];
+	if (pthread_create(&th, NULL, reader, NULL)) {
+		close(read_fd);
+		read_fd = -1;
+		return -EAGAIN;
+	}
+	pthread_detach(th);
+	return 0;
+}
+
+int gp__output_flush(struct gp_worker *w)
+{
+	static const char note[] = "\n[gpupool: device output beyond 16 MiB was dropped]\n";
+	uint8_t *out;
+	size_t n;
+	bool lost;
+	int ret = 0;
+
+	if (read_fd < 0)
+		return 0;
+	fflush(stdout); /* anything the driver left in stdio's buffer */
+	pthread_mutex_lock(&lock);
+	out = buf;
+	n = len;
+	lost = dropped != 0;
+	buf = NULL;
+	len = cap = 0;
+	dropped = 0;
+	pthread_mutex_unlock(&lock);
+	for (size_t off = 0; !ret && off < n; off += GP_CHUNK_SIZE)
+		ret = gp_conn_send(w->client, GP_MSG_OUTPUT, 0, 0, NULL, out + off,
+				   n - off < GP_CHUNK_SIZE ? n - off : GP_CHUNK_SIZE);
+	if (!ret && lost)
+		ret = gp_conn_send(w->client, GP_MSG_OUTPUT, 0, 0, NULL, note, sizeof(note) - 1);
+	free(out);
+	return ret;
+}
