@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,8 @@ static size_t len, cap;
 static uint64_t dropped;
 static int read_fd = -1;
 
-static void *reader(void *arg)
+/* Moves what the pipe holds into the buffer; with `lock` held. Non-blocking reads. */
+static void drain_locked(void)
 {
 	uint8_t chunk[16384];
 
@@ -39,31 +41,44 @@ static void *reader(void *arg)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return NULL;
-		pthread_mutex_lock(&lock);
+			return; /* empty (EAGAIN), or closed */
 		if (len + (size_t)n > OUTPUT_MAX) {
 			dropped += (uint64_t)n;
-		} else {
-			if (len + (size_t)n > cap) {
-				size_t ncap = cap ? cap : 65536;
-				uint8_t *nb;
-
-				while (ncap < len + (size_t)n)
-					ncap *= 2;
-				nb = realloc(buf, ncap);
-				if (nb) {
-					buf = nb;
-					cap = ncap;
-				}
-			}
-			if (len + (size_t)n <= cap) {
-				memcpy(buf + len, chunk, (size_t)n);
-				len += (size_t)n;
-			} else {
-				dropped += (uint64_t)n;
-			}
+			continue;
 		}
+		if (len + (size_t)n > cap) {
+			size_t ncap = cap ? cap : 65536;
+			uint8_t *nb;
+
+			while (ncap < len + (size_t)n)
+				ncap *= 2;
+			nb = realloc(buf, ncap);
+			if (!nb) {
+				dropped += (uint64_t)n;
+				continue;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		memcpy(buf + len, chunk, (size_t)n);
+		len += (size_t)n;
+	}
+}
+
+/* Keeps the pipe from filling while the main thread waits inside the driver. */
+static void *reader(void *arg)
+{
+	struct pollfd pfd = {.events = POLLIN};
+
+	pfd.fd = read_fd;
+	for (;;) {
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return NULL;
+		pthread_mutex_lock(&lock);
+		drain_locked();
 		pthread_mutex_unlock(&lock);
+		if (pfd.revents & (POLLHUP | POLLERR))
+			return NULL;
 	}
 }
 
@@ -82,6 +97,7 @@ int gp__output_capture(void)
 	}
 	close(fds[1]);
 	read_fd = fds[0];
+	fcntl(read_fd, F_SETFL, fcntl(read_fd, F_GETFL) | O_NONBLOCK);
 	if (pthread_create(&th, NULL, reader, NULL)) {
 		close(read_fd);
 		read_fd = -1;
@@ -103,6 +119,8 @@ int gp__output_flush(struct gp_worker *w)
 		return 0;
 	fflush(stdout); /* anything the driver left in stdio's buffer */
 	pthread_mutex_lock(&lock);
+	/* Whatever the driver wrote before this answer, even if the reader has not seen it. */
+	drain_locked();
 	out = buf;
 	n = len;
 	lost = dropped != 0;

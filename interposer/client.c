@@ -1,8 +1,10 @@
 /* client.c -- the interposer's session with the pool: connect, Hello, calls, bulk copies. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gpupool/gpupool.h>
@@ -172,7 +174,6 @@ static CUresult try_pool(struct gp_client *c, SSL_CTX *ctx, const char *server)
 		close(fd);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	c->conn->block_sigpipe = true;
 	if (gp_conn_tls_connect(c->conn, ctx, host)) {
 		gp_log_error("pool %s: %s", server, c->conn->err);
 		goto out_conn;
@@ -288,6 +289,38 @@ static int send_request(struct gp_client *c, const struct exchange *x, uint64_t 
 	return ret;
 }
 
+/*
+ * Writes to stdout without raising SIGPIPE in the program when nobody reads it: the signal
+ * is blocked around the write and one it raised is taken back (the way libpq does). A
+ * closed stdout drops the output; the session goes on.
+ */
+static void write_stdout(const uint8_t *p, size_t n)
+{
+	sigset_t pipe_set, old, pending;
+	struct timespec zero = {0, 0};
+	bool was_pending;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	while (n > 0) {
+		ssize_t w = write(STDOUT_FILENO, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		p += w;
+		n -= (size_t)w;
+	}
+	sigpending(&pending);
+	if (!was_pending && sigismember(&pending, SIGPIPE))
+		sigtimedwait(&pipe_set, NULL, &zero);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 /* Copies an OUTPUT frame's bytes to stdout, after whatever the program itself buffered. */
 static int print_output(struct gp_client *c, uint32_t n)
 {
@@ -297,18 +330,10 @@ static int print_output(struct gp_client *c, uint32_t n)
 	fflush(stdout);
 	while (!ret && n > 0) {
 		size_t k = n < sizeof(buf) ? n : sizeof(buf);
-		size_t off = 0;
 
 		ret = gp_conn_read(c->conn, buf, k);
-		while (!ret && off < k) {
-			ssize_t w = write(STDOUT_FILENO, buf + off, k - off);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				break; /* stdout closed: the output is dropped, the session goes on */
-			off += (size_t)w;
-		}
+		if (!ret)
+			write_stdout(buf, k);
 		n -= (uint32_t)k;
 	}
 	return ret;

@@ -177,13 +177,87 @@ static int handshake_done(struct gp_conn *c, int rc, const char *what)
 	return GP_ETLS;
 }
 
-int gp_conn_tls_accept(struct gp_conn *c, SSL_CTX *ctx)
+/* ---- a socket BIO that never raises SIGPIPE ---------------------------------------
+ * The interposer lives in someone else's process and must not change its signal
+ * dispositions, and OpenSSL writes on its own (alerts during a handshake, close_notify):
+ * so TLS goes through this BIO, which sends with MSG_NOSIGNAL. Blocking sockets; EINTR and
+ * receive timeouts surface as retries, which SSL reports as WANT_READ/WANT_WRITE. */
+
+static int nosig_write(BIO *b, const char *data, int len)
 {
+	ssize_t n = send((int)(intptr_t)BIO_get_data(b), data, (size_t)len, MSG_NOSIGNAL);
+
+	BIO_clear_retry_flags(b);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		BIO_set_retry_write(b);
+	return (int)n;
+}
+
+static int nosig_read(BIO *b, char *data, int len)
+{
+	ssize_t n = recv((int)(intptr_t)BIO_get_data(b), data, (size_t)len, 0);
+
+	BIO_clear_retry_flags(b);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+		BIO_set_retry_read(b);
+	return (int)n;
+}
+
+static int nosig_puts(BIO *b, const char *str)
+{
+	return nosig_write(b, str, (int)strlen(str));
+}
+
+static long nosig_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+static int nosig_create(BIO *b)
+{
+	BIO_set_init(b, 1);
+	return 1;
+}
+
+static BIO_METHOD *nosig_method;
+static pthread_once_t nosig_once = PTHREAD_ONCE_INIT;
+
+static void nosig_init(void)
+{
+	BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "gpupool socket");
+
+	if (!m)
+		return;
+	BIO_meth_set_write(m, nosig_write);
+	BIO_meth_set_read(m, nosig_read);
+	BIO_meth_set_puts(m, nosig_puts);
+	BIO_meth_set_ctrl(m, nosig_ctrl);
+	BIO_meth_set_create(m, nosig_create);
+	nosig_method = m;
+}
+
+/* A new SSL on c's socket through the BIO above. */
+static int new_ssl(struct gp_conn *c, SSL_CTX *ctx)
+{
+	BIO *bio;
+
+	pthread_once(&nosig_once, nosig_init);
 	c->ssl = SSL_new(ctx);
-	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
+	bio = nosig_method ? BIO_new(nosig_method) : NULL;
+	if (!c->ssl || !bio) {
+		BIO_free(bio);
 		tls_err(c->err, sizeof(c->err), "SSL_new");
 		return GP_ETLS;
 	}
+	BIO_set_data(bio, (void *)(intptr_t)c->fd);
+	SSL_set_bio(c->ssl, bio, bio);
+	return 0;
+}
+
+int gp_conn_tls_accept(struct gp_conn *c, SSL_CTX *ctx)
+{
+	if (new_ssl(c, ctx))
+		return GP_ETLS;
 	return handshake_done(c, SSL_accept(c->ssl), "TLS accept");
 }
 
@@ -192,11 +266,8 @@ int gp_conn_tls_connect(struct gp_conn *c, SSL_CTX *ctx, const char *host)
 	struct in6_addr a6;
 	struct in_addr a4;
 
-	c->ssl = SSL_new(ctx);
-	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
-		tls_err(c->err, sizeof(c->err), "SSL_new");
+	if (new_ssl(c, ctx))
 		return GP_ETLS;
-	}
 	if (host && *host) {
 		X509_VERIFY_PARAM *vp = SSL_get0_param(c->ssl);
 
@@ -235,25 +306,12 @@ void gp_conn_shutdown(struct gp_conn *c)
 
 /* ---- raw I/O ---------------------------------------------------------- */
 
-/*
- * Writes without SIGPIPE. The interposer lives in someone else's process and
- * must not change its signal dispositions, so it blocks SIGPIPE around the
- * write and swallows one that the write raised (the way libpq does).
- */
+/* Writes all of buf. Neither path raises SIGPIPE (MSG_NOSIGNAL, the BIO above). */
 static int raw_write(struct gp_conn *c, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
-	sigset_t block, old, pending;
-	bool was_pending = false;
 	int ret = 0;
 
-	if (c->block_sigpipe) {
-		sigemptyset(&block);
-		sigaddset(&block, SIGPIPE);
-		sigpending(&pending);
-		was_pending = sigismember(&pending, SIGPIPE);
-		pthread_sigmask(SIG_BLOCK, &block, &old);
-	}
 	while (len > 0) {
 		ssize_t n;
 
@@ -291,16 +349,6 @@ static int raw_write(struct gp_conn *c, const void *buf, size_t len)
 		p += n;
 		len -= (size_t)n;
 		c->bytes_out += (uint64_t)n;
-	}
-	if (c->block_sigpipe) {
-		if (!was_pending) {
-			struct timespec zero = {0, 0};
-
-			sigpending(&pending);
-			if (sigismember(&pending, SIGPIPE))
-				sigtimedwait(&block, NULL, &zero);
-		}
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	return ret;
 }

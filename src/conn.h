@@ -14,14 +14,14 @@
 
 /*
  * Used by the worker and the interposer, each from one thread at a time (the
- * interposer serialises callers with its own lock). Writes are buffered so
+ * interposer serialises callers with its own lock). Nothing it does raises SIGPIPE:
+ * the interposer lives in other people's processes. Writes are buffered so
  * that small messages sent without waiting for a reply go out in one TLS
  * record; gp_conn_flush() or a read sends them.
  */
 struct gp_conn {
 	int fd;
 	SSL *ssl;
-	bool block_sigpipe; /* inside someone else's process: never raise SIGPIPE */
 	/* When set and non-zero after a read is interrupted by a signal, the read
 	 * returns -EINTR instead of retrying. */
 	volatile sig_atomic_t *interrupt;
