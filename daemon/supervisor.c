@@ -531,6 +531,11 @@ void gp__supervisor_drain(struct gp_daemon *d)
 	notify_status(d);
 }
 
+static unsigned handshake_limit(const struct gp_daemon *d)
+{
+	return d->cfg->handshake_timeout ? d->cfg->handshake_timeout : 15;
+}
+
 void gp__supervisor_tick(struct gp_daemon *d)
 {
 	uint64_t now = uv_now(d->loop);
@@ -549,6 +554,13 @@ void gp__supervisor_tick(struct gp_daemon *d)
 		}
 		if (d->stopping && now >= d->drain_deadline) {
 			gp__session_end(s, "drain_grace is over");
+			continue;
+		}
+		/* The worker enforces handshake_timeout itself; this catches one that does not
+		 * (a client trickling TLS records a byte at a time resets socket timeouts). */
+		if (s->state == GP_SESSION_HANDSHAKE &&
+		    wall - s->started > (int64_t)handshake_limit(d) + 5) {
+			gp__session_end(s, "handshake_timeout reached");
 			continue;
 		}
 		/* Idle: no call for idle_timeout seconds, and none running now. */

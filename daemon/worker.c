@@ -366,12 +366,22 @@ static int load_driver(struct gp_worker *w, const char *path)
 	return 0;
 }
 
+/* Blocking reads and writes on fd give up after secs seconds of silence (0: never). */
+static void socket_timeouts(int fd, unsigned secs)
+{
+	struct timeval tv = {.tv_sec = secs};
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
 static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 {
 	struct sigaction sa = {.sa_handler = on_alarm};
 	struct gp_frame_hdr h;
 	Gp__Hello *hello;
 	SSL_CTX *ctx;
+	unsigned limit = setup->handshake_timeout ? setup->handshake_timeout : 15;
 	char err[512], msg[256];
 	int ret = 1;
 
@@ -385,7 +395,9 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	/* TLS and Hello within one deadline: a client that connects and says nothing, or
 	 * trickles a byte at a time, must not hold a worker. (No SA_RESTART.) */
 	sigaction(SIGALRM, &sa, NULL);
-	alarm(setup->handshake_timeout ? setup->handshake_timeout : 15);
+	alarm(limit);
+	/* The alarm can fire just before a read blocks; socket timeouts catch that case. */
+	socket_timeouts(w->client->fd, limit);
 	if (gp_conn_tls_accept(w->client, ctx)) {
 		gp_log_info("session %llu from %s: %s", (unsigned long long)w->session_id,
 			    w->client_addr,
@@ -403,6 +415,7 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 		goto out_ctx;
 	}
 	alarm(0);
+	socket_timeouts(w->client->fd, 0);
 	hello = (Gp__Hello *)gp_msg_unpack(GP_MSG_HELLO, w->client->msg, h.msg_len);
 	if (!hello) {
 		gp_log_info("session %llu: Hello does not decode",

@@ -317,11 +317,20 @@ static int raw_write(struct gp_conn *c, const void *buf, size_t len)
 
 		if (c->ssl) {
 			size_t w = 0;
-			int r = SSL_write_ex(c->ssl, p, len, &w);
+			int r;
+
+			errno = 0;
+			r = SSL_write_ex(c->ssl, p, len, &w);
 
 			if (r != 1) {
 				int e = SSL_get_error(c->ssl, 0);
 
+				if ((e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) &&
+				    (errno == EAGAIN || errno == EWOULDBLOCK)) {
+					snprintf(c->err, sizeof(c->err), "write: timed out");
+					ret = -ETIMEDOUT;
+					break;
+				}
 				if ((e == SSL_ERROR_SYSCALL && errno == EINTR) ||
 				    e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
 					continue;
@@ -341,6 +350,11 @@ static int raw_write(struct gp_conn *c, const void *buf, size_t len)
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;
+				if (errno == EAGAIN || errno == EWOULDBLOCK) {
+					snprintf(c->err, sizeof(c->err), "write: timed out");
+					ret = -ETIMEDOUT;
+					break;
+				}
 				snprintf(c->err, sizeof(c->err), "write: %s", strerror(errno));
 				ret = errno == EPIPE ? GP_ECLOSED : -errno;
 				break;
