@@ -258,7 +258,7 @@ static int send_hello_reply(struct gp_worker *w)
  */
 static bool wait_admission(struct gp_worker *w)
 {
-	struct pollfd pfd[2] = {{w->ctl->fd, POLLIN, 0}, {w->client->fd, POLLIN, 0}};
+	struct pollfd pfd[2] = {{w->ctl->fd, POLLIN, 0}, {w->client->fd, POLLIN | POLLRDHUP, 0}};
 	char b;
 
 	if (w->ctl->rlen > w->ctl->rpos)
@@ -271,14 +271,17 @@ static bool wait_admission(struct gp_worker *w)
 		}
 		if (pfd[0].revents)
 			return true;
-		/* The client may only speak after HelloReply: anything now is it leaving. */
-		if (pfd[1].revents && recv(w->client->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) {
+		/* The client may only speak after HelloReply: a hang-up, or a read that finds
+		 * the end of the stream, is it leaving. */
+		if ((pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) ||
+		    (pfd[1].revents && recv(w->client->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0)) {
 			gp_log_info("session %llu: the client left while waiting for room",
 				    (unsigned long long)w->session_id);
 			return false;
 		}
 		if (pfd[1].revents)
-			pfd[1].events = 0; /* TLS bytes (a ticket, say): wait for the supervisor */
+			pfd[1].events =
+				POLLRDHUP; /* TLS bytes (a ticket): still watch for leaving */
 	}
 }
 
