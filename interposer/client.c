@@ -36,15 +36,47 @@ static CUresult transport_failed(int err, const char *what)
 	return CUDA_ERROR_DEVICE_UNAVAILABLE;
 }
 
-/* The result a caller sees: a deferred error from earlier asynchronous work wins over success. */
-static CUresult merge_deferred(CUresult r, const Gp__DeferredError *d)
+/* Calls that wait for earlier asynchronous work, so may report its failure, as CUDA
+ * reports an asynchronous error from the next synchronizing call. */
+static bool synchronizes(unsigned type)
 {
-	if (!d)
-		return r;
-	gp_log_debug("deferred error %d from request %llu (%s)", d->result,
-		     (unsigned long long)d->request_id,
-		     gp_msg_name(d->type) ? gp_msg_name(d->type) : "?");
-	return r == CUDA_SUCCESS ? (CUresult)d->result : r;
+	switch (type) {
+	case GP_MSG_CTX_SYNCHRONIZE:
+	case GP_MSG_STREAM_SYNCHRONIZE:
+	case GP_MSG_STREAM_QUERY:
+	case GP_MSG_EVENT_SYNCHRONIZE:
+	case GP_MSG_EVENT_QUERY:
+	case GP_MSG_MEMCPY_HTOD:
+	case GP_MSG_MEMCPY_DTOH:
+	case GP_MSG_MEMCPY_DTOD:
+	case GP_MSG_MEMSET:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * The result a caller sees. A deferred error from earlier asynchronous work is kept, and
+ * returned by the next synchronizing call that itself succeeded. Any other call returns
+ * its own result: an allocation or a free that happened must say so, or its object leaks
+ * (or a freed range comes back).
+ */
+static CUresult merge_deferred(struct gp_client *c, unsigned type, CUresult r,
+			       const Gp__DeferredError *d)
+{
+	if (d) {
+		gp_log_debug("deferred error %d from request %llu (%s)", d->result,
+			     (unsigned long long)d->request_id,
+			     gp_msg_name(d->type) ? gp_msg_name(d->type) : "?");
+		if (c->pending == CUDA_SUCCESS)
+			c->pending = (CUresult)d->result;
+	}
+	if (r == CUDA_SUCCESS && c->pending != CUDA_SUCCESS && synchronizes(type)) {
+		r = c->pending;
+		c->pending = CUDA_SUCCESS;
+	}
+	return r;
 }
 
 CUresult gp__ready(void)
@@ -406,10 +438,11 @@ static CUresult begin(struct gp_client *c)
 }
 
 /* Unpacks a REPLY body into its result and outputs. */
-static CUresult finish_reply(struct gp_client *c, const struct gp_frame_hdr *h, uint64_t *out,
-			     size_t nout, const char *what)
+static CUresult finish_reply(struct gp_client *c, unsigned type, const struct gp_frame_hdr *h,
+			     uint64_t *out, size_t nout)
 {
 	Gp__Reply *rep = gp__reply__unpack(NULL, h->msg_len, c->conn->msg);
+	const char *what = gp_msg_name(type);
 	CUresult r;
 
 	if (!rep)
@@ -423,7 +456,7 @@ static CUresult finish_reply(struct gp_client *c, const struct gp_frame_hdr *h, 
 		out[i] = rep->out[i];
 	if (rep->message && *rep->message)
 		gp_log_info("%s: %s", what, rep->message);
-	r = merge_deferred(r, rep->deferred);
+	r = merge_deferred(c, type, r, rep->deferred);
 	protobuf_c_message_free_unpacked(&rep->base, NULL);
 	return r;
 }
@@ -443,7 +476,7 @@ static CUresult call_replied(struct gp_client *c, const struct exchange *x, uint
 	if (ret)
 		r = transport_failed(ret, what);
 	else if (!(x->flags & GP_F_NO_REPLY))
-		r = finish_reply(c, &h, out, nout, what);
+		r = finish_reply(c, x->type, &h, out, nout);
 	pthread_mutex_unlock(&c->lock);
 	return r;
 }
@@ -576,7 +609,7 @@ CUresult gp__image_load(unsigned type, uint64_t ctx, const void *image, size_t l
 		mod->loaded = true;
 		r = take_functions(mod, rep);
 	}
-	r = merge_deferred(r, rep->deferred);
+	r = merge_deferred(c, type, r, rep->deferred);
 	protobuf_c_message_free_unpacked(&rep->base, NULL);
 out_unlock:
 	pthread_mutex_unlock(&c->lock);

@@ -124,6 +124,9 @@ struct gp_client {
 	int ndev;
 	struct gp_idevice *dev;
 	struct gp_ictx *primary; /* one per device, valid from cuInit on */
+	/* The first failure of an asynchronous call the pool reported, kept until a
+	 * synchronizing call can return it (client.c). */
+	CUresult pending;
 };
 
 extern struct gp_client gp__client;

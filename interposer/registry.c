@@ -176,9 +176,14 @@ static int range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct 
 		ranges = nr;
 		cap = ncap;
 	}
-	/* Any other range at the same base is stale (its memory is gone): dropped first. */
-	if (at > 0 && ranges[at - 1].base == base)
-		remove_at(--at);
+	/* Live host memory here is never displaced by an address the pool chose. */
+	if (at > 0 && ranges[at - 1].base == base && ranges[at - 1].kind == GP_MEM_HOST &&
+	    kind != GP_MEM_HOST) {
+		ret = -EEXIST;
+		goto out_unlock;
+	}
+	/* Reserved before anything is dropped, so a failure leaves the registry as it was;
+	 * chunks are counted, so a stale range's reservation does not stand in the way. */
 	if (kind != GP_MEM_HOST) {
 		ret = shadow_reserve(base, size);
 		/* A global's address is the module's: taken as it is, collision or not. */
@@ -188,6 +193,9 @@ static int range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct 
 			flags |= GP_RANGE_UNSHADOWED;
 		ret = 0;
 	}
+	/* Any other range at the same base is stale (its memory is gone): dropped. */
+	if (at > 0 && ranges[at - 1].base == base)
+		remove_at(--at);
 	memmove(&ranges[at + 1], &ranges[at], (nranges - at) * sizeof(*ranges));
 	ranges[at] = (struct gp_range){base, size, kind, ctx, flags, gp__next_object_id(), owner};
 	nranges++;

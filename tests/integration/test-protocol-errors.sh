@@ -15,6 +15,10 @@ gp_start
 out=$(run_client "$GP_TESTBIN/alias" 2>&1) || fail "alias: $out"
 echo "$out"
 
+# An asynchronous failure is reported by the next synchronizing call, not by an allocation.
+out=$(run_client "$GP_TESTBIN/deferred" 2>&1) || fail "deferred: $out"
+echo "$out"
+
 # A client that connects and never finishes TLS does not stop others.
 exec 5<>/dev/tcp/${GPUPOOL_SERVER%:*}/${GPUPOOL_SERVER##*:}
 printf 'not TLS at all\r\n\r\n' >&5
