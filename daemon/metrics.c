@@ -2,6 +2,7 @@
  *
  * Any request on the socket gets one answer, built from the same data as
  * `poolctl status`, and the connection is closed: a scraper needs no more.
+ * A peer has 5 s to ask and take the answer, and at most 16 are served at once.
  * Labels carry tenant and program names, so their text is escaped. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,30 +12,56 @@
 #include "log.h"
 
 #define REQUEST_MAX 4096
+#define CONN_MAX 16	     /* scrapers at once; more are closed on arrival */
+#define CONN_TIMEOUT_MS 5000 /* to send a request and take the answer */
 
+/* Open scrapes, so that a slow or silent peer is cut off and shutdown closes them all. */
 struct metrics_conn {
 	uv_tcp_t tcp;
+	uv_timer_t timer;
 	uv_write_t wr;
 	struct gp_daemon *d;
 	char req[REQUEST_MAX];
 	size_t len;
 	char *out;
 	size_t outlen;
-	bool answered;
+	bool answered, closing;
+	int open_handles;
+	struct metrics_conn *prev, *next;
 };
+
+static struct metrics_conn *conns;
+static unsigned nconns;
 
 static void on_closed(uv_handle_t *h)
 {
 	struct metrics_conn *c = h->data;
 
+	if (--c->open_handles > 0)
+		return;
 	free(c->out);
 	free(c);
 }
 
 static void conn_close(struct metrics_conn *c)
 {
-	if (!uv_is_closing((uv_handle_t *)&c->tcp))
-		uv_close((uv_handle_t *)&c->tcp, on_closed);
+	if (c->closing)
+		return;
+	c->closing = true;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	nconns--;
+	uv_close((uv_handle_t *)&c->timer, on_closed);
+	uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+	conn_close(t->data);
 }
 
 /* A label value: backslash, double quote and newline escaped. */
@@ -205,11 +232,19 @@ static void on_connection(uv_stream_t *server, int status)
 		return;
 	c->d = d;
 	uv_tcp_init(d->loop, &c->tcp);
-	c->tcp.data = c;
-	if (uv_accept(server, (uv_stream_t *)&c->tcp)) {
+	uv_timer_init(d->loop, &c->timer);
+	c->tcp.data = c->timer.data = c;
+	c->open_handles = 2;
+	c->next = conns;
+	if (conns)
+		conns->prev = c;
+	conns = c;
+	nconns++;
+	if (uv_accept(server, (uv_stream_t *)&c->tcp) || nconns > CONN_MAX) {
 		conn_close(c);
 		return;
 	}
+	uv_timer_start(&c->timer, on_timeout, CONN_TIMEOUT_MS, 0);
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
@@ -235,4 +270,6 @@ void gp__metrics_close(struct gp_daemon *d)
 		return;
 	uv_close((uv_handle_t *)&d->metrics, NULL);
 	d->metrics_open = false;
+	while (conns)
+		conn_close(conns);
 }

@@ -18,5 +18,20 @@ grep -q '^gpupool_session_memory_used_bytes{session="[0-9]*",tenant="default",pr
 release A
 wait_for '.sessions | length == 0' 10
 curl -sf "$url" | grep -q '^gpupool_sessions{state="active"} 0$' || fail "no session after release"
+
+# Silent peers are cut off after 5 s and cannot hold the endpoint: past 16 at once,
+# more are closed on arrival.
+hostport=${url#http://}
+hostport=${hostport%/metrics}
+for i in $(seq 20); do
+	exec {fd}<>"/dev/tcp/${hostport%:*}/${hostport##*:}"
+	fds+=("$fd")
+done
+for fd in "${fds[@]}"; do
+	# Each read ends in EOF (closed by the daemon), never in read's own timeout.
+	timeout 15 cat <&"$fd" >/dev/null || fail "a silent metrics connection was not closed"
+	exec {fd}>&-
+done
+curl -sf "$url" | grep -q '^gpupool_up 1$' || fail "metrics after silent peers"
 gp_stop
 echo PASS
