@@ -65,6 +65,7 @@
 	X(cuLibraryGetKernelCount, 0)                                              \
 	X(cuLibraryEnumerateKernels, 0)                                            \
 	X(cuLibraryGetGlobal, 0)                                                   \
+	X(cuLibraryGetModule, 0)                                                   \
 	X(cuKernelGetName, 0)                                                      \
 	X(cuKernelGetParamInfo, 0)                                                 \
 	X(cuKernelGetAttribute, 0)                                                 \

@@ -74,6 +74,14 @@ struct gp_handle {
 	uint64_t limit_charge[3];
 };
 
+/* A library's module in one context: the driver makes it on first use there, and what it
+ * costs on the device is the session's until the library or the context goes. */
+struct gp_libinst {
+	uint64_t lib, ctx;
+	int device;
+	uint64_t charge;
+};
+
 /* Contexts a session may create besides the primary ones (each costs device memory). */
 #define GP_MAX_CONTEXTS 16
 
@@ -106,6 +114,9 @@ struct gp_worker {
 	uint64_t dev_used[GP_STATS_MAX_DEVICES];
 	uint64_t mem_used, mem_peak;
 
+	struct gp_libinst *libinst;
+	size_t nlibinst, cap_libinst;
+
 	CUcontext current;			/* what the worker made current last */
 	uint64_t primary[GP_STATS_MAX_DEVICES]; /* handle of each device's primary context */
 	unsigned primary_refs[GP_STATS_MAX_DEVICES];
@@ -133,8 +144,15 @@ bool gp__range_owned(struct gp_worker *w, CUdeviceptr ptr, uint64_t len);
 void gp__alloc_remove(struct gp_worker *w, struct gp_alloc *a);
 /* Forgets what a destroyed or reset context owned; the driver has freed it. */
 void gp__forget_ctx(struct gp_worker *w, uint64_t ctx);
-/* Forgets a module's functions and globals. */
+/* Forgets a module's functions and globals (a library's: and its modules' charges). */
 void gp__forget_module(struct gp_worker *w, uint64_t module);
+/* Records a library's module in a context and charges its cost. */
+int gp__libinst_add(struct gp_worker *w, uint64_t lib, uint64_t ctx, int device, uint64_t charge);
+bool gp__libinst_has(const struct gp_worker *w, uint64_t lib, uint64_t ctx);
+
+/* worker_module.c */
+/* A library kernel's module in the context: made (and charged) on first use there. */
+CUresult gp__kernel_in_ctx(struct gp_worker *w, const struct gp_handle *fh, uint64_t ctx_id);
 void gp__publish_mem(struct gp_worker *w);
 /* Frees the session's bookkeeping at exit (the driver frees the device side). */
 void gp__worker_state_free(struct gp_worker *w);

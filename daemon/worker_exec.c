@@ -24,6 +24,8 @@ int gp__launch(struct gp_worker *w, const struct gp_frame_hdr *h)
 	if (r == CUDA_SUCCESS && !(fh = gp__launchable(w, l->function)))
 		r = CUDA_ERROR_INVALID_HANDLE;
 	if (r == CUDA_SUCCESS)
+		r = gp__kernel_in_ctx(w, fh, l->context);
+	if (r == CUDA_SUCCESS)
 		r = gp__use_stream(w, l->stream, &s);
 	if (r == CUDA_SUCCESS) {
 		fi = fh->aux;

@@ -141,7 +141,8 @@ CUresult gp__mem_get_info(struct gp_worker *w, const struct gp_frame_hdr *f, con
 		return r;
 	/* The session sees its limit as the device's size. */
 	if (w->mem_limit && w->mem_limit < tot) {
-		uint64_t room = w->mem_limit - w->dev_used[ctx->device];
+		uint64_t used = w->dev_used[ctx->device];
+		uint64_t room = used < w->mem_limit ? w->mem_limit - used : 0;
 
 		tot = w->mem_limit;
 		if (fr > room)

@@ -275,36 +275,91 @@ int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 	return send_load_reply(w, h, &rep, r);
 }
 
-/* arg: image bytes; bulk: the image. Libraries belong to no context. */
+/*
+ * A library belongs to no context: the driver makes its module (globals, code) in each
+ * context that uses it, on first use. Each such module is measured when it is made and
+ * charged to the session until the library is unloaded or the context goes. The load makes
+ * it in the current context at once; other contexts make theirs through the calls below.
+ */
+static int ctx_device(struct gp_worker *w, uint64_t ctx_id)
+{
+	struct gp_handle *ch = gp__handle_get(w, ctx_id, GP_H_CTX);
+
+	return ch ? ch->device : 0;
+}
+
+/* Makes the library's module in the current context (ctx_id, on device) if it has none
+ * yet, measuring the free memory it took since `before`. A module that does not fit is
+ * still the session's (there is no undoing it but unloading the library): it is charged,
+ * and the call that made it fails with CUDA_ERROR_OUT_OF_MEMORY. */
+static CUresult instantiate(struct gp_worker *w, uint64_t lib_id, CUlibrary lib, uint64_t ctx_id,
+			    int device, size_t before, bool measured)
+{
+	CUmodule mod;
+	size_t after;
+	uint64_t cost;
+	CUresult r;
+
+	if (!ctx_id || gp__libinst_has(w, lib_id, ctx_id))
+		return CUDA_SUCCESS;
+	if (!w->drv.cuLibraryGetModule)
+		return CUDA_ERROR_NOT_SUPPORTED; /* cannot be measured, so not allowed */
+	if (!measured)
+		before = free_now(w);
+	r = w->drv.cuLibraryGetModule(&mod, lib);
+	if (r != CUDA_SUCCESS)
+		return r;
+	after = free_now(w);
+	cost = before > after && after ? before - after : 0;
+	r = gp__charge_fits(w, device, cost) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	if (gp__libinst_add(w, lib_id, ctx_id, device, cost))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	return r;
+}
+
+CUresult gp__kernel_in_ctx(struct gp_worker *w, const struct gp_handle *fh, uint64_t ctx_id)
+{
+	const struct gp_fn_info *fi = fh->aux;
+	struct gp_handle *lh, *ch;
+
+	if (fh->kind != GP_H_KERNEL || !fi)
+		return CUDA_SUCCESS;
+	lh = gp__handle_get(w, fi->module, GP_H_LIBRARY);
+	ch = gp__handle_get(w, ctx_id, GP_H_CTX);
+	if (!lh || !ch)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return instantiate(w, fi->module, lh->ptr, ctx_id, ch->device, 0, false);
+}
+
+/* arg: image bytes; bulk: the image. */
 int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 {
 	Gp__ModuleLoadReply rep = GP__MODULE_LOAD_REPLY__INIT;
-	Gp__Call *c = gp__unpack_call(w, h, 1);
+	Gp__Call *c = gp__unpack_call(w, h, 2);
 	unsigned int count = 0;
-	uint64_t len, lib_id = 0;
+	uint64_t len, ctx_id, lib_id = 0;
 	CUkernel *ks = NULL;
 	CUlibrary lib = NULL;
 	uint8_t *image;
 	size_t before = 0;
-	int device = 0;
 	CUresult r = CUDA_SUCCESS;
 	int ret;
 
 	if (!c)
 		return GP_EDECODE;
 	len = c->arg[0];
+	ctx_id = c->arg[1];
 	protobuf_c_message_free_unpacked(&c->base, NULL);
-	if (!w->drv.cuLibraryLoadData || !w->drv.cuLibraryGetKernelCount ||
-	    !w->drv.cuLibraryEnumerateKernels)
+	/* The library's module is made in the client's current context, if it has one. */
+	if (ctx_id)
+		r = gp__use_ctx(w, ctx_id, NULL);
+	if (r == CUDA_SUCCESS && (!w->drv.cuLibraryLoadData || !w->drv.cuLibraryGetKernelCount ||
+				  !w->drv.cuLibraryEnumerateKernels))
 		r = CUDA_ERROR_NOT_SUPPORTED;
 	ret = recv_image(w, h, len, &r, &image);
 	if (ret)
 		return ret;
 	if (r == CUDA_SUCCESS) {
-		/* A library loads into the current context now (others lazily): measured there. */
-		for (uint32_t i = 0; i < w->nhandles; i++)
-			if (w->handles[i].kind == GP_H_CTX && w->handles[i].ptr == w->current)
-				device = w->handles[i].device;
 		before = free_now(w);
 		r = w->drv.cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0);
 	}
@@ -319,7 +374,7 @@ int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 	if (r != CUDA_SUCCESS)
 		return send_load_reply(w, h, &rep, r);
 	rep.module = lib_id;
-	r = charge_load(w, gp__handle_get(w, lib_id, GP_H_LIBRARY), device, before);
+	r = instantiate(w, lib_id, lib, ctx_id, ctx_device(w, ctx_id), before, true);
 	if (r == CUDA_SUCCESS)
 		r = w->drv.cuLibraryGetKernelCount(&count, lib);
 	if (r == CUDA_SUCCESS && count) {
@@ -383,7 +438,7 @@ int gp__get_global(struct gp_worker *w, const struct gp_frame_hdr *h)
 {
 	Gp__Call *c = gp__unpack_call(w, h, 2);
 	uint64_t out[2] = {0, 0};
-	struct gp_handle *mh;
+	struct gp_handle *mh, *ch;
 	CUdeviceptr p = 0;
 	size_t bytes = 0;
 	CUresult r;
@@ -393,13 +448,15 @@ int gp__get_global(struct gp_worker *w, const struct gp_frame_hdr *h)
 			protobuf_c_message_free_unpacked(&c->base, NULL);
 		return GP_EDECODE;
 	}
-	r = gp__use_ctx(w, c->arg[0], NULL);
+	r = gp__use_ctx(w, c->arg[0], &ch);
 	if (r == CUDA_SUCCESS) {
 		if ((mh = gp__handle_get(w, c->arg[1], GP_H_MODULE)) != NULL)
 			r = GP_DRV(w, cuModuleGetGlobal_v2, &p, &bytes, mh->ptr, c->name);
-		else if ((mh = gp__handle_get(w, c->arg[1], GP_H_LIBRARY)) != NULL)
-			r = GP_DRV(w, cuLibraryGetGlobal, &p, &bytes, mh->ptr, c->name);
-		else
+		else if ((mh = gp__handle_get(w, c->arg[1], GP_H_LIBRARY)) != NULL) {
+			r = instantiate(w, c->arg[1], mh->ptr, c->arg[0], ch->device, 0, false);
+			if (r == CUDA_SUCCESS)
+				r = GP_DRV(w, cuLibraryGetGlobal, &p, &bytes, mh->ptr, c->name);
+		} else
 			r = CUDA_ERROR_INVALID_HANDLE;
 	}
 	if (r == CUDA_SUCCESS && gp__global_add(w, p, bytes, c->arg[0], c->arg[1]))
@@ -423,6 +480,9 @@ CUresult gp__occupancy(struct gp_worker *w, const struct gp_frame_hdr *f, const 
 	fh = gp__launchable(w, a[1]);
 	if (!fh)
 		return CUDA_ERROR_INVALID_HANDLE;
+	r = gp__kernel_in_ctx(w, fh, a[0]);
+	if (r != CUDA_SUCCESS)
+		return r;
 	r = GP_DRV(w, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, &n, fh->ptr, (int)a[2],
 		   (size_t)a[3], (unsigned)a[4]);
 	out[0] = (uint64_t)n;
@@ -443,6 +503,9 @@ CUresult gp__func_set_attribute(struct gp_worker *w, const struct gp_frame_hdr *
 	fh = gp__launchable(w, a[1]);
 	if (!fh)
 		return CUDA_ERROR_INVALID_HANDLE;
+	r = gp__kernel_in_ctx(w, fh, a[0]);
+	if (r != CUDA_SUCCESS)
+		return r;
 	if (fh->kind == GP_H_FUNCTION)
 		return GP_DRV(w, cuFuncSetAttribute, fh->ptr, (CUfunction_attribute)a[2],
 			      (int)a[3]);

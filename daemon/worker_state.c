@@ -191,8 +191,46 @@ void gp__alloc_remove(struct gp_worker *w, struct gp_alloc *a)
 		gp__publish_mem(w);
 }
 
+int gp__libinst_add(struct gp_worker *w, uint64_t lib, uint64_t ctx, int device, uint64_t charge)
+{
+	if (w->nlibinst == w->cap_libinst) {
+		size_t cap = w->cap_libinst ? w->cap_libinst * 2 : 16;
+		struct gp_libinst *n = realloc(w->libinst, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		w->libinst = n;
+		w->cap_libinst = cap;
+	}
+	w->libinst[w->nlibinst++] = (struct gp_libinst){lib, ctx, device, charge};
+	gp__charge(w, device, (int64_t)charge);
+	return 0;
+}
+
+bool gp__libinst_has(const struct gp_worker *w, uint64_t lib, uint64_t ctx)
+{
+	for (size_t i = 0; i < w->nlibinst; i++)
+		if (w->libinst[i].lib == lib && w->libinst[i].ctx == ctx)
+			return true;
+	return false;
+}
+
+/* Drops the records of a library (lib) or of a context (ctx), and their charges. */
+static void libinst_forget(struct gp_worker *w, uint64_t lib, uint64_t ctx)
+{
+	for (size_t i = w->nlibinst; i-- > 0;) {
+		struct gp_libinst *li = &w->libinst[i];
+
+		if ((lib && li->lib == lib) || (ctx && li->ctx == ctx)) {
+			gp__charge(w, li->device, -(int64_t)li->charge);
+			*li = w->libinst[--w->nlibinst];
+		}
+	}
+}
+
 void gp__forget_module(struct gp_worker *w, uint64_t module)
 {
+	libinst_forget(w, module, 0);
 	for (size_t i = w->nallocs; i-- > 0;)
 		if (w->allocs[i].module == module)
 			gp__alloc_remove(w, &w->allocs[i]);
@@ -207,6 +245,7 @@ void gp__forget_module(struct gp_worker *w, uint64_t module)
 
 void gp__forget_ctx(struct gp_worker *w, uint64_t ctx)
 {
+	libinst_forget(w, 0, ctx);
 	for (size_t i = w->nallocs; i-- > 0;)
 		if (w->allocs[i].ctx == ctx)
 			gp__alloc_remove(w, &w->allocs[i]);
@@ -257,8 +296,11 @@ void gp__worker_state_free(struct gp_worker *w)
 			gp__handle_release(w, gp__handle_id(w, &w->handles[i]));
 	free(w->handles);
 	free(w->allocs);
+	free(w->libinst);
 	w->handles = NULL;
 	w->allocs = NULL;
+	w->libinst = NULL;
+	w->nlibinst = w->cap_libinst = 0;
 	w->nhandles = w->cap_handles = 0;
 	w->nallocs = w->cap_allocs = 0;
 }

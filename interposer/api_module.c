@@ -231,7 +231,11 @@ static CUresult library_need(CUlibrary lib, struct gp_imodule **out)
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&load_lock);
 	if (!m->loaded && m->load_result == CUDA_SUCCESS) {
-		r = gp__image_load(GP_MSG_LIBRARY_LOAD, 0, m->image, m->image_len, m);
+		struct gp_ictx *c = gp__ctx_current();
+
+		/* Made in the current context at once (if there is one), as a local load is. */
+		r = gp__image_load(GP_MSG_LIBRARY_LOAD, c && gp__ctx_valid(c) ? c->remote : 0,
+				   m->image, m->image_len, m);
 		if (r == CUDA_SUCCESS) {
 			free(m->image_copy);
 			m->image_copy = NULL;

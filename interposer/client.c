@@ -589,10 +589,12 @@ CUresult gp__image_load(unsigned type, uint64_t ctx, const void *image, size_t l
 	CUresult r;
 	int ret;
 
-	/* MODULE_LOAD: ctx, bytes; LIBRARY_LOAD (no context): bytes. */
-	if (type == GP_MSG_LIBRARY_LOAD)
+	/* MODULE_LOAD: ctx, bytes; LIBRARY_LOAD: bytes, the current context (0: none). */
+	if (type == GP_MSG_LIBRARY_LOAD) {
 		args[0] = len;
-	call.n_arg = type == GP_MSG_MODULE_LOAD ? 2 : 1;
+		args[1] = ctx;
+	}
+	call.n_arg = 2;
 	call.arg = args;
 	r = begin(c);
 	if (r != CUDA_SUCCESS)

@@ -168,11 +168,14 @@ int main(int argc, char **argv)
 	connect_pool();
 	if (strcmp(mode, "version") == 0) {
 		Gp__HelloReply *rep = hello(GP_PROTOCOL_VERSION + 98);
+		char theirs[32], ours[32];
 		int ok;
 
+		snprintf(theirs, sizeof(theirs), "client speaks %u", GP_PROTOCOL_VERSION + 98);
+		snprintf(ours, sizeof(ours), "pool speaks %u", GP_PROTOCOL_VERSION);
 		printf("status %d: %s\n", rep->status, rep->message);
-		ok = rep->status == GP_EVERSION && strstr(rep->message, "99") &&
-		     strstr(rep->message, "1");
+		ok = rep->status == GP_EVERSION && strstr(rep->message, theirs) &&
+		     strstr(rep->message, ours);
 		protobuf_c_message_free_unpacked(&rep->base, NULL);
 		return ok ? 0 : 1;
 	}

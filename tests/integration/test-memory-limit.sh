@@ -20,6 +20,11 @@ case "$out" in *"total 67108864"*) ;; *) fail "cuMemGetInfo should report the 64
 # Globals, the device heap: memory a session uses without allocating it counts too.
 out=$(GPUPOOL_MEMORY=64M run_client "$GP_TESTBIN/limits" 2>&1) || fail "limits: $out"
 echo "$out"
+# A library's module costs memory in every context that uses it, charged in each.
+out=$(GPUPOOL_MEMORY=256M run_client "$GP_TESTBIN/libinst" fit 2>&1) || fail "libinst: $out"
+echo "$out"
+out=$(GPUPOOL_MEMORY=24M run_client "$GP_TESTBIN/libinst" over 2>&1) || fail "libinst over: $out"
+echo "$out"
 # The first session is untouched and the pool still computes.
 out=$(run_client "$GP_STAGE/bin/vector_add" 10000) || fail "vector_add: $out"
 wait_for '.sessions | length == 1' 10
