@@ -207,7 +207,12 @@ static CUresult try_pool(struct gp_client *c, SSL_CTX *ctx, const char *server)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	if (gp_conn_tls_connect(c->conn, ctx, host)) {
-		gp_log_error("pool %s: %s", server, c->conn->err);
+		/* A pool turns a connection away by closing it: full, or shutting down. */
+		gp_log_error("pool %s: %s%s", server, c->conn->err,
+			     strstr(c->conn->err, "closed by the peer") ||
+					     strstr(c->conn->err, "reset by peer")
+				     ? " (the pool may be full or shutting down; its log says)"
+				     : "");
 		goto out_conn;
 	}
 	fill_hello(&hello, me, sizeof(me));

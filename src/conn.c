@@ -165,9 +165,19 @@ void gp_conn_free(struct gp_conn *c)
 
 static int handshake_done(struct gp_conn *c, int rc, const char *what)
 {
+	int e;
+
 	if (rc == 1)
 		return 0;
-	if (SSL_get_verify_result(c->ssl) != X509_V_OK) {
+	e = SSL_get_error(c->ssl, rc);
+	if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		/* No TLS error: the socket failed, timed out or was closed by the peer. */
+		snprintf(c->err, sizeof(c->err), "%s: %s", what,
+			 errno == EAGAIN || errno == EWOULDBLOCK ? "timed out"
+			 : errno && errno != EPIPE		 ? strerror(errno)
+								 : "connection closed by the peer");
+		ERR_clear_error();
+	} else if (SSL_get_verify_result(c->ssl) != X509_V_OK) {
 		snprintf(c->err, sizeof(c->err), "%s: certificate verification failed: %s", what,
 			 X509_verify_cert_error_string(SSL_get_verify_result(c->ssl)));
 		ERR_clear_error();
@@ -258,6 +268,7 @@ int gp_conn_tls_accept(struct gp_conn *c, SSL_CTX *ctx)
 {
 	if (new_ssl(c, ctx))
 		return GP_ETLS;
+	errno = 0;
 	return handshake_done(c, SSL_accept(c->ssl), "TLS accept");
 }
 
@@ -278,6 +289,7 @@ int gp_conn_tls_connect(struct gp_conn *c, SSL_CTX *ctx, const char *host)
 			SSL_set1_host(c->ssl, host);
 		}
 	}
+	errno = 0;
 	return handshake_done(c, SSL_connect(c->ssl), "TLS connect");
 }
 
