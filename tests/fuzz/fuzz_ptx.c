@@ -11,6 +11,18 @@
 #include "fuzz.h"
 #include "ptx.h"
 
+/*
+ * A variable with an initializer gets a buffer of its whole size, up to
+ * 1 TiB, while parsing: failing to get one must be OUT_OF_MEMORY, not a
+ * crash, so ASan returns NULL as malloc would (scripts/fuzz.sh also lets
+ * libFuzzer count only the memory that is touched).
+ */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "allocator_may_return_null=1";
+}
+
 static void check_prog(const struct sg_prog *p)
 {
 	FUZZ_CHECK(p->nfuncs == 0 || p->funcs);
