@@ -30,9 +30,6 @@ for t in $targets; do
 	# An input that takes 25 s (OSS-Fuzz's limit) is a hang.
 	set -- -max_total_time="$secs" -timeout=25 -print_final_stats=1 -artifact_prefix="$art/"
 	[ -f "$top/tests/fuzz/$t.dict" ] && set -- "$@" -dict="$top/tests/fuzz/$t.dict"
-	# PTX initializers get buffers of their variable's size (up to 1 TiB, untouched
-	# but for what is initialized): count the memory used, not the memory asked for.
-	[ "$t" = ptx ] && set -- "$@" -malloc_limit_mb=1048576
 	[ -d "$top/tests/fuzz/regress/$t" ] && set -- "$@" "$top/tests/fuzz/regress/$t"
 	echo "fuzz: $t for ${secs}s (log: $build/fuzz-$t.log)"
 	if ! "$build/tests/fuzz/fuzz_$t" "$work" "$top/tests/fuzz/corpus/$t" "$@" \
