@@ -11,6 +11,19 @@
 #include "fuzz.h"
 #include "ptx.h"
 
+/*
+ * A variable with an initializer gets a zeroed buffer of its whole size (up
+ * to 1 TiB) while parsing. Where malloc is lazy that costs nothing, but ASan
+ * backs every allocation with shadow memory, an eighth of its size: here an
+ * allocation above 1 GiB fails, as it would on a small machine, and the
+ * parser must answer OUT_OF_MEMORY.
+ */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "allocator_may_return_null=1:max_allocation_size_mb=1024";
+}
+
 static void check_prog(const struct sg_prog *p)
 {
 	FUZZ_CHECK(p->nfuncs == 0 || p->funcs);
