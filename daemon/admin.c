@@ -118,6 +118,8 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 	rep->started = d->started;
 	rep->draining = d->stopping;
 	rep->listen = d->listen_addr;
+	rep->listen_plain = d->plain_open ? d->plain_addr : "";
+	rep->listen_unix = d->local_open ? d->cfg->listen_unix : "";
 	return 0;
 }
 
@@ -321,44 +323,55 @@ static bool socket_alive(const char *path)
 	return alive;
 }
 
-int gp__admin_listen(struct gp_daemon *d)
+int gp__unix_listen(struct gp_daemon *d, uv_pipe_t *pipe, const char *path, const char *group,
+		    bool everyone, uv_connection_cb cb, const char *what)
 {
-	const char *path = d->cfg->admin_socket;
 	mode_t old;
 	int r;
 
 	/* A socket left by an earlier run is stale and goes; one a running daemon answers on
 	 * is not ours to take. */
 	if (socket_alive(path)) {
-		gp_log_error("admin socket %s: another gpupoold is running there", path);
+		gp_log_error("%s %s: another gpupoold is running there", what, path);
 		return -EADDRINUSE;
 	}
 	unlink(path);
-	uv_pipe_init(d->loop, &d->admin, 0);
-	d->admin.data = d;
-	/* Root and the admin group only, from the moment it exists. */
-	old = umask(0117);
-	r = uv_pipe_bind(&d->admin, path);
+	uv_pipe_init(d->loop, pipe, 0);
+	pipe->data = d;
+	/* Its mode is right from the moment it exists: 0660, or 0666 for everyone. */
+	old = umask(everyone ? 0111 : 0117);
+	r = uv_pipe_bind(pipe, path);
 	umask(old);
-	if (!r && d->cfg->admin_group) {
-		struct group *gr = getgrnam(d->cfg->admin_group);
+	if (!r && group) {
+		struct group *gr = getgrnam(group);
 
 		if (!gr || chown(path, (uid_t)-1, gr->gr_gid) != 0) {
-			gp_log_error("admin socket %s: cannot give it to group %s: %s", path,
-				     d->cfg->admin_group, gr ? strerror(errno) : "no such group");
-			uv_close((uv_handle_t *)&d->admin, NULL);
+			gp_log_error("%s %s: cannot give it to group %s: %s", what, path, group,
+				     gr ? strerror(errno) : "no such group");
+			uv_close((uv_handle_t *)pipe, NULL);
+			unlink(path);
 			return -EINVAL;
 		}
 	}
 	if (!r)
-		r = uv_listen((uv_stream_t *)&d->admin, 16, on_admin_connection);
+		r = uv_listen((uv_stream_t *)pipe, 128, cb);
 	if (r) {
-		gp_log_error("admin socket %s: %s", path, uv_strerror(r));
-		uv_close((uv_handle_t *)&d->admin, NULL);
+		gp_log_error("%s %s: %s", what, path, uv_strerror(r));
+		uv_close((uv_handle_t *)pipe, NULL);
 		return r;
 	}
-	d->admin_open = true;
 	return 0;
+}
+
+int gp__admin_listen(struct gp_daemon *d)
+{
+	/* Root and the admin group only. */
+	int r = gp__unix_listen(d, &d->admin, d->cfg->admin_socket, d->cfg->admin_group, false,
+				on_admin_connection, "admin socket");
+
+	if (!r)
+		d->admin_open = true;
+	return r;
 }
 
 void gp__admin_close(struct gp_daemon *d)

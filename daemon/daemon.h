@@ -72,6 +72,10 @@ struct gp_daemon {
 	char worker_path[4096];
 	char listen_addr[128]; /* as bound: a configured port 0 resolved */
 	uv_tcp_t listener;
+	uv_tcp_t plain;	      /* listen_plain */
+	uv_pipe_t local;      /* listen_unix */
+	char plain_addr[128]; /* as bound */
+	bool plain_open, local_open;
 	uv_pipe_t admin;
 	uv_tcp_t metrics;
 	bool metrics_open;
@@ -124,6 +128,10 @@ void gp__admit_expire(struct gp_daemon *d, bool all, const char *why);
 
 /* admin.c */
 int gp__admin_listen(struct gp_daemon *d);
+/* Binds and listens on a Unix socket at path (a stale one there goes), mode 0660 with
+ * group's gid, or 0666 when everyone may connect; `what` names it in errors. */
+int gp__unix_listen(struct gp_daemon *d, uv_pipe_t *pipe, const char *path, const char *group,
+		    bool everyone, uv_connection_cb cb, const char *what);
 void gp__admin_close(struct gp_daemon *d);
 /* The pool's state as poolctl sees it; pointers into d, valid until the loop runs on. */
 int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep);

@@ -66,6 +66,18 @@ static int check_tls(const struct gp_config *cfg)
 	return 0;
 }
 
+/* Puts the running value of a bound setting back into a new configuration; true when the
+ * file asked for a change. (A failed copy leaves NULL: the caller checks the required.) */
+static bool keep_bound(char **slot, const char *running)
+{
+	bool changed = (*slot == NULL) != (running == NULL) ||
+		       (*slot && running && strcmp(*slot, running) != 0);
+
+	free(*slot);
+	*slot = running ? strdup(running) : NULL;
+	return changed;
+}
+
 int gp__daemon_reload(struct gp_daemon *d, char *why, size_t whylen)
 {
 	struct gp_config *cfg;
@@ -78,14 +90,16 @@ int gp__daemon_reload(struct gp_daemon *d, char *why, size_t whylen)
 		gp_config_free(cfg);
 		return GP_ECONFIG;
 	}
-	/* The listening address and the admin socket stay as they were bound. */
-	if (strcmp(cfg->listen, d->cfg->listen) != 0 ||
-	    strcmp(cfg->admin_socket, d->cfg->admin_socket) != 0)
-		gp_log_warnx("reload: listen and admin_socket changes take effect at restart");
-	free(cfg->listen);
-	cfg->listen = strdup(d->cfg->listen);
-	free(cfg->admin_socket);
-	cfg->admin_socket = strdup(d->cfg->admin_socket);
+	/* What is bound (addresses, sockets) stays as it was until a restart. */
+	if (keep_bound(&cfg->listen, d->cfg->listen) |
+	    keep_bound(&cfg->admin_socket, d->cfg->admin_socket) |
+	    keep_bound(&cfg->admin_group, d->cfg->admin_group) |
+	    keep_bound(&cfg->metrics_listen, d->cfg->metrics_listen) |
+	    keep_bound(&cfg->listen_plain, d->cfg->listen_plain) |
+	    keep_bound(&cfg->listen_unix, d->cfg->listen_unix) |
+	    keep_bound(&cfg->listen_unix_group, d->cfg->listen_unix_group))
+		gp_log_warnx("reload: changes to listen, listen_plain, listen_unix(_group), "
+			     "metrics_listen and admin_socket/admin_group take effect at restart");
 	if (!cfg->listen || !cfg->admin_socket) {
 		gp_config_free(cfg);
 		snprintf(why, whylen, "out of memory");

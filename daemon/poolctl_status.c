@@ -48,6 +48,10 @@ static void print_json(const Gp__AdminReply *r)
 	json_str(r->version);
 	printf(",\"listen\":");
 	json_str(r->listen);
+	printf(",\"listen_plain\":");
+	json_str(r->listen_plain);
+	printf(",\"listen_unix\":");
+	json_str(r->listen_unix);
 	printf(",\"started\":%" PRId64 ",\"draining\":%s,\"gpus\":[", r->started,
 	       r->draining ? "true" : "false");
 	for (size_t i = 0; i < r->n_gpu; i++) {
@@ -172,9 +176,11 @@ static void print_tables(const Gp__AdminReply *r)
 {
 	char a[32];
 
-	printf("gpupool %s on %s, up %s, %zu GPU%s, %zu session%s%s\n\n", r->version, r->listen,
-	       age(r->started, a, sizeof(a)), r->n_gpu, r->n_gpu == 1 ? "" : "s", r->n_session,
-	       r->n_session == 1 ? "" : "s", r->draining ? ", draining" : "");
+	printf("gpupool %s on %s%s%s%s%s, up %s, %zu GPU%s, %zu session%s%s\n\n", r->version,
+	       r->listen, *r->listen_plain ? ", plain " : "", r->listen_plain,
+	       *r->listen_unix ? ", local " : "", r->listen_unix, age(r->started, a, sizeof(a)),
+	       r->n_gpu, r->n_gpu == 1 ? "" : "s", r->n_session, r->n_session == 1 ? "" : "s",
+	       r->draining ? ", draining" : "");
 	print_gpus(r);
 	printf("\n");
 	print_sessions(r);

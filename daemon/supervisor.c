@@ -262,7 +262,8 @@ static void on_spawn_failed(uv_handle_t *h)
 	free_unspawned(h->data);
 }
 
-static void spawn_session(struct gp_daemon *d, int client_fd, const char *addr)
+static void spawn_session(struct gp_daemon *d, int client_fd, const char *addr,
+			  enum gp_transport transport)
 {
 	Gp__WorkerSetup setup = GP__WORKER_SETUP__INIT;
 	uv_process_options_t opts = {0};
@@ -338,6 +339,7 @@ static void spawn_session(struct gp_daemon *d, int client_fd, const char *addr)
 	setup.client_addr = s->client_addr;
 	setup.log_level = (uint32_t)(gp_log_level() < 0 ? 0 : gp_log_level());
 	setup.handshake_timeout = d->cfg->handshake_timeout;
+	setup.transport = transport;
 	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_WORKER_SETUP, &setup.base);
 	gp_log_debug("session %llu: worker %d for %s", (unsigned long long)s->id, s->proc.pid,
 		     addr);
@@ -410,49 +412,95 @@ static void keepalive(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout_ms, sizeof(timeout_ms));
 }
 
-static void on_connection(uv_stream_t *server, int status)
+/*
+ * Takes an accepted connection off libuv: the worker gets its own descriptor (returned,
+ * or -1), and addr says who it is: HOST:PORT, or for a Unix socket the peer's uid and pid
+ * as the kernel reports them.
+ */
+static int take_connection(uv_stream_t *server, bool local, char *addr, size_t addrlen)
+{
+	struct gp_daemon *d = server->data;
+	union {
+		uv_tcp_t tcp;
+		uv_pipe_t pipe;
+	} * h;
+	struct sockaddr_storage ss;
+	int namelen = sizeof(ss), fd, dupfd;
+
+	h = malloc(sizeof(*h));
+	if (!h)
+		return -1;
+	if (local)
+		uv_pipe_init(d->loop, &h->pipe, 0);
+	else
+		uv_tcp_init(d->loop, &h->tcp);
+	if (uv_accept(server, (uv_stream_t *)h) || uv_fileno((uv_handle_t *)h, &fd)) {
+		uv_close((uv_handle_t *)h, on_client_closed);
+		return -1;
+	}
+	if (local) {
+		struct ucred cr;
+		socklen_t crlen = sizeof(cr);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0)
+			snprintf(addr, addrlen, "local:uid=%u,pid=%d", (unsigned)cr.uid,
+				 (int)cr.pid);
+		else
+			snprintf(addr, addrlen, "local");
+	} else {
+		memset(&ss, 0, sizeof(ss));
+		uv_tcp_getpeername(&h->tcp, (struct sockaddr *)&ss, &namelen);
+		format_addr(&ss, addr, addrlen);
+		uv_tcp_nodelay(&h->tcp, 1);
+	}
+	dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	uv_close((uv_handle_t *)h, on_client_closed);
+	if (dupfd < 0)
+		gp_log_warn("dup");
+	return dupfd;
+}
+
+static void on_any_connection(uv_stream_t *server, int status, enum gp_transport transport)
 {
 	struct gp_daemon *d = server->data;
 	const char *why;
-	struct sockaddr_storage ss;
-	int namelen = sizeof(ss), fd, dupfd;
-	uv_tcp_t *client;
 	char addr[128];
+	int fd;
 
 	if (status < 0) {
 		gp_log_warnx("accept: %s", uv_strerror(status));
 		return;
 	}
-	client = malloc(sizeof(*client));
-	if (!client)
+	fd = take_connection(server, transport == GP_TRANSPORT_UNIX, addr, sizeof(addr));
+	if (fd < 0)
 		return;
-	uv_tcp_init(d->loop, client);
-	if (uv_accept(server, (uv_stream_t *)client) || uv_fileno((uv_handle_t *)client, &fd)) {
-		uv_close((uv_handle_t *)client, on_client_closed);
-		return;
-	}
-	memset(&ss, 0, sizeof(ss));
-	uv_tcp_getpeername(client, (struct sockaddr *)&ss, &namelen);
-	format_addr(&ss, addr, sizeof(addr));
-	uv_tcp_nodelay(client, 1);
-	/* The worker gets its own descriptor; libuv's handle is closed here. */
-	dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
-	uv_close((uv_handle_t *)client, on_client_closed);
-	if (dupfd < 0) {
-		gp_log_warn("dup");
-		return;
-	}
 	why = d->stopping				 ? "shutting down"
 	      : d->nsessions >= d->cfg->max_sessions	 ? "max_sessions reached"
 	      : handshaking(d) >= d->cfg->max_handshakes ? "max_handshakes reached"
 							 : NULL;
 	if (why) {
 		gp_log_warnx("connection from %s refused: %s", addr, why);
-		close(dupfd);
+		close(fd);
 		return;
 	}
-	keepalive(dupfd);
-	spawn_session(d, dupfd, addr);
+	if (transport != GP_TRANSPORT_UNIX)
+		keepalive(fd);
+	spawn_session(d, fd, addr, transport);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	on_any_connection(server, status, GP_TRANSPORT_TLS);
+}
+
+static void on_plain_connection(uv_stream_t *server, int status)
+{
+	on_any_connection(server, status, GP_TRANSPORT_PLAIN);
+}
+
+static void on_local_connection(uv_stream_t *server, int status)
+{
+	on_any_connection(server, status, GP_TRANSPORT_UNIX);
 }
 
 int gp__tcp_listen(struct gp_daemon *d, uv_tcp_t *tcp, const char *hostport, uv_connection_cb cb,
@@ -491,12 +539,34 @@ int gp__tcp_listen(struct gp_daemon *d, uv_tcp_t *tcp, const char *hostport, uv_
 
 int gp__supervisor_listen(struct gp_daemon *d)
 {
-	int r = gp__tcp_listen(d, &d->listener, d->cfg->listen, on_connection, d->listen_addr,
+	const struct gp_config *cfg = d->cfg;
+	int r = gp__tcp_listen(d, &d->listener, cfg->listen, on_connection, d->listen_addr,
 			       sizeof(d->listen_addr));
 
-	if (!r)
-		d->listening = true;
-	return r;
+	if (r)
+		return r;
+	d->listening = true;
+	if (cfg->listen_plain) {
+		r = gp__tcp_listen(d, &d->plain, cfg->listen_plain, on_plain_connection,
+				   d->plain_addr, sizeof(d->plain_addr));
+		if (r)
+			return r;
+		d->plain_open = true;
+		gp_log_warnx(
+			"listening without TLS on %s (listen_plain): no encryption, and tenants "
+			"only by token",
+			d->plain_addr);
+	}
+	if (cfg->listen_unix) {
+		r = gp__unix_listen(d, &d->local, cfg->listen_unix, cfg->listen_unix_group,
+				    !cfg->listen_unix_group, on_local_connection, "listen_unix");
+		if (r)
+			return r;
+		d->local_open = true;
+		gp_log_info("clients on this host: %s (%s)", cfg->listen_unix,
+			    cfg->listen_unix_group ? "its group" : "everyone");
+	}
+	return 0;
 }
 
 void gp__supervisor_stop(struct gp_daemon *d)
@@ -504,6 +574,15 @@ void gp__supervisor_stop(struct gp_daemon *d)
 	if (d->listening) {
 		uv_close((uv_handle_t *)&d->listener, NULL);
 		d->listening = false;
+	}
+	if (d->plain_open) {
+		uv_close((uv_handle_t *)&d->plain, NULL);
+		d->plain_open = false;
+	}
+	if (d->local_open) {
+		uv_close((uv_handle_t *)&d->local, NULL);
+		unlink(d->cfg->listen_unix);
+		d->local_open = false;
 	}
 	if (d->nsessions > 0)
 		return;

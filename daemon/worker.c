@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -369,6 +370,23 @@ static int load_driver(struct gp_worker *w, const char *path)
 	return 0;
 }
 
+/* The name of the user at the other end of a Unix socket, or "uid:N" without one. */
+static void local_user(int fd, char *out, size_t outlen)
+{
+	struct passwd pw, *found = NULL;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	char buf[1024];
+
+	out[0] = '\0';
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
+		return;
+	if (getpwuid_r(cr.uid, &pw, buf, sizeof(buf), &found) == 0 && found)
+		snprintf(out, outlen, "%s", found->pw_name);
+	else
+		snprintf(out, outlen, "uid:%u", (unsigned)cr.uid);
+}
+
 /* Blocking reads and writes on fd give up after secs seconds of silence (0: never). */
 static void socket_timeouts(int fd, unsigned secs)
 {
@@ -383,17 +401,19 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	struct sigaction sa = {.sa_handler = on_alarm};
 	struct gp_frame_hdr h;
 	Gp__Hello *hello;
-	SSL_CTX *ctx;
+	SSL_CTX *ctx = NULL;
 	unsigned limit = setup->handshake_timeout ? setup->handshake_timeout : 15;
 	char err[512], msg[256];
 	int ret = 1;
 
-	ctx = gp_tls_server_ctx_new(setup->tls_cert, setup->tls_key,
-				    setup->tls_ca && *setup->tls_ca ? setup->tls_ca : NULL, err,
-				    sizeof(err));
-	if (!ctx) {
-		gp_log_error("session %llu: %s", (unsigned long long)w->session_id, err);
-		return 1;
+	if (setup->transport == GP_TRANSPORT_TLS) {
+		ctx = gp_tls_server_ctx_new(setup->tls_cert, setup->tls_key,
+					    setup->tls_ca && *setup->tls_ca ? setup->tls_ca : NULL,
+					    err, sizeof(err));
+		if (!ctx) {
+			gp_log_error("session %llu: %s", (unsigned long long)w->session_id, err);
+			return 1;
+		}
 	}
 	/* TLS and Hello within one deadline: a client that connects and says nothing, or
 	 * trickles a byte at a time, must not hold a worker. (No SA_RESTART.) */
@@ -401,14 +421,18 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	alarm(limit);
 	/* The alarm can fire just before a read blocks; socket timeouts catch that case. */
 	socket_timeouts(w->client->fd, limit);
-	if (gp_conn_tls_accept(w->client, ctx)) {
+	if (ctx && gp_conn_tls_accept(w->client, ctx)) {
 		gp_log_info("session %llu from %s: %s", (unsigned long long)w->session_id,
 			    w->client_addr,
 			    handshake_expired ? "no TLS handshake within the deadline"
 					      : w->client->err);
 		goto out_ctx;
 	}
-	gp_conn_peer_cn(w->client, w->tenant, sizeof(w->tenant));
+	/* Who it is: the certificate's name, or on this host the user the kernel names. */
+	if (ctx)
+		gp_conn_peer_cn(w->client, w->tenant, sizeof(w->tenant));
+	else if (setup->transport == GP_TRANSPORT_UNIX)
+		local_user(w->client->fd, w->tenant, sizeof(w->tenant));
 	if (gp_conn_recv(w->client, &h) || h.type != GP_MSG_HELLO || h.bulk_len) {
 		gp_log_info("session %llu from %s: no Hello: %s", (unsigned long long)w->session_id,
 			    w->client_addr,
@@ -436,7 +460,10 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 		gp_log_info("session %llu: %s pid %u (%s) from %s%s%s",
 			    (unsigned long long)w->session_id, hello->program, hello->client_pid,
 			    hello->client_host, w->client_addr,
-			    w->tenant[0] ? ", certificate " : "", w->tenant);
+			    !w->tenant[0] ? ""
+			    : ctx	  ? ", certificate "
+					  : ", user ",
+			    w->tenant);
 		ret = admit(w, hello);
 	}
 	protobuf_c_message_free_unpacked(&hello->base, NULL);

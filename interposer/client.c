@@ -182,46 +182,87 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 	hello->token = (char *)(s ? s : "");
 }
 
-/* Tries one pool: connect, TLS, Hello. CUDA_SUCCESS with the session open and its
- * snapshot taken; otherwise the connection is closed and the reason logged. */
-static CUresult try_pool(struct gp_client *c, SSL_CTX *ctx, const char *server)
+/* A pool turns a connection away by closing it (full, or shutting down): a hint for that. */
+static const char *turned_away(const char *err)
 {
-	Gp__Hello hello = GP__HELLO__INIT;
-	Gp__HelloReply *rep = NULL;
-	char err[512], host[256], port[16], me[256];
-	CUresult r = CUDA_ERROR_NO_DEVICE;
-	int fd, ret;
+	return strstr(err, "closed by") || strstr(err, "reset by peer")
+		       ? " (the pool may be full or shutting down; its log says)"
+		       : "";
+}
 
-	if (gp_split_hostport(server, host, sizeof(host), port, sizeof(port))) {
-		gp_log_error("GPUPOOL_SERVER: '%s' is not HOST:PORT", server);
-		return CUDA_ERROR_NO_DEVICE;
+/*
+ * Opens the connection to one pool entry of GPUPOOL_SERVER: "HOST:PORT" (TLS), "unix:PATH"
+ * (a pool on this host) or "plain:HOST:PORT" (no TLS: only when the entry says so). The
+ * TLS context is made on first need and kept in *ctx.
+ */
+static int open_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
+{
+	char err[512], host[256], port[16];
+	bool tls = true;
+	int fd;
+
+	if (strncmp(server, "unix:", 5) == 0) {
+		fd = gp_unix_connect(server + 5, CONNECT_TIMEOUT_MS, err, sizeof(err));
+		tls = false;
+	} else {
+		if (strncmp(server, "plain:", 6) == 0) {
+			server += 6;
+			tls = false;
+		}
+		if (gp_split_hostport(server, host, sizeof(host), port, sizeof(port))) {
+			gp_log_error("GPUPOOL_SERVER: '%s' is not HOST:PORT, unix:PATH or "
+				     "plain:HOST:PORT",
+				     server);
+			return -1;
+		}
+		fd = gp_tcp_connect(server, CONNECT_TIMEOUT_MS, err, sizeof(err));
 	}
-	fd = gp_tcp_connect(server, CONNECT_TIMEOUT_MS, err, sizeof(err));
 	if (fd < 0) {
 		gp_log_error("pool unreachable: %s", err);
-		return CUDA_ERROR_NO_DEVICE;
+		return -1;
 	}
 	c->conn = gp_conn_new(fd);
 	if (!c->conn) {
 		close(fd);
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return -1;
 	}
-	if (gp_conn_tls_connect(c->conn, ctx, host)) {
-		/* A pool turns a connection away by closing it: full, or shutting down. */
-		gp_log_error("pool %s: %s%s", server, c->conn->err,
-			     strstr(c->conn->err, "closed by the peer") ||
-					     strstr(c->conn->err, "reset by peer")
-				     ? " (the pool may be full or shutting down; its log says)"
-				     : "");
+	if (!tls)
+		return 0;
+	if (!*ctx) {
+		*ctx = gp_tls_client_ctx_new(getenv("GPUPOOL_CA"), getenv("GPUPOOL_CERT"),
+					     getenv("GPUPOOL_KEY"), err, sizeof(err));
+		if (!*ctx) {
+			gp_log_error("TLS setup: %s", err);
+			return -1;
+		}
+	}
+	if (gp_conn_tls_connect(c->conn, *ctx, host)) {
+		gp_log_error("pool %s: %s%s", server, c->conn->err, turned_away(c->conn->err));
+		return -1;
+	}
+	return 0;
+}
+
+/* Tries one pool: connect, TLS, Hello. CUDA_SUCCESS with the session open and its
+ * snapshot taken; otherwise the connection is closed and the reason logged. */
+static CUresult try_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
+{
+	Gp__Hello hello = GP__HELLO__INIT;
+	Gp__HelloReply *rep = NULL;
+	CUresult r = CUDA_ERROR_NO_DEVICE;
+	char me[256];
+	int ret;
+
+	if (open_pool(c, ctx, server))
 		goto out_conn;
-	}
 	fill_hello(&hello, me, sizeof(me));
 	ret = gp_conn_send(c->conn, GP_MSG_HELLO, 0, 0, &hello.base, NULL, 0);
 	if (!ret)
 		ret = read_hello_reply(c, &rep);
 	if (ret) {
-		gp_log_error("pool %s: no answer to Hello: %s", server,
-			     c->conn->err[0] ? c->conn->err : gp_strerror(ret));
+		gp_log_error("pool %s: no answer to Hello: %s%s", server,
+			     c->conn->err[0] ? c->conn->err : gp_strerror(ret),
+			     turned_away(c->conn->err));
 		goto out_conn;
 	}
 	if (rep->status != 0) {
@@ -256,27 +297,19 @@ CUresult gp__connect(void)
 {
 	struct gp_client *c = &gp__client;
 	const char *servers = getenv("GPUPOOL_SERVER");
-	char err[512], *list, *save = NULL;
-	SSL_CTX *ctx;
+	char *list, *save = NULL;
+	SSL_CTX *ctx = NULL;
 	CUresult r = CUDA_ERROR_NO_DEVICE;
 
 	if (!servers || !*servers) {
 		gp_log_error("GPUPOOL_SERVER is not set: no pool to send CUDA calls to");
 		return CUDA_ERROR_NO_DEVICE;
 	}
-	ctx = gp_tls_client_ctx_new(getenv("GPUPOOL_CA"), getenv("GPUPOOL_CERT"),
-				    getenv("GPUPOOL_KEY"), err, sizeof(err));
-	if (!ctx) {
-		gp_log_error("TLS setup: %s", err);
-		return CUDA_ERROR_NO_DEVICE;
-	}
 	list = strdup(servers);
-	if (!list) {
-		SSL_CTX_free(ctx);
+	if (!list)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	for (char *s = strtok_r(list, ", ", &save); s; s = strtok_r(NULL, ", ", &save)) {
-		r = try_pool(c, ctx, s);
+		r = try_pool(c, &ctx, s);
 		if (r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY)
 			break;
 	}
@@ -286,8 +319,6 @@ CUresult gp__connect(void)
 	SSL_CTX_free(ctx);
 	return r;
 }
-
-/* ---- calls ---------------------------------------------------------------------- */
 
 /* ---- calls ---------------------------------------------------------------------- */
 

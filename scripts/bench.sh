@@ -21,6 +21,7 @@ tls_cert $work/certs/server.pem
 tls_key $work/certs/server.key
 driver $driver
 admin_socket $work/admin.sock
+listen_unix $work/client.sock
 log_level warn
 CONF
 ncpu=$(nproc)
@@ -49,6 +50,9 @@ for placement in same other; do
 	GPUPOOL_SERVER=$server GPUPOOL_CA=$work/certs/ca.pem \
 		LD_PRELOAD="$build/stage/lib/gpupool/libcuda.so.1" \
 		taskset -c $cpu "$build/tests/bench/bench_pool" "$rounds" "$mib" >"$work/pool"
+	# The same over the Unix socket a client on the GPU host would use (no TLS).
+	GPUPOOL_SERVER=unix:$work/client.sock LD_PRELOAD="$build/stage/lib/gpupool/libcuda.so.1" \
+		taskset -c $cpu "$build/tests/bench/bench_pool" "$rounds" "$mib" >"$work/local"
 	rtt=$(val tls_rtt_us "$work/tls")
 	bw=$(val tls_mib_per_s "$work/tls")
 	echo
@@ -64,5 +68,12 @@ for placement in same other; do
 		"$(ratio "$(val htod_mib_per_s "$work/pool")" "$bw")"
 	printf "  %-34s %6s MiB/s %12s\n" "cuMemcpyDtoH $mib MiB" "$(val dtoh_mib_per_s "$work/pool")" \
 		"$(ratio "$(val dtoh_mib_per_s "$work/pool")" "$bw")"
+	echo "  over the Unix socket (listen_unix):"
+	printf "  %-34s %8s us %12s\n" "call round trip (cuCtxSynchronize)" \
+		"$(val call_rtt_us "$work/local")" "$(ratio "$(val call_rtt_us "$work/local")" "$rtt")"
+	printf "  %-34s %6s MiB/s %12s\n" "cuMemcpyHtoD $mib MiB" "$(val htod_mib_per_s "$work/local")" \
+		"$(ratio "$(val htod_mib_per_s "$work/local")" "$bw")"
+	printf "  %-34s %6s MiB/s %12s\n" "cuMemcpyDtoH $mib MiB" "$(val dtoh_mib_per_s "$work/local")" \
+		"$(ratio "$(val dtoh_mib_per_s "$work/local")" "$bw")"
 	[ "$ncpu" -gt 1 ] || break
 done

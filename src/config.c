@@ -112,6 +112,19 @@ static int set_listen(struct parse *p, char **words, int n, size_t off)
 	return set_string(p, words, n, off);
 }
 
+/* An absolute path that fits a Unix socket address. */
+static int set_path(struct parse *p, char **words, int n, size_t off)
+{
+	if (n != 2)
+		return perr(p, "'%s' takes exactly one value, a path", words[0]);
+	if (words[1][0] != '/')
+		return perr(p, "'%s %s': expected an absolute path", words[0], words[1]);
+	if (strlen(words[1]) >= GP_UNIX_PATH_MAX)
+		return perr(p, "'%s': the path is longer than a socket address holds (%d)",
+			    words[0], GP_UNIX_PATH_MAX - 1);
+	return set_string(p, words, n, off);
+}
+
 static int set_log_level(struct parse *p, char **words, int n, size_t off)
 {
 	int lvl;
@@ -255,6 +268,9 @@ static const struct {
 	{"handshake_timeout", set_uint, offsetof(struct gp_config, handshake_timeout)},
 	{"admin_group", set_string, offsetof(struct gp_config, admin_group)},
 	{"metrics_listen", set_listen, offsetof(struct gp_config, metrics_listen)},
+	{"listen_unix", set_path, offsetof(struct gp_config, listen_unix)},
+	{"listen_unix_group", set_string, offsetof(struct gp_config, listen_unix_group)},
+	{"listen_plain", set_listen, offsetof(struct gp_config, listen_plain)},
 	{"placement", set_placement, 0},
 	{"default_memory", set_size, offsetof(struct gp_config, default_memory)},
 	{"queue_timeout", set_uint, offsetof(struct gp_config, queue_timeout)},
@@ -443,6 +459,9 @@ void gp_config_free(struct gp_config *cfg)
 	free(cfg->worker);
 	free(cfg->admin_group);
 	free(cfg->metrics_listen);
+	free(cfg->listen_unix);
+	free(cfg->listen_unix_group);
+	free(cfg->listen_plain);
 	for (size_t i = 0; i < cfg->ntenants; i++)
 		free(cfg->tenants[i].name);
 	free(cfg->tenants);

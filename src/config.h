@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #define GP_CONFIG_DEFAULT_PATH "/etc/gpupool/gpupoold.conf"
+#define GP_UNIX_PATH_MAX 108 /* sizeof(sockaddr_un.sun_path) on Linux */
 
 enum gp_placement {
 	GP_PLACE_SPREAD = 0, /* the least loaded GPUs first */
@@ -36,9 +37,12 @@ struct gp_config {
 	char *tls_ca; /* NULL: no client certificates asked for */
 	char *driver; /* the libcuda workers dlopen */
 	char *admin_socket;
-	char *worker;	      /* gpupool-worker executable; NULL: beside gpupoold */
-	char *admin_group;    /* group that may use the admin socket; NULL: root only */
-	char *metrics_listen; /* HOST:PORT of the Prometheus endpoint; NULL: none */
+	char *worker;		 /* gpupool-worker executable; NULL: beside gpupoold */
+	char *admin_group;	 /* group that may use the admin socket; NULL: root only */
+	char *metrics_listen;	 /* HOST:PORT of the Prometheus endpoint; NULL: none */
+	char *listen_unix;	 /* a Unix socket for clients on this host; NULL: none */
+	char *listen_unix_group; /* group that may use it (mode 0660); NULL: everyone (0666) */
+	char *listen_plain;	 /* HOST:PORT without TLS, only when set; NULL: none */
 	int log_level;
 	unsigned max_sessions;
 	unsigned max_handshakes; /* sessions at once still in TLS/Hello (not yet authenticated) */

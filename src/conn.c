@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -700,5 +702,36 @@ int gp_tcp_connect(const char *hostport, int timeout_ms, char *err, size_t errle
 		snprintf(err, errlen, "cannot connect to %s: %s", hostport, strerror(e));
 		return -e;
 	}
+	return fd;
+}
+
+int gp_unix_connect(const char *path, int timeout_ms, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000}, none = {0, 0};
+	int fd, e;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "'%s' is too long for a socket address", path);
+		return GP_ECONFIG;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		e = errno;
+		snprintf(err, errlen, "socket: %s", strerror(e));
+		return -e;
+	}
+	/* A listener whose backlog is full makes connect wait: as long as a send would. */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno == EINTR)
+			continue;
+		e = errno == EAGAIN ? ETIMEDOUT : errno;
+		close(fd);
+		snprintf(err, errlen, "cannot connect to %s: %s", path, strerror(e));
+		return -e;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
 	return fd;
 }

@@ -71,6 +71,9 @@ int gp_conn_skip(struct gp_conn *c, size_t len);
 /* Connects a TCP socket to "host:port" within timeout_ms. Returns fd or a
  * negative code, with the reason in err. */
 int gp_tcp_connect(const char *hostport, int timeout_ms, char *err, size_t errlen);
+/* Connects to a Unix socket within timeout_ms. Returns fd or a negative code, with the
+ * reason in err. */
+int gp_unix_connect(const char *path, int timeout_ms, char *err, size_t errlen);
 /* Splits "host:port" / "[v6]:port". Returns 0 or GP_ECONFIG. */
 int gp_split_hostport(const char *s, char *host, size_t hostlen, char *port, size_t portlen);
 

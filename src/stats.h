@@ -23,6 +23,13 @@ enum gp_session_state {
 	GP_SESSION_CLOSING,
 };
 
+/* How a session's client reached the pool (the supervisor tells the worker). */
+enum gp_transport {
+	GP_TRANSPORT_TLS = 0, /* TCP with TLS: listen */
+	GP_TRANSPORT_PLAIN,   /* TCP without TLS: listen_plain */
+	GP_TRANSPORT_UNIX,    /* a Unix socket on this host: listen_unix */
+};
+
 struct gp_stats {
 	uint32_t magic;
 	_Atomic uint32_t state;

@@ -46,6 +46,37 @@ static void test_bad_values(void **state)
 	expect_error("tls_cert \"unterminated\ntls_key b\n", "test.conf:1: unterminated quote");
 }
 
+static void test_transport_keys(void **state)
+{
+	char text[512], longpath[200];
+	struct gp_config *c;
+
+	c = gp_config_parse("tls_cert a\ntls_key b\nlisten_unix /run/gpupool/client.sock\n"
+			    "listen_unix_group gpu\nlisten_plain 10.0.0.1:7071\n",
+			    "test.conf", err, sizeof(err));
+	assert_non_null(c);
+	assert_string_equal(c->listen_unix, "/run/gpupool/client.sock");
+	assert_string_equal(c->listen_unix_group, "gpu");
+	assert_string_equal(c->listen_plain, "10.0.0.1:7071");
+	gp_config_free(c);
+	/* Neither is on unless the file says so. */
+	c = gp_config_parse("tls_cert a\ntls_key b\n", "test.conf", err, sizeof(err));
+	assert_non_null(c);
+	assert_null(c->listen_unix);
+	assert_null(c->listen_plain);
+	gp_config_free(c);
+
+	expect_error("tls_cert a\ntls_key b\nlisten_unix client.sock\n",
+		     "test.conf:3: 'listen_unix client.sock': expected an absolute path");
+	memset(longpath, 'x', sizeof(longpath) - 1);
+	longpath[0] = '/';
+	longpath[sizeof(longpath) - 1] = '\0';
+	snprintf(text, sizeof(text), "tls_cert a\ntls_key b\nlisten_unix %s\n", longpath);
+	expect_error(text, "test.conf:3: 'listen_unix': the path is longer");
+	expect_error("tls_cert a\ntls_key b\nlisten_plain 10.0.0.1\n",
+		     "test.conf:3: 'listen_plain 10.0.0.1': expected HOST:PORT");
+}
+
 static void test_tls_required(void **state)
 {
 	expect_error("listen 127.0.0.1:1\n", "tls_cert and tls_key are required");
@@ -221,6 +252,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unknown_key_names_file_and_line),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_transport_keys),
 		cmocka_unit_test(test_tls_required),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_sizes),

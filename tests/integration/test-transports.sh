@@ -1,0 +1,68 @@
+#!/bin/bash
+# Besides TLS on `listen`: a Unix socket for clients on this host (the kernel names the
+# user, who becomes the tenant) and, only when configured, plain TCP. Neither side falls
+# back to the other: a TLS client does not talk plain, nor a plain client TLS.
+. "$(dirname "$0")/lib.sh"
+
+sock=$T/client.sock
+gp_config "listen_unix $sock" "listen_plain 127.0.0.1:0" "token 0123456789abcdef0123 bob"
+gp_start
+tls=$GPUPOOL_SERVER
+status_json >"$T/s.json"
+[ "$(jq -r .listen_unix "$T/s.json")" = "$sock" ] || fail "status should show the Unix socket"
+plain=$(jq -r .listen_plain "$T/s.json")
+case "$plain" in 127.0.0.1:[1-9]*) ;; *) fail "status should show the plain address: $plain" ;; esac
+[ "$(stat -c %a "$sock")" = 666 ] || fail "without listen_unix_group the socket is for everyone"
+grep -q "listening without TLS on $plain" "$T/daemon.log" || fail "plain TCP must be logged as such"
+
+# The Unix socket: the user is the tenant, and the session shows who connected.
+me=$(id -un)
+out=$(GPUPOOL_SERVER=unix:$sock GPUPOOL_LOG=info run_client "$GP_STAGE/bin/vector_add" 5000 2>&1) ||
+	fail "vector_add over the Unix socket: $out"
+echo "$out"
+case "$out" in *"on unix:$sock"*"tenant $me"*PASSED*) ;; *) fail "unix: $out" ;; esac
+GPUPOOL_SERVER=unix:$sock hold A 1048576
+status_json >"$T/s.json"
+jq -e --arg me "$me" '.sessions[0] | .tenant == $me and (.client | startswith("local:uid="))' \
+	"$T/s.json" >/dev/null || fail "the local session: $(jq -c .sessions "$T/s.json")"
+release A
+
+# Plain TCP: tenants by token only.
+out=$(GPUPOOL_SERVER=plain:$plain GPUPOOL_LOG=info run_client "$GP_STAGE/bin/vector_add" 5000 2>&1) ||
+	fail "vector_add over plain TCP: $out"
+case "$out" in *"tenant default"*PASSED*) ;; *) fail "plain: $out" ;; esac
+out=$(GPUPOOL_SERVER=plain:$plain GPUPOOL_TOKEN=0123456789abcdef0123 GPUPOOL_LOG=info \
+	run_client "$GP_STAGE/bin/vector_add" 5000 2>&1) || fail "plain with a token: $out"
+case "$out" in *"tenant bob"*PASSED*) ;; *) fail "plain with a token: $out" ;; esac
+
+# No downgrade either way.
+set +e
+out=$(GPUPOOL_SERVER=$plain GPUPOOL_LOG=error run_client "$GP_STAGE/bin/vector_add" 100 2>&1)
+rc=$?
+set -e
+[ $rc -ne 0 ] || fail "a TLS client ran on the plain port"
+case "$out" in *"CUDA_ERROR_NO_DEVICE"*) ;; *) fail "TLS client on the plain port: $out" ;; esac
+set +e
+out=$(GPUPOOL_SERVER=plain:$tls GPUPOOL_LOG=error run_client "$GP_STAGE/bin/vector_add" 100 2>&1)
+rc=$?
+set -e
+[ $rc -ne 0 ] || fail "a plain client ran on the TLS port"
+case "$out" in *"CUDA_ERROR_NO_DEVICE"*) ;; *) fail "plain client on the TLS port: $out" ;; esac
+# A socket path nobody listens on.
+set +e
+out=$(GPUPOOL_SERVER=unix:$T/none.sock GPUPOOL_LOG=error run_client "$GP_STAGE/bin/vector_add" 100 2>&1)
+set -e
+case "$out" in *"pool unreachable"*"none.sock"*) ;; *) fail "missing socket: $out" ;; esac
+
+# A reload does not move a bound socket: the change waits for a restart, and says so.
+sed -i "s|^listen_unix .*|listen_unix $T/moved.sock|" "$T/gpupoold.conf"
+"$POOLCTL" -s "$T/admin.sock" reload >/dev/null || fail "reload"
+grep -q "listen_unix(_group).*take effect at restart" "$T/daemon.log" || fail "reload should warn"
+[ "$(status_json | jq -r .listen_unix)" = "$sock" ] || fail "the socket moved on reload"
+out=$(GPUPOOL_SERVER=unix:$sock run_client "$GP_STAGE/bin/vector_add" 100 2>&1) ||
+	fail "the socket after a reload: $out"
+
+wait_for '.sessions | length == 0' 10
+gp_stop
+[ ! -e "$sock" ] || fail "the Unix socket should go with the daemon"
+echo PASS
