@@ -326,6 +326,7 @@ static bool socket_alive(const char *path)
 int gp__unix_listen(struct gp_daemon *d, uv_pipe_t *pipe, const char *path, const char *group,
 		    bool everyone, uv_connection_cb cb, const char *what)
 {
+	struct stat st;
 	mode_t old;
 	int r;
 
@@ -334,6 +335,10 @@ int gp__unix_listen(struct gp_daemon *d, uv_pipe_t *pipe, const char *path, cons
 	if (socket_alive(path)) {
 		gp_log_error("%s %s: another gpupoold is running there", what, path);
 		return -EADDRINUSE;
+	}
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+		gp_log_error("%s %s: exists and is not a socket; not removing it", what, path);
+		return -EEXIST;
 	}
 	unlink(path);
 	uv_pipe_init(d->loop, pipe, 0);

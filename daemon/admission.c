@@ -241,7 +241,8 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	s->client_pid = req->client_pid;
 	s->want_gpus = req->gpus;
 	s->want_memory = req->memory;
-	/* The tenant: the certificate's name, else what a known token names, else default. */
+	/* The tenant: the certificate's name (or on the Unix socket the user's), else what a
+	 * known token names, else default. Plain TCP proves nothing else: a token is required. */
 	if (req->tenant && *req->tenant) {
 		snprintf(s->tenant, sizeof(s->tenant), "%s", req->tenant);
 	} else if (req->token && *req->token) {
@@ -253,6 +254,11 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 			return;
 		}
 		snprintf(s->tenant, sizeof(s->tenant), "%s", t);
+	} else if (s->transport == GP_TRANSPORT_PLAIN) {
+		snprintf(s->tenant, sizeof(s->tenant), "unknown");
+		refuse(s, "without TLS (listen_plain) a session needs a token the pool knows "
+			  "(GPUPOOL_TOKEN)");
+		return;
 	} else {
 		snprintf(s->tenant, sizeof(s->tenant), "default");
 	}

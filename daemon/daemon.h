@@ -49,6 +49,7 @@ struct gp_session {
 	bool admitted; /* holds a reservation in the ledger */
 	bool queued;   /* in the wait queue */
 	bool evicted;  /* ended by poolctl evict or the idle timeout */
+	enum gp_transport transport;
 	char client_addr[128];
 	char tenant[128];
 	char client_host[128];

@@ -279,6 +279,7 @@ static void spawn_session(struct gp_daemon *d, int client_fd, const char *addr,
 	s->id = d->next_id++;
 	s->started = time(NULL);
 	s->state = GP_SESSION_HANDSHAKE;
+	s->transport = transport;
 	snprintf(s->client_addr, sizeof(s->client_addr), "%s", addr);
 	gp_frame_decoder_init(&s->dec, CTL_MAX_FRAME);
 	s->stats = new_stats(&stats_fd);

@@ -370,21 +370,34 @@ static int load_driver(struct gp_worker *w, const char *path)
 	return 0;
 }
 
-/* The name of the user at the other end of a Unix socket, or "uid:N" without one. */
+/* The name of the user at the other end of a Unix socket; "uid:N" for a uid without one. */
 static void local_user(int fd, char *out, size_t outlen)
 {
 	struct passwd pw, *found = NULL;
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
-	char buf[1024];
+	size_t bufsize = 1024;
+	char *buf = NULL;
+	int e = ERANGE;
 
 	out[0] = '\0';
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
 		return;
-	if (getpwuid_r(cr.uid, &pw, buf, sizeof(buf), &found) == 0 && found)
+	/* Entries can be long (many groups, long fields): grow the buffer until one fits. */
+	while (e == ERANGE && bufsize <= (1u << 20)) {
+		char *nb = realloc(buf, bufsize);
+
+		if (!nb)
+			break;
+		buf = nb;
+		e = getpwuid_r(cr.uid, &pw, buf, bufsize, &found);
+		bufsize *= 4;
+	}
+	if (e == 0 && found)
 		snprintf(out, outlen, "%s", found->pw_name);
 	else
 		snprintf(out, outlen, "uid:%u", (unsigned)cr.uid);
+	free(buf);
 }
 
 /* Blocking reads and writes on fd give up after secs seconds of silence (0: never). */

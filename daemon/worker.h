@@ -80,6 +80,7 @@ struct gp_libinst {
 	uint64_t lib, ctx;
 	int device;
 	uint64_t charge;
+	bool usable; /* false: it did not fit the session's limit, so it is never used */
 };
 
 /* Contexts a session may create besides the primary ones (each costs device memory). */
@@ -147,8 +148,11 @@ void gp__forget_ctx(struct gp_worker *w, uint64_t ctx);
 /* Forgets a module's functions and globals (a library's: and its modules' charges). */
 void gp__forget_module(struct gp_worker *w, uint64_t module);
 /* Records a library's module in a context and charges its cost. */
-int gp__libinst_add(struct gp_worker *w, uint64_t lib, uint64_t ctx, int device, uint64_t charge);
-bool gp__libinst_has(const struct gp_worker *w, uint64_t lib, uint64_t ctx);
+int gp__libinst_add(struct gp_worker *w, uint64_t lib, uint64_t ctx, int device, uint64_t charge,
+		    bool usable);
+const struct gp_libinst *gp__libinst_find(const struct gp_worker *w, uint64_t lib, uint64_t ctx);
+/* The most one of the library's modules was measured to cost (0: none measured yet). */
+uint64_t gp__libinst_cost(const struct gp_worker *w, uint64_t lib);
 
 /* worker_module.c */
 /* A library kernel's module in the context: made (and charged) on first use there. */

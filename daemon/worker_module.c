@@ -50,12 +50,12 @@ static int recv_image(struct gp_worker *w, const struct gp_frame_hdr *h, uint64_
 }
 
 /* Parameter layout and attributes of one function or kernel. */
-static CUresult describe(struct gp_worker *w, void *fn, bool kernel, Gp__Function *f,
+static CUresult describe(struct gp_worker *w, void *fn, bool kernel, int device, Gp__Function *f,
 			 struct gp_fn_info *fi)
 {
 	size_t off, sz;
 	uint32_t np = 0;
-	CUdevice dev0 = 0;
+	CUdevice dev = 0;
 	CUresult r;
 
 	for (;;) {
@@ -99,13 +99,13 @@ static CUresult describe(struct gp_worker *w, void *fn, bool kernel, Gp__Functio
 		f->param[k]->size = fi->size[k];
 	}
 	if (kernel)
-		w->drv.cuDeviceGet(&dev0, 0);
+		w->drv.cuDeviceGet(&dev, device);
 	f->n_attribute = CU_FUNC_ATTRIBUTE_MAX;
 	for (int a = 0; a < CU_FUNC_ATTRIBUTE_MAX; a++) {
 		int v = 0;
 
 		if (kernel)
-			GP_DRV(w, cuKernelGetAttribute, &v, (CUfunction_attribute)a, fn, dev0);
+			GP_DRV(w, cuKernelGetAttribute, &v, (CUfunction_attribute)a, fn, dev);
 		else
 			GP_DRV(w, cuFuncGetAttribute, &v, (CUfunction_attribute)a, fn);
 		f->attribute[a] = v;
@@ -115,7 +115,7 @@ static CUresult describe(struct gp_worker *w, void *fn, bool kernel, Gp__Functio
 
 /* Registers one function or kernel and describes it into the reply. */
 static CUresult add_function(struct gp_worker *w, Gp__ModuleLoadReply *rep, void *fn, bool kernel,
-			     uint64_t owner, uint64_t ctx_id)
+			     uint64_t owner, uint64_t ctx_id, int device)
 {
 	Gp__Function *f = calloc(1, sizeof(*f));
 	struct gp_fn_info *fi = calloc(1, sizeof(*fi));
@@ -145,7 +145,7 @@ static CUresult add_function(struct gp_worker *w, Gp__ModuleLoadReply *rep, void
 	}
 	h->aux = fi; /* freed with the handle */
 	h->parent = ctx_id;
-	return describe(w, fn, kernel, f, fi);
+	return describe(w, fn, kernel, device, f, fi);
 }
 
 static void free_reply_functions(Gp__ModuleLoadReply *rep)
@@ -262,7 +262,7 @@ int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 					: CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	for (unsigned i = 0; r == CUDA_SUCCESS && i < count; i++)
-		r = add_function(w, &rep, fns[i], false, mod_id, ctx_id);
+		r = add_function(w, &rep, fns[i], false, mod_id, ctx_id, ctx->device);
 	free(fns);
 	gp_log_debug("session %llu: module loaded: %llu bytes, %u function(s): %s",
 		     (unsigned long long)w->session_id, (unsigned long long)len, count,
@@ -281,29 +281,42 @@ int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h)
  * charged to the session until the library is unloaded or the context goes. The load makes
  * it in the current context at once; other contexts make theirs through the calls below.
  */
-static int ctx_device(struct gp_worker *w, uint64_t ctx_id)
+/* The handle of the context the driver has current in this worker, or 0. */
+static uint64_t current_ctx(struct gp_worker *w)
 {
-	struct gp_handle *ch = gp__handle_get(w, ctx_id, GP_H_CTX);
-
-	return ch ? ch->device : 0;
+	for (uint32_t i = 0; w->current && i < w->nhandles; i++)
+		if (w->handles[i].kind == GP_H_CTX && w->handles[i].ptr == w->current)
+			return gp__handle_id(w, &w->handles[i]);
+	return 0;
 }
 
-/* Makes the library's module in the current context (ctx_id, on device) if it has none
- * yet, measuring the free memory it took since `before`. A module that does not fit is
- * still the session's (there is no undoing it but unloading the library): it is charged,
- * and the call that made it fails with CUDA_ERROR_OUT_OF_MEMORY. */
+/*
+ * Makes the library's module in the current context (ctx_id, on device) if it has none yet,
+ * measuring the free memory it took since `before`. Where one context's module already
+ * shows what it costs, a context it would not fit in gets none. A module that turns out not
+ * to fit stays the session's (only unloading the library undoes it): it is charged, and
+ * every call that needs it in that context fails with CUDA_ERROR_OUT_OF_MEMORY.
+ */
 static CUresult instantiate(struct gp_worker *w, uint64_t lib_id, CUlibrary lib, uint64_t ctx_id,
 			    int device, size_t before, bool measured)
 {
+	const struct gp_libinst *li;
+	uint64_t known, cost;
 	CUmodule mod;
 	size_t after;
-	uint64_t cost;
+	bool fits;
 	CUresult r;
 
-	if (!ctx_id || gp__libinst_has(w, lib_id, ctx_id))
+	if (!ctx_id)
 		return CUDA_SUCCESS;
+	li = gp__libinst_find(w, lib_id, ctx_id);
+	if (li)
+		return li->usable ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 	if (!w->drv.cuLibraryGetModule)
 		return CUDA_ERROR_NOT_SUPPORTED; /* cannot be measured, so not allowed */
+	known = gp__libinst_cost(w, lib_id);
+	if (known && !gp__charge_fits(w, device, known))
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (!measured)
 		before = free_now(w);
 	r = w->drv.cuLibraryGetModule(&mod, lib);
@@ -311,10 +324,10 @@ static CUresult instantiate(struct gp_worker *w, uint64_t lib_id, CUlibrary lib,
 		return r;
 	after = free_now(w);
 	cost = before > after && after ? before - after : 0;
-	r = gp__charge_fits(w, device, cost) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-	if (gp__libinst_add(w, lib_id, ctx_id, device, cost))
+	fits = gp__charge_fits(w, device, cost);
+	if (gp__libinst_add(w, lib_id, ctx_id, device, cost, fits))
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	return r;
+	return fits ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 CUresult gp__kernel_in_ctx(struct gp_worker *w, const struct gp_handle *fh, uint64_t ctx_id)
@@ -340,19 +353,29 @@ int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 	uint64_t len, ctx_id, lib_id = 0;
 	CUkernel *ks = NULL;
 	CUlibrary lib = NULL;
+	struct gp_handle *ch = NULL;
 	uint8_t *image;
 	size_t before = 0;
 	CUresult r = CUDA_SUCCESS;
-	int ret;
+	int ret, device = 0;
 
 	if (!c)
 		return GP_EDECODE;
 	len = c->arg[0];
 	ctx_id = c->arg[1];
 	protobuf_c_message_free_unpacked(&c->base, NULL);
-	/* The library's module is made in the client's current context, if it has one. */
-	if (ctx_id)
-		r = gp__use_ctx(w, ctx_id, NULL);
+	/* The library's module is made, and measured, in the client's current context; without
+	 * one, in the context the driver has current here (describing the kernels can make it
+	 * there), or a primary one. */
+	if (!ctx_id)
+		ctx_id = current_ctx(w);
+	if (!ctx_id)
+		for (int d = 0; d < w->ndev && !ctx_id; d++)
+			ctx_id = w->primary[d];
+	if (ctx_id) {
+		r = gp__use_ctx(w, ctx_id, &ch);
+		device = ch ? ch->device : 0;
+	}
 	if (r == CUDA_SUCCESS && (!w->drv.cuLibraryLoadData || !w->drv.cuLibraryGetKernelCount ||
 				  !w->drv.cuLibraryEnumerateKernels))
 		r = CUDA_ERROR_NOT_SUPPORTED;
@@ -374,9 +397,7 @@ int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 	if (r != CUDA_SUCCESS)
 		return send_load_reply(w, h, &rep, r);
 	rep.module = lib_id;
-	r = instantiate(w, lib_id, lib, ctx_id, ctx_device(w, ctx_id), before, true);
-	if (r == CUDA_SUCCESS)
-		r = w->drv.cuLibraryGetKernelCount(&count, lib);
+	r = w->drv.cuLibraryGetKernelCount(&count, lib);
 	if (r == CUDA_SUCCESS && count) {
 		ks = calloc(count, sizeof(*ks));
 		rep.function = calloc(count, sizeof(*rep.function));
@@ -384,8 +405,11 @@ int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 				       : CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	for (unsigned i = 0; r == CUDA_SUCCESS && i < count; i++)
-		r = add_function(w, &rep, ks[i], true, lib_id, 0);
+		r = add_function(w, &rep, ks[i], true, lib_id, 0, device);
 	free(ks);
+	/* Everything the load, the enumeration and the descriptions took, in that context. */
+	if (r == CUDA_SUCCESS)
+		r = instantiate(w, lib_id, lib, ctx_id, device, before, true);
 	gp_log_debug("session %llu: library loaded: %llu bytes, %u kernel(s): %s",
 		     (unsigned long long)w->session_id, (unsigned long long)len, count,
 		     gp_driver_err_name(&w->drv, r));

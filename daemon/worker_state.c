@@ -191,7 +191,8 @@ void gp__alloc_remove(struct gp_worker *w, struct gp_alloc *a)
 		gp__publish_mem(w);
 }
 
-int gp__libinst_add(struct gp_worker *w, uint64_t lib, uint64_t ctx, int device, uint64_t charge)
+int gp__libinst_add(struct gp_worker *w, uint64_t lib, uint64_t ctx, int device, uint64_t charge,
+		    bool usable)
 {
 	if (w->nlibinst == w->cap_libinst) {
 		size_t cap = w->cap_libinst ? w->cap_libinst * 2 : 16;
@@ -202,17 +203,27 @@ int gp__libinst_add(struct gp_worker *w, uint64_t lib, uint64_t ctx, int device,
 		w->libinst = n;
 		w->cap_libinst = cap;
 	}
-	w->libinst[w->nlibinst++] = (struct gp_libinst){lib, ctx, device, charge};
+	w->libinst[w->nlibinst++] = (struct gp_libinst){lib, ctx, device, charge, usable};
 	gp__charge(w, device, (int64_t)charge);
 	return 0;
 }
 
-bool gp__libinst_has(const struct gp_worker *w, uint64_t lib, uint64_t ctx)
+const struct gp_libinst *gp__libinst_find(const struct gp_worker *w, uint64_t lib, uint64_t ctx)
 {
 	for (size_t i = 0; i < w->nlibinst; i++)
 		if (w->libinst[i].lib == lib && w->libinst[i].ctx == ctx)
-			return true;
-	return false;
+			return &w->libinst[i];
+	return NULL;
+}
+
+uint64_t gp__libinst_cost(const struct gp_worker *w, uint64_t lib)
+{
+	uint64_t most = 0;
+
+	for (size_t i = 0; i < w->nlibinst; i++)
+		if (w->libinst[i].lib == lib && w->libinst[i].charge > most)
+			most = w->libinst[i].charge;
+	return most;
 }
 
 /* Drops the records of a library (lib) or of a context (ctx), and their charges. */

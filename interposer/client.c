@@ -79,6 +79,13 @@ static CUresult merge_deferred(struct gp_client *c, unsigned type, CUresult r,
 	return r;
 }
 
+void gp__pending_clear(void)
+{
+	pthread_mutex_lock(&gp__client.lock);
+	gp__client.pending = CUDA_SUCCESS;
+	pthread_mutex_unlock(&gp__client.lock);
+}
+
 CUresult gp__ready(void)
 {
 	struct gp_client *c = &gp__client;
@@ -256,6 +263,8 @@ static CUresult try_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
 	if (open_pool(c, ctx, server))
 		goto out_conn;
 	fill_hello(&hello, me, sizeof(me));
+	if (strncmp(server, "unix:", 5) == 0)
+		hello.token = ""; /* the user is the identity there: no secret to send */
 	ret = gp_conn_send(c->conn, GP_MSG_HELLO, 0, 0, &hello.base, NULL, 0);
 	if (!ret)
 		ret = read_hello_reply(c, &rep);

@@ -133,6 +133,8 @@ extern struct gp_client gp__client;
 
 /* client.c */
 CUresult gp__connect(void);
+/* Drops a kept asynchronous error: the context it came from is gone (destroyed, reset). */
+void gp__pending_clear(void);
 /* Sends a Call. Without GP_F_NO_REPLY in flags it waits for the Reply and
  * copies up to nout outputs; with it, it returns once the call is sent. */
 CUresult gp__call_ex(unsigned type, unsigned flags, const uint64_t *args, size_t nargs,

@@ -97,7 +97,7 @@
 	X(MODULE_UNLOAD, 122, call)                                                              \
 	/* arg: ctx, module or library; name: the symbol; out: dptr, bytes */                    \
 	X(GET_GLOBAL, 123, call)                                                                 \
-	/* LIBRARY_LOAD arg: image bytes; bulk: the image; reply ModuleLoadReply (kernels) */    \
+	/* arg: image bytes, current ctx (0: none); bulk: the image; reply ModuleLoadReply */    \
 	X(LIBRARY_LOAD, 124, call)                                                               \
 	/* arg: library */                                                                       \
 	X(LIBRARY_UNLOAD, 125, call)                                                             \

@@ -45,7 +45,7 @@ static CUresult bad_launch(CUfunction f, CUdeviceptr p)
 
 int main(void)
 {
-	CUcontext ctx;
+	CUcontext ctx, other;
 	CUdevice dev;
 	CUmodule mod;
 	CUfunction f;
@@ -90,6 +90,13 @@ int main(void)
 		printf("FAILED: %zu bytes free at first, %zu at the end\n", free0, free1);
 		return 1;
 	}
+	/* A failure kept from a context that is then destroyed goes with it. */
+	CHECK("cuCtxCreate", cuCtxCreate(&other, NULL, 0, dev), CUDA_SUCCESS);
+	CHECK("cuCtxSetCurrent", cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+	CHECK("the refused launch", bad_launch(f, 0), CUDA_SUCCESS);
+	CHECK("cuCtxDestroy", cuCtxDestroy(ctx), CUDA_SUCCESS);
+	CHECK("cuCtxSetCurrent", cuCtxSetCurrent(other), CUDA_SUCCESS);
+	CHECK("cuCtxSynchronize in another context", cuCtxSynchronize(), CUDA_SUCCESS);
 	printf("PASSED\n");
 	return 0;
 }

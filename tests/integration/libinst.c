@@ -1,7 +1,8 @@
 /* libinst.c -- a library's module is made in each context that uses it, and each one is
  * device memory the session is charged for: here a 16 MiB global, counted once per context
  * and released with the context or the library. Run with GPUPOOL_MEMORY=256M ("fit"), or
- * with 24M ("over": the second context's copy does not fit and its launch fails). */
+ * with 24M ("over": the second context's copy does not fit, and is neither made nor used);
+ * "nocurrent": the library is first used on a thread with no current context. */
 #include <stdio.h>
 #include <string.h>
 
@@ -51,6 +52,7 @@ static CUresult touch(CUkernel k)
 int main(int argc, char **argv)
 {
 	int over = argc > 1 && strcmp(argv[1], "over") == 0;
+	int nocurrent = argc > 1 && strcmp(argv[1], "nocurrent") == 0;
 	CUcontext a, b;
 	CUdevice dev;
 	CUlibrary lib;
@@ -63,10 +65,42 @@ int main(int argc, char **argv)
 	    cuCtxCreate(&a, NULL, 0, dev))
 		return 2;
 	f0 = free_mem();
+	if (nocurrent) {
+		/* First used on a thread with no context: still charged, wherever it is made. */
+		CUcontext popped;
+
+		CHECK("cuCtxPopCurrent", cuCtxPopCurrent(&popped), CUDA_SUCCESS);
+	}
 	CHECK("cuLibraryLoadData", cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0),
 	      CUDA_SUCCESS);
 	/* Loaded (lazily: by now at the latest) in the current context. */
 	CHECK("cuLibraryGetKernel", cuLibraryGetKernel(&k, lib, "touch"), CUDA_SUCCESS);
+	if (nocurrent) {
+		size_t fa, fb;
+
+		CHECK("cuCtxSetCurrent", cuCtxSetCurrent(a), CUDA_SUCCESS);
+		fa = free_mem();
+		CHECK("cuCtxSetCurrent", cuCtxSetCurrent(b), CUDA_SUCCESS);
+		CHECK("launch", touch(k), CUDA_SUCCESS);
+		CHECK("cuCtxSynchronize", cuCtxSynchronize(), CUDA_SUCCESS);
+		CHECK("cuCtxSetCurrent", cuCtxSetCurrent(a), CUDA_SUCCESS);
+		CHECK("launch", touch(k), CUDA_SUCCESS);
+		CHECK("cuCtxSynchronize", cuCtxSynchronize(), CUDA_SUCCESS);
+		fb = free_mem();
+		printf("free: %zu before, %zu after the load, %zu with both contexts using it\n",
+		       f0, fa, fb);
+		if (f0 - fb < 2 * (size_t)BIG) {
+			printf("FAILED: not every copy was charged\n");
+			return 1;
+		}
+		CHECK("cuLibraryUnload", cuLibraryUnload(lib), CUDA_SUCCESS);
+		if (free_mem() != f0) {
+			printf("FAILED: %zu free after the unload, expected %zu\n", free_mem(), f0);
+			return 1;
+		}
+		printf("PASSED\n");
+		return 0;
+	}
 	f1 = free_mem();
 	printf("free: %zu before the load, %zu after\n", f0, f1);
 	if (f0 - f1 < BIG) {
@@ -78,7 +112,13 @@ int main(int argc, char **argv)
 	CHECK("cuCtxSetCurrent", cuCtxSetCurrent(b), CUDA_SUCCESS);
 	CHECK("launch in the second context", touch(k), CUDA_SUCCESS);
 	if (over) {
+		/* Not now, and not on a second try either: the copy is never made or used. */
 		CHECK("cuCtxSynchronize", cuCtxSynchronize(), CUDA_ERROR_OUT_OF_MEMORY);
+		CHECK("a second launch", touch(k), CUDA_SUCCESS);
+		CHECK("cuCtxSynchronize", cuCtxSynchronize(), CUDA_ERROR_OUT_OF_MEMORY);
+		CHECK("cuLibraryGetGlobal", cuLibraryGetGlobal(&g, &bytes, lib, "big"),
+		      CUDA_ERROR_OUT_OF_MEMORY);
+		CHECK("cuCtxSetCurrent", cuCtxSetCurrent(a), CUDA_SUCCESS);
 		CHECK("cuLibraryUnload", cuLibraryUnload(lib), CUDA_SUCCESS);
 		if (free_mem() != f0) {
 			printf("FAILED: %zu free after the unload, %zu before the load\n",

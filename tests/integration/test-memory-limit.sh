@@ -25,6 +25,9 @@ out=$(GPUPOOL_MEMORY=256M run_client "$GP_TESTBIN/libinst" fit 2>&1) || fail "li
 echo "$out"
 out=$(GPUPOOL_MEMORY=24M run_client "$GP_TESTBIN/libinst" over 2>&1) || fail "libinst over: $out"
 echo "$out"
+out=$(GPUPOOL_MEMORY=256M run_client "$GP_TESTBIN/libinst" nocurrent 2>&1) ||
+	fail "libinst nocurrent: $out"
+echo "$out"
 # The first session is untouched and the pool still computes.
 out=$(run_client "$GP_STAGE/bin/vector_add" 10000) || fail "vector_add: $out"
 wait_for '.sessions | length == 1' 10

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Besides TLS on `listen`: a Unix socket for clients on this host (the kernel names the
-# user, who becomes the tenant) and, only when configured, plain TCP. Neither side falls
-# back to the other: a TLS client does not talk plain, nor a plain client TLS.
+# user, who becomes the tenant) and, only when configured, plain TCP (a token required).
+# Neither side falls back to the other: a TLS client does not talk plain, nor a plain
+# client TLS.
 . "$(dirname "$0")/lib.sh"
 
 sock=$T/client.sock
@@ -27,10 +28,13 @@ jq -e --arg me "$me" '.sessions[0] | .tenant == $me and (.client | startswith("l
 	"$T/s.json" >/dev/null || fail "the local session: $(jq -c .sessions "$T/s.json")"
 release A
 
-# Plain TCP: tenants by token only.
-out=$(GPUPOOL_SERVER=plain:$plain GPUPOOL_LOG=info run_client "$GP_STAGE/bin/vector_add" 5000 2>&1) ||
-	fail "vector_add over plain TCP: $out"
-case "$out" in *"tenant default"*PASSED*) ;; *) fail "plain: $out" ;; esac
+# Plain TCP proves no identity: a session needs a known token there.
+set +e
+out=$(GPUPOOL_SERVER=plain:$plain GPUPOOL_LOG=error run_client "$GP_STAGE/bin/vector_add" 100 2>&1)
+rc=$?
+set -e
+[ $rc -ne 0 ] || fail "a session without a token ran over plain TCP"
+case "$out" in *"refused the session"*"needs a token"*) ;; *) fail "plain without a token: $out" ;; esac
 out=$(GPUPOOL_SERVER=plain:$plain GPUPOOL_TOKEN=0123456789abcdef0123 GPUPOOL_LOG=info \
 	run_client "$GP_STAGE/bin/vector_add" 5000 2>&1) || fail "plain with a token: $out"
 case "$out" in *"tenant bob"*PASSED*) ;; *) fail "plain with a token: $out" ;; esac
@@ -65,4 +69,13 @@ out=$(GPUPOOL_SERVER=unix:$sock run_client "$GP_STAGE/bin/vector_add" 100 2>&1) 
 wait_for '.sessions | length == 0' 10
 gp_stop
 [ ! -e "$sock" ] || fail "the Unix socket should go with the daemon"
+
+# A file that is not a socket is never removed to make room for one.
+echo keep >"$T/file"
+sed -e "s|^listen_unix .*|listen_unix $T/file|" "$T/gpupoold.conf" >"$T/bad.conf"
+if timeout 20 "$GP_STAGE/bin/gpupoold" -f "$T/bad.conf" 2>"$T/bad.log"; then
+	fail "gpupoold started with listen_unix on a regular file"
+fi
+grep -q "exists and is not a socket" "$T/bad.log" || fail "should say why: $(cat "$T/bad.log")"
+[ "$(cat "$T/file")" = keep ] || fail "the file was touched"
 echo PASS
