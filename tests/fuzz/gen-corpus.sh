@@ -9,7 +9,8 @@ corpus=$here/corpus
 kernels=$top/tests/kernels
 mkdir -p "$corpus/frame" "$corpus/config" "$corpus/image" "$corpus/ptx"
 
-# ptx: nvcc's PTX for kernels that between them use most of what the parser knows.
+# ptx: nvcc's PTX for kernels that between them use most of what the parser knows
+# (initializers.ptx is hand-written: nvcc writes initial values as bytes).
 for k in vector_add constmem atomics half devfunc warp asmops simd intops heap localmem \
 	printf managed structs types8 rounding; do
 	"$nvcc" -ptx -arch=compute_75 "$kernels/$k.cu" -o "$corpus/ptx/$k.ptx"
