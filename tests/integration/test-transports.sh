@@ -70,6 +70,16 @@ wait_for '.sessions | length == 0' 10
 gp_stop
 [ ! -e "$sock" ] || fail "the Unix socket should go with the daemon"
 
+# With listen_unix_group the socket is that group's only (mode 0660).
+grp=$(id -gn)
+gp_config "listen_unix $sock" "listen_unix_group $grp"
+gp_start
+[ "$(stat -c '%a %G' "$sock")" = "660 $grp" ] ||
+	fail "listen_unix_group: the socket is $(stat -c '%a %G' "$sock")"
+out=$(GPUPOOL_SERVER=unix:$sock run_client "$GP_STAGE/bin/vector_add" 100 2>&1) ||
+	fail "a member of the group: $out"
+gp_stop
+
 # A file that is not a socket is never removed to make room for one.
 echo keep >"$T/file"
 sed -e "s|^listen_unix .*|listen_unix $T/file|" "$T/gpupoold.conf" >"$T/bad.conf"
