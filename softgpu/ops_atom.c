@@ -35,24 +35,6 @@ static unsigned class_size(int c)
 	}
 }
 
-static float f32(uint32_t b)
-{
-	float f;
-
-	memcpy(&f, &b, 4);
-	return f;
-}
-
-static uint32_t bits32(float f)
-{
-	uint32_t b;
-
-	if (f != f)
-		return 0x7fffffffu;
-	memcpy(&b, &f, 4);
-	return b;
-}
-
 static uint16_t hadd(uint16_t a, uint16_t b, bool bf)
 {
 	float x = bf ? sg_bf16_to_f32(a) : sg_f16_to_f32(a);
@@ -68,14 +50,14 @@ static uint64_t apply(int op, int cls, uint64_t old, uint64_t b, bool ftz)
 	case SG_AOP_ADD:
 		switch (cls) {
 		case C_F32: {
-			float x = f32((uint32_t)old), y = f32((uint32_t)b), r;
+			float x = sg_f32((uint32_t)old), y = sg_f32((uint32_t)b), r;
 
 			if (ftz) {
 				x = sg_ftz32(x);
 				y = sg_ftz32(y);
 			}
 			r = x + y;
-			return bits32(ftz ? sg_ftz32(r) : r);
+			return sg_b32(ftz ? sg_ftz32(r) : r);
 		}
 		case C_F64: {
 			double x, y;

@@ -59,23 +59,6 @@ static inline int order_f(double a, double b)
 	return a < b ? -1 : a > b ? 1 : 0;
 }
 
-static inline float f32of(uint64_t v)
-{
-	float f;
-	uint32_t b = (uint32_t)v;
-
-	memcpy(&f, &b, 4);
-	return f;
-}
-
-static inline double f64of(uint64_t v)
-{
-	double d;
-
-	memcpy(&d, &v, 8);
-	return d;
-}
-
 /* aux: cmp | class << 8 | ftz << 12 */
 static bool compare(const struct sg_insn *in, uint64_t a, uint64_t b)
 {
@@ -113,7 +96,7 @@ static bool compare(const struct sg_insn *in, uint64_t a, uint64_t b)
 		s = a < b ? -1 : a > b;
 		break;
 	case TC_F32: {
-		float x = f32of(a), y = f32of(b);
+		float x = sg_f32(a), y = sg_f32(b);
 
 		if (ftz) {
 			x = sg_ftz32(x);
@@ -123,7 +106,7 @@ static bool compare(const struct sg_insn *in, uint64_t a, uint64_t b)
 		break;
 	}
 	case TC_F64:
-		s = order_f(f64of(a), f64of(b));
+		s = order_f(sg_f64(a), sg_f64(b));
 		break;
 	case TC_F16:
 		s = order_f(sg_f16_to_f32((uint16_t)a), sg_f16_to_f32((uint16_t)b));
@@ -217,7 +200,7 @@ OP(slct_s32)
 
 OP(slct_f32)
 {
-	float c = f32of(A(2));
+	float c = sg_f32(A(2));
 
 	if (in->flags & 1)
 		c = sg_ftz32(c);

@@ -20,41 +20,6 @@
 #define F_SAT 2
 #define F_RELU 4
 
-static inline float f32(uint64_t v)
-{
-	float f;
-	uint32_t b = (uint32_t)v;
-
-	memcpy(&f, &b, 4);
-	return f;
-}
-
-static inline uint64_t b32(float f)
-{
-	uint32_t b;
-
-	if (f != f)
-		return 0x7fffffffu;
-	memcpy(&b, &f, 4);
-	return b;
-}
-
-static inline double f64(uint64_t v)
-{
-	double d;
-
-	memcpy(&d, &v, 8);
-	return d;
-}
-
-static inline uint64_t b64(double d)
-{
-	uint64_t b;
-
-	memcpy(&b, &d, 8);
-	return b;
-}
-
 static inline uint64_t mask(unsigned bits)
 {
 	return bits >= 64 ? ~0ull : (1ull << bits) - 1;
@@ -83,27 +48,27 @@ OP(cvt_i2i)
 
 OP(cvt_rn_f32_s32)
 {
-	DST = b32((float)(int32_t)A(0));
+	DST = sg_b32((float)(int32_t)A(0));
 	return 0;
 }
 OP(cvt_rn_f32_u32)
 {
-	DST = b32((float)(uint32_t)A(0));
+	DST = sg_b32((float)(uint32_t)A(0));
 	return 0;
 }
 OP(cvt_f64_f32)
 {
-	DST = b64((double)f32(A(0)));
+	DST = sg_b64((double)sg_f32(A(0)));
 	return 0;
 }
 OP(cvt_rn_f32_f64)
 {
-	DST = b32((float)f64(A(0)));
+	DST = sg_b32((float)sg_f64(A(0)));
 	return 0;
 }
 OP(cvt_rn_f64_s32)
 {
-	DST = b64((double)(int32_t)A(0));
+	DST = sg_b64((double)(int32_t)A(0));
 	return 0;
 }
 
@@ -176,13 +141,13 @@ static uint64_t float_out(double x, int dt, int rnd, unsigned fl)
 	case SG_F64:
 		if (fl & F_SAT)
 			x = x != x ? 0.0 : x < 0 ? 0.0 : x > 1 ? 1.0 : x;
-		return b64(x);
+		return sg_b64(x);
 	case SG_F32: {
 		float f = r == SG_RN ? (float)x : sg_f64_to_f32_rnd(x, r);
 
 		if (fl & F_FTZ)
 			f = sg_ftz32(f);
-		return b32(f);
+		return sg_b32(f);
 	}
 	case SG_F16:
 		return sg_f64_to_f16(x, r);
@@ -209,10 +174,10 @@ OP(cvt_gen)
 			x = sg_bf16_to_f32((uint16_t)a);
 			break;
 		case SG_F32:
-			x = (in->flags & F_FTZ) ? sg_ftz32(f32(a)) : f32(a);
+			x = (in->flags & F_FTZ) ? sg_ftz32(sg_f32(a)) : sg_f32(a);
 			break;
 		default:
-			x = f64(a);
+			x = sg_f64(a);
 			break;
 		}
 		if (!sg_type_float(dt)) {
@@ -263,7 +228,7 @@ OP(cvt_gen)
 /* cvt.rn{.relu}.{f16x2,bf16x2}.f32 d, a, b: a to the upper half, b to the lower */
 OP(cvt_pack)
 {
-	float a = f32(A(0)), b = f32(A(1));
+	float a = sg_f32(A(0)), b = sg_f32(A(1));
 	uint16_t ha, hb;
 
 	if (in->flags & F_RELU) {

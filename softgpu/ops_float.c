@@ -24,89 +24,54 @@
 #define F_XORSIGN 8
 #define F_ABS 16
 
-static inline float f32(uint64_t v)
-{
-	float f;
-	uint32_t b = (uint32_t)v;
-
-	memcpy(&f, &b, 4);
-	return f;
-}
-
-static inline uint64_t b32(float f)
-{
-	uint32_t b;
-
-	if (f != f)
-		return 0x7fffffffu;
-	memcpy(&b, &f, 4);
-	return b;
-}
-
-static inline double f64(uint64_t v)
-{
-	double d;
-
-	memcpy(&d, &v, 8);
-	return d;
-}
-
-static inline uint64_t b64(double d)
-{
-	uint64_t b;
-
-	memcpy(&b, &d, 8);
-	return b;
-}
-
 OP(add_f32)
 {
-	DST = b32(f32(A(0)) + f32(A(1)));
+	DST = sg_b32(sg_f32(A(0)) + sg_f32(A(1)));
 	return 0;
 }
 OP(sub_f32)
 {
-	DST = b32(f32(A(0)) - f32(A(1)));
+	DST = sg_b32(sg_f32(A(0)) - sg_f32(A(1)));
 	return 0;
 }
 OP(mul_f32)
 {
-	DST = b32(f32(A(0)) * f32(A(1)));
+	DST = sg_b32(sg_f32(A(0)) * sg_f32(A(1)));
 	return 0;
 }
 OP(fma_f32)
 {
-	DST = b32(fmaf(f32(A(0)), f32(A(1)), f32(A(2))));
+	DST = sg_b32(fmaf(sg_f32(A(0)), sg_f32(A(1)), sg_f32(A(2))));
 	return 0;
 }
 OP(div_f32)
 {
-	DST = b32(f32(A(0)) / f32(A(1)));
+	DST = sg_b32(sg_f32(A(0)) / sg_f32(A(1)));
 	return 0;
 }
 OP(add_f64)
 {
-	DST = b64(f64(A(0)) + f64(A(1)));
+	DST = sg_b64(sg_f64(A(0)) + sg_f64(A(1)));
 	return 0;
 }
 OP(sub_f64)
 {
-	DST = b64(f64(A(0)) - f64(A(1)));
+	DST = sg_b64(sg_f64(A(0)) - sg_f64(A(1)));
 	return 0;
 }
 OP(mul_f64)
 {
-	DST = b64(f64(A(0)) * f64(A(1)));
+	DST = sg_b64(sg_f64(A(0)) * sg_f64(A(1)));
 	return 0;
 }
 OP(fma_f64)
 {
-	DST = b64(fma(f64(A(0)), f64(A(1)), f64(A(2))));
+	DST = sg_b64(fma(sg_f64(A(0)), sg_f64(A(1)), sg_f64(A(2))));
 	return 0;
 }
 OP(div_f64)
 {
-	DST = b64(f64(A(0)) / f64(A(1)));
+	DST = sg_b64(sg_f64(A(0)) / sg_f64(A(1)));
 	return 0;
 }
 
@@ -121,7 +86,8 @@ static float sat(float x)
 OP(gen_f32)
 {
 	bool ftz = in->flags & F_FTZ;
-	float a = f32(A(0)), b = in->ns > 1 ? f32(A(1)) : 0, c = in->ns > 2 ? f32(A(2)) : 0, r;
+	float a = sg_f32(A(0)), b = in->ns > 1 ? sg_f32(A(1)) : 0,
+	      c = in->ns > 2 ? sg_f32(A(2)) : 0, r;
 	int op = (int)(in->aux & 0xff), rnd = (int)in->imm;
 
 	if (ftz) {
@@ -162,13 +128,14 @@ OP(gen_f32)
 		r = sg_ftz32(r);
 	if (in->flags & F_SAT)
 		r = sat(r);
-	DST = b32(r);
+	DST = sg_b32(r);
 	return 0;
 }
 
 OP(gen_f64)
 {
-	double a = f64(A(0)), b = in->ns > 1 ? f64(A(1)) : 0, c = in->ns > 2 ? f64(A(2)) : 0, r;
+	double a = sg_f64(A(0)), b = in->ns > 1 ? sg_f64(A(1)) : 0,
+	       c = in->ns > 2 ? sg_f64(A(2)) : 0, r;
 	int op = (int)(in->aux & 0xff), rnd = (int)in->imm;
 
 	if (rnd == SG_RZ || rnd == SG_RM || rnd == SG_RP) {
@@ -198,26 +165,26 @@ OP(gen_f64)
 			break;
 		}
 	}
-	DST = b64(r);
+	DST = sg_b64(r);
 	return 0;
 }
 
 OP(abs_f32)
 {
-	float a = f32(A(0));
+	float a = sg_f32(A(0));
 
 	if (in->flags & F_FTZ)
 		a = sg_ftz32(a);
-	DST = b32(fabsf(a));
+	DST = sg_b32(fabsf(a));
 	return 0;
 }
 OP(neg_f32)
 {
-	float a = f32(A(0));
+	float a = sg_f32(A(0));
 
 	if (in->flags & F_FTZ)
 		a = sg_ftz32(a);
-	DST = b32(-a);
+	DST = sg_b32(-a);
 	return 0;
 }
 OP(abs_f64)
@@ -251,7 +218,7 @@ static float minmax32(float a, float b, bool max, unsigned fl)
 /* flags: F_FTZ F_NAN F_XORSIGN F_ABS; aux 1 = max */
 OP(minmax_f32)
 {
-	float a = f32(A(0)), b = f32(A(1)), r;
+	float a = sg_f32(A(0)), b = sg_f32(A(1)), r;
 	bool neg = signbit(a) != signbit(b);
 
 	if (in->flags & F_FTZ) {
@@ -267,13 +234,13 @@ OP(minmax_f32)
 		r = copysignf(r, neg ? -1.0f : 1.0f);
 	if (in->flags & F_FTZ)
 		r = sg_ftz32(r);
-	DST = b32(r);
+	DST = sg_b32(r);
 	return 0;
 }
 
 OP(minmax_f64)
 {
-	double a = f64(A(0)), b = f64(A(1)), r;
+	double a = sg_f64(A(0)), b = sg_f64(A(1)), r;
 
 	if (a != a || b != b) {
 		if ((in->flags & F_NAN) || (a != a && b != b))
@@ -285,7 +252,7 @@ OP(minmax_f64)
 	} else {
 		r = in->aux ? (a > b ? a : b) : (a < b ? a : b);
 	}
-	DST = b64(r);
+	DST = sg_b64(r);
 	return 0;
 }
 
@@ -304,8 +271,8 @@ OP(copysign_f64)
 /* testp: aux = mode, flags bit 0: f64 */
 OP(testp)
 {
-	double x = (in->flags & 1) ? f64(A(0)) : (double)f32(A(0));
-	int c = (in->flags & 1) ? fpclassify(x) : fpclassify(f32(A(0)));
+	double x = (in->flags & 1) ? sg_f64(A(0)) : (double)sg_f32(A(0));
+	int c = (in->flags & 1) ? fpclassify(x) : fpclassify(sg_f32(A(0)));
 	bool r = false;
 
 	switch (in->aux) {

@@ -21,46 +21,11 @@
 
 enum { M_RCP, M_SQRT, M_RSQRT, M_SIN, M_COS, M_LG2, M_EX2, M_TANH };
 
-static inline float f32(uint64_t v)
-{
-	float f;
-	uint32_t b = (uint32_t)v;
-
-	memcpy(&f, &b, 4);
-	return f;
-}
-
-static inline uint64_t b32(float f)
-{
-	uint32_t b;
-
-	if (f != f)
-		return 0x7fffffffu;
-	memcpy(&b, &f, 4);
-	return b;
-}
-
-static inline double f64(uint64_t v)
-{
-	double d;
-
-	memcpy(&d, &v, 8);
-	return d;
-}
-
-static inline uint64_t b64(double d)
-{
-	uint64_t b;
-
-	memcpy(&b, &d, 8);
-	return b;
-}
-
 /* aux = M_*, imm = rounding mode (directed ones only), flags bit 0 = ftz */
 OP(math_f32)
 {
 	bool ftz = in->flags & 1;
-	float a = f32(A(0)), r;
+	float a = sg_f32(A(0)), r;
 	int rnd = (int)in->imm;
 
 	if (ftz)
@@ -93,14 +58,14 @@ OP(math_f32)
 	}
 	if (ftz)
 		r = sg_ftz32(r);
-	DST = b32(r);
+	DST = sg_b32(r);
 	return 0;
 }
 
 OP(math_f64)
 {
 	bool ftz = in->flags & 1;
-	double a = f64(A(0)), r;
+	double a = sg_f64(A(0)), r;
 	int rnd = (int)in->imm;
 
 	if (ftz)
@@ -121,24 +86,24 @@ OP(math_f64)
 	}
 	if (ftz)
 		r = sg_ftz64(r);
-	DST = b64(r);
+	DST = sg_b64(r);
 	return 0;
 }
 
 /* the two most frequent ones without the switch */
 OP(rcp_rn_f32)
 {
-	DST = b32(1.0f / f32(A(0)));
+	DST = sg_b32(1.0f / sg_f32(A(0)));
 	return 0;
 }
 OP(sqrt_rn_f32)
 {
-	DST = b32(sqrtf(f32(A(0))));
+	DST = sg_b32(sqrtf(sg_f32(A(0))));
 	return 0;
 }
 OP(ex2_ftz_f32)
 {
-	DST = b32(sg_ftz32(exp2f(sg_ftz32(f32(A(0))))));
+	DST = sg_b32(sg_ftz32(exp2f(sg_ftz32(sg_f32(A(0))))));
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /*
  * A module's PTX is parsed once into a struct sg_prog: its variables, and per
@@ -659,6 +660,43 @@ int sg_lower_simd(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 int sg_op_mov_sreg(struct sg_thread *t, const struct sg_insn *in);	/* ops_mov.c */
 int sg_op_mov_localaddr(struct sg_thread *t, const struct sg_insn *in); /* ops_mov.c */
 int sg_op_ret(struct sg_thread *t, const struct sg_insn *in);		/* ops_ctrl.c */
+
+/* Register bits as floats and back. A float NaN is stored as the canonical 0x7fffffff,
+ * as the hardware writes it. */
+static inline float sg_f32(uint64_t v)
+{
+	float f;
+	uint32_t b = (uint32_t)v;
+
+	memcpy(&f, &b, 4);
+	return f;
+}
+
+static inline uint64_t sg_b32(float f)
+{
+	uint32_t b;
+
+	if (f != f)
+		return 0x7fffffffu;
+	memcpy(&b, &f, 4);
+	return b;
+}
+
+static inline double sg_f64(uint64_t v)
+{
+	double d;
+
+	memcpy(&d, &v, 8);
+	return d;
+}
+
+static inline uint64_t sg_b64(double d)
+{
+	uint64_t b;
+
+	memcpy(&b, &d, 8);
+	return b;
+}
 
 /* Floating-point helpers shared by the float files (fp.c). */
 float sg_ftz32(float x);
