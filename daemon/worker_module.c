@@ -197,10 +197,17 @@ static size_t free_now(struct gp_worker *w)
 	return fr;
 }
 
-static CUresult charge_load(struct gp_worker *w, struct gp_handle *h, int device, size_t before)
+/* The device memory taken since free_now() answered `before` (0 when it cannot be told). */
+static uint64_t taken_since(struct gp_worker *w, size_t before)
 {
 	size_t after = free_now(w);
-	uint64_t cost = before > after && after ? before - after : 0;
+
+	return before > after && after ? before - after : 0;
+}
+
+static CUresult charge_load(struct gp_worker *w, struct gp_handle *h, int device, size_t before)
+{
+	uint64_t cost = taken_since(w, before);
 
 	if (!gp__charge_fits(w, device, cost))
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -303,7 +310,6 @@ static CUresult instantiate(struct gp_worker *w, uint64_t lib_id, CUlibrary lib,
 	const struct gp_libinst *li;
 	uint64_t known, cost;
 	CUmodule mod;
-	size_t after;
 	bool fits;
 	CUresult r;
 
@@ -322,8 +328,7 @@ static CUresult instantiate(struct gp_worker *w, uint64_t lib_id, CUlibrary lib,
 	r = w->drv.cuLibraryGetModule(&mod, lib);
 	if (r != CUDA_SUCCESS)
 		return r;
-	after = free_now(w);
-	cost = before > after && after ? before - after : 0;
+	cost = taken_since(w, before);
 	fits = gp__charge_fits(w, device, cost);
 	if (gp__libinst_add(w, lib_id, ctx_id, device, cost, fits))
 		return CUDA_ERROR_OUT_OF_MEMORY;
