@@ -1,4 +1,4 @@
-/* worker_output.c -- what the session's kernels print goes back to the client.
+/* output.c -- what the session's kernels print goes back to the client.
  *
  * A driver writes device printf output to its process's stdout. The worker points its
  * stdout at a pipe before the driver loads; a reader thread drains the pipe into a buffer

@@ -1,4 +1,4 @@
-/* worker_module.c -- modules and libraries: load, describe their kernels, globals, occupancy.
+/* module.c -- modules and libraries: load, describe their kernels, globals, occupancy.
  *
  * A load answers with every function (or library kernel) it holds: a handle,
  * its parameter layout and its attributes, so the client serialises

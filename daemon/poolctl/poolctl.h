@@ -1,8 +1,8 @@
 /* poolctl.h -- the admin client.
  *
- * poolctl.c         main: options, the subcommand table, talking to the socket
- * poolctl_status.c  status and sessions: tables for people, JSON for machines
- * poolctl_cmd.c     evict, drain, undrain, reload
+ * poolctl.c  main: options, the subcommand table, talking to the socket
+ * status.c   status and sessions: tables for people, JSON for machines
+ * cmd.c      evict, drain, undrain, reload
  */
 #ifndef GP_POOLCTL_H
 #define GP_POOLCTL_H
@@ -20,11 +20,11 @@ struct poolctl {
 /* Sends one request and waits for the reply. Exits 1 with a reason on failure. */
 Gp__AdminReply *poolctl_request(struct poolctl *pc, const char *command, int argc, char **argv);
 
-/* poolctl_status.c */
+/* status.c         */
 int poolctl_status(struct poolctl *pc, int argc, char **argv);
 int poolctl_sessions(struct poolctl *pc, int argc, char **argv);
 
-/* poolctl_cmd.c */
+/* cmd.c */
 int poolctl_simple(struct poolctl *pc, const char *command, int argc, char **argv);
 int poolctl_evict(struct poolctl *pc, int argc, char **argv);
 int poolctl_drain(struct poolctl *pc, int argc, char **argv);

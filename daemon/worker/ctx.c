@@ -1,4 +1,4 @@
-/* worker_ctx.c -- contexts the session creates, and the devices' primary contexts. */
+/* ctx.c -- contexts the session creates, and the devices' primary contexts. */
 #include "worker.h"
 
 CUresult gp__ctx_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,

@@ -1,4 +1,4 @@
-/* worker_exec.c -- kernel launches, streams and events. */
+/* exec.c -- kernel launches, streams and events. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,13 +1,14 @@
 /* worker.h -- gpupool-worker: one process per client session.
  *
- * worker.c        process setup, TLS, Hello, admission, the request loop
- * worker_calls.c  replies, deferred errors, bulk input, the dispatch table
- * worker_ctx.c    contexts, primary contexts, limits
- * worker_mem.c    allocations, copies, memsets
- * worker_module.c modules, libraries, kernels, globals, occupancy
- * worker_exec.c   launches, streams, events
- * worker_state.c  what the session owns: handles and device allocations
- * driver.c        the dlopen'd libcuda
+ * worker.c    process setup, TLS, Hello, admission, the request loop
+ * calls.c     replies, deferred errors, bulk input, the dispatch table
+ * ctx.c       contexts, primary contexts, limits
+ * mem.c       allocations, copies, memsets
+ * module.c    modules, libraries, kernels, globals, occupancy
+ * exec.c      launches, streams, events
+ * state.c     what the session owns: handles and device allocations
+ * output.c    what kernels print: stdout captured by a reader thread, sent to the client
+ * driver.c    the dlopen'd libcuda
  *
  * DESIGN: the worker is single-threaded. It reads one frame at a time from
  * the client, executes it on the driver and answers (unless the call was
@@ -132,7 +133,7 @@ struct gp_worker {
 	uint64_t calls;
 };
 
-/* worker_state.c */
+/* state.c */
 uint64_t gp__handle_new(struct gp_worker *w, uint32_t kind, void *ptr);
 struct gp_handle *gp__handle_get(struct gp_worker *w, uint64_t id, uint32_t kind);
 uint64_t gp__handle_id(struct gp_worker *w, const struct gp_handle *h);
@@ -154,9 +155,11 @@ const struct gp_libinst *gp__libinst_find(const struct gp_worker *w, uint64_t li
 /* The most one of the library's modules was measured to cost (0: none measured yet). */
 uint64_t gp__libinst_cost(const struct gp_worker *w, uint64_t lib);
 
-/* worker_module.c */
+/* module.c */
 /* A library kernel's module in the context: made (and charged) on first use there. */
 CUresult gp__kernel_in_ctx(struct gp_worker *w, const struct gp_handle *fh, uint64_t ctx_id);
+
+/* state.c: memory the session holds */
 void gp__publish_mem(struct gp_worker *w);
 /* Frees the session's bookkeeping at exit (the driver frees the device side). */
 void gp__worker_state_free(struct gp_worker *w);
@@ -165,7 +168,7 @@ bool gp__charge_fits(struct gp_worker *w, int device, uint64_t bytes);
 /* Counts (or with a negative delta, releases) device memory not from an allocation. */
 void gp__charge(struct gp_worker *w, int device, int64_t delta);
 
-/* worker_calls.c: helpers for the handlers */
+/* calls.c: helpers for the handlers */
 typedef CUresult (*gp_sink_fn)(struct gp_worker *w, void *arg, uint64_t off, const uint8_t *p,
 			       size_t n);
 int gp__reply(struct gp_worker *w, const struct gp_frame_hdr *h, CUresult r, const uint64_t *out,
@@ -189,13 +192,13 @@ typedef CUresult (*gp_call_fn)(struct gp_worker *w, const struct gp_frame_hdr *f
 /* Frame handlers read their own bulk and send their own replies. */
 typedef int (*gp_frame_fn)(struct gp_worker *w, const struct gp_frame_hdr *h);
 
-/* worker_output.c */
+/* output.c */
 /* Points stdout at a pipe drained by a thread; before the driver is loaded. */
 int gp__output_capture(void);
 /* Sends what the kernels printed since the last call, ahead of an answer. */
 int gp__output_flush(struct gp_worker *w);
 
-/* worker_ctx.c */
+/* ctx.c */
 CUresult gp__ctx_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			uint64_t *out, size_t *nout);
 CUresult gp__ctx_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
@@ -218,7 +221,7 @@ CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, co
 CUresult gp__ctx_stream_priorities(struct gp_worker *w, const struct gp_frame_hdr *f,
 				   const uint64_t *a, uint64_t *out, size_t *nout);
 
-/* worker_mem.c */
+/* mem.c */
 CUresult gp__mem_alloc(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 		       uint64_t *out, size_t *nout);
 CUresult gp__mem_alloc_pitch(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
@@ -234,7 +237,7 @@ CUresult gp__memset(struct gp_worker *w, const struct gp_frame_hdr *f, const uin
 int gp__memcpy_htod(struct gp_worker *w, const struct gp_frame_hdr *h);
 int gp__memcpy_dtoh(struct gp_worker *w, const struct gp_frame_hdr *h);
 
-/* worker_module.c */
+/* module.c */
 int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h);
 int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h);
 CUresult gp__module_unload(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
@@ -247,7 +250,7 @@ CUresult gp__occupancy(struct gp_worker *w, const struct gp_frame_hdr *f, const 
 CUresult gp__func_set_attribute(struct gp_worker *w, const struct gp_frame_hdr *f,
 				const uint64_t *a, uint64_t *out, size_t *nout);
 
-/* worker_exec.c */
+/* exec.c */
 int gp__launch(struct gp_worker *w, const struct gp_frame_hdr *h);
 CUresult gp__stream_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
 			   uint64_t *out, size_t *nout);

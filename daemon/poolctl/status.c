@@ -1,4 +1,4 @@
-/* poolctl_status.c -- `poolctl status`: the pool's GPUs and sessions. */
+/* status.c -- `poolctl status`: the pool's GPUs and sessions. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

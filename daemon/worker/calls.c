@@ -1,4 +1,4 @@
-/* worker_calls.c -- replies, deferred errors, bulk input and the table of calls. */
+/* calls.c -- replies, deferred errors, bulk input and the table of calls. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

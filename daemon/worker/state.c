@@ -1,4 +1,4 @@
-/* worker_state.c -- what one session owns: handle ids and device allocations. */
+/* state.c -- what one session owns: handle ids and device allocations. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* worker_mem.c -- device memory: allocations within the session's limit, copies, memsets.
+/* mem.c -- device memory: allocations within the session's limit, copies, memsets.
  *
  * Every pointer a client sends is checked, with its length, against the
  * session's own allocations (and the module globals it looked up) before the

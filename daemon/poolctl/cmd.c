@@ -1,4 +1,4 @@
-/* poolctl_cmd.c -- the commands that change the pool: evict, drain, undrain, reload. */
+/* cmd.c -- the commands that change the pool: evict, drain, undrain, reload. */
 #include <stdio.h>
 
 #include "poolctl.h"
