@@ -66,7 +66,8 @@ GP_CUDA_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *param
 				       unsigned int flags, CUdevice dev)
 {
 	struct gp_ictx *c;
-	uint64_t args[2] = {(uint64_t)dev, flags}, out[1];
+	struct gp_in_ctx_create in = {.device = (uint64_t)dev, .flags = flags};
+	struct gp_out_ctx_create out;
 	CUresult r;
 
 	if (!pctx)
@@ -83,14 +84,14 @@ GP_CUDA_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *param
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = gp__call(GP_MSG_CTX_CREATE, args, 2, out, 1);
+	r = gp__rpc_ctx_create(0, &in, &out);
 	if (r != CUDA_SUCCESS) {
 		free(c);
 		return r;
 	}
 	c->magic = GP_MAGIC_CTX;
 	c->device = dev;
-	c->remote = out[0];
+	c->remote = out.ctx;
 	c->flags = flags;
 	c->id = gp__next_object_id();
 	stack[depth++] = c;
@@ -111,7 +112,6 @@ GP_CUDA_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevic
 GP_CUDA_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
 	struct gp_ictx *c = (struct gp_ictx *)ctx;
-	uint64_t args[1];
 	CUresult r;
 
 	r = gp__ready();
@@ -119,8 +119,7 @@ GP_CUDA_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 		return r;
 	if (!gp__ctx_valid(c) || c->primary)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	args[0] = c->remote;
-	r = gp__call(GP_MSG_CTX_DESTROY, args, 1, NULL, 0);
+	r = gp__rpc_ctx_destroy(0, &(struct gp_in_ctx_destroy){.ctx = c->remote}, NULL);
 	if (r != CUDA_SUCCESS)
 		return r;
 	unstack(c);
@@ -248,13 +247,11 @@ GP_CUDA_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 GP_CUDA_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 {
 	struct gp_ictx *c;
-	uint64_t args[1];
 	CUresult r = ctx_arg(ctx, &c);
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = c->remote;
-	return gp__call(GP_MSG_CTX_SYNCHRONIZE, args, 1, NULL, 0);
+	return gp__rpc_ctx_synchronize(0, &(struct gp_in_ctx_synchronize){.ctx = c->remote}, NULL);
 }
 
 GP_CUDA_EXPORT CUresult cuCtxSynchronize(void)
@@ -304,7 +301,7 @@ GP_CUDA_EXPORT CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
 GP_CUDA_EXPORT CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
 {
 	struct gp_ictx *c;
-	uint64_t args[2], out[1];
+	struct gp_out_ctx_get_limit out;
 	CUresult r;
 
 	if (!value)
@@ -312,44 +309,43 @@ GP_CUDA_EXPORT CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
 	r = gp__ctx_need(&c);
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = c->remote;
-	args[1] = (uint64_t)limit;
-	r = gp__call(GP_MSG_CTX_GET_LIMIT, args, 2, out, 1);
+	r = gp__rpc_ctx_get_limit(
+		0, &(struct gp_in_ctx_get_limit){.ctx = c->remote, .limit = (uint32_t)limit}, &out);
 	if (r == CUDA_SUCCESS)
-		*value = (size_t)out[0];
+		*value = (size_t)out.value;
 	return r;
 }
 
 GP_CUDA_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 {
 	struct gp_ictx *c;
-	uint64_t args[3];
 	CUresult r = gp__ctx_need(&c);
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = c->remote;
-	args[1] = (uint64_t)limit;
-	args[2] = value;
-	return gp__call(GP_MSG_CTX_SET_LIMIT, args, 3, NULL, 0);
+	return gp__rpc_ctx_set_limit(0,
+				     &(struct gp_in_ctx_set_limit){.ctx = c->remote,
+								   .limit = (uint32_t)limit,
+								   .value = value},
+				     NULL);
 }
 
 GP_CUDA_EXPORT CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 {
 	struct gp_ictx *c;
-	uint64_t args[1], out[2];
+	struct gp_out_ctx_stream_priorities out;
 	CUresult r = gp__ctx_need(&c);
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = c->remote;
-	r = gp__call(GP_MSG_CTX_STREAM_PRIORITIES, args, 1, out, 2);
+	r = gp__rpc_ctx_stream_priorities(
+		0, &(struct gp_in_ctx_stream_priorities){.ctx = c->remote}, &out);
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (least)
-		*least = (int)(int64_t)out[0];
+		*least = (int)(int64_t)out.least;
 	if (greatest)
-		*greatest = (int)(int64_t)out[1];
+		*greatest = (int)(int64_t)out.greatest;
 	return CUDA_SUCCESS;
 }
 
@@ -402,7 +398,7 @@ static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
 GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	struct gp_ictx *c;
-	uint64_t args[1] = {(uint64_t)dev}, out[1];
+	struct gp_out_primary_retain out;
 	CUresult r = gp__primary_ctx(pctx, dev);
 
 	if (r != CUDA_SUCCESS)
@@ -410,9 +406,10 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 	c = (struct gp_ictx *)*pctx;
 	pthread_mutex_lock(&primary_lock);
 	if (c->refs == 0) {
-		r = gp__call(GP_MSG_PRIMARY_RETAIN, args, 1, out, 1);
+		r = gp__rpc_primary_retain(0, &(struct gp_in_primary_retain){.device = (uint64_t)dev},
+					   &out);
 		if (r == CUDA_SUCCESS)
-			c->remote = out[0];
+			c->remote = out.ctx;
 	}
 	if (r == CUDA_SUCCESS)
 		c->refs++;
@@ -423,7 +420,6 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
 	struct gp_ictx *c;
-	uint64_t args[1] = {(uint64_t)dev};
 	CUcontext h;
 	CUresult r = gp__primary_ctx(&h, dev);
 
@@ -434,7 +430,8 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 	if (c->refs == 0) {
 		r = CUDA_ERROR_INVALID_CONTEXT;
 	} else if (c->refs == 1) {
-		r = gp__call(GP_MSG_PRIMARY_RELEASE, args, 1, NULL, 0);
+		r = gp__rpc_primary_release(
+			0, &(struct gp_in_primary_release){.device = (uint64_t)dev}, NULL);
 		if (r == CUDA_SUCCESS) {
 			/* The last release destroys it, with everything it held. */
 			c->refs = 0;
@@ -458,7 +455,6 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
 	struct gp_ictx *c;
-	uint64_t args[1] = {(uint64_t)dev};
 	CUcontext h;
 	CUresult r = gp__primary_ctx(&h, dev);
 
@@ -467,7 +463,8 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 	c = (struct gp_ictx *)h;
 	pthread_mutex_lock(&primary_lock);
 	if (c->refs > 0)
-		r = gp__call(GP_MSG_PRIMARY_RESET, args, 1, NULL, 0);
+		r = gp__rpc_primary_reset(0, &(struct gp_in_primary_reset){.device = (uint64_t)dev},
+					  NULL);
 	if (r == CUDA_SUCCESS) {
 		/* All its state is gone; it stays retained (cuda.h: reset does not release). */
 		gp__cls_context_destroyed(h);
@@ -487,14 +484,14 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 {
 	struct gp_ictx *c;
-	uint64_t args[2] = {(uint64_t)dev, flags};
 	CUcontext h;
 	CUresult r = gp__primary_ctx(&h, dev);
 
 	if (r != CUDA_SUCCESS)
 		return r;
 	c = (struct gp_ictx *)h;
-	r = gp__call(GP_MSG_PRIMARY_SET_FLAGS, args, 2, NULL, 0);
+	r = gp__rpc_primary_set_flags(
+		0, &(struct gp_in_primary_set_flags){.device = (uint64_t)dev, .flags = flags}, NULL);
 	if (r == CUDA_SUCCESS)
 		c->flags = flags;
 	return r;

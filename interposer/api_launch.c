@@ -78,8 +78,8 @@ static CUresult check_config(const struct gp_ifunc *f, int dev, unsigned gx, uns
 CUresult gp__launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 		    unsigned bz, unsigned shmem, CUstream s, void **params, void **extra, bool pt)
 {
-	Gp__Launch l = GP__LAUNCH__INIT;
-	Gp__Dim3 grid = GP__DIM3__INIT, block = GP__DIM3__INIT;
+	struct gp_in_launch in = {.grid_x = gx, .grid_y = gy, .grid_z = gz, .block_x = bx,
+				  .block_y = by, .block_z = bz, .shared_mem = shmem};
 	struct gp_ifunc *f;
 	struct gp_ictx *c;
 	uint8_t *buf = NULL;
@@ -99,21 +99,16 @@ CUresult gp__launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsign
 		r = pack_params(f, params, extra, &buf, &len);
 	if (r != CUDA_SUCCESS)
 		return r;
-	grid.x = gx;
-	grid.y = gy;
-	grid.z = gz;
-	block.x = bx;
-	block.y = by;
-	block.z = bz;
-	l.function = f->remote;
-	l.grid = &grid;
-	l.block = &block;
-	l.shared_mem = shmem;
-	l.stream = sid;
-	l.context = c->remote;
-	l.params.data = buf;
-	l.params.len = len;
-	r = gp__call_async(GP_MSG_LAUNCH, &l.base);
+	if (len > GP_BLOB_MAX) {
+		free(buf);
+		return CUDA_ERROR_INVALID_VALUE; /* past CUDA's own parameter limit */
+	}
+	in.ctx = c->remote;
+	in.func = f->remote;
+	in.stream = sid;
+	in.params = buf;
+	in.params_len = len;
+	r = gp__rpc_launch(GP_F_NO_REPLY, &in, NULL);
 	free(buf);
 	return r;
 }
@@ -170,7 +165,7 @@ static CUresult max_active_blocks(int *n, CUfunction func, int block, size_t sme
 {
 	struct gp_ifunc *f;
 	struct gp_ictx *c;
-	uint64_t args[5], out[1];
+	struct gp_out_occupancy out;
 	CUresult r;
 
 	if (!n || block <= 0)
@@ -180,14 +175,15 @@ static CUresult max_active_blocks(int *n, CUfunction func, int block, size_t sme
 		r = gp__func_check(func, &f);
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = c->remote;
-	args[1] = f->remote;
-	args[2] = (uint64_t)block;
-	args[3] = smem;
-	args[4] = flags;
-	r = gp__call(GP_MSG_OCCUPANCY, args, 5, out, 1);
+	r = gp__rpc_occupancy(0,
+			      &(struct gp_in_occupancy){.ctx = c->remote,
+							.func = f->remote,
+							.block = block,
+							.smem = smem,
+							.flags = flags},
+			      &out);
 	if (r == CUDA_SUCCESS)
-		*n = (int)out[0];
+		*n = (int)out.blocks;
 	return r;
 }
 

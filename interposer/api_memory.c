@@ -13,43 +13,67 @@
 
 #define ALIAS_RETRIES 8
 
-static void free_remote(struct gp_ictx *c, uint64_t dptr)
+static CUresult free_remote(struct gp_ictx *c, uint64_t dptr)
 {
-	uint64_t args[2] = {c->remote, dptr};
+	return gp__rpc_mem_free(0, &(struct gp_in_mem_free){.ctx = c->remote, .dptr = dptr}, NULL);
+}
 
-	gp__call(GP_MSG_MEM_FREE, args, 2, NULL, 0);
+/* One allocation: pitched (MEM_ALLOC_PITCH) when elem is set, else width bytes. */
+static CUresult alloc_once(struct gp_ictx *c, uint64_t width, uint64_t height, unsigned elem,
+			   uint64_t *dptr, uint64_t *pitch, uint64_t *bytes)
+{
+	struct gp_out_mem_alloc_pitch po;
+	struct gp_out_mem_alloc o;
+	CUresult r;
+
+	if (!elem) {
+		r = gp__rpc_mem_alloc(0, &(struct gp_in_mem_alloc){.ctx = c->remote, .bytes = width},
+				      &o);
+		*dptr = o.dptr;
+		*bytes = width;
+		return r;
+	}
+	r = gp__rpc_mem_alloc_pitch(0,
+				    &(struct gp_in_mem_alloc_pitch){.ctx = c->remote,
+								    .width = width,
+								    .height = height,
+								    .esize = elem},
+				    &po);
+	*dptr = po.dptr;
+	*pitch = po.pitch;
+	*bytes = po.pitch * height;
+	return r;
 }
 
 /*
- * Allocates (MEM_ALLOC or MEM_ALLOC_PITCH) and records the range. A device address that
- * falls on host memory of this process would make unified copies ambiguous, so such an
- * allocation is held aside while another is made, then freed (registry.c).
+ * Allocates and records the range. A device address that falls on host memory of this
+ * process would make unified copies ambiguous, so such an allocation is held aside while
+ * another is made, then freed (registry.c).
  */
-static CUresult alloc_device(struct gp_ictx *c, unsigned type, const uint64_t *args, size_t nargs,
-			     uint64_t *out, size_t nout, size_t rows)
+static CUresult alloc_device(struct gp_ictx *c, uint64_t width, uint64_t height, unsigned elem,
+			     uint64_t *dptr, uint64_t *pitch)
 {
 	uint64_t aside[ALIAS_RETRIES];
 	int naside = 0, ret = -EEXIST;
 	CUresult r = CUDA_SUCCESS;
 
 	while (naside < ALIAS_RETRIES) {
-		size_t bytes;
+		uint64_t bytes;
 
-		r = gp__call(type, args, nargs, out, nout);
+		r = alloc_once(c, width, height, elem, dptr, pitch, &bytes);
 		if (r != CUDA_SUCCESS)
 			break;
-		bytes = nout == 2 ? (size_t)out[1] * rows : (size_t)args[1];
-		ret = gp__range_add((uintptr_t)out[0], bytes, GP_MEM_DEVICE, c, 0);
+		ret = gp__range_add((uintptr_t)*dptr, (size_t)bytes, GP_MEM_DEVICE, c, 0);
 		if (ret != -EEXIST)
 			break;
-		aside[naside++] = out[0];
+		aside[naside++] = *dptr;
 	}
 	while (naside > 0)
 		free_remote(c, aside[--naside]);
 	if (r == CUDA_SUCCESS && ret) {
 		/* Out of registry memory, or every try landed on host memory here. */
 		if (ret != -EEXIST)
-			free_remote(c, out[0]);
+			free_remote(c, *dptr);
 		gp_log_warnx("device allocation: no address free in both processes");
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -59,7 +83,7 @@ static CUresult alloc_device(struct gp_ictx *c, unsigned type, const uint64_t *a
 GP_CUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	struct gp_ictx *c;
-	uint64_t args[2], out[1];
+	uint64_t p, unused;
 	CUresult r;
 
 	if (!dptr)
@@ -69,11 +93,9 @@ GP_CUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 		return r;
 	if (bytesize == 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	args[0] = c->remote;
-	args[1] = bytesize;
-	r = alloc_device(c, GP_MSG_MEM_ALLOC, args, 2, out, 1, 1);
+	r = alloc_device(c, bytesize, 1, 0, &p, &unused);
 	if (r == CUDA_SUCCESS)
-		*dptr = (CUdeviceptr)out[0];
+		*dptr = (CUdeviceptr)p;
 	return r;
 }
 
@@ -81,7 +103,7 @@ GP_CUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, siz
 					   size_t height, unsigned int elem)
 {
 	struct gp_ictx *c;
-	uint64_t args[4], out[2];
+	uint64_t p, pp;
 	CUresult r;
 
 	if (!dptr || !pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
@@ -89,14 +111,10 @@ GP_CUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, siz
 	r = gp__ctx_need(&c);
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = c->remote;
-	args[1] = width;
-	args[2] = height;
-	args[3] = elem;
-	r = alloc_device(c, GP_MSG_MEM_ALLOC_PITCH, args, 4, out, 2, height);
+	r = alloc_device(c, width, height, elem, &p, &pp);
 	if (r == CUDA_SUCCESS) {
-		*dptr = (CUdeviceptr)out[0];
-		*pitch = (size_t)out[1];
+		*dptr = (CUdeviceptr)p;
+		*pitch = (size_t)pp;
 	}
 	return r;
 }
@@ -104,7 +122,6 @@ GP_CUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, siz
 GP_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
 	struct gp_range rg;
-	uint64_t args[2];
 	CUresult r = gp__ready();
 
 	if (r != CUDA_SUCCESS)
@@ -119,9 +136,7 @@ GP_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 	if (!gp__range_remove(dptr, GP_MEM_DEVICE))
 		return CUDA_ERROR_INVALID_VALUE;
 	/* Freed in the context it was allocated in, whatever is current. */
-	args[0] = rg.ctx->remote;
-	args[1] = dptr;
-	r = gp__call(GP_MSG_MEM_FREE, args, 2, NULL, 0);
+	r = free_remote(rg.ctx, dptr);
 	if (r != CUDA_SUCCESS)
 		gp__range_add(rg.base, rg.size, rg.kind, rg.ctx, rg.flags);
 	return r;
@@ -130,7 +145,7 @@ GP_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 GP_CUDA_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 {
 	struct gp_ictx *c;
-	uint64_t args[1], out[2];
+	struct gp_out_mem_get_info out;
 	CUresult r;
 
 	if (!free_bytes || !total_bytes)
@@ -138,11 +153,10 @@ GP_CUDA_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 	r = gp__ctx_need(&c);
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = c->remote;
-	r = gp__call(GP_MSG_MEM_GET_INFO, args, 1, out, 2);
+	r = gp__rpc_mem_get_info(0, &(struct gp_in_mem_get_info){.ctx = c->remote}, &out);
 	if (r == CUDA_SUCCESS) {
-		*free_bytes = (size_t)out[0];
-		*total_bytes = (size_t)out[1];
+		*free_bytes = (size_t)out.free;
+		*total_bytes = (size_t)out.total;
 	}
 	return r;
 }
@@ -345,7 +359,41 @@ GP_CUDA_EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribu
 
 /* ---- copies ---------------------------------------------------------------------------
  * The shared bodies take the stream, whether the call is asynchronous, and whether NULL
- * means the per-thread default stream (the _ptds/_ptsz entry points). */
+ * means the per-thread default stream (the _ptds/_ptsz entry points). The device side of
+ * a copy is height rows of width bytes, pitch apart (pitch 0: one packed range); the host
+ * side travels packed. */
+
+static CUresult copy_to_remote(struct gp_ictx *c, CUdeviceptr dst, const void *src,
+			       uint64_t width, uint64_t height, uint64_t pitch, uint64_t sid,
+			       bool async)
+{
+	struct gp_in_memcpy_htod in = {.ctx = c->remote,
+				       .dst = dst,
+				       .width = width,
+				       .height = height,
+				       .pitch = pitch,
+				       .stream = sid,
+				       .data = src,
+				       .data_len = width * height};
+
+	return gp__rpc_memcpy_htod(async ? GP_F_NO_REPLY : 0, &in, NULL);
+}
+
+/* The bytes come straight into dst; the answer says how the copy ended. */
+static CUresult copy_from_remote(struct gp_ictx *c, void *dst, CUdeviceptr src, uint64_t width,
+				 uint64_t height, uint64_t pitch, uint64_t sid)
+{
+	struct gp_in_memcpy_dtoh in = {.ctx = c->remote,
+				       .src = src,
+				       .width = width,
+				       .height = height,
+				       .pitch = pitch,
+				       .stream = sid,
+				       .data = dst,
+				       .data_len = width * height};
+
+	return gp__rpc_memcpy_dtoh(0, &in, NULL);
+}
 
 CUresult gp__memcpy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, bool async,
 			 bool pt)
@@ -358,7 +406,7 @@ CUresult gp__memcpy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
 		return r;
 	if (!src && n)
 		return CUDA_ERROR_INVALID_VALUE;
-	return gp__copy_to_remote(c->remote, dst, src, n, sid, async, 0, 0);
+	return copy_to_remote(c, dst, src, n, 1, 0, sid, async);
 }
 
 /* Device-to-host copies wait for their bytes even when asynchronous: the worker runs
@@ -373,27 +421,25 @@ CUresult gp__memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, bool 
 		return r;
 	if (!dst && n)
 		return CUDA_ERROR_INVALID_VALUE;
-	return gp__copy_from_remote(c->remote, dst, src, n, sid, 0, 0);
+	return copy_from_remote(c, dst, src, n, 1, 0, sid);
 }
 
 static CUresult dtod_2d(CUdeviceptr dst, size_t dpitch, CUdeviceptr src, size_t spitch,
 			size_t width, size_t height, CUstream s, bool async, bool pt)
 {
 	struct gp_ictx *c;
-	uint64_t sid, args[8];
-	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
+	struct gp_in_memcpy_dtod in = {.dst = dst,
+				       .src = src,
+				       .width = width,
+				       .height = height,
+				       .dst_pitch = dpitch,
+				       .src_pitch = spitch};
+	CUresult r = gp__ctx_stream(s, pt, &c, &in.stream);
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = c->remote;
-	args[1] = dst;
-	args[2] = src;
-	args[3] = width;
-	args[4] = sid;
-	args[5] = dpitch;
-	args[6] = spitch;
-	args[7] = height;
-	return gp__call_ex(GP_MSG_MEMCPY_DTOD, async ? GP_F_NO_REPLY : 0, args, 8, NULL, NULL, 0);
+	in.ctx = c->remote;
+	return gp__rpc_memcpy_dtod(async ? GP_F_NO_REPLY : 0, &in, NULL);
 }
 
 CUresult gp__memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool async,
@@ -498,25 +544,24 @@ CUresult gp__memcpy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async, bool pt)
 	}
 	if (ddev) {
 		/* Host rows to device: send them packed. */
-		if (sp != w || h == 1) {
+		if (sp != w && h > 1) {
 			packed = malloc(w * h);
 			if (!packed)
 				return CUDA_ERROR_OUT_OF_MEMORY;
 			for (size_t row = 0; row < h; row++)
 				memcpy(packed + row * w, sh + row * sp, w);
 		}
-		r = gp__copy_to_remote(c->remote, dd, packed ? packed : sh, w * h, sid, async,
-				       h > 1 ? dp : 0, w);
+		r = copy_to_remote(c, dd, packed ? packed : sh, w, h, h > 1 ? dp : 0, sid, async);
 		free(packed);
 		return r;
 	}
 	/* Device rows to host: received packed, scattered here when the pitch differs. */
 	if (dp == w || h == 1)
-		return gp__copy_from_remote(c->remote, dh, sd, w * h, sid, h > 1 ? sp : 0, w);
+		return copy_from_remote(c, dh, sd, w, h, h > 1 ? sp : 0, sid);
 	packed = malloc(w * h);
 	if (!packed)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = gp__copy_from_remote(c->remote, packed, sd, w * h, sid, sp, w);
+	r = copy_from_remote(c, packed, sd, w, h, sp, sid);
 	for (size_t row = 0; r == CUDA_SUCCESS && row < h; row++)
 		memcpy(dh + row * dp, packed + row * w, w);
 	free(packed);
@@ -583,21 +628,19 @@ GP_CUDA_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n
 CUresult gp__memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned esize, size_t width,
 		    size_t height, CUstream s, bool async, bool pt)
 {
+	struct gp_in_memset in = {.dst = dst, .value = value, .esize = esize, .height = height,
+				  .pitch = pitch};
 	struct gp_ictx *c;
-	uint64_t sid, args[8];
-	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
+	CUresult r = gp__ctx_stream(s, pt, &c, &in.stream);
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = c->remote;
-	args[1] = dst;
-	args[2] = value;
-	args[3] = esize;
-	args[4] = width;
-	args[5] = sid;
-	args[6] = pitch;
-	args[7] = height;
-	return gp__call_ex(GP_MSG_MEMSET, async ? GP_F_NO_REPLY : 0, args, 8, NULL, NULL, 0);
+	/* width counts elements here and bytes on the wire. */
+	if (width > UINT64_MAX / esize)
+		return CUDA_ERROR_INVALID_VALUE;
+	in.ctx = c->remote;
+	in.width = (uint64_t)width * esize;
+	return gp__rpc_memset(async ? GP_F_NO_REPLY : 0, &in, NULL);
 }
 
 GP_CUDA_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)

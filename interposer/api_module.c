@@ -74,7 +74,7 @@ GP_CUDA_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	m->magic = GP_MAGIC_MODULE;
 	m->ctx = c;
-	r = gp__image_load(GP_MSG_MODULE_LOAD, c->remote, bytes, len, m);
+	r = gp__image_load(false, c->remote, bytes, len, m);
 	if (r != CUDA_SUCCESS) {
 		module_free_funcs(m);
 		free(m->funcs);
@@ -146,16 +146,14 @@ GP_CUDA_EXPORT CUresult cuModuleEnumerateFunctions(CUfunction *fns, unsigned int
 GP_CUDA_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 {
 	struct gp_imodule *m = (struct gp_imodule *)hmod;
-	uint64_t args[2];
 	CUresult r = gp__ready();
 
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!module_valid(m, GP_MAGIC_MODULE) || !gp__ctx_valid(m->ctx))
 		return CUDA_ERROR_INVALID_HANDLE;
-	args[0] = m->ctx->remote;
-	args[1] = m->remote;
-	r = gp__call(GP_MSG_MODULE_UNLOAD, args, 2, NULL, 0);
+	r = gp__rpc_module_unload(
+		0, &(struct gp_in_module_unload){.ctx = m->ctx->remote, .module = m->remote}, NULL);
 	if (r != CUDA_SUCCESS)
 		return r;
 	module_free_funcs(m);
@@ -186,16 +184,21 @@ GP_CUDA_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 static CUresult get_global(struct gp_ictx *c, const struct gp_imodule *m, const char *name,
 			   CUdeviceptr *dptr, size_t *bytes)
 {
-	uint64_t args[2] = {c->remote, m->remote}, out[2];
-	CUresult r = gp__call_ex(GP_MSG_GET_GLOBAL, 0, args, 2, name, out, 2);
+	struct gp_out_get_global out;
+	CUresult r;
 
+	if (!name || !*name || strlen(name) > GP_NAME_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_get_global(
+		0, &(struct gp_in_get_global){.ctx = c->remote, .module = m->remote, .symbol = name},
+		&out);
 	if (r != CUDA_SUCCESS)
 		return r;
-	gp__range_add_global((uintptr_t)out[0], (size_t)out[1], c, m);
+	gp__range_add_global((uintptr_t)out.dptr, (size_t)out.bytes, c, m);
 	if (dptr)
-		*dptr = (CUdeviceptr)out[0];
+		*dptr = (CUdeviceptr)out.dptr;
 	if (bytes)
-		*bytes = (size_t)out[1];
+		*bytes = (size_t)out.bytes;
 	return CUDA_SUCCESS;
 }
 
@@ -234,8 +237,8 @@ static CUresult library_need(CUlibrary lib, struct gp_imodule **out)
 		struct gp_ictx *c = gp__ctx_current();
 
 		/* Made in the current context at once (if there is one), as a local load is. */
-		r = gp__image_load(GP_MSG_LIBRARY_LOAD, c && gp__ctx_valid(c) ? c->remote : 0,
-				   m->image, m->image_len, m);
+		r = gp__image_load(true, c && gp__ctx_valid(c) ? c->remote : 0, m->image,
+				   m->image_len, m);
 		if (r == CUDA_SUCCESS) {
 			free(m->image_copy);
 			m->image_copy = NULL;
@@ -308,7 +311,6 @@ GP_CUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 GP_CUDA_EXPORT CUresult cuLibraryUnload(CUlibrary lib)
 {
 	struct gp_imodule *m = (struct gp_imodule *)lib;
-	uint64_t args[1];
 	CUresult r = gp__ready();
 
 	if (r != CUDA_SUCCESS)
@@ -316,8 +318,8 @@ GP_CUDA_EXPORT CUresult cuLibraryUnload(CUlibrary lib)
 	if (!module_valid(m, GP_MAGIC_LIBRARY))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (m->loaded) {
-		args[0] = m->remote;
-		r = gp__call(GP_MSG_LIBRARY_UNLOAD, args, 1, NULL, 0);
+		r = gp__rpc_library_unload(
+			0, &(struct gp_in_library_unload){.library = m->remote}, NULL);
 		if (r != CUDA_SUCCESS)
 			return r;
 	}
@@ -480,7 +482,6 @@ static CUresult set_attribute(CUfunction func, CUfunction_attribute attrib, int 
 {
 	struct gp_ifunc *f;
 	struct gp_ictx *c;
-	uint64_t args[4];
 	CUresult r;
 
 	if ((unsigned)attrib >= CU_FUNC_ATTRIBUTE_MAX)
@@ -490,11 +491,12 @@ static CUresult set_attribute(CUfunction func, CUfunction_attribute attrib, int 
 		r = gp__func_check(func, &f);
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = c->remote;
-	args[1] = f->remote;
-	args[2] = (uint64_t)attrib;
-	args[3] = (uint64_t)(int64_t)value;
-	r = gp__call(GP_MSG_FUNC_SET_ATTRIBUTE, args, 4, NULL, 0);
+	r = gp__rpc_func_set_attribute(0,
+				       &(struct gp_in_func_set_attribute){.ctx = c->remote,
+									  .func = f->remote,
+									  .attribute = (uint32_t)attrib,
+									  .value = value},
+				       NULL);
 	if (r == CUDA_SUCCESS)
 		f->attr[attrib] = value;
 	return r;

@@ -35,33 +35,37 @@ CUresult gp__ctx_stream(CUstream s, bool per_thread, struct gp_ictx **ctx, uint6
 	return r != CUDA_SUCCESS ? r : gp__stream_id(s, per_thread, id);
 }
 
-static CUresult stream_call(unsigned type, CUstream s, bool pt)
+/* STREAM_SYNCHRONIZE or STREAM_QUERY: the same request. */
+static CUresult stream_call(bool query, CUstream s, bool pt)
 {
 	struct gp_ictx *c;
-	uint64_t args[2];
-	CUresult r = gp__ctx_stream(s, pt, &c, &args[1]);
+	uint64_t sid;
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = c->remote;
-	return gp__call(type, args, 2, NULL, 0);
+	if (query)
+		return gp__rpc_stream_query(
+			0, &(struct gp_in_stream_query){.ctx = c->remote, .stream = sid}, NULL);
+	return gp__rpc_stream_synchronize(
+		0, &(struct gp_in_stream_synchronize){.ctx = c->remote, .stream = sid}, NULL);
 }
 
 CUresult gp__stream_sync(CUstream s, bool pt)
 {
-	return stream_call(GP_MSG_STREAM_SYNCHRONIZE, s, pt);
+	return stream_call(false, s, pt);
 }
 
 CUresult gp__stream_query(CUstream s, bool pt)
 {
-	return stream_call(GP_MSG_STREAM_QUERY, s, pt);
+	return stream_call(true, s, pt);
 }
 
 GP_CUDA_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, int priority)
 {
 	struct gp_istream *st;
 	struct gp_ictx *c;
-	uint64_t args[3], out[1];
+	struct gp_out_stream_create out;
 	CUresult r;
 
 	if (!ps || (flags & ~CU_STREAM_NON_BLOCKING))
@@ -72,16 +76,16 @@ GP_CUDA_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ps, unsigned int fl
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	args[0] = c->remote;
-	args[1] = flags;
-	args[2] = (uint64_t)(int64_t)priority;
-	r = gp__call(GP_MSG_STREAM_CREATE, args, 3, out, 1);
+	r = gp__rpc_stream_create(
+		0,
+		&(struct gp_in_stream_create){.ctx = c->remote, .flags = flags, .priority = priority},
+		&out);
 	if (r != CUDA_SUCCESS) {
 		free(st);
 		return r;
 	}
 	st->magic = GP_MAGIC_STREAM;
-	st->remote = out[0];
+	st->remote = out.stream;
 	st->ctx = c;
 	st->flags = flags;
 	st->priority = priority;
@@ -112,14 +116,12 @@ static CUresult stream_obj(CUstream s, struct gp_istream **out)
 GP_CUDA_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 {
 	struct gp_istream *st;
-	uint64_t args[2];
 	CUresult r = stream_obj(s, &st);
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = st->ctx->remote;
-	args[1] = st->remote;
-	r = gp__call(GP_MSG_STREAM_DESTROY, args, 2, NULL, 0);
+	r = gp__rpc_stream_destroy(
+		0, &(struct gp_in_stream_destroy){.ctx = st->ctx->remote, .stream = st->remote}, NULL);
 	if (r == CUDA_SUCCESS)
 		st->magic = GP_MAGIC_DEAD; /* kept so a stale handle reads as dead */
 	return r;
@@ -199,7 +201,7 @@ GP_CUDA_EXPORT CUresult cuEventCreate(CUevent *pe, unsigned int flags)
 {
 	struct gp_ievent *ev;
 	struct gp_ictx *c;
-	uint64_t args[2], out[1];
+	struct gp_out_event_create out;
 	CUresult r;
 
 	if (!pe ||
@@ -213,15 +215,14 @@ GP_CUDA_EXPORT CUresult cuEventCreate(CUevent *pe, unsigned int flags)
 	ev = calloc(1, sizeof(*ev));
 	if (!ev)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	args[0] = c->remote;
-	args[1] = flags;
-	r = gp__call(GP_MSG_EVENT_CREATE, args, 2, out, 1);
+	r = gp__rpc_event_create(0, &(struct gp_in_event_create){.ctx = c->remote, .flags = flags},
+				 &out);
 	if (r != CUDA_SUCCESS) {
 		free(ev);
 		return r;
 	}
 	ev->magic = GP_MAGIC_EVENT;
-	ev->remote = out[0];
+	ev->remote = out.event;
 	ev->ctx = c;
 	ev->flags = flags;
 	*pe = (CUevent)ev;
@@ -231,14 +232,12 @@ GP_CUDA_EXPORT CUresult cuEventCreate(CUevent *pe, unsigned int flags)
 GP_CUDA_EXPORT CUresult cuEventDestroy_v2(CUevent e)
 {
 	struct gp_ievent *ev;
-	uint64_t args[2];
 	CUresult r = event_obj(e, &ev);
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = ev->ctx->remote;
-	args[1] = ev->remote;
-	r = gp__call(GP_MSG_EVENT_DESTROY, args, 2, NULL, 0);
+	r = gp__rpc_event_destroy(
+		0, &(struct gp_in_event_destroy){.ctx = ev->ctx->remote, .event = ev->remote}, NULL);
 	if (r == CUDA_SUCCESS)
 		ev->magic = GP_MAGIC_DEAD;
 	return r;
@@ -252,16 +251,16 @@ GP_CUDA_EXPORT CUresult cuEventDestroy(CUevent e)
 CUresult gp__event_record(CUevent e, CUstream s, bool pt)
 {
 	struct gp_ievent *ev;
-	uint64_t args[3];
+	struct gp_in_event_record in = {0};
 	CUresult r = event_obj(e, &ev);
 
 	if (r == CUDA_SUCCESS)
-		r = gp__stream_id(s, pt, &args[2]);
+		r = gp__stream_id(s, pt, &in.stream);
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = ev->ctx->remote;
-	args[1] = ev->remote;
-	r = gp__call_ex(GP_MSG_EVENT_RECORD, GP_F_NO_REPLY, args, 3, NULL, NULL, 0);
+	in.ctx = ev->ctx->remote;
+	in.event = ev->remote;
+	r = gp__rpc_event_record(GP_F_NO_REPLY, &in, NULL);
 	if (r == CUDA_SUCCESS)
 		ev->recorded = true;
 	return r;
@@ -281,33 +280,33 @@ GP_CUDA_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned i
 	return gp__event_record(e, s, false);
 }
 
-static CUresult event_call(unsigned type, CUevent e)
+GP_CUDA_EXPORT CUresult cuEventSynchronize(CUevent e)
 {
 	struct gp_ievent *ev;
-	uint64_t args[2];
 	CUresult r = event_obj(e, &ev);
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = ev->ctx->remote;
-	args[1] = ev->remote;
-	return gp__call(type, args, 2, NULL, 0);
-}
-
-GP_CUDA_EXPORT CUresult cuEventSynchronize(CUevent e)
-{
-	return event_call(GP_MSG_EVENT_SYNCHRONIZE, e);
+	return gp__rpc_event_synchronize(
+		0, &(struct gp_in_event_synchronize){.ctx = ev->ctx->remote, .event = ev->remote},
+		NULL);
 }
 
 GP_CUDA_EXPORT CUresult cuEventQuery(CUevent e)
 {
-	return event_call(GP_MSG_EVENT_QUERY, e);
+	struct gp_ievent *ev;
+	CUresult r = event_obj(e, &ev);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	return gp__rpc_event_query(
+		0, &(struct gp_in_event_query){.ctx = ev->ctx->remote, .event = ev->remote}, NULL);
 }
 
 GP_CUDA_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
 {
 	struct gp_ievent *a, *b;
-	uint64_t args[3], out[1];
+	struct gp_out_event_elapsed out;
 	uint32_t bits;
 	CUresult r;
 
@@ -318,12 +317,13 @@ GP_CUDA_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent 
 		r = event_obj(end, &b);
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = a->ctx->remote;
-	args[1] = a->remote;
-	args[2] = b->remote;
-	r = gp__call(GP_MSG_EVENT_ELAPSED, args, 3, out, 1);
+	r = gp__rpc_event_elapsed(0,
+				  &(struct gp_in_event_elapsed){.ctx = a->ctx->remote,
+								.start = a->remote,
+								.end = b->remote},
+				  &out);
 	if (r == CUDA_SUCCESS) {
-		bits = (uint32_t)out[0];
+		bits = (uint32_t)out.ms_bits;
 		memcpy(ms, &bits, sizeof(*ms));
 	}
 	return r;
@@ -338,17 +338,16 @@ CUresult gp__stream_wait_event(CUstream s, CUevent e, unsigned flags, bool pt)
 {
 	struct gp_ievent *ev;
 	struct gp_ictx *c;
-	uint64_t args[4];
-	CUresult r = gp__ctx_stream(s, pt, &c, &args[1]);
+	struct gp_in_stream_wait_event in = {.flags = flags};
+	CUresult r = gp__ctx_stream(s, pt, &c, &in.stream);
 
 	if (r == CUDA_SUCCESS)
 		r = event_obj(e, &ev);
 	if (r != CUDA_SUCCESS)
 		return r;
-	args[0] = c->remote;
-	args[2] = ev->remote;
-	args[3] = flags;
-	return gp__call_ex(GP_MSG_STREAM_WAIT_EVENT, GP_F_NO_REPLY, args, 4, NULL, NULL, 0);
+	in.ctx = c->remote;
+	in.event = ev->remote;
+	return gp__rpc_stream_wait_event(GP_F_NO_REPLY, &in, NULL);
 }
 
 GP_CUDA_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)

@@ -1,4 +1,5 @@
 /* client.c -- the interposer's session with the pool: connect, Hello, calls, bulk copies. */
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,26 +37,6 @@ static CUresult transport_failed(int err, const char *what)
 	return CUDA_ERROR_DEVICE_UNAVAILABLE;
 }
 
-/* Calls that wait for earlier asynchronous work, so may report its failure, as CUDA
- * reports an asynchronous error from the next synchronizing call. */
-static bool synchronizes(unsigned type)
-{
-	switch (type) {
-	case GP_MSG_CTX_SYNCHRONIZE:
-	case GP_MSG_STREAM_SYNCHRONIZE:
-	case GP_MSG_STREAM_QUERY:
-	case GP_MSG_EVENT_SYNCHRONIZE:
-	case GP_MSG_EVENT_QUERY:
-	case GP_MSG_MEMCPY_HTOD:
-	case GP_MSG_MEMCPY_DTOH:
-	case GP_MSG_MEMCPY_DTOD:
-	case GP_MSG_MEMSET:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /*
  * The result a caller sees. A deferred error from earlier asynchronous work is kept, and
  * returned by the next synchronizing call that itself succeeded. Any other call returns
@@ -72,7 +53,8 @@ static CUresult merge_deferred(struct gp_client *c, unsigned type, CUresult r,
 		if (c->pending == CUDA_SUCCESS)
 			c->pending = (CUresult)d->result;
 	}
-	if (r == CUDA_SUCCESS && c->pending != CUDA_SUCCESS && synchronizes(type)) {
+	if (r == CUDA_SUCCESS && c->pending != CUDA_SUCCESS && gp_call_info(type) &&
+	    (gp_call_info(type)->flags & GP_C_SYNC)) {
 		r = c->pending;
 		c->pending = CUDA_SUCCESS;
 	}
@@ -332,39 +314,16 @@ CUresult gp__connect(void)
 /* ---- calls ---------------------------------------------------------------------- */
 
 /*
- * One request on the wire. The message goes with `bulk` (streamed in chunks), and unless
- * it carries GP_F_NO_REPLY the answer is awaited: DATA frames first when `data` is set
- * (their bytes land there, exactly data_len of them), then a frame of reply_type, whose
- * body is left in c->conn->msg for the caller.
+ * One request on the wire. The message goes with its BULK_IN bytes (bulk.h), and unless it
+ * carries GP_F_NO_REPLY the answer is awaited: DATA frames first when the call has BULK_OUT
+ * (their bytes land in bulk->dst, at most bulk->len of them), then the Reply, whose body is
+ * left in c->conn->msg for the caller.
  */
 struct exchange {
 	unsigned type, flags;
 	const ProtobufCMessage *msg;
-	const void *bulk;
-	size_t bulk_len;
-	void *data;
-	size_t data_len;
-	unsigned reply_type;
+	const struct gp_bulk_ref *bulk;
 };
-
-/* Sends `len` bulk bytes: as many as fit in the request frame, the rest in DATA frames. */
-static int send_request(struct gp_client *c, const struct exchange *x, uint64_t id)
-{
-	const uint8_t *p = x->bulk;
-	size_t len = x->bulk_len, first = len < GP_CHUNK_SIZE ? len : GP_CHUNK_SIZE, off = first;
-	int ret;
-
-	ret = gp_conn_send(c->conn, x->type, x->flags | (off < len ? GP_F_MORE : 0), id, x->msg, p,
-			   first);
-	while (!ret && off < len) {
-		size_t n = len - off < GP_CHUNK_SIZE ? len - off : GP_CHUNK_SIZE;
-
-		ret = gp_conn_send(c->conn, GP_MSG_DATA, off + n < len ? GP_F_MORE : 0, id, NULL,
-				   p + off, n);
-		off += n;
-	}
-	return ret;
-}
 
 /*
  * Writes to stdout without raising SIGPIPE in the program when nobody reads it: the signal
@@ -416,12 +375,19 @@ static int print_output(struct gp_client *c, uint32_t n)
 	return ret;
 }
 
-/* Runs one exchange with the lock held. Returns 0 or a transport/protocol code. */
-static int exchange(struct gp_client *c, const struct exchange *x, struct gp_frame_hdr *h)
+/* Runs one exchange with the lock held. Returns 0 or a transport/protocol code; *got is
+ * how many BULK_OUT bytes arrived. */
+static int exchange(struct gp_client *c, const struct exchange *x, struct gp_frame_hdr *h,
+		    uint64_t *got)
 {
-	uint64_t id = ++c->next_id, got = 0;
-	int ret = send_request(c, x, id);
+	uint64_t id = ++c->next_id;
+	struct gp_bulk_source src = {.src = x->bulk->src};
+	struct gp_bulk_sink sink = {.dst = x->bulk->dst};
+	bool received = false;
+	int ret = gp_bulk_send(c->conn, x->type, x->flags, id, x->msg, x->bulk->src ? x->bulk->len : 0,
+			       &src);
 
+	*got = 0;
 	if (ret)
 		return ret;
 	if (x->flags & GP_F_NO_REPLY)
@@ -437,35 +403,21 @@ static int exchange(struct gp_client *c, const struct exchange *x, struct gp_fra
 				return ret;
 			continue;
 		}
-		if (h->request_id != id)
+		if (h->request_id != id || h->type != GP_MSG_DATA || !x->bulk->dst || received)
 			break;
-		if (h->type != GP_MSG_DATA || !x->data)
-			break;
-		/* Bulk answer: straight into the caller's buffer. */
-		if (h->msg_len || h->bulk_len > x->data_len - got)
-			return GP_EFRAME;
-		ret = gp_conn_read(c->conn, (uint8_t *)x->data + got, h->bulk_len);
+		/* The bulk answer, straight into the caller's buffer. */
+		ret = gp_bulk_recv(c->conn, h, x->bulk->len, &sink);
 		if (ret)
 			return ret;
-		got += h->bulk_len;
+		*got = sink.got;
+		received = true;
 	}
-	if (h->type != x->reply_type || h->request_id != id || h->bulk_len) {
+	if (h->type != GP_MSG_REPLY || h->request_id != id || h->bulk_len) {
 		snprintf(c->conn->err, sizeof(c->conn->err),
-			 "expected %s for request %llu, got %s for %llu",
-			 gp_msg_name(x->reply_type), (unsigned long long)id,
+			 "expected REPLY for request %llu, got %s for %llu", (unsigned long long)id,
 			 gp_msg_name(h->type) ? gp_msg_name(h->type) : "unknown type",
 			 (unsigned long long)h->request_id);
 		return GP_ETYPE;
-	}
-	/* A failed copy stops its DATA early; a successful one brought every byte. */
-	if (x->data && got != x->data_len) {
-		Gp__Reply *rep = gp__reply__unpack(NULL, h->msg_len, c->conn->msg);
-		bool failed = rep && rep->result != CUDA_SUCCESS;
-
-		if (rep)
-			protobuf_c_message_free_unpacked(&rep->base, NULL);
-		if (!failed)
-			return GP_EFRAME;
 	}
 	return 0;
 }
@@ -482,9 +434,9 @@ static CUresult begin(struct gp_client *c)
 	return r;
 }
 
-/* Unpacks a REPLY body into its result and outputs. */
+/* Unpacks the Reply into its result and outputs; hands the message to *keep when asked. */
 static CUresult finish_reply(struct gp_client *c, unsigned type, const struct gp_frame_hdr *h,
-			     uint64_t *out, size_t nout)
+			     uint64_t *out, size_t nout, bool short_bulk, Gp__Reply **keep)
 {
 	Gp__Reply *rep = gp__reply__unpack(NULL, h->msg_len, c->conn->msg);
 	const char *what = gp_msg_name(type);
@@ -493,7 +445,8 @@ static CUresult finish_reply(struct gp_client *c, unsigned type, const struct gp
 	if (!rep)
 		return transport_failed(GP_EDECODE, what);
 	r = (CUresult)rep->result;
-	if (r == CUDA_SUCCESS && rep->n_out < nout) {
+	/* A failed copy stops its DATA early; a successful one brought every byte. */
+	if (r == CUDA_SUCCESS && (rep->n_out < nout || short_bulk)) {
 		protobuf_c_message_free_unpacked(&rep->base, NULL);
 		return transport_failed(GP_EFRAME, what);
 	}
@@ -502,91 +455,63 @@ static CUresult finish_reply(struct gp_client *c, unsigned type, const struct gp
 	if (rep->message && *rep->message)
 		gp_log_info("%s: %s", what, rep->message);
 	r = merge_deferred(c, type, r, rep->deferred);
-	protobuf_c_message_free_unpacked(&rep->base, NULL);
+	if (keep && r == CUDA_SUCCESS)
+		*keep = rep;
+	else
+		protobuf_c_message_free_unpacked(&rep->base, NULL);
 	return r;
 }
 
-/* A whole call answered by a REPLY: exchange, then the reply's result and outputs. */
-static CUresult call_replied(struct gp_client *c, const struct exchange *x, uint64_t *out,
-			     size_t nout)
+CUresult gp__rpc(unsigned type, unsigned flags, const Gp__Call *call, const struct gp_bulk_ref *b,
+		 uint64_t *out, size_t nout, Gp__Reply **keep)
 {
+	struct gp_client *c = &gp__client;
+	const struct gp_call_info *ci = gp_call_info(type);
+	struct exchange x = {.type = type, .flags = flags, .msg = &call->base, .bulk = b};
+	const char *what = gp_msg_name(type);
 	struct gp_frame_hdr h;
-	const char *what = gp_msg_name(x->type);
-	CUresult r = begin(c);
+	uint64_t got;
+	CUresult r;
 	int ret;
 
+	/* Only what CUDA defines as asynchronous may go without an answer. */
+	assert(ci && (!(flags & GP_F_NO_REPLY) || (ci->flags & GP_C_ASYNC)));
+	(void)ci;
+	if (keep)
+		*keep = NULL;
+	r = begin(c);
 	if (r != CUDA_SUCCESS)
 		return r;
-	ret = exchange(c, x, &h);
+	ret = exchange(c, &x, &h, &got);
 	if (ret)
 		r = transport_failed(ret, what);
-	else if (!(x->flags & GP_F_NO_REPLY))
-		r = finish_reply(c, x->type, &h, out, nout);
+	else if (!(flags & GP_F_NO_REPLY))
+		r = finish_reply(c, type, &h, out, nout, b->dst && got != b->len, keep);
 	pthread_mutex_unlock(&c->lock);
 	return r;
 }
 
-CUresult gp__call_ex(unsigned type, unsigned flags, const uint64_t *args, size_t nargs,
-		     const char *name, uint64_t *out, size_t nout)
-{
-	Gp__Call call = GP__CALL__INIT;
-	struct exchange x = {
-		.type = type, .flags = flags, .msg = &call.base, .reply_type = GP_MSG_REPLY};
+/* The client's function of each call: gp__rpc_<name>(flags, in, out). */
+#define GP__RPC(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)                                 \
+	CUresult gp__rpc_##name(unsigned flags, const struct gp_in_##name *in,                   \
+				struct gp_out_##name *out)                                       \
+	{                                                                                        \
+		Gp__Call call = GP__CALL__INIT;                                                  \
+		uint64_t args[GP_CALL_ARGS_MAX], o[GP_CALL_OUTS_MAX];                            \
+		struct gp_bulk_ref b;                                                            \
+		CUresult r;                                                                      \
+                                                                                                 \
+		gp_call_pack_##name(in, &call, args, &b);                                        \
+		r = gp__rpc(GP_MSG_##NAME, flags, &call, &b, o, GP_NOUTS_##NAME, NULL);          \
+		if (r == CUDA_SUCCESS && out)                                                    \
+			gp_call_outs_##name(o, out);                                             \
+		return r;                                                                        \
+	}
+GP_CALL_MAP(GP__RPC)
+#undef GP__RPC
 
-	call.n_arg = nargs;
-	call.arg = (uint64_t *)args;
-	call.name = (char *)(name ? name : "");
-	return call_replied(&gp__client, &x, out, nout);
-}
-
-CUresult gp__call(unsigned type, const uint64_t *args, size_t nargs, uint64_t *out, size_t nout)
-{
-	return gp__call_ex(type, 0, args, nargs, NULL, out, nout);
-}
-
-CUresult gp__call_async(unsigned type, const ProtobufCMessage *msg)
-{
-	struct exchange x = {.type = type, .flags = GP_F_NO_REPLY, .msg = msg};
-
-	return call_replied(&gp__client, &x, NULL, 0);
-}
-
-CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size_t len,
-			    uint64_t stream, bool async, size_t pitch, size_t width)
-{
-	uint64_t args[6] = {ctx, dst, len, stream, pitch, width};
-	Gp__Call call = GP__CALL__INIT;
-	struct exchange x = {.type = GP_MSG_MEMCPY_HTOD,
-			     .flags = async ? GP_F_NO_REPLY : 0,
-			     .msg = &call.base,
-			     .bulk = src,
-			     .bulk_len = len,
-			     .reply_type = GP_MSG_REPLY};
-
-	call.n_arg = 6;
-	call.arg = args;
-	return call_replied(&gp__client, &x, NULL, 0);
-}
-
-/* DATA frames bring the bytes straight into dst, then the REPLY says how it ended. */
-CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len, uint64_t stream,
-			      size_t pitch, size_t width)
-{
-	uint64_t args[6] = {ctx, src, len, stream, pitch, width};
-	Gp__Call call = GP__CALL__INIT;
-	struct exchange x = {.type = GP_MSG_MEMCPY_DTOH,
-			     .msg = &call.base,
-			     .data = dst,
-			     .data_len = len,
-			     .reply_type = GP_MSG_REPLY};
-
-	call.n_arg = 6;
-	call.arg = args;
-	return call_replied(&gp__client, &x, NULL, 0);
-}
-
-/* Copies the function list of a ModuleLoadReply into the client's module. */
-static CUresult take_functions(struct gp_imodule *mod, const Gp__ModuleLoadReply *rep)
+/* Copies the function list of a load's reply into the client's module. */
+static CUresult take_functions(struct gp_imodule *mod, const Gp__Reply *rep)
 {
 	mod->funcs = calloc(rep->n_function ? rep->n_function : 1, sizeof(*mod->funcs));
 	if (!mod->funcs)
@@ -618,47 +543,31 @@ static CUresult take_functions(struct gp_imodule *mod, const Gp__ModuleLoadReply
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__image_load(unsigned type, uint64_t ctx, const void *image, size_t len,
+CUresult gp__image_load(bool library, uint64_t ctx, const void *image, size_t len,
 			struct gp_imodule *mod)
 {
-	struct gp_client *c = &gp__client;
-	uint64_t args[2] = {ctx, len};
 	Gp__Call call = GP__CALL__INIT;
-	struct exchange x = {.type = type,
-			     .msg = &call.base,
-			     .bulk = image,
-			     .bulk_len = len,
-			     .reply_type = GP_MSG_MODULE_LOAD_REPLY};
-	Gp__ModuleLoadReply *rep;
-	struct gp_frame_hdr h;
+	uint64_t args[GP_CALL_ARGS_MAX], out[GP_CALL_OUTS_MAX];
+	struct gp_bulk_ref b;
+	Gp__Reply *rep;
 	CUresult r;
-	int ret;
 
-	/* MODULE_LOAD: ctx, bytes; LIBRARY_LOAD: bytes, the current context (0: none). */
-	if (type == GP_MSG_LIBRARY_LOAD) {
-		args[0] = len;
-		args[1] = ctx;
+	if (library) {
+		struct gp_in_library_load in = {.ctx = ctx, .image = image, .image_len = len};
+
+		gp_call_pack_library_load(&in, &call, args, &b);
+		r = gp__rpc(GP_MSG_LIBRARY_LOAD, 0, &call, &b, out, GP_NOUTS_LIBRARY_LOAD, &rep);
+	} else {
+		struct gp_in_module_load in = {.ctx = ctx, .image = image, .image_len = len};
+
+		gp_call_pack_module_load(&in, &call, args, &b);
+		r = gp__rpc(GP_MSG_MODULE_LOAD, 0, &call, &b, out, GP_NOUTS_MODULE_LOAD, &rep);
 	}
-	call.n_arg = 2;
-	call.arg = args;
-	r = begin(c);
 	if (r != CUDA_SUCCESS)
 		return r;
-	ret = exchange(c, &x, &h);
-	rep = ret ? NULL : gp__module_load_reply__unpack(NULL, h.msg_len, c->conn->msg);
-	if (!rep) {
-		r = transport_failed(ret ? ret : GP_EDECODE, gp_msg_name(type));
-		goto out_unlock;
-	}
-	r = (CUresult)rep->result;
-	if (r == CUDA_SUCCESS) {
-		mod->remote = rep->module;
-		mod->loaded = true;
-		r = take_functions(mod, rep);
-	}
-	r = merge_deferred(c, type, r, rep->deferred);
+	mod->remote = out[0];
+	mod->loaded = true;
+	r = take_functions(mod, rep);
 	protobuf_c_message_free_unpacked(&rep->base, NULL);
-out_unlock:
-	pthread_mutex_unlock(&c->lock);
 	return r;
 }

@@ -31,6 +31,8 @@
 
 #include <cuda.h>
 
+#include "bulk.h"
+#include "calls.h"
 #include "codec.h"
 #include "conn.h"
 #include "cuda_table.h"
@@ -135,21 +137,23 @@ extern struct gp_client gp__client;
 CUresult gp__connect(void);
 /* Drops a kept asynchronous error: the context it came from is gone (destroyed, reset). */
 void gp__pending_clear(void);
-/* Sends a Call. Without GP_F_NO_REPLY in flags it waits for the Reply and
- * copies up to nout outputs; with it, it returns once the call is sent. */
-CUresult gp__call_ex(unsigned type, unsigned flags, const uint64_t *args, size_t nargs,
-		     const char *name, uint64_t *out, size_t nout);
-CUresult gp__call(unsigned type, const uint64_t *args, size_t nargs, uint64_t *out, size_t nout);
-/* Sends any message without waiting; its error, if any, comes with a later reply. */
-CUresult gp__call_async(unsigned type, const ProtobufCMessage *msg);
-/* Bulk copies of len packed bytes: pitch 0 for one device range, else rows of width bytes
- * pitch apart on the device. A host-to-device copy with async set does not wait. */
-CUresult gp__copy_to_remote(uint64_t ctx, CUdeviceptr dst, const void *src, size_t len,
-			    uint64_t stream, bool async, size_t pitch, size_t width);
-CUresult gp__copy_from_remote(uint64_t ctx, void *dst, CUdeviceptr src, size_t len, uint64_t stream,
-			      size_t pitch, size_t width);
-/* Uploads a module (ctx set) or library (ctx 0) image; fills mod from ModuleLoadReply. */
-CUresult gp__image_load(unsigned type, uint64_t ctx, const void *image, size_t len,
+/*
+ * One call to the pool: Call message, its bulk (BULK_IN bytes to send, or where BULK_OUT
+ * bytes land), outputs. With GP_F_NO_REPLY in flags (calls marked GP_C_ASYNC only) it
+ * returns once the call is sent. keep, when set, receives the Reply of a successful call
+ * (the caller frees it).
+ */
+CUresult gp__rpc(unsigned type, unsigned flags, const Gp__Call *call, const struct gp_bulk_ref *b,
+		 uint64_t *out, size_t nout, Gp__Reply **keep);
+/* gp__rpc_<name>(flags, in, out) for each call of <gpupool/calls.h>; out may be NULL. */
+#define GP__RPC_DECL(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC) \
+	CUresult gp__rpc_##name(unsigned flags, const struct gp_in_##name *in,  \
+				struct gp_out_##name *out);
+GP_CALL_MAP(GP__RPC_DECL)
+#undef GP__RPC_DECL
+/* Uploads a module (library false; ctx set) or a library image (ctx: the current context
+ * or 0); fills mod from the reply. */
+CUresult gp__image_load(bool library, uint64_t ctx, const void *image, size_t len,
 			struct gp_imodule *mod);
 /* Checks init state; returns CUDA_SUCCESS when calls may go out. */
 CUresult gp__ready(void);

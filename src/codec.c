@@ -11,7 +11,11 @@ const ProtobufCMessageDescriptor *gp_msg_descriptor(unsigned type)
 #define GP_MSG_DESC(name, num, body) \
 	case num:                    \
 		return &gp__##body##__descriptor;
+#define GP_CALL_DESC(NAME, name, num, flags, args, outs, ranges, doc) case num:
 		GP_MSG_MAP(GP_MSG_DESC)
+		GP_CALL_MAP(GP_CALL_DESC)
+		return &gp__call__descriptor;
+#undef GP_CALL_DESC
 #undef GP_MSG_DESC
 	default:
 		return NULL;

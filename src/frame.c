@@ -72,7 +72,12 @@ const char *gp_msg_name(unsigned type)
 #define GP_MSG_CASE(name, num, body) \
 	case num:                    \
 		return #name;
+#define GP_CALL_CASE(NAME, name, num, flags, args, outs, ranges, doc) \
+	case num:                                                      \
+		return #NAME;
 		GP_MSG_MAP(GP_MSG_CASE)
+		GP_CALL_MAP(GP_CALL_CASE)
+#undef GP_CALL_CASE
 #undef GP_MSG_CASE
 	default:
 		return NULL;

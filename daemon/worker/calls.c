@@ -1,4 +1,5 @@
-/* calls.c -- replies, deferred errors, bulk input and the table of calls. */
+/* calls.c -- the request path: each call of <gpupool/calls.h> decoded, checked by argument
+ * kind and device range, handed to its handler, and answered; deferred errors. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 
 /* ---- replies and deferred errors ---------------------------------------- */
 
-bool gp__take_deferred(struct gp_worker *w, Gp__DeferredError *d)
+static bool take_deferred(struct gp_worker *w, Gp__DeferredError *d)
 {
 	if (!w->has_deferred)
 		return false;
@@ -31,28 +32,6 @@ void gp__defer_error(struct gp_worker *w, const struct gp_frame_hdr *h, CUresult
 	w->deferred_result = (int32_t)r;
 	w->deferred_request = h->request_id;
 	w->deferred_type = h->type;
-}
-
-int gp__reply(struct gp_worker *w, const struct gp_frame_hdr *h, CUresult r, const uint64_t *out,
-	      size_t nout)
-{
-	Gp__Reply rep = GP__REPLY__INIT;
-	Gp__DeferredError d = GP__DEFERRED_ERROR__INIT;
-
-	if (h->flags & GP_F_NO_REPLY) {
-		if (r != CUDA_SUCCESS)
-			gp__defer_error(w, h, r);
-		return 0;
-	}
-	/* What kernels printed reaches the client before the answer to the call that waited. */
-	if (gp__output_flush(w))
-		return GP_ECLOSED;
-	rep.result = (int32_t)r;
-	rep.n_out = r == CUDA_SUCCESS ? nout : 0;
-	rep.out = (uint64_t *)out;
-	if (gp__take_deferred(w, &d))
-		rep.deferred = &d;
-	return gp_conn_send(w->client, GP_MSG_REPLY, 0, h->request_id, &rep.base, NULL, 0);
 }
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -105,151 +84,349 @@ struct gp_handle *gp__launchable(struct gp_worker *w, uint64_t id)
 	return h ? h : gp__handle_get(w, id, GP_H_KERNEL);
 }
 
-/*
- * Reads the bulk of a request: the bytes in its own frame, then DATA frames
- * with the same id until one without GP_F_MORE. Every piece goes to sink
- * (NULL: dropped); if the sink fails the rest is still read, so the stream
- * stays in step, and the first failure is returned in *res. Returns a
- * negative code when the client broke the protocol: the session then ends.
- */
-int gp__recv_bulk(struct gp_worker *w, const struct gp_frame_hdr *first, uint64_t total,
-		  gp_sink_fn sink, void *arg, CUresult *res)
+
+/* ---- arguments, by kind ---------------------------------------------------------- */
+
+static CUresult arg_ctx(struct gp_worker *w, uint64_t id, int *dev)
 {
-	struct gp_frame_hdr h = *first;
-	uint64_t got = 0;
+	struct gp_handle *h;
+	CUresult r = gp__use_ctx(w, id, &h);
+
+	if (r == CUDA_SUCCESS)
+		*dev = h->device;
+	return r;
+}
+
+static CUresult arg_ctx_opt(struct gp_worker *w, uint64_t id, int *dev)
+{
+	*dev = -1;
+	return id ? arg_ctx(w, id, dev) : CUDA_SUCCESS;
+}
+
+static CUresult arg_device(struct gp_worker *w, uint64_t ordinal, CUdevice *dev)
+{
+	if (ordinal >= (uint64_t)w->ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	return w->drv.cuDeviceGet(dev, (int)ordinal);
+}
+
+static CUresult arg_handle(struct gp_worker *w, uint64_t id, uint32_t kind, void *out)
+{
+	struct gp_handle *h = gp__handle_get(w, id, kind);
+
+	if (!h)
+		return CUDA_ERROR_INVALID_HANDLE;
+	memcpy(out, &h->ptr, sizeof(h->ptr));
+	return CUDA_SUCCESS;
+}
+
+static CUresult arg_modlib(struct gp_worker *w, uint64_t id, void **drv, bool *is_library)
+{
+	struct gp_handle *h = gp__handle_get(w, id, GP_H_MODULE);
+
+	*is_library = !h;
+	if (!h)
+		h = gp__handle_get(w, id, GP_H_LIBRARY);
+	if (!h)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*drv = h->ptr;
+	return CUDA_SUCCESS;
+}
+
+/* A function or kernel; a kernel's module is made in the call's context on first use. */
+static CUresult arg_func(struct gp_worker *w, uint64_t id, uint64_t ctx, void **drv,
+			 const struct gp_fn_info **info, bool *is_kernel)
+{
+	struct gp_handle *h = gp__launchable(w, id);
+
+	if (!h)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*drv = h->ptr;
+	*info = h->aux;
+	*is_kernel = h->kind == GP_H_KERNEL;
+	return ctx ? gp__kernel_in_ctx(w, h, ctx) : CUDA_SUCCESS;
+}
+
+static CUresult arg_u32(uint64_t v, uint32_t *out)
+{
+	if (v > UINT32_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = (uint32_t)v;
+	return CUDA_SUCCESS;
+}
+
+static CUresult arg_i32(uint64_t v, int32_t *out)
+{
+	int64_t s = (int64_t)v;
+
+	if (s < INT32_MIN || s > INT32_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = (int32_t)s;
+	return CUDA_SUCCESS;
+}
+
+static CUresult arg_name(const char *s, const char **out)
+{
+	size_t n = s ? strnlen(s, GP_NAME_MAX + 1) : 0;
+
+	if (n == 0 || n > GP_NAME_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = s;
+	return CUDA_SUCCESS;
+}
+
+/*
+ * A device range of height rows, width bytes each, pitch apart (pitch 0: packed), checked
+ * against the session's allocations and globals. Every product and sum is checked for
+ * overflow; an empty range touches nothing.
+ */
+static bool range_owned(struct gp_worker *w, CUdeviceptr base, uint64_t width, uint64_t height,
+			uint64_t pitch)
+{
+	uint64_t extent;
+
+	if (width == 0 || height == 0)
+		return true;
+	if (pitch == 0 || height == 1) {
+		if (width > UINT64_MAX / height)
+			return false;
+		return gp__range_owned(w, base, width * height);
+	}
+	if (width > pitch || height - 1 > (UINT64_MAX - width) / pitch)
+		return false;
+	extent = (height - 1) * pitch + width;
+	return gp__range_owned(w, base, extent);
+}
+
+/* ---- the decoder of each call, from the table -------------------------------------- */
+
+#define GP__DEC_CTX(f)                                         \
+	a->f = c->arg[i++];                                     \
+	if ((r = arg_ctx(w, a->f, &a->f##_dev)) != CUDA_SUCCESS) \
+		return r;                                       \
+	ctx = a->f;
+#define GP__DEC_CTX_OPT(f)                                         \
+	a->f = c->arg[i++];                                         \
+	if ((r = arg_ctx_opt(w, a->f, &a->f##_dev)) != CUDA_SUCCESS) \
+		return r;                                           \
+	ctx = a->f;
+#define GP__DEC_DEVICE(f)                                          \
+	a->f = c->arg[i++];                                         \
+	if ((r = arg_device(w, a->f, &a->f##_drv)) != CUDA_SUCCESS) \
+		return r;
+#define GP__DEC_STREAM(f)                                              \
+	a->f = c->arg[i++];                                             \
+	if ((r = gp__use_stream(w, a->f, &a->f##_drv)) != CUDA_SUCCESS) \
+		return r;
+#define GP__DEC_HANDLE(f, kind)                                           \
+	a->f = c->arg[i++];                                                \
+	if ((r = arg_handle(w, a->f, kind, &a->f##_drv)) != CUDA_SUCCESS)  \
+		return r;
+#define GP__DEC_EVENT(f) GP__DEC_HANDLE(f, GP_H_EVENT)
+#define GP__DEC_MODULE(f) GP__DEC_HANDLE(f, GP_H_MODULE)
+#define GP__DEC_LIBRARY(f) GP__DEC_HANDLE(f, GP_H_LIBRARY)
+#define GP__DEC_MODLIB(f)                                                         \
+	a->f = c->arg[i++];                                                        \
+	if ((r = arg_modlib(w, a->f, &a->f##_drv, &a->f##_is_library)) != CUDA_SUCCESS) \
+		return r;
+#define GP__DEC_FUNC(f)                                                                       \
+	a->f = c->arg[i++];                                                                    \
+	if ((r = arg_func(w, a->f, ctx, &a->f##_drv, &a->f##_info, &a->f##_is_kernel)) !=      \
+	    CUDA_SUCCESS)                                                                      \
+		return r;
+#define GP__DEC_DPTR(f) a->f = c->arg[i++];
+#define GP__DEC_U64(f) a->f = c->arg[i++];
+#define GP__DEC_U32(f)                                           \
+	if ((r = arg_u32(c->arg[i++], &a->f)) != CUDA_SUCCESS) \
+		return r;
+#define GP__DEC_I32(f)                                           \
+	if ((r = arg_i32(c->arg[i++], &a->f)) != CUDA_SUCCESS) \
+		return r;
+#define GP__DEC_NAME(f)                                      \
+	if ((r = arg_name(c->name, &a->f)) != CUDA_SUCCESS) \
+		return r;
+#define GP__DEC_BLOB(f)             \
+	a->f = c->blob.data;        \
+	a->f##_len = c->blob.len;
+#define GP__DEC_BULK_IN(f) a->f##_len = c->arg[i++];
+#define GP__DEC_BULK_OUT(f) a->f##_len = c->arg[i++];
+
+#define GP_ARG(kind, f) GP__DEC_##kind(f)
+#define GP_OUT(f) out[nout++] = o.f;
+#define GP_RANGE(base, width, height, pitch)                                 \
+	if (!range_owned(w, a->base, a->width, a->height, a->pitch))        \
+		return CUDA_ERROR_INVALID_VALUE;
+#define GP__DECODE(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)                              \
+	static CUresult decode_##name(struct gp_worker *w, const Gp__Call *c,                     \
+				      struct gp_wargs_##name *a)                                  \
+	{                                                                                        \
+		uint64_t ctx = 0;                                                                \
+		size_t i = 0;                                                                    \
+		CUresult r = CUDA_SUCCESS;                                                       \
+                                                                                                 \
+		ARGS RANGES(void) ctx;                                                           \
+		(void)i;                                                                         \
+		return r;                                                                        \
+	}                                                                                        \
+	static int serve_##name(struct gp_worker *w, struct gp_req *rq, const Gp__Call *c)        \
+	{                                                                                        \
+		struct gp_wargs_##name a;                                                        \
+		struct gp_out_##name o;                                                          \
+		uint64_t out[GP_CALL_OUTS_MAX];                                                  \
+		size_t nout = 0;                                                                 \
+		CUresult r;                                                                      \
+                                                                                                 \
+		memset(&a, 0, sizeof(a));                                                        \
+		memset(&o, 0, sizeof(o));                                                        \
+		r = decode_##name(w, c, &a);                                                     \
+		if (r == CUDA_SUCCESS)                                                           \
+			r = gp__serve_##name(w, rq, &a, &o);                                     \
+		OUTS return finish(w, rq, r, out, nout);                                         \
+	}
+
+/* ---- answers -------------------------------------------------------------------- */
+
+static void free_functions(struct gp_req *rq)
+{
+	for (size_t i = 0; i < rq->n_functions; i++) {
+		Gp__Function *f = rq->functions[i];
+
+		if (!f)
+			continue;
+		for (size_t k = 0; k < f->n_param; k++)
+			free(f->param[k]);
+		free(f->param);
+		free(f->attribute);
+		free(f);
+	}
+	free(rq->functions);
+	rq->functions = NULL;
+	rq->n_functions = 0;
+}
+
+CUresult gp__req_recv(struct gp_worker *w, struct gp_req *rq, uint64_t total,
+		      struct gp_bulk_sink *sink)
+{
 	int ret;
 
-	*res = CUDA_SUCCESS;
-	for (;;) {
-		uint32_t left = h.bulk_len;
-
-		if (h.bulk_len > total - got) {
-			gp_log_warnx("bulk of request %llu exceeds its %llu bytes",
-				     (unsigned long long)first->request_id,
-				     (unsigned long long)total);
-			return GP_EFRAME;
-		}
-		while (left > 0) {
-			size_t n = left < GP_FRAME_BULK_MAX ? left : GP_FRAME_BULK_MAX;
-
-			ret = gp_conn_read(w->client, w->staging, n);
-			if (ret)
-				return ret;
-			if (*res == CUDA_SUCCESS && sink)
-				*res = sink(w, arg, got, w->staging, n);
-			got += n;
-			left -= (uint32_t)n;
-		}
-		if (!(h.flags & GP_F_MORE))
-			break;
-		ret = gp_conn_recv(w->client, &h);
-		if (ret)
-			return ret;
-		if (h.type != GP_MSG_DATA || h.request_id != first->request_id || h.msg_len != 0) {
-			gp_log_warnx("expected DATA for request %llu, got %s",
-				     (unsigned long long)first->request_id,
-				     gp_msg_name(h.type) ? gp_msg_name(h.type) : "unknown type");
-			return GP_ETYPE;
-		}
+	rq->bulk_taken = true;
+	ret = gp_bulk_recv(w->client, rq->h, total, sink);
+	if (!ret && sink->got != total)
+		ret = GP_EFRAME;
+	if (ret) {
+		gp_log_warnx("%s (request %llu): its bulk of %llu bytes: %s", gp_msg_name(rq->h->type),
+			     (unsigned long long)rq->h->request_id, (unsigned long long)total,
+			     gp_strerror(ret));
+		rq->err = ret;
+		return CUDA_ERROR_UNKNOWN;
 	}
-	if (got != total) {
-		gp_log_warnx("request %llu carried %llu of %llu bytes",
-			     (unsigned long long)first->request_id, (unsigned long long)got,
-			     (unsigned long long)total);
-		return GP_EFRAME;
-	}
-	return 0;
+	return (CUresult)sink->err;
 }
 
-Gp__Call *gp__unpack_call(struct gp_worker *w, const struct gp_frame_hdr *h, size_t nargs)
+/*
+ * Ends a call: the request's bulk is read if its handler did not (a refused copy still
+ * brings its bytes), then the answer goes back unless the call was sent without waiting,
+ * in which case a failure is kept for the next answer. What kernels printed goes first.
+ */
+static int finish(struct gp_worker *w, struct gp_req *rq, CUresult r, const uint64_t *out,
+		  size_t nout)
 {
-	Gp__Call *c = gp__call__unpack(NULL, h->msg_len, w->client->msg);
+	Gp__Reply rep = GP__REPLY__INIT;
+	Gp__DeferredError d = GP__DEFERRED_ERROR__INIT;
+	struct gp_bulk_sink drop = {0};
+	const struct gp_call_info *ci = gp_call_info(rq->h->type);
+	int ret = rq->err;
 
-	if (!c) {
-		gp_log_warnx("%s: body does not decode", gp_msg_name(h->type));
-		return NULL;
+	if (!ret && (ci->kinds & GP_K_BULK_IN) && !rq->bulk_taken) {
+		gp__req_recv(w, rq, rq->bulk_total, &drop);
+		ret = rq->err;
 	}
-	if (c->n_arg != nargs) {
-		gp_log_warnx("%s: %zu arguments, expected %zu", gp_msg_name(h->type), c->n_arg,
-			     nargs);
-		protobuf_c_message_free_unpacked(&c->base, NULL);
-		return NULL;
+	if (ret)
+		goto out;
+	if (rq->async) {
+		if (r != CUDA_SUCCESS)
+			gp__defer_error(w, rq->h, r);
+		goto out;
 	}
-	return c;
+	ret = gp__output_flush(w) ? GP_ECLOSED : 0;
+	if (ret)
+		goto out;
+	rep.result = (int32_t)r;
+	rep.n_out = r == CUDA_SUCCESS ? nout : 0;
+	rep.out = (uint64_t *)out;
+	if (r == CUDA_SUCCESS) {
+		rep.n_function = rq->n_functions;
+		rep.function = rq->functions;
+	}
+	if (take_deferred(w, &d))
+		rep.deferred = &d;
+	ret = gp_conn_send(w->client, GP_MSG_REPLY, 0, rq->h->request_id, &rep.base, NULL, 0);
+out:
+	free_functions(rq);
+	return ret;
 }
 
-/* ---- dispatch ------------------------------------------------------------ */
+GP_CALL_MAP(GP__DECODE)
+#undef GP__DECODE
+#undef GP_RANGE
+#undef GP_OUT
+#undef GP_ARG
 
-static const struct {
-	uint16_t type;
-	uint8_t nargs;
-	gp_call_fn fn;
-} simple_calls[] = {
-	{GP_MSG_CTX_CREATE, 2, gp__ctx_create},
-	{GP_MSG_CTX_DESTROY, 1, gp__ctx_destroy},
-	{GP_MSG_CTX_SYNCHRONIZE, 1, gp__ctx_synchronize},
-	{GP_MSG_PRIMARY_RETAIN, 1, gp__primary_retain},
-	{GP_MSG_PRIMARY_RELEASE, 1, gp__primary_release},
-	{GP_MSG_PRIMARY_RESET, 1, gp__primary_reset},
-	{GP_MSG_PRIMARY_SET_FLAGS, 2, gp__primary_set_flags},
-	{GP_MSG_CTX_GET_LIMIT, 2, gp__ctx_get_limit},
-	{GP_MSG_CTX_SET_LIMIT, 3, gp__ctx_set_limit},
-	{GP_MSG_CTX_STREAM_PRIORITIES, 1, gp__ctx_stream_priorities},
-	{GP_MSG_MEM_ALLOC, 2, gp__mem_alloc},
-	{GP_MSG_MEM_ALLOC_PITCH, 4, gp__mem_alloc_pitch},
-	{GP_MSG_MEM_FREE, 2, gp__mem_free},
-	{GP_MSG_MEM_GET_INFO, 1, gp__mem_get_info},
-	{GP_MSG_MEMCPY_DTOD, 8, gp__memcpy_dtod},
-	{GP_MSG_MEMSET, 8, gp__memset},
-	{GP_MSG_MODULE_UNLOAD, 2, gp__module_unload},
-	{GP_MSG_LIBRARY_UNLOAD, 1, gp__library_unload},
-	{GP_MSG_OCCUPANCY, 5, gp__occupancy},
-	{GP_MSG_FUNC_SET_ATTRIBUTE, 4, gp__func_set_attribute},
-	{GP_MSG_STREAM_CREATE, 3, gp__stream_create},
-	{GP_MSG_STREAM_DESTROY, 2, gp__stream_destroy},
-	{GP_MSG_STREAM_SYNCHRONIZE, 2, gp__stream_synchronize},
-	{GP_MSG_STREAM_QUERY, 2, gp__stream_query},
-	{GP_MSG_STREAM_WAIT_EVENT, 4, gp__stream_wait_event},
-	{GP_MSG_EVENT_CREATE, 2, gp__event_create},
-	{GP_MSG_EVENT_DESTROY, 2, gp__event_destroy},
-	{GP_MSG_EVENT_RECORD, 3, gp__event_record},
-	{GP_MSG_EVENT_SYNCHRONIZE, 2, gp__event_synchronize},
-	{GP_MSG_EVENT_QUERY, 2, gp__event_query},
-	{GP_MSG_EVENT_ELAPSED, 3, gp__event_elapsed},
-};
+/* ---- dispatch ------------------------------------------------------------------- */
 
-static const struct {
-	uint16_t type;
-	gp_frame_fn fn;
-} frame_calls[] = {
-	{GP_MSG_MEMCPY_HTOD, gp__memcpy_htod}, {GP_MSG_MEMCPY_DTOH, gp__memcpy_dtoh},
-	{GP_MSG_MODULE_LOAD, gp__module_load}, {GP_MSG_LIBRARY_LOAD, gp__library_load},
-	{GP_MSG_GET_GLOBAL, gp__get_global},   {GP_MSG_LAUNCH, gp__launch},
-};
+typedef int (*serve_fn)(struct gp_worker *w, struct gp_req *rq, const Gp__Call *c);
+
+static serve_fn server_of(unsigned type)
+{
+	switch (type) {
+#define GP__CASE(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC) \
+	case NUM:                                                  \
+		return serve_##name;
+		GP_CALL_MAP(GP__CASE)
+#undef GP__CASE
+	default:
+		return NULL;
+	}
+}
 
 int gp__worker_dispatch(struct gp_worker *w, const struct gp_frame_hdr *h)
 {
-	uint64_t out[4];
-	size_t nout = 0;
+	const struct gp_call_info *ci = gp_call_info(h->type);
+	serve_fn serve = server_of(h->type);
+	struct gp_req rq = {.h = h, .async = (h->flags & GP_F_NO_REPLY) != 0};
+	const char *what = gp_msg_name(h->type) ? gp_msg_name(h->type) : "unknown type";
 	Gp__Call *c;
-	CUresult r;
+	int ret;
 
-	for (size_t i = 0; i < sizeof(frame_calls) / sizeof(frame_calls[0]); i++)
-		if (frame_calls[i].type == h->type)
-			return frame_calls[i].fn(w, h);
-	for (size_t i = 0; i < sizeof(simple_calls) / sizeof(simple_calls[0]); i++) {
-		if (simple_calls[i].type != h->type)
-			continue;
-		if (h->bulk_len)
-			return GP_EFRAME;
-		c = gp__unpack_call(w, h, simple_calls[i].nargs);
-		if (!c)
-			return GP_EDECODE;
-		r = simple_calls[i].fn(w, h, c->arg, out, &nout);
-		protobuf_c_message_free_unpacked(&c->base, NULL);
-		return gp__reply(w, h, r, out, nout);
+	if (!ci || !serve) {
+		gp_log_warnx("unexpected message type %u (%s)", h->type, what);
+		return GP_ETYPE;
 	}
-	gp_log_warnx("unexpected message type %u (%s)", h->type,
-		     gp_msg_name(h->type) ? gp_msg_name(h->type) : "unknown");
-	return GP_ETYPE;
+	if (rq.async && !(ci->flags & GP_C_ASYNC)) {
+		gp_log_warnx("%s cannot be sent without waiting for its answer", what);
+		return GP_EFRAME;
+	}
+	if ((h->bulk_len || (h->flags & GP_F_MORE)) && !(ci->kinds & GP_K_BULK_IN)) {
+		gp_log_warnx("%s carries no bulk", what);
+		return GP_EFRAME;
+	}
+	c = gp__call__unpack(NULL, h->msg_len, w->client->msg);
+	if (!c) {
+		gp_log_warnx("%s: body does not decode", what);
+		return GP_EDECODE;
+	}
+	if (c->n_arg != ci->nargs || (c->name[0] && !(ci->kinds & GP_K_NAME)) ||
+	    (c->blob.len && !(ci->kinds & GP_K_BLOB)) || c->blob.len > GP_BLOB_MAX) {
+		gp_log_warnx("%s: %zu arguments (expected %u), name %zu bytes, blob %zu bytes", what,
+			     c->n_arg, ci->nargs, strlen(c->name), c->blob.len);
+		protobuf_c_message_free_unpacked(&c->base, NULL);
+		return GP_EDECODE;
+	}
+	/* A BULK_IN argument is a call's last (a test checks the table): the bytes to read even
+	 * when the call is refused before its handler runs. */
+	if (ci->kinds & GP_K_BULK_IN)
+		rq.bulk_total = c->arg[c->n_arg - 1];
+	ret = serve(w, &rq, c);
+	protobuf_c_message_free_unpacked(&c->base, NULL);
+	return ret;
 }

@@ -1,27 +1,20 @@
 /* ctx.c -- contexts the session creates, and the devices' primary contexts. */
 #include "worker.h"
 
-CUresult gp__ctx_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			uint64_t *out, size_t *nout)
+CUresult gp__serve_ctx_create(struct gp_worker *w, struct gp_req *rq,
+			      const struct gp_wargs_ctx_create *a, struct gp_out_ctx_create *o)
 {
 	CUcontext ctx;
-	CUdevice dev;
 	CUresult r;
 	uint64_t id;
-
 	unsigned n = 0;
 
-	if (a[0] >= (uint64_t)w->ndev)
-		return CUDA_ERROR_INVALID_DEVICE;
 	for (uint32_t i = 0; i < w->nhandles; i++)
 		if (w->handles[i].kind == GP_H_CTX && !w->handles[i].primary)
 			n++;
 	if (n >= GP_MAX_CONTEXTS)
 		return CUDA_ERROR_OUT_OF_MEMORY; /* each context costs device memory */
-	r = w->drv.cuDeviceGet(&dev, (int)a[0]);
-	if (r != CUDA_SUCCESS)
-		return r;
-	r = w->drv.cuCtxCreate_v4(&ctx, NULL, (unsigned)a[1], dev);
+	r = w->drv.cuCtxCreate_v4(&ctx, NULL, a->flags, a->device_drv);
 	if (r != CUDA_SUCCESS)
 		return r;
 	w->current = ctx;
@@ -31,16 +24,15 @@ CUresult gp__ctx_create(struct gp_worker *w, const struct gp_frame_hdr *f, const
 		w->current = NULL;
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	gp__handle_get(w, id, GP_H_CTX)->device = (int)a[0];
-	out[0] = id;
-	*nout = 1;
+	gp__handle_get(w, id, GP_H_CTX)->device = (int)a->device;
+	o->ctx = id;
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__ctx_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			 uint64_t *out, size_t *nout)
+CUresult gp__serve_ctx_destroy(struct gp_worker *w, struct gp_req *rq,
+			       const struct gp_wargs_ctx_destroy *a, struct gp_out_ctx_destroy *o)
 {
-	struct gp_handle *h = gp__handle_get(w, a[0], GP_H_CTX);
+	struct gp_handle *h = gp__handle_get(w, a->ctx, GP_H_CTX);
 	CUresult r;
 
 	if (!h || h->primary)
@@ -50,17 +42,16 @@ CUresult gp__ctx_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, cons
 		return r;
 	if (w->current == h->ptr)
 		w->current = NULL;
-	gp__forget_ctx(w, a[0]);
-	gp__handle_release(w, a[0]);
+	gp__forget_ctx(w, a->ctx);
+	gp__handle_release(w, a->ctx);
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__ctx_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			     uint64_t *out, size_t *nout)
+CUresult gp__serve_ctx_synchronize(struct gp_worker *w, struct gp_req *rq,
+				   const struct gp_wargs_ctx_synchronize *a,
+				   struct gp_out_ctx_synchronize *o)
 {
-	CUresult r = gp__use_ctx(w, a[0], NULL);
-
-	return r != CUDA_SUCCESS ? r : w->drv.cuCtxSynchronize();
+	return w->drv.cuCtxSynchronize();
 }
 
 /* ---- primary contexts --------------------------------------------------------
@@ -68,86 +59,74 @@ CUresult gp__ctx_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f, 
  * driver counts them, and keeps one handle per device for as long as any
  * retain is outstanding. */
 
-static CUresult device_of(struct gp_worker *w, uint64_t ordinal, CUdevice *dev)
+CUresult gp__serve_primary_retain(struct gp_worker *w, struct gp_req *rq,
+				  const struct gp_wargs_primary_retain *a,
+				  struct gp_out_primary_retain *o)
 {
-	if (ordinal >= (uint64_t)w->ndev)
-		return CUDA_ERROR_INVALID_DEVICE;
-	return w->drv.cuDeviceGet(dev, (int)ordinal);
-}
-
-CUresult gp__primary_retain(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			    uint64_t *out, size_t *nout)
-{
+	uint64_t d = a->device;
 	struct gp_handle *h;
 	CUcontext ctx;
-	CUdevice dev;
-	CUresult r = device_of(w, a[0], &dev);
+	CUresult r = GP_DRV(w, cuDevicePrimaryCtxRetain, &ctx, a->device_drv);
 
-	if (r == CUDA_SUCCESS)
-		r = GP_DRV(w, cuDevicePrimaryCtxRetain, &ctx, dev);
 	if (r != CUDA_SUCCESS)
 		return r;
-	h = gp__handle_get(w, w->primary[a[0]], GP_H_CTX);
+	h = gp__handle_get(w, w->primary[d], GP_H_CTX);
 	if (!h) {
-		w->primary[a[0]] = gp__handle_new(w, GP_H_CTX, ctx);
-		h = gp__handle_get(w, w->primary[a[0]], GP_H_CTX);
+		w->primary[d] = gp__handle_new(w, GP_H_CTX, ctx);
+		h = gp__handle_get(w, w->primary[d], GP_H_CTX);
 		if (!h) {
-			w->drv.cuDevicePrimaryCtxRelease_v2(dev);
+			GP_DRV(w, cuDevicePrimaryCtxRelease_v2, a->device_drv);
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		}
-		h->device = (int)a[0];
+		h->device = (int)d;
 		h->primary = true;
 	}
 	h->ptr = ctx;
-	w->primary_refs[a[0]]++;
-	out[0] = w->primary[a[0]];
-	*nout = 1;
+	w->primary_refs[d]++;
+	o->ctx = w->primary[d];
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__primary_release(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			     uint64_t *out, size_t *nout)
+CUresult gp__serve_primary_release(struct gp_worker *w, struct gp_req *rq,
+				   const struct gp_wargs_primary_release *a,
+				   struct gp_out_primary_release *o)
 {
-	CUdevice dev;
-	CUresult r = device_of(w, a[0], &dev);
+	uint64_t d = a->device;
+	CUresult r;
 
-	if (r != CUDA_SUCCESS)
-		return r;
-	if (w->primary_refs[a[0]] == 0)
+	if (w->primary_refs[d] == 0)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	r = GP_DRV(w, cuDevicePrimaryCtxRelease_v2, dev);
+	r = GP_DRV(w, cuDevicePrimaryCtxRelease_v2, a->device_drv);
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (--w->primary_refs[a[0]] == 0) {
+	if (--w->primary_refs[d] == 0) {
 		/* The driver destroyed it, and with it all it held. */
-		struct gp_handle *h = gp__handle_get(w, w->primary[a[0]], GP_H_CTX);
+		struct gp_handle *h = gp__handle_get(w, w->primary[d], GP_H_CTX);
 
 		if (h && w->current == h->ptr)
 			w->current = NULL;
-		gp__forget_ctx(w, w->primary[a[0]]);
-		gp__handle_release(w, w->primary[a[0]]);
-		w->primary[a[0]] = 0;
+		gp__forget_ctx(w, w->primary[d]);
+		gp__handle_release(w, w->primary[d]);
+		w->primary[d] = 0;
 	}
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__primary_reset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout)
+CUresult gp__serve_primary_reset(struct gp_worker *w, struct gp_req *rq,
+				 const struct gp_wargs_primary_reset *a,
+				 struct gp_out_primary_reset *o)
 {
-	CUdevice dev;
-	CUresult r = device_of(w, a[0], &dev);
+	uint64_t d = a->device;
+	CUresult r = GP_DRV(w, cuDevicePrimaryCtxReset_v2, a->device_drv);
 
-	if (r != CUDA_SUCCESS)
-		return r;
-	r = GP_DRV(w, cuDevicePrimaryCtxReset_v2, dev);
 	if (r != CUDA_SUCCESS)
 		return r;
 	/* Everything the primary context held is gone, its limits included; its handle stays
 	 * for its retainers. */
-	if (w->primary[a[0]]) {
-		struct gp_handle *ph = gp__handle_get(w, w->primary[a[0]], GP_H_CTX);
+	if (w->primary[d]) {
+		struct gp_handle *ph = gp__handle_get(w, w->primary[d], GP_H_CTX);
 
-		gp__forget_ctx(w, w->primary[a[0]]);
+		gp__forget_ctx(w, w->primary[d]);
 		if (ph) {
 			for (int i = 0; i < 3; i++) {
 				gp__charge(w, ph->device, -(int64_t)ph->limit_charge[i]);
@@ -159,28 +138,22 @@ CUresult gp__primary_reset(struct gp_worker *w, const struct gp_frame_hdr *f, co
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__primary_set_flags(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			       uint64_t *out, size_t *nout)
+CUresult gp__serve_primary_set_flags(struct gp_worker *w, struct gp_req *rq,
+				     const struct gp_wargs_primary_set_flags *a,
+				     struct gp_out_primary_set_flags *o)
 {
-	CUdevice dev;
-	CUresult r = device_of(w, a[0], &dev);
-
-	return r != CUDA_SUCCESS ? r
-				 : GP_DRV(w, cuDevicePrimaryCtxSetFlags_v2, dev, (unsigned)a[1]);
+	return GP_DRV(w, cuDevicePrimaryCtxSetFlags_v2, a->device_drv, a->flags);
 }
 
 /* ---- limits ---------------------------------------------------------------- */
 
-CUresult gp__ctx_get_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout)
+CUresult gp__serve_ctx_get_limit(struct gp_worker *w, struct gp_req *rq,
+				 const struct gp_wargs_ctx_get_limit *a, struct gp_out_ctx_get_limit *o)
 {
 	size_t v = 0;
-	CUresult r = gp__use_ctx(w, a[0], NULL);
+	CUresult r = GP_DRV(w, cuCtxGetLimit, &v, (CUlimit)a->limit);
 
-	if (r == CUDA_SUCCESS)
-		r = GP_DRV(w, cuCtxGetLimit, &v, (CUlimit)a[1]);
-	out[0] = v;
-	*nout = 1;
+	o->value = v;
 	return r;
 }
 
@@ -189,29 +162,27 @@ CUresult gp__ctx_get_limit(struct gp_worker *w, const struct gp_frame_hdr *f, co
  * heap and the printf buffer as asked, the stack as asked times the threads that can be
  * resident at once (what the driver must reserve). The others cost no memory.
  */
-CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout)
+CUresult gp__serve_ctx_set_limit(struct gp_worker *w, struct gp_req *rq,
+				 const struct gp_wargs_ctx_set_limit *a, struct gp_out_ctx_set_limit *o)
 {
-	struct gp_handle *ctx;
+	struct gp_handle *ctx = gp__handle_get(w, a->ctx, GP_H_CTX);
 	uint64_t cost = 0;
 	int slot = -1, sms = 0, per_sm = 0;
 	CUdevice dev;
-	CUresult r = gp__use_ctx(w, a[0], &ctx);
+	CUresult r;
 
-	if (r != CUDA_SUCCESS)
-		return r;
-	switch ((CUlimit)a[1]) {
+	switch ((CUlimit)a->limit) {
 	case CU_LIMIT_MALLOC_HEAP_SIZE:
 		slot = 0;
-		cost = a[2];
+		cost = a->value;
 		break;
 	case CU_LIMIT_PRINTF_FIFO_SIZE:
 		slot = 1;
-		cost = a[2];
+		cost = a->value;
 		break;
 	case CU_LIMIT_STACK_SIZE:
 		slot = 2;
-		r = w->drv.cuDeviceGet(&dev, ctx->device);
+		r = w->drv.cuDeviceGet(&dev, a->ctx_dev);
 		if (r == CUDA_SUCCESS)
 			r = w->drv.cuDeviceGetAttribute(
 				&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
@@ -220,9 +191,9 @@ CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, co
 				&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev);
 		if (r != CUDA_SUCCESS)
 			return r;
-		if (a[2] > UINT64_MAX / ((uint64_t)sms * (uint64_t)per_sm + 1))
+		if (a->value > UINT64_MAX / ((uint64_t)sms * (uint64_t)per_sm + 1))
 			return CUDA_ERROR_OUT_OF_MEMORY;
-		cost = a[2] * (uint64_t)sms * (uint64_t)per_sm;
+		cost = a->value * (uint64_t)sms * (uint64_t)per_sm;
 		break;
 	default:
 		break;
@@ -230,7 +201,7 @@ CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, co
 	if (slot >= 0 && cost > ctx->limit_charge[slot] &&
 	    !gp__charge_fits(w, ctx->device, cost - ctx->limit_charge[slot]))
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = GP_DRV(w, cuCtxSetLimit, (CUlimit)a[1], (size_t)a[2]);
+	r = GP_DRV(w, cuCtxSetLimit, (CUlimit)a->limit, (size_t)a->value);
 	if (r == CUDA_SUCCESS && slot >= 0) {
 		gp__charge(w, ctx->device, (int64_t)(cost - ctx->limit_charge[slot]));
 		ctx->limit_charge[slot] = cost;
@@ -238,16 +209,14 @@ CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, co
 	return r;
 }
 
-CUresult gp__ctx_stream_priorities(struct gp_worker *w, const struct gp_frame_hdr *f,
-				   const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__serve_ctx_stream_priorities(struct gp_worker *w, struct gp_req *rq,
+					 const struct gp_wargs_ctx_stream_priorities *a,
+					 struct gp_out_ctx_stream_priorities *o)
 {
 	int least = 0, greatest = 0;
-	CUresult r = gp__use_ctx(w, a[0], NULL);
+	CUresult r = GP_DRV(w, cuCtxGetStreamPriorityRange, &least, &greatest);
 
-	if (r == CUDA_SUCCESS)
-		r = GP_DRV(w, cuCtxGetStreamPriorityRange, &least, &greatest);
-	out[0] = (uint64_t)(int64_t)least;
-	out[1] = (uint64_t)(int64_t)greatest;
-	*nout = 2;
+	o->least = (uint64_t)(int64_t)least;
+	o->greatest = (uint64_t)(int64_t)greatest;
 	return r;
 }

@@ -6,228 +6,145 @@
 #include "log.h"
 #include "worker.h"
 
-int gp__launch(struct gp_worker *w, const struct gp_frame_hdr *h)
+CUresult gp__serve_launch(struct gp_worker *w, struct gp_req *rq, const struct gp_wargs_launch *a,
+			  struct gp_out_launch *o)
 {
-	Gp__Launch *l = (Gp__Launch *)gp_msg_unpack(GP_MSG_LAUNCH, w->client->msg, h->msg_len);
-	struct gp_handle *fh = NULL;
-	struct gp_fn_info *fi;
+	const struct gp_fn_info *fi = a->func_info;
 	void **args = NULL;
-	CUstream s = NULL;
 	CUresult r;
 
-	if (!l || !l->grid || !l->block || h->bulk_len) {
-		if (l)
-			protobuf_c_message_free_unpacked(&l->base, NULL);
-		return GP_EDECODE;
+	/* The buffer must hold every parameter the kernel reads. */
+	if (!fi || a->params_len < fi->param_bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fi->nparams) {
+		args = calloc(fi->nparams, sizeof(*args));
+		if (!args)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		for (uint32_t i = 0; i < fi->nparams; i++)
+			args[i] = (void *)(a->params + fi->offset[i]);
 	}
-	r = gp__use_ctx(w, l->context, NULL);
-	if (r == CUDA_SUCCESS && !(fh = gp__launchable(w, l->function)))
-		r = CUDA_ERROR_INVALID_HANDLE;
-	if (r == CUDA_SUCCESS)
-		r = gp__kernel_in_ctx(w, fh, l->context);
-	if (r == CUDA_SUCCESS)
-		r = gp__use_stream(w, l->stream, &s);
-	if (r == CUDA_SUCCESS) {
-		fi = fh->aux;
-		/* The buffer must hold every parameter the kernel reads. */
-		if (l->params.len < fi->param_bytes) {
-			r = CUDA_ERROR_INVALID_VALUE;
-		} else if (fi->nparams) {
-			args = calloc(fi->nparams, sizeof(*args));
-			if (!args)
-				r = CUDA_ERROR_OUT_OF_MEMORY;
-			for (uint32_t i = 0; args && i < fi->nparams; i++)
-				args[i] = l->params.data + fi->offset[i];
-		}
-	}
-	if (r == CUDA_SUCCESS)
-		r = w->drv.cuLaunchKernel(fh->ptr, l->grid->x, l->grid->y, l->grid->z, l->block->x,
-					  l->block->y, l->block->z, l->shared_mem, s, args, NULL);
+	r = w->drv.cuLaunchKernel(a->func_drv, a->grid_x, a->grid_y, a->grid_z, a->block_x,
+				  a->block_y, a->block_z, a->shared_mem, a->stream_drv, args, NULL);
 	free(args);
-	protobuf_c_message_free_unpacked(&l->base, NULL);
-	return gp__reply(w, h, r, NULL, 0);
+	return r;
 }
 
 /* ---- streams ------------------------------------------------------------------ */
 
-/* arg: ctx, flags, priority; out: stream */
-CUresult gp__stream_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout)
+CUresult gp__serve_stream_create(struct gp_worker *w, struct gp_req *rq,
+				 const struct gp_wargs_stream_create *a,
+				 struct gp_out_stream_create *o)
 {
 	CUstream s;
 	uint64_t id;
-	CUresult r = gp__use_ctx(w, a[0], NULL);
+	CUresult r = GP_DRV(w, cuStreamCreateWithPriority, &s, a->flags, a->priority);
 
-	if (r == CUDA_SUCCESS)
-		r = GP_DRV(w, cuStreamCreateWithPriority, &s, (unsigned)a[1], (int)(int64_t)a[2]);
 	if (r != CUDA_SUCCESS)
 		return r;
 	id = gp__handle_new(w, GP_H_STREAM, s);
 	if (!id) {
-		w->drv.cuStreamDestroy_v2(s);
+		GP_DRV(w, cuStreamDestroy_v2, s);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	gp__handle_get(w, id, GP_H_STREAM)->parent = a[0];
-	out[0] = id;
-	*nout = 1;
+	gp__handle_get(w, id, GP_H_STREAM)->parent = a->ctx;
+	o->stream = id;
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__stream_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			    uint64_t *out, size_t *nout)
+CUresult gp__serve_stream_destroy(struct gp_worker *w, struct gp_req *rq,
+				  const struct gp_wargs_stream_destroy *a,
+				  struct gp_out_stream_destroy *o)
 {
-	struct gp_handle *sh;
-	CUresult r = gp__use_ctx(w, a[0], NULL);
+	CUresult r;
 
-	if (r != CUDA_SUCCESS)
-		return r;
-	sh = gp__handle_get(w, a[1], GP_H_STREAM);
-	if (!sh)
-		return CUDA_ERROR_INVALID_HANDLE;
-	r = GP_DRV(w, cuStreamDestroy_v2, sh->ptr);
+	if (!gp__handle_get(w, a->stream, GP_H_STREAM))
+		return CUDA_ERROR_INVALID_HANDLE; /* a default stream cannot be destroyed */
+	r = GP_DRV(w, cuStreamDestroy_v2, a->stream_drv);
 	if (r == CUDA_SUCCESS)
-		gp__handle_release(w, a[1]);
+		gp__handle_release(w, a->stream);
 	return r;
 }
 
-CUresult gp__stream_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f,
-				const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__serve_stream_synchronize(struct gp_worker *w, struct gp_req *rq,
+				      const struct gp_wargs_stream_synchronize *a,
+				      struct gp_out_stream_synchronize *o)
 {
-	CUstream s;
-	CUresult r = gp__use_ctx(w, a[0], NULL);
-
-	if (r == CUDA_SUCCESS)
-		r = gp__use_stream(w, a[1], &s);
-	return r != CUDA_SUCCESS ? r : GP_DRV(w, cuStreamSynchronize, s);
+	return GP_DRV(w, cuStreamSynchronize, a->stream_drv);
 }
 
-CUresult gp__stream_query(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			  uint64_t *out, size_t *nout)
+CUresult gp__serve_stream_query(struct gp_worker *w, struct gp_req *rq,
+				const struct gp_wargs_stream_query *a, struct gp_out_stream_query *o)
 {
-	CUstream s;
-	CUresult r = gp__use_ctx(w, a[0], NULL);
-
-	if (r == CUDA_SUCCESS)
-		r = gp__use_stream(w, a[1], &s);
-	return r != CUDA_SUCCESS ? r : GP_DRV(w, cuStreamQuery, s);
+	return GP_DRV(w, cuStreamQuery, a->stream_drv);
 }
 
-/* arg: ctx, stream, event, flags */
-CUresult gp__stream_wait_event(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			       uint64_t *out, size_t *nout)
+CUresult gp__serve_stream_wait_event(struct gp_worker *w, struct gp_req *rq,
+				     const struct gp_wargs_stream_wait_event *a,
+				     struct gp_out_stream_wait_event *o)
 {
-	struct gp_handle *eh;
-	CUstream s;
-	CUresult r = gp__use_ctx(w, a[0], NULL);
-
-	if (r == CUDA_SUCCESS)
-		r = gp__use_stream(w, a[1], &s);
-	if (r != CUDA_SUCCESS)
-		return r;
-	eh = gp__handle_get(w, a[2], GP_H_EVENT);
-	if (!eh)
-		return CUDA_ERROR_INVALID_HANDLE;
-	return GP_DRV(w, cuStreamWaitEvent, s, eh->ptr, (unsigned)a[3]);
+	return GP_DRV(w, cuStreamWaitEvent, a->stream_drv, a->event_drv, a->flags);
 }
 
 /* ---- events --------------------------------------------------------------------- */
 
-/* arg: ctx, flags; out: event */
-CUresult gp__event_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			  uint64_t *out, size_t *nout)
+CUresult gp__serve_event_create(struct gp_worker *w, struct gp_req *rq,
+				const struct gp_wargs_event_create *a, struct gp_out_event_create *o)
 {
 	CUevent e;
 	uint64_t id;
-	CUresult r = gp__use_ctx(w, a[0], NULL);
+	CUresult r = GP_DRV(w, cuEventCreate, &e, a->flags);
 
-	if (r == CUDA_SUCCESS)
-		r = GP_DRV(w, cuEventCreate, &e, (unsigned)a[1]);
 	if (r != CUDA_SUCCESS)
 		return r;
 	id = gp__handle_new(w, GP_H_EVENT, e);
 	if (!id) {
-		w->drv.cuEventDestroy_v2(e);
+		GP_DRV(w, cuEventDestroy_v2, e);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	gp__handle_get(w, id, GP_H_EVENT)->parent = a[0];
-	out[0] = id;
-	*nout = 1;
+	gp__handle_get(w, id, GP_H_EVENT)->parent = a->ctx;
+	o->event = id;
 	return CUDA_SUCCESS;
 }
 
-static CUresult event_of(struct gp_worker *w, uint64_t ctx, uint64_t id, CUevent *e)
+CUresult gp__serve_event_destroy(struct gp_worker *w, struct gp_req *rq,
+				 const struct gp_wargs_event_destroy *a,
+				 struct gp_out_event_destroy *o)
 {
-	struct gp_handle *eh;
-	CUresult r = gp__use_ctx(w, ctx, NULL);
-
-	if (r != CUDA_SUCCESS)
-		return r;
-	eh = gp__handle_get(w, id, GP_H_EVENT);
-	if (!eh)
-		return CUDA_ERROR_INVALID_HANDLE;
-	*e = eh->ptr;
-	return CUDA_SUCCESS;
-}
-
-CUresult gp__event_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout)
-{
-	CUevent e;
-	CUresult r = event_of(w, a[0], a[1], &e);
+	CUresult r = GP_DRV(w, cuEventDestroy_v2, a->event_drv);
 
 	if (r == CUDA_SUCCESS)
-		r = GP_DRV(w, cuEventDestroy_v2, e);
-	if (r == CUDA_SUCCESS)
-		gp__handle_release(w, a[1]);
+		gp__handle_release(w, a->event);
 	return r;
 }
 
-/* arg: ctx, event, stream */
-CUresult gp__event_record(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			  uint64_t *out, size_t *nout)
+CUresult gp__serve_event_record(struct gp_worker *w, struct gp_req *rq,
+				const struct gp_wargs_event_record *a, struct gp_out_event_record *o)
 {
-	CUstream s;
-	CUevent e;
-	CUresult r = event_of(w, a[0], a[1], &e);
-
-	if (r == CUDA_SUCCESS)
-		r = gp__use_stream(w, a[2], &s);
-	return r != CUDA_SUCCESS ? r : GP_DRV(w, cuEventRecord, e, s);
+	return GP_DRV(w, cuEventRecord, a->event_drv, a->stream_drv);
 }
 
-CUresult gp__event_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			       uint64_t *out, size_t *nout)
+CUresult gp__serve_event_synchronize(struct gp_worker *w, struct gp_req *rq,
+				     const struct gp_wargs_event_synchronize *a,
+				     struct gp_out_event_synchronize *o)
 {
-	CUevent e;
-	CUresult r = event_of(w, a[0], a[1], &e);
-
-	return r != CUDA_SUCCESS ? r : GP_DRV(w, cuEventSynchronize, e);
+	return GP_DRV(w, cuEventSynchronize, a->event_drv);
 }
 
-CUresult gp__event_query(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			 uint64_t *out, size_t *nout)
+CUresult gp__serve_event_query(struct gp_worker *w, struct gp_req *rq,
+			       const struct gp_wargs_event_query *a, struct gp_out_event_query *o)
 {
-	CUevent e;
-	CUresult r = event_of(w, a[0], a[1], &e);
-
-	return r != CUDA_SUCCESS ? r : GP_DRV(w, cuEventQuery, e);
+	return GP_DRV(w, cuEventQuery, a->event_drv);
 }
 
-/* arg: ctx, start, end; out: the float's bits */
-CUresult gp__event_elapsed(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout)
+CUresult gp__serve_event_elapsed(struct gp_worker *w, struct gp_req *rq,
+				 const struct gp_wargs_event_elapsed *a,
+				 struct gp_out_event_elapsed *o)
 {
-	CUevent start, end;
 	float ms = 0;
 	uint32_t bits;
-	CUresult r = event_of(w, a[0], a[1], &start);
+	CUresult r = GP_DRV(w, cuEventElapsedTime_v2, &ms, a->start_drv, a->end_drv);
 
-	if (r == CUDA_SUCCESS)
-		r = event_of(w, a[0], a[2], &end);
-	if (r == CUDA_SUCCESS)
-		r = GP_DRV(w, cuEventElapsedTime_v2, &ms, start, end);
 	memcpy(&bits, &ms, sizeof(bits));
-	out[0] = bits;
-	*nout = 1;
+	o->ms_bits = bits;
 	return r;
 }

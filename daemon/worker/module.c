@@ -11,42 +11,38 @@
 #include "log.h"
 #include "worker.h"
 
-static CUresult image_sink(struct gp_worker *w, void *arg, uint64_t off, const uint8_t *p, size_t n)
-{
-	memcpy((uint8_t *)arg + off, p, n);
-	return CUDA_SUCCESS;
-}
-
 /*
- * Receives a module image of `len` bytes; NULL (and *r set) when it cannot be
- * taken. The driver sizes an image from its own headers, so they must not
- * reach past the bytes sent, and a cudart wrapper (a pointer into the
- * client's process) is refused.
+ * Receives a module image of `len` bytes into a buffer of its own (in place, no staging
+ * copy); NULL when it cannot be taken (the bytes are still read, to stay in step). The
+ * driver sizes an image from its own headers, so they must not reach past the bytes
+ * sent, and a cudart wrapper (a pointer into the client's process) is refused.
  */
-static int recv_image(struct gp_worker *w, const struct gp_frame_hdr *h, uint64_t len, CUresult *r,
-		      uint8_t **out)
+static CUresult recv_image(struct gp_worker *w, struct gp_req *rq, uint64_t len, uint8_t **out)
 {
-	CUresult sr;
+	struct gp_bulk_sink sink = {0};
 	size_t size;
-	int ret;
+	CUresult r = CUDA_SUCCESS;
 
 	*out = NULL;
-	if (*r == CUDA_SUCCESS && (len == 0 || len > GP_IMAGE_MAX))
-		*r = CUDA_ERROR_INVALID_IMAGE;
-	if (*r == CUDA_SUCCESS) {
+	if (len == 0 || len > GP_IMAGE_MAX)
+		r = CUDA_ERROR_INVALID_IMAGE;
+	if (r == CUDA_SUCCESS) {
 		/* One spare NUL so PTX text is always terminated. */
-		*out = calloc(1, (size_t)len + 1);
-		if (!*out)
-			*r = CUDA_ERROR_OUT_OF_MEMORY;
+		sink.dst = calloc(1, (size_t)len + 1);
+		if (!sink.dst)
+			r = CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	ret = gp__recv_bulk(w, h, len, *out ? image_sink : NULL, *out, &sr);
-	if (ret || (*out && gp_image_size_within(*out, (size_t)len + 1, &size))) {
-		free(*out);
-		*out = NULL;
-		if (ret == 0)
-			*r = CUDA_ERROR_INVALID_IMAGE;
+	gp__req_recv(w, rq, len, &sink);
+	if (rq->err || r != CUDA_SUCCESS) {
+		free(sink.dst);
+		return rq->err ? CUDA_ERROR_UNKNOWN : r;
 	}
-	return ret;
+	if (gp_image_size_within(sink.dst, (size_t)len + 1, &size)) {
+		free(sink.dst);
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	*out = sink.dst;
+	return CUDA_SUCCESS;
 }
 
 /* Parameter layout and attributes of one function or kernel. */
@@ -114,7 +110,7 @@ static CUresult describe(struct gp_worker *w, void *fn, bool kernel, int device,
 }
 
 /* Registers one function or kernel and describes it into the reply. */
-static CUresult add_function(struct gp_worker *w, Gp__ModuleLoadReply *rep, void *fn, bool kernel,
+static CUresult add_function(struct gp_worker *w, struct gp_req *rq, void *fn, bool kernel,
 			     uint64_t owner, uint64_t ctx_id, int device)
 {
 	Gp__Function *f = calloc(1, sizeof(*f));
@@ -129,7 +125,7 @@ static CUresult add_function(struct gp_worker *w, Gp__ModuleLoadReply *rep, void
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	gp__function__init(f);
-	rep->function[rep->n_function++] = f;
+	rq->functions[rq->n_functions++] = f;
 	r = kernel ? GP_DRV(w, cuKernelGetName, &name, fn) : w->drv.cuFuncGetName(&name, fn);
 	if (r != CUDA_SUCCESS) {
 		free(fi);
@@ -146,39 +142,6 @@ static CUresult add_function(struct gp_worker *w, Gp__ModuleLoadReply *rep, void
 	h->aux = fi; /* freed with the handle */
 	h->parent = ctx_id;
 	return describe(w, fn, kernel, device, f, fi);
-}
-
-static void free_reply_functions(Gp__ModuleLoadReply *rep)
-{
-	for (size_t i = 0; i < rep->n_function; i++) {
-		Gp__Function *f = rep->function[i];
-
-		for (size_t k = 0; k < f->n_param; k++)
-			free(f->param[k]);
-		free(f->param);
-		free(f->attribute);
-		free(f);
-	}
-	free(rep->function);
-}
-
-static int send_load_reply(struct gp_worker *w, const struct gp_frame_hdr *h,
-			   Gp__ModuleLoadReply *rep, CUresult r)
-{
-	Gp__DeferredError d = GP__DEFERRED_ERROR__INIT;
-	int ret;
-
-	rep->result = (int32_t)r;
-	if (r != CUDA_SUCCESS)
-		rep->module = 0;
-	if (gp__output_flush(w))
-		return GP_ECLOSED;
-	if (gp__take_deferred(w, &d))
-		rep->deferred = &d;
-	ret = gp_conn_send(w->client, GP_MSG_MODULE_LOAD_REPLY, 0, h->request_id, &rep->base, NULL,
-			   0);
-	free_reply_functions(rep);
-	return ret;
 }
 
 /*
@@ -217,69 +180,63 @@ static CUresult charge_load(struct gp_worker *w, struct gp_handle *h, int device
 	return CUDA_SUCCESS;
 }
 
-/* arg: ctx, image bytes; bulk: the image */
-int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h)
+/* The function list of the reply, for count functions or kernels. */
+static CUresult reply_functions(struct gp_req *rq, unsigned count)
 {
-	Gp__ModuleLoadReply rep = GP__MODULE_LOAD_REPLY__INIT;
-	Gp__Call *c = gp__unpack_call(w, h, 2);
-	uint64_t ctx_id, len, mod_id = 0;
+	rq->functions = calloc(count ? count : 1, sizeof(*rq->functions));
+	return rq->functions ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult gp__serve_module_load(struct gp_worker *w, struct gp_req *rq,
+			       const struct gp_wargs_module_load *a, struct gp_out_module_load *o)
+{
+	uint64_t mod_id = 0;
 	unsigned int count = 0;
 	CUfunction *fns = NULL;
-	struct gp_handle *ctx = NULL;
 	uint8_t *image;
 	CUmodule mod = NULL;
 	size_t before = 0;
-	CUresult r;
-	int ret;
+	CUresult r = recv_image(w, rq, a->image_len, &image);
 
-	if (!c)
-		return GP_EDECODE;
-	ctx_id = c->arg[0];
-	len = c->arg[1];
-	protobuf_c_message_free_unpacked(&c->base, NULL);
-	r = gp__use_ctx(w, ctx_id, &ctx);
-	ret = recv_image(w, h, len, &r, &image);
-	if (ret)
-		return ret;
-	if (r == CUDA_SUCCESS) {
-		before = free_now(w);
-		r = w->drv.cuModuleLoadData(&mod, image);
-	}
+	if (r != CUDA_SUCCESS)
+		return r;
+	before = free_now(w);
+	r = w->drv.cuModuleLoadData(&mod, image);
 	/* Drivers copy what they need (NVIDIA's, softgpu): the image goes at once, so a session
 	 * holds at most one image's worth of host memory on the GPU host. */
 	free(image);
-	if (r == CUDA_SUCCESS) {
-		mod_id = gp__handle_new(w, GP_H_MODULE, mod);
-		if (!mod_id) {
-			w->drv.cuModuleUnload(mod);
-			r = CUDA_ERROR_OUT_OF_MEMORY;
-		}
-	}
 	if (r != CUDA_SUCCESS)
-		return send_load_reply(w, h, &rep, r);
-	gp__handle_get(w, mod_id, GP_H_MODULE)->parent = ctx_id;
-	rep.module = mod_id;
-	r = charge_load(w, gp__handle_get(w, mod_id, GP_H_MODULE), ctx->device, before);
+		return r;
+	mod_id = gp__handle_new(w, GP_H_MODULE, mod);
+	if (!mod_id) {
+		w->drv.cuModuleUnload(mod);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	gp__handle_get(w, mod_id, GP_H_MODULE)->parent = a->ctx;
+	r = charge_load(w, gp__handle_get(w, mod_id, GP_H_MODULE), a->ctx_dev, before);
 	if (r == CUDA_SUCCESS)
 		r = w->drv.cuModuleGetFunctionCount(&count, mod);
+	if (r == CUDA_SUCCESS)
+		r = reply_functions(rq, count);
 	if (r == CUDA_SUCCESS && count) {
 		fns = calloc(count, sizeof(*fns));
-		rep.function = calloc(count, sizeof(*rep.function));
-		r = fns && rep.function ? w->drv.cuModuleEnumerateFunctions(fns, count, mod)
-					: CUDA_ERROR_OUT_OF_MEMORY;
+		r = fns ? w->drv.cuModuleEnumerateFunctions(fns, count, mod)
+			: CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	for (unsigned i = 0; r == CUDA_SUCCESS && i < count; i++)
-		r = add_function(w, &rep, fns[i], false, mod_id, ctx_id, ctx->device);
+		r = add_function(w, rq, fns[i], false, mod_id, a->ctx, a->ctx_dev);
 	free(fns);
 	gp_log_debug("session %llu: module loaded: %llu bytes, %u function(s): %s",
-		     (unsigned long long)w->session_id, (unsigned long long)len, count,
+		     (unsigned long long)w->session_id, (unsigned long long)a->image_len, count,
 		     gp_driver_err_name(&w->drv, r));
 	if (r != CUDA_SUCCESS) {
 		gp__forget_module(w, mod_id);
 		gp__handle_release(w, mod_id);
 		w->drv.cuModuleUnload(mod);
+		return r;
 	}
-	return send_load_reply(w, h, &rep, r);
+	o->module = mod_id;
+	return CUDA_SUCCESS;
 }
 
 /*
@@ -349,26 +306,19 @@ CUresult gp__kernel_in_ctx(struct gp_worker *w, const struct gp_handle *fh, uint
 	return instantiate(w, fi->module, lh->ptr, ctx_id, ch->device, 0, false);
 }
 
-/* arg: image bytes; bulk: the image. */
-int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h)
+CUresult gp__serve_library_load(struct gp_worker *w, struct gp_req *rq,
+				const struct gp_wargs_library_load *a,
+				struct gp_out_library_load *o)
 {
-	Gp__ModuleLoadReply rep = GP__MODULE_LOAD_REPLY__INIT;
-	Gp__Call *c = gp__unpack_call(w, h, 2);
 	unsigned int count = 0;
-	uint64_t len, ctx_id, lib_id = 0;
+	uint64_t ctx_id = a->ctx, lib_id = 0;
 	CUkernel *ks = NULL;
 	CUlibrary lib = NULL;
-	struct gp_handle *ch = NULL;
 	uint8_t *image;
 	size_t before = 0;
-	CUresult r = CUDA_SUCCESS;
-	int ret, device = 0;
+	CUresult r;
+	int device = a->ctx_dev < 0 ? 0 : a->ctx_dev;
 
-	if (!c)
-		return GP_EDECODE;
-	len = c->arg[0];
-	ctx_id = c->arg[1];
-	protobuf_c_message_free_unpacked(&c->base, NULL);
 	/* The library's module is made, and measured, in the client's current context; without
 	 * one, in the context the driver has current here (describing the kernels can make it
 	 * there), or a primary one. */
@@ -377,169 +327,127 @@ int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h)
 	if (!ctx_id)
 		for (int d = 0; d < w->ndev && !ctx_id; d++)
 			ctx_id = w->primary[d];
-	if (ctx_id) {
+	if (ctx_id && !a->ctx) {
+		struct gp_handle *ch;
+
 		r = gp__use_ctx(w, ctx_id, &ch);
-		device = ch ? ch->device : 0;
+		if (r != CUDA_SUCCESS)
+			return r;
+		device = ch->device;
 	}
-	if (r == CUDA_SUCCESS && (!w->drv.cuLibraryLoadData || !w->drv.cuLibraryGetKernelCount ||
-				  !w->drv.cuLibraryEnumerateKernels))
-		r = CUDA_ERROR_NOT_SUPPORTED;
-	ret = recv_image(w, h, len, &r, &image);
-	if (ret)
-		return ret;
-	if (r == CUDA_SUCCESS) {
-		before = free_now(w);
-		r = w->drv.cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0);
-	}
-	free(image); /* not CU_LIBRARY_BINARY_IS_PRESERVED: the driver keeps its own copy */
-	if (r == CUDA_SUCCESS) {
-		lib_id = gp__handle_new(w, GP_H_LIBRARY, lib);
-		if (!lib_id) {
-			w->drv.cuLibraryUnload(lib);
-			r = CUDA_ERROR_OUT_OF_MEMORY;
-		}
-	}
+	if (!w->drv.cuLibraryLoadData || !w->drv.cuLibraryGetKernelCount ||
+	    !w->drv.cuLibraryEnumerateKernels)
+		return CUDA_ERROR_NOT_SUPPORTED; /* the image is still read, to stay in step */
+	r = recv_image(w, rq, a->image_len, &image);
 	if (r != CUDA_SUCCESS)
-		return send_load_reply(w, h, &rep, r);
-	rep.module = lib_id;
+		return r;
+	before = free_now(w);
+	r = w->drv.cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0);
+	free(image); /* not CU_LIBRARY_BINARY_IS_PRESERVED: the driver keeps its own copy */
+	if (r != CUDA_SUCCESS)
+		return r;
+	lib_id = gp__handle_new(w, GP_H_LIBRARY, lib);
+	if (!lib_id) {
+		GP_DRV(w, cuLibraryUnload, lib);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	r = w->drv.cuLibraryGetKernelCount(&count, lib);
+	if (r == CUDA_SUCCESS)
+		r = reply_functions(rq, count);
 	if (r == CUDA_SUCCESS && count) {
 		ks = calloc(count, sizeof(*ks));
-		rep.function = calloc(count, sizeof(*rep.function));
-		r = ks && rep.function ? w->drv.cuLibraryEnumerateKernels(ks, count, lib)
-				       : CUDA_ERROR_OUT_OF_MEMORY;
+		r = ks ? w->drv.cuLibraryEnumerateKernels(ks, count, lib) : CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	for (unsigned i = 0; r == CUDA_SUCCESS && i < count; i++)
-		r = add_function(w, &rep, ks[i], true, lib_id, 0, device);
+		r = add_function(w, rq, ks[i], true, lib_id, 0, device);
 	free(ks);
 	/* Everything the load, the enumeration and the descriptions took, in that context. */
 	if (r == CUDA_SUCCESS)
 		r = instantiate(w, lib_id, lib, ctx_id, device, before, true);
 	gp_log_debug("session %llu: library loaded: %llu bytes, %u kernel(s): %s",
-		     (unsigned long long)w->session_id, (unsigned long long)len, count,
+		     (unsigned long long)w->session_id, (unsigned long long)a->image_len, count,
 		     gp_driver_err_name(&w->drv, r));
 	if (r != CUDA_SUCCESS) {
 		gp__forget_module(w, lib_id);
 		gp__handle_release(w, lib_id);
-		w->drv.cuLibraryUnload(lib);
+		GP_DRV(w, cuLibraryUnload, lib);
+		return r;
 	}
-	return send_load_reply(w, h, &rep, r);
-}
-
-CUresult gp__module_unload(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout)
-{
-	struct gp_handle *mh;
-	CUresult r = gp__use_ctx(w, a[0], NULL);
-
-	if (r != CUDA_SUCCESS)
-		return r;
-	mh = gp__handle_get(w, a[1], GP_H_MODULE);
-	if (!mh)
-		return CUDA_ERROR_INVALID_HANDLE;
-	r = w->drv.cuModuleUnload(mh->ptr);
-	if (r != CUDA_SUCCESS)
-		return r;
-	gp__forget_module(w, a[1]);
-	gp__handle_release(w, a[1]);
+	o->library = lib_id;
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__library_unload(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			    uint64_t *out, size_t *nout)
+CUresult gp__serve_module_unload(struct gp_worker *w, struct gp_req *rq,
+				 const struct gp_wargs_module_unload *a,
+				 struct gp_out_module_unload *o)
 {
-	struct gp_handle *lh = gp__handle_get(w, a[0], GP_H_LIBRARY);
-	CUresult r;
+	CUresult r = w->drv.cuModuleUnload(a->module_drv);
 
-	if (!lh)
-		return CUDA_ERROR_INVALID_HANDLE;
-	r = GP_DRV(w, cuLibraryUnload, lh->ptr);
 	if (r != CUDA_SUCCESS)
 		return r;
-	gp__forget_module(w, a[0]);
-	gp__handle_release(w, a[0]);
+	gp__forget_module(w, a->module);
+	gp__handle_release(w, a->module);
 	return CUDA_SUCCESS;
 }
 
-/* arg: ctx, module or library; name: the symbol. out: dptr, bytes. The global's range
- * becomes the session's to copy to and from. */
-int gp__get_global(struct gp_worker *w, const struct gp_frame_hdr *h)
+CUresult gp__serve_library_unload(struct gp_worker *w, struct gp_req *rq,
+				  const struct gp_wargs_library_unload *a,
+				  struct gp_out_library_unload *o)
 {
-	Gp__Call *c = gp__unpack_call(w, h, 2);
-	uint64_t out[2] = {0, 0};
-	struct gp_handle *mh, *ch;
+	CUresult r = GP_DRV(w, cuLibraryUnload, a->library_drv);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	gp__forget_module(w, a->library);
+	gp__handle_release(w, a->library);
+	return CUDA_SUCCESS;
+}
+
+/* The global's range becomes the session's to copy to and from. */
+CUresult gp__serve_get_global(struct gp_worker *w, struct gp_req *rq,
+			      const struct gp_wargs_get_global *a, struct gp_out_get_global *o)
+{
 	CUdeviceptr p = 0;
 	size_t bytes = 0;
 	CUresult r;
 
-	if (!c || h->bulk_len || !c->name) {
-		if (c)
-			protobuf_c_message_free_unpacked(&c->base, NULL);
-		return GP_EDECODE;
+	if (!a->module_is_library) {
+		r = GP_DRV(w, cuModuleGetGlobal_v2, &p, &bytes, a->module_drv, a->symbol);
+	} else {
+		r = instantiate(w, a->module, a->module_drv, a->ctx, a->ctx_dev, 0, false);
+		if (r == CUDA_SUCCESS)
+			r = GP_DRV(w, cuLibraryGetGlobal, &p, &bytes, a->module_drv, a->symbol);
 	}
-	r = gp__use_ctx(w, c->arg[0], &ch);
-	if (r == CUDA_SUCCESS) {
-		if ((mh = gp__handle_get(w, c->arg[1], GP_H_MODULE)) != NULL)
-			r = GP_DRV(w, cuModuleGetGlobal_v2, &p, &bytes, mh->ptr, c->name);
-		else if ((mh = gp__handle_get(w, c->arg[1], GP_H_LIBRARY)) != NULL) {
-			r = instantiate(w, c->arg[1], mh->ptr, c->arg[0], ch->device, 0, false);
-			if (r == CUDA_SUCCESS)
-				r = GP_DRV(w, cuLibraryGetGlobal, &p, &bytes, mh->ptr, c->name);
-		} else
-			r = CUDA_ERROR_INVALID_HANDLE;
-	}
-	if (r == CUDA_SUCCESS && gp__global_add(w, p, bytes, c->arg[0], c->arg[1]))
+	if (r == CUDA_SUCCESS && gp__global_add(w, p, bytes, a->ctx, a->module))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
-	out[0] = p;
-	out[1] = bytes;
-	protobuf_c_message_free_unpacked(&c->base, NULL);
-	return gp__reply(w, h, r, out, 2);
-}
-
-/* arg: ctx, function or kernel, block size, dynamic shared bytes, flags; out: blocks per SM */
-CUresult gp__occupancy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-		       uint64_t *out, size_t *nout)
-{
-	struct gp_handle *fh;
-	int n = 0;
-	CUresult r = gp__use_ctx(w, a[0], NULL);
-
-	if (r != CUDA_SUCCESS)
-		return r;
-	fh = gp__launchable(w, a[1]);
-	if (!fh)
-		return CUDA_ERROR_INVALID_HANDLE;
-	r = gp__kernel_in_ctx(w, fh, a[0]);
-	if (r != CUDA_SUCCESS)
-		return r;
-	r = GP_DRV(w, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, &n, fh->ptr, (int)a[2],
-		   (size_t)a[3], (unsigned)a[4]);
-	out[0] = (uint64_t)n;
-	*nout = 1;
+	o->dptr = p;
+	o->bytes = bytes;
 	return r;
 }
 
-/* arg: ctx, function or kernel, attribute, value */
-CUresult gp__func_set_attribute(struct gp_worker *w, const struct gp_frame_hdr *f,
-				const uint64_t *a, uint64_t *out, size_t *nout)
+CUresult gp__serve_occupancy(struct gp_worker *w, struct gp_req *rq,
+			     const struct gp_wargs_occupancy *a, struct gp_out_occupancy *o)
 {
-	struct gp_handle *fh, *ctx;
-	CUdevice dev;
-	CUresult r = gp__use_ctx(w, a[0], &ctx);
+	int n = 0;
+	CUresult r = GP_DRV(w, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, &n,
+			    a->func_drv, a->block, (size_t)a->smem, a->flags);
 
-	if (r != CUDA_SUCCESS)
-		return r;
-	fh = gp__launchable(w, a[1]);
-	if (!fh)
-		return CUDA_ERROR_INVALID_HANDLE;
-	r = gp__kernel_in_ctx(w, fh, a[0]);
-	if (r != CUDA_SUCCESS)
-		return r;
-	if (fh->kind == GP_H_FUNCTION)
-		return GP_DRV(w, cuFuncSetAttribute, fh->ptr, (CUfunction_attribute)a[2],
-			      (int)a[3]);
-	r = w->drv.cuDeviceGet(&dev, ctx->device);
+	o->blocks = (uint64_t)n;
+	return r;
+}
+
+CUresult gp__serve_func_set_attribute(struct gp_worker *w, struct gp_req *rq,
+				      const struct gp_wargs_func_set_attribute *a,
+				      struct gp_out_func_set_attribute *o)
+{
+	CUdevice dev;
+	CUresult r;
+
+	if (!a->func_is_kernel)
+		return GP_DRV(w, cuFuncSetAttribute, a->func_drv, (CUfunction_attribute)a->attribute,
+			      a->value);
+	r = w->drv.cuDeviceGet(&dev, a->ctx_dev);
 	return r != CUDA_SUCCESS ? r
-				 : GP_DRV(w, cuKernelSetAttribute, (CUfunction_attribute)a[2],
-					  (int)a[3], fh->ptr, dev);
+				 : GP_DRV(w, cuKernelSetAttribute, (CUfunction_attribute)a->attribute,
+					  a->value, a->func_drv, dev);
 }

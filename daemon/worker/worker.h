@@ -26,6 +26,8 @@
 
 #include <cuda.h>
 
+#include "bulk.h"
+#include "calls.h"
 #include "codec.h"
 #include "conn.h"
 #include "driver.h"
@@ -168,111 +170,94 @@ bool gp__charge_fits(struct gp_worker *w, int device, uint64_t bytes);
 /* Counts (or with a negative delta, releases) device memory not from an allocation. */
 void gp__charge(struct gp_worker *w, int device, int64_t delta);
 
-/* calls.c: helpers for the handlers */
-typedef CUresult (*gp_sink_fn)(struct gp_worker *w, void *arg, uint64_t off, const uint8_t *p,
-			       size_t n);
-int gp__reply(struct gp_worker *w, const struct gp_frame_hdr *h, CUresult r, const uint64_t *out,
-	      size_t nout);
+/* calls.c: the request path. Every call of <gpupool/calls.h> is decoded, its arguments
+ * checked by kind and its device ranges against what the session owns, before its
+ * handler gp__serve_<name>() runs; the handler sees the checked values in a struct
+ * gp_wargs_<name> (the wire fields by name, plus each handle's driver object) and fills
+ * the call's struct gp_out_<name>. */
+struct gp_req {
+	const struct gp_frame_hdr *h;
+	bool async;	   /* sent with GP_F_NO_REPLY: no answer goes back */
+	bool bulk_taken;   /* the handler read the request's bulk (BULK_IN) */
+	uint64_t bulk_total; /* BULK_IN: the bytes that follow the request */
+	int err;	   /* a transport or protocol failure: the session ends */
+	Gp__Function **functions; /* GP_C_FUNCTIONS: listed in the reply, then freed */
+	size_t n_functions;
+};
+
+/* The worker's view of a call's arguments, by kind (see <gpupool/calls.h>). */
+#define GP__W_CTX(f)   \
+	uint64_t f;    \
+	int f##_dev;
+#define GP__W_CTX_OPT(f) \
+	uint64_t f;      \
+	int f##_dev; /* -1: none */
+#define GP__W_DEVICE(f) \
+	uint64_t f;     \
+	CUdevice f##_drv;
+#define GP__W_STREAM(f) \
+	uint64_t f;     \
+	CUstream f##_drv;
+#define GP__W_EVENT(f) \
+	uint64_t f;    \
+	CUevent f##_drv;
+#define GP__W_MODULE(f) \
+	uint64_t f;     \
+	CUmodule f##_drv;
+#define GP__W_LIBRARY(f) \
+	uint64_t f;      \
+	CUlibrary f##_drv;
+#define GP__W_MODLIB(f)         \
+	uint64_t f;             \
+	void *f##_drv;          \
+	bool f##_is_library;
+#define GP__W_FUNC(f)                       \
+	uint64_t f;                         \
+	void *f##_drv; /* CUfunction or CUkernel */ \
+	const struct gp_fn_info *f##_info;  \
+	bool f##_is_kernel;
+#define GP__W_DPTR(f) CUdeviceptr f;
+#define GP__W_U64(f) uint64_t f;
+#define GP__W_U32(f) uint32_t f;
+#define GP__W_I32(f) int32_t f;
+#define GP__W_NAME(f) const char *f;
+#define GP__W_BLOB(f)       \
+	const uint8_t *f;   \
+	size_t f##_len;
+#define GP__W_BULK_IN(f) uint64_t f##_len;
+#define GP__W_BULK_OUT(f) uint64_t f##_len;
+
+#define GP_ARG(kind, f) GP__W_##kind(f)
+#define GP_OUT(f)
+#define GP_RANGE(base, width, height, pitch)
+#define GP__WARGS(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)                               \
+	struct gp_wargs_##name {                                                                 \
+		ARGS                                                                             \
+	};                                                                                       \
+	CUresult gp__serve_##name(struct gp_worker *w, struct gp_req *rq,                        \
+				  const struct gp_wargs_##name *a, struct gp_out_##name *o);
+GP_CALL_MAP(GP__WARGS)
+#undef GP__WARGS
+#undef GP_RANGE
+#undef GP_OUT
+#undef GP_ARG
+
+int gp__worker_dispatch(struct gp_worker *w, const struct gp_frame_hdr *h);
+/* Receives the request's bulk (total bytes, as its BULK_IN argument said) into the sink.
+ * Returns the sink's CUresult; a broken transfer sets rq->err. */
+CUresult gp__req_recv(struct gp_worker *w, struct gp_req *rq, uint64_t total,
+		      struct gp_bulk_sink *sink);
 void gp__defer_error(struct gp_worker *w, const struct gp_frame_hdr *h, CUresult r);
-/* Moves a kept deferred error into d (for replies that are not Reply). */
-bool gp__take_deferred(struct gp_worker *w, Gp__DeferredError *d);
-int gp__recv_bulk(struct gp_worker *w, const struct gp_frame_hdr *first, uint64_t total,
-		  gp_sink_fn sink, void *arg, CUresult *res);
-Gp__Call *gp__unpack_call(struct gp_worker *w, const struct gp_frame_hdr *h, size_t nargs);
 CUresult gp__use_ctx(struct gp_worker *w, uint64_t id, struct gp_handle **out);
 /* A stream id from the client: 0 or 1 the legacy default stream, 2 the per-thread one. */
 CUresult gp__use_stream(struct gp_worker *w, uint64_t id, CUstream *out);
 /* A launchable handle: a module's function or a library's kernel (used as CUfunction). */
 struct gp_handle *gp__launchable(struct gp_worker *w, uint64_t id);
-int gp__worker_dispatch(struct gp_worker *w, const struct gp_frame_hdr *h);
-
-/* Handlers. "Simple" ones take the call's arguments and fill outputs. */
-typedef CUresult (*gp_call_fn)(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			       uint64_t *out, size_t *nout);
-/* Frame handlers read their own bulk and send their own replies. */
-typedef int (*gp_frame_fn)(struct gp_worker *w, const struct gp_frame_hdr *h);
 
 /* output.c */
 /* Points stdout at a pipe drained by a thread; before the driver is loaded. */
 int gp__output_capture(void);
 /* Sends what the kernels printed since the last call, ahead of an answer. */
 int gp__output_flush(struct gp_worker *w);
-
-/* ctx.c */
-CUresult gp__ctx_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			uint64_t *out, size_t *nout);
-CUresult gp__ctx_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			 uint64_t *out, size_t *nout);
-CUresult gp__ctx_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			     uint64_t *out, size_t *nout);
-CUresult gp__primary_retain(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			    uint64_t *out, size_t *nout);
-CUresult gp__primary_release(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			     uint64_t *out, size_t *nout);
-CUresult gp__primary_reset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout);
-CUresult gp__primary_set_flags(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			       uint64_t *out, size_t *nout);
-CUresult gp__ctx_get_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout);
-CUresult gp__ctx_set_limit(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout);
-
-CUresult gp__ctx_stream_priorities(struct gp_worker *w, const struct gp_frame_hdr *f,
-				   const uint64_t *a, uint64_t *out, size_t *nout);
-
-/* mem.c */
-CUresult gp__mem_alloc(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-		       uint64_t *out, size_t *nout);
-CUresult gp__mem_alloc_pitch(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			     uint64_t *out, size_t *nout);
-CUresult gp__mem_free(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-		      uint64_t *out, size_t *nout);
-CUresult gp__mem_get_info(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			  uint64_t *out, size_t *nout);
-CUresult gp__memcpy_dtod(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			 uint64_t *out, size_t *nout);
-CUresult gp__memset(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-		    uint64_t *out, size_t *nout);
-int gp__memcpy_htod(struct gp_worker *w, const struct gp_frame_hdr *h);
-int gp__memcpy_dtoh(struct gp_worker *w, const struct gp_frame_hdr *h);
-
-/* module.c */
-int gp__module_load(struct gp_worker *w, const struct gp_frame_hdr *h);
-int gp__library_load(struct gp_worker *w, const struct gp_frame_hdr *h);
-CUresult gp__module_unload(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout);
-CUresult gp__library_unload(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			    uint64_t *out, size_t *nout);
-int gp__get_global(struct gp_worker *w, const struct gp_frame_hdr *h);
-CUresult gp__occupancy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-		       uint64_t *out, size_t *nout);
-CUresult gp__func_set_attribute(struct gp_worker *w, const struct gp_frame_hdr *f,
-				const uint64_t *a, uint64_t *out, size_t *nout);
-
-/* exec.c */
-int gp__launch(struct gp_worker *w, const struct gp_frame_hdr *h);
-CUresult gp__stream_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout);
-CUresult gp__stream_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			    uint64_t *out, size_t *nout);
-CUresult gp__stream_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f,
-				const uint64_t *a, uint64_t *out, size_t *nout);
-CUresult gp__stream_query(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			  uint64_t *out, size_t *nout);
-CUresult gp__stream_wait_event(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			       uint64_t *out, size_t *nout);
-CUresult gp__event_create(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			  uint64_t *out, size_t *nout);
-CUresult gp__event_destroy(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout);
-CUresult gp__event_record(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			  uint64_t *out, size_t *nout);
-CUresult gp__event_synchronize(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			       uint64_t *out, size_t *nout);
-CUresult gp__event_query(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			 uint64_t *out, size_t *nout);
-CUresult gp__event_elapsed(struct gp_worker *w, const struct gp_frame_hdr *f, const uint64_t *a,
-			   uint64_t *out, size_t *nout);
 
 #endif

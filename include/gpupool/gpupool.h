@@ -14,7 +14,7 @@
  * envelope or to the meaning of a message; a peer with another version is
  * refused with a message naming both versions.
  */
-#define GP_PROTOCOL_VERSION 2
+#define GP_PROTOCOL_VERSION 3
 
 /* Default TCP port of gpupoold. */
 #define GP_DEFAULT_PORT 7420

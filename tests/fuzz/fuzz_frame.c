@@ -19,7 +19,9 @@
 
 static const unsigned msg_types[] = {
 #define TYPE(name, num, body) num,
-	GP_MSG_MAP(TYPE)
+#define CALL_TYPE(NAME, name, num, flags, args, outs, ranges, doc) num,
+	GP_MSG_MAP(TYPE) GP_CALL_MAP(CALL_TYPE)
+#undef CALL_TYPE
 #undef TYPE
 };
 

@@ -22,6 +22,7 @@
 
 #include <gpupool/gpupool.h>
 
+#include "calls.h"
 #include "codec.h"
 #include "conn.h"
 #include "error.h"
@@ -84,18 +85,18 @@ static void hello_ok(void)
 
 static uint64_t next_id = 1;
 
-/* Sends a Call and returns its result; out[0] gets the first output. */
-static CUresult call(unsigned type, const uint64_t *args, size_t n, uint64_t *out)
+/* Sends a packed Call (with its BULK_IN bytes in the frame) and returns its result; out gets
+ * the reply's outputs. The reply must come at once: no DATA frames before it. */
+static CUresult send_call(unsigned type, const Gp__Call *call, const struct gp_bulk_ref *b,
+			  uint64_t *out, size_t nout)
 {
-	Gp__Call call = GP__CALL__INIT;
 	struct gp_frame_hdr fh;
 	Gp__Reply *rep;
 	CUresult r;
 	uint64_t id = next_id++;
 
-	call.n_arg = n;
-	call.arg = (uint64_t *)args;
-	if (gp_conn_send(c, type, 0, id, &call.base, NULL, 0) || gp_conn_recv(c, &fh))
+	if (gp_conn_send(c, type, 0, id, &call->base, b->src, b->src ? b->len : 0) ||
+	    gp_conn_recv(c, &fh))
 		die("call");
 	if (fh.type != GP_MSG_REPLY || fh.request_id != id)
 		die("unexpected reply");
@@ -103,35 +104,37 @@ static CUresult call(unsigned type, const uint64_t *args, size_t n, uint64_t *ou
 	if (!rep)
 		die("reply does not decode");
 	r = (CUresult)rep->result;
-	if (out && rep->n_out)
-		*out = rep->out[0];
+	for (size_t i = 0; i < nout && i < rep->n_out; i++)
+		out[i] = rep->out[i];
 	protobuf_c_message_free_unpacked(&rep->base, NULL);
 	return r;
 }
 
+/* call(name, &in, &out): one call of <gpupool/calls.h>, encoded as the interposer does. */
+#define call(name, in, outp)                                                                   \
+	({                                                                                     \
+		Gp__Call call_ = GP__CALL__INIT;                                               \
+		uint64_t args_[GP_CALL_ARGS_MAX], o_[GP_CALL_OUTS_MAX] = {0};                  \
+		struct gp_bulk_ref b_;                                                         \
+		CUresult r_;                                                                   \
+                                                                                               \
+		gp_call_pack_##name((in), &call_, args_, &b_);                                 \
+		r_ = send_call(gp__msg_of_##name, &call_, &b_, o_, GP_CALL_OUTS_MAX);          \
+		struct gp_out_##name *p_ = (outp);                                             \
+		if (p_)                                                                        \
+			gp_call_outs_##name(o_, p_);                                           \
+		r_;                                                                            \
+	})
+#define GP__MSG_OF(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC) gp__msg_of_##name = NUM,
+enum { GP_CALL_MAP(GP__MSG_OF) };
+#undef GP__MSG_OF
+
 /* Sends MODULE_LOAD with the image as bulk and returns its result. */
 static CUresult module_load(uint64_t ctx, const void *image, size_t len)
 {
-	Gp__Call call = GP__CALL__INIT;
-	uint64_t args[2] = {ctx, len};
-	Gp__ModuleLoadReply *rep;
-	struct gp_frame_hdr fh;
-	uint64_t id = next_id++;
-	CUresult r;
+	struct gp_in_module_load in = {.ctx = ctx, .image = image, .image_len = len};
 
-	call.n_arg = 2;
-	call.arg = args;
-	if (gp_conn_send(c, GP_MSG_MODULE_LOAD, 0, id, &call.base, image, len) ||
-	    gp_conn_recv(c, &fh))
-		die("MODULE_LOAD");
-	if (fh.type != GP_MSG_MODULE_LOAD_REPLY || fh.request_id != id)
-		die("unexpected reply to MODULE_LOAD");
-	rep = gp__module_load_reply__unpack(NULL, fh.msg_len, c->msg);
-	if (!rep)
-		die("ModuleLoadReply does not decode");
-	r = (CUresult)rep->result;
-	protobuf_c_message_free_unpacked(&rep->base, NULL);
-	return r;
+	return call(module_load, &in, (struct gp_out_module_load *)NULL);
 }
 
 /* The pool must close the connection: the next read sees EOF. */
@@ -166,12 +169,14 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "";
 
 	connect_pool();
-	if (strcmp(mode, "version") == 0) {
-		Gp__HelloReply *rep = hello(GP_PROTOCOL_VERSION + 98);
+	if (strcmp(mode, "version") == 0 || strcmp(mode, "old-version") == 0) {
+		/* A newer client, or one of the version before (its calls had other slots). */
+		unsigned v = mode[0] == 'o' ? GP_PROTOCOL_VERSION - 1 : GP_PROTOCOL_VERSION + 98;
+		Gp__HelloReply *rep = hello(v);
 		char theirs[32], ours[32];
 		int ok;
 
-		snprintf(theirs, sizeof(theirs), "client speaks %u", GP_PROTOCOL_VERSION + 98);
+		snprintf(theirs, sizeof(theirs), "client speaks %u", v);
 		snprintf(ours, sizeof(ours), "pool speaks %u", GP_PROTOCOL_VERSION);
 		printf("status %d: %s\n", rep->status, rep->message);
 		ok = rep->status == GP_EVERSION && strstr(rep->message, theirs) &&
@@ -193,87 +198,94 @@ int main(int argc, char **argv)
 		return expect_closed();
 	}
 	if (strcmp(mode, "foreign") == 0) {
-		uint64_t ctx = 0, dptr = 0;
-		uint64_t a[6] = {0};
+		struct gp_out_ctx_create cc;
+		struct gp_out_mem_alloc ma;
+		uint64_t ctx, dptr;
 		CUresult r;
 
-		a[0] = 0;
-		a[1] = 0;
-		if (call(GP_MSG_CTX_CREATE, a, 2, &ctx) != CUDA_SUCCESS)
+		if (call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc) != CUDA_SUCCESS)
 			die("CTX_CREATE");
-		a[0] = ctx ^ 0x100000000ull; /* a stale generation of the same slot */
-		a[1] = 4096;
-		r = call(GP_MSG_MEM_ALLOC, a, 2, NULL);
+		ctx = cc.ctx;
+		/* a stale generation of the same slot */
+		r = call(mem_alloc, (&(struct gp_in_mem_alloc){ctx ^ 0x100000000ull, 4096}),
+			 (struct gp_out_mem_alloc *)NULL);
 		printf("alloc on a forged context: %d\n", r);
 		if (r != CUDA_ERROR_INVALID_CONTEXT)
 			return 1;
-		a[0] = ctx;
-		if (call(GP_MSG_MEM_ALLOC, a, 2, &dptr) != CUDA_SUCCESS)
+		if (call(mem_alloc, (&(struct gp_in_mem_alloc){ctx, 4096}), &ma) != CUDA_SUCCESS)
 			die("MEM_ALLOC");
-		a[1] = dptr + 8; /* inside, but not the start of, an allocation */
-		r = call(GP_MSG_MEM_FREE, a, 2, NULL);
+		dptr = ma.dptr;
+		/* inside, but not the start of, an allocation */
+		r = call(mem_free, (&(struct gp_in_mem_free){ctx, dptr + 8}),
+			 (struct gp_out_mem_free *)NULL);
 		printf("free of an inner pointer: %d\n", r);
 		if (r != CUDA_ERROR_INVALID_VALUE)
 			return 1;
-		a[1] = dptr + 4000;
-		a[2] = 200; /* runs past the end of the allocation */
-		r = call(GP_MSG_MEMCPY_DTOH, a, 6, NULL);
-		printf("read past an allocation: %d\n", r);
-		if (r != CUDA_ERROR_INVALID_VALUE)
-			return 1;
-		a[1] = 0x10000;
-		a[2] = 16; /* an address the session never allocated */
-		r = call(GP_MSG_MEMCPY_DTOH, a, 6, NULL);
-		printf("read of a foreign address: %d\n", r);
-		if (r != CUDA_ERROR_INVALID_VALUE)
-			return 1;
-		a[1] = dptr;
-		a[2] = 4 * 1024; /* 2-D: 4 rows of 1 KiB, 2 KiB apart, run past 4 KiB */
-		a[4] = 2048;
-		a[5] = 1024;
-		r = call(GP_MSG_MEMCPY_DTOH, a, 6, NULL);
-		printf("2-D read past an allocation: %d\n", r);
-		if (r != CUDA_ERROR_INVALID_VALUE)
-			return 1;
+		{
+			static uint8_t buf[8192];
+			struct {
+				const char *what;
+				uint64_t src, width, height, pitch;
+			} reads[] = {
+				{"read past an allocation", dptr + 4000, 200, 1, 0},
+				{"read of a foreign address", 0x10000, 16, 1, 0},
+				/* 4 rows of 1 KiB, 2 KiB apart, run past 4 KiB */
+				{"2-D read past an allocation", dptr, 1024, 4, 2048},
+				/* rows that wrap the address space */
+				{"2-D read whose pitch wraps", dptr, 16, 3, UINT64_MAX / 2 + 1},
+				{"read whose size wraps", dptr, UINT64_MAX / 2 + 2, 2, 0},
+			};
+
+			for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+				struct gp_in_memcpy_dtoh in = {.ctx = ctx,
+							       .src = reads[i].src,
+							       .width = reads[i].width,
+							       .height = reads[i].height,
+							       .pitch = reads[i].pitch,
+							       .data = buf,
+							       .data_len = sizeof(buf)};
+
+				r = call(memcpy_dtoh, &in, (struct gp_out_memcpy_dtoh *)NULL);
+				printf("%s: %d\n", reads[i].what, r);
+				if (r != CUDA_ERROR_INVALID_VALUE)
+					return 1;
+			}
+		}
 		{
 			/* A 2-D memset whose pitch wraps the range check around to row 1 landing
 			 * on another allocation: must be refused, not written. */
-			uint64_t b = 0, big = 0, m[8];
+			struct gp_out_mem_alloc b, big;
+			struct gp_in_memset m = {.ctx = ctx, .value = 0x41, .esize = 1, .height = 2};
 
-			a[1] = 4096;
-			if (call(GP_MSG_MEM_ALLOC, a, 2, &b) != CUDA_SUCCESS)
+			if (call(mem_alloc, (&(struct gp_in_mem_alloc){ctx, 4096}), &b) != CUDA_SUCCESS ||
+			    call(mem_alloc, (&(struct gp_in_mem_alloc){ctx, 1 << 20}), &big) !=
+				    CUDA_SUCCESS)
 				die("MEM_ALLOC");
-			a[1] = 1 << 20;
-			if (call(GP_MSG_MEM_ALLOC, a, 2, &big) != CUDA_SUCCESS)
-				die("MEM_ALLOC");
-			m[0] = ctx;
-			m[1] = big;
-			m[2] = 0x41;
-			m[3] = 1;
-			m[4] = big > b ? big - b : b - big; /* count */
-			m[5] = 0;
-			m[6] = b - big; /* pitch: wraps row 1 onto b */
-			m[7] = 2;
-			r = call(GP_MSG_MEMSET, m, 8, NULL);
+			m.dst = big.dptr;
+			m.width = big.dptr > b.dptr ? big.dptr - b.dptr : b.dptr - big.dptr;
+			m.pitch = b.dptr - big.dptr; /* wraps row 1 onto b */
+			r = call(memset, &m, (struct gp_out_memset *)NULL);
 			printf("2-D memset with a wrapping pitch: %d\n", r);
 			if (r != CUDA_ERROR_INVALID_VALUE)
 				return 1;
 		}
-		a[1] = dptr;
-		r = call(GP_MSG_MEM_FREE, a, 2, NULL);
+		r = call(mem_free, (&(struct gp_in_mem_free){ctx, dptr}),
+			 (struct gp_out_mem_free *)NULL);
 		printf("free of its own allocation: %d\n", r);
 		return r == CUDA_SUCCESS ? 0 : 1;
 	}
 	if (strcmp(mode, "image") == 0) {
 		static const char ptx[] = ".version 7.0\n.target sm_75\n.address_size 64\n";
-		uint64_t a[2] = {0, 0}, ctx = 0;
+		struct gp_out_ctx_create cc;
+		uint64_t ctx;
 		uint8_t img[80] = {0};
 		uint32_t u32;
 		uint64_t u64;
 		CUresult r;
 
-		if (call(GP_MSG_CTX_CREATE, a, 2, &ctx) != CUDA_SUCCESS)
+		if (call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc) != CUDA_SUCCESS)
 			die("CTX_CREATE");
+		ctx = cc.ctx;
 		/* a cudart wrapper: its fatbin pointer means nothing in the worker */
 		u32 = 0x466243B1u;
 		memcpy(img, &u32, 4);
@@ -303,6 +315,6 @@ int main(int argc, char **argv)
 		printf("then PTX text: %d\n", r);
 		return r == CUDA_SUCCESS ? 0 : 1;
 	}
-	fprintf(stderr, "usage: raw_client version|garbage|oversize|type|foreign|image\n");
+	fprintf(stderr, "usage: raw_client version|old-version|garbage|oversize|type|foreign|image\n");
 	return 2;
 }

@@ -5,6 +5,7 @@
 
 gp_start
 "$GP_TESTBIN/raw_client" version || fail "a protocol version mismatch must be refused with a message"
+"$GP_TESTBIN/raw_client" old-version || fail "a client of the previous protocol must be refused naming both versions"
 "$GP_TESTBIN/raw_client" garbage || fail "a frame with a bad magic must close the session"
 "$GP_TESTBIN/raw_client" oversize || fail "an oversized frame must close the session"
 "$GP_TESTBIN/raw_client" type || fail "an unknown message type must close the session"

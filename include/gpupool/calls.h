@@ -1,0 +1,205 @@
+/* calls.h -- every remoted CUDA call, described once.
+ *
+ * Each entry of GP_CALL_MAP says everything both ends need to know about one call:
+ *
+ *	X(NAME, name, number, flags, ARGS, OUTS, RANGES, "what it serves")
+ *
+ * NAME/name  the message type (GP_MSG_NAME) and the C name of its structs and handler
+ * number     the frame type on the wire
+ * flags      GP_C_*: whether it synchronizes, may be sent without waiting, lists functions
+ * ARGS       the request's fields in wire order, each GP_ARG(kind, field)
+ * OUTS       the reply's scalar outputs in wire order, each GP_OUT(field)
+ * RANGES     device ranges the worker checks against what the session owns before the
+ *            handler runs: GP_RANGE(base, width, height, pitch) names four ARGS: rows of
+ *            width bytes, pitch apart (pitch 0: packed, one range of width * height bytes)
+ *
+ * From this table come (src/calls.h, daemon/worker/calls.c, interposer/rpc.c): the request
+ * struct with named fields (struct gp_in_<name>) and reply struct (struct gp_out_<name>), the
+ * client's encoder and decoder, the worker's decoder with its checks by argument kind, the
+ * dispatch table, the handler's prototype (gp__serve_<name>), the flags the client consults
+ * (does this call report earlier asynchronous errors?) and the call's row in
+ * docs/protocol.md (checked by a test). docs/protocol.md shows how to add a call.
+ *
+ * On the wire a request is a Call message (proto/gpupool.proto): the scalar ARGS in order
+ * in Call.arg (one uint64 each; a handle is the worker's id), a NAME in Call.name, a BLOB
+ * in Call.blob; BULK_IN bytes follow the request in its frame and DATA frames; BULK_OUT
+ * bytes come back in DATA frames ahead of the Reply. Reply.out holds OUTS in order.
+ *
+ * Argument kinds, and what the worker checks before the handler sees the call:
+ *	CTX      a context handle; made current (CUDA_ERROR_INVALID_CONTEXT)
+ *	CTX_OPT  a context handle or 0 (none); made current when given
+ *	DEVICE   a device ordinal of the session (CUDA_ERROR_INVALID_DEVICE)
+ *	STREAM   0 or 1: the legacy default stream, 2: the per-thread one, else a stream
+ *	         handle (CUDA_ERROR_INVALID_HANDLE)
+ *	EVENT, MODULE, LIBRARY  a handle of that kind (CUDA_ERROR_INVALID_HANDLE)
+ *	MODLIB   a module or a library handle
+ *	FUNC     a module's function or a library's kernel; a kernel's module is made (and
+ *	         charged) in the call's CTX on first use there
+ *	DPTR     a device address (checked by RANGES, or by the handler)
+ *	U64      any value; U32 and I32 must fit (CUDA_ERROR_INVALID_VALUE)
+ *	NAME     a symbol name, 1 to GP_NAME_MAX bytes, in Call.name
+ *	BLOB     up to GP_BLOB_MAX bytes in Call.blob (kernel parameters)
+ *	BULK_IN  the count of bytes that follow the request
+ *	BULK_OUT the count of bytes the answer brings
+ */
+#ifndef GPUPOOL_CALLS_H
+#define GPUPOOL_CALLS_H
+
+/* The call reports an error of earlier asynchronous work (as CUDA's synchronizing calls do). */
+#define GP_C_SYNC 0x1u
+/* The client may send it with GP_F_NO_REPLY (CUDA's asynchronous calls). */
+#define GP_C_ASYNC 0x2u
+/* The reply lists the functions or kernels of what was loaded (Reply.function). */
+#define GP_C_FUNCTIONS 0x4u
+
+#define GP_NAME_MAX 4096u
+#define GP_BLOB_MAX 32768u /* CUDA's kernel parameter limit is 32764 bytes */
+
+/* clang-format off */
+#define GP_CALL_MAP(X)                                                                           \
+	/* ---- contexts ---- */                                                                 \
+	X(CTX_CREATE, ctx_create, 100, 0,                                                        \
+	  GP_ARG(DEVICE, device) GP_ARG(U32, flags),                                             \
+	  GP_OUT(ctx), ,                                                                         \
+	  "cuCtxCreate (all versions)")                                                          \
+	X(CTX_DESTROY, ctx_destroy, 101, 0,                                                      \
+	  GP_ARG(CTX, ctx), , ,                                                                  \
+	  "cuCtxDestroy")                                                                        \
+	X(CTX_SYNCHRONIZE, ctx_synchronize, 102, GP_C_SYNC,                                      \
+	  GP_ARG(CTX, ctx), , ,                                                                  \
+	  "cuCtxSynchronize")                                                                    \
+	X(PRIMARY_RETAIN, primary_retain, 103, 0,                                                \
+	  GP_ARG(DEVICE, device),                                                                \
+	  GP_OUT(ctx), ,                                                                         \
+	  "cuDevicePrimaryCtxRetain (the first retain of a device's primary context)")           \
+	X(PRIMARY_RELEASE, primary_release, 104, 0,                                              \
+	  GP_ARG(DEVICE, device), , ,                                                            \
+	  "cuDevicePrimaryCtxRelease")                                                           \
+	X(PRIMARY_RESET, primary_reset, 105, 0,                                                  \
+	  GP_ARG(DEVICE, device), , ,                                                            \
+	  "cuDevicePrimaryCtxReset: frees everything the primary context held")                  \
+	X(PRIMARY_SET_FLAGS, primary_set_flags, 106, 0,                                          \
+	  GP_ARG(DEVICE, device) GP_ARG(U32, flags), , ,                                         \
+	  "cuDevicePrimaryCtxSetFlags")                                                          \
+	X(CTX_GET_LIMIT, ctx_get_limit, 107, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(U32, limit),                                                   \
+	  GP_OUT(value), ,                                                                       \
+	  "cuCtxGetLimit")                                                                       \
+	X(CTX_SET_LIMIT, ctx_set_limit, 108, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(U32, limit) GP_ARG(U64, value), , ,                            \
+	  "cuCtxSetLimit (heap, printf buffer and stack are charged to the session)")            \
+	X(CTX_STREAM_PRIORITIES, ctx_stream_priorities, 109, 0,                                  \
+	  GP_ARG(CTX, ctx),                                                                      \
+	  GP_OUT(least) GP_OUT(greatest), ,                                                      \
+	  "cuCtxGetStreamPriorityRange (two's complement)")                                      \
+	/* ---- memory ---- */                                                                   \
+	X(MEM_ALLOC, mem_alloc, 110, 0,                                                          \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, bytes),                                                   \
+	  GP_OUT(dptr), ,                                                                        \
+	  "cuMemAlloc")                                                                          \
+	X(MEM_FREE, mem_free, 111, 0,                                                            \
+	  GP_ARG(CTX, ctx) GP_ARG(DPTR, dptr), , ,                                               \
+	  "cuMemFree (dptr must start an allocation of the session)")                            \
+	X(MEMCPY_HTOD, memcpy_htod, 112, GP_C_SYNC | GP_C_ASYNC,                                 \
+	  GP_ARG(CTX, ctx) GP_ARG(DPTR, dst) GP_ARG(U64, width) GP_ARG(U64, height)              \
+	  GP_ARG(U64, pitch) GP_ARG(STREAM, stream) GP_ARG(BULK_IN, data), ,                     \
+	  GP_RANGE(dst, width, height, pitch),                                                   \
+	  "cuMemcpyHtoD[Async], host-to-device cuMemcpy2D/cuMemcpy: width * height bytes, rows packed") \
+	X(MEMCPY_DTOH, memcpy_dtoh, 113, GP_C_SYNC,                                              \
+	  GP_ARG(CTX, ctx) GP_ARG(DPTR, src) GP_ARG(U64, width) GP_ARG(U64, height)              \
+	  GP_ARG(U64, pitch) GP_ARG(STREAM, stream) GP_ARG(BULK_OUT, data), ,                    \
+	  GP_RANGE(src, width, height, pitch),                                                   \
+	  "cuMemcpyDtoH[Async], device-to-host cuMemcpy2D/cuMemcpy: on a stream, after its work") \
+	X(MEM_GET_INFO, mem_get_info, 114, 0,                                                    \
+	  GP_ARG(CTX, ctx),                                                                      \
+	  GP_OUT(free) GP_OUT(total), ,                                                          \
+	  "cuMemGetInfo (the session's limit as the device's size)")                             \
+	X(MEMCPY_DTOD, memcpy_dtod, 115, GP_C_SYNC | GP_C_ASYNC,                                 \
+	  GP_ARG(CTX, ctx) GP_ARG(DPTR, dst) GP_ARG(DPTR, src) GP_ARG(U64, width)                \
+	  GP_ARG(U64, height) GP_ARG(U64, dst_pitch) GP_ARG(U64, src_pitch)                      \
+	  GP_ARG(STREAM, stream), ,                                                              \
+	  GP_RANGE(dst, width, height, dst_pitch) GP_RANGE(src, width, height, src_pitch),      \
+	  "cuMemcpyDtoD[Async], device-to-device cuMemcpy2D/cuMemcpy")                           \
+	X(MEMSET, memset, 116, GP_C_SYNC | GP_C_ASYNC,                                           \
+	  GP_ARG(CTX, ctx) GP_ARG(DPTR, dst) GP_ARG(U32, value) GP_ARG(U32, esize)               \
+	  GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U64, pitch) GP_ARG(STREAM, stream), ,    \
+	  GP_RANGE(dst, width, height, pitch),                                                   \
+	  "cuMemsetD8/16/32[Async], cuMemsetD2D*: width in bytes, esize 1, 2 or 4")              \
+	X(MEM_ALLOC_PITCH, mem_alloc_pitch, 117, 0,                                              \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U32, esize),            \
+	  GP_OUT(dptr) GP_OUT(pitch), ,                                                          \
+	  "cuMemAllocPitch")                                                                     \
+	/* ---- modules, libraries, kernels ---- */                                              \
+	X(MODULE_LOAD, module_load, 120, GP_C_FUNCTIONS,                                         \
+	  GP_ARG(CTX, ctx) GP_ARG(BULK_IN, image),                                               \
+	  GP_OUT(module), ,                                                                      \
+	  "cuModuleLoadData[Ex], cuModuleLoadFatBinary, cuModuleLoad (the client reads the file)") \
+	X(MODULE_UNLOAD, module_unload, 122, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(MODULE, module), , ,                                           \
+	  "cuModuleUnload")                                                                      \
+	X(GET_GLOBAL, get_global, 123, 0,                                                        \
+	  GP_ARG(CTX, ctx) GP_ARG(MODLIB, module) GP_ARG(NAME, symbol),                          \
+	  GP_OUT(dptr) GP_OUT(bytes), ,                                                          \
+	  "cuModuleGetGlobal, cuLibraryGetGlobal (the range becomes the session's)")             \
+	X(LIBRARY_LOAD, library_load, 124, GP_C_FUNCTIONS,                                       \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(BULK_IN, image),                                           \
+	  GP_OUT(library), ,                                                                     \
+	  "cuLibraryLoadData (on first use; ctx: where its module is made and measured)")        \
+	X(LIBRARY_UNLOAD, library_unload, 125, 0,                                                \
+	  GP_ARG(LIBRARY, library), , ,                                                          \
+	  "cuLibraryUnload")                                                                     \
+	X(OCCUPANCY, occupancy, 126, 0,                                                          \
+	  GP_ARG(CTX, ctx) GP_ARG(FUNC, func) GP_ARG(I32, block) GP_ARG(U64, smem)               \
+	  GP_ARG(U32, flags),                                                                    \
+	  GP_OUT(blocks), ,                                                                      \
+	  "cuOccupancyMaxActiveBlocksPerMultiprocessor[WithFlags]")                              \
+	X(FUNC_SET_ATTRIBUTE, func_set_attribute, 127, 0,                                        \
+	  GP_ARG(CTX, ctx) GP_ARG(FUNC, func) GP_ARG(U32, attribute) GP_ARG(I32, value), , ,     \
+	  "cuFuncSetAttribute, cuKernelSetAttribute")                                            \
+	/* ---- launches ---- */                                                                 \
+	X(LAUNCH, launch, 130, GP_C_ASYNC,                                                       \
+	  GP_ARG(CTX, ctx) GP_ARG(FUNC, func) GP_ARG(U32, grid_x) GP_ARG(U32, grid_y)            \
+	  GP_ARG(U32, grid_z) GP_ARG(U32, block_x) GP_ARG(U32, block_y) GP_ARG(U32, block_z)     \
+	  GP_ARG(U32, shared_mem) GP_ARG(STREAM, stream) GP_ARG(BLOB, params), , ,               \
+	  "cuLaunchKernel[Ex]: params laid out as the load reply described")                     \
+	/* ---- streams ---- */                                                                  \
+	X(STREAM_CREATE, stream_create, 140, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(U32, flags) GP_ARG(I32, priority),                             \
+	  GP_OUT(stream), ,                                                                      \
+	  "cuStreamCreate[WithPriority]")                                                        \
+	X(STREAM_DESTROY, stream_destroy, 141, 0,                                                \
+	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream), , ,                                           \
+	  "cuStreamDestroy (a created stream, not a default one)")                               \
+	X(STREAM_SYNCHRONIZE, stream_synchronize, 142, GP_C_SYNC,                                \
+	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream), , ,                                           \
+	  "cuStreamSynchronize")                                                                 \
+	X(STREAM_QUERY, stream_query, 143, GP_C_SYNC,                                            \
+	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream), , ,                                           \
+	  "cuStreamQuery: CUDA_SUCCESS or CUDA_ERROR_NOT_READY")                                 \
+	X(STREAM_WAIT_EVENT, stream_wait_event, 144, GP_C_ASYNC,                                 \
+	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(EVENT, event) GP_ARG(U32, flags), , ,   \
+	  "cuStreamWaitEvent")                                                                   \
+	/* ---- events ---- */                                                                   \
+	X(EVENT_CREATE, event_create, 150, 0,                                                    \
+	  GP_ARG(CTX, ctx) GP_ARG(U32, flags),                                                   \
+	  GP_OUT(event), ,                                                                       \
+	  "cuEventCreate")                                                                       \
+	X(EVENT_DESTROY, event_destroy, 151, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(EVENT, event), , ,                                             \
+	  "cuEventDestroy")                                                                      \
+	X(EVENT_RECORD, event_record, 152, GP_C_ASYNC,                                           \
+	  GP_ARG(CTX, ctx) GP_ARG(EVENT, event) GP_ARG(STREAM, stream), , ,                      \
+	  "cuEventRecord[WithFlags]")                                                            \
+	X(EVENT_SYNCHRONIZE, event_synchronize, 153, GP_C_SYNC,                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(EVENT, event), , ,                                             \
+	  "cuEventSynchronize")                                                                  \
+	X(EVENT_QUERY, event_query, 154, GP_C_SYNC,                                              \
+	  GP_ARG(CTX, ctx) GP_ARG(EVENT, event), , ,                                             \
+	  "cuEventQuery: CUDA_SUCCESS or CUDA_ERROR_NOT_READY")                                  \
+	X(EVENT_ELAPSED, event_elapsed, 155, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(EVENT, start) GP_ARG(EVENT, end),                              \
+	  GP_OUT(ms_bits), ,                                                                     \
+	  "cuEventElapsedTime: milliseconds as the bits of a float")
+/* clang-format on */
+
+#endif
