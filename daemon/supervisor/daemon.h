@@ -2,10 +2,13 @@
  *
  * gpupoold.c    main: options, configuration, signals, start and stop
  * inventory.c   the GPU list, from a short-lived gpupool-worker --inventory
+ *               (worker/inventory.c is the other half)
  * supervisor.c  accepting clients, spawning and reaping workers, the control channel
  * admission.c   placement, the reservation ledger, tenant limits, the wait queue
  * admin.c       the admin socket poolctl talks to
  * metrics.c     the Prometheus endpoint (metrics_listen)
+ * status.c      the pool's state as one snapshot, for the admin socket and metrics
+ * listen.c      listening sockets: TCP for clients, Unix for local clients and admin
  *
  * DESIGN: everything runs on the one loop thread; no locks. Each session is
  * a worker process with the client's socket, a control socketpair (read
@@ -103,9 +106,6 @@ int gp__inventory(struct gp_daemon *d);
 
 /* supervisor.c */
 int gp__supervisor_listen(struct gp_daemon *d);
-/* Binds and listens on HOST:PORT; writes the bound address (port 0 resolved) to bound. */
-int gp__tcp_listen(struct gp_daemon *d, uv_tcp_t *tcp, const char *hostport, uv_connection_cb cb,
-		   char *bound, size_t boundlen);
 /* Stops accepting and, once every session is gone, closes what keeps the loop alive. */
 void gp__supervisor_stop(struct gp_daemon *d);
 /* SIGTERM/SIGINT: stop accepting, refuse the queue, give sessions drain_grace. */
@@ -129,14 +129,23 @@ void gp__admit_expire(struct gp_daemon *d, bool all, const char *why);
 
 /* admin.c */
 int gp__admin_listen(struct gp_daemon *d);
+void gp__admin_close(struct gp_daemon *d);
+
+/* status.c */
+/* The pool's state as poolctl sees it; pointers into d, valid until the loop runs on. */
+int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep);
+void gp__status_free(Gp__AdminReply *rep);
+
+/* listen.c */
+/* Binds and listens on HOST:PORT; writes the bound address (port 0 resolved) to bound. */
+int gp__tcp_listen(struct gp_daemon *d, uv_tcp_t *tcp, const char *hostport, uv_connection_cb cb,
+		   char *bound, size_t boundlen);
 /* Binds and listens on a Unix socket at path (a stale one there goes), mode 0660 with
  * group's gid, or 0666 when everyone may connect; `what` names it in errors. */
 int gp__unix_listen(struct gp_daemon *d, uv_pipe_t *pipe, const char *path, const char *group,
 		    bool everyone, uv_connection_cb cb, const char *what);
-void gp__admin_close(struct gp_daemon *d);
-/* The pool's state as poolctl sees it; pointers into d, valid until the loop runs on. */
-int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep);
-void gp__status_free(Gp__AdminReply *rep);
+/* "host:port" or "[v6]:port" of an IPv4 or IPv6 address. */
+void gp__format_addr(const struct sockaddr_storage *ss, char *out, size_t len);
 
 /* metrics.c */
 int gp__metrics_listen(struct gp_daemon *d);

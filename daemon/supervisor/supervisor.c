@@ -361,24 +361,6 @@ out_close:
 
 /* ---- accepting ------------------------------------------------------------------ */
 
-static void format_addr(const struct sockaddr_storage *ss, char *out, size_t len)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
-
-		uv_ip4_name(a, host, sizeof(host));
-		snprintf(out, len, "%s:%u", host, ntohs(a->sin_port));
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
-
-		uv_ip6_name(a, host, sizeof(host));
-		snprintf(out, len, "[%s]:%u", host, ntohs(a->sin6_port));
-	} else {
-		snprintf(out, len, "unknown");
-	}
-}
 
 static void on_client_closed(uv_handle_t *h)
 {
@@ -451,7 +433,7 @@ static int take_connection(uv_stream_t *server, bool local, char *addr, size_t a
 	} else {
 		memset(&ss, 0, sizeof(ss));
 		uv_tcp_getpeername(&h->tcp, (struct sockaddr *)&ss, &namelen);
-		format_addr(&ss, addr, addrlen);
+		gp__format_addr(&ss, addr, addrlen);
 		uv_tcp_nodelay(&h->tcp, 1);
 	}
 	dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 10);
@@ -502,40 +484,6 @@ static void on_plain_connection(uv_stream_t *server, int status)
 static void on_local_connection(uv_stream_t *server, int status)
 {
 	on_any_connection(server, status, GP_TRANSPORT_UNIX);
-}
-
-int gp__tcp_listen(struct gp_daemon *d, uv_tcp_t *tcp, const char *hostport, uv_connection_cb cb,
-		   char *bound, size_t boundlen)
-{
-	struct sockaddr_storage ss;
-	char host[256], port[16];
-	int namelen, r;
-
-	if (gp_split_hostport(hostport, host, sizeof(host), port, sizeof(port)))
-		return GP_ECONFIG;
-	if (strchr(host, ':'))
-		r = uv_ip6_addr(host, atoi(port), (struct sockaddr_in6 *)&ss);
-	else
-		r = uv_ip4_addr(host, atoi(port), (struct sockaddr_in *)&ss);
-	if (r) {
-		gp_log_error("listen %s: not an address: %s", hostport, uv_strerror(r));
-		return r;
-	}
-	uv_tcp_init(d->loop, tcp);
-	tcp->data = d;
-	r = uv_tcp_bind(tcp, (struct sockaddr *)&ss, 0);
-	if (!r)
-		r = uv_listen((uv_stream_t *)tcp, 128, cb);
-	if (r) {
-		gp_log_error("listen %s: %s", hostport, uv_strerror(r));
-		uv_close((uv_handle_t *)tcp, NULL);
-		return r;
-	}
-	namelen = sizeof(ss);
-	memset(&ss, 0, sizeof(ss));
-	uv_tcp_getsockname(tcp, (struct sockaddr *)&ss, &namelen);
-	format_addr(&ss, bound, boundlen);
-	return 0;
 }
 
 int gp__supervisor_listen(struct gp_daemon *d)

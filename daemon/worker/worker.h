@@ -7,6 +7,7 @@
  * module.c    modules, libraries, kernels, globals, occupancy
  * exec.c      launches, streams, events
  * state.c     what the session owns: handles and device allocations
+ * inventory.c `--inventory`: the GPUs the driver shows, for the supervisor
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * driver.c    the dlopen'd libcuda
  *
@@ -253,6 +254,9 @@ CUresult gp__use_ctx(struct gp_worker *w, uint64_t id, struct gp_handle **out);
 CUresult gp__use_stream(struct gp_worker *w, uint64_t id, CUstream *out);
 /* A launchable handle: a module's function or a library's kernel (used as CUfunction). */
 struct gp_handle *gp__launchable(struct gp_worker *w, uint64_t id);
+
+/* inventory.c: lists the driver's GPUs on the control channel; the process's exit code. */
+int gp__worker_inventory(const char *driver);
 
 /* output.c */
 /* Points stdout at a pipe drained by a thread; before the driver is loaded. */

@@ -1,0 +1,117 @@
+/* status.c -- the pool's state as one snapshot (AdminReply): for poolctl and for metrics. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpupool/gpupool.h>
+
+#include "daemon.h"
+#include "log.h"
+
+static const char *state_name(int st)
+{
+	switch (st) {
+	case GP_SESSION_HANDSHAKE:
+		return "handshake";
+	case GP_SESSION_QUEUED:
+		return "queued";
+	case GP_SESSION_ACTIVE:
+		return "active";
+	case GP_SESSION_CLOSING:
+		return "closing";
+	default:
+		return "unknown";
+	}
+}
+
+/* Fills a status reply; the arrays are allocated here and freed by gp__status_free(). */
+int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
+{
+	Gp__GpuStatus *gs = calloc(d->ngpus + 1, sizeof(*gs));
+	Gp__SessionStatus *ss = calloc(d->nsessions + 1, sizeof(*ss));
+	size_t n = 0;
+
+	rep->gpu = calloc(d->ngpus + 1, sizeof(*rep->gpu));
+	rep->session = calloc(d->nsessions + 1, sizeof(*rep->session));
+	if (!gs || !ss || !rep->gpu || !rep->session) {
+		free(gs);
+		free(ss);
+		free(rep->gpu);
+		free(rep->session);
+		return -ENOMEM;
+	}
+	/* Slot 0 holds the arrays even when empty, so gp__status_free always finds them. */
+	rep->gpu[0] = gs;
+	rep->session[0] = ss;
+	for (uint32_t g = 0; g < d->ngpus; g++) {
+		gp__gpu_status__init(&gs[g]);
+		gs[g].index = d->gpus[g].index;
+		gs[g].name = d->gpus[g].name;
+		gs[g].uuid.data = d->gpus[g].uuid;
+		gs[g].uuid.len = 16;
+		gs[g].total_mem = d->gpus[g].total_mem;
+		gs[g].reserved_mem = d->gpus[g].reserved;
+		gs[g].sessions = d->gpus[g].sessions;
+		gs[g].draining = d->gpus[g].draining;
+		rep->gpu[g] = &gs[g];
+	}
+	rep->n_gpu = d->ngpus;
+	for (struct gp_session *s = d->sessions; s; s = s->next, n++) {
+		Gp__SessionStatus *x = &ss[n];
+		struct gp_stats *st = s->stats;
+
+		gp__session_status__init(x);
+		x->id = s->id;
+		x->tenant = s->tenant;
+		x->client = s->client_addr;
+		x->client_host = s->client_host;
+		x->client_pid = s->client_pid;
+		x->program = s->program;
+		x->n_gpu = s->ndev;
+		x->gpu = s->dev;
+		x->mem_limit = s->mem_limit;
+		x->started = s->started;
+		x->worker_pid = (uint32_t)s->proc.pid;
+		/* Admission states are the supervisor's; the worker's page says the rest. */
+		x->state = (char *)state_name(s->queued || !st || s->state == GP_SESSION_CLOSING
+						      ? s->state
+						      : (int)atomic_load(&st->state));
+		x->gpus_requested = s->want_gpus;
+		x->memory_requested = s->want_memory;
+		if (s->queued)
+			x->queued_since = (int64_t)time(NULL) -
+					  (int64_t)((uv_now(d->loop) - s->queued_at) / 1000);
+		if (st) {
+			x->mem_used = atomic_load_explicit(&st->mem_used, memory_order_relaxed);
+			x->mem_peak = atomic_load_explicit(&st->mem_peak, memory_order_relaxed);
+			x->calls = atomic_load_explicit(&st->calls, memory_order_relaxed);
+			x->bytes_in = atomic_load_explicit(&st->bytes_in, memory_order_relaxed);
+			x->bytes_out = atomic_load_explicit(&st->bytes_out, memory_order_relaxed);
+			x->last_active =
+				atomic_load_explicit(&st->last_active, memory_order_relaxed);
+			/* Per-GPU use: the worker counts by its own device index. */
+			for (uint32_t i = 0; i < s->ndev && i < GP_STATS_MAX_DEVICES; i++)
+				for (uint32_t g = 0; g < d->ngpus; g++)
+					if (d->gpus[g].index == s->dev[i])
+						gs[g].used_mem += atomic_load_explicit(
+							&st->dev_mem_used[i], memory_order_relaxed);
+		}
+		rep->session[n] = x;
+	}
+	rep->n_session = n;
+	rep->version = GP_VERSION_STRING;
+	rep->started = d->started;
+	rep->draining = d->stopping;
+	rep->listen = d->listen_addr;
+	rep->listen_plain = d->plain_open ? d->plain_addr : "";
+	rep->listen_unix = d->local_open ? d->cfg->listen_unix : "";
+	return 0;
+}
+
+void gp__status_free(Gp__AdminReply *rep)
+{
+	/* The element arrays were allocated once each (n + 1 entries), even when empty. */
+	free(rep->gpu[0]);
+	free(rep->session[0]);
+	free(rep->gpu);
+	free(rep->session);
+}
