@@ -61,8 +61,8 @@ enc HelloReply 'status: 0 protocol_version: 1 session_id: 9 driver_version: 1300
 enc Call 'arg: [1, 4096]' >"$tmp/call_alloc"
 enc Call 'arg: [1, 3] name: "vecAdd"' >"$tmp/call_name"
 enc Reply 'result: 0 out: [140737488355328] deferred { result: 700 request_id: 3 type: 130 } message: "m"' >"$tmp/reply"
-enc Launch 'function: 5 grid { x: 4 y: 1 z: 1 } block { x: 256 y: 1 z: 1 } shared_mem: 0 stream: 0 params: "\001\002\003\004\005\006\007\010" context: 1' >"$tmp/launch"
-enc ModuleLoadReply 'result: 0 module: 3 function { name: "vecAdd" handle: 4 param { offset: 0 size: 8 } param { offset: 8 size: 4 } attribute: [1024, 0, 0] }' >"$tmp/module_reply"
+enc Call 'arg: [1, 5, 4, 1, 1, 256, 1, 1, 0, 0] blob: "\001\002\003\004\005\006\007\010"' >"$tmp/launch"
+enc Reply 'result: 0 out: [3] function { name: "vecAdd" handle: 4 param { offset: 0 size: 8 } param { offset: 8 size: 4 } attribute: [1024, 0, 0] }' >"$tmp/module_reply"
 enc AdmitRequest 'tenant: "alice" gpus: 1 memory: 1024 client_host: "h" client_pid: 1 program: "p"' >"$tmp/admit"
 python3 - "$tmp" "$corpus/frame" <<'PY'
 import struct, sys
@@ -78,7 +78,7 @@ seeds = {
     "htod_more": (3, 0, frame(112, body("call_alloc"), b"\xab" * 40, rid=4, flags=2)
                   + frame(4, b"", b"\xcd" * 24, rid=4)),
     "launch_noreply": (1, 0, frame(130, body("launch"), rid=5, flags=1) + frame(3, body("reply"), rid=5)),
-    "module_reply": (200, 0, frame(121, body("module_reply"), rid=6) + frame(201, body("admit"), rid=7)),
+    "module_reply": (200, 0, frame(3, body("module_reply"), rid=6) + frame(201, body("admit"), rid=7)),
     "small_limit": (0, 2, frame(5) + frame(110, body("call_alloc"), b"\0" * 200)),
     "partial": (11, 0, frame(3, body("reply"))[:30]),
     "bulk_8k": (0, 0, frame(112, body("call_alloc"), bytes(range(256)) * 32, rid=8)),
