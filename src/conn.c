@@ -162,7 +162,39 @@ void gp_conn_free(struct gp_conn *c)
 	free(c->wbuf);
 	free(c->rbuf);
 	free(c->msg);
+	if (c->concurrent) {
+		pthread_mutex_destroy(&c->io);
+		pthread_mutex_destroy(&c->send);
+	}
 	free(c);
+}
+
+int gp_conn_concurrent(struct gp_conn *c)
+{
+	struct timeval none = {0, 0};
+	int fl = fcntl(c->fd, F_GETFL);
+
+	if (fl < 0 || fcntl(c->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	/* Waits are poll()s now; the handshake's socket timeouts no longer apply. */
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
+	pthread_mutex_init(&c->io, NULL);
+	pthread_mutex_init(&c->send, NULL);
+	c->concurrent = true;
+	return 0;
+}
+
+void gp_conn_send_lock(struct gp_conn *c)
+{
+	if (c->concurrent)
+		pthread_mutex_lock(&c->send);
+}
+
+void gp_conn_send_unlock(struct gp_conn *c)
+{
+	if (c->concurrent)
+		pthread_mutex_unlock(&c->send);
 }
 
 static int handshake_done(struct gp_conn *c, int rc, const char *what)
@@ -320,12 +352,77 @@ void gp_conn_shutdown(struct gp_conn *c)
 
 /* ---- raw I/O ---------------------------------------------------------- */
 
+static void wait_ready(struct gp_conn *c, short events);
+
+/* raw_write in concurrent mode: the SSL object under c->io, waits without it. */
+static int write_concurrent(struct gp_conn *c, const uint8_t *p, size_t len)
+{
+	while (len > 0) {
+		short want = POLLOUT;
+		size_t n = 0;
+		int ret = 0, e = 0;
+
+		pthread_mutex_lock(&c->io);
+		errno = 0;
+		if (c->ssl) {
+			if (SSL_write_ex(c->ssl, p, len, &n) != 1) {
+				e = errno;
+				n = 0;
+				switch (SSL_get_error(c->ssl, 0)) {
+				case SSL_ERROR_WANT_WRITE:
+					break;
+				case SSL_ERROR_WANT_READ:
+					want = POLLIN;
+					break;
+				case SSL_ERROR_SYSCALL:
+					if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK)
+						break;
+					snprintf(c->err, sizeof(c->err), "write: %s",
+						 e ? strerror(e) : "connection closed");
+					ret = e == EPIPE || e == 0 ? GP_ECLOSED : -e;
+					break;
+				case SSL_ERROR_ZERO_RETURN:
+					snprintf(c->err, sizeof(c->err), "write: connection closed");
+					ret = GP_ECLOSED;
+					break;
+				default:
+					tls_err(c->err, sizeof(c->err), "TLS write");
+					ret = GP_ETLS;
+				}
+			}
+		} else {
+			ssize_t k = send(c->fd, p, len, MSG_NOSIGNAL);
+
+			e = errno;
+			if (k > 0) {
+				n = (size_t)k;
+			} else if (e != EINTR && e != EAGAIN && e != EWOULDBLOCK) {
+				snprintf(c->err, sizeof(c->err), "write: %s", strerror(e));
+				ret = e == EPIPE ? GP_ECLOSED : -e;
+			}
+		}
+		pthread_mutex_unlock(&c->io);
+		if (ret)
+			return ret;
+		if (n == 0) {
+			wait_ready(c, want);
+			continue;
+		}
+		p += n;
+		len -= n;
+		c->bytes_out += (uint64_t)n;
+	}
+	return 0;
+}
+
 /* Writes all of buf. Neither path raises SIGPIPE (MSG_NOSIGNAL, the BIO above). */
 static int raw_write(struct gp_conn *c, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	int ret = 0;
 
+	if (c->concurrent)
+		return write_concurrent(c, p, len);
 	while (len > 0) {
 		ssize_t n;
 
@@ -381,9 +478,87 @@ static int raw_write(struct gp_conn *c, const void *buf, size_t len)
 	return ret;
 }
 
+/* Waits until the socket is ready for `events`, or a quarter second when the caller can
+ * be interrupted (so it notices). */
+static void wait_ready(struct gp_conn *c, short events)
+{
+	struct pollfd pfd = {.fd = c->fd, .events = events};
+
+	poll(&pfd, 1, c->interrupt ? 250 : -1);
+}
+
+/*
+ * Concurrent mode (gp_conn_concurrent): one thread reads while others write. The SSL object
+ * is used under c->io only, never while waiting: the socket is non-blocking and a side
+ * that would block releases the lock and polls.
+ */
+static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
+{
+	for (;;) {
+		short want = POLLIN;
+		ssize_t ret = 0;
+		int e = 0;
+
+		pthread_mutex_lock(&c->io);
+		errno = 0;
+		if (c->ssl) {
+			size_t got = 0;
+
+			if (SSL_read_ex(c->ssl, buf, len, &got) == 1) {
+				ret = (ssize_t)got;
+			} else {
+				e = errno;
+				switch (SSL_get_error(c->ssl, 0)) {
+				case SSL_ERROR_WANT_READ:
+					break;
+				case SSL_ERROR_WANT_WRITE:
+					want = POLLOUT;
+					break;
+				case SSL_ERROR_ZERO_RETURN:
+					snprintf(c->err, sizeof(c->err), "connection closed by peer");
+					ret = GP_ECLOSED;
+					break;
+				case SSL_ERROR_SYSCALL:
+					if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK)
+						break;
+					snprintf(c->err, sizeof(c->err), "read: %s",
+						 e ? strerror(e) : "connection closed by peer");
+					ERR_clear_error();
+					ret = e ? -e : GP_ECLOSED;
+					break;
+				default:
+					tls_err(c->err, sizeof(c->err), "TLS read");
+					ret = GP_ETLS;
+				}
+			}
+		} else {
+			ssize_t n = recv(c->fd, buf, len, 0);
+
+			e = errno;
+			if (n > 0) {
+				ret = n;
+			} else if (n == 0) {
+				snprintf(c->err, sizeof(c->err), "connection closed by peer");
+				ret = GP_ECLOSED;
+			} else if (e != EINTR && e != EAGAIN && e != EWOULDBLOCK) {
+				snprintf(c->err, sizeof(c->err), "read: %s", strerror(e));
+				ret = -e;
+			}
+		}
+		pthread_mutex_unlock(&c->io);
+		if (ret)
+			return ret;
+		if (c->interrupt && *c->interrupt)
+			return -EINTR;
+		wait_ready(c, want);
+	}
+}
+
 /* Reads at most len bytes (at least one). */
 static ssize_t raw_read_some(struct gp_conn *c, void *buf, size_t len)
 {
+	if (c->concurrent)
+		return read_some_concurrent(c, buf, len);
 	for (;;) {
 		if (c->ssl) {
 			size_t got = 0;
@@ -530,8 +705,9 @@ int gp_conn_read(struct gp_conn *c, void *buf, size_t len)
 	uint8_t *p = buf;
 	int ret;
 
-	/* A reader is about to wait: whatever is queued must go out first. */
-	ret = gp_conn_flush(c);
+	/* A reader is about to wait: whatever is queued must go out first (in concurrent mode
+	 * the writers own the write buffer and flush it themselves). */
+	ret = c->concurrent ? 0 : gp_conn_flush(c);
 	if (ret)
 		return ret;
 	while (len > 0) {

@@ -33,6 +33,10 @@ struct gp_conn {
 	size_t msg_cap;
 	uint64_t bytes_in, bytes_out;
 	char err[256]; /* why the last call failed, for logs and clients */
+	/* Concurrent mode: `io` serialises the SSL object (held only around one read or
+	 * write, never while waiting); `send` is the writers' lock (gp_conn_send_lock). */
+	bool concurrent;
+	pthread_mutex_t io, send;
 };
 
 /* TLS contexts. On failure return NULL and write the reason into err. */
@@ -52,6 +56,17 @@ int gp_conn_tls_connect(struct gp_conn *c, SSL_CTX *ctx, const char *host);
 void gp_conn_peer_cn(struct gp_conn *c, char *out, size_t outlen);
 /* Sends what is buffered, then shuts TLS down politely. */
 void gp_conn_shutdown(struct gp_conn *c);
+
+/*
+ * Concurrent mode, after the handshake: one thread reads (gp_conn_recv/read/skip) while
+ * any others write, each holding gp_conn_send_lock() from its first gp_conn_send() to its
+ * gp_conn_flush() (reads no longer flush what writers queued). The socket becomes
+ * non-blocking; a side that would block waits in poll() without holding the SSL object.
+ * Lock order for callers with locks of their own: theirs first, then the send lock.
+ */
+int gp_conn_concurrent(struct gp_conn *c);
+void gp_conn_send_lock(struct gp_conn *c);
+void gp_conn_send_unlock(struct gp_conn *c);
 
 /* Queues one frame: header, packed message (may be NULL), bulk (may be NULL).
  * Large bulk is written straight through. Returns 0 or a negative code. */
