@@ -27,7 +27,7 @@ struct layout {
 /* The device range a layout touches, checked against what the session owns. */
 static bool layout_owned(struct gp_worker *w, const struct layout *l)
 {
-	uint64_t rows, extent;
+	uint64_t rows;
 
 	if (l->pitch == 0)
 		return gp__range_owned(w, l->base, l->bytes);
@@ -36,10 +36,7 @@ static bool layout_owned(struct gp_worker *w, const struct layout *l)
 	rows = l->bytes / l->width;
 	if (rows == 0)
 		return true;
-	if (rows - 1 > (UINT64_MAX - l->width) / l->pitch)
-		return false;
-	extent = (rows - 1) * l->pitch + l->width;
-	return gp__range_owned(w, l->base, extent);
+	return gp__range2d_owned(w, l->base, l->pitch, l->width, rows);
 }
 
 /* The device address of packed offset off, and how many bytes follow it contiguously. */
