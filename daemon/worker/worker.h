@@ -109,6 +109,7 @@ void gp__handle_release(struct gp_worker *w, uint64_t id);
 int gp__alloc_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ctx, int device);
 int gp__global_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ctx,
 		   uint64_t module);
+/* The allocation containing ptr; the pointer is valid until the next add or remove. */
 struct gp_alloc *gp__alloc_find(struct gp_worker *w, CUdeviceptr ptr);
 bool gp__range_owned(struct gp_worker *w, CUdeviceptr ptr, uint64_t len);
 /* True when height rows of width bytes, pitch apart from base, lie in one allocation. */
