@@ -75,15 +75,15 @@ static int cmd_drain(struct gp_daemon *d, const Gp__AdminRequest *req, char *msg
 
 	if (r)
 		return r;
-	for (uint32_t g = 0; g < d->ngpus; g++) {
-		if (d->gpus[g].index != idx)
+	for (uint32_t g = 0; g < d->pool.ngpus; g++) {
+		if (d->pool.gpu[g].index != idx)
 			continue;
-		d->gpus[g].draining = on;
-		gp_log_info("GPU %u %s by poolctl", d->gpus[g].index,
+		d->pool.gpu[g].draining = on;
+		gp_log_info("GPU %u %s by poolctl", d->pool.gpu[g].index,
 			    on ? "draining: no new sessions" : "accepting sessions again");
 		if (!on)
 			gp__admit_pump(d);
-		snprintf(msg, len, "GPU %u %s", d->gpus[g].index,
+		snprintf(msg, len, "GPU %u %s", d->pool.gpu[g].index,
 			 on ? "takes no new sessions; running ones continue" : "takes sessions");
 		return 0;
 	}

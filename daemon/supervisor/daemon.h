@@ -4,7 +4,9 @@
  * inventory.c   the GPU list, from a short-lived gpupool-worker --inventory
  *               (worker/inventory.c is the other half)
  * supervisor.c  accepting clients, spawning and reaping workers, the control channel
- * admission.c   placement, the reservation ledger, tenant limits, the wait queue
+ * admission.c   admission's I/O: who the tenant is, replies and logs over pool.c's decisions
+ * pool.c        the admission core, no I/O: placement, the reservation ledger, tenant
+ *               limits, the wait queue (pool.h; tests/unit/test_pool.c)
  * admin.c       the admin socket poolctl talks to
  * metrics.c     the Prometheus endpoint (metrics_listen)
  * status.c      the pool's state as one snapshot, for the admin socket and metrics
@@ -28,16 +30,13 @@
 #include "codec.h"
 #include "config.h"
 #include "frame.h"
+#include "pool.h"
 #include "stats.h"
 
+/* What the pool knows of GPU g besides its ledger entry, d->pool.gpu[g]. */
 struct gp_gpu {
-	uint32_t index;
 	char name[256];
 	uint8_t uuid[16];
-	uint64_t total_mem;
-	uint64_t reserved; /* sum of the memory limits of sessions placed here */
-	unsigned sessions;
-	bool draining;
 };
 
 struct gp_session {
@@ -49,25 +48,19 @@ struct gp_session {
 	struct gp_stats *stats;
 	int state; /* enum gp_session_state, as the supervisor sees it */
 	bool exited, ctl_closed, proc_closed;
-	bool admitted; /* holds a reservation in the ledger */
-	bool queued;   /* in the wait queue */
-	bool evicted;  /* ended by poolctl evict or the idle timeout */
+	bool evicted; /* ended by poolctl evict or the idle timeout */
 	enum gp_transport transport;
 	char client_addr[128];
 	char tenant[128];
 	char client_host[128];
 	char program[128];
 	uint32_t client_pid;
-	uint32_t want_gpus;
-	uint64_t want_memory; /* per GPU, as asked (0: the pool's default) */
-	uint32_t ndev;
-	uint32_t dev[GP_STATS_MAX_DEVICES];
-	uint64_t mem_limit; /* per GPU, as reserved */
+	/* What it asked for and, once admitted, holds: its GPUs and per-GPU limit (pool.h).
+	 * Times are uv_now(). */
+	struct gp_claim claim;
 	time_t started;
-	uint64_t queued_at; /* uv_now() when it started to wait */
-	uint64_t term_at;   /* uv_now() when it was asked to end; 0: not asked */
+	uint64_t term_at; /* uv_now() when it was asked to end; 0: not asked */
 	struct gp_session *next;
-	struct gp_session *qnext;
 };
 
 struct gp_daemon {
@@ -89,11 +82,10 @@ struct gp_daemon {
 	uint64_t drain_deadline; /* uv_now() after which draining sessions are ended */
 	time_t started;
 	int driver_version;
-	struct gp_gpu gpus[GP_STATS_MAX_DEVICES];
-	uint32_t ngpus;
+	struct gp_gpu gpus[GP_STATS_MAX_DEVICES]; /* names of pool.gpu[0..pool.ngpus) */
+	struct gp_pool pool;			  /* the GPUs' ledger, who holds what, who waits */
 	struct gp_session *sessions;
 	unsigned nsessions;
-	struct gp_session *queue; /* waiting for room, oldest first */
 	uint64_t next_id;
 };
 

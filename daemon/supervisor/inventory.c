@@ -72,18 +72,23 @@ int gp__inventory(struct gp_daemon *d)
 		goto out_wait;
 	}
 	d->driver_version = inv->driver_version;
-	d->ngpus = 0;
+	gp_pool_init(&d->pool);
 	for (size_t i = 0; i < inv->n_gpu && i < GP_STATS_MAX_DEVICES; i++) {
-		struct gp_gpu *g = &d->gpus[d->ngpus++];
+		struct gp_gpu *g = &d->gpus[d->pool.ngpus];
+		uint32_t index = inv->gpu[i]->index;
+		uint64_t total = inv->gpu[i]->total_mem;
 
 		memset(g, 0, sizeof(*g));
-		g->index = inv->gpu[i]->index;
 		snprintf(g->name, sizeof(g->name), "%s", inv->gpu[i]->name);
 		if (inv->gpu[i]->uuid.len == 16)
 			memcpy(g->uuid, inv->gpu[i]->uuid.data, 16);
-		g->total_mem = inv->gpu[i]->total_mem;
-		gp_log_info("GPU %u: %s, %llu MiB", g->index, g->name,
-			    (unsigned long long)(g->total_mem >> 20));
+		if (gp_pool_add_gpu(&d->pool, index, total)) {
+			gp_log_warnx("GPU %u (%s): left out: no memory, or its index twice", index,
+				     g->name);
+			continue;
+		}
+		gp_log_info("GPU %u: %s, %llu MiB", index, g->name,
+			    (unsigned long long)(total >> 20));
 	}
 	ret = 0;
 out_wait:

@@ -26,11 +26,11 @@ static const char *state_name(int st)
 /* Fills a status reply; the arrays are allocated here and freed by gp__status_free(). */
 int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 {
-	Gp__GpuStatus *gs = calloc(d->ngpus + 1, sizeof(*gs));
+	Gp__GpuStatus *gs = calloc(d->pool.ngpus + 1, sizeof(*gs));
 	Gp__SessionStatus *ss = calloc(d->nsessions + 1, sizeof(*ss));
 	size_t n = 0;
 
-	rep->gpu = calloc(d->ngpus + 1, sizeof(*rep->gpu));
+	rep->gpu = calloc(d->pool.ngpus + 1, sizeof(*rep->gpu));
 	rep->session = calloc(d->nsessions + 1, sizeof(*rep->session));
 	if (!gs || !ss || !rep->gpu || !rep->session) {
 		free(gs);
@@ -42,19 +42,19 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 	/* Slot 0 holds the arrays even when empty, so gp__status_free always finds them. */
 	rep->gpu[0] = gs;
 	rep->session[0] = ss;
-	for (uint32_t g = 0; g < d->ngpus; g++) {
+	for (uint32_t g = 0; g < d->pool.ngpus; g++) {
 		gp__gpu_status__init(&gs[g]);
-		gs[g].index = d->gpus[g].index;
+		gs[g].index = d->pool.gpu[g].index;
 		gs[g].name = d->gpus[g].name;
 		gs[g].uuid.data = d->gpus[g].uuid;
 		gs[g].uuid.len = 16;
-		gs[g].total_mem = d->gpus[g].total_mem;
-		gs[g].reserved_mem = d->gpus[g].reserved;
-		gs[g].sessions = d->gpus[g].sessions;
-		gs[g].draining = d->gpus[g].draining;
+		gs[g].total_mem = d->pool.gpu[g].total_mem;
+		gs[g].reserved_mem = d->pool.gpu[g].reserved;
+		gs[g].sessions = d->pool.gpu[g].sessions;
+		gs[g].draining = d->pool.gpu[g].draining;
 		rep->gpu[g] = &gs[g];
 	}
-	rep->n_gpu = d->ngpus;
+	rep->n_gpu = d->pool.ngpus;
 	for (struct gp_session *s = d->sessions; s; s = s->next, n++) {
 		Gp__SessionStatus *x = &ss[n];
 		struct gp_stats *st = s->stats;
@@ -66,20 +66,21 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		x->client_host = s->client_host;
 		x->client_pid = s->client_pid;
 		x->program = s->program;
-		x->n_gpu = s->ndev;
-		x->gpu = s->dev;
-		x->mem_limit = s->mem_limit;
+		x->n_gpu = s->claim.ndev;
+		x->gpu = s->claim.dev;
+		x->mem_limit = s->claim.mem_limit;
 		x->started = s->started;
 		x->worker_pid = (uint32_t)s->proc.pid;
 		/* Admission states are the supervisor's; the worker's page says the rest. */
-		x->state = (char *)state_name(s->queued || !st || s->state == GP_SESSION_CLOSING
+		x->state = (char *)state_name(s->claim.state == GP_CLAIM_QUEUED || !st ||
+							      s->state == GP_SESSION_CLOSING
 						      ? s->state
 						      : (int)atomic_load(&st->state));
-		x->gpus_requested = s->want_gpus;
-		x->memory_requested = s->want_memory;
-		if (s->queued)
+		x->gpus_requested = s->claim.want_gpus;
+		x->memory_requested = s->claim.want_memory;
+		if (s->claim.state == GP_CLAIM_QUEUED)
 			x->queued_since = (int64_t)time(NULL) -
-					  (int64_t)((uv_now(d->loop) - s->queued_at) / 1000);
+					  (int64_t)((uv_now(d->loop) - s->claim.queued_at) / 1000);
 		if (st) {
 			x->mem_used = atomic_load_explicit(&st->mem_used, memory_order_relaxed);
 			x->mem_peak = atomic_load_explicit(&st->mem_peak, memory_order_relaxed);
@@ -89,9 +90,9 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 			x->last_active =
 				atomic_load_explicit(&st->last_active, memory_order_relaxed);
 			/* Per-GPU use: the worker counts by its own device index. */
-			for (uint32_t i = 0; i < s->ndev && i < GP_STATS_MAX_DEVICES; i++)
-				for (uint32_t g = 0; g < d->ngpus; g++)
-					if (d->gpus[g].index == s->dev[i])
+			for (uint32_t i = 0; i < s->claim.ndev && i < GP_STATS_MAX_DEVICES; i++)
+				for (uint32_t g = 0; g < d->pool.ngpus; g++)
+					if (d->pool.gpu[g].index == s->claim.dev[i])
 						gs[g].used_mem += atomic_load_explicit(
 							&st->dev_mem_used[i], memory_order_relaxed);
 		}

@@ -63,7 +63,7 @@ int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg)
 static void notify_status(struct gp_daemon *d)
 {
 	sd_notifyf(0, "STATUS=%u session%s, %u GPU%s%s", d->nsessions, d->nsessions == 1 ? "" : "s",
-		   d->ngpus, d->ngpus == 1 ? "" : "s", d->stopping ? ", stopping" : "");
+		   d->pool.ngpus, d->pool.ngpus == 1 ? "" : "s", d->stopping ? ", stopping" : "");
 }
 
 static void session_free_if_closed(struct gp_session *s)
@@ -80,6 +80,8 @@ static void session_free_if_closed(struct gp_session *s)
 		}
 	}
 	d->nsessions--;
+	/* Done at the worker's exit; a freed claim must never stay in the ledger. */
+	gp_pool_release(&d->pool, &s->claim);
 	if (s->stats)
 		munmap(s->stats, GP_STATS_SIZE);
 	gp_frame_decoder_deinit(&s->dec);
@@ -592,7 +594,7 @@ void gp__supervisor_tick(struct gp_daemon *d)
 			continue;
 		}
 		/* Idle: no call for idle_timeout seconds, and none running now. */
-		if (d->cfg->idle_timeout && s->admitted && s->stats &&
+		if (d->cfg->idle_timeout && s->claim.state == GP_CLAIM_ADMITTED && s->stats &&
 		    !atomic_load(&s->stats->in_call) &&
 		    wall - atomic_load(&s->stats->last_active) > (int64_t)d->cfg->idle_timeout)
 			gp__session_end(s, "idle_timeout reached");

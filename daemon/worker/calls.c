@@ -175,27 +175,15 @@ static CUresult arg_name(const char *s, const char **out)
 	return CUDA_SUCCESS;
 }
 
-/*
- * A device range of height rows, width bytes each, pitch apart (pitch 0: packed), checked
- * against the session's allocations and globals. Every product and sum is checked for
- * overflow; an empty range touches nothing.
- */
+/* A call's device range: height rows of width bytes, pitch apart (pitch 0: packed), checked
+ * by the ownership core with every product and sum overflow-checked. A range of no bytes
+ * touches nothing. */
 static bool range_owned(struct gp_worker *w, CUdeviceptr base, uint64_t width, uint64_t height,
 			uint64_t pitch)
 {
-	uint64_t extent;
-
 	if (width == 0 || height == 0)
 		return true;
-	if (pitch == 0 || height == 1) {
-		if (width > UINT64_MAX / height)
-			return false;
-		return gp__range_owned(w, base, width * height);
-	}
-	if (width > pitch || height - 1 > (UINT64_MAX - width) / pitch)
-		return false;
-	extent = (height - 1) * pitch + width;
-	return gp__range_owned(w, base, extent);
+	return gp__range2d_owned(w, base, pitch ? pitch : width, width, height);
 }
 
 /* ---- the decoder of each call, from the table -------------------------------------- */

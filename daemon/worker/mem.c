@@ -45,7 +45,7 @@ CUresult gp__serve_mem_alloc(struct gp_worker *w, struct gp_req *rq,
 
 	if (a->bytes == 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (w->mem_limit && (a->bytes > w->mem_limit || w->dev_used[dev] > w->mem_limit - a->bytes))
+	if (!gp__charge_fits(w, dev, a->bytes))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = w->drv.cuMemAlloc_v2(&p, (size_t)a->bytes);
 	if (r != CUDA_SUCCESS)
@@ -70,15 +70,17 @@ CUresult gp__serve_mem_alloc_pitch(struct gp_worker *w, struct gp_req *rq,
 
 	if (a->width == 0 || a->height == 0 || a->width > (1ull << 40) || a->height > (1ull << 40))
 		return CUDA_ERROR_INVALID_VALUE;
-	/* The limit is checked against the unpadded size first, the padded one after. */
-	if (w->mem_limit && w->dev_used[dev] + a->width * a->height > w->mem_limit)
+	/* The limit is checked against the unpadded size first, the padded one after (each
+	 * factor is below 2^40, so the product is checked before it is used). */
+	if (a->height > UINT64_MAX / a->width ||
+	    (w->mem_limit && !gp__charge_fits(w, dev, a->width * a->height)))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = GP_DRV(w, cuMemAllocPitch_v2, &p, &pitch, (size_t)a->width, (size_t)a->height,
 		   a->esize);
 	if (r != CUDA_SUCCESS)
 		return r;
 	bytes = (uint64_t)pitch * a->height;
-	if ((w->mem_limit && w->dev_used[dev] + bytes > w->mem_limit) ||
+	if (!gp__charge_fits(w, dev, bytes) ||
 	    gp__alloc_add(w, p, (size_t)bytes, a->ctx, dev)) {
 		w->drv.cuMemFree_v2(p);
 		return CUDA_ERROR_OUT_OF_MEMORY;

@@ -6,7 +6,9 @@
  * mem.c       allocations, copies, memsets
  * module.c    modules, libraries, kernels, globals, occupancy
  * exec.c      launches, streams, events
- * state.c     what the session owns: handles and device allocations
+ * state.c     what the session owns, for the handlers: owner.c's tables and the stats page
+ * owner.c     the ownership core, no I/O: generation-checked handles, allocation ranges,
+ *             per-device charges (owner.h; tests/unit/test_owner.c)
  * inventory.c `--inventory`: the GPUs the driver shows, for the supervisor
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * driver.c    the dlopen'd libcuda
@@ -32,6 +34,7 @@
 #include "codec.h"
 #include "conn.h"
 #include "driver.h"
+#include "owner.h"
 #include "stats.h"
 
 /* Inherited descriptors, set up by the supervisor at spawn. */
@@ -63,40 +66,8 @@ struct gp_fn_info {
 	uint64_t module; /* handle of the module or library it belongs to */
 };
 
-struct gp_handle {
-	uint32_t kind; /* 0: free slot */
-	uint32_t gen;
-	void *ptr;	 /* the driver's handle */
-	void *aux;	 /* kind-specific: struct gp_fn_info for functions */
-	int device;	 /* for contexts: the session's device index */
-	bool primary;	 /* for contexts: a device's primary context */
-	uint64_t parent; /* the context a module/stream/event belongs to */
-	/* Device memory the object costs beyond explicit allocations, counted against the
-	 * session's limit: a module's globals and code, a context's limits (heap, printf
-	 * buffer, stack) indexed by CUlimit below GP_CHARGED_LIMITS. */
-	uint64_t charge;
-	uint64_t limit_charge[3];
-};
-
-/* A library's module in one context: the driver makes it on first use there, and what it
- * costs on the device is the session's until the library or the context goes. */
-struct gp_libinst {
-	uint64_t lib, ctx;
-	int device;
-	uint64_t charge;
-	bool usable; /* false: it did not fit the session's limit, so it is never used */
-};
-
 /* Contexts a session may create besides the primary ones (each costs device memory). */
 #define GP_MAX_CONTEXTS 16
-
-struct gp_alloc {
-	CUdeviceptr ptr;
-	size_t size;
-	uint64_t ctx;
-	int device;
-	uint64_t module; /* a module's global: not freeable, not counted as allocated */
-};
 
 struct gp_worker {
 	struct gp_conn *client;
@@ -109,18 +80,14 @@ struct gp_worker {
 	char tenant[128];
 	char client_addr[128];
 	int ndev;
-	uint64_t mem_limit; /* bytes per device; 0: the device's own size */
 
-	struct gp_handle *handles;
-	uint32_t nhandles, cap_handles;
-
-	struct gp_alloc *allocs; /* sorted by ptr */
-	size_t nallocs, cap_allocs;
-	uint64_t dev_used[GP_STATS_MAX_DEVICES];
-	uint64_t mem_used, mem_peak;
-
-	struct gp_libinst *libinst;
-	size_t nlibinst, cap_libinst;
+	/* What the session owns (owner.h), also named directly: w->handles, w->dev_used. */
+	union {
+		struct gp_owner own;
+		struct {
+			GP_OWNER_MEMBERS
+		};
+	};
 
 	CUcontext current;			/* what the worker made current last */
 	uint64_t primary[GP_STATS_MAX_DEVICES]; /* handle of each device's primary context */
@@ -136,7 +103,8 @@ struct gp_worker {
 	uint64_t calls;
 };
 
-/* state.c */
+/* state.c: the owner core (owner.h) for the handlers, with the stats page kept current */
+/* Pointers from gp__handle_get stay valid until that handle is released. */
 uint64_t gp__handle_new(struct gp_worker *w, uint32_t kind, void *ptr);
 struct gp_handle *gp__handle_get(struct gp_worker *w, uint64_t id, uint32_t kind);
 uint64_t gp__handle_id(struct gp_worker *w, const struct gp_handle *h);
@@ -144,8 +112,12 @@ void gp__handle_release(struct gp_worker *w, uint64_t id);
 int gp__alloc_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ctx, int device);
 int gp__global_add(struct gp_worker *w, CUdeviceptr ptr, size_t size, uint64_t ctx,
 		   uint64_t module);
+/* The allocation containing ptr; the pointer is valid until the next add or remove. */
 struct gp_alloc *gp__alloc_find(struct gp_worker *w, CUdeviceptr ptr);
 bool gp__range_owned(struct gp_worker *w, CUdeviceptr ptr, uint64_t len);
+/* True when height rows of width bytes, pitch apart from base, lie in one allocation. */
+bool gp__range2d_owned(struct gp_worker *w, CUdeviceptr base, uint64_t pitch, uint64_t width,
+		       uint64_t height);
 void gp__alloc_remove(struct gp_worker *w, struct gp_alloc *a);
 /* Forgets what a destroyed or reset context owned; the driver has freed it. */
 void gp__forget_ctx(struct gp_worker *w, uint64_t ctx);

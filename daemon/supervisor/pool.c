@@ -1,0 +1,289 @@
+/* pool.c -- admission policy with no I/O: placement, the ledger, tenant limits, the queue. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+#include "pool.h"
+
+enum { PLACED = 0, WAIT_TENANT = 1, WAIT_CAPACITY = 2 };
+
+void gp_pool_init(struct gp_pool *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+struct gp_pool_gpu *gp_pool_gpu(struct gp_pool *p, uint32_t index)
+{
+	for (uint32_t g = 0; p && g < p->ngpus; g++)
+		if (p->gpu[g].index == index)
+			return &p->gpu[g];
+	return NULL;
+}
+
+int gp_pool_add_gpu(struct gp_pool *p, uint32_t index, uint64_t total_mem)
+{
+	if (!p || total_mem == 0 || gp_pool_gpu(p, index))
+		return -EINVAL;
+	if (p->ngpus == GP_STATS_MAX_DEVICES)
+		return -ENOSPC;
+	p->gpu[p->ngpus++] = (struct gp_pool_gpu){.index = index, .total_mem = total_mem};
+	return 0;
+}
+
+static uint32_t gpus_asked(const struct gp_claim *c)
+{
+	return c->want_gpus ? c->want_gpus : 1;
+}
+
+/* Bytes per GPU the claim will reserve on g. */
+static uint64_t per_gpu(const struct gp_config *cfg, const struct gp_claim *c,
+			const struct gp_pool_gpu *g)
+{
+	if (c->want_memory)
+		return c->want_memory;
+	if (cfg->default_memory)
+		return cfg->default_memory;
+	return g->total_mem; /* a whole GPU */
+}
+
+static uint64_t free_on(const struct gp_pool_gpu *g)
+{
+	return g->total_mem - g->reserved;
+}
+
+/* The least the claim reserves per GPU, whichever GPUs it gets (for tenant limits). */
+static uint64_t least_per_gpu(const struct gp_pool *p, const struct gp_config *cfg,
+			      const struct gp_claim *c)
+{
+	uint64_t m = UINT64_MAX;
+
+	for (uint32_t g = 0; g < p->ngpus; g++)
+		if (per_gpu(cfg, c, &p->gpu[g]) < m)
+			m = per_gpu(cfg, c, &p->gpu[g]);
+	return m == UINT64_MAX ? 0 : m;
+}
+
+void gp_pool_tenant_usage(const struct gp_pool *p, const char *tenant, struct gp_pool_usage *u)
+{
+	*u = (struct gp_pool_usage){0};
+	for (const struct gp_claim *x = p ? p->admitted : NULL; tenant && x; x = x->anext) {
+		if (strcmp(x->tenant, tenant) != 0)
+			continue;
+		u->sessions++;
+		u->gpus += x->ndev;
+		u->memory += x->mem_limit * x->ndev;
+	}
+}
+
+/* Could the claim ever be admitted? If not, says why. */
+static bool could_fit(const struct gp_pool *p, const struct gp_config *cfg,
+		      const struct gp_claim *c, char *why, size_t len)
+{
+	const struct gp_tenant *t = gp_config_tenant(cfg, c->tenant);
+	uint32_t n = gpus_asked(c), fits = 0;
+	uint64_t biggest = 0, least;
+
+	for (uint32_t g = 0; g < p->ngpus; g++) {
+		if (per_gpu(cfg, c, &p->gpu[g]) <= p->gpu[g].total_mem)
+			fits++;
+		if (p->gpu[g].total_mem > biggest)
+			biggest = p->gpu[g].total_mem;
+	}
+	if (n > p->ngpus) {
+		snprintf(why, len, "asked for %u GPUs; the pool has %u", n, p->ngpus);
+		return false;
+	}
+	if (fits < n) {
+		snprintf(why, len, "asked for %llu bytes per GPU; the largest GPU has %llu",
+			 (unsigned long long)least_per_gpu(p, cfg, c), (unsigned long long)biggest);
+		return false;
+	}
+	if (t && t->sessions == 0) {
+		snprintf(why, len, "tenant %s may not open sessions", c->tenant);
+		return false;
+	}
+	if (t && n > t->gpus) {
+		snprintf(why, len, "tenant %s may hold %llu GPUs; asked for %u", c->tenant,
+			 (unsigned long long)t->gpus, n);
+		return false;
+	}
+	/* n <= GP_STATS_MAX_DEVICES and least <= a GPU's size: the product does not wrap. */
+	least = least_per_gpu(p, cfg, c);
+	if (t && t->memory != GP_LIMIT_NONE && least * n > t->memory) {
+		snprintf(why, len, "tenant %s may reserve %llu bytes; asked for %llu", c->tenant,
+			 (unsigned long long)t->memory, (unsigned long long)(least * n));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Chooses n GPUs that are not draining and have the claim's memory unreserved, none
+ * reserving more than per_gpu_budget. spread: the most room left first; binpack: the least.
+ * Ties: fewer sessions, then the lower slot. Returns false when there are not n such GPUs.
+ */
+static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const struct gp_claim *c,
+		   uint32_t n, uint64_t per_gpu_budget, uint32_t *chosen, uint64_t *mem)
+{
+	bool taken[GP_STATS_MAX_DEVICES] = {false};
+
+	*mem = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		int best = -1;
+
+		for (uint32_t g = 0; g < p->ngpus; g++) {
+			const struct gp_pool_gpu *gpu = &p->gpu[g], *b;
+			uint64_t m = per_gpu(cfg, c, gpu);
+
+			if (taken[g] || gpu->draining || m > free_on(gpu) || m > per_gpu_budget)
+				continue;
+			if (best < 0) {
+				best = (int)g;
+				continue;
+			}
+			b = &p->gpu[best];
+			if (free_on(gpu) != free_on(b)) {
+				if ((cfg->placement == GP_PLACE_SPREAD) ==
+				    (free_on(gpu) > free_on(b)))
+					best = (int)g;
+			} else if (gpu->sessions < b->sessions) {
+				best = (int)g;
+			}
+		}
+		if (best < 0)
+			return false;
+		taken[best] = true;
+		chosen[k] = (uint32_t)best;
+		/* One limit for all the claim's GPUs: the smallest they reserve. */
+		if (k == 0 || per_gpu(cfg, c, &p->gpu[best]) < *mem)
+			*mem = per_gpu(cfg, c, &p->gpu[best]);
+	}
+	return true;
+}
+
+/* Places the claim now if it fits; PLACED, WAIT_TENANT or WAIT_CAPACITY. */
+static int try_place(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c)
+{
+	const struct gp_tenant *t = gp_config_tenant(cfg, c->tenant);
+	uint32_t n = gpus_asked(c), chosen[GP_STATS_MAX_DEVICES];
+	uint64_t mem, budget = UINT64_MAX;
+	struct gp_pool_usage u;
+
+	gp_pool_tenant_usage(p, c->tenant, &u);
+	if (t && (u.sessions + 1 > t->sessions || u.gpus + n > t->gpus))
+		return WAIT_TENANT;
+	/* The tenant's memory left, shared over the GPUs asked for: a whole-GPU claim is
+	 * placed only on GPUs the tenant can afford. */
+	if (t && t->memory != GP_LIMIT_NONE)
+		budget = u.memory < t->memory ? (t->memory - u.memory) / n : 0;
+	if (!choose(p, cfg, c, n, budget, chosen, &mem))
+		return budget != UINT64_MAX && choose(p, cfg, c, n, UINT64_MAX, chosen, &mem)
+			       ? WAIT_TENANT
+			       : WAIT_CAPACITY;
+	for (uint32_t k = 0; k < n; k++) {
+		struct gp_pool_gpu *gpu = &p->gpu[chosen[k]];
+
+		c->dev[k] = gpu->index;
+		gpu->reserved += mem;
+		gpu->sessions++;
+	}
+	c->ndev = n;
+	c->mem_limit = mem;
+	return PLACED;
+}
+
+static void dequeue(struct gp_pool *p, struct gp_claim *c)
+{
+	for (struct gp_claim **pp = &p->queue; *pp; pp = &(*pp)->qnext) {
+		if (*pp == c) {
+			*pp = c->qnext;
+			break;
+		}
+	}
+	c->qnext = NULL;
+	c->state = GP_CLAIM_IDLE;
+}
+
+int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c,
+		    uint64_t now, char *why, size_t whylen)
+{
+	struct gp_claim **pp;
+
+	if (why && whylen)
+		*why = '\0';
+	if (!p || !cfg || !c || !c->tenant)
+		return -EINVAL;
+	if (c->state != GP_CLAIM_IDLE)
+		return -EALREADY;
+	if (!could_fit(p, cfg, c, why, whylen))
+		return GP_EREFUSED;
+	c->ndev = 0;
+	c->mem_limit = 0;
+	c->queued_at = now;
+	c->qnext = c->anext = NULL;
+	c->state = GP_CLAIM_QUEUED;
+	/* In arrival order: nobody overtakes a claim already waiting for capacity. */
+	for (pp = &p->queue; *pp; pp = &(*pp)->qnext)
+		;
+	*pp = c;
+	return 0;
+}
+
+struct gp_claim *gp_pool_admit_next(struct gp_pool *p, const struct gp_config *cfg)
+{
+	if (!p || !cfg)
+		return NULL;
+	for (struct gp_claim *c = p->queue; c; c = c->qnext) {
+		int r = try_place(p, cfg, c);
+
+		if (r == PLACED) {
+			dequeue(p, c);
+			c->state = GP_CLAIM_ADMITTED;
+			c->anext = p->admitted;
+			p->admitted = c;
+			return c;
+		}
+		if (r == WAIT_CAPACITY)
+			return NULL; /* the oldest waiter for capacity goes first */
+				     /* WAIT_TENANT: its own limits hold it; later ones may go. */
+	}
+	return NULL;
+}
+
+struct gp_claim *gp_pool_expire_next(struct gp_pool *p, uint64_t now, uint64_t timeout_ms)
+{
+	for (struct gp_claim *c = p ? p->queue : NULL; c; c = c->qnext) {
+		if (timeout_ms && (now < c->queued_at || now - c->queued_at < timeout_ms))
+			continue;
+		dequeue(p, c);
+		return c;
+	}
+	return NULL;
+}
+
+void gp_pool_release(struct gp_pool *p, struct gp_claim *c)
+{
+	if (!p || !c)
+		return;
+	if (c->state == GP_CLAIM_QUEUED)
+		dequeue(p, c);
+	if (c->state == GP_CLAIM_ADMITTED) {
+		for (struct gp_claim **pp = &p->admitted; *pp; pp = &(*pp)->anext) {
+			if (*pp == c) {
+				*pp = c->anext;
+				break;
+			}
+		}
+		for (uint32_t i = 0; i < c->ndev; i++) {
+			struct gp_pool_gpu *g = gp_pool_gpu(p, c->dev[i]);
+
+			if (!g)
+				continue;
+			g->reserved -= c->mem_limit;
+			g->sessions--;
+		}
+		c->anext = NULL;
+		c->state = GP_CLAIM_IDLE;
+	}
+}

@@ -1,0 +1,93 @@
+/* pool.h -- admission policy with no I/O: placement, the reservation ledger, tenant limits
+ * and the wait queue.
+ *
+ * A claim asks for N GPUs and M bytes on each (M 0: the pool's default_memory, or a whole
+ * GPU when that is 0). It is admitted when its tenant's limits allow it and N GPUs that are
+ * not draining each have M bytes unreserved; the memory is then reserved on each until the
+ * claim is released. A claim that could never fit is refused at once. One that does not fit
+ * now waits, in arrival order; a waiter held back only by its own tenant's limits does not
+ * hold up the others. spread places on the GPUs with the most room left, binpack on those
+ * with the least that still fit; ties go to fewer sessions, then the lower slot.
+ *
+ * Nothing here sends, logs or reads a clock: time comes in as an argument, decisions come
+ * back as values, and admission.c does the I/O (tests/unit/test_pool.c tests this alone).
+ * The pool does not own claims: the caller embeds them (struct gp_session) and must
+ * release a claim before freeing it.
+ */
+#ifndef GP_POOL_H
+#define GP_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "stats.h"
+
+struct gp_pool_gpu {
+	uint32_t index; /* the GPU's ordinal on this host */
+	uint64_t total_mem;
+	uint64_t reserved; /* sum of the memory limits of claims placed here */
+	unsigned sessions;
+	bool draining; /* takes no new claims */
+};
+
+enum gp_claim_state {
+	GP_CLAIM_IDLE = 0, /* not asked, refused, expired or released */
+	GP_CLAIM_QUEUED,
+	GP_CLAIM_ADMITTED,
+};
+
+struct gp_claim {
+	/* The request, set by the caller before gp_pool_enqueue. */
+	const char *tenant;   /* must outlive the claim */
+	uint32_t want_gpus;   /* 0: 1 */
+	uint64_t want_memory; /* per GPU; 0: the pool's default_memory, or a whole GPU */
+	/* The pool's, read-only to the caller. */
+	enum gp_claim_state state;
+	uint64_t queued_at; /* the `now` it was queued at */
+	uint32_t ndev;
+	uint32_t dev[GP_STATS_MAX_DEVICES]; /* struct gp_pool_gpu.index of each */
+	uint64_t mem_limit;		    /* per GPU, as reserved */
+	struct gp_claim *qnext, *anext;
+};
+
+struct gp_pool {
+	struct gp_pool_gpu gpu[GP_STATS_MAX_DEVICES];
+	uint32_t ngpus;
+	struct gp_claim *queue;	   /* waiting, oldest first */
+	struct gp_claim *admitted; /* holding reservations */
+};
+
+/* What a tenant holds now, summed over its admitted claims. */
+struct gp_pool_usage {
+	uint64_t sessions, gpus, memory;
+};
+
+void gp_pool_init(struct gp_pool *p);
+/* Adds a GPU to the ledger. -EINVAL: total_mem 0 or the index is there already;
+ * -ENOSPC: GP_STATS_MAX_DEVICES GPUs already. */
+int gp_pool_add_gpu(struct gp_pool *p, uint32_t index, uint64_t total_mem);
+/* The ledger entry of the GPU with that index, or NULL. */
+struct gp_pool_gpu *gp_pool_gpu(struct gp_pool *p, uint32_t index);
+
+/*
+ * Queues a claim at now, or refuses one that could never fit (the pool is too small, or
+ * the tenant may never hold that much) with the reason in why. 0: queued (call
+ * gp_pool_admit_next to see whether it goes at once); GP_EREFUSED: refused, the claim
+ * stays idle; -EINVAL: missing arguments; -EALREADY: the claim is queued or admitted.
+ */
+int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c,
+		    uint64_t now, char *why, size_t whylen);
+/* Admits the next waiter that fits now, oldest first, and returns it (now ADMITTED with its
+ * GPUs and limit), or NULL when no more can go. Call until NULL after anything that may
+ * make room: an enqueue, a release, a GPU's drain ending, a new configuration. */
+struct gp_claim *gp_pool_admit_next(struct gp_pool *p, const struct gp_config *cfg);
+/* The oldest waiter that has waited timeout_ms or more at now, taken out of the queue
+ * (IDLE), or NULL. timeout_ms 0 takes every waiter. */
+struct gp_claim *gp_pool_expire_next(struct gp_pool *p, uint64_t now, uint64_t timeout_ms);
+/* Ends a claim whatever its state: out of the queue, its reservation returned. Idempotent. */
+void gp_pool_release(struct gp_pool *p, struct gp_claim *c);
+void gp_pool_tenant_usage(const struct gp_pool *p, const char *tenant, struct gp_pool_usage *u);
+
+#endif

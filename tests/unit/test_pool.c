@@ -1,0 +1,484 @@
+/* test_pool.c -- admission policy: placement, tenant limits, the queue, the ledger. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "error.h"
+#include "pool.h"
+
+#define G (1ull << 30)
+
+static char why[256];
+
+static struct gp_config *conf(const char *extra)
+{
+	char text[1024], err[256];
+	struct gp_config *cfg;
+
+	snprintf(text, sizeof(text), "tls_cert a\ntls_key b\n%s", extra);
+	cfg = gp_config_parse(text, "test.conf", err, sizeof(err));
+	if (!cfg)
+		fail_msg("config: %s", err);
+	return cfg;
+}
+
+static struct gp_claim claim(const char *tenant, uint32_t gpus, uint64_t memory)
+{
+	return (struct gp_claim){.tenant = tenant, .want_gpus = gpus, .want_memory = memory};
+}
+
+/* A pool of GPUs 0.. with these sizes. */
+static void pool_of(struct gp_pool *p, int n, const uint64_t *sizes)
+{
+	gp_pool_init(p);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(gp_pool_add_gpu(p, (uint32_t)i, sizes[i]), 0);
+}
+
+/* Queues c at now and admits whoever goes; returns c's state. */
+static enum gp_claim_state ask(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c,
+			       uint64_t now)
+{
+	assert_int_equal(gp_pool_enqueue(p, cfg, c, now, why, sizeof(why)), 0);
+	while (gp_pool_admit_next(p, cfg))
+		;
+	return c->state;
+}
+
+static void assert_refused(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c,
+			   const char *want)
+{
+	assert_int_equal(gp_pool_enqueue(p, cfg, c, 0, why, sizeof(why)), GP_EREFUSED);
+	if (!strstr(why, want))
+		fail_msg("refusal '%s' does not contain '%s'", why, want);
+	assert_int_equal(c->state, GP_CLAIM_IDLE);
+	assert_null(p->queue);
+}
+
+/* Nothing held, nobody waiting. */
+static void assert_empty(const struct gp_pool *p)
+{
+	assert_null(p->queue);
+	assert_null(p->admitted);
+	for (uint32_t g = 0; g < p->ngpus; g++) {
+		assert_int_equal(p->gpu[g].reserved, 0);
+		assert_int_equal(p->gpu[g].sessions, 0);
+	}
+}
+
+/* ---- invalid arguments first ---- */
+
+static void test_invalid_gpus(void **state)
+{
+	struct gp_pool p;
+
+	gp_pool_init(&p);
+	assert_int_equal(gp_pool_add_gpu(NULL, 0, G), -EINVAL);
+	assert_int_equal(gp_pool_add_gpu(&p, 0, 0), -EINVAL); /* no memory */
+	assert_int_equal(gp_pool_add_gpu(&p, 3, G), 0);
+	assert_int_equal(gp_pool_add_gpu(&p, 3, G), -EINVAL); /* its index twice */
+	for (uint32_t i = 1; i < GP_STATS_MAX_DEVICES; i++)
+		assert_int_equal(gp_pool_add_gpu(&p, 100 + i, G), 0);
+	assert_int_equal(gp_pool_add_gpu(&p, 99, G), -ENOSPC);
+	assert_int_equal(p.ngpus, GP_STATS_MAX_DEVICES);
+	assert_non_null(gp_pool_gpu(&p, 3));
+	assert_null(gp_pool_gpu(&p, 4));
+	assert_null(gp_pool_gpu(NULL, 3));
+}
+
+static void test_invalid_claims(void **state)
+{
+	struct gp_config *cfg = conf("");
+	struct gp_pool p;
+	struct gp_claim c = claim("t", 1, G), none = claim(NULL, 1, G);
+	struct gp_pool_usage u = {1, 1, 1};
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_int_equal(gp_pool_enqueue(NULL, cfg, &c, 0, why, sizeof(why)), -EINVAL);
+	assert_int_equal(gp_pool_enqueue(&p, NULL, &c, 0, why, sizeof(why)), -EINVAL);
+	assert_int_equal(gp_pool_enqueue(&p, cfg, NULL, 0, why, sizeof(why)), -EINVAL);
+	assert_int_equal(gp_pool_enqueue(&p, cfg, &none, 0, why, sizeof(why)), -EINVAL);
+	assert_int_equal(gp_pool_enqueue(&p, cfg, &c, 0, NULL, 0), 0); /* why is optional */
+	assert_int_equal(gp_pool_enqueue(&p, cfg, &c, 0, why, sizeof(why)), -EALREADY);
+	assert_null(gp_pool_admit_next(NULL, cfg));
+	assert_null(gp_pool_admit_next(&p, NULL));
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &c);
+	assert_int_equal(gp_pool_enqueue(&p, cfg, &c, 0, why, sizeof(why)), -EALREADY);
+	assert_null(gp_pool_expire_next(NULL, 0, 0));
+	gp_pool_release(NULL, &c);
+	gp_pool_release(&p, NULL);
+	gp_pool_tenant_usage(NULL, "t", &u);
+	assert_int_equal(u.sessions + u.gpus + u.memory, 0);
+	gp_pool_tenant_usage(&p, NULL, &u);
+	assert_int_equal(u.sessions, 0);
+	gp_pool_release(&p, &c);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* What could never fit is refused at once, with the reason. */
+static void test_refused_at_once(void **state)
+{
+	struct gp_config *cfg = conf("tenant zero sessions=0\ntenant small gpus=1 memory=10G\n");
+	struct gp_config *big_default = conf("default_memory 32G\n");
+	struct gp_pool p;
+	struct gp_claim c;
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 8 * G});
+	c = claim("t", 3, G);
+	assert_refused(&p, cfg, &c, "asked for 3 GPUs; the pool has 2");
+	c = claim("t", 1, 17 * G);
+	assert_refused(&p, cfg, &c, "asked for 18253611008 bytes per GPU; the largest GPU has");
+	c = claim("t", 2, 9 * G); /* only one GPU is that big */
+	assert_refused(&p, cfg, &c, "bytes per GPU");
+	/* the pool's default is what does not fit: the refusal says so, not "0 bytes" */
+	c = claim("t", 1, 0);
+	assert_refused(&p, big_default, &c, "asked for 34359738368 bytes per GPU");
+	c = claim("zero", 1, G);
+	assert_refused(&p, cfg, &c, "tenant zero may not open sessions");
+	c = claim("small", 2, G);
+	assert_refused(&p, cfg, &c, "tenant small may hold 1 GPUs; asked for 2");
+	c = claim("small", 1, 12 * G);
+	assert_refused(&p, cfg, &c, "tenant small may reserve 10737418240 bytes");
+	/* a whole GPU: the least it could take is the smaller GPU, 8G, within 10G */
+	c = claim("small", 1, 0);
+	assert_int_equal(ask(&p, cfg, &c, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c.dev[0], 1);
+	assert_int_equal(c.mem_limit, 8 * G);
+	gp_pool_release(&p, &c);
+	assert_empty(&p);
+	gp_config_free(big_default);
+	gp_config_free(cfg);
+}
+
+/* ---- placement ---- */
+
+static void test_spread(void **state)
+{
+	struct gp_config *cfg = conf("placement spread\n");
+	struct gp_pool p;
+	struct gp_claim c[4] = {claim("t", 1, 4 * G), claim("t", 1, 4 * G), claim("t", 1, 2 * G),
+				claim("t", 1, 2 * G)};
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 16 * G});
+	assert_int_equal(ask(&p, cfg, &c[0], 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c[0].dev[0], 0); /* a tie: the lower slot */
+	assert_int_equal(ask(&p, cfg, &c[1], 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c[1].dev[0], 1); /* the most room */
+	assert_int_equal(ask(&p, cfg, &c[2], 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c[2].dev[0], 0);
+	assert_int_equal(ask(&p, cfg, &c[3], 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c[3].dev[0], 1);
+	assert_int_equal(p.gpu[0].reserved, 6 * G);
+	assert_int_equal(p.gpu[1].reserved, 6 * G);
+	assert_int_equal(p.gpu[0].sessions, 2);
+	for (int i = 0; i < 4; i++)
+		gp_pool_release(&p, &c[i]);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+static void test_binpack(void **state)
+{
+	struct gp_config *cfg = conf("placement binpack\n");
+	struct gp_pool p;
+	struct gp_claim c[4] = {claim("t", 1, 6 * G), claim("t", 1, 6 * G), claim("t", 1, 6 * G),
+				claim("t", 1, 4 * G)};
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 16 * G});
+	assert_int_equal(ask(&p, cfg, &c[0], 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &c[1], 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c[0].dev[0], 0);
+	assert_int_equal(c[1].dev[0], 0); /* the fullest that still fits */
+	assert_int_equal(ask(&p, cfg, &c[2], 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c[2].dev[0], 1); /* 4G left on 0 is too little */
+	assert_int_equal(ask(&p, cfg, &c[3], 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c[3].dev[0], 0); /* exactly fills GPU 0 */
+	assert_int_equal(p.gpu[0].reserved, 16 * G);
+	for (int i = 0; i < 4; i++)
+		gp_pool_release(&p, &c[i]);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* Equal room: fewer sessions first. */
+static void test_tie_fewer_sessions(void **state)
+{
+	struct gp_config *cfg = conf("placement spread\n");
+	struct gp_pool p;
+	struct gp_claim a = claim("t", 1, 8 * G), b = claim("t", 1, G);
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 8 * G});
+	assert_int_equal(ask(&p, cfg, &a, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(a.dev[0], 0); /* now 8G free on each, one session vs none */
+	assert_int_equal(ask(&p, cfg, &b, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(b.dev[0], 1);
+	gp_config_free(cfg);
+}
+
+static void test_multi_gpu_and_whole_gpus(void **state)
+{
+	struct gp_config *cfg = conf("");
+	struct gp_config *dflt = conf("default_memory 2G\n");
+	struct gp_pool p;
+	struct gp_claim two = claim("t", 2, 0), one = claim("t", 1, 0);
+
+	/* whole GPUs of different sizes: one limit, the smallest, reserved on each */
+	pool_of(&p, 3, (uint64_t[]){16 * G, 8 * G, 4 * G});
+	assert_int_equal(ask(&p, cfg, &two, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(two.ndev, 2);
+	assert_int_not_equal(two.dev[0], two.dev[1]);
+	assert_int_equal(two.dev[0], 0);
+	assert_int_equal(two.dev[1], 1);
+	assert_int_equal(two.mem_limit, 8 * G);
+	assert_int_equal(p.gpu[0].reserved, 8 * G);
+	assert_int_equal(p.gpu[1].reserved, 8 * G);
+	/* a whole GPU needs one with nothing reserved */
+	assert_int_equal(ask(&p, cfg, &one, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(one.dev[0], 2);
+	gp_pool_release(&p, &one);
+	gp_pool_release(&p, &two);
+	/* memory 0 with a default_memory: the default */
+	assert_int_equal(ask(&p, dflt, &one, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(one.mem_limit, 2 * G);
+	gp_pool_release(&p, &one);
+	assert_empty(&p);
+	gp_config_free(dflt);
+	gp_config_free(cfg);
+}
+
+static void test_draining(void **state)
+{
+	struct gp_config *cfg = conf("");
+	struct gp_pool p;
+	struct gp_claim a = claim("t", 1, G), b = claim("t", 2, G);
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 16 * G});
+	gp_pool_gpu(&p, 0)->draining = true;
+	assert_int_equal(ask(&p, cfg, &a, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(a.dev[0], 1);
+	assert_int_equal(ask(&p, cfg, &b, 0), GP_CLAIM_QUEUED); /* could fit, not now */
+	gp_pool_gpu(&p, 0)->draining = false;
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &b);
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &b);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* ---- tenant limits ---- */
+
+/* A waiter held back only by its own tenant's limits does not hold up the others. */
+static void test_tenant_sessions(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice sessions=1\n");
+	struct gp_pool p;
+	struct gp_claim a1 = claim("alice", 1, G), a2 = claim("alice", 1, G),
+			b = claim("bob", 1, G);
+	struct gp_pool_usage u;
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_int_equal(ask(&p, cfg, &a1, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &a2, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &b, 2), GP_CLAIM_ADMITTED); /* goes past alice's */
+	gp_pool_tenant_usage(&p, "alice", &u);
+	assert_int_equal(u.sessions, 1);
+	assert_int_equal(u.gpus, 1);
+	assert_int_equal(u.memory, G);
+	gp_pool_release(&p, &a1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a2);
+	assert_null(gp_pool_admit_next(&p, cfg));
+	gp_pool_release(&p, &a2);
+	gp_pool_release(&p, &b);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+static void test_tenant_gpus_and_memory(void **state)
+{
+	struct gp_config *cfg = conf("tenant * gpus=2 memory=10G\n");
+	struct gp_pool p;
+	struct gp_claim two = claim("x", 2, G), more = claim("x", 1, G), y1 = claim("y", 1, 6 * G),
+			y2 = claim("y", 1, 6 * G), z = claim("z", 1, 6 * G);
+	struct gp_pool_usage u;
+
+	pool_of(&p, 3, (uint64_t[]){16 * G, 16 * G, 16 * G});
+	/* "*" limits every tenant without a line: x may hold 2 GPUs */
+	assert_int_equal(ask(&p, cfg, &two, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &more, 0), GP_CLAIM_QUEUED);
+	/* y may reserve 10G: the second 6G waits, z's is its own */
+	assert_int_equal(ask(&p, cfg, &y1, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &y2, 0), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &z, 0), GP_CLAIM_ADMITTED);
+	gp_pool_tenant_usage(&p, "x", &u);
+	assert_int_equal(u.gpus, 2);
+	assert_int_equal(u.memory, 2 * G);
+	gp_pool_release(&p, &y1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &y2);
+	assert_null(gp_pool_admit_next(&p, cfg)); /* x still holds 2 GPUs */
+	gp_pool_release(&p, &two);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &more);
+	gp_pool_release(&p, &more);
+	gp_pool_release(&p, &y2);
+	gp_pool_release(&p, &z);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* A whole-GPU claim goes only where the tenant can afford the whole GPU. */
+static void test_tenant_memory_whole_gpu(void **state)
+{
+	struct gp_config *cfg = conf("tenant t memory=8G\n");
+	struct gp_pool p;
+	struct gp_claim c = claim("t", 1, 0);
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 8 * G});
+	assert_int_equal(ask(&p, cfg, &c, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c.dev[0], 1);
+	assert_int_equal(c.mem_limit, 8 * G);
+	gp_pool_release(&p, &c);
+	gp_config_free(cfg);
+}
+
+/* New limits (a reload) let waiters in. */
+static void test_new_limits_admit_waiters(void **state)
+{
+	struct gp_config *tight = conf("tenant t sessions=1\n"),
+			 *loose = conf("tenant t sessions=2\n");
+	struct gp_pool p;
+	struct gp_claim a = claim("t", 1, G), b = claim("t", 1, G);
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_int_equal(ask(&p, tight, &a, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, tight, &b, 0), GP_CLAIM_QUEUED);
+	assert_ptr_equal(gp_pool_admit_next(&p, loose), &b);
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &b);
+	assert_empty(&p);
+	gp_config_free(loose);
+	gp_config_free(tight);
+}
+
+/* ---- the queue ---- */
+
+/* Nobody overtakes a waiter for capacity, even one that would fit. */
+static void test_queue_order(void **state)
+{
+	struct gp_config *cfg = conf("");
+	struct gp_pool p;
+	struct gp_claim a = claim("t", 1, 12 * G), b = claim("u", 1, 8 * G),
+			c = claim("v", 1, 2 * G);
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_int_equal(ask(&p, cfg, &a, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &c, 2), GP_CLAIM_QUEUED); /* 4G free, but b is first */
+	assert_ptr_equal(p.queue, &b);
+	assert_ptr_equal(p.queue->qnext, &c);
+	gp_pool_release(&p, &a);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &b);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &c);
+	assert_null(gp_pool_admit_next(&p, cfg));
+	assert_int_equal(p.gpu[0].reserved, 10 * G);
+	gp_pool_release(&p, &b);
+	gp_pool_release(&p, &c);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+static void test_queue_timeout(void **state)
+{
+	struct gp_config *cfg = conf("");
+	struct gp_pool p;
+	struct gp_claim hold = claim("t", 1, 16 * G),
+			w[3] = {claim("a", 1, G), claim("b", 1, G), claim("c", 1, G)};
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_int_equal(ask(&p, cfg, &hold, 0), GP_CLAIM_ADMITTED);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(ask(&p, cfg, &w[i], 1000 * (uint64_t)i), GP_CLAIM_QUEUED);
+	assert_int_equal(w[1].queued_at, 1000);
+	/* at 1999 ms with a 1000 ms timeout: only the first has waited long enough */
+	assert_null(gp_pool_expire_next(&p, 999, 1000));
+	assert_ptr_equal(gp_pool_expire_next(&p, 1999, 1000), &w[0]);
+	assert_int_equal(w[0].state, GP_CLAIM_IDLE);
+	assert_null(gp_pool_expire_next(&p, 1999, 1000));
+	assert_ptr_equal(p.queue, &w[1]);
+	/* timeout 0 (queue_timeout 0, or the pool stopping): all, oldest first */
+	assert_ptr_equal(gp_pool_expire_next(&p, 1999, 0), &w[1]);
+	assert_ptr_equal(gp_pool_expire_next(&p, 1999, 0), &w[2]);
+	assert_null(gp_pool_expire_next(&p, 1999, 0));
+	assert_null(p.queue);
+	assert_int_equal(hold.state, GP_CLAIM_ADMITTED); /* admitted claims do not expire */
+	gp_pool_release(&p, &hold);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* ---- release on every way a session ends ---- */
+
+static void test_release_every_way(void **state)
+{
+	struct gp_config *cfg = conf("tenant t sessions=2\n");
+	struct gp_pool p;
+	struct gp_claim admitted = claim("t", 2, 4 * G), waiting = claim("t", 1, 16 * G),
+			expired = claim("u", 1, 16 * G), refused = claim("t", 3, G);
+	struct gp_pool_usage u;
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 16 * G});
+	assert_int_equal(gp_pool_enqueue(&p, cfg, &refused, 0, why, sizeof(why)), GP_EREFUSED);
+	assert_int_equal(ask(&p, cfg, &admitted, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &waiting, 0), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &expired, 0), GP_CLAIM_QUEUED);
+
+	/* refused: never held anything; releasing it (the worker exits) changes nothing */
+	gp_pool_release(&p, &refused);
+	/* the queue timeout: out of the queue, and its worker's exit releases nothing more */
+	gp_pool_release(&p, &waiting); /* the client went away while waiting */
+	assert_ptr_equal(gp_pool_expire_next(&p, 5000, 1000), &expired);
+	gp_pool_release(&p, &expired);
+	assert_null(p.queue);
+	/* admitted: the worker exits (end, crash, evict, idle, drain), then the session is freed */
+	gp_pool_release(&p, &admitted);
+	assert_int_equal(admitted.state, GP_CLAIM_IDLE);
+	gp_pool_release(&p, &admitted);
+	assert_empty(&p);
+	gp_pool_tenant_usage(&p, "t", &u);
+	assert_int_equal(u.sessions + u.gpus + u.memory, 0);
+	/* and the pool is whole again: a claim for everything fits */
+	admitted = claim("t", 2, 16 * G);
+	assert_int_equal(ask(&p, cfg, &admitted, 0), GP_CLAIM_ADMITTED);
+	gp_pool_release(&p, &admitted);
+	gp_config_free(cfg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_invalid_gpus),
+		cmocka_unit_test(test_invalid_claims),
+		cmocka_unit_test(test_refused_at_once),
+		cmocka_unit_test(test_spread),
+		cmocka_unit_test(test_binpack),
+		cmocka_unit_test(test_tie_fewer_sessions),
+		cmocka_unit_test(test_multi_gpu_and_whole_gpus),
+		cmocka_unit_test(test_draining),
+		cmocka_unit_test(test_tenant_sessions),
+		cmocka_unit_test(test_tenant_gpus_and_memory),
+		cmocka_unit_test(test_tenant_memory_whole_gpu),
+		cmocka_unit_test(test_new_limits_admit_waiters),
+		cmocka_unit_test(test_queue_order),
+		cmocka_unit_test(test_queue_timeout),
+		cmocka_unit_test(test_release_every_way),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
