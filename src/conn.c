@@ -172,7 +172,7 @@ void gp_conn_free(struct gp_conn *c)
 int gp_conn_concurrent(struct gp_conn *c)
 {
 	struct timeval none = {0, 0};
-	int fl = fcntl(c->fd, F_GETFL);
+	int fl = gp_conn_flush(c) ? -1 : fcntl(c->fd, F_GETFL);
 
 	if (fl < 0 || fcntl(c->fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -errno;

@@ -39,7 +39,7 @@ struct gp_stats {
 	_Atomic uint64_t bytes_in; /* from the client, TLS payload bytes */
 	_Atomic uint64_t bytes_out;
 	_Atomic int64_t last_active; /* unix seconds: when the last call started or ended */
-	_Atomic uint32_t in_call;    /* 1 while a call runs: a long kernel is not idleness */
+	_Atomic uint32_t in_call;    /* calls running or waiting: a long kernel is not idleness */
 	_Atomic uint64_t dev_mem_used[GP_STATS_MAX_DEVICES];
 };
 

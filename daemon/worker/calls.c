@@ -311,16 +311,42 @@ CUresult gp__req_recv(struct gp_worker *w, struct gp_req *rq, uint64_t total,
 	return (CUresult)sink->err;
 }
 
+int gp__send_reply(struct gp_worker *w, const struct gp_frame_hdr *h, CUresult r,
+		   const uint64_t *out, size_t nout, Gp__Function **functions, size_t nfunctions)
+{
+	Gp__Reply rep = GP__REPLY__INIT;
+	Gp__DeferredError d = GP__DEFERRED_ERROR__INIT;
+	int ret;
+
+	rep.result = (int32_t)r;
+	rep.n_out = r == CUDA_SUCCESS ? nout : 0;
+	rep.out = (uint64_t *)out;
+	if (r == CUDA_SUCCESS) {
+		rep.n_function = nfunctions;
+		rep.function = functions;
+	}
+	if (take_deferred(w, &d))
+		rep.deferred = &d;
+	gp_conn_send_lock(w->client);
+	/* What kernels printed reaches the client before the answer to the call that waited. */
+	ret = gp__output_flush(w) ? GP_ECLOSED : 0;
+	if (!ret)
+		ret = gp_conn_send(w->client, GP_MSG_REPLY, 0, h->request_id, &rep.base, NULL, 0);
+	if (!ret)
+		ret = gp_conn_flush(w->client);
+	gp_conn_send_unlock(w->client);
+	return ret;
+}
+
 /*
  * Ends a call: the request's bulk is read if its handler did not (a refused copy still
  * brings its bytes), then the answer goes back unless the call was sent without waiting,
- * in which case a failure is kept for the next answer. What kernels printed goes first.
+ * in which case a failure is kept for the next answer. A handler that handed a wait to a
+ * waiter thread leaves the answer to it.
  */
 static int finish(struct gp_worker *w, struct gp_req *rq, CUresult r, const uint64_t *out,
 		  size_t nout)
 {
-	Gp__Reply rep = GP__REPLY__INIT;
-	Gp__DeferredError d = GP__DEFERRED_ERROR__INIT;
 	struct gp_bulk_sink drop = {0};
 	const struct gp_call_info *ci = gp_call_info(rq->h->type);
 	int ret = rq->err;
@@ -331,24 +357,17 @@ static int finish(struct gp_worker *w, struct gp_req *rq, CUresult r, const uint
 	}
 	if (ret)
 		goto out;
+	if (r == CUDA_SUCCESS && rq->wait.kind != GP_WAIT_NONE) {
+		r = gp__wait_start(w, rq);
+		if (r == CUDA_SUCCESS)
+			goto out; /* the waiter answers */
+	}
 	if (rq->async) {
 		if (r != CUDA_SUCCESS)
 			gp__defer_error(w, rq->h, r);
 		goto out;
 	}
-	ret = gp__output_flush(w) ? GP_ECLOSED : 0;
-	if (ret)
-		goto out;
-	rep.result = (int32_t)r;
-	rep.n_out = r == CUDA_SUCCESS ? nout : 0;
-	rep.out = (uint64_t *)out;
-	if (r == CUDA_SUCCESS) {
-		rep.n_function = rq->n_functions;
-		rep.function = rq->functions;
-	}
-	if (take_deferred(w, &d))
-		rep.deferred = &d;
-	ret = gp_conn_send(w->client, GP_MSG_REPLY, 0, rq->h->request_id, &rep.base, NULL, 0);
+	ret = gp__send_reply(w, rq->h, r, out, nout, rq->functions, rq->n_functions);
 out:
 	free_functions(rq);
 	return ret;

@@ -51,7 +51,9 @@ CUresult gp__serve_ctx_synchronize(struct gp_worker *w, struct gp_req *rq,
 				   const struct gp_wargs_ctx_synchronize *a,
 				   struct gp_out_ctx_synchronize *o)
 {
-	return w->drv.cuCtxSynchronize();
+	/* A waiter thread waits and answers (waits.c). */
+	rq->wait = (struct gp_wait){.kind = GP_WAIT_CTX, .ctx = w->current};
+	return CUDA_SUCCESS;
 }
 
 /* ---- primary contexts --------------------------------------------------------

@@ -69,7 +69,13 @@ CUresult gp__serve_stream_synchronize(struct gp_worker *w, struct gp_req *rq,
 				      const struct gp_wargs_stream_synchronize *a,
 				      struct gp_out_stream_synchronize *o)
 {
-	return GP_DRV(w, cuStreamSynchronize, a->stream_drv);
+	/* The per-thread default stream is this thread's: waited for here. Any other is waited
+	 * for by a waiter thread, which answers (waits.c). */
+	if (a->stream_drv == CU_STREAM_PER_THREAD)
+		return GP_DRV(w, cuStreamSynchronize, a->stream_drv);
+	rq->wait = (struct gp_wait){.kind = GP_WAIT_STREAM, .ctx = w->current,
+				    .stream = a->stream_drv};
+	return CUDA_SUCCESS;
 }
 
 CUresult gp__serve_stream_query(struct gp_worker *w, struct gp_req *rq,
@@ -127,7 +133,9 @@ CUresult gp__serve_event_synchronize(struct gp_worker *w, struct gp_req *rq,
 				     const struct gp_wargs_event_synchronize *a,
 				     struct gp_out_event_synchronize *o)
 {
-	return GP_DRV(w, cuEventSynchronize, a->event_drv);
+	rq->wait = (struct gp_wait){.kind = GP_WAIT_EVENT, .ctx = w->current,
+				    .event = a->event_drv};
+	return CUDA_SUCCESS;
 }
 
 CUresult gp__serve_event_query(struct gp_worker *w, struct gp_req *rq,

@@ -285,7 +285,9 @@ CUresult gp__serve_memcpy_dtoh(struct gp_worker *w, struct gp_req *rq,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (a->data_len == 0)
 		return CUDA_SUCCESS;
+	gp_conn_send_lock(w->client);
 	ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, rq->h->request_id, NULL, a->data_len, &src);
+	gp_conn_send_unlock(w->client);
 	if (ret) {
 		rq->err = ret;
 		return CUDA_ERROR_UNKNOWN;

@@ -51,7 +51,7 @@ static void stats_touch(struct gp_worker *w)
 	atomic_store_explicit(&w->stats->bytes_in, w->client->bytes_in, memory_order_relaxed);
 	atomic_store_explicit(&w->stats->bytes_out, w->client->bytes_out, memory_order_relaxed);
 	atomic_store_explicit(&w->stats->last_active, (int64_t)time(NULL), memory_order_relaxed);
-	atomic_store_explicit(&w->stats->in_call, 0, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&w->stats->in_call, 1, memory_order_relaxed);
 }
 
 static void set_state(struct gp_worker *w, enum gp_session_state s)
@@ -427,6 +427,12 @@ static void serve(struct gp_worker *w)
 	int ret;
 
 	set_state(w, GP_SESSION_ACTIVE);
+	/* From here this thread reads while waiter threads may answer (waits.c). */
+	if (gp_conn_concurrent(w->client)) {
+		gp_log_warnx("session %llu: cannot set up the connection for waiter threads",
+			     (unsigned long long)w->session_id);
+		return;
+	}
 	for (;;) {
 		ret = gp__worker_stop ? -EINTR : gp_conn_recv(w->client, &h);
 		if (ret == -EINTR) {
@@ -459,11 +465,13 @@ static void serve(struct gp_worker *w)
 		}
 		w->calls++;
 		if (w->stats) {
-			atomic_store_explicit(&w->stats->in_call, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&w->stats->in_call, 1, memory_order_relaxed);
 			atomic_store_explicit(&w->stats->last_active, (int64_t)time(NULL),
 					      memory_order_relaxed);
 		}
+		pthread_mutex_lock(&w->lock);
 		ret = gp__worker_dispatch(w, &h);
+		pthread_mutex_unlock(&w->lock);
 		stats_touch(w);
 		if (ret) {
 			gp_log_warnx("session %llu: closing: %s in %s",
@@ -498,7 +506,7 @@ int main(int argc, char **argv)
 		{"driver", required_argument, NULL, 'd'},
 		{NULL, 0, NULL, 0},
 	};
-	struct gp_worker w = {0};
+	struct gp_worker w = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	Gp__WorkerSetup *setup;
 	const char *driver = "libcuda.so.1";
 	bool inventory = false;
@@ -566,6 +574,12 @@ int main(int argc, char **argv)
 		    secs, (unsigned long long)w.mem_peak, (unsigned long long)w.calls,
 		    (unsigned long long)w.client->bytes_in,
 		    (unsigned long long)w.client->bytes_out);
+	if (gp__waits_busy()) {
+		/* A waiter thread is inside the driver: the process ends now, and the driver's
+		 * memory goes with it, without tearing anything down under that thread. */
+		fflush(NULL);
+		_exit(0);
+	}
 	gp_conn_shutdown(w.client);
 	gp_conn_free(w.client);
 	gp_conn_free(w.ctl);

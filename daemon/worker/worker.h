@@ -22,6 +22,7 @@
 #ifndef GP_WORKER_H
 #define GP_WORKER_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -99,6 +100,9 @@ struct gp_worker {
 	uint32_t deferred_type;
 
 	uint8_t *staging; /* one chunk, for copies through host memory */
+	/* The session: held by the main thread while it runs a call, by a waiter thread
+	 * while it answers one (waits.c). */
+	pthread_mutex_t lock;
 	time_t started;
 	uint64_t calls;
 };
@@ -148,8 +152,18 @@ void gp__charge(struct gp_worker *w, int device, int64_t delta);
  * handler gp__serve_<name>() runs; the handler sees the checked values in a struct
  * gp_wargs_<name> (the wire fields by name, plus each handle's driver object) and fills
  * the call's struct gp_out_<name>. */
+/* A wait a handler hands to a waiter thread instead of blocking (waits.c). */
+enum gp_wait_kind { GP_WAIT_NONE, GP_WAIT_CTX, GP_WAIT_STREAM, GP_WAIT_EVENT };
+struct gp_wait {
+	enum gp_wait_kind kind;
+	CUcontext ctx; /* made current on the waiter's thread */
+	CUstream stream;
+	CUevent event;
+};
+
 struct gp_req {
 	const struct gp_frame_hdr *h;
+	struct gp_wait wait; /* set by a handler: the reply comes when this wait ends */
 	bool async;	   /* sent with GP_F_NO_REPLY: no answer goes back */
 	bool bulk_taken;   /* the handler read the request's bulk (BULK_IN) */
 	uint64_t bulk_total; /* BULK_IN: the bytes that follow the request */
@@ -216,6 +230,10 @@ GP_CALL_MAP(GP__WARGS)
 #undef GP_ARG
 
 int gp__worker_dispatch(struct gp_worker *w, const struct gp_frame_hdr *h);
+/* Sends a call's Reply (what kernels printed first, and a kept deferred error with it),
+ * under the connection's send lock; with w->lock held. */
+int gp__send_reply(struct gp_worker *w, const struct gp_frame_hdr *h, CUresult r,
+		   const uint64_t *out, size_t nout, Gp__Function **functions, size_t nfunctions);
 /* Receives the request's bulk (total bytes, as its BULK_IN argument said) into the sink.
  * Returns the sink's CUresult; a broken transfer sets rq->err. */
 CUresult gp__req_recv(struct gp_worker *w, struct gp_req *rq, uint64_t total,
@@ -229,6 +247,12 @@ struct gp_handle *gp__launchable(struct gp_worker *w, uint64_t id);
 
 /* inventory.c: lists the driver's GPUs on the control channel; the process's exit code. */
 int gp__worker_inventory(const char *driver);
+
+/* waits.c */
+/* Hands rq->wait to a waiter thread, which sends the call's reply when the wait ends. */
+CUresult gp__wait_start(struct gp_worker *w, const struct gp_req *rq);
+/* Whether a waiter is inside the driver (the process then ends without unloading it). */
+bool gp__waits_busy(void);
 
 /* output.c */
 /* Points stdout at a pipe drained by a thread; before the driver is loaded. */

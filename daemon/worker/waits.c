@@ -1,0 +1,157 @@
+/* waits.c -- calls that wait for the device run on threads of their own, so that one client
+ * thread's cuStreamSynchronize never holds up another thread's calls.
+ *
+ * DESIGN: the main thread reads every request and runs it under w->lock (the session's
+ * tables and the driver calls that change them). A handler whose call would wait for the
+ * device (stream, event or context synchronize) does not wait: it hands the wait to
+ * gp__wait_start(), and the main thread goes on reading. A waiter thread makes the call's
+ * context current, waits without any lock, then takes w->lock (to take a kept deferred
+ * error) and the connection's send lock and sends the call's reply. Lock order: w->lock,
+ * then jobs_lock or the send lock; jobs_lock is never held while taking another.
+ *
+ * Ordering is CUDA's: the work a wait covers was queued by the main thread before the wait
+ * was handed over, and the client thread that asked waits for this reply before it sends
+ * anything else. Waiters are made on demand (at most GP_WAITERS_MAX; a wait beyond that
+ * queues for the first free one) and live as long as the process.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "log.h"
+#include "worker.h"
+
+#define GP_WAITERS_MAX 64
+
+struct job {
+	struct gp_wait wait;
+	uint64_t request_id;
+	uint16_t type;
+	struct job *next;
+};
+
+static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t jobs_cond = PTHREAD_COND_INITIALIZER;
+static struct job *jobs_head, **jobs_tail = &jobs_head;
+static unsigned nwaiters, idle, busy;
+
+static CUresult run_wait(struct gp_worker *w, const struct gp_wait *wt)
+{
+	CUresult r = w->drv.cuCtxSetCurrent(wt->ctx);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	switch (wt->kind) {
+	case GP_WAIT_CTX:
+		return w->drv.cuCtxSynchronize();
+	case GP_WAIT_STREAM:
+		return GP_DRV(w, cuStreamSynchronize, wt->stream);
+	case GP_WAIT_EVENT:
+		return GP_DRV(w, cuEventSynchronize, wt->event);
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+static void *waiter(void *arg)
+{
+	struct gp_worker *w = arg;
+	sigset_t all;
+
+	/* Signals are the main thread's (SIGTERM ends the session between calls). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		struct gp_frame_hdr h = {0};
+		struct job *j;
+		CUresult r;
+		int ret;
+
+		pthread_mutex_lock(&jobs_lock);
+		idle++;
+		while (!jobs_head)
+			pthread_cond_wait(&jobs_cond, &jobs_lock);
+		idle--;
+		j = jobs_head;
+		jobs_head = j->next;
+		if (!jobs_head)
+			jobs_tail = &jobs_head;
+		pthread_mutex_unlock(&jobs_lock);
+
+		r = run_wait(w, &j->wait);
+		h.type = j->type;
+		h.request_id = j->request_id;
+		pthread_mutex_lock(&w->lock);
+		ret = gp__send_reply(w, &h, r, NULL, 0, NULL, 0);
+		pthread_mutex_unlock(&w->lock);
+		if (ret)
+			gp_log_debug("session %llu: the reply to %s could not be sent: %s",
+				     (unsigned long long)w->session_id, gp_msg_name(h.type),
+				     gp_strerror(ret));
+		free(j);
+		if (w->stats) {
+			atomic_store_explicit(&w->stats->last_active, (int64_t)time(NULL),
+					      memory_order_relaxed);
+			atomic_fetch_sub_explicit(&w->stats->in_call, 1, memory_order_relaxed);
+		}
+		pthread_mutex_lock(&jobs_lock);
+		busy--;
+		pthread_mutex_unlock(&jobs_lock);
+	}
+	return NULL;
+}
+
+CUresult gp__wait_start(struct gp_worker *w, const struct gp_req *rq)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	bool spawn;
+	pthread_t t;
+
+	if (!j)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	j->wait = rq->wait;
+	j->request_id = rq->h->request_id;
+	j->type = rq->h->type;
+	pthread_mutex_lock(&jobs_lock);
+	spawn = idle <= busy && nwaiters < GP_WAITERS_MAX;
+	if (spawn)
+		nwaiters++;
+	pthread_mutex_unlock(&jobs_lock);
+	if (spawn && pthread_create(&t, NULL, waiter, w) != 0) {
+		bool none;
+
+		pthread_mutex_lock(&jobs_lock);
+		none = --nwaiters == 0;
+		pthread_mutex_unlock(&jobs_lock);
+		if (none) {
+			gp_log_warnx("session %llu: cannot start a thread to wait on",
+				     (unsigned long long)w->session_id);
+			free(j);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+	} else if (spawn) {
+		pthread_detach(t);
+	}
+	if (w->stats)
+		atomic_fetch_add_explicit(&w->stats->in_call, 1, memory_order_relaxed);
+	pthread_mutex_lock(&jobs_lock);
+	*jobs_tail = j;
+	jobs_tail = &j->next;
+	busy++;
+	pthread_cond_signal(&jobs_cond);
+	pthread_mutex_unlock(&jobs_lock);
+	return CUDA_SUCCESS;
+}
+
+bool gp__waits_busy(void)
+{
+	bool b;
+
+	pthread_mutex_lock(&jobs_lock);
+	b = busy > 0;
+	pthread_mutex_unlock(&jobs_lock);
+	return b;
+}
