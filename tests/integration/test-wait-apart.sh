@@ -1,0 +1,13 @@
+#!/bin/bash
+# One client thread's wait for a long kernel does not hold up another thread's wait for an
+# idle stream, through the pool as directly on softgpu (wait_apart.c says how it checks).
+. "$(dirname "$0")/lib.sh"
+export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=1G GPUPOOL_MEMORY=64M
+
+out=$(on_softgpu "$GP_TESTBIN/wait_apart" 300000000) || fail "directly on softgpu: $out"
+echo "softgpu: $out"
+gp_config
+gp_start
+out=$(run_client "$GP_TESTBIN/wait_apart" 300000000) || fail "through the pool: $out"
+echo "pool: $out"
+gp_stop
