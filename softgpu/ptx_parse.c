@@ -128,9 +128,12 @@ static int tok_type(const struct sg_tok *t)
 }
 
 /*
- * Parses "[.ptr] [.space] [.align N] [.vN] .type [.ptr .space .align N]" as
- * found in variable and parameter declarations. The current token is the first
- * of them; on return it is the last.
+ * Parses "[.space] [.align N] [.vN] .type [.ptr [.space] [.align N]]" as found
+ * in variable and parameter declarations. The current token is the first of
+ * them; on return it is the last. Everything after .ptr describes the pointee
+ * (PTX ISA, "Kernel Function Parameter Attributes"): its .align is the
+ * alignment of what the pointer points to, not of the parameter, which keeps
+ * its type's natural alignment.
  */
 struct decl_attrs {
 	int type;
@@ -141,6 +144,8 @@ struct decl_attrs {
 
 static int parse_attrs(struct sg_lower *L, struct decl_attrs *a)
 {
+	bool pointee = false;
+
 	memset(a, 0, sizeof(*a));
 	for (;;) {
 		const struct sg_tok *t = &L->tok;
@@ -156,7 +161,8 @@ static int parse_attrs(struct sg_lower *L, struct decl_attrs *a)
 			if (v == 0 || (v & (v - 1)) || v > 4096)
 				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
 						      "bad alignment %llu", (unsigned long long)v);
-			a->align = (uint32_t)v;
+			if (!pointee)
+				a->align = (uint32_t)v;
 		} else if (is_dir(t, ".v2") || is_dir(t, ".v4")) {
 			a->vec = t->p[2] - '0';
 		} else if (is_dir(t, ".attribute")) {
@@ -172,9 +178,11 @@ static int parse_attrs(struct sg_lower *L, struct decl_attrs *a)
 						      (int)L->tok.len, L->tok.p);
 			if (expect_punct(L, ')'))
 				return L->errcode;
-		} else if (is_dir(t, ".ptr") || is_dir(t, ".global") || is_dir(t, ".shared") ||
-			   is_dir(t, ".local") || is_dir(t, ".const")) {
-			/* pointer attributes of parameters: informative only */
+		} else if (is_dir(t, ".ptr")) {
+			pointee = true;
+		} else if (is_dir(t, ".global") || is_dir(t, ".shared") || is_dir(t, ".local") ||
+			   is_dir(t, ".const")) {
+			/* the pointee's state space: informative only */
 		} else {
 			return syntax(L, "a type");
 		}
