@@ -1,4 +1,5 @@
 /* module.c -- modules and libraries: loading images, functions, kernels, globals, parameter info. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
  */
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Guards making the per-module register templates of functions lowered on first use. */
+static pthread_mutex_t tmpl_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void image_unref(struct sg_image *img)
 {
@@ -51,17 +54,22 @@ static CUresult image_load(const void *image, struct sg_image **out, char *err, 
 			snprintf(err, errlen, "malformed fatbin");
 			return CUDA_ERROR_INVALID_IMAGE;
 		}
+		/*
+		 * The newest PTX not above the device's compute capability, as a
+		 * driver picks; failing that, the newest PTX of all (NVIDIA's libraries
+		 * ship PTX only for their newest target): softgpu interprets PTX of
+		 * any target, and an instruction it cannot run fails only the kernel
+		 * that uses it.
+		 */
 		r = gp_fatbin_best_ptx(fatbin, fsize, SG_SM, &e);
+		if (r == 0)
+			r = gp_fatbin_best_ptx(fatbin, fsize, UINT_MAX, &e);
 		if (r < 0) {
 			snprintf(err, errlen, "malformed fatbin entry");
 			return CUDA_ERROR_INVALID_IMAGE;
 		}
 		if (r == 0) {
-			snprintf(
-				err, errlen,
-				"the fatbin has no PTX for compute_%d or older (softgpu cannot run "
-				"SASS)",
-				SG_SM);
+			snprintf(err, errlen, "the fatbin has no PTX (softgpu cannot run SASS)");
 			return CUDA_ERROR_NO_BINARY_FOR_GPU;
 		}
 		if (gp_fatbin_entry_unpack(&e, &text, &tlen)) {
@@ -163,16 +171,6 @@ static CUresult instantiate(struct sg_ctx *ctx, struct sg_image *img, struct sg_
 		m->funcs[i].carveout = -1;
 		if (!f->defined)
 			continue;
-		m->tmpl[i] = malloc((size_t)f->nslots * 8 + 8);
-		if (m->tmpl[i] == NULL) {
-			r = CUDA_ERROR_OUT_OF_MEMORY;
-			goto out_free;
-		}
-		memcpy(m->tmpl[i], f->tmpl, (size_t)f->nslots * 8);
-		for (uint32_t k = 0; k < f->nrelocs; k++)
-			m->tmpl[i][f->relocs[k].slot] = m->gbase +
-							p->vars[f->relocs[k].var].offset +
-							(uint64_t)f->relocs[k].addend;
 		if (f->is_entry) {
 			m->nentries++;
 			if (sg_handle_add(&m->funcs[i], SG_K_FUNC)) {
@@ -195,6 +193,60 @@ static CUresult instantiate(struct sg_ctx *ctx, struct sg_image *img, struct sg_
 out_free:
 	sg_module_free(m);
 	return r;
+}
+
+/* The register template of lowered function i in module m: its global addresses patched in. */
+static uint64_t *make_tmpl(const struct sg_module *m, uint32_t i)
+{
+	const struct sg_prog *p = m->img->prog;
+	const struct sg_func *f = &p->funcs[i];
+	uint64_t *t = malloc((size_t)f->nslots * 8 + 8);
+
+	if (t == NULL)
+		return NULL;
+	memcpy(t, f->tmpl, (size_t)f->nslots * 8);
+	for (uint32_t k = 0; k < f->nrelocs; k++)
+		t[f->relocs[k].slot] =
+			m->gbase + p->vars[f->relocs[k].var].offset + (uint64_t)f->relocs[k].addend;
+	return t;
+}
+
+/*
+ * A kernel of a module becomes runnable on first use (get-function, attributes, launch): the
+ * program lowers it and what it calls, then the module gets their register templates. A
+ * kernel that cannot be lowered fails here, and only this kernel.
+ */
+CUresult sg_function_ready(struct sg_function *f)
+{
+	struct sg_module *m = f->mod;
+	struct sg_prog *p = m->img->prog;
+	const char *msg = NULL;
+	CUresult r;
+
+	if (__atomic_load_n(&f->ready, __ATOMIC_ACQUIRE))
+		return CUDA_SUCCESS;
+	r = (CUresult)sg_prog_lower(p, f->index, &msg);
+	if (r) {
+		sg_log("kernel cannot run (%s): %s", sg_error_name(r), msg);
+		return r;
+	}
+	pthread_mutex_lock(&tmpl_lock);
+	for (uint32_t i = 0; i < p->nfuncs; i++) {
+		int st = __atomic_load_n(&p->funcs[i].lstate, __ATOMIC_ACQUIRE);
+
+		if ((st == SG_FN_LOWERED || st == SG_FN_READY) && m->tmpl[i] == NULL) {
+			uint64_t *t = make_tmpl(m, i);
+
+			if (t == NULL) {
+				pthread_mutex_unlock(&tmpl_lock);
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			}
+			__atomic_store_n(&m->tmpl[i], t, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&tmpl_lock);
+	__atomic_store_n(&f->ready, true, __ATOMIC_RELEASE);
+	return CUDA_SUCCESS;
 }
 
 /* Removes a module from its context's list and frees it (after the context's work is done). */
@@ -365,6 +417,9 @@ SG_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const c
 	i = find_entry(m->img->prog, name);
 	if (i < 0)
 		return CUDA_ERROR_NOT_FOUND;
+	r = sg_function_ready(&m->funcs[i]);
+	if (r)
+		return r;
 	*hfunc = (CUfunction)&m->funcs[i];
 	return CUDA_SUCCESS;
 }
@@ -437,7 +492,7 @@ SG_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 		return r;
 	if (mode == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	*mode = CU_MODULE_EAGER_LOADING;
+	*mode = CU_MODULE_LAZY_LOADING;
 	return CUDA_SUCCESS;
 }
 
@@ -517,15 +572,17 @@ SG_EXPORT CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction func
 		return r;
 	if (state == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	*state = CU_FUNCTION_LOADING_STATE_LOADED;
+	*state = __atomic_load_n(&f->ready, __ATOMIC_ACQUIRE) ? CU_FUNCTION_LOADING_STATE_LOADED
+							       : CU_FUNCTION_LOADING_STATE_UNLOADED;
 	return CUDA_SUCCESS;
 }
 
 SG_EXPORT CUresult cuFuncLoad(CUfunction function)
 {
 	struct sg_function *f;
+	CUresult r = func_arg(function, &f);
 
-	return func_arg(function, &f);
+	return r ? r : sg_function_ready(f);
 }
 
 /* Registers per thread reported for every kernel: PTX has virtual registers only. */
@@ -633,6 +690,8 @@ SG_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfu
 		return r;
 	if (pi == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = sg_function_ready(f)))
+		return r;
 	return func_attr(f, attrib, pi);
 }
 
@@ -641,7 +700,7 @@ SG_EXPORT CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute att
 	struct sg_function *f;
 	CUresult r = func_arg(hfunc, &f);
 
-	if (r)
+	if (r || (r = sg_function_ready(f)))
 		return r;
 	return func_set_attr(f, attrib, value);
 }
@@ -826,6 +885,16 @@ SG_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, cons
 	i = find_entry(l->img->prog, name);
 	if (i < 0)
 		return CUDA_ERROR_NOT_FOUND;
+	/* the kernel is lowered now (once for every context): one that cannot run fails here */
+	{
+		const char *msg = NULL;
+
+		r = (CUresult)sg_prog_lower(l->img->prog, i, &msg);
+		if (r) {
+			sg_log("kernel cannot run (%s): %s", sg_error_name(r), msg);
+			return r;
+		}
+	}
 	*pKernel = (CUkernel)&l->kernels[i];
 	return CUDA_SUCCESS;
 }
@@ -944,7 +1013,7 @@ CUresult sg_function_resolve(CUfunction h, struct sg_ctx *ctx, struct sg_functio
 		*out = (struct sg_function *)h;
 		if ((*out)->mod->ctx != ctx)
 			return CUDA_ERROR_INVALID_HANDLE;
-		return CUDA_SUCCESS;
+		return sg_function_ready(*out);
 	case SG_K_KERNEL: {
 		struct sg_kernel *k = (struct sg_kernel *)h;
 
@@ -952,7 +1021,7 @@ CUresult sg_function_resolve(CUfunction h, struct sg_ctx *ctx, struct sg_functio
 		if (r)
 			return r;
 		*out = &m->funcs[k->index];
-		return CUDA_SUCCESS;
+		return sg_function_ready(*out);
 	}
 	default:
 		return CUDA_ERROR_INVALID_HANDLE;

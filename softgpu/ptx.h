@@ -349,6 +349,19 @@ struct sg_func {
 	uint32_t minctas;
 	uint32_t maxnreg;
 	uint32_t line;
+	/* lowering on first use (sg_prog_lower): where the body is, how it went */
+	size_t body_pos; /* just after its '{' in the program's source */
+	uint32_t body_line;
+	int lstate; /* SG_FN_*, read and written atomically */
+	int lerr;   /* the CUresult of a failed lowering */
+	char *lmsg; /* and what failed: function, line, instruction */
+};
+
+enum {
+	SG_FN_UNLOWERED = 0,
+	SG_FN_LOWERED, /* its code is ready (a .func, or an entry whose callees may not be) */
+	SG_FN_READY,   /* an entry with everything it reaches lowered and measured */
+	SG_FN_FAILED,
 };
 
 /* An initializer word holding the address of a variable (generic(var) or var). */
@@ -377,6 +390,7 @@ struct sg_prog {
 	bool has_managed; /* its .global block must be host-accessible (managed memory) */
 	struct sg_dreloc *dre;
 	uint32_t ndre;
+	struct sg_lower *lz; /* the parser's state, for lowering functions on first use */
 };
 
 /*
@@ -385,6 +399,13 @@ struct sg_prog {
  * and construct into err.
  */
 int sg_ptx_load(const char *text, struct sg_prog **out, char *err, size_t errlen);
+/*
+ * Lowers entry fi and every function it reaches, once per program (safe from
+ * any thread). 0 when it can run; else the CUresult (NOT_SUPPORTED for an
+ * instruction softgpu does not implement, INVALID_PTX for a malformed body)
+ * and *msg, kept with the program, names the function, line and instruction.
+ */
+int sg_prog_lower(struct sg_prog *p, int fi, const char **msg);
 void sg_prog_free(struct sg_prog *p);
 int sg_prog_find_func(const struct sg_prog *p, const char *name);
 int sg_prog_find_var(const struct sg_prog *p, const char *name);

@@ -2,6 +2,8 @@
 #ifndef SG_PTX_INT_H
 #define SG_PTX_INT_H
 
+#include <pthread.h>
+
 #include "ptx.h"
 #include "util.h"
 
@@ -106,6 +108,10 @@ struct sg_lower {
 	} * fx;
 	uint32_t cap_fx;
 
+	/* lowering on first use: the lock it holds, and whether a body is being lowered */
+	pthread_mutex_t lock;
+	bool relower;
+
 	/* errors */
 	char *err;
 	size_t errlen;
@@ -141,5 +147,7 @@ int sg_lower_insn(struct sg_lower *L, uint32_t guard, bool gneg, const struct sg
 uint32_t sg_lower_new_slots(struct sg_lower *L, uint32_t n);
 int sg_lower_finish_func(struct sg_lower *L);
 int sg_lower_finish_prog(struct sg_lower *L);
+int sg_lower_finish_lowered(struct sg_lower *L, int fi); /* a function just lowered */
+int sg_lower_finish_entry(struct sg_lower *L, int fi);	/* an entry and all it reaches */
 
 #endif

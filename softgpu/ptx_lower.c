@@ -731,15 +731,15 @@ static void mark_reach(struct sg_lower *L, int root, uint8_t *seen, int *stack)
 	}
 }
 
+/*
+ * The module as a whole, once it is parsed: which undefined functions are
+ * softgpu's built-ins, and where dynamic shared memory starts (after every
+ * static .shared variable, all of them known now).
+ */
 int sg_lower_finish_prog(struct sg_lower *L)
 {
 	struct sg_prog *P = L->prog;
 	uint32_t dyn_align = 16;
-	uint8_t *state, *seen, *vseen;
-	uint32_t *memo;
-	struct chain_frame *chain;
-	int *todo;
-	int r = 0;
 
 	for (uint32_t i = 0; i < P->nfuncs; i++) {
 		struct sg_func *f = &P->funcs[i];
@@ -750,43 +750,60 @@ int sg_lower_finish_prog(struct sg_lower *L)
 			if (strcmp(f->name, builtins[b].name) == 0)
 				f->builtin = builtins[b].builtin;
 	}
-	/* calls of undefined functions that are not builtins cannot be linked */
-	for (uint32_t i = 0; i < P->nfuncs; i++) {
-		struct sg_func *f = &P->funcs[i];
-
-		for (uint32_t c = 0; c < f->ncalls; c++) {
-			struct sg_func *g = &P->funcs[f->calls[c].callee];
-
-			if (!g->defined && !g->builtin) {
-				L->insn_line = f->line;
-				return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
-						      "'%s' calls '%s', which is not defined "
-						      "(no device library or linker in softgpu)",
-						      f->name, g->name);
-			}
-		}
-	}
 	for (uint32_t i = 0; i < P->nvars; i++)
 		if (P->vars[i].dynamic && P->vars[i].align > dyn_align)
 			dyn_align = P->vars[i].align;
 	P->dyn_base = (P->shared_size + dyn_align - 1) / dyn_align * dyn_align;
-	/* shared-memory addresses are known now: fill them into the templates */
-	for (uint32_t i = 0; i < P->nfuncs; i++) {
-		struct sg_func *f = &P->funcs[i];
-		uint32_t keep = 0;
+	return 0;
+}
 
-		for (uint32_t k = 0; k < f->nrelocs; k++) {
-			struct sg_reloc *rl = &f->relocs[k];
-			struct sg_var *v = &P->vars[rl->var];
+/* A function just lowered: its calls are linkable, its shared addresses filled in. */
+int sg_lower_finish_lowered(struct sg_lower *L, int fi)
+{
+	struct sg_prog *P = L->prog;
+	struct sg_func *f = &P->funcs[fi];
+	uint32_t keep = 0;
 
-			if (v->space == SG_SP_SHARED)
-				f->tmpl[rl->slot] = (v->dynamic ? P->dyn_base : v->offset) +
-						    (uint64_t)rl->addend;
-			else
-				f->relocs[keep++] = *rl;
+	/* calls of undefined functions that are not builtins cannot be linked */
+	for (uint32_t c = 0; c < f->ncalls; c++) {
+		struct sg_func *g = &P->funcs[f->calls[c].callee];
+
+		if (!g->defined && !g->builtin) {
+			L->insn_line = f->line;
+			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+					      "'%s' calls '%s', which is not defined "
+					      "(no device library or linker in softgpu)",
+					      f->name, g->name);
 		}
-		f->nrelocs = keep;
 	}
+	/* shared-memory addresses are module-wide and known: fill them into the template */
+	for (uint32_t k = 0; k < f->nrelocs; k++) {
+		struct sg_reloc *rl = &f->relocs[k];
+		struct sg_var *v = &P->vars[rl->var];
+
+		if (v->space == SG_SP_SHARED)
+			f->tmpl[rl->slot] =
+				(v->dynamic ? P->dyn_base : v->offset) + (uint64_t)rl->addend;
+		else
+			f->relocs[keep++] = *rl;
+	}
+	f->nrelocs = keep;
+	return 0;
+}
+
+/* An entry whose reach is lowered: its .local need, recursion and static .shared size. */
+int sg_lower_finish_entry(struct sg_lower *L, int fi)
+{
+	struct sg_prog *P = L->prog;
+	struct sg_func *f = &P->funcs[fi];
+	uint8_t *state, *seen, *vseen;
+	uint32_t *memo;
+	struct chain_frame *chain;
+	int *todo;
+	bool cycle = false;
+	uint64_t sh = 0;
+	int r = 0;
+
 	state = calloc(P->nfuncs + 1, 1);
 	seen = calloc(P->nfuncs + 1, 1);
 	vseen = calloc(P->nvars + 1, 1);
@@ -797,34 +814,23 @@ int sg_lower_finish_prog(struct sg_lower *L)
 		r = oom(L);
 		goto out;
 	}
-	for (uint32_t i = 0; i < P->nfuncs; i++) {
-		struct sg_func *f = &P->funcs[i];
-		bool cycle = false;
-		uint64_t sh = 0;
-
-		if (!f->is_entry || !f->defined)
+	f->local_total = local_chain(L, fi, state, memo, &cycle, chain);
+	f->recursive = cycle;
+	mark_reach(L, fi, seen, todo);
+	for (uint32_t g = 0; g < P->nfuncs && g < L->cap_fx; g++) {
+		if (!seen[g])
 			continue;
-		memset(state, 0, P->nfuncs);
-		f->local_total = local_chain(L, (int)i, state, memo, &cycle, chain);
-		f->recursive = cycle;
-		memset(seen, 0, P->nfuncs);
-		memset(vseen, 0, P->nvars);
-		mark_reach(L, (int)i, seen, todo);
-		for (uint32_t g = 0; g < P->nfuncs && g < L->cap_fx; g++) {
-			if (!seen[g])
-				continue;
-			for (uint32_t k = 0; k < L->fx[g].nshared_used; k++) {
-				int v = L->fx[g].shared_used[k];
-				struct sg_var *var = &P->vars[v];
+		for (uint32_t k = 0; k < L->fx[g].nshared_used; k++) {
+			int v = L->fx[g].shared_used[k];
+			struct sg_var *var = &P->vars[v];
 
-				if (vseen[v] || var->dynamic)
-					continue;
-				vseen[v] = 1;
-				sh = (sh + var->align - 1) / var->align * var->align + var->size;
-			}
+			if (vseen[v] || var->dynamic)
+				continue;
+			vseen[v] = 1;
+			sh = (sh + var->align - 1) / var->align * var->align + var->size;
 		}
-		f->shared_static = (uint32_t)sh;
 	}
+	f->shared_static = (uint32_t)sh;
 out:
 	free(state);
 	free(seen);

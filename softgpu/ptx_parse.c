@@ -128,9 +128,12 @@ static int tok_type(const struct sg_tok *t)
 }
 
 /*
- * Parses "[.ptr] [.space] [.align N] [.vN] .type [.ptr .space .align N]" as
- * found in variable and parameter declarations. The current token is the first
- * of them; on return it is the last.
+ * Parses "[.space] [.align N] [.vN] .type [.ptr [.space] [.align N]]" as found
+ * in variable and parameter declarations. The current token is the first of
+ * them; on return it is the last. Everything after .ptr describes the pointee
+ * (PTX ISA, "Kernel Function Parameter Attributes"): its .align is the
+ * alignment of what the pointer points to, not of the parameter, which keeps
+ * its type's natural alignment.
  */
 struct decl_attrs {
 	int type;
@@ -141,6 +144,8 @@ struct decl_attrs {
 
 static int parse_attrs(struct sg_lower *L, struct decl_attrs *a)
 {
+	bool pointee = false;
+
 	memset(a, 0, sizeof(*a));
 	for (;;) {
 		const struct sg_tok *t = &L->tok;
@@ -156,7 +161,8 @@ static int parse_attrs(struct sg_lower *L, struct decl_attrs *a)
 			if (v == 0 || (v & (v - 1)) || v > 4096)
 				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
 						      "bad alignment %llu", (unsigned long long)v);
-			a->align = (uint32_t)v;
+			if (!pointee)
+				a->align = (uint32_t)v;
 		} else if (is_dir(t, ".v2") || is_dir(t, ".v4")) {
 			a->vec = t->p[2] - '0';
 		} else if (is_dir(t, ".attribute")) {
@@ -172,9 +178,11 @@ static int parse_attrs(struct sg_lower *L, struct decl_attrs *a)
 						      (int)L->tok.len, L->tok.p);
 			if (expect_punct(L, ')'))
 				return L->errcode;
-		} else if (is_dir(t, ".ptr") || is_dir(t, ".global") || is_dir(t, ".shared") ||
-			   is_dir(t, ".local") || is_dir(t, ".const")) {
-			/* pointer attributes of parameters: informative only */
+		} else if (is_dir(t, ".ptr")) {
+			pointee = true;
+		} else if (is_dir(t, ".global") || is_dir(t, ".shared") || is_dir(t, ".local") ||
+			   is_dir(t, ".const")) {
+			/* the pointee's state space: informative only */
 		} else {
 			return syntax(L, "a type");
 		}
@@ -402,6 +410,19 @@ static int add_lsym(struct sg_lower *L, const char *name, size_t len, struct sg_
 	return 0;
 }
 
+/* The function-scope .shared variable `name` of the function being lowered, or -1. */
+static int func_shared_var(struct sg_lower *L, const struct sg_tok *name)
+{
+	const struct sg_prog *P = L->prog;
+
+	for (uint32_t i = 0; i < P->nvars; i++)
+		if (P->vars[i].func == L->fn_index && P->vars[i].space == SG_SP_SHARED &&
+		    strlen(P->vars[i].name) == name->len &&
+		    memcmp(P->vars[i].name, name->p, name->len) == 0)
+			return (int)i;
+	return -1;
+}
+
 /*
  * A variable declaration; the current token is the state-space directive.
  * In a function, .shared becomes a module-wide shared variable used by this
@@ -452,6 +473,21 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 			}
 			if (add_lsym(L, name.p, name.len, s))
 				return L->errcode;
+		} else if (in_func && space == SG_SP_SHARED && L->relower) {
+			/* made when the module loaded (scan_body); now only named here */
+			int vi = func_shared_var(L, &name);
+
+			if (vi < 0)
+				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+						      "'%.*s' was not seen when the module loaded",
+						      (int)name.len, name.p);
+			if (note_shared_use(L, vi) ||
+			    add_lsym(L, name.p, name.len,
+				     (struct sg_lsym){.space = SG_SP_SHARED, .var = vi}))
+				return L->errcode;
+			if (sg_tok_punct(sg_lex_peek(L), '='))
+				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+						      "initializer on a .shared variable");
 		} else {
 			struct sg_var *v = NULL;
 			int vi;
@@ -650,6 +686,87 @@ static int parse_body(struct sg_lower *L)
 		} else {
 			if (sg_parse_insn(L))
 				return L->errcode;
+		}
+	}
+}
+
+static bool ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '$' || c == '.';
+}
+
+/*
+ * Loading a module does not lower its functions: a body is only scanned for its
+ * end (braces, outside comments and strings) and for its .shared declarations,
+ * which are laid out with the module's other shared variables now, so that
+ * every address is fixed before any function is lowered. The lexer position is
+ * just after the body's '{'; on return L->tok is its '}'.
+ */
+static int scan_body(struct sg_lower *L)
+{
+	const char *s = L->src;
+	size_t i = L->pos;
+	uint32_t line = L->line;
+	int depth = 1;
+	bool start = true; /* at the start of a statement */
+
+	L->have_ahead = false;
+	for (;;) {
+		char c = s[i];
+
+		if (c == 0) {
+			L->pos = i;
+			L->line = line;
+			sg_lex_next(L);
+			return syntax(L, "'}'");
+		}
+		if (c == '\n') {
+			line++;
+			i++;
+			start = true;
+		} else if (c == '/' && s[i + 1] == '/') {
+			while (s[i] && s[i] != '\n')
+				i++;
+		} else if (c == '/' && s[i + 1] == '*') {
+			for (i += 2; s[i] && !(s[i] == '*' && s[i + 1] == '/'); i++)
+				if (s[i] == '\n')
+					line++;
+			if (s[i])
+				i += 2;
+		} else if (c == '"') {
+			for (i++; s[i] && s[i] != '"' && s[i] != '\n'; i++)
+				if (s[i] == '\\' && s[i + 1] && s[i + 1] != '\n')
+					i++;
+			if (s[i] == '"')
+				i++;
+			start = false;
+		} else if (c == '{' || c == '}' || c == ';' || c == ':') {
+			if (c == '{')
+				depth++;
+			else if (c == '}' && --depth == 0) {
+				L->pos = i;
+				L->line = line;
+				sg_lex_next(L);
+				return 0;
+			}
+			i++;
+			start = true;
+		} else if (c == ' ' || c == '\t' || c == '\r') {
+			i++;
+		} else if (start && c == '.' && strncmp(s + i, ".shared", 7) == 0 &&
+			   !ident_char(s[i + 7])) {
+			L->pos = i;
+			L->line = line;
+			sg_lex_next(L);
+			if (parse_var(L, SG_SP_SHARED, false, false, true))
+				return L->errcode;
+			i = L->pos;
+			line = L->line;
+			start = true;
+		} else {
+			i++;
+			start = false;
 		}
 	}
 }
@@ -916,8 +1033,26 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 	L->fn = f;
 	L->fn_index = fi;
 	f->defined = true;
+	f->body_pos = L->pos;
+	f->body_line = L->line;
+	if (scan_body(L))
+		goto out_err;
+	reset_func_state(L);
+	return 0;
+
+out_err:
+	free_params(params, nparams);
+	free_params(rets, nrets);
+	return L->errcode ? L->errcode : CUDA_ERROR_INVALID_PTX;
+}
+
+/* Lowers one function's body (L->fn); the lexer is just after its '{'. */
+static int lower_body(struct sg_lower *L)
+{
+	struct sg_func *f = L->fn;
+
 	/* the function's own parameters and return values live in its frame */
-	if (!is_entry) {
+	if (!f->is_entry) {
 		for (uint32_t i = 0; i < f->nparams + f->nrets; i++) {
 			struct sg_param *p =
 				i < f->nparams ? &f->params[i] : &f->rets[i - f->nparams];
@@ -928,7 +1063,7 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 					    .type = p->type};
 
 			if (add_lsym(L, p->name, strlen(p->name), s))
-				goto out_err;
+				return L->errcode;
 		}
 		L->frame_size = f->nrets ? f->rets[f->nrets - 1].offset + f->rets[f->nrets - 1].size
 					 : f->param_size;
@@ -942,24 +1077,16 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 					    .type = p->type};
 
 			if (add_lsym(L, p->name, strlen(p->name), s))
-				goto out_err;
+				return L->errcode;
 		}
 	}
-	if (sg_lower_new_slots(L, SG_SLOT_FIRST) != 0) { /* TRUE and SINK */
-		oom(L);
-		goto out_err;
-	}
+	if (sg_lower_new_slots(L, SG_SLOT_FIRST) != 0) /* TRUE and SINK */
+		return oom(L);
 	L->tmpl[SG_SLOT_TRUE] = 1;
 	L->is_const[SG_SLOT_TRUE] = true;
 	if (parse_body(L) || sg_lower_finish_func(L))
-		goto out_err;
-	reset_func_state(L);
+		return L->errcode ? L->errcode : CUDA_ERROR_INVALID_PTX;
 	return 0;
-
-out_err:
-	free_params(params, nparams);
-	free_params(rets, nrets);
-	return L->errcode ? L->errcode : CUDA_ERROR_INVALID_PTX;
 }
 
 static int parse_version(struct sg_lower *L)
@@ -969,14 +1096,17 @@ static int parse_version(struct sg_lower *L)
 		return syntax(L, "a version number");
 	if (!(L->tok.f < 100)) /* also keeps the conversions below in range */
 		return sg_lower_error(L, CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
-				      "PTX ISA %g is newer than this driver's 9.0", L->tok.f);
+				      "PTX ISA %g is newer than softgpu's 9.x", L->tok.f);
 	L->prog->version_major = (unsigned)L->tok.f;
 	L->prog->version_minor = (unsigned)((L->tok.f - (unsigned)L->tok.f) * 10 + 0.5);
-	/* CUDA 13.0 accepts PTX ISA up to 9.0 */
-	if (L->prog->version_major > 9 ||
-	    (L->prog->version_major == 9 && L->prog->version_minor > 0))
+	/*
+	 * Every PTX ISA 9.x is taken (CUDA 13.0 writes 9.0, 13.1 writes 9.1): a newer
+	 * ISA only adds instructions, and one softgpu does not interpret fails the
+	 * function that uses it when that function is lowered.
+	 */
+	if (L->prog->version_major > 9)
 		return sg_lower_error(L, CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
-				      "PTX ISA %u.%u is newer than this driver's 9.0",
+				      "PTX ISA %u.%u is newer than softgpu's 9.x",
 				      L->prog->version_major, L->prog->version_minor);
 	return 0;
 }
@@ -990,12 +1120,15 @@ static int parse_target(struct sg_lower *L)
 		if (L->tok.len > 3 && memcmp(L->tok.p, "sm_", 3) == 0) {
 			unsigned sm = (unsigned)strtoul(L->tok.p + 3, NULL, 10);
 
+			/*
+			 * Any target (sm_120, sm_90a, sm_100f...): what softgpu runs is
+			 * decided per instruction when a function is lowered.
+			 */
 			L->prog->target_sm = sm;
-			if (sm > 75)
-				return sg_lower_error(
-					L, CUDA_ERROR_INVALID_PTX,
-					"target %.*s is newer than the device (sm_75)",
-					(int)L->tok.len, L->tok.p);
+			if (sm < 10 || sm > 999)
+				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+						      "unknown target '%.*s'", (int)L->tok.len,
+						      L->tok.p);
 		} else if (!sg_tok_is(&L->tok, SG_TK_WORD, "debug") &&
 			   !sg_tok_is(&L->tok, SG_TK_WORD, "texmode_independent") &&
 			   !sg_tok_is(&L->tok, SG_TK_WORD, "texmode_unified")) {
@@ -1094,6 +1227,8 @@ static int parse_module(struct sg_lower *L)
 	return 0;
 }
 
+static void lower_state_free(struct sg_lower *L);
+
 void sg_prog_free(struct sg_prog *p)
 {
 	if (p == NULL)
@@ -1118,8 +1253,11 @@ void sg_prog_free(struct sg_prog *p)
 		}
 		free(f->calls);
 	}
+	for (uint32_t i = 0; i < p->nfuncs; i++)
+		free(p->funcs[i].lmsg);
 	free(p->funcs);
 	free(p->dre);
+	lower_state_free(p->lz);
 	free(p);
 }
 
@@ -1139,40 +1277,194 @@ int sg_prog_find_var(const struct sg_prog *p, const char *name)
 	return -1;
 }
 
+static void lower_state_free(struct sg_lower *L)
+{
+	if (L == NULL)
+		return;
+	reset_func_state(L);
+	sg_map_deinit(&L->vars);
+	sg_map_deinit(&L->funcs);
+	if (L->fx) {
+		for (uint32_t i = 0; i < L->cap_fx; i++) {
+			free(L->fx[i].shared_used);
+			free(L->fx[i].callees);
+		}
+		free(L->fx);
+	}
+	free((char *)L->src);
+	pthread_mutex_destroy(&L->lock);
+	free(L);
+}
+
+/*
+ * Loading parses the module's structure: directives, variables (with their
+ * addresses), every function's signature and the extent of its body. The
+ * parser's state (the source, the name maps) stays with the program so that
+ * sg_prog_lower can lower each function when it is first used.
+ */
 int sg_ptx_load(const char *text, struct sg_prog **out, char *err, size_t errlen)
 {
-	struct sg_lower L;
+	struct sg_lower *L = calloc(1, sizeof(*L));
+	struct sg_prog *P = calloc(1, sizeof(*P));
+	char *src = strdup(text);
 	int r;
 
-	memset(&L, 0, sizeof(L));
-	L.err = err;
-	L.errlen = errlen;
-	L.fn_index = -1;
 	if (err && errlen)
 		err[0] = 0;
-	L.prog = calloc(1, sizeof(*L.prog));
-	if (L.prog == NULL)
+	if (L == NULL || P == NULL || src == NULL) {
+		free(L);
+		free(P);
+		free(src);
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	L.prog->shared_align = 16;
-	L.prog->global_align = 16;
-	sg_lex_init(&L, text);
-	r = parse_module(&L);
-	if (r == 0)
-		r = sg_lower_finish_prog(&L);
-	reset_func_state(&L);
-	sg_map_deinit(&L.vars);
-	sg_map_deinit(&L.funcs);
-	if (L.fx) {
-		for (uint32_t i = 0; i < L.cap_fx; i++) {
-			free(L.fx[i].shared_used);
-			free(L.fx[i].callees);
-		}
-		free(L.fx);
 	}
+	pthread_mutex_init(&L->lock, NULL);
+	L->err = err;
+	L->errlen = errlen;
+	L->fn_index = -1;
+	L->prog = P;
+	P->lz = L;
+	P->shared_align = 16;
+	P->global_align = 16;
+	sg_lex_init(L, src);
+	r = parse_module(L);
+	if (r == 0)
+		r = sg_lower_finish_prog(L);
+	reset_func_state(L);
+	L->err = NULL;
+	L->errlen = 0;
 	if (r) {
-		sg_prog_free(L.prog);
+		sg_prog_free(P);
 		return r;
 	}
-	*out = L.prog;
+	*out = P;
+	return 0;
+}
+
+/* Lowers function fi (defined, not lowered yet); a failure is kept on it. */
+static void lower_one(struct sg_lower *L, int fi)
+{
+	struct sg_func *f = &L->prog->funcs[fi];
+	char err[256] = "";
+	int r;
+
+	L->err = err;
+	L->errlen = sizeof(err);
+	L->errcode = 0;
+	L->insn_line = 0;
+	reset_func_state(L);
+	L->fn = f;
+	L->fn_index = fi;
+	L->pos = f->body_pos;
+	L->line = f->body_line;
+	L->have_ahead = false;
+	L->relower = true;
+	r = lower_body(L);
+	if (r == 0)
+		r = sg_lower_finish_lowered(L, fi);
+	reset_func_state(L);
+	L->relower = false;
+	L->err = NULL;
+	L->errlen = 0;
+	if (r) {
+		/* a partial lowering leaves nothing behind on the function */
+		free(f->code);
+		free(f->tmpl);
+		free(f->relocs);
+		for (uint32_t c = 0; f->calls && c < f->ncalls; c++) {
+			free(f->calls[c].arg_off);
+			free(f->calls[c].ret_off);
+		}
+		free(f->calls);
+		f->code = NULL;
+		f->tmpl = NULL;
+		f->relocs = NULL;
+		f->calls = NULL;
+		f->ncode = f->nslots = f->nrelocs = f->ncalls = 0;
+		f->lerr = r;
+		f->lmsg = sg_strdup_printf("'%s': %s", f->name, err);
+		__atomic_store_n(&f->lstate, SG_FN_FAILED, __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&f->lstate, SG_FN_LOWERED, __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * An entry with every function it reaches, lowered once: the first caller does
+ * the work under the program's lock, everyone sees the result. A function that
+ * fails to lower fails every entry that reaches it, with its message.
+ */
+int sg_prog_lower(struct sg_prog *P, int fi, const char **msg)
+{
+	struct sg_func *e = &P->funcs[fi];
+	struct sg_lower *L = P->lz;
+	uint8_t *seen = NULL;
+	int *stack = NULL;
+	uint32_t n = 0;
+	int st = __atomic_load_n(&e->lstate, __ATOMIC_ACQUIRE);
+
+	if (st == SG_FN_READY || st == SG_FN_FAILED)
+		goto out;
+	pthread_mutex_lock(&L->lock);
+	st = e->lstate;
+	if (st == SG_FN_READY || st == SG_FN_FAILED)
+		goto out_unlock;
+	seen = calloc(P->nfuncs + 1, 1);
+	stack = calloc(P->nfuncs + 1, sizeof(*stack));
+	if (seen == NULL || stack == NULL) {
+		free(seen);
+		free(stack);
+		pthread_mutex_unlock(&L->lock);
+		if (msg)
+			*msg = "out of memory";
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	seen[fi] = 1;
+	stack[n++] = fi;
+	while (n > 0) {
+		int g = stack[--n];
+		struct sg_func *gf = &P->funcs[g];
+
+		if (gf->defined && gf->lstate == SG_FN_UNLOWERED)
+			lower_one(L, g);
+		if (gf->lstate == SG_FN_FAILED) {
+			if (g != fi) {
+				e->lerr = gf->lerr;
+				e->lmsg = sg_strdup_printf("'%s' calls %s", e->name,
+							   gf->lmsg ? gf->lmsg : "?");
+				__atomic_store_n(&e->lstate, SG_FN_FAILED, __ATOMIC_RELEASE);
+			}
+			break;
+		}
+		for (uint32_t k = 0; (uint32_t)g < L->cap_fx && k < L->fx[g].ncallees; k++) {
+			int c = L->fx[g].callees[k];
+
+			if (!seen[c]) {
+				seen[c] = 1;
+				stack[n++] = c;
+			}
+		}
+	}
+	free(seen);
+	free(stack);
+	if (e->lstate != SG_FN_FAILED) {
+		int r = sg_lower_finish_entry(L, fi);
+
+		if (r) {
+			e->lerr = r;
+			e->lmsg = sg_strdup_printf("'%s': out of memory", e->name);
+			__atomic_store_n(&e->lstate, SG_FN_FAILED, __ATOMIC_RELEASE);
+		} else {
+			__atomic_store_n(&e->lstate, SG_FN_READY, __ATOMIC_RELEASE);
+		}
+	}
+out_unlock:
+	pthread_mutex_unlock(&L->lock);
+out:
+	st = __atomic_load_n(&e->lstate, __ATOMIC_ACQUIRE);
+	if (st == SG_FN_FAILED) {
+		if (msg)
+			*msg = e->lmsg ? e->lmsg : "lowering failed";
+		return e->lerr ? e->lerr : CUDA_ERROR_INVALID_PTX;
+	}
 	return 0;
 }

@@ -325,6 +325,7 @@ struct sg_function {
 	int max_dyn_shared; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 	int carveout;
 	unsigned cache_config;
+	bool ready; /* lowered, with its module's templates (sg_function_ready); atomic */
 };
 
 struct sg_library;
@@ -359,6 +360,8 @@ struct sg_library {
 
 /* The function a CUfunction or CUkernel names in the current context. */
 CUresult sg_function_resolve(CUfunction f, struct sg_ctx *ctx, struct sg_function **out);
+/* Lowers f (and what it calls) on first use and makes its module's templates; the result is kept. */
+CUresult sg_function_ready(struct sg_function *f);
 void sg_module_free(struct sg_module *m);
 
 /* ---- launch.c, engine.c ---- */

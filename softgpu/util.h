@@ -25,5 +25,7 @@ int sg_map_get(const struct sg_map *m, const char *key, size_t keylen);
 int sg_grow(void *arr, uint32_t *cap, uint32_t need, size_t elem);
 
 char *sg_strndup(const char *s, size_t n);
+/* A new string formatted as printf does, or NULL when out of memory. */
+char *sg_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

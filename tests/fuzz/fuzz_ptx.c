@@ -73,6 +73,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = sg_ptx_load(text, &prog, err, sizeof(err));
 	if (r == 0) {
 		FUZZ_CHECK(prog != NULL);
+		/* functions are lowered on first use: lower every entry, as launches would */
+		for (uint32_t i = 0; i < prog->nfuncs; i++) {
+			const char *msg = NULL;
+			int lr;
+
+			if (!prog->funcs[i].is_entry || !prog->funcs[i].defined)
+				continue;
+			lr = sg_prog_lower(prog, (int)i, &msg);
+			FUZZ_CHECK(lr == 0 || ((lr == CUDA_ERROR_INVALID_PTX ||
+						lr == CUDA_ERROR_NOT_SUPPORTED ||
+						lr == CUDA_ERROR_OUT_OF_MEMORY) &&
+					       msg && msg[0]));
+		}
 		check_prog(prog);
 		sg_prog_free(prog);
 	} else {

@@ -326,6 +326,116 @@ static void test_structs(void **state)
 	CK(cuModuleUnload(m));
 }
 
+/*
+ * Every parameter attribute form nvcc emits (and the PTX ISA allows): a parameter is placed
+ * at a multiple of its own alignment — .align before the type, else the type's size — never
+ * of the .align after .ptr, which is the pointee's (nvcc for sm_90+ writes
+ * `.param .u64 .ptr .align 1 p` after a `.u32`: offset 8, not 4). Checked through
+ * cuFuncGetParamInfo and by a kernel that stores every parameter it reads.
+ */
+static void test_param_attributes(void **state)
+{
+	static const char ptx[] =
+		".version 9.0\n.target sm_75\n.address_size 64\n"
+		".visible .entry k(\n"
+		"\t.param .u64 out,\n"
+		"\t.param .u32 a,\n"			   /* 8 */
+		"\t.param .u64 .ptr .align 1 p1,\n"	   /* 16, not 12 */
+		"\t.param .u8 c,\n"			   /* 24 */
+		"\t.param .u64 .ptr .global .align 16 p2,\n" /* 32 */
+		"\t.param .f32 f,\n"			   /* 40 */
+		"\t.param .u64 .ptr .shared .align 4 p3,\n"  /* 48 */
+		"\t.param .u16 h,\n"			   /* 56 */
+		"\t.param .u64 .ptr .const .align 8 p4,\n"   /* 64 */
+		"\t.param .align 1 .b8 s3[3],\n"		   /* 72 */
+		"\t.param .u64 .ptr .local .align 2 p5,\n"   /* 80 */
+		"\t.param .u32 b,\n"			   /* 88 */
+		"\t.param .align 16 .b8 v[16],\n"		   /* 96 */
+		"\t.param .f64 d,\n"			   /* 112 */
+		"\t.param .u8 c2,\n"			   /* 120 */
+		"\t.param .align 8 .b8 s12[12],\n"	   /* 128 */
+		"\t.param .u32 e,\n"			   /* 140 */
+		"\t.param .align 4 .b8 s8[8],\n"		   /* 144 */
+		"\t.param .s64 .ptr .align 64 p6\n"	   /* 152 */
+		")\n{\n"
+		"\t.reg .b16 %rs<4>;\n\t.reg .b32 %r<8>;\n\t.reg .f32 %f<2>;\n"
+		"\t.reg .b64 %rd<12>;\n\t.reg .f64 %fd<2>;\n"
+		"\tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 %rd1, %rd1;\n"
+		"\tld.param.u32 %r1, [a];\n\tst.global.u32 [%rd1+0], %r1;\n"
+		"\tld.param.u64 %rd2, [p1];\n\tst.global.u64 [%rd1+8], %rd2;\n"
+		"\tld.param.u8 %rs1, [c];\n\tst.global.u8 [%rd1+16], %rs1;\n"
+		"\tld.param.u64 %rd3, [p2];\n\tst.global.u64 [%rd1+24], %rd3;\n"
+		"\tld.param.f32 %f1, [f];\n\tst.global.f32 [%rd1+32], %f1;\n"
+		"\tld.param.u64 %rd4, [p3];\n\tst.global.u64 [%rd1+40], %rd4;\n"
+		"\tld.param.u16 %rs2, [h];\n\tst.global.u16 [%rd1+48], %rs2;\n"
+		"\tld.param.u64 %rd5, [p4];\n\tst.global.u64 [%rd1+56], %rd5;\n"
+		"\tld.param.u8 %rs3, [s3+2];\n\tst.global.u8 [%rd1+64], %rs3;\n"
+		"\tld.param.u64 %rd6, [p5];\n\tst.global.u64 [%rd1+72], %rd6;\n"
+		"\tld.param.u32 %r2, [b];\n\tst.global.u32 [%rd1+80], %r2;\n"
+		"\tld.param.v4.u32 {%r3, %r4, %r5, %r6}, [v];\n"
+		"\tst.global.v4.u32 [%rd1+96], {%r3, %r4, %r5, %r6};\n"
+		"\tld.param.f64 %fd1, [d];\n\tst.global.f64 [%rd1+112], %fd1;\n"
+		"\tld.param.u8 %rs1, [c2];\n\tst.global.u8 [%rd1+120], %rs1;\n"
+		"\tld.param.u32 %r1, [s12+8];\n\tst.global.u32 [%rd1+124], %r1;\n"
+		"\tld.param.u32 %r1, [e];\n\tst.global.u32 [%rd1+128], %r1;\n"
+		"\tld.param.u32 %r1, [s8+4];\n\tst.global.u32 [%rd1+132], %r1;\n"
+		"\tld.param.u64 %rd7, [p6];\n\tst.global.u64 [%rd1+136], %rd7;\n"
+		"\tret;\n}\n";
+	static const size_t want_off[] = {0,  8,  16, 24, 32,  40,  48,  56,  64,  72,
+					  80, 88, 96, 112, 120, 128, 140, 144, 152};
+	static const size_t want_size[] = {8, 4, 8, 1, 8, 4, 8, 2, 8, 3, 8, 4, 16, 8, 1, 12, 4, 8, 8};
+	uint32_t a = 0x11111111, b = 0x22222222, e = 0x33333333, v[4] = {1, 2, 3, 4};
+	uint64_t p1 = 0x0101010101010101ull, p2 = 0x0202020202020202ull, p3 = 0x0303ull,
+		 p4 = 0x0404040404040404ull, p5 = 0x0505ull, p6 = 0x0606060606060606ull;
+	uint8_t c = 0x7e, c2 = 0x5a, s3[3] = {9, 8, 7};
+	uint16_t h = 0xbeef;
+	uint32_t s12[3] = {0, 0, 0xcafef00d}, s8[2] = {0, 0xfeedface};
+	float f = 3.25f;
+	double d = -1.5e300;
+	uint8_t got[144];
+	CUdeviceptr out;
+	CUmodule m;
+	CUfunction fn;
+	size_t off, size;
+	void *args[] = {&out, &a,  &p1, &c, &p2, &f,	&p3,  &h, &p4, s3,
+			&p5,  &b,  v,	&d, &c2, s12, &e,   s8, &p6};
+
+	CK(cuModuleLoadData(&m, ptx));
+	CK(cuModuleGetFunction(&fn, m, "k"));
+	for (size_t i = 0; i < sizeof(want_off) / sizeof(want_off[0]); i++) {
+		CK(cuFuncGetParamInfo(fn, i, &off, &size));
+		assert_int_equal(off, want_off[i]);
+		assert_int_equal(size, want_size[i]);
+	}
+	CK_EQ(cuFuncGetParamInfo(fn, 19, &off, &size), CUDA_ERROR_INVALID_VALUE);
+	CK(cuMemAlloc(&out, sizeof(got)));
+	CK(cuMemsetD8(out, 0, sizeof(got)));
+	CK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+	CK(cuMemcpyDtoH(got, out, sizeof(got)));
+#define AT(T, o) (*(T *)(void *)(got + (o)))
+	assert_int_equal(AT(uint32_t, 0), a);
+	assert_int_equal(AT(uint64_t, 8), p1);
+	assert_int_equal(got[16], c);
+	assert_int_equal(AT(uint64_t, 24), p2);
+	assert_true(AT(float, 32) == f);
+	assert_int_equal(AT(uint64_t, 40), p3);
+	assert_int_equal(AT(uint16_t, 48), h);
+	assert_int_equal(AT(uint64_t, 56), p4);
+	assert_int_equal(got[64], s3[2]);
+	assert_int_equal(AT(uint64_t, 72), p5);
+	assert_int_equal(AT(uint32_t, 80), b);
+	assert_memory_equal(got + 96, v, 16);
+	assert_true(AT(double, 112) == d);
+	assert_int_equal(got[120], c2);
+	assert_int_equal(AT(uint32_t, 124), s12[2]);
+	assert_int_equal(AT(uint32_t, 128), e);
+	assert_int_equal(AT(uint32_t, 132), s8[1]);
+	assert_int_equal(AT(uint64_t, 136), p6);
+#undef AT
+	CK(cuMemFree(out));
+	CK(cuModuleUnload(m));
+}
+
 static void test_dynshared(void **state)
 {
 	float in[200], out[200];
@@ -583,7 +693,7 @@ int main(void)
 		cmocka_unit_test(test_stencil),	     cmocka_unit_test(test_transpose),
 		cmocka_unit_test(test_grid3d),	     cmocka_unit_test(test_vecload),
 		cmocka_unit_test(test_localmem),     cmocka_unit_test(test_constmem),
-		cmocka_unit_test(test_structs),	     cmocka_unit_test(test_dynshared),
+		cmocka_unit_test(test_structs), cmocka_unit_test(test_param_attributes),	     cmocka_unit_test(test_dynshared),
 		cmocka_unit_test(test_divergence),   cmocka_unit_test(test_devfunc),
 		cmocka_unit_test(test_bitonic),	     cmocka_unit_test(test_nbody),
 		cmocka_unit_test(test_prng),	     cmocka_unit_test(test_device_heap),

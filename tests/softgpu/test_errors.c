@@ -234,13 +234,101 @@ static void expect_load(const char *ptx, CUresult want, const char *needle)
 	assert_non_null(strstr(log, needle));
 }
 
+/*
+ * Functions are lowered on first use: the module (and a library of the same image) loads,
+ * and the kernel fails at cuModuleGetFunction / cuLibraryGetKernel with `want`, softgpu's
+ * log (SOFTGPU_LOG, set in main) naming `needle`.
+ */
+static void expect_kernel(const char *ptx, const char *kernel, CUresult want, const char *needle)
+{
+	CUmodule m;
+	CUfunction f;
+	CUlibrary lib;
+	CUkernel k;
+	char log[4096];
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	size_t n;
+	CUresult r;
+
+	assert_non_null(tmp);
+	assert_true(saved >= 0);
+	CK(cuModuleLoadData(&m, ptx));
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	r = cuModuleGetFunction(&f, m, kernel);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(log, 1, sizeof(log) - 1, tmp);
+	log[n] = 0;
+	fclose(tmp);
+	CK_EQ(r, want);
+	if (strstr(log, needle) == NULL)
+		print_error("log \"%s\" does not mention \"%s\"\n", log, needle);
+	assert_non_null(strstr(log, needle));
+	/* the same again: the failure is kept, not retried */
+	CK_EQ(cuModuleGetFunction(&f, m, kernel), want);
+	CK(cuModuleUnload(m));
+	CK(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0));
+	CK_EQ(cuLibraryGetKernel(&k, lib, kernel), want);
+	CK(cuLibraryUnload(lib));
+}
+
 static void test_unsupported_instruction(void **state)
 {
 	char *ptx = sgt_read("texture.ptx", NULL);
 
-	expect_load(ptx, CUDA_ERROR_NOT_SUPPORTED, "tex.1d.v4.f32.s32");
-	expect_load(ptx, CUDA_ERROR_NOT_SUPPORTED, "line 29");
+	expect_kernel(ptx, "tex_read", CUDA_ERROR_NOT_SUPPORTED, "tex.1d.v4.f32.s32");
+	expect_kernel(ptx, "tex_read", CUDA_ERROR_NOT_SUPPORTED, "line 29");
 	free(ptx);
+}
+
+/*
+ * An instruction softgpu does not implement fails the kernel that uses it (and every kernel
+ * that calls a function using it), not the module: the module's other kernels run.
+ */
+static void test_unsupported_kernel_only(void **state)
+{
+	static const char ptx[] =
+		".version 9.0\n.target sm_120\n.address_size 64\n"
+		".func helper()\n{\n\twmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1}, [%rd1];\n"
+		"\tret;\n}\n"
+		".visible .entry bad()\n{\n\tcp.async.wait_all;\n\tret;\n}\n"
+		".visible .entry calls_bad()\n{\n\tcall.uni helper, ();\n\tret;\n}\n"
+		".visible .entry good(.param .u64 out)\n{\n\t.reg .b32 %r<2>;\n"
+		"\t.reg .b64 %rd<2>;\n\tld.param.u64 %rd1, [out];\n\tmov.u32 %r1, 42;\n"
+		"\tst.global.u32 [%rd1], %r1;\n\tret;\n}\n";
+	CUmodule m;
+	CUfunction fns[3], good;
+	CUfunctionLoadingState st;
+	unsigned count = 0;
+	CUdeviceptr out;
+	int v = 0;
+
+	expect_kernel(ptx, "bad", CUDA_ERROR_NOT_SUPPORTED, "'bad': line 11: ");
+	expect_kernel(ptx, "bad", CUDA_ERROR_NOT_SUPPORTED, "cp.async.wait_all");
+	expect_kernel(ptx, "calls_bad", CUDA_ERROR_NOT_SUPPORTED, "'calls_bad' calls 'helper'");
+	expect_kernel(ptx, "calls_bad", CUDA_ERROR_NOT_SUPPORTED, "wmma");
+	CK(cuModuleLoadData(&m, ptx));
+	CK(cuModuleGetFunctionCount(&count, m));
+	assert_int_equal(count, 3);
+	CK(cuModuleEnumerateFunctions(fns, 3, m));
+	CK(cuFuncIsLoaded(&st, fns[0]));
+	assert_int_equal(st, CU_FUNCTION_LOADING_STATE_UNLOADED);
+	/* an enumerated handle of a kernel that cannot run fails its launch */
+	CK_EQ(cuLaunchKernel(fns[0], 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+	      CUDA_ERROR_NOT_SUPPORTED);
+	CK_EQ(cuFuncLoad(fns[1]), CUDA_ERROR_NOT_SUPPORTED);
+	CK(cuModuleGetFunction(&good, m, "good"));
+	CK(cuFuncIsLoaded(&st, good));
+	assert_int_equal(st, CU_FUNCTION_LOADING_STATE_LOADED);
+	CK(cuMemAlloc(&out, 4));
+	CK(cuLaunchKernel(good, 1, 1, 1, 1, 1, 1, 0, NULL, (void *[]){&out}, NULL));
+	CK(cuMemcpyDtoH(&v, out, 4));
+	assert_int_equal(v, 42);
+	CK(cuMemFree(out));
+	CK(cuModuleUnload(m));
 }
 
 static void test_bad_ptx(void **state)
@@ -248,29 +336,60 @@ static void test_bad_ptx(void **state)
 	const char *hdr = ".version 9.0\n.target sm_75\n.address_size 64\n";
 	char buf[1024];
 
+	CUmodule m;
+
+	/* a malformed body fails its kernel when it is lowered */
 	snprintf(buf, sizeof(buf), "%s.visible .entry k()\n{\n\tfrobnicate.u32 %%r1;\n}\n", hdr);
-	expect_load(buf, CUDA_ERROR_INVALID_PTX, "line 6: unknown instruction 'frobnicate.u32'");
+	expect_kernel(buf, "k", CUDA_ERROR_INVALID_PTX,
+		      "line 6: unknown instruction 'frobnicate.u32'");
 	snprintf(buf, sizeof(buf),
 		 "%s.visible .entry k()\n{\n\t.reg .b32 %%r<2>;\n"
 		 "\tadd.u32 %%r1, %%r9, 1;\n}\n",
 		 hdr);
-	expect_load(buf, CUDA_ERROR_INVALID_PTX, "line 7: unknown register '%r9'");
+	expect_kernel(buf, "k", CUDA_ERROR_INVALID_PTX, "line 7: unknown register '%r9'");
 	snprintf(buf, sizeof(buf), "%s.visible .entry k()\n{\n\tbra $nowhere;\n}\n", hdr);
-	expect_load(buf, CUDA_ERROR_INVALID_PTX, "undefined label '$nowhere'");
+	expect_kernel(buf, "k", CUDA_ERROR_INVALID_PTX, "undefined label '$nowhere'");
+	/* a malformed module structure fails the load */
 	snprintf(buf, sizeof(buf), "%s.visible .entry k(\n", hdr);
 	expect_load(buf, CUDA_ERROR_INVALID_PTX, "line");
-	expect_load(".version 9.0\n.target sm_80\n.address_size 64\n", CUDA_ERROR_INVALID_PTX,
-		    "sm_80");
-	expect_load(".version 9.1\n.target sm_75\n.address_size 64\n",
-		    CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "9.1");
+	snprintf(buf, sizeof(buf), "%s.visible .entry k()\n{\n\tret;\n", hdr);
+	expect_load(buf, CUDA_ERROR_INVALID_PTX, "'}'");
+	expect_load(".version 9.0\n.target foo_80\n.address_size 64\n", CUDA_ERROR_NOT_SUPPORTED,
+		    "foo_80");
+	/* newer targets and every PTX ISA 9.x are taken; 10.0 is not */
+	CK(cuModuleLoadData(&m, ".version 9.0\n.target sm_80\n.address_size 64\n"));
+	CK(cuModuleUnload(m));
+	CK(cuModuleLoadData(&m, ".version 9.1\n.target sm_121a\n.address_size 64\n"));
+	CK(cuModuleUnload(m));
+	expect_load(".version 10.0\n.target sm_75\n.address_size 64\n",
+		    CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "10.0");
 	snprintf(buf, sizeof(buf),
 		 "%s.visible .entry k()\n{\n\twmma.load.a.sync.aligned.row."
 		 "m16n16k16.f16 {%%r1}, [%%rd1];\n}\n",
 		 hdr);
-	expect_load(buf, CUDA_ERROR_NOT_SUPPORTED, "wmma");
+	expect_kernel(buf, "k", CUDA_ERROR_NOT_SUPPORTED, "wmma");
 }
 
-/* Truncated and corrupted PTX never crashes the loader. */
+/* Lowers every kernel of m (each may fail, none may crash), then unloads it. */
+static void lower_all_and_unload(CUmodule m)
+{
+	CUfunction fns[64];
+	unsigned count = 0;
+
+	CK(cuModuleGetFunctionCount(&count, m));
+	if (count > 64)
+		count = 64;
+	CK(cuModuleEnumerateFunctions(fns, count, m));
+	for (unsigned i = 0; i < count; i++) {
+		CUresult r = cuFuncLoad(fns[i]);
+
+		assert_true(r == CUDA_SUCCESS || r == CUDA_ERROR_INVALID_PTX ||
+			    r == CUDA_ERROR_NOT_SUPPORTED);
+	}
+	CK(cuModuleUnload(m));
+}
+
+/* Truncated and corrupted PTX never crashes the loader, nor lowering. */
 static void test_ptx_robustness(void **state)
 {
 	const char *files[] = {"matmul.ptx", "mathf.ptx", "devfunc.ptx", "warp.ptx", "printf.ptx"};
@@ -286,7 +405,7 @@ static void test_ptx_robustness(void **state)
 			memcpy(copy, ptx, cut);
 			copy[cut] = 0;
 			if (cuModuleLoadData(&m, copy) == CUDA_SUCCESS)
-				CK(cuModuleUnload(m));
+				lower_all_and_unload(m);
 		}
 		for (int k = 0; k < 200; k++) {
 			CUmodule m;
@@ -296,7 +415,7 @@ static void test_ptx_robustness(void **state)
 				copy[sgt_rand(&seed) % n] =
 					(char)(" ;,.%[]{}()0x9az_-+@!\n"[sgt_rand(&seed) % 22]);
 			if (cuModuleLoadData(&m, copy) == CUDA_SUCCESS)
-				CK(cuModuleUnload(m));
+				lower_all_and_unload(m);
 		}
 		free(copy);
 		free(ptx);
@@ -344,7 +463,10 @@ static void test_ptx_deep_nesting(void **state)
 		char *ptx = nested(cases[i].head, cases[i].pre, cases[i].open, cases[i].mid,
 				   cases[i].close, cases[i].post, 1000000);
 
-		expect_load(ptx, CUDA_ERROR_INVALID_PTX, "nested too deeply");
+		if (i == 0)
+			expect_load(ptx, CUDA_ERROR_INVALID_PTX, "nested too deeply");
+		else
+			expect_kernel(ptx, "k", CUDA_ERROR_INVALID_PTX, "nested too deeply");
 		free(ptx);
 	}
 }
@@ -355,6 +477,7 @@ static void test_ptx_long_call_chain(void **state)
 	const unsigned n = 200000;
 	char *ptx = malloc((size_t)n * 80 + 256), *p = ptx;
 	CUmodule m;
+	CUfunction f;
 
 	assert_non_null(ptx);
 	p += sprintf(p, ".version 8.0\n.target sm_75\n.address_size 64\n");
@@ -365,6 +488,7 @@ static void test_ptx_long_call_chain(void **state)
 		p += sprintf(p, ".func f%u()\n{\n\tcall.uni f%u, ();\n\tret;\n}\n", i, i + 1);
 	sprintf(p, ".visible .entry k()\n{\n\tcall.uni f0, ();\n\tret;\n}\n");
 	CK(cuModuleLoadData(&m, ptx));
+	CK(cuModuleGetFunction(&f, m, "k")); /* lowers the whole chain */
 	CK(cuModuleUnload(m));
 	free(ptx);
 }
@@ -551,6 +675,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_fault_isolation, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_primary_reset, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_unsupported_instruction, fresh, drop),
+		cmocka_unit_test_setup_teardown(test_unsupported_kernel_only, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_bad_ptx, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_ptx_robustness, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_ptx_deep_nesting, fresh, drop),
@@ -564,5 +689,7 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "--uninit") == 0)
 		return uninit_checks();
+	/* why a kernel cannot run is only in softgpu's log (expect_kernel reads it) */
+	setenv("SOFTGPU_LOG", "1", 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
