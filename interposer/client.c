@@ -23,17 +23,21 @@ struct gp_client gp__client = {.lock = PTHREAD_MUTEX_INITIALIZER};
  * The one place where transport and protocol failures become a CUresult.
  * Once the connection is broken the session is gone (the worker has freed
  * everything), so every later call fails the same way, like a GPU that fell
- * off the bus: CUDA_ERROR_DEVICE_UNAVAILABLE. Called with the lock held.
+ * off the bus: CUDA_ERROR_DEVICE_UNAVAILABLE. Called without the lock.
  */
 static CUresult transport_failed(int err, const char *what)
 {
 	struct gp_client *c = &gp__client;
+	bool first;
 
-	if (!c->lost)
+	pthread_mutex_lock(&c->lock);
+	first = !c->lost;
+	c->lost = true;
+	pthread_mutex_unlock(&c->lock);
+	if (first)
 		gp_log_error("connection to the pool lost during %s: %s (%s)", what,
 			     c->conn && c->conn->err[0] ? c->conn->err : gp_strerror(err),
 			     gp_err_name(err));
-	c->lost = true;
 	return CUDA_ERROR_DEVICE_UNAVAILABLE;
 }
 
@@ -92,6 +96,7 @@ static void after_fork_child(void)
 	if (gp__client.conn && gp__client.conn->fd >= 0)
 		close(gp__client.conn->fd);
 	gp__client.conn = NULL;
+	gp__client.waiting = NULL; /* their threads are the parent's */
 	if (gp__client.ready)
 		gp__client.lost = true;
 	pthread_mutex_init(&gp__client.lock, NULL);
@@ -304,6 +309,12 @@ CUresult gp__connect(void)
 		if (r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY)
 			break;
 	}
+	if (r == CUDA_SUCCESS && gp__reader_start(c)) {
+		gp_log_error("cannot start the thread that reads the pool's answers");
+		gp_conn_free(c->conn);
+		c->conn = NULL;
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	if (r == CUDA_SUCCESS)
 		pthread_atfork(NULL, NULL, after_fork_child);
 	free(list);
@@ -314,16 +325,35 @@ CUresult gp__connect(void)
 /* ---- calls ---------------------------------------------------------------------- */
 
 /*
- * One request on the wire. The message goes with its BULK_IN bytes (bulk.h), and unless it
- * carries GP_F_NO_REPLY the answer is awaited: DATA frames first when the call has BULK_OUT
- * (their bytes land in bulk->dst, at most bulk->len of them), then the Reply, whose body is
- * left in c->conn->msg for the caller.
+ * A call waiting for its answer: registered before its request is sent, completed by the
+ * reader thread (the Reply, and before it the BULK_OUT bytes, straight into dst). Lives on
+ * the waiting thread's stack; in c->waiting while incomplete, under c->lock.
  */
-struct exchange {
-	unsigned type, flags;
-	const ProtobufCMessage *msg;
-	const struct gp_bulk_ref *bulk;
+struct waiter {
+	uint64_t id;
+	pthread_cond_t done_cv;
+	bool done, data_seen;
+	int err;	/* the connection failed before the answer came */
+	Gp__Reply *rep; /* the answer, for the waiter to free */
+	void *dst;	/* BULK_OUT: where the bytes land, at most dst_len of them */
+	uint64_t dst_len, got;
+	struct waiter *next;
 };
+
+/* The waiter of request id, unlinked when `take` (with c->lock held). */
+static struct waiter *find_waiter(struct gp_client *c, uint64_t id, bool take)
+{
+	for (struct waiter **pw = &c->waiting; *pw; pw = &(*pw)->next) {
+		struct waiter *wt = *pw;
+
+		if (wt->id != id)
+			continue;
+		if (take)
+			*pw = wt->next;
+		return wt;
+	}
+	return NULL;
+}
 
 /*
  * Writes to stdout without raising SIGPIPE in the program when nobody reads it: the signal
@@ -375,76 +405,122 @@ static int print_output(struct gp_client *c, uint32_t n)
 	return ret;
 }
 
-/* Runs one exchange with the lock held. Returns 0 or a transport/protocol code; *got is
- * how many BULK_OUT bytes arrived. */
-static int exchange(struct gp_client *c, const struct exchange *x, struct gp_frame_hdr *h,
-		    uint64_t *got)
+/* Completes every waiter with err: the connection is gone. */
+static void fail_waiters(struct gp_client *c, int err)
 {
-	uint64_t id = ++c->next_id;
-	struct gp_bulk_source src = {.src = x->bulk->src};
-	struct gp_bulk_sink sink = {.dst = x->bulk->dst};
-	bool received = false;
-	int ret = gp_bulk_send(c->conn, x->type, x->flags, id, x->msg, x->bulk->src ? x->bulk->len : 0,
-			       &src);
+	pthread_mutex_lock(&c->lock);
+	c->lost = true;
+	while (c->waiting) {
+		struct waiter *wt = c->waiting;
 
-	*got = 0;
-	if (ret)
-		return ret;
-	if (x->flags & GP_F_NO_REPLY)
-		return gp_conn_flush(c->conn); /* sent now, so the GPU starts at once */
+		c->waiting = wt->next;
+		wt->err = err;
+		wt->done = true;
+		pthread_cond_signal(&wt->done_cv);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * The reader thread: every frame from the worker comes through here. Output goes to stdout
+ * in order, bulk answers into the buffer their waiter named, replies to their waiter. A
+ * frame nobody waits for, or that breaks the protocol, ends the session.
+ */
+static void *reader(void *arg)
+{
+	struct gp_client *c = arg;
+	struct gp_frame_hdr h;
+	int ret;
+
 	for (;;) {
-		ret = gp_conn_recv(c->conn, h);
+		struct waiter *wt;
+		Gp__Reply *rep;
+
+		ret = gp_conn_recv(c->conn, &h);
 		if (ret)
-			return ret;
-		if (h->type == GP_MSG_OUTPUT && !h->msg_len) {
+			break;
+		if (h.type == GP_MSG_OUTPUT && !h.msg_len) {
 			/* What the kernels printed, for this process's stdout, in order. */
-			ret = print_output(c, h->bulk_len);
+			ret = print_output(c, h.bulk_len);
 			if (ret)
-				return ret;
+				break;
 			continue;
 		}
-		if (h->request_id != id || h->type != GP_MSG_DATA || !x->bulk->dst || received)
+		if (h.type == GP_MSG_DATA) {
+			struct gp_bulk_sink sink = {0};
+
+			pthread_mutex_lock(&c->lock);
+			wt = find_waiter(c, h.request_id, false);
+			if (wt && wt->dst && !wt->data_seen) {
+				wt->data_seen = true;
+				sink.dst = wt->dst;
+			}
+			pthread_mutex_unlock(&c->lock);
+			if (!sink.dst) {
+				ret = GP_ETYPE;
+				snprintf(c->conn->err, sizeof(c->conn->err),
+					 "bulk for request %llu, which expects none",
+					 (unsigned long long)h.request_id);
+				break;
+			}
+			/* The waiter is blocked until its Reply: its buffer is ours meanwhile. */
+			ret = gp_bulk_recv(c->conn, &h, wt->dst_len, &sink);
+			if (ret)
+				break;
+			wt->got = sink.got;
+			continue;
+		}
+		rep = h.type == GP_MSG_REPLY && !h.bulk_len
+			      ? gp__reply__unpack(NULL, h.msg_len, c->conn->msg)
+			      : NULL;
+		pthread_mutex_lock(&c->lock);
+		wt = rep ? find_waiter(c, h.request_id, true) : NULL;
+		if (wt) {
+			wt->rep = rep;
+			wt->done = true;
+			pthread_cond_signal(&wt->done_cv);
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (!wt) {
+			if (rep)
+				protobuf_c_message_free_unpacked(&rep->base, NULL);
+			ret = rep ? GP_ETYPE : GP_EDECODE;
+			snprintf(c->conn->err, sizeof(c->conn->err), "unexpected %s for request %llu",
+				 gp_msg_name(h.type) ? gp_msg_name(h.type) : "message type",
+				 (unsigned long long)h.request_id);
 			break;
-		/* The bulk answer, straight into the caller's buffer. */
-		ret = gp_bulk_recv(c->conn, h, x->bulk->len, &sink);
-		if (ret)
-			return ret;
-		*got = sink.got;
-		received = true;
+		}
 	}
-	if (h->type != GP_MSG_REPLY || h->request_id != id || h->bulk_len) {
-		snprintf(c->conn->err, sizeof(c->conn->err),
-			 "expected REPLY for request %llu, got %s for %llu", (unsigned long long)id,
-			 gp_msg_name(h->type) ? gp_msg_name(h->type) : "unknown type",
-			 (unsigned long long)h->request_id);
-		return GP_ETYPE;
-	}
+	transport_failed(ret, "a read"); /* says so the first time only */
+	fail_waiters(c, ret);
+	return NULL;
+}
+
+int gp__reader_start(struct gp_client *c)
+{
+	sigset_t all, old;
+	int ret;
+
+	if (gp_conn_concurrent(c->conn))
+		return -1;
+	/* The thread takes no signal: they are the program's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&c->reader, NULL, reader, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		return -1;
+	pthread_detach(c->reader);
 	return 0;
 }
 
-/* Takes the connection for one call; on success the caller must unlock c->lock. */
-static CUresult begin(struct gp_client *c)
-{
-	CUresult r;
-
-	pthread_mutex_lock(&c->lock);
-	r = gp__ready();
-	if (r != CUDA_SUCCESS)
-		pthread_mutex_unlock(&c->lock);
-	return r;
-}
-
 /* Unpacks the Reply into its result and outputs; hands the message to *keep when asked. */
-static CUresult finish_reply(struct gp_client *c, unsigned type, const struct gp_frame_hdr *h,
-			     uint64_t *out, size_t nout, bool short_bulk, Gp__Reply **keep)
+static CUresult finish_reply(struct gp_client *c, unsigned type, Gp__Reply *rep, uint64_t *out,
+			     size_t nout, bool short_bulk, Gp__Reply **keep)
 {
-	Gp__Reply *rep = gp__reply__unpack(NULL, h->msg_len, c->conn->msg);
 	const char *what = gp_msg_name(type);
-	CUresult r;
+	CUresult r = (CUresult)rep->result;
 
-	if (!rep)
-		return transport_failed(GP_EDECODE, what);
-	r = (CUresult)rep->result;
 	/* A failed copy stops its DATA early; a successful one brought every byte. */
 	if (r == CUDA_SUCCESS && (rep->n_out < nout || short_bulk)) {
 		protobuf_c_message_free_unpacked(&rep->base, NULL);
@@ -454,7 +530,9 @@ static CUresult finish_reply(struct gp_client *c, unsigned type, const struct gp
 		out[i] = rep->out[i];
 	if (rep->message && *rep->message)
 		gp_log_info("%s: %s", what, rep->message);
+	pthread_mutex_lock(&c->lock);
 	r = merge_deferred(c, type, r, rep->deferred);
+	pthread_mutex_unlock(&c->lock);
 	if (keep && r == CUDA_SUCCESS)
 		*keep = rep;
 	else
@@ -467,27 +545,62 @@ CUresult gp__rpc(unsigned type, unsigned flags, const Gp__Call *call, const stru
 {
 	struct gp_client *c = &gp__client;
 	const struct gp_call_info *ci = gp_call_info(type);
-	struct exchange x = {.type = type, .flags = flags, .msg = &call->base, .bulk = b};
+	struct gp_bulk_source src = {.src = b->src};
+	struct waiter wt = {.dst = b->dst, .dst_len = b->dst ? b->len : 0};
+	bool wait = !(flags & GP_F_NO_REPLY);
 	const char *what = gp_msg_name(type);
-	struct gp_frame_hdr h;
-	uint64_t got;
 	CUresult r;
 	int ret;
 
 	/* Only what CUDA defines as asynchronous may go without an answer. */
-	assert(ci && (!(flags & GP_F_NO_REPLY) || (ci->flags & GP_C_ASYNC)));
+	assert(ci && (wait || (ci->flags & GP_C_ASYNC)));
 	(void)ci;
 	if (keep)
 		*keep = NULL;
-	r = begin(c);
+	r = gp__ready();
 	if (r != CUDA_SUCCESS)
 		return r;
-	ret = exchange(c, &x, &h, &got);
-	if (ret)
-		r = transport_failed(ret, what);
-	else if (!(flags & GP_F_NO_REPLY))
-		r = finish_reply(c, type, &h, out, nout, b->dst && got != b->len, keep);
+	if (wait)
+		pthread_cond_init(&wt.done_cv, NULL);
+	/* Sent whole, under the send lock; registered first, so the answer finds its waiter. */
+	gp_conn_send_lock(c->conn);
+	pthread_mutex_lock(&c->lock);
+	wt.id = ++c->next_id;
+	if (c->lost) {
+		pthread_mutex_unlock(&c->lock);
+		gp_conn_send_unlock(c->conn);
+		r = CUDA_ERROR_DEVICE_UNAVAILABLE;
+		goto out;
+	}
+	if (wait) {
+		wt.next = c->waiting;
+		c->waiting = &wt;
+	}
 	pthread_mutex_unlock(&c->lock);
+	ret = gp_bulk_send(c->conn, type, flags, wt.id, &call->base, b->src ? b->len : 0, &src);
+	if (!ret)
+		ret = gp_conn_flush(c->conn); /* sent now, so the GPU starts at once */
+	gp_conn_send_unlock(c->conn);
+	if (ret) {
+		pthread_mutex_lock(&c->lock);
+		find_waiter(c, wt.id, true);
+		pthread_mutex_unlock(&c->lock);
+		r = transport_failed(ret, what);
+		goto out;
+	}
+	if (!wait)
+		return CUDA_SUCCESS;
+	pthread_mutex_lock(&c->lock);
+	while (!wt.done)
+		pthread_cond_wait(&wt.done_cv, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	if (wt.err || !wt.rep)
+		r = transport_failed(wt.err ? wt.err : GP_ECLOSED, what);
+	else
+		r = finish_reply(c, type, wt.rep, out, nout, b->dst && wt.got != b->len, keep);
+out:
+	if (wait)
+		pthread_cond_destroy(&wt.done_cv);
 	return r;
 }
 

@@ -129,6 +129,8 @@ struct gp_client {
 	/* The first failure of an asynchronous call the pool reported, kept until a
 	 * synchronizing call can return it (client.c). */
 	CUresult pending;
+	struct waiter *waiting; /* calls waiting for their answers (client.c) */
+	pthread_t reader;	/* reads every answer (client.c) */
 };
 
 extern struct gp_client gp__client;
@@ -155,6 +157,8 @@ GP_CALL_MAP(GP__RPC_DECL)
  * or 0); fills mod from the reply. */
 CUresult gp__image_load(bool library, uint64_t ctx, const void *image, size_t len,
 			struct gp_imodule *mod);
+/* Starts the thread that reads the pool's answers; the connection becomes concurrent. */
+int gp__reader_start(struct gp_client *c);
 /* Checks init state; returns CUDA_SUCCESS when calls may go out. */
 CUresult gp__ready(void);
 
