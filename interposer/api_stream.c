@@ -356,21 +356,32 @@ GP_CUDA_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int fl
 }
 
 /* ---- host functions ---------------------------------------------------------------------
- * The function belongs to this process, so it runs here: once the stream's earlier work is
- * done (a stream synchronize), on the calling thread, before the call returns. Work queued
- * after it is therefore ordered after it, as CUDA requires; the caller waits where CUDA
- * would not. */
+ * The function belongs to this process, so it runs here, on the interposer's own thread,
+ * when the pool's stream reaches it; the stream's later work waits for it, as CUDA orders
+ * it, and the caller does not wait. */
+
+/* The function runs in this process when the stream reaches it (client.c's host-function
+ * thread), and the stream's later work waits for it: the call itself returns at once. */
+static CUresult host_func(CUstream s, uint64_t fn, void *data, uint32_t kind, bool pt)
+{
+	struct gp_in_launch_host_func in = {.fn = fn,
+					    .data = (uint64_t)(uintptr_t)data,
+					    .client_stream = (uint64_t)(uintptr_t)s,
+					    .kind = kind};
+	struct gp_ictx *c;
+	CUresult r = gp__ctx_stream(s, pt, &c, &in.stream);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	in.ctx = c->remote;
+	return gp__rpc_launch_host_func(GP_F_NO_REPLY, &in, NULL);
+}
 
 CUresult gp__launch_host_func(CUstream s, CUhostFn fn, void *data, bool pt)
 {
-	CUresult r;
-
 	if (!fn)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = gp__stream_sync(s, pt);
-	if (r == CUDA_SUCCESS)
-		fn(data);
-	return r;
+	return host_func(s, (uint64_t)(uintptr_t)fn, data, 0, pt);
 }
 
 GP_CUDA_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data)
@@ -381,23 +392,10 @@ GP_CUDA_EXPORT CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data)
 CUresult gp__stream_add_callback(CUstream s, CUstreamCallback cb, void *data, unsigned flags,
 				 bool pt)
 {
-	CUresult r;
-
 	if (!cb || flags != 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = gp__stream_sync(s, pt);
-	switch (r) {
-	case CUDA_ERROR_INVALID_HANDLE:
-	case CUDA_ERROR_INVALID_CONTEXT:
-	case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-	case CUDA_ERROR_NOT_INITIALIZED:
-	case CUDA_ERROR_DEVICE_UNAVAILABLE:
-		return r;
-	default:
-		/* The callback learns the stream's state, an earlier error included. */
-		cb(s, r, data);
-		return CUDA_SUCCESS;
-	}
+	/* The callback learns the stream's state, an earlier error included. */
+	return host_func(s, (uint64_t)(uintptr_t)cb, data, 1, pt);
 }
 
 GP_CUDA_EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *data,

@@ -421,6 +421,104 @@ static void fail_waiters(struct gp_client *c, int err)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* ---- host functions ---------------------------------------------------------------
+ * The worker sends HOST_CALL when a stream reaches a host function of this process, and
+ * the stream waits until HOST_DONE comes back. They run, in the order they come, on a
+ * thread of ours (started on first need): never on the reader, which must go on
+ * delivering answers (a host function may wait for what the caller does next). */
+
+struct host_call {
+	uint64_t id, fn, data, stream;
+	uint32_t kind;
+	CUresult status;
+	struct host_call *next;
+};
+
+static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t host_cv = PTHREAD_COND_INITIALIZER;
+static struct host_call *host_head, **host_tail = &host_head;
+static bool host_thread_started;
+
+static void *host_thread(void *arg)
+{
+	struct gp_client *c = arg;
+
+	for (;;) {
+		struct host_call *hc;
+		int ret;
+
+		pthread_mutex_lock(&host_lock);
+		while (!host_head)
+			pthread_cond_wait(&host_cv, &host_lock);
+		hc = host_head;
+		host_head = hc->next;
+		if (!host_head)
+			host_tail = &host_head;
+		pthread_mutex_unlock(&host_lock);
+		if (hc->kind == 0)
+			((CUhostFn)(uintptr_t)hc->fn)((void *)(uintptr_t)hc->data);
+		else
+			((CUstreamCallback)(uintptr_t)hc->fn)((CUstream)(uintptr_t)hc->stream,
+							      hc->status,
+							      (void *)(uintptr_t)hc->data);
+		gp_conn_send_lock(c->conn);
+		ret = gp_conn_send(c->conn, GP_MSG_HOST_DONE, 0, hc->id, NULL, NULL, 0);
+		if (!ret)
+			ret = gp_conn_flush(c->conn);
+		gp_conn_send_unlock(c->conn);
+		free(hc);
+		if (ret)
+			transport_failed(ret, "a host function's answer");
+	}
+	return NULL;
+}
+
+/* Queues a HOST_CALL for the host-function thread. Returns 0 or a protocol code. */
+static int host_call(struct gp_client *c, const struct gp_frame_hdr *h)
+{
+	Gp__Call *call = h->bulk_len ? NULL : gp__call__unpack(NULL, h->msg_len, c->conn->msg);
+	struct host_call *hc = NULL;
+	sigset_t all, old;
+	pthread_t t;
+	int ret = 0;
+
+	if (!call || call->n_arg != 5 || call->arg[3] > 1 || !call->arg[0]) {
+		ret = GP_EDECODE;
+		goto out;
+	}
+	hc = calloc(1, sizeof(*hc));
+	if (!hc) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	*hc = (struct host_call){.id = h->request_id, .fn = call->arg[0], .data = call->arg[1],
+				 .stream = call->arg[2], .kind = (uint32_t)call->arg[3],
+				 .status = (CUresult)call->arg[4]};
+	pthread_mutex_lock(&host_lock);
+	if (!host_thread_started) {
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		host_thread_started = pthread_create(&t, NULL, host_thread, c) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (host_thread_started)
+			pthread_detach(t);
+	}
+	if (host_thread_started) {
+		*host_tail = hc;
+		host_tail = &hc->next;
+		pthread_cond_signal(&host_cv);
+		hc = NULL;
+	} else {
+		ret = -EAGAIN;
+	}
+	pthread_mutex_unlock(&host_lock);
+out:
+	free(hc);
+	if (call)
+		protobuf_c_message_free_unpacked(&call->base, NULL);
+	return ret;
+}
+
 /*
  * The reader thread: every frame from the worker comes through here. Output goes to stdout
  * in order, bulk answers into the buffer their waiter named, replies to their waiter. A
@@ -442,6 +540,12 @@ static void *reader(void *arg)
 		if (h.type == GP_MSG_OUTPUT && !h.msg_len) {
 			/* What the kernels printed, for this process's stdout, in order. */
 			ret = print_output(c, h.bulk_len);
+			if (ret)
+				break;
+			continue;
+		}
+		if (h.type == GP_MSG_HOST_CALL) {
+			ret = host_call(c, &h);
 			if (ret)
 				break;
 			continue;

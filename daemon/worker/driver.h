@@ -78,6 +78,7 @@
 	X(cuStreamSynchronize, 0)                                                  \
 	X(cuStreamQuery, 0)                                                        \
 	X(cuStreamWaitEvent, 0)                                                    \
+	X(cuStreamAddCallback, 0)                                                  \
 	X(cuEventCreate, 0)                                                        \
 	X(cuEventDestroy_v2, 0)                                                    \
 	X(cuEventRecord, 0)                                                        \

@@ -458,6 +458,12 @@ static void serve(struct gp_worker *w)
 				     (unsigned long long)w->session_id, w->client->err);
 			break;
 		}
+		if (h.type == GP_MSG_HOST_DONE) {
+			ret = gp__host_done(w, &h);
+			if (ret)
+				break;
+			continue;
+		}
 		if (h.type == GP_MSG_GOODBYE) {
 			gp_log_debug("session %llu: the client said goodbye",
 				     (unsigned long long)w->session_id);

@@ -10,6 +10,8 @@
  * owner.c     the ownership core, no I/O: generation-checked handles, allocation ranges,
  *             per-device charges (owner.h; tests/unit/test_owner.c)
  * inventory.c `--inventory`: the GPUs the driver shows, for the supervisor
+ * waits.c     synchronizing calls wait on waiter threads, which answer them
+ * hostfn.c    host functions: run in the client when their stream reaches them
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * driver.c    the dlopen'd libcuda
  *
@@ -247,6 +249,9 @@ struct gp_handle *gp__launchable(struct gp_worker *w, uint64_t id);
 
 /* inventory.c: lists the driver's GPUs on the control channel; the process's exit code. */
 int gp__worker_inventory(const char *driver);
+
+/* hostfn.c: HOST_DONE from the client: its host function returned, the stream goes on. */
+int gp__host_done(struct gp_worker *w, const struct gp_frame_hdr *h);
 
 /* waits.c */
 /* Hands rq->wait to a waiter thread, which sends the call's reply when the wait ends. */

@@ -179,6 +179,10 @@
 	X(STREAM_WAIT_EVENT, stream_wait_event, 144, GP_C_ASYNC,                                 \
 	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(EVENT, event) GP_ARG(U32, flags), , ,   \
 	  "cuStreamWaitEvent")                                                                   \
+	X(LAUNCH_HOST_FUNC, launch_host_func, 145, GP_C_ASYNC,                                   \
+	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(U64, fn) GP_ARG(U64, data)              \
+	  GP_ARG(U64, client_stream) GP_ARG(U32, kind), , ,                                      \
+	  "cuLaunchHostFunc (kind 0), cuStreamAddCallback (kind 1): runs in the client, HOST_CALL") \
 	/* ---- events ---- */                                                                   \
 	X(EVENT_CREATE, event_create, 150, 0,                                                    \
 	  GP_ARG(CTX, ctx) GP_ARG(U32, flags),                                                   \

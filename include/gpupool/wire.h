@@ -54,6 +54,11 @@
 	X(GOODBYE, 5, none)                                                                      \
 	/* OUTPUT: bulk only; what the session's kernels printed, for the client's stdout */     \
 	X(OUTPUT, 6, none)                                                                       \
+	/* HOST_CALL: worker -> client, a host function is due on its stream (request_id: the */ \
+	/* LAUNCH_HOST_FUNC's); arg: fn, data, client stream, kind, the stream's status */       \
+	X(HOST_CALL, 7, call)                                                                    \
+	/* HOST_DONE: client -> worker, that host function returned; the stream goes on */       \
+	X(HOST_DONE, 8, none)                                                                    \
 	/* supervisor <-> worker */                                                              \
 	X(WORKER_SETUP, 200, worker_setup)                                                       \
 	X(ADMIT_REQUEST, 201, admit_request)                                                     \

@@ -1,0 +1,109 @@
+/* hostfn.c -- host functions run in the client, in stream order.
+ *
+ * cuLaunchHostFunc and cuStreamAddCallback name a function of the client's process. The
+ * worker queues a callback of its own on the stream (cuStreamAddCallback); when the stream
+ * reaches it, the driver's thread sends HOST_CALL to the client and waits for HOST_DONE,
+ * so the stream's later work waits for the client's function, as CUDA orders it. The main
+ * thread reads HOST_DONE and wakes that callback.
+ *
+ * DESIGN: `calls` (the callbacks waiting for the client) is under `lock`; a callback sends
+ * under the connection's send lock and holds neither lock while it waits.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "log.h"
+#include "worker.h"
+
+struct hostfn {
+	struct gp_worker *w;
+	uint64_t id; /* the LAUNCH_HOST_FUNC's request id, echoed by HOST_CALL and HOST_DONE */
+	uint64_t fn, data, client_stream;
+	uint32_t kind;
+	bool done;
+	struct hostfn *next;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
+static struct hostfn *calls;
+
+static void CUDA_CB on_stream(CUstream s, CUresult status, void *arg)
+{
+	struct hostfn *hf = arg;
+	uint64_t args[5] = {hf->fn, hf->data, hf->client_stream, hf->kind, (uint64_t)status};
+	Gp__Call call = GP__CALL__INIT;
+	int ret;
+
+	(void)s;
+	call.arg = args;
+	call.n_arg = 5;
+	gp_conn_send_lock(hf->w->client);
+	ret = gp_conn_send(hf->w->client, GP_MSG_HOST_CALL, 0, hf->id, &call.base, NULL, 0);
+	if (!ret)
+		ret = gp_conn_flush(hf->w->client);
+	gp_conn_send_unlock(hf->w->client);
+	pthread_mutex_lock(&lock);
+	/* A client that is gone never answers; the session ends without it. */
+	while (!ret && !hf->done)
+		pthread_cond_wait(&done_cv, &lock);
+	for (struct hostfn **p = &calls; *p; p = &(*p)->next) {
+		if (*p == hf) {
+			*p = hf->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	free(hf);
+}
+
+CUresult gp__serve_launch_host_func(struct gp_worker *w, struct gp_req *rq,
+				    const struct gp_wargs_launch_host_func *a,
+				    struct gp_out_launch_host_func *o)
+{
+	struct hostfn *hf;
+	CUresult r;
+
+	if (a->kind > 1 || !a->fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	hf = calloc(1, sizeof(*hf));
+	if (!hf)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*hf = (struct hostfn){.w = w, .id = rq->h->request_id, .fn = a->fn, .data = a->data,
+			      .client_stream = a->client_stream, .kind = a->kind};
+	pthread_mutex_lock(&lock);
+	hf->next = calls;
+	calls = hf;
+	pthread_mutex_unlock(&lock);
+	r = GP_DRV(w, cuStreamAddCallback, a->stream_drv, on_stream, hf, 0);
+	if (r != CUDA_SUCCESS) {
+		pthread_mutex_lock(&lock);
+		calls = hf->next;
+		pthread_mutex_unlock(&lock);
+		free(hf);
+	}
+	return r;
+}
+
+int gp__host_done(struct gp_worker *w, const struct gp_frame_hdr *h)
+{
+	struct hostfn *hf;
+
+	if (h->msg_len || h->bulk_len)
+		return GP_EFRAME;
+	pthread_mutex_lock(&lock);
+	for (hf = calls; hf && hf->id != h->request_id; hf = hf->next)
+		;
+	if (hf && !hf->done) {
+		hf->done = true;
+		pthread_cond_broadcast(&done_cv);
+	}
+	pthread_mutex_unlock(&lock);
+	if (!hf) {
+		gp_log_warnx("session %llu: HOST_DONE for request %llu, which waits for none",
+			     (unsigned long long)w->session_id, (unsigned long long)h->request_id);
+		return GP_ETYPE;
+	}
+	return 0;
+}

@@ -1,0 +1,68 @@
+/* hostfn.c -- host functions are asynchronous and in stream order: cuLaunchHostFunc returns
+ * before its function runs (the function waits for a flag the caller sets only after the
+ * call returned), the function runs after the stream's earlier work (the bytes of an
+ * earlier copy are there) and before its later work (a synchronize after later work sees
+ * the function done), and cuStreamAddCallback gets its stream and status. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda.h>
+
+#define CK(x)                                                  \
+	do {                                                   \
+		CUresult r_ = (x);                             \
+		if (r_ != CUDA_SUCCESS) {                      \
+			printf("ERROR %s: %d\n", #x, (int)r_); \
+			exit(1);                               \
+		}                                              \
+	} while (0)
+
+static volatile int go, saw_go, saw_bytes, fn_done, cb_ok;
+static unsigned char host_buf[4096];
+
+static void CUDA_CB first(void *arg)
+{
+	struct timespec tick = {0, 10 * 1000 * 1000};
+
+	/* The caller sets go after cuLaunchHostFunc returned: run inline, this would wait
+	 * out its 10 s and see nothing. */
+	for (int i = 0; i < 1000 && !__atomic_load_n(&go, __ATOMIC_ACQUIRE); i++)
+		nanosleep(&tick, NULL);
+	saw_go = __atomic_load_n(&go, __ATOMIC_ACQUIRE);
+	saw_bytes = host_buf[0] == 0x5a && host_buf[sizeof(host_buf) - 1] == 0x5a;
+	nanosleep(&tick, NULL);
+	__atomic_store_n(&fn_done, *(int *)arg, __ATOMIC_RELEASE);
+}
+
+static void CUDA_CB second(CUstream s, CUresult status, void *arg)
+{
+	cb_ok = s == (CUstream)arg && status == CUDA_SUCCESS && fn_done == 7;
+}
+
+int main(void)
+{
+	static int seven = 7;
+	CUdeviceptr d;
+	CUcontext ctx;
+	CUstream s;
+	CUdevice dev;
+
+	CK(cuInit(0));
+	CK(cuDeviceGet(&dev, 0));
+	CK(cuCtxCreate(&ctx, NULL, 0, dev));
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, sizeof(host_buf)));
+	CK(cuMemsetD8Async(d, 0x5a, sizeof(host_buf), s));
+	CK(cuMemcpyDtoHAsync(host_buf, d, sizeof(host_buf), s));
+	CK(cuLaunchHostFunc(s, first, &seven));
+	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+	CK(cuStreamAddCallback(s, second, s, 0));
+	CK(cuMemsetD8Async(d, 0, sizeof(host_buf), s)); /* later work */
+	CK(cuStreamSynchronize(s));
+	printf("host function: saw the flag %d, the earlier bytes %d, done before the sync %d; "
+	       "callback %d\n",
+	       saw_go, saw_bytes, fn_done == 7, cb_ok);
+	return saw_go && saw_bytes && fn_done == 7 && cb_ok ? 0 : 1;
+}
