@@ -28,11 +28,11 @@ static CUresult transport_failed(int err, const char *what)
 {
 	struct gp_client *c = &gp__client;
 
-	if (!c->lost)
+	if (!atomic_load_explicit(&c->lost, memory_order_relaxed))
 		gp_log_error("connection to the pool lost during %s: %s (%s)", what,
 			     c->conn && c->conn->err[0] ? c->conn->err : gp_strerror(err),
 			     gp_err_name(err));
-	c->lost = true;
+	atomic_store_explicit(&c->lost, true, memory_order_relaxed);
 	return CUDA_ERROR_DEVICE_UNAVAILABLE;
 }
 
@@ -86,13 +86,22 @@ void gp__pending_clear(void)
 	pthread_mutex_unlock(&gp__client.lock);
 }
 
+/*
+ * Called without the lock by every entry point, and again under it by begin(). The
+ * acquire load pairs with cuInit's release store: once init_tried reads true, ready,
+ * init_result and the device snapshot are visible and final. `lost` only ever goes from
+ * false to true and carries no data, so a relaxed load will do: a call that misses it here
+ * sees it under the lock in begin().
+ */
 CUresult gp__ready(void)
 {
 	struct gp_client *c = &gp__client;
 
+	if (!atomic_load_explicit(&c->init_tried, memory_order_acquire))
+		return CUDA_ERROR_NOT_INITIALIZED;
 	if (!c->ready)
-		return c->init_tried ? c->init_result : CUDA_ERROR_NOT_INITIALIZED;
-	if (c->lost)
+		return c->init_result;
+	if (atomic_load_explicit(&c->lost, memory_order_relaxed))
 		return CUDA_ERROR_DEVICE_UNAVAILABLE;
 	return CUDA_SUCCESS;
 }
@@ -111,7 +120,7 @@ static void after_fork_child(void)
 		close(gp__client.conn->fd);
 	gp__client.conn = NULL;
 	if (gp__client.ready)
-		gp__client.lost = true;
+		atomic_store_explicit(&gp__client.lost, true, memory_order_relaxed);
 	pthread_mutex_init(&gp__client.lock, NULL);
 }
 

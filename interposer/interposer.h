@@ -21,11 +21,48 @@
  * sends (at Hello and with each module) and never cross the network again.
  * Nothing is printed unless GPUPOOL_LOG is set: stdout and stderr belong to
  * the user's program.
+ *
+ * THREADS. The interposer runs on the program's threads and starts none of
+ * its own. Host functions and stream callbacks run on the calling thread
+ * with no lock of ours held. The locks, outermost first:
+ *
+ *   primary_lock     api_context.c  each primary context's refs and remote, so
+ *                                   that one retain creates it and the last
+ *                                   release destroys it; held across that call
+ *   load_lock        api_module.c   a library's lazy load (loaded, load_result,
+ *                                   image); held across the upload
+ *   gp__client.lock  client.c       the connection and the rest of gp__client:
+ *                                   one request and its reply at a time, the
+ *                                   kept deferred error, cuInit
+ *   registry lock    registry.c     (a rwlock) the ranges and reservations
+ *   cls_lock         src/cuda_cls.c cudart's context-local storage
+ *
+ * primary_lock and load_lock are never held together; either may be held
+ * while taking the three below. gp__client.lock, the registry lock and
+ * cls_lock are leaves: nothing else of ours is taken while one is held (a CLS
+ * destructor runs after cls_lock is dropped, but with primary_lock still held
+ * when a primary release or reset runs it).
+ *
+ * Read without a lock:
+ *   - gp__client.init_tried, an atomic that cuInit stores with release once
+ *     ready, init_result and the device snapshot (ndev, dev, primary,
+ *     driver_version, session_id) are written; gp__ready() loads it with
+ *     acquire, after which those fields are final and read bare;
+ *   - gp__client.lost, an atomic flag set (relaxed) under the lock and never
+ *     cleared; it carries no data, and begin() checks it again under the lock;
+ *   - each thread's context stack and capture mode (thread-local);
+ *   - object ids (registry.c, an atomic counter) and the exported hooks'
+ *     host vtable (src/exptables.c, an atomic pointer);
+ *   - handles the program passes in: a handle is the program's to share, and
+ *     CUDA makes using one while another thread destroys it undefined.
+ * After fork the child keeps no session (after_fork_child); its lock is made
+ * anew, since another thread may have held it when the parent forked.
  */
 #ifndef GP_INTERPOSER_H
 #define GP_INTERPOSER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -114,10 +151,12 @@ struct gp_idevice {
 struct gp_client {
 	pthread_mutex_t lock;
 	struct gp_conn *conn;
+	/* Published by cuInit's release store of init_tried; read after an acquire load of it
+	 * (gp__ready), they and the snapshot below never change again. */
 	bool ready;	      /* cuInit succeeded */
 	CUresult init_result; /* cuInit's sticky answer once tried */
-	bool init_tried;
-	bool lost; /* the connection broke: every call fails */
+	atomic_bool init_tried;
+	atomic_bool lost; /* the connection broke: every call fails (set under lock) */
 	uint64_t next_id;
 	uint64_t session_id;
 	int driver_version; /* the pool's */
