@@ -61,8 +61,6 @@ extern struct sg_config sg_cfg;
 
 /* Reads SOFTGPU_DEVICES, SOFTGPU_MEMORY, SOFTGPU_NAME, SOFTGPU_LOG, ...; 0 or a CUresult. */
 int sg_config_load(void);
-/* Parses "4G", "512M", "1024"; 0 on success. */
-int sg_parse_size(const char *s, uint64_t *out);
 void sg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- handle.c ---- */
