@@ -3,15 +3,13 @@
 
 #include <cuda.h>
 
-#include "ptx_int.h"
+#include "ops.h"
 
 /*
  * Each half is widened exactly, computed in double and rounded once to the
  * narrow format (fp.c). add/sub/mul results are exact in double, so the
  * single rounding gives the correctly rounded f16/bf16 result.
  */
-
-#define A(i) (t->r[in->s[i]])
 
 enum { H_ADD, H_SUB, H_MUL, H_FMA, H_NEG, H_ABS, H_MIN, H_MAX, H_EX2, H_TANH };
 
