@@ -10,7 +10,7 @@
  * api_launch.c   kernel launches, occupancy
  * api_stream.c   streams, events, host functions
  * api_ptds.c     the _ptds/_ptsz per-thread-default-stream entry points
- * api_abi.c      cuGetProcAddress, cuGetExportTable (served locally, src/exptables.c)
+ * (cuGetProcAddress and cuGetExportTable are src/cuda_entry.c's, served locally)
  *
  * DESIGN: one TLS connection per process, opened by cuInit. Any thread may
  * call; a mutex serialises the connection, so a request and its reply are
