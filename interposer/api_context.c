@@ -397,6 +397,7 @@ CUresult gp__primary_ctx(CUcontext *pctx, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
+/* Guards every primary context's refs, remote and flags (interposer.h, THREADS). */
 static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
 
 GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
@@ -494,9 +495,11 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int
 	if (r != CUDA_SUCCESS)
 		return r;
 	c = (struct gp_ictx *)h;
+	pthread_mutex_lock(&primary_lock);
 	r = gp__call(GP_MSG_PRIMARY_SET_FLAGS, args, 2, NULL, 0);
 	if (r == CUDA_SUCCESS)
 		c->flags = flags;
+	pthread_mutex_unlock(&primary_lock);
 	return r;
 }
 
@@ -517,7 +520,9 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *f
 	if (r != CUDA_SUCCESS)
 		return r;
 	c = (struct gp_ictx *)h;
+	pthread_mutex_lock(&primary_lock);
 	*flags = c->flags;
 	*active = c->refs > 0;
+	pthread_mutex_unlock(&primary_lock);
 	return CUDA_SUCCESS;
 }

@@ -26,9 +26,10 @@
  * its own. Host functions and stream callbacks run on the calling thread
  * with no lock of ours held. The locks, outermost first:
  *
- *   primary_lock     api_context.c  each primary context's refs and remote, so
- *                                   that one retain creates it and the last
- *                                   release destroys it; held across that call
+ *   primary_lock     api_context.c  each primary context's refs, remote and
+ *                                   flags, so that one retain creates it and
+ *                                   the last release destroys it; held across
+ *                                   the call that does it
  *   load_lock        api_module.c   a library's lazy load (loaded, load_result,
  *                                   image); held across the upload
  *   gp__client.lock  client.c       the connection and the rest of gp__client:
@@ -54,7 +55,9 @@
  *   - object ids (registry.c, an atomic counter) and the exported hooks'
  *     host vtable (src/exptables.c, an atomic pointer);
  *   - handles the program passes in: a handle is the program's to share, and
- *     CUDA makes using one while another thread destroys it undefined.
+ *     CUDA makes using one while another thread destroys it undefined. So
+ *     the calls that use a context read its remote id bare; a primary
+ *     context's changes only at its first retain and last release.
  * After fork the child keeps no session (after_fork_child); its lock is made
  * anew, since another thread may have held it when the parent forked.
  */
