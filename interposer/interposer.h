@@ -40,15 +40,17 @@
  *
  * primary_lock and load_lock are never held together; either may be held
  * while taking the three below. gp__client.lock, the registry lock and
- * cls_lock are leaves: nothing else of ours is taken while one is held (a CLS
- * destructor runs after cls_lock is dropped, but with primary_lock still held
- * when a primary release or reset runs it).
+ * cls_lock are leaves: nothing else of ours is taken while one is held. A CLS
+ * destructor (cudart's) runs after cls_lock is dropped, but with primary_lock
+ * still held when a primary release or reset runs it, so it must not call the
+ * primary-context entry points.
  *
  * Read without a lock:
  *   - gp__client.init_tried, an atomic that cuInit stores with release once
  *     ready, init_result and the device snapshot (ndev, dev, primary,
  *     driver_version, session_id) are written; gp__ready() loads it with
- *     acquire, after which those fields are final and read bare;
+ *     acquire, after which those fields are final and read bare (the
+ *     primary array is; its entries' refs, remote and flags are primary_lock's);
  *   - gp__client.lost, an atomic flag set (relaxed) under the lock and never
  *     cleared; it carries no data, and begin() checks it again under the lock;
  *   - each thread's context stack and capture mode (thread-local);
