@@ -9,25 +9,10 @@
 
 #include <cuda.h>
 
+#include "fill_ptx.h"
+
 #define NTHREADS 8
 #define N 256
-
-static const char ptx[] = ".version 7.0\n"
-			  ".target sm_52\n"
-			  ".address_size 64\n"
-			  ".visible .entry fill(.param .u64 p, .param .u32 v)\n"
-			  "{\n"
-			  "  .reg .u32 %r<3>;\n"
-			  "  .reg .u64 %rd<4>;\n"
-			  "  ld.param.u64 %rd1, [p];\n"
-			  "  ld.param.u32 %r1, [v];\n"
-			  "  cvta.to.global.u64 %rd1, %rd1;\n"
-			  "  mov.u32 %r2, %tid.x;\n"
-			  "  mul.wide.u32 %rd2, %r2, 4;\n"
-			  "  add.u64 %rd3, %rd1, %rd2;\n"
-			  "  st.global.u32 [%rd3], %r1;\n"
-			  "  ret;\n"
-			  "}\n";
 
 static pthread_barrier_t start, done;
 
@@ -72,7 +57,7 @@ static void *worker(void *arg)
 		printf("FAILED: thread %d: a retained primary context is not active\n", id);
 		return (void *)1;
 	}
-	CK(cuModuleLoadData(&mod, ptx));
+	CK(cuModuleLoadData(&mod, fill_ptx));
 	CK(cuModuleGetFunction(&f, mod, "fill"));
 	for (int round = 0; round < 4; round++) {
 		CK(cuMemAlloc(&p, sizeof(host)));
