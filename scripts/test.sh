@@ -22,8 +22,9 @@ fi
 
 # ThreadSanitizer on what runs threads: softgpu's block pool and streams (its own tests, and
 # every cudart program run on it directly), the interposer under those programs through a
-# pool, one process calling the driver API from many threads (integration.threads) and many
-# sessions at once (integration.concurrency). The cudart programs are nvcc's, not
+# pool, one process calling the driver API from many threads (integration.threads), many
+# sessions at once (integration.concurrency), and the worker's output reader thread under
+# device printf (integration.vector-add). The cudart programs are nvcc's, not
 # instrumented: tests/CMakeLists.txt has libtsan preloaded ahead of our libraries there.
 # Every process writes its reports under $tsan/tsan-reports, and any report fails the run,
 # even one from a process whose exit status no test looks at. There are no suppressions:
@@ -40,7 +41,7 @@ if [ "${GP_TEST_TSAN:-1}" != 0 ]; then
 	(cd "$tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 \
 log_path=$reports/tsan" \
 		ctest --output-on-failure -j "$jobs" \
-		-R '^(softgpu_.*|runtime\..*|integration\.(concurrency|threads))$') || rc=$?
+		-R '^(softgpu_.*|runtime\..*|integration\.(concurrency|threads|vector-add))$') || rc=$?
 	if [ -n "$(ls "$reports")" ]; then
 		cat "$reports"/* >&2
 		echo "test: ThreadSanitizer reported the above" >&2
