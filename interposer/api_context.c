@@ -393,6 +393,7 @@ CUresult gp__primary_ctx(CUcontext *pctx, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
+/* Guards every primary context's refs, remote and flags (interposer.h, THREADS). */
 static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
 
 GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
@@ -490,10 +491,12 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int
 	if (r != CUDA_SUCCESS)
 		return r;
 	c = (struct gp_ictx *)h;
+	pthread_mutex_lock(&primary_lock);
 	r = gp__rpc_primary_set_flags(
 		0, &(struct gp_in_primary_set_flags){.device = (uint64_t)dev, .flags = flags}, NULL);
 	if (r == CUDA_SUCCESS)
 		c->flags = flags;
+	pthread_mutex_unlock(&primary_lock);
 	return r;
 }
 
@@ -514,7 +517,9 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *f
 	if (r != CUDA_SUCCESS)
 		return r;
 	c = (struct gp_ictx *)h;
+	pthread_mutex_lock(&primary_lock);
 	*flags = c->flags;
 	*active = c->refs > 0;
+	pthread_mutex_unlock(&primary_lock);
 	return CUDA_SUCCESS;
 }

@@ -29,11 +29,12 @@ GP_CUDA_EXPORT CUresult cuInit(unsigned int flags)
 	if (flags != 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&c->lock);
-	if (!c->init_tried) {
+	if (!atomic_load_explicit(&c->init_tried, memory_order_relaxed)) {
 		init_logging();
 		c->init_result = gp__connect();
-		c->init_tried = true;
 		c->ready = c->init_result == CUDA_SUCCESS;
+		/* Publishes the result and the snapshot to gp__ready's lock-free readers. */
+		atomic_store_explicit(&c->init_tried, true, memory_order_release);
 	}
 	r = c->init_result;
 	pthread_mutex_unlock(&c->lock);

@@ -30,10 +30,7 @@ static CUresult transport_failed(int err, const char *what)
 	struct gp_client *c = &gp__client;
 	bool first;
 
-	pthread_mutex_lock(&c->lock);
-	first = !c->lost;
-	c->lost = true;
-	pthread_mutex_unlock(&c->lock);
+	first = !atomic_exchange_explicit(&c->lost, true, memory_order_relaxed);
 	if (first)
 		gp_log_error("connection to the pool lost during %s: %s (%s)", what,
 			     c->conn && c->conn->err[0] ? c->conn->err : gp_strerror(err),
@@ -72,13 +69,21 @@ void gp__pending_clear(void)
 	pthread_mutex_unlock(&gp__client.lock);
 }
 
+/*
+ * Called without the lock by every entry point. The acquire load pairs with cuInit's
+ * release store: once init_tried reads true, ready, init_result and the device snapshot
+ * are visible and final. `lost` only ever goes from false to true and carries no data, so
+ * a relaxed load will do: a call that misses it here sees it under the lock in gp__rpc().
+ */
 CUresult gp__ready(void)
 {
 	struct gp_client *c = &gp__client;
 
+	if (!atomic_load_explicit(&c->init_tried, memory_order_acquire))
+		return CUDA_ERROR_NOT_INITIALIZED;
 	if (!c->ready)
-		return c->init_tried ? c->init_result : CUDA_ERROR_NOT_INITIALIZED;
-	if (c->lost)
+		return c->init_result;
+	if (atomic_load_explicit(&c->lost, memory_order_relaxed))
 		return CUDA_ERROR_DEVICE_UNAVAILABLE;
 	return CUDA_SUCCESS;
 }
@@ -98,7 +103,7 @@ static void after_fork_child(void)
 	gp__client.conn = NULL;
 	gp__client.waiting = NULL; /* their threads are the parent's */
 	if (gp__client.ready)
-		gp__client.lost = true;
+		atomic_store_explicit(&gp__client.lost, true, memory_order_relaxed);
 	pthread_mutex_init(&gp__client.lock, NULL);
 }
 

@@ -10,7 +10,7 @@
  * api_launch.c   kernel launches, occupancy
  * api_stream.c   streams, events, host functions
  * api_ptds.c     the _ptds/_ptsz per-thread-default-stream entry points
- * api_abi.c      cuGetProcAddress, cuGetExportTable (served locally, src/exptables.c)
+ * (cuGetProcAddress and cuGetExportTable are src/cuda_entry.c's, served locally)
  *
  * DESIGN: one TLS connection per process, opened by cuInit. Any thread may
  * call; a mutex serialises the connection, so a request and its reply are
@@ -21,11 +21,67 @@
  * sends (at Hello and with each module) and never cross the network again.
  * Nothing is printed unless GPUPOOL_LOG is set: stdout and stderr belong to
  * the user's program.
+ *
+ * THREADS. The interposer runs on the program's threads, plus two of its own:
+ * the reader (client.c, started by cuInit), which reads every frame from the
+ * pool and hands each answer to the thread waiting for it, and the
+ * host-function thread (client.c, started on the first HOST_CALL), which runs
+ * the program's host functions and stream callbacks in the order the pool
+ * asks for them, with no lock of ours held. Neither takes a signal. A thread
+ * that waits for an answer waits on its own condition variable and holds no
+ * lock, so other threads' calls go on meanwhile. The locks, outermost first:
+ *
+ *   primary_lock     api_context.c  each primary context's refs, remote and
+ *                                   flags, so that one retain creates it and
+ *                                   the last release destroys it; held across
+ *                                   the call that does it
+ *   load_lock        api_module.c   a library's lazy load (loaded, load_result,
+ *                                   image); held across the upload
+ *   the send lock    src/conn.c     the connection's writers: one request (and
+ *                                   its bulk) goes out whole
+ *   gp__client.lock  client.c       the rest of gp__client: the waiting calls,
+ *                                   request ids, the kept deferred error, cuInit
+ *   host_lock        client.c       the host functions waiting to run
+ *   the io lock      src/conn.c     the SSL object, around one read or write
+ *                                   only, never while waiting for the socket
+ *   registry lock    registry.c     (a rwlock) the ranges and reservations
+ *   cls_lock         src/cuda_cls.c cudart's context-local storage
+ *
+ * primary_lock and load_lock are never held together; either may be held
+ * while taking those below. A caller takes the send lock, then gp__client.lock
+ * to register its wait, releases both once sent, and waits. The reader takes
+ * only gp__client.lock (and the io lock inside reads). gp__client.lock,
+ * host_lock, the registry lock and cls_lock are leaves: nothing else of ours
+ * is taken while one is held. A CLS destructor (cudart's) runs after cls_lock
+ * is dropped, but with primary_lock still held when a primary release or reset
+ * runs it, so it must not call the primary-context entry points.
+ *
+ * Read without a lock:
+ *   - gp__client.init_tried, an atomic that cuInit stores with release once
+ *     ready, init_result and the device snapshot (ndev, dev, primary,
+ *     driver_version, session_id) are written; gp__ready() loads it with
+ *     acquire, after which those fields are final and read bare (the
+ *     primary array is; its entries' refs, remote and flags are primary_lock's);
+ *   - gp__client.lost, an atomic flag, never cleared; it carries no data, and
+ *     a call checks it again under gp__client.lock before it registers;
+ *   - a waiting call's buffer for bulk answers: the reader writes it while the
+ *     call is registered and its owner is blocked waiting;
+ *   - each thread's context stack and capture mode (thread-local);
+ *   - object ids (registry.c, an atomic counter) and the exported hooks'
+ *     host vtable (src/exptables.c, an atomic pointer);
+ *   - handles the program passes in: a handle is the program's to share, and
+ *     CUDA makes using one while another thread destroys it undefined. So
+ *     the calls that use a context read its remote id bare; a primary
+ *     context's changes only at its first retain and last release.
+ * After fork the child keeps no session (after_fork_child): it has neither of
+ * our threads, and its lock is made anew, since another thread may have held
+ * it when the parent forked.
  */
 #ifndef GP_INTERPOSER_H
 #define GP_INTERPOSER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -116,10 +172,12 @@ struct gp_idevice {
 struct gp_client {
 	pthread_mutex_t lock;
 	struct gp_conn *conn;
+	/* Published by cuInit's release store of init_tried; read after an acquire load of it
+	 * (gp__ready), they and the snapshot below never change again. */
 	bool ready;	      /* cuInit succeeded */
 	CUresult init_result; /* cuInit's sticky answer once tried */
-	bool init_tried;
-	bool lost; /* the connection broke: every call fails */
+	atomic_bool init_tried;
+	atomic_bool lost; /* the connection broke: every call fails (set under lock) */
 	uint64_t next_id;
 	uint64_t session_id;
 	int driver_version; /* the pool's */

@@ -1,40 +1,23 @@
-/* abi.c -- what NVIDIA's runtime asks of a driver beyond the API: the facts softgpu gives
- * the private export tables, which (with cuGetProcAddress) are served by the code both of
- * gpupool's libcuda.so.1 builds share (src/cuda_entry.c, src/procaddr.c, src/exptables.c). */
+/* abi.c -- what NVIDIA's runtime asks of a driver beyond the API: softgpu's primary context
+ * handles for the private export tables, which (with cuGetProcAddress) are served by the code
+ * both of gpupool's libcuda.so.1 builds share (src/cuda_entry.c, src/procaddr.c,
+ * src/exptables.c), and the old names cudart still asks for. */
 #include "cuda_cls.h"
-#include "exptables.h"
+#include "cuda_host.h"
 #include "softgpu.h"
 
-CUresult sg_primary_ctx_handle(CUdevice dev, CUcontext *pctx);
-
-/* CUDART_INTERFACE slot 2: a device's primary context, not retained. */
-static CUresult primary_ctx(CUcontext *pctx, CUdevice dev)
+/* CUDART_INTERFACE slot 2: a device's primary context, not retained (cuda_host.h). */
+CUresult gp__primary_ctx(CUcontext *pctx, CUdevice dev)
 {
 	if (!pctx)
 		return CUDA_ERROR_INVALID_VALUE;
 	return sg_primary_ctx_handle(dev, pctx);
 }
 
-static const struct gp__cuda_host host = {
-	.primary_ctx = primary_ctx,
-	.ctx_get_current = cuCtxGetCurrent,
-	.driver_get_version = cuDriverGetVersion,
-	.device_get_count = cuDeviceGetCount,
-	.device_get = cuDeviceGet,
-	.device_get_uuid = cuDeviceGetUuid_v2,
-	.device_get_attribute = cuDeviceGetAttribute,
-};
-
+/* cudart's context-local storage dies with its context (its destructors run). */
 __attribute__((constructor)) static void abi_init(void)
 {
-	gp__exptables_init(&host);
-	/* cudart's context-local storage dies with its context (its destructors run). */
 	sg_ctx_set_release_hook(gp__cls_context_destroyed);
-}
-
-__attribute__((destructor)) static void abi_fini(void)
-{
-	gp__exptables_deinit();
 }
 
 /* The pre-11.0 ABI names cudart 13 still asks cuGetProcAddress for (version 7000): the

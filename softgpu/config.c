@@ -1,11 +1,11 @@
 /* config.c -- softgpu's configuration from the environment, and its diagnostics. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h" /* gp_parse_size, shared with the daemon (src/config.c) */
 #include "softgpu.h"
 
 /*
@@ -20,52 +20,6 @@
  */
 
 struct sg_config sg_cfg;
-
-int sg_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	if (s == NULL || *s == 0)
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 0:
-		break;
-	case 'k':
-	case 'K':
-		mul = 1ull << 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		mul = 1ull << 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		mul = 1ull << 30;
-		end++;
-		break;
-	case 't':
-	case 'T':
-		mul = 1ull << 40;
-		end++;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if ((*end == 'b' || *end == 'B') && mul > 1)
-		end++;
-	if (*end != 0 || v == 0 || v > UINT64_MAX / mul)
-		return -EINVAL;
-	*out = v * mul;
-	return 0;
-}
 
 void sg_log(const char *fmt, ...)
 {
@@ -119,7 +73,7 @@ int sg_config_load(void)
 	sg_cfg.devices = (int)devices;
 	sg_cfg.memory = 4ull << 30;
 	v = getenv("SOFTGPU_MEMORY");
-	if (v && *v && (sg_parse_size(v, &sg_cfg.memory) || sg_cfg.memory < (1u << 20))) {
+	if (v && *v && (gp_parse_size(v, &sg_cfg.memory) || sg_cfg.memory < (1u << 20))) {
 		sg_log("SOFTGPU_MEMORY=%s: expected a size of at least 1M (e.g. 512M, 4G)", v);
 		return CUDA_ERROR_INVALID_VALUE;
 	}

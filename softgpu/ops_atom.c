@@ -4,7 +4,7 @@
 
 #include <cuda.h>
 
-#include "ptx_int.h"
+#include "ops.h"
 
 /*
  * Blocks of a grid run on several host threads at once, so global atomics
@@ -15,8 +15,6 @@
  *
  * in->aux = op | class << 8, in->flags = space | has destination << 4.
  */
-
-#define A(i) (t->r[in->s[i]])
 
 enum { C_U32, C_S32, C_U64, C_S64, C_F32, C_F64, C_F16, C_BF16, C_F16X2, C_BF16X2 };
 

@@ -1,11 +1,7 @@
 /* ops_bits.c -- logic and bit manipulation: and/or/xor/not/cnot/lop3, shifts, popc, clz, bfind, brev, bfe, bfi, fns, prmt, bmsk, szext, dp4a, dp2a. */
 #include <cuda.h>
 
-#include "ptx_int.h"
-
-#define A(i) (t->r[in->s[i]])
-#define DST (t->r[in->d[0]])
-#define OP(name) static int name(struct sg_thread *t, const struct sg_insn *in)
+#include "ops.h"
 
 #define LOGIC(W, U)                                   \
 	OP(and_##W)                                   \
@@ -354,32 +350,6 @@ OP(dp2a)
 	return 0;
 }
 
-static int operands(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
-		    int nops, int want, int stype, struct sg_insn *in)
-{
-	if (nops != want)
-		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s takes %d operands", o->text,
-				      want);
-	if (sg_lower_dst(L, &ops[0], &in->d[0]))
-		return L->errcode;
-	in->nd = 1;
-	for (int i = 1; i < nops; i++) {
-		if (stype == SG_PRED) {
-			bool neg;
-
-			if (sg_lower_pred(L, &ops[i], &in->s[i - 1], &neg))
-				return L->errcode;
-			if (neg)
-				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
-						      "'!' operand in %s", o->text);
-		} else if (sg_lower_src(L, &ops[i], stype, &in->s[i - 1])) {
-			return L->errcode;
-		}
-	}
-	in->ns = (uint8_t)(nops - 1);
-	return 0;
-}
-
 #define PICK(name, w) ((w) == 2 ? name##_16 : (w) == 4 ? name##_32 : name##_64)
 
 int sg_lower_bits(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
@@ -396,7 +366,7 @@ int sg_lower_bits(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 	case SG_B_XOR:
 		if (!pred && !w_ok)
 			return sg_lower_unsupported(L, o);
-		if (operands(L, o, ops, nops, 3, type, in))
+		if (sg_lower_operands(L, o, ops, nops, 3, type, in))
 			return L->errcode;
 		if (pred)
 			in->fn = o->base == SG_B_AND ? and_p : o->base == SG_B_OR ? or_p : xor_p;
@@ -411,14 +381,14 @@ int sg_lower_bits(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 	case SG_B_CNOT:
 		if ((!pred && !w_ok) || (pred && o->base == SG_B_CNOT))
 			return sg_lower_unsupported(L, o);
-		if (operands(L, o, ops, nops, 2, type, in))
+		if (sg_lower_operands(L, o, ops, nops, 2, type, in))
 			return L->errcode;
 		in->fn = pred ? not_p : o->base == SG_B_NOT ? PICK(not, w) : PICK(cnot, w);
 		return 0;
 	case SG_B_LOP3:
 		if (type != SG_B32 || nops != 5 || ops[4].kind != SG_O_IMM)
 			return sg_lower_unsupported(L, o);
-		if (operands(L, o, ops, 4, 4, type, in))
+		if (sg_lower_operands(L, o, ops, 4, 4, type, in))
 			return L->errcode;
 		in->aux = (uint32_t)ops[4].i & 0xff;
 		in->fn = lop3;
@@ -443,7 +413,7 @@ int sg_lower_bits(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 	case SG_B_SHF:
 		if (type != SG_B32 || (o->mode != SG_M_L && o->mode != SG_M_R))
 			return sg_lower_unsupported(L, o);
-		if (operands(L, o, ops, nops, 4, SG_B32, in))
+		if (sg_lower_operands(L, o, ops, nops, 4, SG_B32, in))
 			return L->errcode;
 		in->aux = (o->mode == SG_M_R ? 1u : 0) | ((o->f & SG_F_CLAMP) ? 2u : 0);
 		in->fn = shf;
@@ -453,7 +423,7 @@ int sg_lower_bits(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 	case SG_B_BREV:
 		if (w != 4 && w != 8)
 			return sg_lower_unsupported(L, o);
-		if (operands(L, o, ops, nops, 2, type, in))
+		if (sg_lower_operands(L, o, ops, nops, 2, type, in))
 			return L->errcode;
 		if (o->base == SG_B_POPC)
 			in->fn = w == 4 ? popc_32 : popc_64;
@@ -465,7 +435,7 @@ int sg_lower_bits(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 	case SG_B_BFIND:
 		if (w != 4 && w != 8)
 			return sg_lower_unsupported(L, o);
-		if (operands(L, o, ops, nops, 2, type, in))
+		if (sg_lower_operands(L, o, ops, nops, 2, type, in))
 			return L->errcode;
 		in->aux = w * 8 | (sgn ? 0x100u : 0) | ((o->f & SG_F_SHIFTAMT) ? 0x200u : 0);
 		in->fn = bfind;
@@ -498,12 +468,12 @@ int sg_lower_bits(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 		in->fn = bfi;
 		return 0;
 	case SG_B_FNS:
-		if (type != SG_B32 || operands(L, o, ops, nops, 4, SG_B32, in))
+		if (type != SG_B32 || sg_lower_operands(L, o, ops, nops, 4, SG_B32, in))
 			return L->errcode ? L->errcode : sg_lower_unsupported(L, o);
 		in->fn = fns;
 		return 0;
 	case SG_B_PRMT:
-		if (type != SG_B32 || operands(L, o, ops, nops, 4, SG_B32, in))
+		if (type != SG_B32 || sg_lower_operands(L, o, ops, nops, 4, SG_B32, in))
 			return L->errcode ? L->errcode : sg_lower_unsupported(L, o);
 		switch (o->mode) {
 		case SG_M_NONE:
@@ -534,7 +504,7 @@ int sg_lower_bits(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 		return 0;
 	case SG_B_BMSK:
 	case SG_B_SZEXT:
-		if (w != 4 || operands(L, o, ops, nops, 3, SG_U32, in))
+		if (w != 4 || sg_lower_operands(L, o, ops, nops, 3, SG_U32, in))
 			return L->errcode ? L->errcode : sg_lower_unsupported(L, o);
 		in->aux = ((o->f & SG_F_CLAMP) ? 1u : 0) | (sgn ? 2u : 0);
 		in->fn = o->base == SG_B_BMSK ? bmsk : szext;
@@ -542,7 +512,8 @@ int sg_lower_bits(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 	case SG_B_DP4A:
 	case SG_B_DP2A:
 		if (o->ntypes != 2 || sg_type_size(o->types[0]) != 4 ||
-		    sg_type_size(o->types[1]) != 4 || operands(L, o, ops, nops, 4, SG_U32, in))
+		    sg_type_size(o->types[1]) != 4 ||
+		    sg_lower_operands(L, o, ops, nops, 4, SG_U32, in))
 			return L->errcode ? L->errcode : sg_lower_unsupported(L, o);
 		in->aux = (sg_type_signed(o->types[0]) ? 1u : 0) |
 			  (sg_type_signed(o->types[1]) ? 2u : 0) | (o->mode == SG_M_HI ? 4u : 0);

@@ -4,10 +4,7 @@
 
 #include <cuda.h>
 
-#include "ptx_int.h"
-
-#define A(i) (t->r[in->s[i]])
-#define OP(name) static int name(struct sg_thread *t, const struct sg_insn *in)
+#include "ops.h"
 
 enum { TC_S16, TC_U16, TC_S32, TC_U32, TC_S64, TC_U64, TC_F32, TC_F64, TC_F16, TC_BF16 };
 

@@ -4,17 +4,13 @@
 
 #include <cuda.h>
 
-#include "ptx_int.h"
+#include "ops.h"
 
 /*
  * Float-to-integer conversions clamp to the destination's range and turn NaN
  * into 0, as NVIDIA GPUs do. Narrow floating formats (f16, bf16) are rounded
  * once from the exact source value (fp.c), never through an intermediate.
  */
-
-#define A(i) (t->r[in->s[i]])
-#define DST (t->r[in->d[0]])
-#define OP(name) static int name(struct sg_thread *t, const struct sg_insn *in)
 
 #define F_FTZ 1
 #define F_SAT 2

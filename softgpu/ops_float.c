@@ -4,7 +4,7 @@
 
 #include <cuda.h>
 
-#include "ptx_int.h"
+#include "ops.h"
 
 /*
  * f32 is computed in f32 and f64 in f64; fma is a real fused multiply-add.
@@ -13,10 +13,6 @@
  * yields the canonical 0x7fffffff (CUDA C Programming Guide, floating-point
  * standard); f64 NaNs pass through as the host produces them.
  */
-
-#define A(i) (t->r[in->s[i]])
-#define DST (t->r[in->d[0]])
-#define OP(name) static int name(struct sg_thread *t, const struct sg_insn *in)
 
 #define F_FTZ 1
 #define F_SAT 2
@@ -299,22 +295,6 @@ OP(testp)
 	return 0;
 }
 
-static int operands(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
-		    int nops, int want, struct sg_insn *in)
-{
-	if (nops != want)
-		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s takes %d operands", o->text,
-				      want);
-	if (sg_lower_dst(L, &ops[0], &in->d[0]))
-		return L->errcode;
-	in->nd = 1;
-	for (int i = 1; i < nops; i++)
-		if (sg_lower_src(L, &ops[i], o->types[0], &in->s[i - 1]))
-			return L->errcode;
-	in->ns = (uint8_t)(nops - 1);
-	return 0;
-}
-
 int sg_lower_float(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
 		   int nops, struct sg_insn *in)
 {
@@ -352,7 +332,7 @@ int sg_lower_float(struct sg_lower *L, const struct sg_opc *o, const struct sg_o
 		break;
 	}
 	if (fop >= 0) {
-		if (operands(L, o, ops, nops, want, in))
+		if (sg_lower_operands(L, o, ops, nops, want, type, in))
 			return L->errcode;
 		in->aux = (uint32_t)fop;
 		in->imm = rnd;
@@ -387,7 +367,7 @@ int sg_lower_float(struct sg_lower *L, const struct sg_opc *o, const struct sg_o
 	switch (o->base) {
 	case SG_B_ABS:
 	case SG_B_NEG:
-		if (operands(L, o, ops, nops, 2, in))
+		if (sg_lower_operands(L, o, ops, nops, 2, type, in))
 			return L->errcode;
 		in->flags = (o->f & SG_F_FTZ) ? F_FTZ : 0;
 		if (o->base == SG_B_ABS)
@@ -397,7 +377,7 @@ int sg_lower_float(struct sg_lower *L, const struct sg_opc *o, const struct sg_o
 		return 0;
 	case SG_B_MIN:
 	case SG_B_MAX:
-		if (operands(L, o, ops, nops, 3, in))
+		if (sg_lower_operands(L, o, ops, nops, 3, type, in))
 			return L->errcode;
 		in->aux = o->base == SG_B_MAX;
 		in->flags = (uint8_t)(((o->f & SG_F_FTZ) ? F_FTZ : 0) |
@@ -409,7 +389,7 @@ int sg_lower_float(struct sg_lower *L, const struct sg_opc *o, const struct sg_o
 		in->fn = d ? minmax_f64 : minmax_f32;
 		return 0;
 	case SG_B_COPYSIGN:
-		if (operands(L, o, ops, nops, 3, in))
+		if (sg_lower_operands(L, o, ops, nops, 3, type, in))
 			return L->errcode;
 		in->fn = d ? copysign_f64 : copysign_f32;
 		return 0;

@@ -3,15 +3,13 @@
 
 #include <cuda.h>
 
-#include "ptx_int.h"
+#include "ops.h"
 
 /*
  * Each half is widened exactly, computed in double and rounded once to the
  * narrow format (fp.c). add/sub/mul results are exact in double, so the
  * single rounding gives the correctly rounded f16/bf16 result.
  */
-
-#define A(i) (t->r[in->s[i]])
 
 enum { H_ADD, H_SUB, H_MUL, H_FMA, H_NEG, H_ABS, H_MIN, H_MAX, H_EX2, H_TANH };
 
@@ -169,16 +167,8 @@ int sg_lower_half(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 		return sg_lower_unsupported(L, o);
 	if (o->f & ~(SG_F_FTZ | SG_F_SAT | SG_F_RELU | SG_F_NAN | SG_F_APPROX | SG_F_NOFTZ))
 		return sg_lower_unsupported(L, o);
-	if (nops != want)
-		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s takes %d operands", o->text,
-				      want);
-	if (sg_lower_dst(L, &ops[0], &in->d[0]))
+	if (sg_lower_operands(L, o, ops, nops, want, SG_B32, in))
 		return L->errcode;
-	in->nd = 1;
-	for (int i = 1; i < nops; i++)
-		if (sg_lower_src(L, &ops[i], SG_B32, &in->s[i - 1]))
-			return L->errcode;
-	in->ns = (uint8_t)(nops - 1);
 	in->aux = (uint32_t)h;
 	in->flags = (uint8_t)(((o->f & SG_F_FTZ) ? F_FTZ : 0) | ((o->f & SG_F_SAT) ? F_SAT : 0) |
 			      ((o->f & SG_F_RELU) ? F_RELU : 0) | ((o->f & SG_F_NAN) ? F_NAN : 0) |

@@ -1,7 +1,7 @@
 /* ops_int.c -- integer arithmetic: add, sub, mul, mad, div, rem, abs, neg, min, max, sad, carries. */
 #include <cuda.h>
 
-#include "ptx_int.h"
+#include "ops.h"
 
 /*
  * Values live in 64-bit slots; an N-bit result is stored zero-extended and an
@@ -9,10 +9,6 @@
  * stale high bits. Arithmetic is done in unsigned types (wrapping, as PTX
  * integers do) promoted enough that C never overflows a signed int.
  */
-
-#define A(i) (t->r[in->s[i]])
-#define DST (t->r[in->d[0]])
-#define OP(name) static int name(struct sg_thread *t, const struct sg_insn *in)
 
 typedef unsigned __int128 u128;
 typedef __int128 s128;
@@ -327,22 +323,6 @@ static const sg_fn f_add[3] = BY_W(add), f_sub[3] = BY_W(sub), f_mul_lo[3] = BY_
 		   f_max_u[3] = BY_W(max_u), f_min_s[3] = BY_W(min_s), f_max_s[3] = BY_W(max_s),
 		   f_sad_u[3] = BY_W(sad_u), f_sad_s[3] = BY_W(sad_s);
 
-static int operands(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
-		    int nops, int want, struct sg_insn *in)
-{
-	if (nops != want)
-		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s takes %d operands", o->text,
-				      want);
-	if (sg_lower_dst(L, &ops[0], &in->d[0]))
-		return L->errcode;
-	in->nd = 1;
-	for (int i = 1; i < nops; i++)
-		if (sg_lower_src(L, &ops[i], o->types[0], &in->s[i - 1]))
-			return L->errcode;
-	in->ns = (uint8_t)(nops - 1);
-	return 0;
-}
-
 int sg_lower_int(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops, int nops,
 		 struct sg_insn *in)
 {
@@ -361,7 +341,7 @@ int sg_lower_int(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 	case SG_B_SUBC: {
 		bool add = o->base == SG_B_ADD || o->base == SG_B_ADDC;
 
-		if (operands(L, o, ops, nops, 3, in))
+		if (sg_lower_operands(L, o, ops, nops, 3, type, in))
 			return L->errcode;
 		if (o->f & SG_F_SAT) {
 			if (type != SG_S32 || o->base == SG_B_ADDC || o->base == SG_B_SUBC)
@@ -381,7 +361,7 @@ int sg_lower_int(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 		return 0;
 	}
 	case SG_B_MUL:
-		if (operands(L, o, ops, nops, 3, in))
+		if (sg_lower_operands(L, o, ops, nops, 3, type, in))
 			return L->errcode;
 		if (wide) {
 			if (w == 2)
@@ -394,7 +374,7 @@ int sg_lower_int(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 		return 0;
 	case SG_B_MAD:
 	case SG_B_MADC:
-		if (operands(L, o, ops, nops, 4, in))
+		if (sg_lower_operands(L, o, ops, nops, 4, type, in))
 			return L->errcode;
 		if ((o->f & SG_F_CC) || o->base == SG_B_MADC) {
 			if (w == 0 || wide)
@@ -422,7 +402,7 @@ int sg_lower_int(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 
 		if (w != 1 || (o->f & SG_F_SAT))
 			return sg_lower_unsupported(L, o);
-		if (operands(L, o, ops, nops, mad ? 4 : 3, in))
+		if (sg_lower_operands(L, o, ops, nops, mad ? 4 : 3, type, in))
 			return L->errcode;
 		if (mad)
 			in->fn = hi ? (sgn ? mad24_hi_s : mad24_hi_u)
@@ -434,7 +414,7 @@ int sg_lower_int(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 	}
 	case SG_B_DIV:
 	case SG_B_REM:
-		if (operands(L, o, ops, nops, 3, in))
+		if (sg_lower_operands(L, o, ops, nops, 3, type, in))
 			return L->errcode;
 		if (o->base == SG_B_DIV)
 			in->fn = sgn ? f_div_s[w] : f_div_u[w];
@@ -443,13 +423,13 @@ int sg_lower_int(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 		return 0;
 	case SG_B_ABS:
 	case SG_B_NEG:
-		if (operands(L, o, ops, nops, 2, in))
+		if (sg_lower_operands(L, o, ops, nops, 2, type, in))
 			return L->errcode;
 		in->fn = o->base == SG_B_ABS ? f_abs[w] : f_neg[w];
 		return 0;
 	case SG_B_MIN:
 	case SG_B_MAX:
-		if ((o->f & SG_F_RELU) || operands(L, o, ops, nops, 3, in))
+		if ((o->f & SG_F_RELU) || sg_lower_operands(L, o, ops, nops, 3, type, in))
 			return L->errcode ? L->errcode : sg_lower_unsupported(L, o);
 		if (o->base == SG_B_MIN)
 			in->fn = sgn ? f_min_s[w] : f_min_u[w];
@@ -457,7 +437,7 @@ int sg_lower_int(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 			in->fn = sgn ? f_max_s[w] : f_max_u[w];
 		return 0;
 	case SG_B_SAD:
-		if (operands(L, o, ops, nops, 4, in))
+		if (sg_lower_operands(L, o, ops, nops, 4, type, in))
 			return L->errcode;
 		in->fn = sgn ? f_sad_s[w] : f_sad_u[w];
 		return 0;

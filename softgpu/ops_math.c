@@ -4,7 +4,7 @@
 
 #include <cuda.h>
 
-#include "ptx_int.h"
+#include "ops.h"
 
 /*
  * Correctly rounded forms (.rn, .rz, .rm, .rp) are computed exactly. The
@@ -14,10 +14,6 @@
  * 2^-20.9 absolute, tanh 2^-10.987 relative): results match a GPU's within
  * those bounds, not bit for bit.
  */
-
-#define A(i) (t->r[in->s[i]])
-#define DST (t->r[in->d[0]])
-#define OP(name) static int name(struct sg_thread *t, const struct sg_insn *in)
 
 enum { M_RCP, M_SQRT, M_RSQRT, M_SIN, M_COS, M_LG2, M_EX2, M_TANH };
 

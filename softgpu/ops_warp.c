@@ -1,15 +1,13 @@
 /* ops_warp.c -- synchronization: bar/barrier, bar.warp.sync, membar/fence, shfl, vote, match, redux, activemask. */
 #include <cuda.h>
 
-#include "ptx_int.h"
+#include "ops.h"
 
 /*
  * These handlers only record what the thread brings to the exchange and stop
  * it; exec.c performs the exchange once every participant waits (see the
  * DESIGN comment there).
  */
-
-#define A(i) (t->r[in->s[i]])
 
 static int op_bar(struct sg_thread *t, const struct sg_insn *in)
 {

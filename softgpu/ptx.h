@@ -629,6 +629,10 @@ enum sg_sreg {
 int sg_lower_src(struct sg_lower *L, const struct sg_operand *o, int type, uint32_t *slot);
 int sg_lower_dst(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot);
 int sg_lower_pred(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot, bool *neg);
+/* "dst, src..." with exactly want operands: one destination, sources of type stype
+ * (SG_PRED: predicates, '!' refused). */
+int sg_lower_operands(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		      int nops, int want, int stype, struct sg_insn *in);
 int sg_lower_addr(struct sg_lower *L, const struct sg_operand *o, int *space, uint32_t *slot,
 		  int64_t *off);
 uint32_t sg_lower_const(struct sg_lower *L, uint64_t value);

@@ -1,4 +1,6 @@
-/* ptx_int.h -- state shared by the PTX lexer, parser and lowering (not used elsewhere). */
+/* ptx_int.h -- the PTX front end's state (struct sg_lower: lexer, parser, lowering), shared by
+ * ptx_*.c and by the lowering half of each ops_*.c family; exec.c, engine.c and the rest of
+ * softgpu do not include it. */
 #ifndef SG_PTX_INT_H
 #define SG_PTX_INT_H
 

@@ -294,6 +294,32 @@ int sg_lower_pred(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot
 	return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "expected a predicate");
 }
 
+int sg_lower_operands(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		      int nops, int want, int stype, struct sg_insn *in)
+{
+	if (nops != want)
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s takes %d operands", o->text,
+				      want);
+	if (sg_lower_dst(L, &ops[0], &in->d[0]))
+		return L->errcode;
+	in->nd = 1;
+	for (int i = 1; i < nops; i++) {
+		if (stype == SG_PRED) {
+			bool neg;
+
+			if (sg_lower_pred(L, &ops[i], &in->s[i - 1], &neg))
+				return L->errcode;
+			if (neg)
+				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+						      "'!' operand in %s", o->text);
+		} else if (sg_lower_src(L, &ops[i], stype, &in->s[i - 1])) {
+			return L->errcode;
+		}
+	}
+	in->ns = (uint8_t)(nops - 1);
+	return 0;
+}
+
 int sg_lower_addr(struct sg_lower *L, const struct sg_operand *o, int *space, uint32_t *slot,
 		  int64_t *off)
 {

@@ -32,9 +32,22 @@
  *   launch.c     cuLaunchKernel(Ex), parameter marshalling, occupancy
  *   engine.c     the block thread pool that runs a grid
  *   errors.c     cuGetErrorName, cuGetErrorString
+ *   abi.c        what cudart's export tables need of softgpu (the primary context handles)
+ *                and the pre-11.0 names it still asks for; the tables themselves are
+ *                src/'s, shared with the interposer
  *   printf.c     device printf and assert output
- *   fp.c util.c ptx_lex.c ptx_parse.c ptx_operand.c ptx_opcode.c ptx_lower.c exec.c ops_*.c:
- *                the PTX side, see ptx.h
+ *
+ * The PTX side (ptx.h; ptx_int.h is the front end's state, ops.h the handlers' shorthands):
+ *   ptx_lex.c    tokens
+ *   ptx_parse.c  module structure: directives, variables, functions, statements
+ *   ptx_operand.c  operands and instruction statements
+ *   ptx_opcode.c an opcode word split into base and modifiers
+ *   ptx_lower.c  parsed instructions to register-slot form; the helpers the families share
+ *   ops_*.c      one instruction family each (int, bits, float, math, half, simd, cmp, cvt,
+ *                mov, mem, atom, warp, ctrl): its lowering and its handlers
+ *   exec.c       one thread block: the interpreter loop, barriers, warp exchanges
+ *   fp.c         rounding, flush-to-zero, f16/bf16 conversions
+ *   util.c       a string map and a growable array (util.h)
  */
 
 #define SG_EXPORT __attribute__((visibility("default")))
@@ -61,8 +74,6 @@ extern struct sg_config sg_cfg;
 
 /* Reads SOFTGPU_DEVICES, SOFTGPU_MEMORY, SOFTGPU_NAME, SOFTGPU_LOG, ...; 0 or a CUresult. */
 int sg_config_load(void);
-/* Parses "4G", "512M", "1024"; 0 on success. */
-int sg_parse_size(const char *s, uint64_t *out);
 void sg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- handle.c ---- */

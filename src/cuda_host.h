@@ -5,12 +5,12 @@
 #include <cuda.h>
 
 /*
- * The library-specific facts behind the export tables and the integrity check. The library
- * (interposer, softgpu) fills one static struct and passes it to gp__exptables_init() before
- * any CUDA call can arrive (its constructor is the right place: cudart asks for export tables
- * before cuInit). Every member is required. The signatures are the driver API's own, so a
- * library can point most of them at its own entry points; the values must be exactly what
- * those entry points report, because cudart compares (the integrity check hashes them).
+ * The library-specific facts behind the export tables and the integrity check, passed to
+ * gp__exptables_init() before any CUDA call can arrive (a constructor: cudart asks for export
+ * tables before cuInit). Every member is required. The signatures are the driver API's own;
+ * the values must be exactly what the library's entry points report, because cudart compares
+ * (the integrity check hashes them). Our two libcuda.so.1 builds do not fill one each:
+ * cuda_entry.c holds the one table, made of their own entry points and gp__primary_ctx.
  *
  * Callbacks may run on any thread, concurrently.
  */
@@ -32,5 +32,9 @@ struct gp__cuda_host {
 	CUresult (*device_get_uuid)(CUuuid *uuid, CUdevice dev);
 	CUresult (*device_get_attribute)(int *pi, CUdevice_attribute attrib, CUdevice dev);
 };
+
+/* CUDART_INTERFACE slot 2, which each library that compiles in cuda_entry.c defines: the
+ * primary context handle of dev, not retained (host->primary_ctx there). */
+CUresult gp__primary_ctx(CUcontext *pctx, CUdevice dev);
 
 #endif

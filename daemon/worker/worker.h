@@ -15,11 +15,17 @@
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * driver.c    the dlopen'd libcuda
  *
- * DESIGN: the worker is single-threaded. It reads one frame at a time from
- * the client, executes it on the driver and answers (unless the call was
- * sent without waiting for a reply). Everything it allocates on the device
- * belongs to this one session; when the session ends the process exits and
- * the driver releases whatever is left.
+ * DESIGN: one thread (the main thread) does all the session's work: it reads
+ * one frame at a time from the client, executes it on the driver and answers
+ * (unless the call was sent without waiting for a reply). Only it touches the
+ * connection, the session's tables (state.c) and the driver, so none of those
+ * has a lock. The one other thread of our own is output.c's reader, which
+ * drains the stdout pipe into a buffer that it and the main thread share under
+ * output.c's lock; it calls nothing else. The driver may run threads of its own
+ * (softgpu's block pool and stream threads, NVIDIA's); they never call back into
+ * the worker. Everything it allocates on the device belongs to this one
+ * session; when the session ends the process exits and the driver releases
+ * whatever is left.
  */
 #ifndef GP_WORKER_H
 #define GP_WORKER_H

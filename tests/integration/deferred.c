@@ -6,24 +6,9 @@
 
 #include <cuda.h>
 
-#define N 256
+#include "fill_ptx.h"
 
-static const char ptx[] = ".version 7.0\n"
-			  ".target sm_52\n"
-			  ".address_size 64\n"
-			  ".visible .entry fill(.param .u64 p, .param .u32 v)\n"
-			  "{\n"
-			  "  .reg .u32 %r<3>;\n"
-			  "  .reg .u64 %rd<4>;\n"
-			  "  ld.param.u64 %rd1, [p];\n"
-			  "  ld.param.u32 %r1, [v];\n"
-			  "  cvta.to.global.u64 %rd1, %rd1;\n"
-			  "  mov.u32 %r2, %tid.x;\n"
-			  "  mul.wide.u32 %rd2, %r2, 4;\n"
-			  "  add.u64 %rd3, %rd1, %rd2;\n"
-			  "  st.global.u32 [%rd3], %r1;\n"
-			  "  ret;\n"
-			  "}\n";
+#define N 256
 
 #define CHECK(what, got, want)                                                           \
 	do {                                                                             \
@@ -55,7 +40,7 @@ int main(void)
 	void *params[] = {&a, &v};
 
 	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuCtxCreate(&ctx, NULL, 0, dev) ||
-	    cuModuleLoadData(&mod, ptx) || cuModuleGetFunction(&f, mod, "fill"))
+	    cuModuleLoadData(&mod, fill_ptx) || cuModuleGetFunction(&f, mod, "fill"))
 		return 2;
 	CHECK("cuMemGetInfo", cuMemGetInfo(&free0, &total), CUDA_SUCCESS);
 	CHECK("cuMemAlloc", cuMemAlloc(&b, 4096), CUDA_SUCCESS);

@@ -9,12 +9,12 @@ set -eu
 : "${GP_STAGE:?}" "${GP_SRC:?}" "${GP_TESTBIN:?}"
 GP_INTERPOSER=$GP_STAGE/lib/gpupool/libcuda.so.1
 GP_SOFTGPU=$GP_STAGE/lib/gpupool/softgpu/libcuda.so.1
-# In a sanitizer build the libraries need the ASan runtime loaded first into programs
+# In a sanitizer build the libraries need its runtime (ASan or TSan) loaded first into programs
 # that were not built with it (nvcc's, the examples); leaks there are not ours to judge.
 CLIENT_PRELOAD=$GP_INTERPOSER
 CLIENT_ASAN=ASAN_OPTIONS=${ASAN_OPTIONS:-}
-if [ -n "${GP_ASAN_RUNTIME:-}" ]; then
-	CLIENT_PRELOAD=$GP_ASAN_RUNTIME:$GP_INTERPOSER
+if [ -n "${GP_SAN_RUNTIME:-}" ]; then
+	CLIENT_PRELOAD=$GP_SAN_RUNTIME:$GP_INTERPOSER
 	CLIENT_ASAN=ASAN_OPTIONS=detect_leaks=0
 fi
 POOLCTL=$GP_STAGE/bin/poolctl
@@ -94,7 +94,7 @@ run_client() {
 # on_softgpu CMD...: runs a CUDA program directly on softgpu, no pool.
 on_softgpu() {
 	env LD_LIBRARY_PATH="$GP_STAGE/lib/gpupool/softgpu" "$CLIENT_ASAN" \
-		${GP_ASAN_RUNTIME:+"LD_PRELOAD=$GP_ASAN_RUNTIME"} "$@"
+		${GP_SAN_RUNTIME:+"LD_PRELOAD=$GP_SAN_RUNTIME"} "$@"
 }
 
 # wait_for JQ_EXPR [SECONDS]: until `poolctl status --json | jq -e JQ_EXPR` holds.

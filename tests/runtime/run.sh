@@ -22,7 +22,7 @@ pool)
 pool-path)
 	gp_start
 	out=$(env LD_LIBRARY_PATH="$GP_STAGE/lib/gpupool" "$CLIENT_ASAN" \
-		${GP_ASAN_RUNTIME:+"LD_PRELOAD=$GP_ASAN_RUNTIME"} "$prog" 2>&1) || fail "$prog: $out"
+		${GP_SAN_RUNTIME:+"LD_PRELOAD=$GP_SAN_RUNTIME"} "$prog" 2>&1) || fail "$prog: $out"
 	gp_stop
 	;;
 unreachable)
