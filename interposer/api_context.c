@@ -125,6 +125,7 @@ GP_CUDA_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 	unstack(c);
 	gp__cls_context_destroyed(ctx);
 	gp__range_forget_ctx(c);
+	c->epoch++;
 	gp__pending_clear();
 	c->magic = GP_MAGIC_DEAD;
 	/* Kept, not freed: a stale handle must read as dead, not as freed memory. */
@@ -439,6 +440,7 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 			c->remote = 0;
 			gp__cls_context_destroyed(h);
 			gp__range_forget_ctx(c);
+			c->epoch++;
 			gp__pending_clear();
 		}
 	} else {
@@ -470,6 +472,7 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 		/* All its state is gone; it stays retained (cuda.h: reset does not release). */
 		gp__cls_context_destroyed(h);
 		gp__range_forget_ctx(c);
+		c->epoch++;
 		gp__pending_clear();
 		c->flags = 0;
 	}

@@ -1,4 +1,5 @@
 /* api_stream.c -- streams, events and host functions. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,22 +7,97 @@
 
 #include "interposer.h"
 
+/* ---- per-thread default streams ----------------------------------------------------
+ * Each thread's default stream (the _ptds/_ptsz entry points' NULL, CU_STREAM_PER_THREAD)
+ * is a stream of the pool's of its own, made on first use in each context: a blocking
+ * stream, which synchronizes with the legacy default stream as the per-thread default
+ * stream does. So threads' per-thread work runs side by side in the pool, as it does on a
+ * local GPU. A context's streams go with it: an entry is made again when the context's
+ * epoch has moved. A thread's streams are destroyed when the thread ends. */
+
+#define PT_STREAMS 8
+
+struct pt_stream {
+	struct gp_ictx *ctx;
+	unsigned epoch;
+	uint64_t remote;
+};
+
+static __thread struct pt_stream pt_streams[PT_STREAMS];
+static pthread_key_t pt_key;
+static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
+
+static void pt_streams_end(void *arg)
+{
+	struct pt_stream *ps = arg;
+
+	for (int i = 0; i < PT_STREAMS; i++) {
+		if (!ps[i].remote || !gp__ctx_valid(ps[i].ctx) || ps[i].ctx->epoch != ps[i].epoch)
+			continue;
+		gp__rpc_stream_destroy(0,
+				       &(struct gp_in_stream_destroy){.ctx = ps[i].ctx->remote,
+								      .stream = ps[i].remote},
+				       NULL);
+		ps[i].remote = 0;
+	}
+}
+
+static void pt_init(void)
+{
+	pthread_key_create(&pt_key, pt_streams_end);
+}
+
+static CUresult per_thread_stream(uint64_t *id)
+{
+	struct gp_ictx *c = gp__ctx_current();
+	struct gp_out_stream_create out;
+	struct pt_stream *free_slot = NULL;
+	CUresult r;
+
+	if (!c || !gp__ctx_valid(c) || !c->remote)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	for (int i = 0; i < PT_STREAMS; i++) {
+		struct pt_stream *ps = &pt_streams[i];
+
+		if (ps->remote && ps->ctx == c && ps->epoch == c->epoch) {
+			*id = ps->remote;
+			return CUDA_SUCCESS;
+		}
+		if (!free_slot && (!ps->remote || !gp__ctx_valid(ps->ctx) ||
+				   ps->ctx->epoch != ps->epoch))
+			free_slot = ps;
+	}
+	if (!free_slot) {
+		/* More contexts than slots on one thread: the oldest slot's stream goes. */
+		pt_streams_end(pt_streams);
+		free_slot = &pt_streams[0];
+	}
+	pthread_once(&pt_once, pt_init);
+	pthread_setspecific(pt_key, pt_streams);
+	r = gp__rpc_stream_create(0, &(struct gp_in_stream_create){.ctx = c->remote}, &out);
+	if (r != CUDA_SUCCESS)
+		return r;
+	*free_slot = (struct pt_stream){.ctx = c, .epoch = c->epoch, .remote = out.stream};
+	*id = out.stream;
+	return CUDA_SUCCESS;
+}
+
 CUresult gp__stream_id(CUstream s, bool per_thread, uint64_t *id)
 {
 	struct gp_istream *st = (struct gp_istream *)s;
 
 	if (!s) {
-		*id = per_thread ? GP_STREAM_PER_THREAD_ID : GP_STREAM_NULL;
+		if (per_thread)
+			return per_thread_stream(id);
+		*id = GP_STREAM_NULL;
 		return CUDA_SUCCESS;
 	}
 	if (s == CU_STREAM_LEGACY) {
 		*id = GP_STREAM_LEGACY_ID;
 		return CUDA_SUCCESS;
 	}
-	if (s == CU_STREAM_PER_THREAD) {
-		*id = GP_STREAM_PER_THREAD_ID;
-		return CUDA_SUCCESS;
-	}
+	if (s == CU_STREAM_PER_THREAD)
+		return per_thread_stream(id);
 	if (st->magic != GP_MAGIC_STREAM)
 		return CUDA_ERROR_INVALID_HANDLE;
 	*id = st->remote;

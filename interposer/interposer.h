@@ -116,6 +116,9 @@ struct gp_ictx {
 	unsigned flags;
 	unsigned long long id;
 	CUfunc_cache cache_config;
+	/* Bumped whenever the pool's context (and every stream in it) goes: destroy, the last
+	 * primary release, a primary reset. Threads' default streams are made per epoch. */
+	_Atomic unsigned epoch;
 };
 
 struct gp_ifunc {

@@ -4,10 +4,15 @@
 . "$(dirname "$0")/lib.sh"
 export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=1G GPUPOOL_MEMORY=64M
 
-out=$(on_softgpu "$GP_TESTBIN/wait_apart" 300000000) || fail "directly on softgpu: $out"
+out=$(on_softgpu "$GP_TESTBIN/wait_apart" 100000000) || fail "directly on softgpu: $out"
 echo "softgpu: $out"
+out=$(on_softgpu "$GP_TESTBIN/wait_apart" 100000000 per-thread) || fail "softgpu, per-thread: $out"
+echo "softgpu, per-thread default streams: $out"
 gp_config
 gp_start
-out=$(run_client "$GP_TESTBIN/wait_apart" 300000000) || fail "through the pool: $out"
+out=$(run_client "$GP_TESTBIN/wait_apart" 100000000) || fail "through the pool: $out"
 echo "pool: $out"
+# Each thread's default stream is its own in the pool too.
+out=$(run_client "$GP_TESTBIN/wait_apart" 100000000 per-thread) || fail "per-thread streams: $out"
+echo "pool, per-thread default streams: $out"
 gp_stop
