@@ -5,6 +5,8 @@
 
 #include <gpupool/gpupool.h>
 
+#include <cudaProfiler.h>
+
 #include "interposer.h"
 #include "log.h"
 
@@ -228,6 +230,57 @@ GP_CUDA_EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice p
 		r = device_of(peer, &d);
 	if (r == CUDA_SUCCESS)
 		*can = 0;
+	return r;
+}
+
+/* The same answer for every peer attribute: peer access is not forwarded, so no access,
+ * no native atomics, no array access, and no performance rank between the pair. */
+GP_CUDA_EXPORT CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib,
+					       CUdevice src, CUdevice dst)
+{
+	struct gp_idevice *d;
+	CUresult r;
+
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = device_of(src, &d);
+	if (r == CUDA_SUCCESS)
+		r = device_of(dst, &d);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (src == dst)
+		return CUDA_ERROR_INVALID_DEVICE;
+	switch (attrib) {
+	case CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK:
+	case CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED:
+	case CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
+	case CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED:
+		*value = 0;
+		return CUDA_SUCCESS;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+/* No profiler is ever attached to the interposer: these succeed and do nothing, as
+ * NVIDIA's driver does without one. */
+GP_CUDA_EXPORT CUresult cuProfilerStart(void)
+{
+	return gp__ready();
+}
+
+GP_CUDA_EXPORT CUresult cuProfilerStop(void)
+{
+	return gp__ready();
+}
+
+GP_CUDA_EXPORT CUresult cuProfilerInitialize(const char *config, const char *out,
+					    CUoutput_mode mode)
+{
+	CUresult r = gp__ready();
+
+	if (r == CUDA_SUCCESS && (!config || !out || (unsigned)mode > CU_OUT_CSV))
+		r = CUDA_ERROR_INVALID_VALUE;
 	return r;
 }
 

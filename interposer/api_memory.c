@@ -332,6 +332,23 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
 	return CUDA_SUCCESS;
 }
 
+/* Only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS can be set (as in the driver); the pool's
+ * synchronous copies and memsets of device memory already complete before they return. */
+GP_CUDA_EXPORT CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attr,
+					     CUdeviceptr ptr)
+{
+	struct gp_range rg;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!value || attr != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!gp__range_find(ptr, &rg) || rg.kind != GP_MEM_DEVICE)
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
 GP_CUDA_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr)
 {
 	CUresult r = gp__ready();

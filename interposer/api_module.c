@@ -1,5 +1,6 @@
 /* api_module.c -- modules and libraries: images are shipped once (libraries on first use),
  * then functions, kernels and their attributes are answered locally. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,36 @@ GP_CUDA_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, 
 					   CUjit_option *options, void **values)
 {
 	return cuModuleLoadData(module, image);
+}
+
+/* The file is this process's: it is read here and shipped as any image is. */
+GP_CUDA_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+	uint8_t *buf = NULL;
+	FILE *f;
+	long n = -1;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!module || !fname)
+		return CUDA_ERROR_INVALID_VALUE;
+	f = fopen(fname, "rb");
+	if (!f)
+		return CUDA_ERROR_FILE_NOT_FOUND;
+	if (fseek(f, 0, SEEK_END) == 0)
+		n = ftell(f);
+	if (n >= 0 && fseek(f, 0, SEEK_SET) == 0)
+		buf = malloc((size_t)n + 1); /* one NUL past the end: PTX text is a string */
+	if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+		buf[n] = '\0';
+		r = cuModuleLoadData(module, buf);
+	} else {
+		r = buf ? CUDA_ERROR_FILE_NOT_FOUND : CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	fclose(f);
+	free(buf); /* the module load copied what it shipped */
+	return r;
 }
 
 GP_CUDA_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)

@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cudaProfiler.h>
+
 #include "softgpu.h"
 
 SG_EXPORT CUresult cuDeviceGetCount(int *count)
@@ -206,4 +208,27 @@ SG_EXPORT CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute att
 		return CUDA_ERROR_INVALID_DEVICE;
 	*value = 0;
 	return CUDA_SUCCESS;
+}
+
+/* No profiler attaches to softgpu: these succeed and do nothing, as NVIDIA's driver does
+ * without one. */
+SG_EXPORT CUresult cuProfilerStart(void)
+{
+	return sg_inited();
+}
+
+SG_EXPORT CUresult cuProfilerStop(void)
+{
+	return sg_inited();
+}
+
+SG_EXPORT CUresult cuProfilerInitialize(const char *configFile, const char *outputFile,
+					CUoutput_mode outputMode)
+{
+	CUresult r = sg_inited();
+
+	if (r == CUDA_SUCCESS &&
+	    (configFile == NULL || outputFile == NULL || (unsigned)outputMode > CU_OUT_CSV))
+		r = CUDA_ERROR_INVALID_VALUE;
+	return r;
 }

@@ -1,0 +1,57 @@
+/* misc_calls.c -- calls that real programs make and a local GPU answers: cuModuleLoad from a
+ * file (read on the client), peer attributes, cuPointerSetAttribute, the profiler calls.
+ * usage: misc_calls PTX_FILE */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cuda.h>
+#include <cudaProfiler.h>
+
+#define CHECK(cond, what)                                  \
+	do {                                               \
+		if (!(cond)) {                             \
+			printf("FAILED: %s\n", what);      \
+			return 1;                          \
+		}                                          \
+	} while (0)
+
+int main(int argc, char **argv)
+{
+	CUdeviceptr d;
+	CUfunction fn;
+	CUcontext ctx;
+	CUmodule mod;
+	CUdevice dev;
+	int v = -1, one = 1, n = 0;
+
+	CHECK(argc > 1, "usage: misc_calls PTX_FILE");
+	CHECK(cuInit(0) == CUDA_SUCCESS && cuDeviceGet(&dev, 0) == CUDA_SUCCESS, "cuInit");
+	CHECK(cuCtxCreate(&ctx, NULL, 0, dev) == CUDA_SUCCESS, "cuCtxCreate");
+	CHECK(cuModuleLoad(&mod, "/nonexistent/x.ptx") == CUDA_ERROR_FILE_NOT_FOUND,
+	      "cuModuleLoad of a missing file");
+	CHECK(cuModuleLoad(&mod, argv[1]) == CUDA_SUCCESS, "cuModuleLoad");
+	CHECK(cuModuleGetFunction(&fn, mod, "spin") == CUDA_SUCCESS, "its kernel");
+	CHECK(cuDeviceGetCount(&n) == CUDA_SUCCESS, "cuDeviceGetCount");
+	if (n > 1) {
+		CHECK(cuDeviceGetP2PAttribute(&v, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 1) ==
+				      CUDA_SUCCESS &&
+			      v == 0,
+		      "no peer access");
+	}
+	CHECK(cuDeviceGetP2PAttribute(&v, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 0) ==
+		      CUDA_ERROR_INVALID_DEVICE,
+	      "a device is not its own peer");
+	CHECK(cuMemAlloc(&d, 256) == CUDA_SUCCESS, "cuMemAlloc");
+	CHECK(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, d) == CUDA_SUCCESS,
+	      "SYNC_MEMOPS on device memory");
+	CHECK(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_CONTEXT, d) ==
+		      CUDA_ERROR_INVALID_VALUE,
+	      "a read-only pointer attribute");
+	CHECK(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, 16) ==
+		      CUDA_ERROR_INVALID_VALUE,
+	      "SYNC_MEMOPS on memory that is not the device's");
+	CHECK(cuProfilerStart() == CUDA_SUCCESS && cuProfilerStop() == CUDA_SUCCESS,
+	      "the profiler calls");
+	printf("OK\n");
+	return 0;
+}
