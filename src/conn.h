@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <openssl/ssl.h>
@@ -31,7 +32,7 @@ struct gp_conn {
 	size_t rpos, rlen, rcap;
 	uint8_t *msg; /* the last received message body */
 	size_t msg_cap;
-	uint64_t bytes_in, bytes_out;
+	_Atomic uint64_t bytes_in, bytes_out; /* written by the reader and the writers, read by anyone */
 	char err[256]; /* why the last call failed, for logs and clients */
 	/* Concurrent mode: `io` serialises the SSL object (held only around one read or
 	 * write, never while waiting); `send` is the writers' lock (gp_conn_send_lock). */
