@@ -605,9 +605,59 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+/* ---- batching calls sent without waiting --------------------------------------------
+ * A call sent without waiting stays in the connection's write buffer, so that a run of
+ * them (a loop of launches) goes out as one write and one TLS record. The buffer goes out
+ * when a call that waits is sent, when it reaches the connection's threshold, or at the
+ * latest FLUSH_DELAY_US after the first call in it: the flusher thread sees to that, so
+ * the device never idles for long on work the program has already asked for. */
+
+#define FLUSH_DELAY_US 50
+
+static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flush_cv = PTHREAD_COND_INITIALIZER;
+static bool flush_wanted;
+
+static void *flusher(void *arg)
+{
+	struct gp_client *c = arg;
+	struct timespec delay = {0, FLUSH_DELAY_US * 1000};
+
+	for (;;) {
+		int ret;
+
+		pthread_mutex_lock(&flush_lock);
+		while (!flush_wanted)
+			pthread_cond_wait(&flush_cv, &flush_lock);
+		flush_wanted = false;
+		pthread_mutex_unlock(&flush_lock);
+		nanosleep(&delay, NULL);
+		gp_conn_send_lock(c->conn);
+		ret = gp_conn_flush(c->conn);
+		gp_conn_send_unlock(c->conn);
+		if (ret)
+			transport_failed(ret, "sending calls");
+	}
+	return NULL;
+}
+
+/* With the send lock held: something waits in the buffer; the flusher sends it soon. */
+static void flush_soon(struct gp_client *c)
+{
+	if (c->conn->wlen == 0)
+		return;
+	pthread_mutex_lock(&flush_lock);
+	if (!flush_wanted) {
+		flush_wanted = true;
+		pthread_cond_signal(&flush_cv);
+	}
+	pthread_mutex_unlock(&flush_lock);
+}
+
 int gp__reader_start(struct gp_client *c)
 {
 	sigset_t all, old;
+	pthread_t t;
 	int ret;
 
 	if (gp_conn_concurrent(c->conn))
@@ -616,11 +666,14 @@ int gp__reader_start(struct gp_client *c)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = pthread_create(&c->reader, NULL, reader, c);
+	if (!ret) {
+		pthread_detach(c->reader);
+		ret = pthread_create(&t, NULL, flusher, c);
+		if (!ret)
+			pthread_detach(t);
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret)
-		return -1;
-	pthread_detach(c->reader);
-	return 0;
+	return ret ? -1 : 0;
 }
 
 /* Unpacks the Reply into its result and outputs; hands the message to *keep when asked. */
@@ -687,8 +740,11 @@ CUresult gp__rpc(unsigned type, unsigned flags, const Gp__Call *call, const stru
 	}
 	pthread_mutex_unlock(&c->lock);
 	ret = gp_bulk_send(c->conn, type, flags, wt.id, &call->base, b->src ? b->len : 0, &src);
-	if (!ret)
-		ret = gp_conn_flush(c->conn); /* sent now, so the GPU starts at once */
+	/* A call that waits goes now, with whatever was batched before it. */
+	if (!ret && wait)
+		ret = gp_conn_flush(c->conn);
+	else if (!ret)
+		flush_soon(c);
 	gp_conn_send_unlock(c->conn);
 	if (ret) {
 		pthread_mutex_lock(&c->lock);

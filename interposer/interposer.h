@@ -22,12 +22,14 @@
  * Nothing is printed unless GPUPOOL_LOG is set: stdout and stderr belong to
  * the user's program.
  *
- * THREADS. The interposer runs on the program's threads, plus two of its own:
- * the reader (client.c, started by cuInit), which reads every frame from the
- * pool and hands each answer to the thread waiting for it, and the
- * host-function thread (client.c, started on the first HOST_CALL), which runs
- * the program's host functions and stream callbacks in the order the pool
- * asks for them, with no lock of ours held. Neither takes a signal. A thread
+ * THREADS. The interposer runs on the program's threads, plus three of its
+ * own: the reader (client.c, started by cuInit), which reads every frame from
+ * the pool and hands each answer to the thread waiting for it; the flusher
+ * (client.c), which sends calls batched without waiting at most 50 us after
+ * the first of them; and the host-function thread (client.c, started on the
+ * first HOST_CALL), which runs the program's host functions and stream
+ * callbacks in the order the pool asks for them, with no lock of ours held.
+ * None takes a signal. A thread
  * that waits for an answer waits on its own condition variable and holds no
  * lock, so other threads' calls go on meanwhile. The locks, outermost first:
  *
@@ -42,6 +44,7 @@
  *   gp__client.lock  client.c       the rest of gp__client: the waiting calls,
  *                                   request ids, the kept deferred error, cuInit
  *   host_lock        client.c       the host functions waiting to run
+ *   flush_lock       client.c       whether the flusher has something to send
  *   the io lock      src/conn.c     the SSL object, around one read or write
  *                                   only, never while waiting for the socket
  *   registry lock    registry.c     (a rwlock) the ranges and reservations
@@ -51,8 +54,8 @@
  * while taking those below. A caller takes the send lock, then gp__client.lock
  * to register its wait, releases both once sent, and waits. The reader takes
  * only gp__client.lock (and the io lock inside reads). gp__client.lock,
- * host_lock, the registry lock and cls_lock are leaves: nothing else of ours
- * is taken while one is held. A CLS destructor (cudart's) runs after cls_lock
+ * host_lock, flush_lock (taken under the send lock), the registry lock and
+ * cls_lock are leaves: nothing else of ours is taken while one is held. A CLS destructor (cudart's) runs after cls_lock
  * is dropped, but with primary_lock still held when a primary release or reset
  * runs it, so it must not call the primary-context entry points.
  *

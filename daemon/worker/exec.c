@@ -73,6 +73,9 @@ CUresult gp__serve_stream_synchronize(struct gp_worker *w, struct gp_req *rq,
 	 * for by a waiter thread, which answers (waits.c). */
 	if (a->stream_drv == CU_STREAM_PER_THREAD)
 		return GP_DRV(w, cuStreamSynchronize, a->stream_drv);
+	/* Already idle: answered here, without a thread's hand-over. */
+	if (GP_DRV(w, cuStreamQuery, a->stream_drv) == CUDA_SUCCESS)
+		return GP_DRV(w, cuStreamSynchronize, a->stream_drv);
 	rq->wait = (struct gp_wait){.kind = GP_WAIT_STREAM, .ctx = w->current,
 				    .stream = a->stream_drv};
 	return CUDA_SUCCESS;
@@ -133,6 +136,8 @@ CUresult gp__serve_event_synchronize(struct gp_worker *w, struct gp_req *rq,
 				     const struct gp_wargs_event_synchronize *a,
 				     struct gp_out_event_synchronize *o)
 {
+	if (GP_DRV(w, cuEventQuery, a->event_drv) == CUDA_SUCCESS)
+		return GP_DRV(w, cuEventSynchronize, a->event_drv);
 	rq->wait = (struct gp_wait){.kind = GP_WAIT_EVENT, .ctx = w->current,
 				    .event = a->event_drv};
 	return CUDA_SUCCESS;
