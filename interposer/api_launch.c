@@ -88,7 +88,7 @@ CUresult gp__launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsign
 	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
 
 	if (r == CUDA_SUCCESS)
-		r = gp__func_check(fn, &f);
+		r = gp__func_described(fn, &f);
 	if (r != CUDA_SUCCESS)
 		return r;
 	/* A module's function runs in its module's context; a library kernel in any. */

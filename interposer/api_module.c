@@ -1,5 +1,6 @@
 /* api_module.c -- modules and libraries: images are shipped once (libraries on first use),
  * then functions, kernels and their attributes are answered locally. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,6 +431,47 @@ CUresult gp__func_check(CUfunction f, struct gp_ifunc **out)
 	return CUDA_SUCCESS;
 }
 
+static pthread_mutex_t describe_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A load lists its functions by name; what a call needs of one (its parameter layout, its
+ * attributes) is asked of the pool on first use, once. A function softgpu cannot run fails
+ * here, at its first use, as a lazily loaded module fails on a local GPU. */
+CUresult gp__func_described(CUfunction func, struct gp_ifunc **out)
+{
+	struct gp_ifunc *f;
+	struct gp_ictx *c;
+	Gp__Call call = GP__CALL__INIT;
+	uint64_t args[GP_CALL_ARGS_MAX], o[GP_CALL_OUTS_MAX];
+	struct gp_bulk_ref b;
+	Gp__Reply *rep;
+	CUresult r = gp__func_check(func, &f);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	*out = f;
+	if (atomic_load_explicit(&f->described, memory_order_acquire))
+		return CUDA_SUCCESS;
+	c = gp__ctx_current();
+	gp_call_pack_func_describe(
+		&(struct gp_in_func_describe){.ctx = c && gp__ctx_valid(c) ? c->remote : 0,
+					      .func = f->remote},
+		&call, args, &b);
+	pthread_mutex_lock(&describe_lock);
+	if (!f->described) {
+		r = gp__rpc(GP_MSG_FUNC_DESCRIBE, 0, &call, &b, o, 0, &rep);
+		if (r == CUDA_SUCCESS && rep->n_function != 1)
+			r = CUDA_ERROR_UNKNOWN;
+		if (r == CUDA_SUCCESS)
+			r = gp__func_fill(f, rep->function[0]);
+		if (r == CUDA_SUCCESS)
+			atomic_store_explicit(&f->described, true, memory_order_release);
+		if (rep)
+			protobuf_c_message_free_unpacked(&rep->base, NULL);
+	}
+	pthread_mutex_unlock(&describe_lock);
+	return r;
+}
+
 /* A library kernel serves as a function in any context. */
 GP_CUDA_EXPORT CUresult cuKernelGetFunction(CUfunction *pfunc, CUkernel kernel)
 {
@@ -469,7 +511,7 @@ GP_CUDA_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t index, size_t
 					   size_t *size)
 {
 	struct gp_ifunc *f;
-	CUresult r = gp__func_check(func, &f);
+	CUresult r = gp__func_described(func, &f);
 
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -495,7 +537,7 @@ GP_CUDA_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib,
 
 	if (!pi || (unsigned)attrib >= CU_FUNC_ATTRIBUTE_MAX)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = gp__func_check(func, &f);
+	r = gp__func_described(func, &f);
 	if (r == CUDA_SUCCESS)
 		*pi = f->attr[attrib];
 	return r;
@@ -519,7 +561,7 @@ static CUresult set_attribute(CUfunction func, CUfunction_attribute attrib, int 
 		return CUDA_ERROR_INVALID_VALUE;
 	r = gp__ctx_need(&c);
 	if (r == CUDA_SUCCESS)
-		r = gp__func_check(func, &f);
+		r = gp__func_described(func, &f);
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = gp__rpc_func_set_attribute(0,

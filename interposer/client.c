@@ -788,7 +788,36 @@ out:
 GP_CALL_MAP(GP__RPC)
 #undef GP__RPC
 
-/* Copies the function list of a load's reply into the client's module. */
+CUresult gp__func_fill(struct gp_ifunc *f, const Gp__Function *src)
+{
+	uint32_t n = (uint32_t)src->n_param, *off, *size;
+
+	off = calloc(n ? n : 1, sizeof(uint32_t));
+	size = calloc(n ? n : 1, sizeof(uint32_t));
+	if (!off || !size) {
+		free(off);
+		free(size);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	free(f->offset);
+	free(f->size);
+	f->offset = off;
+	f->size = size;
+	f->nparams = n;
+	f->param_bytes = 0;
+	for (size_t a = 0; a < src->n_attribute && a < CU_FUNC_ATTRIBUTE_MAX; a++)
+		f->attr[a] = src->attribute[a];
+	for (uint32_t k = 0; k < n; k++) {
+		f->offset[k] = src->param[k]->offset;
+		f->size[k] = src->param[k]->size;
+		if (f->offset[k] + f->size[k] > f->param_bytes)
+			f->param_bytes = f->offset[k] + f->size[k];
+	}
+	return CUDA_SUCCESS;
+}
+
+/* Copies the function list of a load's reply into the client's module: names and handles
+ * (each one's layout and attributes come on first use, gp__func_described). */
 static CUresult take_functions(struct gp_imodule *mod, const Gp__Reply *rep)
 {
 	mod->funcs = calloc(rep->n_function ? rep->n_function : 1, sizeof(*mod->funcs));
@@ -797,25 +826,20 @@ static CUresult take_functions(struct gp_imodule *mod, const Gp__Reply *rep)
 	for (size_t i = 0; i < rep->n_function; i++) {
 		const Gp__Function *src = rep->function[i];
 		struct gp_ifunc *f = &mod->funcs[i];
-		uint32_t n = (uint32_t)src->n_param;
 
 		f->magic = GP_MAGIC_FUNC;
 		f->remote = src->handle;
 		f->module = mod;
 		f->name = strdup(src->name);
-		for (size_t a = 0; a < src->n_attribute && a < CU_FUNC_ATTRIBUTE_MAX; a++)
-			f->attr[a] = src->attribute[a];
-		f->offset = calloc(n ? n : 1, sizeof(uint32_t));
-		f->size = calloc(n ? n : 1, sizeof(uint32_t));
 		mod->nfuncs = (uint32_t)i + 1;
-		if (!f->name || !f->offset || !f->size)
+		if (!f->name)
 			return CUDA_ERROR_OUT_OF_MEMORY;
-		f->nparams = n;
-		for (uint32_t k = 0; k < n; k++) {
-			f->offset[k] = src->param[k]->offset;
-			f->size[k] = src->param[k]->size;
-			if (f->offset[k] + f->size[k] > f->param_bytes)
-				f->param_bytes = f->offset[k] + f->size[k];
+		if (src->n_attribute) {
+			CUresult r = gp__func_fill(f, src);
+
+			if (r != CUDA_SUCCESS)
+				return r;
+			f->described = true;
 		}
 	}
 	return CUDA_SUCCESS;

@@ -134,6 +134,9 @@ struct gp_ifunc {
 	uint32_t *size;
 	int32_t attr[CU_FUNC_ATTRIBUTE_MAX];
 	struct gp_imodule *module;
+	/* The layout and attributes above are known: asked for on first use (FUNC_DESCRIBE),
+	 * set once with release under describe_lock (api_module.c). */
+	_Atomic bool described;
 };
 
 /* A module (bound to a context) or a library (context-independent, loaded on first use). */
@@ -273,6 +276,10 @@ CUresult gp__ctx_stream(CUstream s, bool per_thread, struct gp_ictx **ctx, uint6
 /* api_module.c */
 /* A launchable handle: a module function or a library kernel, loaded if lazy. */
 CUresult gp__func_check(CUfunction f, struct gp_ifunc **out);
+/* The same, with its parameter layout and attributes known (asked of the pool once). */
+CUresult gp__func_described(CUfunction f, struct gp_ifunc **out);
+/* Fills a function's layout and attributes from a load's or FUNC_DESCRIBE's entry. */
+CUresult gp__func_fill(struct gp_ifunc *f, const Gp__Function *src);
 
 /* Shared bodies of the legacy and per-thread entry points. */
 CUresult gp__memcpy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, bool async,

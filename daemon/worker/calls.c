@@ -133,7 +133,8 @@ static CUresult arg_modlib(struct gp_worker *w, uint64_t id, void **drv, bool *i
 	return CUDA_SUCCESS;
 }
 
-/* A function or kernel; a kernel's module is made in the call's context on first use. */
+/* A function or kernel, described; a kernel's module is made in the call's context on
+ * first use. */
 static CUresult arg_func(struct gp_worker *w, uint64_t id, uint64_t ctx, void **drv,
 			 const struct gp_fn_info **info, bool *is_kernel)
 {
@@ -141,10 +142,13 @@ static CUresult arg_func(struct gp_worker *w, uint64_t id, uint64_t ctx, void **
 
 	if (!h)
 		return CUDA_ERROR_INVALID_HANDLE;
+	CUresult r = ctx ? gp__kernel_in_ctx(w, h, ctx) : CUDA_SUCCESS;
+
 	*drv = h->ptr;
 	*info = h->aux;
 	*is_kernel = h->kind == GP_H_KERNEL;
-	return ctx ? gp__kernel_in_ctx(w, h, ctx) : CUDA_SUCCESS;
+	/* Its layout is known before any call uses it (the first use asks the driver). */
+	return r == CUDA_SUCCESS ? gp__fn_described(w, h) : r;
 }
 
 static CUresult arg_u32(uint64_t v, uint32_t *out)

@@ -45,15 +45,15 @@ static CUresult recv_image(struct gp_worker *w, struct gp_req *rq, uint64_t len,
 	return CUDA_SUCCESS;
 }
 
-/* Parameter layout and attributes of one function or kernel. */
-static CUresult describe(struct gp_worker *w, void *fn, bool kernel, int device, Gp__Function *f,
-			 struct gp_fn_info *fi)
+/* The parameter layout of one function or kernel, into fi (once). */
+static CUresult describe_params(struct gp_worker *w, void *fn, bool kernel, struct gp_fn_info *fi)
 {
 	size_t off, sz;
 	uint32_t np = 0;
-	CUdevice dev = 0;
 	CUresult r;
 
+	if (fi->described)
+		return CUDA_SUCCESS;
 	for (;;) {
 		uint32_t *no, *ns;
 
@@ -61,6 +61,8 @@ static CUresult describe(struct gp_worker *w, void *fn, bool kernel, int device,
 			   : w->drv.cuFuncGetParamInfo(fn, np, &off, &sz);
 		if (r != CUDA_SUCCESS)
 			break;
+		if (off > UINT32_MAX - sz)
+			return CUDA_ERROR_INVALID_VALUE;
 		no = realloc(fi->offset, (np + 1) * sizeof(uint32_t));
 		if (no)
 			fi->offset = no;
@@ -75,16 +77,68 @@ static CUresult describe(struct gp_worker *w, void *fn, bool kernel, int device,
 			fi->param_bytes = (uint32_t)(off + sz);
 		np++;
 	}
-	/* The driver ends the list with INVALID_VALUE; anything else is a real failure. */
+	/* The driver ends the list with INVALID_VALUE; anything else is a real failure (on
+	 * softgpu, a kernel it cannot run says so here, at its first use). */
 	if (r != CUDA_ERROR_INVALID_VALUE)
 		return r;
 	fi->nparams = np;
-	f->n_param = np;
-	f->param = calloc(np ? np : 1, sizeof(*f->param));
+	fi->described = true;
+	return CUDA_SUCCESS;
+}
+
+/*
+ * A library kernel is described in a context that already holds its library's module
+ * (measured and charged there): asking the driver about a kernel can make the module in the
+ * current context, which would then be the session's without being charged.
+ */
+static CUresult in_instance(struct gp_worker *w, const struct gp_fn_info *fi, CUcontext *saved)
+{
+	*saved = w->current;
+	for (size_t i = 0; i < w->nlibinst; i++) {
+		const struct gp_libinst *li = &w->libinst[i];
+
+		if (li->lib == fi->module && li->usable)
+			return gp__use_ctx(w, li->ctx, NULL);
+	}
+	return CUDA_ERROR_OUT_OF_MEMORY; /* it fits in no context of the session */
+}
+
+static void restore_current(struct gp_worker *w, CUcontext saved)
+{
+	if (w->current != saved && w->drv.cuCtxSetCurrent(saved) == CUDA_SUCCESS)
+		w->current = saved;
+}
+
+CUresult gp__fn_described(struct gp_worker *w, struct gp_handle *h)
+{
+	struct gp_fn_info *fi = h->aux;
+	CUcontext saved;
+	CUresult r;
+
+	if (fi->described || h->kind != GP_H_KERNEL)
+		return describe_params(w, h->ptr, false, fi);
+	r = in_instance(w, fi, &saved);
+	if (r == CUDA_SUCCESS)
+		r = describe_params(w, h->ptr, true, fi);
+	restore_current(w, saved);
+	return r;
+}
+
+/* The reply's entry for one function: its layout and attributes (on `device` for kernels). */
+static CUresult describe(struct gp_worker *w, void *fn, bool kernel, int device, Gp__Function *f,
+			 struct gp_fn_info *fi)
+{
+	CUdevice dev = 0;
+	CUresult r = describe_params(w, fn, kernel, fi);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	f->n_param = fi->nparams;
+	f->param = calloc(fi->nparams ? fi->nparams : 1, sizeof(*f->param));
 	f->attribute = calloc(CU_FUNC_ATTRIBUTE_MAX, sizeof(int32_t));
 	if (!f->param || !f->attribute)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	for (uint32_t k = 0; k < np; k++) {
+	for (uint32_t k = 0; k < fi->nparams; k++) {
 		f->param[k] = calloc(1, sizeof(Gp__Param));
 		if (!f->param[k]) {
 			f->n_param = k;
@@ -109,7 +163,9 @@ static CUresult describe(struct gp_worker *w, void *fn, bool kernel, int device,
 	return CUDA_SUCCESS;
 }
 
-/* Registers one function or kernel and describes it into the reply. */
+/* Registers one function or kernel and lists it, by name, in the reply; its layout and
+ * attributes are described on first use (FUNC_DESCRIBE, or a launch), so that a library of
+ * thousands of kernels loads without the driver preparing each of them. */
 static CUresult add_function(struct gp_worker *w, struct gp_req *rq, void *fn, bool kernel,
 			     uint64_t owner, uint64_t ctx_id, int device)
 {
@@ -119,6 +175,7 @@ static CUresult add_function(struct gp_worker *w, struct gp_req *rq, void *fn, b
 	const char *name = NULL;
 	CUresult r;
 
+	(void)device;
 	if (!f || !fi) {
 		free(f);
 		free(fi);
@@ -141,7 +198,43 @@ static CUresult add_function(struct gp_worker *w, struct gp_req *rq, void *fn, b
 	}
 	h->aux = fi; /* freed with the handle */
 	h->parent = ctx_id;
-	return describe(w, fn, kernel, device, f, fi);
+	return CUDA_SUCCESS;
+}
+
+CUresult gp__serve_func_describe(struct gp_worker *w, struct gp_req *rq,
+				 const struct gp_wargs_func_describe *a,
+				 struct gp_out_func_describe *o)
+{
+	struct gp_handle *h = gp__launchable(w, a->func);
+	const char *name = NULL;
+	Gp__Function *f;
+	CUresult r;
+
+	rq->functions = calloc(1, sizeof(*rq->functions));
+	f = calloc(1, sizeof(*f));
+	if (!rq->functions || !f) {
+		free(f);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	gp__function__init(f);
+	rq->functions[rq->n_functions++] = f;
+	r = a->func_is_kernel ? GP_DRV(w, cuKernelGetName, &name, h->ptr)
+			      : w->drv.cuFuncGetName(&name, h->ptr);
+	if (r != CUDA_SUCCESS)
+		return r;
+	f->name = (char *)name;
+	f->handle = a->func;
+	if (!a->func_is_kernel)
+		return describe(w, h->ptr, false, 0, f, h->aux);
+	{
+		CUcontext saved;
+
+		r = in_instance(w, h->aux, &saved);
+		if (r == CUDA_SUCCESS)
+			r = describe(w, h->ptr, true, a->ctx_dev < 0 ? 0 : a->ctx_dev, f, h->aux);
+		restore_current(w, saved);
+		return r;
+	}
 }
 
 /*

@@ -73,6 +73,7 @@ struct gp_fn_info {
 	uint32_t *offset;
 	uint32_t *size;
 	uint64_t module; /* handle of the module or library it belongs to */
+	bool described;	 /* the layout above is known (gp__fn_described) */
 };
 
 /* Contexts a session may create besides the primary ones (each costs device memory). */
@@ -143,6 +144,8 @@ const struct gp_libinst *gp__libinst_find(const struct gp_worker *w, uint64_t li
 uint64_t gp__libinst_cost(const struct gp_worker *w, uint64_t lib);
 
 /* module.c */
+/* A function's parameter layout, asked of the driver on first use. */
+CUresult gp__fn_described(struct gp_worker *w, struct gp_handle *h);
 /* A library kernel's module in the context: made (and charged) on first use there. */
 CUresult gp__kernel_in_ctx(struct gp_worker *w, const struct gp_handle *fh, uint64_t ctx_id);
 

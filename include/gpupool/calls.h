@@ -156,6 +156,9 @@
 	X(FUNC_SET_ATTRIBUTE, func_set_attribute, 127, 0,                                        \
 	  GP_ARG(CTX, ctx) GP_ARG(FUNC, func) GP_ARG(U32, attribute) GP_ARG(I32, value), , ,     \
 	  "cuFuncSetAttribute, cuKernelSetAttribute")                                            \
+	X(FUNC_DESCRIBE, func_describe, 128, GP_C_FUNCTIONS,                                     \
+	  GP_ARG(FUNC, func) GP_ARG(CTX_OPT, ctx), , ,                                           \
+	  "a function's layout and attributes (on ctx's device), on first use; not made in ctx") \
 	/* ---- launches ---- */                                                                 \
 	X(LAUNCH, launch, 130, GP_C_ASYNC,                                                       \
 	  GP_ARG(CTX, ctx) GP_ARG(FUNC, func) GP_ARG(U32, grid_x) GP_ARG(U32, grid_y)            \
