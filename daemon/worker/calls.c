@@ -147,8 +147,9 @@ static CUresult arg_func(struct gp_worker *w, uint64_t id, uint64_t ctx, void **
 	*drv = h->ptr;
 	*info = h->aux;
 	*is_kernel = h->kind == GP_H_KERNEL;
-	/* Its layout is known before any call uses it (the first use asks the driver). */
-	return r == CUDA_SUCCESS ? gp__fn_described(w, h) : r;
+	/* Its layout is known before a call in a context uses it (the first use asks the
+	 * driver); FUNC_DESCRIBE, whose context comes after, describes it itself. */
+	return r == CUDA_SUCCESS && ctx ? gp__fn_described(w, h, ctx) : r;
 }
 
 static CUresult arg_u32(uint64_t v, uint32_t *out)

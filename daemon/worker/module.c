@@ -87,12 +87,16 @@ static CUresult describe_params(struct gp_worker *w, void *fn, bool kernel, stru
 }
 
 /*
- * A library kernel is described in a context that already holds its library's module
- * (measured and charged there): asking the driver about a kernel can make the module in the
- * current context, which would then be the session's without being charged.
+ * A library kernel is described in a context that holds its library's module, measured and
+ * charged there (asking the driver about a kernel can make the module in the current
+ * context, which would then be the session's uncharged): one that has it already, else
+ * ctx_id, where it is made (and charged) now. The worker's current context is put back.
  */
-static CUresult in_instance(struct gp_worker *w, const struct gp_fn_info *fi, CUcontext *saved)
+static CUresult in_instance(struct gp_worker *w, struct gp_handle *h, uint64_t ctx_id,
+			    CUcontext *saved)
 {
+	const struct gp_fn_info *fi = h->aux;
+
 	*saved = w->current;
 	for (size_t i = 0; i < w->nlibinst; i++) {
 		const struct gp_libinst *li = &w->libinst[i];
@@ -100,7 +104,13 @@ static CUresult in_instance(struct gp_worker *w, const struct gp_fn_info *fi, CU
 		if (li->lib == fi->module && li->usable)
 			return gp__use_ctx(w, li->ctx, NULL);
 	}
-	return CUDA_ERROR_OUT_OF_MEMORY; /* it fits in no context of the session */
+	if (!ctx_id)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	{
+		CUresult r = gp__use_ctx(w, ctx_id, NULL);
+
+		return r != CUDA_SUCCESS ? r : gp__kernel_in_ctx(w, h, ctx_id);
+	}
 }
 
 static void restore_current(struct gp_worker *w, CUcontext saved)
@@ -109,7 +119,7 @@ static void restore_current(struct gp_worker *w, CUcontext saved)
 		w->current = saved;
 }
 
-CUresult gp__fn_described(struct gp_worker *w, struct gp_handle *h)
+CUresult gp__fn_described(struct gp_worker *w, struct gp_handle *h, uint64_t ctx_id)
 {
 	struct gp_fn_info *fi = h->aux;
 	CUcontext saved;
@@ -117,7 +127,7 @@ CUresult gp__fn_described(struct gp_worker *w, struct gp_handle *h)
 
 	if (fi->described || h->kind != GP_H_KERNEL)
 		return describe_params(w, h->ptr, false, fi);
-	r = in_instance(w, fi, &saved);
+	r = in_instance(w, h, ctx_id, &saved);
 	if (r == CUDA_SUCCESS)
 		r = describe_params(w, h->ptr, true, fi);
 	restore_current(w, saved);
@@ -229,7 +239,7 @@ CUresult gp__serve_func_describe(struct gp_worker *w, struct gp_req *rq,
 	{
 		CUcontext saved;
 
-		r = in_instance(w, h->aux, &saved);
+		r = in_instance(w, h, a->ctx, &saved);
 		if (r == CUDA_SUCCESS)
 			r = describe(w, h->ptr, true, a->ctx_dev < 0 ? 0 : a->ctx_dev, f, h->aux);
 		restore_current(w, saved);

@@ -145,7 +145,7 @@ uint64_t gp__libinst_cost(const struct gp_worker *w, uint64_t lib);
 
 /* module.c */
 /* A function's parameter layout, asked of the driver on first use. */
-CUresult gp__fn_described(struct gp_worker *w, struct gp_handle *h);
+CUresult gp__fn_described(struct gp_worker *w, struct gp_handle *h, uint64_t ctx_id);
 /* A library kernel's module in the context: made (and charged) on first use there. */
 CUresult gp__kernel_in_ctx(struct gp_worker *w, const struct gp_handle *fh, uint64_t ctx_id);
 
