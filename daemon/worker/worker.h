@@ -137,6 +137,8 @@ struct gp_worker {
 };
 
 /* state.c */
+/* A new handle's id, 0 when out of memory. It may move the whole table: no struct gp_handle
+ * pointer survives it (keep ids, or values such as a context's device, and look up again). */
 uint64_t gp__handle_new(struct gp_worker *w, uint32_t kind, void *ptr);
 struct gp_handle *gp__handle_get(struct gp_worker *w, uint64_t id, uint32_t kind);
 uint64_t gp__handle_id(struct gp_worker *w, const struct gp_handle *h);
