@@ -125,6 +125,8 @@ struct gp_worker {
 	CUcontext current;			/* what the worker made current last */
 	uint64_t primary[GP_STATS_MAX_DEVICES]; /* handle of each device's primary context */
 	unsigned primary_refs[GP_STATS_MAX_DEVICES];
+	/* Each primary context's default heap and printf buffer, charged while it lives. */
+	uint64_t primary_limits[GP_STATS_MAX_DEVICES][2];
 
 	bool has_deferred;
 	int32_t deferred_result;

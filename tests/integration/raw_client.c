@@ -15,6 +15,8 @@
  *   handles   thousands of events, then module loads whose own handles make the
  *             worker's handle table grow, in a 64 MiB session (RAW_MEMORY): the
  *             globals are still charged (16 MiB fit, 60 MiB more do not)
+ *   contexts  retains device 0's primary context, then creates contexts until one is
+ *             refused: prints how many and the error, then "held" (ends at EOF on stdin)
  *   hold      a session with a context: prints "held", ends at EOF on stdin
  *
  * RAW_MEMORY (bytes) is the memory the Hello asks for; RAW_PROGRAM and RAW_HOST
@@ -333,6 +335,25 @@ int main(int argc, char **argv)
 		printf("then PTX text: %d\n", r);
 		return r == CUDA_SUCCESS ? 0 : 1;
 	}
+	if (strcmp(mode, "contexts") == 0) {
+		struct gp_out_primary_retain pr;
+		struct gp_out_ctx_create cc;
+		char line[64];
+		CUresult r;
+		int n = 0;
+
+		if (call(primary_retain, (&(struct gp_in_primary_retain){0}), &pr) != CUDA_SUCCESS)
+			die("PRIMARY_RETAIN");
+		while ((r = call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc)) ==
+			       CUDA_SUCCESS &&
+		       n < 1000)
+			n++;
+		printf("%d contexts, then %d\nheld\n", n, r);
+		fflush(stdout);
+		while (fgets(line, sizeof(line), stdin))
+			;
+		return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 1;
+	}
 	if (strcmp(mode, "hold") == 0) {
 		struct gp_out_ctx_create cc;
 		char line[64];
@@ -375,6 +396,6 @@ int main(int argc, char **argv)
 		return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 1;
 	}
 	fprintf(stderr, "usage: raw_client version|old-version|garbage|oversize|type|foreign|image|"
-			"handles|hold\n");
+			"handles|contexts|hold\n");
 	return 2;
 }
