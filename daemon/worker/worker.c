@@ -36,6 +36,12 @@ static void on_sigterm(int sig)
 	gp__worker_stop = 1;
 }
 
+static void on_sigusr1(int sig)
+{
+	gp__worker_timed_out = 1;
+	gp__worker_stop = 1;
+}
+
 /* The handshake's deadline: whatever read is blocked returns, and the worker ends. */
 static void on_alarm(int sig)
 {
@@ -427,6 +433,9 @@ static void serve(struct gp_worker *w)
 	int ret;
 
 	set_state(w, GP_SESSION_ACTIVE);
+	if (gp__watch_start(w))
+		gp_log_warnx("session %llu: no watchdog thread; a long call cannot be cut short",
+			     (unsigned long long)w->session_id);
 	for (;;) {
 		ret = gp__worker_stop ? -EINTR : gp_conn_recv(w->client, &h);
 		if (ret == -EINTR) {
@@ -473,6 +482,7 @@ static void serve(struct gp_worker *w)
 		}
 		/* Replies go out before the next read blocks (gp_conn_read flushes). */
 	}
+	gp__watch_done();
 	set_state(w, GP_SESSION_CLOSING);
 }
 
@@ -517,6 +527,8 @@ int main(int argc, char **argv)
 	/* No SA_RESTART: a blocked read returns so the worker can end cleanly. */
 	sa.sa_handler = on_sigterm;
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_sigusr1; /* kernel_timeout: see watchdog.c */
+	sigaction(SIGUSR1, &sa, NULL);
 	gp_log_init("gpupool-worker", GP_LOG_INFO);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {

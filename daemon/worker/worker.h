@@ -9,9 +9,10 @@
  * state.c     what the session owns: handles and device allocations
  * inventory.c `--inventory`: the GPUs the driver shows, for the supervisor
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
+ * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * driver.c    the dlopen'd libcuda
  *
- * DESIGN: the worker is single-threaded. It reads one frame at a time from
+ * DESIGN: the worker serves calls on one thread (a watchdog and the output reader aside). It reads one frame at a time from
  * the client, executes it on the driver and answers (unless the call was
  * sent without waiting for a reply). Everything it allocates on the device
  * belongs to this one session; when the session ends the process exits and
@@ -41,6 +42,8 @@
 
 /* Set when the pool asks the worker to end (SIGTERM). */
 extern volatile sig_atomic_t gp__worker_stop;
+/* Set when the pool saw a call run past kernel_timeout (SIGUSR1); with gp__worker_stop. */
+extern volatile sig_atomic_t gp__worker_timed_out;
 
 /* Largest module image a client may upload. */
 #define GP_IMAGE_MAX (1ull << 30)
@@ -258,6 +261,14 @@ CUresult gp__use_ctx(struct gp_worker *w, uint64_t id, struct gp_handle **out);
 CUresult gp__use_stream(struct gp_worker *w, uint64_t id, CUstream *out);
 /* A launchable handle: a module's function or a library's kernel (used as CUfunction). */
 struct gp_handle *gp__launchable(struct gp_worker *w, uint64_t id);
+
+/* watchdog.c: see its DESIGN block. Started once the session is admitted. */
+int gp__watch_start(struct gp_worker *w);
+/* Around a call's handler; quiet: the handler does no I/O on the connection. */
+void gp__watch_enter(const struct gp_frame_hdr *h, bool quiet);
+void gp__watch_leave(void);
+/* The main thread has left its loop: it is ending. */
+void gp__watch_done(void);
 
 /* inventory.c: lists the driver's GPUs on the control channel; the process's exit code. */
 int gp__worker_inventory(const char *driver);
