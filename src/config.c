@@ -1,5 +1,6 @@
 /* config.c -- parse gpupoold.conf: one "key value" per line, '#' comments. */
 #include <ctype.h>
+#include <limits.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -178,11 +179,12 @@ static int set_size(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
-/* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] */
+/* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] [kernel_timeout=SECONDS] */
 static int add_tenant(struct parse *p, char **words, int n, size_t off)
 {
 	struct gp_config *cfg = p->cfg;
-	struct gp_tenant t = {NULL, GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE}, *nt;
+	struct gp_tenant t = {NULL, GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE},
+			 *nt;
 
 	if (n < 2)
 		return perr(p, "'tenant' needs a name");
@@ -200,20 +202,26 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 			if (gp_parse_size(eq + 1, &t.memory))
 				return perr(p, "tenant %s: memory=%s is not a size", words[1],
 					    eq + 1);
-		} else if (strcmp(words[i], "sessions") == 0 || strcmp(words[i], "gpus") == 0) {
+		} else if (strcmp(words[i], "sessions") == 0 || strcmp(words[i], "gpus") == 0 ||
+			   strcmp(words[i], "kernel_timeout") == 0) {
 			unsigned long long v;
 
 			errno = 0;
 			v = strtoull(eq + 1, &end, 10);
-			if (errno || *end || !isdigit((unsigned char)eq[1]))
+			if (errno || *end || !isdigit((unsigned char)eq[1]) ||
+			    (words[i][0] == 'k' && v > UINT_MAX))
 				return perr(p, "tenant %s: %s=%s is not a number", words[1],
 					    words[i], eq + 1);
 			if (words[i][0] == 's')
 				t.sessions = v;
-			else
+			else if (words[i][0] == 'g')
 				t.gpus = v;
+			else
+				t.kernel_timeout = v;
 		} else {
-			return perr(p, "tenant %s: unknown limit '%s' (sessions, gpus, memory)",
+			return perr(p,
+				    "tenant %s: unknown limit '%s' (sessions, gpus, memory, "
+				    "kernel_timeout)",
 				    words[1], words[i]);
 		}
 	}
@@ -276,6 +284,7 @@ static const struct {
 	{"queue_timeout", set_uint, offsetof(struct gp_config, queue_timeout)},
 	{"idle_timeout", set_uint, offsetof(struct gp_config, idle_timeout)},
 	{"drain_grace", set_uint, offsetof(struct gp_config, drain_grace)},
+	{"kernel_timeout", set_uint, offsetof(struct gp_config, kernel_timeout)},
 	{"tenant", add_tenant, 0},
 	{"token", add_token, 0},
 };
@@ -484,6 +493,15 @@ const struct gp_tenant *gp_config_tenant(const struct gp_config *cfg, const char
 			any = &cfg->tenants[i];
 	}
 	return any;
+}
+
+unsigned gp_config_kernel_timeout(const struct gp_config *cfg, const char *tenant)
+{
+	const struct gp_tenant *t = gp_config_tenant(cfg, tenant ? tenant : "");
+
+	if (t && t->kernel_timeout != GP_LIMIT_NONE)
+		return (unsigned)t->kernel_timeout;
+	return cfg->kernel_timeout;
 }
 
 const char *gp_config_token_tenant(const struct gp_config *cfg, const char *secret)

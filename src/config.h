@@ -21,6 +21,7 @@ struct gp_tenant {
 	uint64_t sessions;
 	uint64_t gpus;	 /* GPUs held at once, summed over the tenant's sessions */
 	uint64_t memory; /* bytes reserved at once, summed over sessions and GPUs */
+	uint64_t kernel_timeout; /* seconds one call may run (a kernel, a wait for one) */
 };
 
 /* A bearer token that names a tenant (for clients without certificates). */
@@ -52,6 +53,7 @@ struct gp_config {
 	unsigned queue_timeout;	 /* seconds a session may wait for room; 0: refuse at once */
 	unsigned idle_timeout;	 /* seconds without a call before a session is ended; 0: never */
 	unsigned drain_grace;	 /* seconds sessions get to finish after SIGTERM */
+	unsigned kernel_timeout; /* seconds one call may run before the session ends; 0: no limit */
 	struct gp_tenant *tenants;
 	size_t ntenants;
 	struct gp_token *tokens;
@@ -69,6 +71,9 @@ void gp_config_free(struct gp_config *cfg);
 
 /* The limits that apply to a tenant: its own line, else "*", else NULL (unlimited). */
 const struct gp_tenant *gp_config_tenant(const struct gp_config *cfg, const char *name);
+/* The kernel_timeout that applies to a tenant's sessions (its line's, else the file's);
+ * 0: none. */
+unsigned gp_config_kernel_timeout(const struct gp_config *cfg, const char *tenant);
 /* The tenant a token names, or NULL. Compares in constant time. */
 const char *gp_config_token_tenant(const struct gp_config *cfg, const char *secret);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "escape.h"
 #include "log.h"
 
 static char log_tag[64] = "gpupool";
@@ -41,18 +42,24 @@ int gp_log_parse_level(const char *s)
 	return -1;
 }
 
+/*
+ * Messages carry what clients chose (program and host names, certificate names, the
+ * driver's and the peer's error text): escaped here, once for every line, so no message
+ * can hold a newline that starts a forged line or bytes that drive a terminal.
+ */
 void gp_vlog(int level, const char *fmt, va_list ap)
 {
-	char line[1024];
+	char msg[1024], line[4200];
 	int n;
 
 	if (level > log_level || log_level < 0)
 		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = snprintf(line, sizeof(line), "%s: %s: ", log_tag,
 		     level >= 0 && level <= GP_LOG_DEBUG ? level_names[level] : "?");
 	if (n < 0 || (size_t)n >= sizeof(line))
 		n = 0;
-	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	gp_escape(line + n, sizeof(line) - (size_t)n, msg, NULL);
 	/* One write per line so lines from several processes do not interleave. */
 	fprintf(stderr, "%s\n", line);
 }

@@ -6,22 +6,44 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "poolctl.h"
 
+/* A JSON string: control characters and DEL as \u00XX; bytes that are not well-formed UTF-8
+ * (a client's program name may hold any) as U+FFFD, so the output is always valid JSON. */
 static void json_str(const char *s)
 {
+	size_t n = s ? strlen(s) : 0;
+
 	putchar('"');
-	for (; s && *s; s++) {
+	while (n) {
 		unsigned char ch = (unsigned char)*s;
+		size_t c = 1;
 
 		if (ch == '"' || ch == '\\')
 			printf("\\%c", ch);
-		else if (ch < 0x20)
+		else if (ch < 0x20 || ch == 0x7f)
 			printf("\\u%04x", ch);
-		else
+		else if (ch < 0x80)
 			putchar(ch);
+		else if ((c = gp_utf8_char((const unsigned char *)s, n)) != 0)
+			fwrite(s, 1, c, stdout);
+		else if (ch == 0xc2 && n > 1 && (unsigned char)s[1] <= 0x9f &&
+			 (unsigned char)s[1] >= 0x80)
+			printf("\\u%04x", (unsigned char)s[1]), c = 2; /* a C1 control */
+		else
+			fputs("\\ufffd", stdout), c = 1;
+		s += c;
+		n -= c;
 	}
 	putchar('"');
+}
+
+/* One cell of a table: escaped (see escape.h), the column separator too, and cut to fit. */
+static const char *cell(char *buf, size_t width, const char *s)
+{
+	gp_escape(buf, width + 1, s, " ");
+	return buf;
 }
 
 static void uuid_str(const ProtobufCBinaryData *u, char out[40])
@@ -139,7 +161,9 @@ static void print_gpus(const Gp__AdminReply *r)
 	for (size_t i = 0; i < r->n_gpu; i++) {
 		const Gp__GpuStatus *g = r->gpu[i];
 
-		printf("%-4u %-24.24s %12s %12s %12s %8u%s\n", g->index, g->name,
+		char name[25];
+
+		printf("%-4u %-24s %12s %12s %12s %8u%s\n", g->index, cell(name, 24, g->name),
 		       human(g->used_mem, a, sizeof(a)), human(g->reserved_mem, b, sizeof(b)),
 		       human(g->total_mem, c, sizeof(c)), g->sessions,
 		       g->draining ? "  draining" : "");
@@ -156,7 +180,7 @@ static void print_sessions(const Gp__AdminReply *r)
 		printf("(no sessions)\n");
 	for (size_t i = 0; i < r->n_session; i++) {
 		const Gp__SessionStatus *s = r->session[i];
-		char gpus[64] = "-", lim[32] = "-";
+		char gpus[64] = "-", lim[32] = "-", tenant[13], client[23], program[17];
 		size_t k = 0;
 
 		for (size_t j = 0; j < s->n_gpu && k < sizeof(gpus) - 8; j++)
@@ -164,9 +188,9 @@ static void print_sessions(const Gp__AdminReply *r)
 					      s->gpu[j]);
 		if (s->mem_limit)
 			human(s->mem_limit, lim, sizeof(lim));
-		printf("%-8" PRIu64 " %-10s %-12.12s %-22.22s %-16.16s %-6s %12s %12s %8" PRIu64
-		       " %6s\n",
-		       s->id, s->state, s->tenant, s->client, s->program, gpus,
+		printf("%-8" PRIu64 " %-10s %-12s %-22s %-16s %-6s %12s %12s %8" PRIu64 " %6s\n",
+		       s->id, s->state, cell(tenant, 12, s->tenant), cell(client, 22, s->client),
+		       cell(program, 16, s->program), gpus,
 		       human(s->mem_used, a, sizeof(a)), lim, s->calls,
 		       age(s->started, b, sizeof(b)));
 	}

@@ -186,8 +186,10 @@ int main(int argc, char **argv)
 	d.loop = uv_default_loop();
 	d.started = time(NULL);
 	d.next_id = 1;
-	if (gp__supervisor_listen(&d) || gp__admin_listen(&d) || gp__metrics_listen(&d))
+	if (gp__supervisor_listen(&d) || gp__admin_listen(&d) || gp__metrics_listen(&d)) {
+		gp_config_free(d.cfg); /* a socket refused (logged): nothing else to undo */
 		return 1;
+	}
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sigint);
 	uv_signal_init(d.loop, &d.sighup);

@@ -2,6 +2,7 @@
  * TLS or plain) and Unix sockets (clients on this host, the admin socket). */
 #include <errno.h>
 #include <grp.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,37 @@ static bool socket_alive(const char *path)
 	return alive;
 }
 
+/*
+ * Between bind() and the chown that gives the socket its group, whoever may write in its
+ * directory could put a symlink in its place, and chown would follow it (to /etc/shadow).
+ * So the directory must be one only we (or root) can change: owned by us or root, and
+ * writable by no one else unless sticky (then no one else may remove or rename our socket).
+ * The group is given with lchown, which never follows a link, and only to a socket.
+ */
+static int safe_dir(const char *path, const char *what)
+{
+	char *copy = strdup(path);
+	const char *dir;
+	struct stat st;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	dir = dirname(copy);
+	if (stat(dir, &st) != 0) {
+		ret = -errno;
+		gp_log_error("%s %s: its directory %s: %s", what, path, dir, strerror(-ret));
+	} else if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
+		   ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
+		gp_log_error("%s %s: its directory %s can be changed by other users (owner %u, "
+			     "mode %o); use one only gpupoold's user can write, or a sticky one",
+			     what, path, dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		ret = -EPERM;
+	}
+	free(copy);
+	return ret;
+}
+
 int gp__unix_listen(struct gp_daemon *d, uv_pipe_t *pipe, const char *path, const char *group,
 		    bool everyone, uv_connection_cb cb, const char *what)
 {
@@ -94,6 +126,9 @@ int gp__unix_listen(struct gp_daemon *d, uv_pipe_t *pipe, const char *path, cons
 	mode_t old;
 	int r;
 
+	r = safe_dir(path, what);
+	if (r)
+		return r;
 	/* A socket left by an earlier run is stale and goes; one a running daemon answers on
 	 * is not ours to take. */
 	if (socket_alive(path)) {
@@ -114,7 +149,8 @@ int gp__unix_listen(struct gp_daemon *d, uv_pipe_t *pipe, const char *path, cons
 	if (!r && group) {
 		struct group *gr = getgrnam(group);
 
-		if (!gr || chown(path, (uid_t)-1, gr->gr_gid) != 0) {
+		if (!gr || lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+		    lchown(path, (uid_t)-1, gr->gr_gid) != 0) {
 			gp_log_error("%s %s: cannot give it to group %s: %s", what, path, group,
 				     gr ? strerror(errno) : "no such group");
 			uv_close((uv_handle_t *)pipe, NULL);

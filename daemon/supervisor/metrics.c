@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "escape.h"
 #include "log.h"
 
 #define REQUEST_MAX 4096
@@ -65,9 +66,14 @@ static void on_timeout(uv_timer_t *t)
 }
 
 /* A label value: backslash, double quote and newline escaped. */
-static void label(FILE *f, const char *v)
+static void label(FILE *f, const char *raw)
 {
-	for (; v && *v; v++) {
+	char buf[4 * 128 + 1];
+	const char *v = buf;
+
+	/* Names are the clients' (see escape.h): no control bytes, always valid UTF-8. */
+	gp_escape(buf, sizeof(buf), raw, NULL);
+	for (; *v; v++) {
 		if (*v == '\\' || *v == '"')
 			fprintf(f, "\\%c", *v);
 		else if (*v == '\n')

@@ -566,10 +566,23 @@ static unsigned handshake_limit(const struct gp_daemon *d)
 	return d->cfg->handshake_timeout ? d->cfg->handshake_timeout : 15;
 }
 
+/* One call has run past kernel_timeout: SIGUSR1 has the worker answer it with
+ * CUDA_ERROR_LAUNCH_TIMEOUT and end (worker/watchdog.c); SIGKILL follows if it does not. */
+static void kernel_timeout(struct gp_session *s, unsigned secs)
+{
+	gp_log_warnx("session %llu (tenant %s): a call has run past kernel_timeout (%u s); "
+		     "ending the session",
+		     (unsigned long long)s->id, s->tenant[0] ? s->tenant : "-", secs);
+	s->evicted = true;
+	s->term_at = uv_now(s->d->loop);
+	gp__session_kill(s, SIGUSR1);
+}
+
 void gp__supervisor_tick(struct gp_daemon *d)
 {
 	uint64_t now = uv_now(d->loop);
 	int64_t wall = (int64_t)time(NULL);
+	unsigned kt;
 
 	gp__admit_expire(d, false, NULL);
 	for (struct gp_session *s = d->sessions; s; s = s->next) {
@@ -598,5 +611,9 @@ void gp__supervisor_tick(struct gp_daemon *d)
 		    !atomic_load(&s->stats->in_call) &&
 		    wall - atomic_load(&s->stats->last_active) > (int64_t)d->cfg->idle_timeout)
 			gp__session_end(s, "idle_timeout reached");
+		else if (!s->term_at && s->claim.state == GP_CLAIM_ADMITTED && s->stats && atomic_load(&s->stats->in_call) &&
+			 (kt = gp_config_kernel_timeout(d->cfg, s->tenant)) &&
+			 wall - atomic_load(&s->stats->last_active) > (int64_t)kt)
+			kernel_timeout(s, kt);
 	}
 }

@@ -272,8 +272,12 @@ static bool range_owned(struct gp_worker *w, CUdeviceptr base, uint64_t width, u
 		memset(&a, 0, sizeof(a));                                                        \
 		memset(&o, 0, sizeof(o));                                                        \
 		r = decode_##name(w, c, &a);                                                     \
-		if (r == CUDA_SUCCESS)                                                           \
+		if (r == CUDA_SUCCESS) {                                                         \
+			gp__watch_enter(rq->h, !(gp_call_info(rq->h->type)->kinds &              \
+						 (GP_K_BULK_IN | GP_K_BULK_OUT)));               \
 			r = gp__serve_##name(w, rq, &a, &o);                                     \
+			gp__watch_leave();                                                       \
+		}                                                                                \
 		OUTS return finish(w, rq, r, out, nout);                                         \
 	}
 

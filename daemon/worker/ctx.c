@@ -1,6 +1,39 @@
 /* ctx.c -- contexts the session creates, and the devices' primary contexts. */
 #include "worker.h"
 
+/*
+ * A new context already holds device memory: its default malloc heap (8 MiB on NVIDIA's
+ * driver) and printf buffer. Measured with cuCtxGetLimit while the context is current and
+ * charged as the limits it holds (limit_charge), so cuCtxSetLimit later charges only the
+ * difference; a context they do not fit in is refused. Returns what was charged in total.
+ */
+static const CUlimit default_limits[2] = {CU_LIMIT_MALLOC_HEAP_SIZE, CU_LIMIT_PRINTF_FIFO_SIZE};
+
+static CUresult charge_default_limits(struct gp_worker *w, uint64_t id, uint64_t charged[2])
+{
+	struct gp_handle *h = gp__handle_get(w, id, GP_H_CTX);
+	uint64_t cost = 0;
+
+	for (int i = 0; i < 2; i++) {
+		size_t v = 0;
+		CUresult r = GP_DRV(w, cuCtxGetLimit, &v, default_limits[i]);
+
+		if (r != CUDA_SUCCESS)
+			return r; /* what it costs cannot be told: not allowed */
+		charged[i] = v;
+		if (v > UINT64_MAX - cost)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		cost += v;
+	}
+	if (!h || !gp__charge_fits(w, h->device, cost))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (int i = 0; i < 2; i++) {
+		h->limit_charge[i] = charged[i];
+		gp__charge(w, h->device, (int64_t)charged[i]);
+	}
+	return CUDA_SUCCESS;
+}
+
 CUresult gp__serve_ctx_create(struct gp_worker *w, struct gp_req *rq,
 			      const struct gp_wargs_ctx_create *a, struct gp_out_ctx_create *o)
 {
@@ -25,6 +58,13 @@ CUresult gp__serve_ctx_create(struct gp_worker *w, struct gp_req *rq,
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	gp__handle_get(w, id, GP_H_CTX)->device = (int)a->device;
+	r = charge_default_limits(w, id, (uint64_t[2]){0});
+	if (r != CUDA_SUCCESS) {
+		gp__handle_release(w, id);
+		w->drv.cuCtxDestroy_v2(ctx);
+		w->current = NULL;
+		return r;
+	}
 	o->ctx = id;
 	return CUDA_SUCCESS;
 }
@@ -82,6 +122,19 @@ CUresult gp__serve_primary_retain(struct gp_worker *w, struct gp_req *rq,
 		}
 		h->device = (int)d;
 		h->primary = true;
+		/* Its default limits are measured with it current, then the client's current
+		 * context is the driver's again. */
+		r = w->drv.cuCtxSetCurrent(ctx);
+		if (r == CUDA_SUCCESS)
+			r = charge_default_limits(w, w->primary[d], w->primary_limits[d]);
+		if (w->current != ctx)
+			w->drv.cuCtxSetCurrent(w->current);
+		if (r != CUDA_SUCCESS) {
+			gp__handle_release(w, w->primary[d]);
+			w->primary[d] = 0;
+			GP_DRV(w, cuDevicePrimaryCtxRelease_v2, a->device_drv);
+			return r;
+		}
 	}
 	h->ptr = ctx;
 	w->primary_refs[d]++;
@@ -123,16 +176,19 @@ CUresult gp__serve_primary_reset(struct gp_worker *w, struct gp_req *rq,
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	/* Everything the primary context held is gone, its limits included; its handle stays
-	 * for its retainers. */
+	/* Everything the primary context held is gone, its limits back to their defaults
+	 * (still charged, as when it was first retained); its handle stays for its retainers. */
 	if (w->primary[d]) {
-		struct gp_handle *ph = gp__handle_get(w, w->primary[d], GP_H_CTX);
+		struct gp_handle *ph;
 
 		gp__forget_ctx(w, w->primary[d]);
+		ph = gp__handle_get(w, w->primary[d], GP_H_CTX);
 		if (ph) {
 			for (int i = 0; i < 3; i++) {
-				gp__charge(w, ph->device, -(int64_t)ph->limit_charge[i]);
-				ph->limit_charge[i] = 0;
+				uint64_t keep = i < 2 ? w->primary_limits[d][i] : 0;
+
+				gp__charge(w, ph->device, (int64_t)keep - (int64_t)ph->limit_charge[i]);
+				ph->limit_charge[i] = keep;
 			}
 		}
 	}

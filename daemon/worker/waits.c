@@ -31,11 +31,13 @@ struct job {
 	uint64_t request_id;
 	uint16_t type;
 	struct job *next;
+	struct job *active_next; /* in `active` while a waiter waits on it */
 };
 
 static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t jobs_cond = PTHREAD_COND_INITIALIZER;
 static struct job *jobs_head, **jobs_tail = &jobs_head;
+static struct job *active; /* being waited for: answered by the watchdog on kernel_timeout */
 static unsigned nwaiters, idle, busy;
 
 static CUresult run_wait(struct gp_worker *w, const struct gp_wait *wt)
@@ -79,9 +81,19 @@ static void *waiter(void *arg)
 		jobs_head = j->next;
 		if (!jobs_head)
 			jobs_tail = &jobs_head;
+		j->active_next = active;
+		active = j;
 		pthread_mutex_unlock(&jobs_lock);
 
 		r = run_wait(w, &j->wait);
+		pthread_mutex_lock(&jobs_lock);
+		for (struct job **p = &active; *p; p = &(*p)->active_next) {
+			if (*p == j) {
+				*p = j->active_next;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&jobs_lock);
 		h.type = j->type;
 		h.request_id = j->request_id;
 		pthread_mutex_lock(&w->lock);
@@ -144,6 +156,23 @@ CUresult gp__wait_start(struct gp_worker *w, const struct gp_req *rq)
 	pthread_cond_signal(&jobs_cond);
 	pthread_mutex_unlock(&jobs_lock);
 	return CUDA_SUCCESS;
+}
+
+void gp__waits_answer_timeout(struct gp_worker *w)
+{
+	static bool answered; /* by the main thread or the watchdog, whichever comes first */
+
+	pthread_mutex_lock(&jobs_lock);
+	if (answered) {
+		pthread_mutex_unlock(&jobs_lock);
+		return;
+	}
+	answered = true;
+	for (struct job *j = active; j; j = j->active_next)
+		gp__watch_answer_timeout(w, j->request_id);
+	for (struct job *j = jobs_head; j; j = j->next)
+		gp__watch_answer_timeout(w, j->request_id);
+	pthread_mutex_unlock(&jobs_lock);
 }
 
 bool gp__waits_busy(void)

@@ -36,6 +36,12 @@ static void on_sigterm(int sig)
 	gp__worker_stop = 1;
 }
 
+static void on_sigusr1(int sig)
+{
+	gp__worker_timed_out = 1;
+	gp__worker_stop = 1;
+}
+
 /* The handshake's deadline: whatever read is blocked returns, and the worker ends. */
 static void on_alarm(int sig)
 {
@@ -433,17 +439,37 @@ static void serve(struct gp_worker *w)
 			     (unsigned long long)w->session_id);
 		return;
 	}
+	if (gp__watch_start(w))
+		gp_log_warnx("session %llu: no watchdog thread; a long call cannot be cut short",
+			     (unsigned long long)w->session_id);
 	for (;;) {
 		ret = gp__worker_stop ? -EINTR : gp_conn_recv(w->client, &h);
+		if (ret == -EINTR && gp__worker_timed_out) {
+			/* A wait ran past kernel_timeout (a call of this thread's is the
+			 * watchdog's to answer): the waits say why, then the session ends. */
+			gp_log_error("session %llu: a wait ran past the pool's kernel_timeout; "
+				     "ending the session",
+				     (unsigned long long)w->session_id);
+			gp__waits_answer_timeout(w);
+			break;
+		}
 		if (ret == -EINTR) {
-			gp_log_info("session %llu: ended by the pool",
-				    (unsigned long long)w->session_id);
+			gp_log_info("session %llu: ended by the pool%s",
+				    (unsigned long long)w->session_id,
+				    gp__waits_busy() ? " in the middle of a call" : "");
 			break;
 		}
 		if (ret == GP_EFRAME || ret == GP_ETOOBIG) {
 			gp_log_warnx("session %llu: closing: %s from the client (%s)",
 				     (unsigned long long)w->session_id, gp_strerror(ret),
 				     w->client->err);
+			break;
+		}
+		if (ret && gp__waits_busy()) {
+			/* Work it queued is still running for nobody: it ends with the process. */
+			gp_log_info("session %llu: the client is gone while a call runs; ending the "
+				    "session",
+				    (unsigned long long)w->session_id);
 			break;
 		}
 		if (ret == GP_ECLOSED) {
@@ -487,6 +513,7 @@ static void serve(struct gp_worker *w)
 		}
 		/* Replies go out before the next read blocks (gp_conn_read flushes). */
 	}
+	gp__watch_done();
 	set_state(w, GP_SESSION_CLOSING);
 }
 
@@ -531,6 +558,8 @@ int main(int argc, char **argv)
 	/* No SA_RESTART: a blocked read returns so the worker can end cleanly. */
 	sa.sa_handler = on_sigterm;
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_sigusr1; /* kernel_timeout: see watchdog.c */
+	sigaction(SIGUSR1, &sa, NULL);
 	gp_log_init("gpupool-worker", GP_LOG_INFO);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {

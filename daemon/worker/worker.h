@@ -13,19 +13,22 @@
  * waits.c     synchronizing calls wait on waiter threads, which answer them
  * hostfn.c    host functions: run in the client when their stream reaches them
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
+ * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * driver.c    the dlopen'd libcuda
  *
- * DESIGN: one thread (the main thread) does all the session's work: it reads
- * one frame at a time from the client, executes it on the driver and answers
- * (unless the call was sent without waiting for a reply). Only it touches the
- * connection, the session's tables (state.c) and the driver, so none of those
- * has a lock. The one other thread of our own is output.c's reader, which
- * drains the stdout pipe into a buffer that it and the main thread share under
- * output.c's lock; it calls nothing else. The driver may run threads of its own
- * (softgpu's block pool and stream threads, NVIDIA's); they never call back into
- * the worker. Everything it allocates on the device belongs to this one
- * session; when the session ends the process exits and the driver releases
- * whatever is left.
+ * DESIGN: the main thread reads every frame from the client, in order, and runs
+ * each call on the driver under w->lock (the session's tables, state.c/owner.c,
+ * and the driver calls that change them). Other threads of ours: waiter threads
+ * (waits.c), which wait for the device on the main thread's behalf and answer
+ * those calls; the driver's own threads running host-function callbacks
+ * (hostfn.c), which send HOST_CALL and wait for the client; the watchdog
+ * (watchdog.c), which ends the session when the client is gone or a call runs
+ * past kernel_timeout; output.c's reader, which drains the stdout pipe. Every
+ * frame goes out under the connection's send lock (src/conn.h, concurrent mode;
+ * lock order: w->lock, then the send lock). The driver may run threads of its
+ * own (softgpu's block pool and stream threads, NVIDIA's). Everything the
+ * session allocates on the device belongs to it alone; when the session ends
+ * the process exits and the driver releases whatever is left.
  */
 #ifndef GP_WORKER_H
 #define GP_WORKER_H
@@ -53,6 +56,8 @@
 
 /* Set when the pool asks the worker to end (SIGTERM). */
 extern volatile sig_atomic_t gp__worker_stop;
+/* Set when the pool saw a call run past kernel_timeout (SIGUSR1); with gp__worker_stop. */
+extern volatile sig_atomic_t gp__worker_timed_out;
 
 /* Largest module image a client may upload. */
 #define GP_IMAGE_MAX (1ull << 30)
@@ -102,6 +107,8 @@ struct gp_worker {
 	CUcontext current;			/* what the worker made current last */
 	uint64_t primary[GP_STATS_MAX_DEVICES]; /* handle of each device's primary context */
 	unsigned primary_refs[GP_STATS_MAX_DEVICES];
+	/* Each primary context's default heap and printf buffer, charged while it lives. */
+	uint64_t primary_limits[GP_STATS_MAX_DEVICES][2];
 
 	bool has_deferred;
 	int32_t deferred_result;
@@ -256,6 +263,16 @@ CUresult gp__use_stream(struct gp_worker *w, uint64_t id, CUstream *out);
 /* A launchable handle: a module's function or a library's kernel (used as CUfunction). */
 struct gp_handle *gp__launchable(struct gp_worker *w, uint64_t id);
 
+/* watchdog.c: see its DESIGN block. Started once the session is admitted. */
+int gp__watch_start(struct gp_worker *w);
+/* Answers request_id with CUDA_ERROR_LAUNCH_TIMEOUT, if the connection is free to. */
+void gp__watch_answer_timeout(struct gp_worker *w, uint64_t request_id);
+/* Around a call's handler; quiet: the handler does no I/O on the connection. */
+void gp__watch_enter(const struct gp_frame_hdr *h, bool quiet);
+void gp__watch_leave(void);
+/* The main thread has left its loop: it is ending. */
+void gp__watch_done(void);
+
 /* inventory.c: lists the driver's GPUs on the control channel; the process's exit code. */
 int gp__worker_inventory(const char *driver);
 
@@ -267,6 +284,8 @@ int gp__host_done(struct gp_worker *w, const struct gp_frame_hdr *h);
 CUresult gp__wait_start(struct gp_worker *w, const struct gp_req *rq);
 /* Whether a waiter is inside the driver (the process then ends without unloading it). */
 bool gp__waits_busy(void);
+/* Answers every call being waited for with CUDA_ERROR_LAUNCH_TIMEOUT (kernel_timeout). */
+void gp__waits_answer_timeout(struct gp_worker *w);
 
 /* output.c */
 /* Points stdout at a pipe drained by a thread; before the driver is loaded. */

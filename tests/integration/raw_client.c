@@ -12,6 +12,15 @@
  *   image     module images that point outside the bytes sent (a cudart
  *             wrapper, a fatbin claiming more): refused with
  *             CUDA_ERROR_INVALID_IMAGE, session goes on
+ *   handles   thousands of events, then module loads whose own handles make the
+ *             worker's handle table grow, in a 64 MiB session (RAW_MEMORY): the
+ *             globals are still charged (16 MiB fit, 60 MiB more do not)
+ *   contexts  retains device 0's primary context, then creates contexts until one is
+ *             refused: prints how many and the error, then "held" (ends at EOF on stdin)
+ *   hold      a session with a context: prints "held", ends at EOF on stdin
+ *
+ * RAW_MEMORY (bytes) is the memory the Hello asks for; RAW_PROGRAM and RAW_HOST
+ * replace the program name and client host it sends.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,8 +71,9 @@ static Gp__HelloReply *hello(uint32_t version)
 	Gp__HelloReply *rep;
 
 	h.protocol_version = version;
-	h.program = "raw_client";
-	h.client_host = "test";
+	h.program = getenv("RAW_PROGRAM") ? getenv("RAW_PROGRAM") : "raw_client";
+	h.client_host = getenv("RAW_HOST") ? getenv("RAW_HOST") : "test";
+	h.memory = getenv("RAW_MEMORY") ? strtoull(getenv("RAW_MEMORY"), NULL, 0) : 0;
 	if (gp_conn_send(c, GP_MSG_HELLO, 0, 0, &h.base, NULL, 0) || gp_conn_recv(c, &fh))
 		die("Hello");
 	if (fh.type != GP_MSG_HELLO_REPLY)
@@ -135,6 +145,16 @@ static CUresult module_load(uint64_t ctx, const void *image, size_t len)
 	struct gp_in_module_load in = {.ctx = ctx, .image = image, .image_len = len};
 
 	return call(module_load, &in, (struct gp_out_module_load *)NULL);
+}
+
+/* PTX text with a global of `bytes` bytes into buf; its length. */
+static size_t module_with(unsigned long long bytes, char *buf, size_t len)
+{
+	return (size_t)snprintf(buf, len,
+				".version 8.0\n.target sm_75\n.address_size 64\n"
+				".visible .global .align 8 .b8 big[%llu];\n"
+				".visible .entry touch(.param .u64 p)\n{\n\tret;\n}\n",
+				bytes);
 }
 
 /* The pool must close the connection: the next read sees EOF. */
@@ -315,6 +335,67 @@ int main(int argc, char **argv)
 		printf("then PTX text: %d\n", r);
 		return r == CUDA_SUCCESS ? 0 : 1;
 	}
-	fprintf(stderr, "usage: raw_client version|old-version|garbage|oversize|type|foreign|image\n");
+	if (strcmp(mode, "contexts") == 0) {
+		struct gp_out_primary_retain pr;
+		struct gp_out_ctx_create cc;
+		char line[64];
+		CUresult r;
+		int n = 0;
+
+		if (call(primary_retain, (&(struct gp_in_primary_retain){0}), &pr) != CUDA_SUCCESS)
+			die("PRIMARY_RETAIN");
+		while ((r = call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc)) ==
+			       CUDA_SUCCESS &&
+		       n < 1000)
+			n++;
+		printf("%d contexts, then %d\nheld\n", n, r);
+		fflush(stdout);
+		while (fgets(line, sizeof(line), stdin))
+			;
+		return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 1;
+	}
+	if (strcmp(mode, "hold") == 0) {
+		struct gp_out_ctx_create cc;
+		char line[64];
+
+		if (call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc) != CUDA_SUCCESS)
+			die("CTX_CREATE");
+		printf("held\n");
+		fflush(stdout);
+		while (fgets(line, sizeof(line), stdin))
+			;
+		return 0;
+	}
+	if (strcmp(mode, "handles") == 0) {
+		struct gp_out_ctx_create cc;
+		struct gp_out_event_create ev;
+		char ptx[512];
+		uint64_t ctx;
+		CUresult r;
+
+		if (call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc) != CUDA_SUCCESS)
+			die("CTX_CREATE");
+		ctx = cc.ctx;
+		/* The worker's table doubles from 64 slots: with 4096 handles (the context and
+		 * 4095 events) the module's own handle is the one that moves the table. */
+		for (int i = 0; i < 4095; i++)
+			if (call(event_create, (&(struct gp_in_event_create){ctx, 0}), &ev) !=
+			    CUDA_SUCCESS)
+				die("EVENT_CREATE");
+		r = module_load(ctx, ptx, module_with(16ull << 20, ptx, sizeof(ptx)));
+		printf("4096 handles, then a module with 16 MiB of globals: %d\n", r);
+		if (r != CUDA_SUCCESS)
+			return 1;
+		/* Its module and function make 4098: 4094 more events fill 8192 slots. */
+		for (int i = 0; i < 4094; i++)
+			if (call(event_create, (&(struct gp_in_event_create){ctx, 0}), &ev) !=
+			    CUDA_SUCCESS)
+				die("EVENT_CREATE");
+		r = module_load(ctx, ptx, module_with(60ull << 20, ptx, sizeof(ptx)));
+		printf("8192 handles, then a module with 60 MiB more: %d\n", r);
+		return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 1;
+	}
+	fprintf(stderr, "usage: raw_client version|old-version|garbage|oversize|type|foreign|image|"
+			"handles|contexts|hold\n");
 	return 2;
 }

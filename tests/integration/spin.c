@@ -1,5 +1,6 @@
 /* spin.c -- runs one long kernel and checks its result: a session that is busy, not idle.
- * usage: spin ITERATIONS   (prints DONE and the result when the kernel has finished) */
+ * usage: spin ITERATIONS [LAUNCHES]   (prints QUEUED once all are launched, then DONE and
+ * the result when they have finished, or ERROR and the call that failed) */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -19,6 +20,7 @@
 int main(int argc, char **argv)
 {
 	long long n = argc > 1 ? atoll(argv[1]) : 1000000, got = 0, want = 0;
+	int launches = argc > 2 ? atoi(argv[2]) : 1;
 	void *params[2];
 	CUdeviceptr out;
 	CUcontext ctx;
@@ -26,8 +28,6 @@ int main(int argc, char **argv)
 	CUfunction fn;
 	CUdevice dev;
 
-	for (long long i = 0; i < n; i++)
-		want = (long long)((unsigned long long)want * 3 + (unsigned long long)i);
 	CK(cuInit(0));
 	CK(cuDeviceGet(&dev, 0));
 	CK(cuCtxCreate(&ctx, NULL, 0, dev));
@@ -36,9 +36,15 @@ int main(int argc, char **argv)
 	CK(cuMemAlloc(&out, sizeof(got)));
 	params[0] = &n;
 	params[1] = &out;
-	CK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+	for (int i = 0; i < launches; i++)
+		CK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+	printf("QUEUED %d\n", launches);
+	fflush(stdout);
 	CK(cuCtxSynchronize());
 	CK(cuMemcpyDtoH(&got, out, sizeof(got)));
+	/* What the kernel must have computed (only once it has: n may be endless). */
+	for (long long i = 0; i < n; i++)
+		want = (long long)((unsigned long long)want * 3 + (unsigned long long)i);
 	printf("DONE %lld %s\n", got, got == want ? "ok" : "WRONG");
 	fflush(stdout);
 	return got == want ? 0 : 1;

@@ -7,13 +7,14 @@ gp_start
 url=$(grep -o "http://[0-9.:]*/metrics" "$T/daemon.log" | head -n 1)
 [ -n "$url" ] || fail "the daemon should log where its metrics are"
 hold A 2097152
+# 2 MiB allocated and its context's 9 MiB (softgpu's default heap and printf buffer).
 curl -sf "$url" >"$T/metrics" || fail "GET $url"
 grep -q '^gpupool_up 1$' "$T/metrics" || fail "gpupool_up"
 grep -q '^# TYPE gpupool_session_calls_total counter$' "$T/metrics" || fail "TYPE lines"
-grep -q '^gpupool_gpu_memory_used_bytes{gpu="0",name="softgpu"} 2097152$' "$T/metrics" ||
+grep -q '^gpupool_gpu_memory_used_bytes{gpu="0",name="softgpu"} 11534336$' "$T/metrics" ||
 	fail "GPU memory in use: $(grep gpu_memory_used "$T/metrics")"
 grep -q '^gpupool_sessions{state="active"} 1$' "$T/metrics" || fail "one active session"
-grep -q '^gpupool_session_memory_used_bytes{session="[0-9]*",tenant="default",program="hold_session"} 2097152$' \
+grep -q '^gpupool_session_memory_used_bytes{session="[0-9]*",tenant="default",program="hold_session"} 11534336$' \
 	"$T/metrics" || fail "session memory: $(grep session_memory_used "$T/metrics")"
 release A
 wait_for '.sessions | length == 0' 10

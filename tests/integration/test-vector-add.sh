@@ -16,16 +16,17 @@ case "$out" in
 *) fail "vector_add did not print a checked result: $out" ;;
 esac
 
-# A session holding 3 allocations of 1 MiB: poolctl must show it and its memory.
+# A session holding 3 allocations of 1 MiB: poolctl must show it and its memory, with what
+# its context holds (softgpu's default 8 MiB heap and 1 MiB printf buffer): 12 MiB.
 hold H 1048576 3
 case "$HELD" in READY*) ;; *) fail "hold_session: $HELD" ;; esac
 assert_status '.sessions | length == 1' "poolctl should show the held session"
-assert_status '.sessions[0].memory_used == 3145728' "the session should use 3 MiB"
+assert_status '.sessions[0].memory_used == 12582912' "the session should use 12 MiB"
 assert_status '.sessions[0].state == "active"' "the session should be active"
 assert_status '.sessions[0].program == "hold_session"' "the session should name its program"
 assert_status '.sessions[0].tenant == "default"' "without client certificates the tenant is default"
 assert_status '.sessions[0].calls >= 8' "the session should count its calls"
-assert_status '.gpus[0].memory_used == 3145728' "the GPU should show the session's memory"
+assert_status '.gpus[0].memory_used == 12582912' "the GPU should show the session's memory"
 "$POOLCTL" -s "$T/admin.sock" status
 calls=$(status_json | jq '.sessions[0].calls')
 release H || fail "hold_session failed"
