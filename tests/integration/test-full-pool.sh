@@ -9,7 +9,7 @@ gp_start
 full=$GPUPOOL_SERVER
 hold A 4096
 set +e
-out=$(GPUPOOL_LOG=error run_client "$GP_STAGE/bin/vector_add" 1000 2>&1)
+out=$(GPUPOOL_LOG=error GPUPOOL_CONNECT_TIMEOUT=2 run_client "$GP_STAGE/bin/vector_add" 1000 2>&1)
 rc=$?
 set -e
 echo "$out"
