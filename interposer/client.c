@@ -192,7 +192,8 @@ static const char *turned_away(const char *err)
 /*
  * Opens the connection to one pool entry of GPUPOOL_SERVER: "HOST:PORT" (TLS), "unix:PATH"
  * (a pool on this host) or "plain:HOST:PORT" (no TLS: only when the entry says so). The
- * TLS context is made on first need and kept in *ctx.
+ * TLS context is made on first need and kept in *ctx. 0: open; 1: the pool closed it
+ * during TLS (busy); -1: failed, the reason logged.
  */
 static int open_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
 {
@@ -236,15 +237,20 @@ static int open_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
 		}
 	}
 	if (gp_conn_tls_connect(c->conn, *ctx, host)) {
-		gp_log_error("pool %s: %s%s", server, c->conn->err, turned_away(c->conn->err));
+		if (*turned_away(c->conn->err)) {
+			gp_log_debug("pool %s: %s during TLS", server, c->conn->err);
+			return 1; /* busy: gp__connect tries again */
+		}
+		gp_log_error("pool %s: %s", server, c->conn->err);
 		return -1;
 	}
 	return 0;
 }
 
 /* Tries one pool: connect, TLS, Hello. CUDA_SUCCESS with the session open and its
- * snapshot taken; otherwise the connection is closed and the reason logged. */
-static CUresult try_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
+ * snapshot taken; otherwise the connection is closed and the reason logged, or when the
+ * pool closed it before answering Hello (it was busy), *busy set for gp__connect. */
+static CUresult try_pool(struct gp_client *c, SSL_CTX **ctx, const char *server, bool *busy)
 {
 	Gp__Hello hello = GP__HELLO__INIT;
 	Gp__HelloReply *rep = NULL;
@@ -252,8 +258,12 @@ static CUresult try_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
 	char me[256];
 	int ret;
 
-	if (open_pool(c, ctx, server))
+	*busy = false;
+	ret = open_pool(c, ctx, server);
+	if (ret) {
+		*busy = ret > 0;
 		goto out_conn;
+	}
 	fill_hello(&hello, me, sizeof(me));
 	if (strncmp(server, "unix:", 5) == 0)
 		hello.token = ""; /* the user is the identity there: no secret to send */
@@ -261,9 +271,13 @@ static CUresult try_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
 	if (!ret)
 		ret = read_hello_reply(c, &rep);
 	if (ret) {
-		gp_log_error("pool %s: no answer to Hello: %s%s", server,
-			     c->conn->err[0] ? c->conn->err : gp_strerror(ret),
-			     turned_away(c->conn->err));
+		const char *err = c->conn->err[0] ? c->conn->err : gp_strerror(ret);
+
+		*busy = ret == GP_ECLOSED || *turned_away(err);
+		if (*busy)
+			gp_log_debug("pool %s: no answer to Hello: %s", server, err);
+		else
+			gp_log_error("pool %s: no answer to Hello: %s", server, err);
 		goto out_conn;
 	}
 	if (rep->status != 0) {
@@ -289,30 +303,107 @@ out_conn:
 	return r;
 }
 
+/* GPUPOOL_CONNECT_TIMEOUT: seconds cuInit keeps trying pools that are busy. */
+#define CONNECT_RETRY_DEFAULT_S 60.0
+#define RETRY_FIRST_MS 50
+#define RETRY_MAX_MS 2000
+
+static double connect_deadline_s(void)
+{
+	const char *s = getenv("GPUPOOL_CONNECT_TIMEOUT");
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return CONNECT_RETRY_DEFAULT_S;
+	v = strtod(s, &end);
+	if (*end || !(v >= 0) || v > 86400) {
+		gp_log_warnx("GPUPOOL_CONNECT_TIMEOUT=%s is not a number of seconds; using %g", s,
+			     CONNECT_RETRY_DEFAULT_S);
+		return CONNECT_RETRY_DEFAULT_S;
+	}
+	return v;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Sleeps ms, through signals. */
+static void nap_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 /*
  * Connects, says Hello and stores the device snapshot. Called by cuInit with the lock
  * held. GPUPOOL_SERVER may list several pools, comma-separated: they are tried in order
- * and the first that admits the session serves it.
+ * and the first that admits the session serves it. A pool that closes the connection
+ * before answering Hello is busy, not refusing (a burst past its handshake budget, or
+ * max_sessions): the list is tried again after a jittered, doubling pause until
+ * GPUPOOL_CONNECT_TIMEOUT seconds have passed. Only admission's own answers are final.
  */
 CUresult gp__connect(void)
 {
 	struct gp_client *c = &gp__client;
 	const char *servers = getenv("GPUPOOL_SERVER");
-	char *list, *save = NULL;
-	SSL_CTX *ctx = NULL;
+	double limit = connect_deadline_s();
+	unsigned delay = RETRY_FIRST_MS, tries = 0;
 	CUresult r = CUDA_ERROR_NO_DEVICE;
+	SSL_CTX *ctx = NULL;
+	struct timespec t0;
+	uint32_t seed;
 
 	if (!servers || !*servers) {
 		gp_log_error("GPUPOOL_SERVER is not set: no pool to send CUDA calls to");
 		return CUDA_ERROR_NO_DEVICE;
 	}
-	list = strdup(servers);
-	if (!list)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	for (char *s = strtok_r(list, ", ", &save); s; s = strtok_r(NULL, ", ", &save)) {
-		r = try_pool(c, &ctx, s);
-		if (r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY)
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)t0.tv_nsec;
+	for (;;) {
+		char *list = strdup(servers), *save = NULL;
+		bool busy = false;
+		unsigned ms;
+
+		if (!list) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
 			break;
+		}
+		tries++;
+		for (char *s = strtok_r(list, ", ", &save); s; s = strtok_r(NULL, ", ", &save)) {
+			bool b;
+
+			r = try_pool(c, &ctx, s, &b);
+			busy |= b;
+			if (r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY)
+				break;
+		}
+		free(list);
+		if (r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY || !busy)
+			break;
+		/* Half the delay either way, so a burst of clients does not come back as one. */
+		seed ^= seed << 13;
+		seed ^= seed >> 17;
+		seed ^= seed << 5;
+		ms = delay / 2 + seed % (delay + 1);
+		if (seconds_since(&t0) + ms / 1000.0 > limit) {
+			gp_log_error("the pool was busy: %s closed the connection before answering "
+				     "Hello, %u time%s in %.1f s (GPUPOOL_CONNECT_TIMEOUT %g s); "
+				     "giving up (it may be full or shutting down; its log says)",
+				     servers, tries, tries == 1 ? "" : "s", seconds_since(&t0),
+				     limit);
+			break;
+		}
+		gp_log_debug("the pool is busy; trying again in %u ms", ms);
+		nap_ms(ms);
+		delay = delay * 2 < RETRY_MAX_MS ? delay * 2 : RETRY_MAX_MS;
 	}
 	if (r == CUDA_SUCCESS && gp__reader_start(c)) {
 		gp_log_error("cannot start the thread that reads the pool's answers");
@@ -322,7 +413,6 @@ CUresult gp__connect(void)
 	}
 	if (r == CUDA_SUCCESS)
 		pthread_atfork(NULL, NULL, after_fork_child);
-	free(list);
 	SSL_CTX_free(ctx);
 	return r;
 }

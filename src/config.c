@@ -155,6 +155,16 @@ static int set_uint(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
+/* A number of at least 1: a limit or a timeout that 0 would make meaningless. */
+static int set_positive(struct parse *p, char **words, int n, size_t off)
+{
+	int r = set_uint(p, words, n, off);
+
+	if (r == 0 && *(unsigned *)((char *)p->cfg + off) == 0)
+		return perr(p, "'%s 0': must be at least 1", words[0]);
+	return r;
+}
+
 static int set_placement(struct parse *p, char **words, int n, size_t off)
 {
 	if (n != 2)
@@ -179,12 +189,13 @@ static int set_size(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
-/* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] [kernel_timeout=SECONDS] */
+/* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] [queue=N] [kernel_timeout=SECONDS] */
 static int add_tenant(struct parse *p, char **words, int n, size_t off)
 {
 	struct gp_config *cfg = p->cfg;
-	struct gp_tenant t = {NULL, GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE},
-			 *nt;
+	struct gp_tenant t = {NULL, GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE,
+			      GP_LIMIT_NONE};
+	struct gp_tenant *nt;
 
 	if (n < 2)
 		return perr(p, "'tenant' needs a name");
@@ -203,7 +214,7 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 				return perr(p, "tenant %s: memory=%s is not a size", words[1],
 					    eq + 1);
 		} else if (strcmp(words[i], "sessions") == 0 || strcmp(words[i], "gpus") == 0 ||
-			   strcmp(words[i], "kernel_timeout") == 0) {
+			   strcmp(words[i], "queue") == 0 || strcmp(words[i], "kernel_timeout") == 0) {
 			unsigned long long v;
 
 			errno = 0;
@@ -216,11 +227,13 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 				t.sessions = v;
 			else if (words[i][0] == 'g')
 				t.gpus = v;
+			else if (words[i][0] == 'q')
+				t.queue = v;
 			else
 				t.kernel_timeout = v;
 		} else {
 			return perr(p,
-				    "tenant %s: unknown limit '%s' (sessions, gpus, memory, "
+				    "tenant %s: unknown limit '%s' (sessions, gpus, memory, queue, "
 				    "kernel_timeout)",
 				    words[1], words[i]);
 		}
@@ -272,7 +285,12 @@ static const struct {
 	{"worker", set_string, offsetof(struct gp_config, worker)},
 	{"log_level", set_log_level, 0},
 	{"max_sessions", set_uint, offsetof(struct gp_config, max_sessions)},
-	{"max_handshakes", set_uint, offsetof(struct gp_config, max_handshakes)},
+	{"max_handshakes", set_positive, offsetof(struct gp_config, max_handshakes)},
+	{"first_byte_timeout", set_positive, offsetof(struct gp_config, first_byte_timeout)},
+	{"max_pending", set_positive, offsetof(struct gp_config, max_pending)},
+	{"max_pending_per_address", set_positive,
+	 offsetof(struct gp_config, max_pending_per_address)},
+	{"max_queued_per_tenant", set_uint, offsetof(struct gp_config, max_queued_per_tenant)},
 	{"handshake_timeout", set_uint, offsetof(struct gp_config, handshake_timeout)},
 	{"admin_group", set_string, offsetof(struct gp_config, admin_group)},
 	{"metrics_listen", set_listen, offsetof(struct gp_config, metrics_listen)},
@@ -338,6 +356,10 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->max_sessions = 64;
 	cfg->max_handshakes = 16;
 	cfg->handshake_timeout = 15;
+	cfg->first_byte_timeout = 5;
+	cfg->max_pending = 256;
+	cfg->max_pending_per_address = 128;
+	cfg->max_queued_per_tenant = 32;
 	cfg->placement = GP_PLACE_SPREAD;
 	cfg->queue_timeout = 60;
 	cfg->drain_grace = 30;

@@ -31,6 +31,7 @@ static void reply(struct gp_session *s, int status, const char *msg)
 
 static void refuse(struct gp_session *s, const char *why)
 {
+	s->refused = true;
 	gp_log_info("session %llu (tenant %s) refused: %s", (unsigned long long)s->id, s->tenant,
 		    why);
 	reply(s, GP_EREFUSED, why);
@@ -100,11 +101,33 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	}
 	s->state = GP_SESSION_QUEUED;
 	gp__admit_pump(d);
+	/* Let in past max_sessions because others wait (supervisor.c): one waiter, of the
+	 * tenant with the most, gives way, or this session does. */
+	if (gp__sessions_live(d) > d->cfg->max_sessions) {
+		struct gp_claim *c = gp_pool_displace(&d->pool, s->tenant);
+		char msg[2 * sizeof(s->tenant) + 128];
+
+		if (c) {
+			snprintf(msg, sizeof(msg),
+				 "max_sessions reached: tenant %s gave its newest place in the "
+				 "queue to tenant %s, which had fewer waiting",
+				 session_of(c)->tenant, s->tenant);
+			refuse(session_of(c), msg);
+		} else if (s->claim.state == GP_CLAIM_QUEUED) {
+			gp_pool_release(&d->pool, &s->claim);
+			refuse(s, "max_sessions reached, and no tenant has more sessions waiting "
+				  "than this one's");
+			return;
+		}
+	}
 	if (s->claim.state != GP_CLAIM_QUEUED)
 		return;
-	if (d->cfg->queue_timeout == 0) {
+	if (!gp_pool_may_wait(&d->pool, d->cfg, &s->claim)) {
 		gp_pool_release(&d->pool, &s->claim);
-		refuse(s, "no GPU has room for this session now (queue_timeout 0)");
+		refuse(s, d->cfg->queue_timeout == 0
+				  ? "no GPU has room for this session now (queue_timeout 0)"
+				  : "no GPU has room for this session now, and its tenant may not "
+				    "wait (queue=0)");
 		return;
 	}
 	gp_log_info("session %llu (tenant %s) waits for room: %u GPU(s), %llu bytes each",

@@ -4,6 +4,8 @@
  * inventory.c   the GPU list, from a short-lived gpupool-worker --inventory
  *               (worker/inventory.c is the other half)
  * supervisor.c  accepting clients, spawning and reaping workers, the control channel
+ * pending.c     connections before their worker: the first-message watch, per-listener
+ *               and per-address budgets, the FIFO to handshake slots
  * admission.c   admission's I/O: who the tenant is, replies and logs over pool.c's decisions
  * pool.c        the admission core, no I/O: placement, the reservation ledger, tenant
  *               limits, the wait queue (pool.h; tests/unit/test_pool.c)
@@ -49,6 +51,7 @@ struct gp_session {
 	int state; /* enum gp_session_state, as the supervisor sees it */
 	bool exited, ctl_closed, proc_closed;
 	bool evicted; /* ended by poolctl evict or the idle timeout */
+	bool refused; /* turned away by admission: its worker is on its way out */
 	enum gp_transport transport;
 	char client_addr[128];
 	char tenant[128];
@@ -61,6 +64,20 @@ struct gp_session {
 	time_t started;
 	uint64_t term_at; /* uv_now() when it was asked to end; 0: not asked */
 	struct gp_session *next;
+};
+
+/* A connection accepted but given no worker yet (pending.c). */
+struct gp_pending {
+	struct gp_daemon *d;
+	uv_poll_t poll; /* readability, never read: the worker gets every byte */
+	int fd;		/* -1 once it is a worker's */
+	enum gp_transport transport;
+	bool partial;	 /* part of its first message came: looked at on each tick */
+	bool ready;	 /* its first message is here whole: it waits for its slots */
+	uint64_t since;	 /* uv_now() when accepted, then when it became ready */
+	char addr[128];	 /* HOST:PORT, or local:uid=U,pid=P */
+	char source[64]; /* what max_pending_per_address counts: HOST, or uid=U */
+	struct gp_pending *next;
 };
 
 struct gp_daemon {
@@ -86,6 +103,9 @@ struct gp_daemon {
 	struct gp_pool pool;			  /* the GPUs' ledger, who holds what, who waits */
 	struct gp_session *sessions;
 	unsigned nsessions;
+	struct gp_pending *pending; /* oldest first */
+	unsigned npending[3];	    /* per listener: TLS, plain, Unix */
+	unsigned pending_shed;	    /* closed or displaced at a limit since the last tick */
 	uint64_t next_id;
 };
 
@@ -105,10 +125,27 @@ void gp__supervisor_drain(struct gp_daemon *d);
 /* Runs every 250 ms: queue timeouts, idle sessions, drain and eviction deadlines. */
 void gp__supervisor_tick(struct gp_daemon *d);
 struct gp_session *gp__session_find(struct gp_daemon *d, uint64_t id);
+/* Starts a worker for the connection on client_fd, which it takes (closes) either way. */
+void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
+		       enum gp_transport transport);
+/* Sessions whose worker has not been turned away or exited. */
+unsigned gp__sessions_live(const struct gp_daemon *d);
+/* Of those, how many of one transport are still in TLS and Hello. */
+unsigned gp__sessions_handshaking(const struct gp_daemon *d, enum gp_transport transport);
 void gp__session_kill(struct gp_session *s, int sig);
 /* Asks a session's worker to end (SIGTERM, then SIGKILL if it lingers). */
 void gp__session_end(struct gp_session *s, const char *why);
 int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg);
+
+/* pending.c */
+/* Takes an accepted connection (fd and all) until its first message is in and a slot is
+ * free, or closes it at a limit. */
+void gp__pending_add(struct gp_daemon *d, int fd, const char *addr, enum gp_transport t);
+/* Hands waiting connections to workers while their slots allow, oldest first. */
+void gp__pending_pump(struct gp_daemon *d);
+/* first_byte_timeout and the wait limit; part-sent first messages looked at again. */
+void gp__pending_tick(struct gp_daemon *d);
+void gp__pending_close_all(struct gp_daemon *d);
 
 /* admission.c */
 void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req);

@@ -205,10 +205,67 @@ static void dequeue(struct gp_pool *p, struct gp_claim *c)
 	c->state = GP_CLAIM_IDLE;
 }
 
+unsigned gp_pool_tenant_waiting(const struct gp_pool *p, const char *tenant)
+{
+	unsigned n = 0;
+
+	for (const struct gp_claim *x = p ? p->queue : NULL; tenant && x; x = x->qnext)
+		if (strcmp(x->tenant, tenant) == 0)
+			n++;
+	return n;
+}
+
+/* How many sessions of the claim's tenant may wait at once. */
+static uint64_t queue_limit(const struct gp_config *cfg, const struct gp_claim *c)
+{
+	const struct gp_tenant *t = gp_config_tenant(cfg, c->tenant);
+
+	return t && t->queue != GP_LIMIT_NONE ? t->queue : cfg->max_queued_per_tenant;
+}
+
+bool gp_pool_may_wait(const struct gp_pool *p, const struct gp_config *cfg,
+		      const struct gp_claim *c)
+{
+	(void)p;
+	return cfg && c && c->tenant && cfg->queue_timeout && queue_limit(cfg, c) > 0;
+}
+
+struct gp_claim *gp_pool_displace(struct gp_pool *p, const char *tenant)
+{
+	struct gp_claim *victim = NULL;
+	unsigned most = 0, mine;
+
+	if (!p || !tenant)
+		return NULL;
+	mine = gp_pool_tenant_waiting(p, tenant); /* the newcomer's, itself included if queued */
+	for (struct gp_claim *c = p->queue; c; c = c->qnext) {
+		unsigned n;
+
+		if (strcmp(c->tenant, tenant) == 0)
+			continue;
+		n = gp_pool_tenant_waiting(p, c->tenant);
+		/* Oldest first: a later claim of a tenant as large is newer, and takes over. */
+		if (n >= most) {
+			most = n;
+			victim = c;
+		}
+	}
+	/* Later claims of the victim's tenant are newer still: take its newest. */
+	for (struct gp_claim *c = victim; c; c = c->qnext)
+		if (strcmp(c->tenant, victim->tenant) == 0)
+			victim = c;
+	if (!victim || most - 1 < mine)
+		return NULL;
+	dequeue(p, victim);
+	return victim;
+}
+
 int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c,
 		    uint64_t now, char *why, size_t whylen)
 {
 	struct gp_claim **pp;
+	uint64_t limit;
+	unsigned waiting;
 
 	if (why && whylen)
 		*why = '\0';
@@ -218,6 +275,16 @@ int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_cl
 		return -EALREADY;
 	if (!could_fit(p, cfg, c, why, whylen))
 		return GP_EREFUSED;
+	/* Waiters count against their tenant: past its queue limit it must wait for its own
+	 * to go first (a limit of 0 is gp_pool_may_wait's: at once or not at all). */
+	limit = queue_limit(cfg, c);
+	waiting = gp_pool_tenant_waiting(p, c->tenant);
+	if (limit > 0 && waiting >= limit) {
+		snprintf(why, whylen,
+			 "tenant %s has %u session%s waiting for room already (its queue limit)",
+			 c->tenant, waiting, waiting == 1 ? "" : "s");
+		return GP_EREFUSED;
+	}
 	c->ndev = 0;
 	c->mem_limit = 0;
 	c->queued_at = now;

@@ -6,7 +6,11 @@
  * not draining each have M bytes unreserved; the memory is then reserved on each until the
  * claim is released. A claim that could never fit is refused at once. One that does not fit
  * now waits, in arrival order; a waiter held back only by its own tenant's limits does not
- * hold up the others. spread places on the GPUs with the most room left, binpack on those
+ * hold up the others. A tenant has at most its queue limit waiting (queue=N on its line,
+ * else max_queued_per_tenant); past it a claim is refused, and a tenant whose queue limit is
+ * 0 is admitted at once or not at all. When the pool is at max_sessions, a newcomer may take
+ * the place of the newest waiter of the tenant with the most waiters, so that one tenant's
+ * waiters never lock another out (gp_pool_displace). spread places on the GPUs with the most room left, binpack on those
  * with the least that still fit; ties go to fewer sessions, then the lower slot.
  *
  * Nothing here sends, logs or reads a clock: time comes in as an argument, decisions come
@@ -79,6 +83,21 @@ struct gp_pool_gpu *gp_pool_gpu(struct gp_pool *p, uint32_t index);
  */
 int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c,
 		    uint64_t now, char *why, size_t whylen);
+/* May a queued claim that could not be admitted at once stay in the queue? Not when
+ * queue_timeout is 0 or its tenant's queue limit is 0: the caller then releases and refuses
+ * it. */
+bool gp_pool_may_wait(const struct gp_pool *p, const struct gp_config *cfg,
+		      const struct gp_claim *c);
+/* How many claims of the tenant wait now. */
+unsigned gp_pool_tenant_waiting(const struct gp_pool *p, const char *tenant);
+/*
+ * The pool is over max_sessions because a session of tenant came in (queued or admitted
+ * already): the waiter of another tenant that gives up its place, taken out of the queue
+ * (IDLE) for the caller to refuse, or NULL when the newcomer is the one to go. It is the
+ * newest waiter of the tenant with the most (ties: the one whose waiter came last), and
+ * only when that tenant, having lost it, still has as many waiting as tenant has.
+ */
+struct gp_claim *gp_pool_displace(struct gp_pool *p, const char *tenant);
 /* Admits the next waiter that fits now, oldest first, and returns it (now ADMITTED with its
  * GPUs and limit), or NULL when no more can go. Call until NULL after anything that may
  * make room: an enqueue, a release, a GPU's drain ending, a new configuration. */

@@ -153,6 +153,7 @@ static void on_worker_exit(uv_process_t *p, int64_t status, int sig)
 	close_ctl(s);
 	uv_close((uv_handle_t *)p, on_proc_closed);
 	notify_status(s->d);
+	gp__pending_pump(s->d);
 }
 
 void gp__session_kill(struct gp_session *s, int sig)
@@ -217,6 +218,7 @@ static void on_ctl_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		}
 		gp__admit_request(s, (Gp__AdmitRequest *)m);
 		protobuf_c_message_free_unpacked(m, NULL);
+		gp__pending_pump(s->d); /* its handshake slot is free now */
 	}
 	if (r < 0) {
 		gp_log_warnx("session %llu: control channel: %s; ending the session",
@@ -264,8 +266,8 @@ static void on_spawn_failed(uv_handle_t *h)
 	free_unspawned(h->data);
 }
 
-static void spawn_session(struct gp_daemon *d, int client_fd, const char *addr,
-			  enum gp_transport transport)
+void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
+		       enum gp_transport transport)
 {
 	Gp__WorkerSetup setup = GP__WORKER_SETUP__INIT;
 	uv_process_options_t opts = {0};
@@ -369,13 +371,24 @@ static void on_client_closed(uv_handle_t *h)
 	free(h);
 }
 
-/* Sessions not yet authenticated and admitted: TLS or Hello still under way. */
-static unsigned handshaking(struct gp_daemon *d)
+unsigned gp__sessions_live(const struct gp_daemon *d)
 {
 	unsigned n = 0;
 
-	for (struct gp_session *s = d->sessions; s; s = s->next)
-		if (!s->exited && s->state == GP_SESSION_HANDSHAKE)
+	for (const struct gp_session *s = d->sessions; s; s = s->next)
+		if (!s->exited && !s->refused)
+			n++;
+	return n;
+}
+
+/* Not yet authenticated and admitted: TLS or Hello still under way. */
+unsigned gp__sessions_handshaking(const struct gp_daemon *d, enum gp_transport transport)
+{
+	unsigned n = 0;
+
+	for (const struct gp_session *s = d->sessions; s; s = s->next)
+		if (!s->exited && !s->refused && s->state == GP_SESSION_HANDSHAKE &&
+		    s->transport == transport)
 			n++;
 	return n;
 }
@@ -448,7 +461,6 @@ static int take_connection(uv_stream_t *server, bool local, char *addr, size_t a
 static void on_any_connection(uv_stream_t *server, int status, enum gp_transport transport)
 {
 	struct gp_daemon *d = server->data;
-	const char *why;
 	char addr[128];
 	int fd;
 
@@ -459,18 +471,16 @@ static void on_any_connection(uv_stream_t *server, int status, enum gp_transport
 	fd = take_connection(server, transport == GP_TRANSPORT_UNIX, addr, sizeof(addr));
 	if (fd < 0)
 		return;
-	why = d->stopping				 ? "shutting down"
-	      : d->nsessions >= d->cfg->max_sessions	 ? "max_sessions reached"
-	      : handshaking(d) >= d->cfg->max_handshakes ? "max_handshakes reached"
-							 : NULL;
-	if (why) {
-		gp_log_warnx("connection from %s refused: %s", addr, why);
+	if (d->stopping) {
+		gp_log_warnx("connection from %s refused: shutting down", addr);
 		close(fd);
 		return;
 	}
 	if (transport != GP_TRANSPORT_UNIX)
 		keepalive(fd);
-	spawn_session(d, fd, addr, transport);
+	/* No worker yet: that waits for its first message and a free slot (pending.c). */
+	gp__pending_add(d, fd, addr, transport);
+	gp__pending_pump(d);
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -535,6 +545,7 @@ void gp__supervisor_stop(struct gp_daemon *d)
 		unlink(d->cfg->listen_unix);
 		d->local_open = false;
 	}
+	gp__pending_close_all(d);
 	if (d->nsessions > 0)
 		return;
 	gp__admin_close(d);
@@ -585,6 +596,7 @@ void gp__supervisor_tick(struct gp_daemon *d)
 	unsigned kt;
 
 	gp__admit_expire(d, false, NULL);
+	gp__pending_tick(d);
 	for (struct gp_session *s = d->sessions; s; s = s->next) {
 		if (s->exited)
 			continue;

@@ -10,9 +10,11 @@ gp_start
 mv "$T/worker.sh" "$T/worker.off"
 for _ in 1 2 3; do
 	set +e
-	out=$(GPUPOOL_LOG=error run_client "$GP_STAGE/bin/vector_add" 1000 2>&1)
+	out=$(GPUPOOL_LOG=error GPUPOOL_CONNECT_TIMEOUT=1 run_client "$GP_STAGE/bin/vector_add" 1000 2>&1)
 	set -e
 	case "$out" in *PASSED*) fail "a session ran without a worker" ;; esac
+	# The connection closed before Hello: busy, not refused, so the client tried again.
+	case "$out" in *"pool was busy"*) ;; *) fail "the client should say the pool was busy: $out" ;; esac
 done
 grep -q "cannot start $T/worker.sh" "$T/daemon.log" || fail "the failure should be logged"
 assert_status '.sessions | length == 0' "no session is left behind"

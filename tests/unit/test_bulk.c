@@ -191,6 +191,7 @@ static void test_through_staging(void **state)
 	reap(pid, c);
 
 	/* A sink that fails part-way keeps its first error; the rest is still read. */
+	free(w.buf);
 	memset(&w, 0, sizeof(w));
 	w.buf = calloc(1, LEN);
 	w.fail_at = 2 * GP_CHUNK_SIZE;

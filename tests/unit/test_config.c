@@ -187,9 +187,13 @@ static void test_admission_keys(void **state)
 			   "idle_timeout 600\n"
 			   "drain_grace 10\n"
 			   "admin_group gpupool\n"
-			   "tenant alice sessions=2 gpus=1 memory=8G\n"
+			   "tenant alice sessions=2 gpus=1 memory=8G queue=3\n"
 			   "tenant * memory=1G\n"
-			   "token 0123456789abcdef0123 bob\n";
+			   "token 0123456789abcdef0123 bob\n"
+			   "first_byte_timeout 2\n"
+			   "max_pending 50\n"
+			   "max_pending_per_address 20\n"
+			   "max_queued_per_tenant 7\n";
 	struct gp_config *c = gp_config_parse(text, "t", err, sizeof(err));
 	const struct gp_tenant *t;
 
@@ -205,11 +209,17 @@ static void test_admission_keys(void **state)
 	assert_int_equal(t->sessions, 2);
 	assert_int_equal(t->gpus, 1);
 	assert_int_equal(t->memory, 8ull << 30);
+	assert_int_equal(t->queue, 3);
+	assert_int_equal(c->first_byte_timeout, 2);
+	assert_int_equal(c->max_pending, 50);
+	assert_int_equal(c->max_pending_per_address, 20);
+	assert_int_equal(c->max_queued_per_tenant, 7);
 	t = gp_config_tenant(c, "carol"); /* falls back to "*" */
 	assert_non_null(t);
 	assert_string_equal(t->name, "*");
 	assert_int_equal(t->sessions, GP_LIMIT_NONE);
 	assert_int_equal(t->memory, 1ull << 30);
+	assert_int_equal(t->queue, GP_LIMIT_NONE); /* max_queued_per_tenant applies */
 	assert_string_equal(gp_config_token_tenant(c, "0123456789abcdef0123"), "bob");
 	assert_null(gp_config_token_tenant(c, "0123456789abcdef012"));
 	assert_null(gp_config_token_tenant(c, "0123456789abcdef01234"));
@@ -217,6 +227,10 @@ static void test_admission_keys(void **state)
 	gp_config_free(c);
 	c = gp_config_parse("tls_cert /c\ntls_key /k\n", "t", err, sizeof(err));
 	assert_null(gp_config_tenant(c, "anyone")); /* no limits at all */
+	assert_int_equal(c->first_byte_timeout, 5);
+	assert_int_equal(c->max_pending, 256);
+	assert_int_equal(c->max_pending_per_address, 128);
+	assert_int_equal(c->max_queued_per_tenant, 32);
 	gp_config_free(c);
 }
 
@@ -231,6 +245,12 @@ static void test_admission_key_errors(void **state)
 	expect_error("tls_cert a\ntls_key b\ntenant a memory=1Q\n", "memory=1Q is not a size");
 	expect_error("tls_cert a\ntls_key b\ntenant a\ntenant a\n",
 		     "test.conf:4: tenant 'a' is defined twice");
+	expect_error("tls_cert a\ntls_key b\ntenant a queue=-1\n",
+		     "test.conf:3: tenant a: queue=-1");
+	expect_error("tls_cert a\ntls_key b\nfirst_byte_timeout 0\n",
+		     "test.conf:3: 'first_byte_timeout 0': must be at least 1");
+	expect_error("tls_cert a\ntls_key b\n\nmax_handshakes 0\n", "test.conf:4:");
+	expect_error("tls_cert a\ntls_key b\nmax_pending_per_address many\n", "test.conf:3:");
 	expect_error("tls_cert a\ntls_key b\ntoken short bob\n", "at least 16 characters");
 	expect_error("tls_cert a\ntls_key b\ntoken 0123456789abcdef\n",
 		     "'token' takes a secret and a tenant name");

@@ -423,6 +423,114 @@ static void test_queue_timeout(void **state)
 	gp_config_free(cfg);
 }
 
+/* ---- the queue per tenant ---- */
+
+/* A tenant at sessions=4 waits with at most its queue limit; past it, refused at once. */
+static void test_tenant_queue_limit(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice sessions=4 queue=2\nmax_queued_per_tenant 3\n");
+	struct gp_pool p;
+	struct gp_claim a[8], b[4];
+
+	pool_of(&p, 1, (uint64_t[]){64 * G});
+	for (int i = 0; i < 8; i++)
+		a[i] = claim("alice", 1, G);
+	for (int i = 0; i < 4; i++)
+		b[i] = claim("bob", 1, 16 * G);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(ask(&p, cfg, &a[i], 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &a[4], 1), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &a[5], 2), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_tenant_waiting(&p, "alice"), 2);
+	assert_int_equal(gp_pool_enqueue(&p, cfg, &a[6], 3, why, sizeof(why)), GP_EREFUSED);
+	assert_non_null(strstr(why, "tenant alice has 2 sessions waiting"));
+	assert_int_equal(a[6].state, GP_CLAIM_IDLE);
+	/* bob has no line: max_queued_per_tenant (3), and alice's waiters do not hold him up */
+	assert_int_equal(ask(&p, cfg, &b[0], 4), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b[1], 5), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b[2], 6), GP_CLAIM_ADMITTED); /* 60G reserved now */
+	assert_int_equal(ask(&p, cfg, &b[3], 7), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_tenant_waiting(&p, "bob"), 1);
+	/* alice's own admitted one ends: her oldest waiter goes, and she may queue one more */
+	gp_pool_release(&p, &a[0]);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a[4]);
+	assert_null(gp_pool_admit_next(&p, cfg));
+	assert_int_equal(ask(&p, cfg, &a[6], 8), GP_CLAIM_QUEUED);
+	for (int i = 0; i < 8; i++)
+		gp_pool_release(&p, &a[i]);
+	for (int i = 0; i < 4; i++)
+		gp_pool_release(&p, &b[i]);
+	assert_empty(&p);
+	assert_int_equal(gp_pool_tenant_waiting(NULL, "alice"), 0);
+	assert_int_equal(gp_pool_tenant_waiting(&p, NULL), 0);
+	gp_config_free(cfg);
+}
+
+/* queue=0 and queue_timeout 0: admitted at once or not at all. */
+static void test_may_wait(void **state)
+{
+	struct gp_config *cfg = conf("tenant now queue=0\n");
+	struct gp_config *never = conf("queue_timeout 0\n");
+	struct gp_pool p;
+	struct gp_claim n = claim("now", 1, G), other = claim("other", 1, G);
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_false(gp_pool_may_wait(&p, cfg, &n));
+	assert_true(gp_pool_may_wait(&p, cfg, &other));
+	assert_false(gp_pool_may_wait(&p, never, &other));
+	assert_false(gp_pool_may_wait(&p, NULL, &other));
+	assert_false(gp_pool_may_wait(&p, cfg, NULL));
+	/* a zero limit is not a full queue: such a claim is queued, and goes if it fits */
+	assert_int_equal(ask(&p, cfg, &n, 0), GP_CLAIM_ADMITTED);
+	gp_pool_release(&p, &n);
+	assert_empty(&p);
+	gp_config_free(cfg);
+	gp_config_free(never);
+}
+
+/* At max_sessions a newcomer takes the newest place of the tenant with the most waiters. */
+static void test_displace(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice sessions=1\n");
+	struct gp_pool p;
+	struct gp_claim a[4], b[3], c = claim("carol", 1, G);
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	for (int i = 0; i < 4; i++)
+		a[i] = claim("alice", 1, G);
+	for (int i = 0; i < 3; i++)
+		b[i] = claim("bob", 1, 16 * G);
+	assert_null(gp_pool_displace(NULL, "bob"));
+	assert_null(gp_pool_displace(&p, NULL));
+	assert_null(gp_pool_displace(&p, "bob")); /* nobody waits */
+	assert_int_equal(ask(&p, cfg, &a[0], 0), GP_CLAIM_ADMITTED);
+	for (int i = 1; i < 4; i++)
+		assert_int_equal(ask(&p, cfg, &a[i], (uint64_t)i), GP_CLAIM_QUEUED);
+	assert_null(gp_pool_displace(&p, "alice")); /* never one's own */
+	/* carol, admitted at once (0 waiting): alice's newest gives way */
+	assert_int_equal(ask(&p, cfg, &c, 4), GP_CLAIM_ADMITTED);
+	assert_ptr_equal(gp_pool_displace(&p, "carol"), &a[3]);
+	assert_int_equal(a[3].state, GP_CLAIM_IDLE);
+	/* bob waits for the whole GPU: alice has 2 waiting, bob 1: her newest gives way */
+	assert_int_equal(ask(&p, cfg, &b[0], 5), GP_CLAIM_QUEUED);
+	assert_ptr_equal(gp_pool_displace(&p, "bob"), &a[2]);
+	/* alice 1, bob 2 with the newcomer: the newcomer goes */
+	assert_int_equal(ask(&p, cfg, &b[1], 6), GP_CLAIM_QUEUED);
+	assert_null(gp_pool_displace(&p, "bob"));
+	gp_pool_release(&p, &b[1]);
+	/* the queue is still in order: alice's oldest waiter, then bob's */
+	assert_ptr_equal(p.queue, &a[1]);
+	assert_ptr_equal(p.queue->qnext, &b[0]);
+	assert_null(p.queue->qnext->qnext);
+	for (int i = 0; i < 4; i++)
+		gp_pool_release(&p, &a[i]);
+	for (int i = 0; i < 3; i++)
+		gp_pool_release(&p, &b[i]);
+	gp_pool_release(&p, &c);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
 /* ---- release on every way a session ends ---- */
 
 static void test_release_every_way(void **state)
@@ -477,6 +585,9 @@ int main(void)
 		cmocka_unit_test(test_new_limits_admit_waiters),
 		cmocka_unit_test(test_queue_order),
 		cmocka_unit_test(test_queue_timeout),
+		cmocka_unit_test(test_tenant_queue_limit),
+		cmocka_unit_test(test_may_wait),
+		cmocka_unit_test(test_displace),
 		cmocka_unit_test(test_release_every_way),
 	};
 
