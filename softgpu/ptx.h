@@ -629,8 +629,13 @@ enum sg_sreg {
 int sg_lower_src(struct sg_lower *L, const struct sg_operand *o, int type, uint32_t *slot);
 int sg_lower_dst(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot);
 int sg_lower_pred(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot, bool *neg);
+/*
+ * An address operand [base+off]. *wrap32: the base is a register of 32 bits or
+ * fewer, so base + off is computed in 32 bits and wraps (PTX address arithmetic
+ * has the register's width: [%r+39808] with %r = -12 is shared address 39796).
+ */
 int sg_lower_addr(struct sg_lower *L, const struct sg_operand *o, int *space, uint32_t *slot,
-		  int64_t *off);
+		  int64_t *off, bool *wrap32);
 uint32_t sg_lower_const(struct sg_lower *L, uint64_t value);
 int sg_lower_error(struct sg_lower *L, int cuerr, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
