@@ -1,8 +1,12 @@
 /* abi.c -- what NVIDIA's runtime asks of a driver beyond the API: the facts softgpu gives
  * the private export tables, which (with cuGetProcAddress) are served by the code both of
  * gpupool's libcuda.so.1 builds share (src/cuda_entry.c, src/procaddr.c, src/exptables.c). */
+#include <stdlib.h>
+#include <string.h>
+
 #include "cuda_cls.h"
 #include "exptables.h"
+#include "log.h"
 #include "softgpu.h"
 
 CUresult sg_primary_ctx_handle(CUdevice dev, CUcontext *pctx);
@@ -23,10 +27,19 @@ static const struct gp__cuda_host host = {
 	.device_get = cuDeviceGet,
 	.device_get_uuid = cuDeviceGetUuid_v2,
 	.device_get_attribute = cuDeviceGetAttribute,
+	.ctx_get_id = cuCtxGetId,
+	.stream_object = sg_stream_object,
+	.stream_object_id = sg_stream_object_id,
 };
 
 __attribute__((constructor)) static void abi_init(void)
 {
+	const char *v = getenv("SOFTGPU_LOG");
+
+	/* With SOFTGPU_LOG the shared code's debug lines say what a library asked for and did
+	 * not get: an unknown export table's UUID, an export-table slot, an unimplemented entry
+	 * point. Read here, not in sg_config_load: cudart asks for tables before cuInit. */
+	gp_log_init("softgpu", v && *v && strcmp(v, "0") != 0 ? GP_LOG_DEBUG : GP_LOG_INFO);
 	gp__exptables_init(&host);
 	/* cudart's context-local storage dies with its context (its destructors run). */
 	sg_ctx_set_release_hook(gp__cls_context_destroyed);
