@@ -400,6 +400,9 @@ SG_EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 	case CU_LIMIT_PERSISTING_L2_CACHE_SIZE:
 		*pvalue = 0;
 		break;
+	case CU_LIMIT_CIG_ENABLED: /* no context is a CUDA-in-graphics one (cuBLASLt asks) */
+		*pvalue = 0;
+		break;
 	default:
 		return CUDA_ERROR_UNSUPPORTED_LIMIT;
 	}

@@ -210,10 +210,17 @@ static void shfl_one(struct sg_thread **lanes, struct sg_thread *t, uint32_t gro
 	}
 	if (!p)
 		j = (int32_t)lane;
-	/* a source lane outside the group (or exited) gives an undefined value: our own */
+	/*
+	 * A source lane in range that takes no part in this exchange (outside the
+	 * member mask, inactive, exited or never launched) gives 0. The PTX ISA
+	 * calls that value unpredictable; 0 is what NVIDIA's sm_70+ GPUs return
+	 * (observed in TVM #12274 and CINN #938), and what code relying on it
+	 * expects: cuda-samples' reduce7 sums a partial final warp that way.
+	 */
 	if (j < 0 || j > 31 || !(group & (1u << j)) || lanes[j] == NULL)
-		j = (int32_t)lane;
-	t->r[in->d[0]] = (uint32_t)lanes[j]->wait_a;
+		t->r[in->d[0]] = 0;
+	else
+		t->r[in->d[0]] = (uint32_t)lanes[j]->wait_a;
 	if (in->nd > 1)
 		t->r[in->d[1]] = p;
 }

@@ -1,4 +1,6 @@
 /* launch.c -- cuLaunchKernel(Ex): checks, parameter marshalling, queuing; occupancy queries. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +26,24 @@ void sg_launch_free(struct sg_launch *l)
 static const struct sg_func *pfunc(const struct sg_function *f)
 {
 	return &f->mod->img->prog->funcs[f->index];
+}
+
+/* A launch the driver refuses: SOFTGPU_LOG says why. */
+static CUresult refuse(const struct sg_func *pf, CUresult r, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static CUresult refuse(const struct sg_func *pf, CUresult r, const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+
+	if (!sg_cfg.log)
+		return r;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	sg_log("launch of '%s' refused (%d): %s", pf->name, (int)r, why);
+	return r;
 }
 
 static CUresult marshal(const struct sg_func *pf, void **params, void **extra, uint8_t **out)
@@ -98,25 +118,31 @@ static CUresult launch(CUfunction hf, unsigned gx, unsigned gy, unsigned gz, uns
 	pf = pfunc(f);
 	if (!gx || !gy || !gz || !bx || !by || !bz || bx > 1024 || by > 1024 || bz > 64 ||
 	    threads > 1024 || gx > 2147483647u || gy > 65535 || gz > 65535)
-		return CUDA_ERROR_INVALID_VALUE;
+		return refuse(pf, CUDA_ERROR_INVALID_VALUE, "grid (%u,%u,%u) block (%u,%u,%u)", gx,
+			      gy, gz, bx, by, bz);
 	if (pf->reqntid[0] &&
 	    (bx != pf->reqntid[0] || by != (pf->reqntid[1] ? pf->reqntid[1] : 1) ||
 	     bz != (pf->reqntid[2] ? pf->reqntid[2] : 1)))
-		return CUDA_ERROR_INVALID_VALUE;
+		return refuse(pf, CUDA_ERROR_INVALID_VALUE, "block (%u,%u,%u) is not its .reqntid",
+			      bx, by, bz);
 	if (pf->maxntid[0] && threads > (uint64_t)pf->maxntid[0] *
 						(pf->maxntid[1] ? pf->maxntid[1] : 1) *
 						(pf->maxntid[2] ? pf->maxntid[2] : 1))
-		return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+		return refuse(pf, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+			      "%llu threads exceed its .maxntid", (unsigned long long)threads);
 	maxdyn = f->max_dyn_shared >= 0 ? f->max_dyn_shared : 49152 - (int)pf->shared_static;
 	if ((int64_t)shmem > maxdyn)
-		return CUDA_ERROR_INVALID_VALUE;
+		return refuse(pf, CUDA_ERROR_INVALID_VALUE,
+			      "%u bytes of dynamic shared memory, at most %d allowed", shmem,
+			      maxdyn);
 	l = calloc(1, sizeof(*l));
 	if (l == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = marshal(pf, params, extra, &l->params);
 	if (r) {
 		free(l);
-		return r;
+		return refuse(pf, r, "its parameters (kernelParams %p, extra %p)", (void *)params,
+			      (void *)extra);
 	}
 	l->out = sg_pout_new(ctx->limit_printf);
 	if (l->out == NULL) {

@@ -119,12 +119,20 @@ static uint64_t apply(int op, int cls, uint64_t old, uint64_t b, bool ftz)
 	}
 }
 
+/* in->flags: space | 0x10 (returns the old value) | 0x20 (a 32-bit base: wraps at 2^32) */
+static inline uint64_t atom_ea(const struct sg_thread *t, const struct sg_insn *in)
+{
+	uint64_t a = A(0) + (uint64_t)in->imm;
+
+	return in->flags & 0x20 ? (uint32_t)a : a;
+}
+
 static int op_atom(struct sg_thread *t, const struct sg_insn *in)
 {
 	int op = (int)(in->aux & 0xff), cls = (int)(in->aux >> 8);
 	int space = in->flags & 0xf;
 	unsigned size = class_size(cls);
-	uint64_t addr = A(0) + (uint64_t)in->imm, b = A(1), old;
+	uint64_t addr = atom_ea(t, in), b = A(1), old;
 	void *p = sg_addr(t, space, addr, size, true);
 	bool ftz = space == SG_SP_GLOBAL || (space == SG_SP_GENERIC && (addr >> SG_WIN_SHIFT) == 0);
 
@@ -186,7 +194,7 @@ static int op_atom(struct sg_thread *t, const struct sg_insn *in)
 /* the common integer add on global memory */
 static int op_atom_add_u32(struct sg_thread *t, const struct sg_insn *in)
 {
-	uint32_t *p = sg_addr(t, in->flags & 0xf, A(0) + (uint64_t)in->imm, 4, true);
+	uint32_t *p = sg_addr(t, in->flags & 0xf, atom_ea(t, in), 4, true);
 	uint32_t old;
 
 	if (p == NULL)
@@ -232,6 +240,7 @@ int sg_lower_atom(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 {
 	bool red = o->base == SG_B_RED;
 	int cls = type_class(o->types[0]), op = o->aop, hint, want;
+	bool wrap32;
 	const struct sg_operand *rest;
 	int64_t off;
 
@@ -272,7 +281,7 @@ int sg_lower_atom(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 			return L->errcode;
 		in->nd = 1;
 	}
-	if (sg_lower_addr(L, &rest[0], &hint, &in->s[0], &off))
+	if (sg_lower_addr(L, &rest[0], &hint, &in->s[0], &off, &wrap32))
 		return L->errcode;
 	in->imm = off;
 	if (hint == (SG_SP_LOCAL | 0x100) || hint == SG_SP_LOCAL || hint == SG_SP_PARAM ||
@@ -286,7 +295,7 @@ int sg_lower_atom(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 	in->aux = (uint32_t)op | (uint32_t)cls << 8;
 	in->flags = (uint8_t)((o->space == SG_SP_GENERIC && hint == SG_SP_SHARED ? SG_SP_SHARED
 										 : o->space) |
-			      (red ? 0 : 0x10));
+			      (red ? 0 : 0x10) | (wrap32 ? 0x20 : 0));
 	in->fn = op_atom;
 	if (op == SG_AOP_ADD && (cls == C_U32 || cls == C_S32))
 		in->fn = op_atom_add_u32;

@@ -6,17 +6,20 @@
 #include "ptx_int.h"
 
 /*
- * in->flags: state space (SG_SP_*) | LOCALREL; in->aux: element size | signed
+ * in->flags: state space (SG_SP_*) | LOCALREL | ADDR32; in->aux: element size | signed
  * << 8 | vector length << 12; in->imm: constant offset. Stores keep their data
  * slots in in->d[] (read, not written).
  */
 #define F_LOCALREL 0x10
+#define F_ADDR32 0x20 /* a 32-bit base register: base + offset wraps at 2^32 */
 #define SPACE(in) ((in)->flags & 0xf)
 
 static inline uint64_t ea(const struct sg_thread *t, const struct sg_insn *in)
 {
 	uint64_t a = t->r[in->s[0]] + (uint64_t)in->imm;
 
+	if (in->flags & F_ADDR32)
+		a = (uint32_t)a;
 	if (in->flags & F_LOCALREL)
 		a += t->local_base;
 	return a;
@@ -193,6 +196,7 @@ int sg_lower_mem(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 	const struct sg_operand *data, *addr;
 	int type = o->types[0], hint, vec = o->vec ? o->vec : 1;
 	unsigned es = sg_type_size(type);
+	bool wrap32;
 
 	if (o->base == SG_B_PREFETCH || o->base == SG_B_PREFETCHU) {
 		in->fn = op_nop;
@@ -204,11 +208,13 @@ int sg_lower_mem(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 		return sg_lower_unsupported(L, o);
 	data = store ? &ops[1] : &ops[0];
 	addr = store ? &ops[0] : &ops[1];
-	if (sg_lower_addr(L, addr, &hint, &in->s[0], &in->imm))
+	if (sg_lower_addr(L, addr, &hint, &in->s[0], &in->imm, &wrap32))
 		return L->errcode;
 	in->ns = 1;
 	if (final_space(L, o, hint, store, &in->flags))
 		return L->errcode;
+	if (wrap32)
+		in->flags |= F_ADDR32;
 	if (vec > 1) {
 		if (data->kind != SG_O_VEC || data->nvec != vec)
 			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s needs a {..} of %d",

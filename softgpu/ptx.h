@@ -633,8 +633,13 @@ int sg_lower_pred(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot
  * (SG_PRED: predicates, '!' refused). */
 int sg_lower_operands(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
 		      int nops, int want, int stype, struct sg_insn *in);
+/*
+ * An address operand [base+off]. *wrap32: the base is a register of 32 bits or
+ * fewer, so base + off is computed in 32 bits and wraps (PTX address arithmetic
+ * has the register's width: [%r+39808] with %r = -12 is shared address 39796).
+ */
 int sg_lower_addr(struct sg_lower *L, const struct sg_operand *o, int *space, uint32_t *slot,
-		  int64_t *off);
+		  int64_t *off, bool *wrap32);
 uint32_t sg_lower_const(struct sg_lower *L, uint64_t value);
 int sg_lower_error(struct sg_lower *L, int cuerr, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -88,6 +88,7 @@ struct sg_lower {
 	uint32_t nslots, cap_slots;
 	uint64_t *tmpl;
 	bool *is_const;
+	bool *narrow; /* a register of 32 bits or fewer (its address arithmetic wraps at 2^32) */
 	struct sg_insn *code;
 	uint32_t ncode, cap_code;
 	struct sg_reloc *relocs;

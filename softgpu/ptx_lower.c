@@ -26,6 +26,9 @@ uint32_t sg_lower_new_slots(struct sg_lower *L, uint32_t n)
 	cap = L->cap_slots;
 	if (sg_grow(&L->is_const, &cap, first + n - 1, sizeof(*L->is_const)))
 		return UINT32_MAX;
+	cap = L->cap_slots;
+	if (sg_grow(&L->narrow, &cap, first + n - 1, sizeof(*L->narrow)))
+		return UINT32_MAX;
 	L->cap_slots = cap;
 	L->nslots += n;
 	return first;
@@ -321,18 +324,20 @@ int sg_lower_operands(struct sg_lower *L, const struct sg_opc *o, const struct s
 }
 
 int sg_lower_addr(struct sg_lower *L, const struct sg_operand *o, int *space, uint32_t *slot,
-		  int64_t *off)
+		  int64_t *off, bool *wrap32)
 {
 	if (o->kind != SG_O_ADDR)
 		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "expected an address [..]");
 	*off = o->off;
 	*space = SG_SP_GENERIC;
+	*wrap32 = false;
 	switch (o->base_kind) {
 	case SG_O_NONE:
 		*slot = sg_lower_const(L, 0);
 		return L->errcode;
 	case SG_O_REG:
 		*slot = (uint32_t)o->slot;
+		*wrap32 = L->narrow[o->slot];
 		return 0;
 	case SG_O_SYM:
 		if (o->var < 0 && o->slot >= 0) {

@@ -574,12 +574,13 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 
 /* ---- registers ---- */
 
-static int declare_reg(struct sg_lower *L, const char *name, size_t len)
+static int declare_reg(struct sg_lower *L, const char *name, size_t len, bool narrow)
 {
 	uint32_t slot = sg_lower_new_slots(L, 1);
 
 	if (slot == UINT32_MAX || sg_map_put(&L->regs, name, len, (int)slot))
 		return oom(L);
+	L->narrow[slot] = narrow;
 	return 0;
 }
 
@@ -587,10 +588,12 @@ static int declare_reg(struct sg_lower *L, const char *name, size_t len)
 static int parse_reg(struct sg_lower *L)
 {
 	struct decl_attrs a;
+	bool narrow;
 
 	sg_lex_next(L);
 	if (parse_attrs(L, &a))
 		return L->errcode;
+	narrow = a.type != SG_PRED && sg_type_size(a.type) - 1 < 4; /* 1 to 4 bytes */
 	for (;;) {
 		struct sg_tok name;
 
@@ -613,11 +616,12 @@ static int parse_reg(struct sg_lower *L)
 				return oom(L);
 			if (sg_grow(&L->rng, &L->cap_rng, L->nrng, sizeof(*L->rng)))
 				return oom(L);
+			memset(L->narrow + first, narrow, (size_t)n);
 			L->rng[L->nrng] = (struct sg_range){.first = first, .count = (uint32_t)n};
 			if (sg_map_put(&L->ranges, name.p, name.len, (int)L->nrng))
 				return oom(L);
 			L->nrng++;
-		} else if (declare_reg(L, name.p, name.len)) {
+		} else if (declare_reg(L, name.p, name.len, narrow)) {
 			return L->errcode;
 		}
 		sg_lex_next(L);
@@ -849,6 +853,7 @@ static void reset_func_state(struct sg_lower *L)
 	free(L->fix);
 	free(L->tmpl);
 	free(L->is_const);
+	free(L->narrow);
 	free(L->code);
 	free(L->relocs);
 	for (uint32_t i = 0; L->calls && i < L->ncalls; i++) {
@@ -863,6 +868,7 @@ static void reset_func_state(struct sg_lower *L)
 	L->fix = NULL;
 	L->tmpl = NULL;
 	L->is_const = NULL;
+	L->narrow = NULL;
 	L->code = NULL;
 	L->relocs = NULL;
 	L->calls = NULL;

@@ -309,6 +309,14 @@ void sg_stream_free(struct sg_stream *s);
  */
 CUresult sg_stream_resolve(CUstream h, bool per_thread, struct sg_ctx **ctx,
 			   struct sg_stream **out);
+/*
+ * For the TOOLS_CONTEXT export table (abi.c): the stream object for handle h
+ * in context ctx (resolved as sg_stream_resolve does, ctx made current for
+ * the special handles), and the id of such an object, checked to be a live
+ * stream of ctx.
+ */
+CUresult sg_stream_object(CUcontext ctx, CUstream h, int per_thread, void **obj);
+CUresult sg_stream_object_id(CUcontext ctx, void *obj, unsigned long long *id);
 /* Queues op (taking ownership) on s. */
 CUresult sg_stream_submit(struct sg_stream *s, struct sg_op *op);
 /* Queues op and waits for it: synchronous copies and memsets. */

@@ -430,6 +430,37 @@ CUresult sg_stream_resolve(CUstream h, bool per_thread, struct sg_ctx **ctx, str
 	return CUDA_SUCCESS;
 }
 
+CUresult sg_stream_object(CUcontext hctx, CUstream h, int per_thread, void **obj)
+{
+	struct sg_ctx *want, *c;
+	struct sg_stream *s;
+	CUresult r = sg_ctx_resolve(hctx, &want, false);
+
+	if (r)
+		return r;
+	r = sg_stream_resolve(h, per_thread != 0, &c, &s);
+	if (r)
+		return r;
+	if (c != want)
+		return CUDA_ERROR_INVALID_HANDLE; /* a stream of another context */
+	*obj = s;
+	return CUDA_SUCCESS;
+}
+
+CUresult sg_stream_object_id(CUcontext hctx, void *obj, unsigned long long *id)
+{
+	struct sg_ctx *c;
+	struct sg_stream *s = obj;
+	CUresult r = sg_ctx_resolve(hctx, &c, false);
+
+	if (r)
+		return r;
+	if (s != c->null_stream && !(sg_handle_ok(s, SG_K_STREAM) && s->ctx == c))
+		return CUDA_ERROR_INVALID_HANDLE;
+	*id = s->id;
+	return CUDA_SUCCESS;
+}
+
 static CUresult sticky_of(struct sg_ctx *c)
 {
 	return (CUresult)__atomic_load_n(&c->sticky, __ATOMIC_ACQUIRE);
@@ -910,6 +941,68 @@ SG_EXPORT CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUev
 	return cuEventElapsedTime_v2(pMilliseconds, hStart, hEnd);
 }
 
+/*
+ * Stream capture: softgpu has no graphs, so no stream is ever capturing, and
+ * saying so is the true answer (cuBLAS asks before it launches a reduction).
+ * cuStreamBeginCapture itself is not supported.
+ */
+static CUresult capture_status(CUstream h, CUstreamCaptureStatus *status, cuuint64_t *id, bool pt)
+{
+	struct sg_ctx *c;
+	struct sg_stream *s;
+	CUresult r = sg_stream_resolve(h, pt, &c, &s);
+
+	if (r)
+		return r;
+	if (status == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*status = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (id)
+		*id = 0;
+	return CUDA_SUCCESS;
+}
+
+#undef cuStreamIsCapturing
+#undef cuStreamGetCaptureInfo
+SG_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+SG_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	return capture_status(hStream, captureStatus, NULL, false);
+}
+
+SG_EXPORT CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					  cuuint64_t *id_out);
+SG_EXPORT CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					  cuuint64_t *id_out)
+{
+	return capture_status(hStream, captureStatus_out, id_out, false);
+}
+
+/* The graph and dependency outputs are only written while a capture is active. */
+SG_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
+					     CUstreamCaptureStatus *captureStatus_out,
+					     cuuint64_t *id_out, CUgraph *graph_out,
+					     const CUgraphNode **dependencies_out,
+					     size_t *numDependencies_out);
+SG_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
+					     CUstreamCaptureStatus *captureStatus_out,
+					     cuuint64_t *id_out, CUgraph *graph_out,
+					     const CUgraphNode **dependencies_out,
+					     size_t *numDependencies_out)
+{
+	return capture_status(hStream, captureStatus_out, id_out, false);
+}
+
+SG_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream hStream,
+					     CUstreamCaptureStatus *captureStatus_out,
+					     cuuint64_t *id_out, CUgraph *graph_out,
+					     const CUgraphNode **dependencies_out,
+					     const CUgraphEdgeData **edgeData_out,
+					     size_t *numDependencies_out)
+{
+	return capture_status(hStream, captureStatus_out, id_out, false);
+}
+
 /* ---- per-thread default stream variants (cuda.h names with _ptsz/_ptds) ---- */
 
 #define PTSZ(ret, name, params)    \
@@ -984,4 +1077,30 @@ PTSZ(CUresult, cuStreamGetId_ptsz, (CUstream hStream, unsigned long long *stream
 PTSZ(CUresult, cuStreamGetDevice_ptsz, (CUstream hStream, CUdevice *device))
 {
 	return get_device(hStream, device, true);
+}
+
+PTSZ(CUresult, cuStreamIsCapturing_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus))
+{
+	return capture_status(hStream, captureStatus, NULL, true);
+}
+
+PTSZ(CUresult, cuStreamGetCaptureInfo_ptsz,
+     (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out))
+{
+	return capture_status(hStream, captureStatus_out, id_out, true);
+}
+
+PTSZ(CUresult, cuStreamGetCaptureInfo_v2_ptsz,
+     (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
+      CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out))
+{
+	return capture_status(hStream, captureStatus_out, id_out, true);
+}
+
+PTSZ(CUresult, cuStreamGetCaptureInfo_v3_ptsz,
+     (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
+      CUgraph *graph_out, const CUgraphNode **dependencies_out,
+      const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out))
+{
+	return capture_status(hStream, captureStatus_out, id_out, true);
 }

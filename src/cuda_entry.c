@@ -16,6 +16,9 @@ static const struct gp__cuda_host host = {
 	.device_get = cuDeviceGet,
 	.device_get_uuid = cuDeviceGetUuid_v2,
 	.device_get_attribute = cuDeviceGetAttribute,
+	.ctx_get_id = cuCtxGetId,
+	.stream_object = gp__stream_object,
+	.stream_object_id = gp__stream_object_id,
 };
 
 __attribute__((constructor)) static void host_init(void)

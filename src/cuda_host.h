@@ -7,10 +7,12 @@
 /*
  * The library-specific facts behind the export tables and the integrity check, passed to
  * gp__exptables_init() before any CUDA call can arrive (a constructor: cudart asks for export
- * tables before cuInit). Every member is required. The signatures are the driver API's own;
- * the values must be exactly what the library's entry points report, because cudart compares
- * (the integrity check hashes them). Our two libcuda.so.1 builds do not fill one each:
- * cuda_entry.c holds the one table, made of their own entry points and gp__primary_ctx.
+ * tables before cuInit). Every member is required except those marked optional (NULL: the
+ * slots that need them answer CUDA_ERROR_NOT_SUPPORTED). The signatures are the driver API's
+ * own; the values must be exactly what the library's entry points report, because cudart
+ * compares (the integrity check hashes them). Our two libcuda.so.1 builds do not fill one
+ * each: cuda_entry.c holds the one table, made of their own entry points, gp__primary_ctx and
+ * (where the library defines them) gp__stream_object and gp__stream_object_id.
  *
  * Callbacks may run on any thread, concurrently.
  */
@@ -31,10 +33,26 @@ struct gp__cuda_host {
 	CUresult (*device_get)(CUdevice *device, int ordinal);
 	CUresult (*device_get_uuid)(CUuuid *uuid, CUdevice dev);
 	CUresult (*device_get_attribute)(int *pi, CUdevice_attribute attrib, CUdevice dev);
+	/* Optional. TOOLS_CONTEXT slot 4: cuCtxGetId, the context's id, unique for the life of
+	 * the process (cuBLASLt keys its kernel registry with it). */
+	CUresult (*ctx_get_id)(CUcontext ctx, unsigned long long *id);
+	/* Optional. TOOLS_CONTEXT slot 51: the library's own object for stream h of context
+	 * ctx (NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD resolved as a launch on it
+	 * would be: per_thread selects the per-thread default stream for NULL), valid while
+	 * the stream lives; CUDA_ERROR_INVALID_HANDLE for a stream that is not one. */
+	CUresult (*stream_object)(CUcontext ctx, CUstream h, int per_thread, void **obj);
+	/* Optional. TOOLS_CONTEXT slot 39: the id (cuStreamGetId's) of a stream object that
+	 * stream_object gave for ctx; CUDA_ERROR_INVALID_HANDLE for anything else. */
+	CUresult (*stream_object_id)(CUcontext ctx, void *obj, unsigned long long *id);
 };
 
 /* CUDART_INTERFACE slot 2, which each library that compiles in cuda_entry.c defines: the
  * primary context handle of dev, not retained (host->primary_ctx there). */
 CUresult gp__primary_ctx(CUcontext *pctx, CUdevice dev);
+/* stream_object and stream_object_id, where the library defines them (weak: NULL if not). */
+CUresult gp__stream_object(CUcontext ctx, CUstream h, int per_thread, void **obj)
+	__attribute__((weak));
+CUresult gp__stream_object_id(CUcontext ctx, void *obj, unsigned long long *id)
+	__attribute__((weak));
 
 #endif

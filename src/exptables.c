@@ -64,11 +64,24 @@ UNKNOWN(TOOLS_RUNTIME_CALLBACK_HOOKS, 3)
 UNKNOWN(TOOLS_RUNTIME_CALLBACK_HOOKS, 4)
 UNKNOWN(TOOLS_RUNTIME_CALLBACK_HOOKS, 5)
 UNKNOWN(TOOLS_TLS, 1)
-UNKNOWN(TOOLS_TLS, 2)
 UNKNOWN(TOOLS_TLS, 3)
 UNKNOWN(CONTEXT_LOCAL_STORAGE, 3)
 UNKNOWN(CONTEXT_CHECKS, 1)
 UNKNOWN(INTEGRITY_CHECK, 2)
+
+/* TOOLS_CONTEXT has 94 slots (CUDA 13.4's driver serves 95 entries with the size); all but two
+ * are unknown. */
+#define TC_UNKNOWN_SLOTS(X)                                                                       \
+	X(1) X(2) X(3) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16)   \
+	X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30)     \
+	X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(40) X(41) X(42) X(43) X(44) X(45)     \
+	X(46) X(47) X(48) X(49) X(50) X(52) X(53) X(54) X(55) X(56) X(57) X(58) X(59) X(60)     \
+	X(61) X(62) X(63) X(64) X(65) X(66) X(67) X(68) X(69) X(70) X(71) X(72) X(73) X(74)     \
+	X(75) X(76) X(77) X(78) X(79) X(80) X(81) X(82) X(83) X(84) X(85) X(86) X(87) X(88)     \
+	X(89) X(90) X(91) X(92) X(93) X(94)
+#define TC_UNKNOWN(n) UNKNOWN(TOOLS_CONTEXT, n)
+TC_UNKNOWN_SLOTS(TC_UNKNOWN)
+#undef TC_UNKNOWN
 
 /* ---------------------------------------------------------------------------------------- */
 /* The known slots */
@@ -82,6 +95,10 @@ static CUresult cls_get(void **value, CUcontext ctx, void *key);
 static CUresult context_check(CUcontext ctx, uint32_t *r1, void **r2);
 static uint32_t context_check_3(void);
 static CUresult integrity_check(uint32_t version, uint64_t unix_seconds, uint64_t out[2]);
+static CUresult tools_tls_current_ctx(CUcontext *pctx);
+static CUresult tools_ctx_id(CUcontext ctx, unsigned long long *id);
+static CUresult tools_ctx_stream_object(CUcontext ctx, CUstream h, void **obj, int per_thread);
+static CUresult tools_ctx_stream_id(CUcontext ctx, void *obj, unsigned long long *id);
 
 #define SIZE(nslots) ((const void *)(uintptr_t)((nslots) * sizeof(void *)))
 #define FN(f) ((const void *)(f))
@@ -115,9 +132,19 @@ static const void *const tools_runtime_callback_hooks[7] = {
 static const void *const tools_tls[4] = {
 	SIZE(4),
 	FN(TOOLS_TLS_slot1),
-	FN(TOOLS_TLS_slot2),
+	FN(tools_tls_current_ctx),
 	FN(TOOLS_TLS_slot3),
 };
+
+#define TC_SLOT(n) [n] = FN(TOOLS_CONTEXT_slot##n),
+static const void *const tools_context[95] = {
+	[0] = SIZE(95),
+	TC_UNKNOWN_SLOTS(TC_SLOT)
+	[4] = FN(tools_ctx_id),
+	[39] = FN(tools_ctx_stream_id),
+	[51] = FN(tools_ctx_stream_object),
+};
+#undef TC_SLOT
 
 /* No size slot. The fourth entry is a guard: ZLUDA's catalog gives this table 4 entries. */
 static const void *const context_local_storage[4] = {
@@ -169,6 +196,12 @@ static const struct {
 	 {0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1,
 	  0xf2},
 	 integrity_table},
+	/* cuBLAS (dot, nrm2, the reductions) and cuFFT ask for it; NVIDIA's name for it is
+	 * CU_ETID_ToolsContext (public reverse-engineering notes). */
+	{"TOOLS_CONTEXT",
+	 {0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8,
+	  0xf2},
+	 tools_context},
 };
 
 /* CUDART_INTERFACE slot 2: the primary context handle of a device. */
@@ -279,6 +312,73 @@ static CUresult integrity_check(uint32_t version, uint64_t unix_seconds, uint64_
 		return CUDA_ERROR_NOT_INITIALIZED;
 	return gp__integrity_check(h, cudart_interface, integrity_table, version, unix_seconds,
 				   out);
+}
+
+/* TOOLS_TLS slot 2: the calling thread's current context (NULL when none). cuBLAS calls it
+ * first and hands the context to the TOOLS_CONTEXT slots. */
+static CUresult tools_tls_current_ctx(CUcontext *pctx)
+{
+	const struct gp__cuda_host *h = atomic_load(&host_ops);
+
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!h)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return h->ctx_get_current(pctx);
+}
+
+/* TOOLS_CONTEXT slot 4: (ctx, &id) -> the context's unique id, cuCtxGetId's (NULL: current). */
+static CUresult tools_ctx_id(CUcontext ctx, unsigned long long *id)
+{
+	const struct gp__cuda_host *h = atomic_load(&host_ops);
+	CUresult r;
+
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!h)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!h->ctx_get_id)
+		return unknown_slot("TOOLS_CONTEXT", 4);
+	r = resolve_ctx(&ctx);
+	return r != CUDA_SUCCESS ? r : h->ctx_get_id(ctx, id);
+}
+
+/*
+ * TOOLS_CONTEXT slot 51: (ctx, stream handle, &object, per_thread) -> the driver's object for
+ * that stream; cuBLAS passes per_thread = (stream == CU_STREAM_PER_THREAD). Slot 39:
+ * (ctx, object, &key) -> a 64-bit key, which cuBLAS uses to find its per-stream workspace
+ * (it pairs the key with the calling thread). We answer the stream's id, unique per stream
+ * for the life of the process, so two streams never share a workspace.
+ */
+static CUresult tools_ctx_stream_object(CUcontext ctx, CUstream hs, void **obj, int per_thread)
+{
+	const struct gp__cuda_host *h = atomic_load(&host_ops);
+	CUresult r;
+
+	if (!obj)
+		return CUDA_ERROR_INVALID_VALUE;
+	*obj = NULL;
+	if (!h)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!h->stream_object)
+		return unknown_slot("TOOLS_CONTEXT", 51);
+	r = resolve_ctx(&ctx);
+	return r != CUDA_SUCCESS ? r : h->stream_object(ctx, hs, per_thread, obj);
+}
+
+static CUresult tools_ctx_stream_id(CUcontext ctx, void *obj, unsigned long long *id)
+{
+	const struct gp__cuda_host *h = atomic_load(&host_ops);
+	CUresult r;
+
+	if (!obj || !id)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!h)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!h->stream_object_id)
+		return unknown_slot("TOOLS_CONTEXT", 39);
+	r = resolve_ctx(&ctx);
+	return r != CUDA_SUCCESS ? r : h->stream_object_id(ctx, obj, id);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -12,7 +12,9 @@
  * and never forwards them (docs/cuda-abi.md lists every slot):
  *   CUDART_INTERFACE              13 slots; slot 2 = host->primary_ctx
  *   TOOLS_RUNTIME_CALLBACK_HOOKS   7 slots; slots 2 and 6 hand out zeroed static buffers
- *   TOOLS_TLS                      4 slots; fetched, never called
+ *   TOOLS_TLS                      4 slots; slot 2 = host->ctx_get_current
+ *   TOOLS_CONTEXT                 95 slots; slots 4, 51, 39 = host->ctx_get_id, stream_object,
+ *                                 stream_object_id (optional members; else NOT_SUPPORTED)
  *   CONTEXT_LOCAL_STORAGE          put/delete/get (cuda_cls.h), no size slot
  *   CONTEXT_CHECKS                 4 slots; slot 2 sets *r1 = 0, slot 3 returns 0
  *   INTEGRITY_CHECK                3 slots; slot 1 = the integrity check (integrity.h)
@@ -23,7 +25,7 @@
 
 /* Registers the library's callbacks (cuda_host.h); host must stay valid until
  * gp__exptables_deinit. Call before CUDA calls can arrive. 0, or -EINVAL when host or any
- * member is NULL. Until then the slots that need it return CUDA_ERROR_NOT_INITIALIZED. */
+ * required member is NULL. Until then the slots that need it return CUDA_ERROR_NOT_INITIALIZED. */
 int gp__exptables_init(const struct gp__cuda_host *host);
 
 /* Forgets the callbacks and drops all context-local storage without destructors. */

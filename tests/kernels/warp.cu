@@ -37,3 +37,27 @@ extern "C" __global__ void warp_partial(int *out)
 		out[threadIdx.x] = v * 1000 + (int)__popc(m);
 	}
 }
+
+/*
+ * Shuffles whose source lane takes no part (outside the member mask, or beyond the
+ * block): 0, as NVIDIA's GPUs return. Lanes 0-7 of each warp exchange with mask 0xff;
+ * the last block-level line is cuda-samples' reduce7 final-warp sum over 8 lanes.
+ */
+extern "C" __global__ void warp_outside(int *out)
+{
+	int lane = threadIdx.x & 31;
+	int *o = out + 4 * threadIdx.x;
+
+	if (lane < 8) {
+		int v = lane + 1, s = v;
+
+		o[0] = __shfl_down_sync(0xff, v, 16); /* lanes 16-23: outside the mask */
+		o[1] = __shfl_down_sync(0xff, v, 4);  /* 0-3 read 4-7; 4-7 read 8-11 (outside) */
+		o[2] = __shfl_down_sync(0xff, v, 30); /* 0-1 read 30-31 (outside); 2-7 out of range */
+		for (int off = 16; off > 0; off /= 2)
+			s += __shfl_down_sync(0xff, s, off);
+		o[3] = s;
+	} else {
+		o[0] = o[1] = o[2] = o[3] = -1;
+	}
+}

@@ -100,26 +100,23 @@ int main()
 		CR(curandDestroyGenerator(g));
 	}
 	/*
-	 * MT19937 is the one generator that does not run: its jump-ahead kernel
-	 * (mt19937_jump_ahead<512>) faults with an out-of-bounds shared read at
-	 * 0x1_0000_9b74 on softgpu, which poisons the context, so it runs last and
-	 * the test insists on that failure. When softgpu is fixed this fails: move
-	 * MT19937 into the list above.
+	 * MT19937 no longer faults since softgpu wraps 32-bit address arithmetic (its
+	 * jump-ahead kernel reads shared memory at [%r+39808] with %r negative), but its
+	 * state setup (mt19937_jump_ahead<512>: 19937-bit polynomial products for every
+	 * state) is tens of billions of PTX instructions, many minutes on softgpu. It runs
+	 * when RT_CURAND_MT19937=1; otherwise the test says it skipped it.
 	 */
-	{
+	if (std::getenv("RT_CURAND_MT19937")) {
 		curandGenerator_t g;
-		curandStatus_t s;
-		cudaError_t e;
 
 		CR(curandCreateGenerator(&g, CURAND_RNG_PSEUDO_MT19937));
 		CR(curandSetPseudoRandomGeneratorSeed(g, 1234));
-		s = curandGenerateUniform(g, d, N);
-		e = cudaDeviceSynchronize();
-		EXPECT(s != CURAND_STATUS_SUCCESS && e == cudaErrorIllegalAddress,
-		       "MT19937 to fail as documented (known softgpu bug), got curandStatus %d, %s",
-		       (int)s, cudaGetErrorName(e));
-		std::printf("MT19937            known failure: %s (curandStatus %d)\n",
-			    cudaGetErrorName(e), (int)s);
+		check("MT19937", d, g);
+		CR(curandDestroyGenerator(g));
+	} else {
+		std::printf("%-18s skipped: minutes of state setup on softgpu (RT_CURAND_MT19937=1 "
+			    "runs it)\n",
+			    "MT19937");
 	}
 	std::printf("PASSED\n");
 	return 0;

@@ -436,6 +436,53 @@ static void test_param_attributes(void **state)
 	CK(cuModuleUnload(m));
 }
 
+/*
+ * Address arithmetic has the base register's width: [%r+imm] with a 32-bit %r
+ * wraps at 2^32 (cuRAND's MT19937 jump-ahead reads [%r+39808] with %r = -12).
+ * Loads, stores and atomics on shared memory, a 64-bit base for contrast.
+ */
+static void test_addr32_wrap(void **state)
+{
+	static const char *ptx =
+		".version 8.0\n.target sm_75\n.address_size 64\n"
+		".visible .entry k(.param .u64 out)\n{\n"
+		"\t.reg .b32 %r<12>;\n\t.reg .b64 %rd<6>;\n"
+		"\t.shared .align 4 .b32 sh[16];\n"
+		"\tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 %rd1, %rd1;\n"
+		"\tmov.u32 %r1, sh;\n\tmov.u32 %r2, 77;\n\tst.shared.u32 [%r1+8], %r2;\n"
+		"\tadd.s32 %r3, %r1, -16;\n"		       /* wraps below 0 */
+		"\tld.shared.u32 %r4, [%r3+24];\n"	       /* sh[2] */
+		"\tatom.shared.add.u32 %r5, [%r3+24], 1;\n" /* sh[2]: 77, then 78 */
+		"\tmov.u32 %r6, 5;\n\tst.shared.u32 [%r3+28], %r6;\n" /* sh[3] */
+		"\tld.shared.u32 %r7, [%r1+12];\n\tld.shared.u32 %r8, [%r1+8];\n"
+		"\tld.shared.u16 %r9, [%r3+28];\n"
+		"\tcvt.u64.u32 %rd2, %r1;\n\tadd.s64 %rd3, %rd2, 16;\n"
+		"\tld.shared.u32 %r10, [%rd3+-8];\n"	       /* a 64-bit base: sh[2] */
+		"\tst.global.u32 [%rd1], %r4;\n\tst.global.u32 [%rd1+4], %r5;\n"
+		"\tst.global.u32 [%rd1+8], %r7;\n\tst.global.u32 [%rd1+12], %r8;\n"
+		"\tst.global.u32 [%rd1+16], %r9;\n\tst.global.u32 [%rd1+20], %r10;\n"
+		"\tret;\n}\n";
+	uint32_t got[6];
+	CUdeviceptr out;
+	CUmodule m;
+	CUfunction fn;
+	void *args[] = {&out};
+
+	CK(cuModuleLoadData(&m, ptx));
+	CK(cuModuleGetFunction(&fn, m, "k"));
+	CK(cuMemAlloc(&out, sizeof(got)));
+	CK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+	CK(cuMemcpyDtoH(got, out, sizeof(got)));
+	assert_int_equal(got[0], 77);
+	assert_int_equal(got[1], 77);
+	assert_int_equal(got[2], 5);
+	assert_int_equal(got[3], 78);
+	assert_int_equal(got[4], 5);
+	assert_int_equal(got[5], 78);
+	CK(cuMemFree(out));
+	CK(cuModuleUnload(m));
+}
+
 static void test_dynshared(void **state)
 {
 	float in[200], out[200];
@@ -693,7 +740,8 @@ int main(void)
 		cmocka_unit_test(test_stencil),	     cmocka_unit_test(test_transpose),
 		cmocka_unit_test(test_grid3d),	     cmocka_unit_test(test_vecload),
 		cmocka_unit_test(test_localmem),     cmocka_unit_test(test_constmem),
-		cmocka_unit_test(test_structs), cmocka_unit_test(test_param_attributes),	     cmocka_unit_test(test_dynshared),
+		cmocka_unit_test(test_structs), cmocka_unit_test(test_param_attributes),
+		cmocka_unit_test(test_addr32_wrap),	     cmocka_unit_test(test_dynshared),
 		cmocka_unit_test(test_divergence),   cmocka_unit_test(test_devfunc),
 		cmocka_unit_test(test_bitonic),	     cmocka_unit_test(test_nbody),
 		cmocka_unit_test(test_prng),	     cmocka_unit_test(test_device_heap),

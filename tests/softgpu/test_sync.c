@@ -168,6 +168,34 @@ static void test_warp_partial(void **state)
 	CK(cuModuleUnload(m));
 }
 
+static void test_warp_outside(void **state)
+{
+	int out[40 * 4];
+	CUmodule m = sgt_module("warp.ptx");
+	CUdeviceptr dout = dbuf(NULL, sizeof(out));
+	void *args[] = {&dout};
+
+	/* 40 threads: the second warp has 8 lanes, so lanes 8-31 were never launched */
+	run(m, "warp_outside", 1, 40, 0, args);
+	CK(cuMemcpyDtoH(out, dout, sizeof(out)));
+	for (int t = 0; t < 40; t++) {
+		int lane = t & 31, v = lane + 1;
+		const int *o = out + 4 * t;
+
+		if (lane >= 8) {
+			assert_int_equal(o[0], -1);
+			continue;
+		}
+		assert_int_equal(o[0], 0);
+		assert_int_equal(o[1], lane < 4 ? v + 4 : 0);
+		assert_int_equal(o[2], lane < 2 ? 0 : v);
+		/* the sum over the 8 lanes reaches lane 0; the others hold partial sums */
+		if (lane == 0)
+			assert_int_equal(o[3], 36);
+	}
+	CK(cuModuleUnload(m));
+}
+
 static void test_syncops(void **state)
 {
 	int in[256], out[256], c = 0, a = 1, o = 0;
@@ -386,7 +414,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reduce_tree),  cmocka_unit_test(test_reduce_shfl),
 		cmocka_unit_test(test_scan),	     cmocka_unit_test(test_warp_ops),
-		cmocka_unit_test(test_warp_partial), cmocka_unit_test(test_syncops),
+		cmocka_unit_test(test_warp_partial), cmocka_unit_test(test_warp_outside), cmocka_unit_test(test_syncops),
 		cmocka_unit_test(test_atomics),	     cmocka_unit_test(test_histogram),
 		cmocka_unit_test(test_printf),	     cmocka_unit_test(test_cub_and_cg),
 	};

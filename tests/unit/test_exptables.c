@@ -48,6 +48,9 @@ static const CUuuid id_cls = {{(char)0xc6, (char)0x93, 0x33, 0x6e, 0x11, 0x21, (
 static const CUuuid id_checks = {{0x26, 0x3e, (char)0x88, 0x60, 0x7c, (char)0xd2, 0x61, 0x43,
 				  (char)0x92, (char)0xf6, (char)0xbb, (char)0xd5, 0x00, 0x6d,
 				  (char)0xfa, 0x7e}};
+static const CUuuid id_toolsctx = {{0x21, 0x31, (char)0x8c, 0x60, (char)0x97, 0x14, 0x32, 0x48,
+				   (char)0x8c, (char)0xa6, 0x41, (char)0xff, 0x73, 0x24,
+				   (char)0xc8, (char)0xf2}};
 static const CUuuid id_integrity = {{(char)0xd4, 0x08, 0x20, 0x55, (char)0xbd, (char)0xe6, 0x70,
 				     0x4b, (char)0x8d, 0x34, (char)0xba, 0x12, 0x3c, 0x66,
 				     (char)0xe1, (char)0xf2}};
@@ -116,7 +119,53 @@ static CUresult fake_attr(int *pi, CUdevice_attribute a, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
+static CUresult fake_ctx_id(CUcontext ctx, unsigned long long *id)
+{
+	*id = ctx == CTX_A ? 7 : 8;
+	return CUDA_SUCCESS;
+}
+
+/* Streams of CTX_A: handle 0x5 only (NULL means the per-thread or legacy stream). */
+static int fake_stream_objs[3]; /* legacy, per-thread, 0x5 */
+
+static CUresult fake_stream_object(CUcontext ctx, CUstream h, int per_thread, void **obj)
+{
+	if (ctx != CTX_A)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (h == NULL)
+		*obj = &fake_stream_objs[per_thread ? 1 : 0];
+	else if (h == (CUstream)(uintptr_t)5)
+		*obj = &fake_stream_objs[2];
+	else
+		return CUDA_ERROR_INVALID_HANDLE;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_stream_object_id(CUcontext ctx, void *obj, unsigned long long *id)
+{
+	for (int i = 0; i < 3; i++)
+		if (obj == &fake_stream_objs[i] && ctx == CTX_A) {
+			*id = 100 + (unsigned)i;
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_INVALID_HANDLE;
+}
+
 static const struct gp__cuda_host fake_host = {
+	.primary_ctx = fake_primary_ctx,
+	.ctx_get_current = fake_current,
+	.driver_get_version = fake_version,
+	.device_get_count = fake_count,
+	.device_get = fake_get,
+	.device_get_uuid = fake_uuid,
+	.device_get_attribute = fake_attr,
+	.ctx_get_id = fake_ctx_id,
+	.stream_object = fake_stream_object,
+	.stream_object_id = fake_stream_object_id,
+};
+
+/* The same library without the optional members. */
+static const struct gp__cuda_host fake_host_minimal = {
 	.primary_ctx = fake_primary_ctx,
 	.ctx_get_current = fake_current,
 	.driver_get_version = fake_version,
@@ -252,8 +301,8 @@ static void test_sizes_and_unknown_slots(void **state)
 		size_t nslots;
 		int known[4]; /* slots with a known purpose (0 ends the list) */
 	} shapes[] = {
-		{&id_cudart, 13, {2}},	 {&id_hooks, 7, {2, 6}},  {&id_tls, 4, {0}},
-		{&id_checks, 4, {2, 3}}, {&id_integrity, 3, {1}},
+		{&id_cudart, 13, {2}},	 {&id_hooks, 7, {2, 6}},  {&id_tls, 4, {2}},
+		{&id_checks, 4, {2, 3}}, {&id_integrity, 3, {1}}, {&id_toolsctx, 95, {4, 39, 51}},
 	};
 
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
@@ -278,6 +327,69 @@ static void test_sizes_and_unknown_slots(void **state)
 	assert_int_equal(((unknown_fn)cls[3])(), CUDA_ERROR_NOT_SUPPORTED);
 	/* The same table every time. */
 	assert_ptr_equal(table(&id_cudart), table(&id_cudart));
+}
+
+/* ---- TOOLS_TLS and TOOLS_CONTEXT (what cuBLAS's reductions ask) ---- */
+
+typedef CUresult (*tls_ctx_fn)(CUcontext *);
+typedef CUresult (*ctx_id_fn)(CUcontext, unsigned long long *);
+typedef CUresult (*stream_obj_fn)(CUcontext, CUstream, void **, int);
+typedef CUresult (*stream_id_fn)(CUcontext, void *, unsigned long long *);
+
+static void test_tools_context(void **state)
+{
+	tls_ctx_fn cur = (tls_ctx_fn)table(&id_tls)[2];
+	const void *const *tc = table(&id_toolsctx);
+	ctx_id_fn cid = (ctx_id_fn)tc[4];
+	stream_obj_fn so = (stream_obj_fn)tc[51];
+	stream_id_fn sid = (stream_id_fn)tc[39];
+	CUcontext c = CTX_B;
+	unsigned long long id = 0;
+	void *obj = NULL, *obj2 = NULL;
+
+	assert_int_equal(cur(NULL), CUDA_ERROR_INVALID_VALUE);
+	assert_int_equal(cur(&c), CUDA_SUCCESS);
+	assert_null(c);
+	current = CTX_A;
+	assert_int_equal(cur(&c), CUDA_SUCCESS);
+	assert_ptr_equal(c, CTX_A);
+
+	assert_int_equal(cid(CTX_B, NULL), CUDA_ERROR_INVALID_VALUE);
+	assert_int_equal(cid(CTX_B, &id), CUDA_SUCCESS);
+	assert_int_equal(id, 8);
+	assert_int_equal(cid(NULL, &id), CUDA_SUCCESS); /* NULL: the current context */
+	assert_int_equal(id, 7);
+
+	assert_int_equal(so(CTX_A, NULL, NULL, 0), CUDA_ERROR_INVALID_VALUE);
+	assert_int_equal(so(CTX_A, (CUstream)(uintptr_t)9, &obj, 0), CUDA_ERROR_INVALID_HANDLE);
+	assert_null(obj);
+	assert_int_equal(so(CTX_A, (CUstream)(uintptr_t)5, &obj, 0), CUDA_SUCCESS);
+	assert_int_equal(sid(CTX_A, obj, &id), CUDA_SUCCESS);
+	assert_int_equal(id, 102);
+	assert_int_equal(so(NULL, NULL, &obj2, 1), CUDA_SUCCESS);
+	assert_int_equal(sid(NULL, obj2, &id), CUDA_SUCCESS);
+	assert_int_equal(id, 101);
+	assert_int_equal(sid(CTX_A, obj, NULL), CUDA_ERROR_INVALID_VALUE);
+	assert_int_equal(sid(CTX_A, &id, &id), CUDA_ERROR_INVALID_HANDLE);
+	current = NULL;
+	assert_int_equal(so(NULL, NULL, &obj, 0), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+/* Without the optional members those slots refuse, as the unknown ones do. */
+static void test_tools_context_minimal(void **state)
+{
+	const void *const *tc;
+	unsigned long long id;
+	void *obj;
+
+	gp__exptables_deinit();
+	assert_int_equal(gp__exptables_init(&fake_host_minimal), 0);
+	tc = table(&id_toolsctx);
+	current = CTX_A;
+	assert_int_equal(((ctx_id_fn)tc[4])(NULL, &id), CUDA_ERROR_NOT_SUPPORTED);
+	assert_int_equal(((stream_obj_fn)tc[51])(NULL, NULL, &obj, 0), CUDA_ERROR_NOT_SUPPORTED);
+	assert_int_equal(((stream_id_fn)tc[39])(NULL, &obj, &id), CUDA_ERROR_NOT_SUPPORTED);
+	current = NULL;
 }
 
 /* ---- CUDART_INTERFACE ---- */
@@ -584,6 +696,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hooks_buffers, with_host, cleanup),
 		cmocka_unit_test_setup_teardown(test_context_checks, with_host, cleanup),
 		cmocka_unit_test_setup_teardown(test_integrity_slot, with_host, cleanup),
+		cmocka_unit_test_setup_teardown(test_tools_context, with_host, cleanup),
+		cmocka_unit_test_setup_teardown(test_tools_context_minimal, with_host, cleanup),
 		cmocka_unit_test_setup_teardown(test_cls_invalid_arguments, with_host, cleanup),
 		cmocka_unit_test_setup_teardown(test_cls_put_get_delete, with_host, cleanup),
 		cmocka_unit_test_setup_teardown(test_cls_context_destroyed, with_host, cleanup),
