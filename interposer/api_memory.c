@@ -426,8 +426,16 @@ CUresult gp__memcpy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s,
 	return copy_to_remote(c, dst, src, n, 1, 0, sid, async);
 }
 
-/* Device-to-host copies wait for their bytes even when asynchronous: the worker runs
- * them in stream order, so the result is what CUDA gives, only sooner. */
+/* Whether [p, p + n) is page-locked memory this process allocated or registered. */
+static bool page_locked(const void *p, size_t n)
+{
+	struct gp_range rg;
+
+	return gp__range_find((uintptr_t)p, &rg) && rg.kind == GP_MEM_HOST &&
+	       (uintptr_t)p - rg.base <= rg.size && n <= rg.size - ((uintptr_t)p - rg.base);
+}
+
+
 CUresult gp__memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, bool async, bool pt)
 {
 	struct gp_ictx *c;
@@ -438,6 +446,21 @@ CUresult gp__memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, bool 
 		return r;
 	if (!dst && n)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (async && n && page_locked(dst, n)) {
+		/* Into page-locked memory CUDA does not make the caller wait: the bytes land
+		 * when the pool's stream gets there, before anything can observe the copy done
+		 * (the worker answers in stream order, the reader delivers in order). */
+		struct gp_in_memcpy_dtoh_async in = {.ctx = c->remote, .src = src, .bytes = n,
+						     .stream = sid};
+		Gp__Call call = GP__CALL__INIT;
+		uint64_t args[GP_CALL_ARGS_MAX];
+		struct gp_bulk_ref b;
+
+		gp_call_pack_memcpy_dtoh_async(&in, &call, args, &b);
+		b = (struct gp_bulk_ref){.dst = dst, .len = n};
+		return gp__rpc_later(GP_MSG_MEMCPY_DTOH_ASYNC, &call, &b);
+	}
+	/* Into pageable memory the copy is synchronous for the host, as CUDA documents. */
 	return copy_from_remote(c, dst, src, n, 1, 0, sid);
 }
 

@@ -432,6 +432,8 @@ struct waiter {
 	Gp__Reply *rep; /* the answer, for the waiter to free */
 	void *dst;	/* BULK_OUT: where the bytes land, at most dst_len of them */
 	uint64_t dst_len, got;
+	bool detached;	/* nobody waits: the reader completes and frees it (gp__rpc_later) */
+	unsigned type;
 	struct waiter *next;
 };
 
@@ -509,11 +511,32 @@ static void fail_waiters(struct gp_client *c, int err)
 		struct waiter *wt = c->waiting;
 
 		c->waiting = wt->next;
+		if (wt->detached) {
+			free(wt);
+			continue;
+		}
 		wt->err = err;
 		wt->done = true;
 		pthread_cond_signal(&wt->done_cv);
 	}
 	pthread_mutex_unlock(&c->lock);
+}
+
+/* The answer to a call nobody waits for (gp__rpc_later): its failure is kept, as an
+ * asynchronous call's, for the next synchronizing call. With c->lock held. */
+static int complete_detached(struct gp_client *c, struct waiter *wt, Gp__Reply *rep)
+{
+	CUresult r = (CUresult)rep->result;
+	int ret = 0;
+
+	if (r == CUDA_SUCCESS && wt->dst && wt->got != wt->dst_len)
+		ret = GP_EFRAME; /* a copy that succeeded brought every byte */
+	merge_deferred(c, wt->type, CUDA_SUCCESS, rep->deferred);
+	if (r != CUDA_SUCCESS && c->pending == CUDA_SUCCESS)
+		c->pending = r;
+	protobuf_c_message_free_unpacked(&rep->base, NULL);
+	free(wt);
+	return ret;
 }
 
 /* ---- host functions ---------------------------------------------------------------
@@ -674,6 +697,13 @@ static void *reader(void *arg)
 			      : NULL;
 		pthread_mutex_lock(&c->lock);
 		wt = rep ? find_waiter(c, h.request_id, true) : NULL;
+		if (wt && wt->detached) {
+			ret = complete_detached(c, wt, rep);
+			pthread_mutex_unlock(&c->lock);
+			if (ret)
+				break;
+			continue;
+		}
 		if (wt) {
 			wt->rep = rep;
 			wt->done = true;
@@ -857,6 +887,48 @@ out:
 	if (wait)
 		pthread_cond_destroy(&wt.done_cv);
 	return r;
+}
+
+CUresult gp__rpc_later(unsigned type, const Gp__Call *call, const struct gp_bulk_ref *b)
+{
+	struct gp_client *c = &gp__client;
+	struct waiter *wt = calloc(1, sizeof(*wt));
+	struct gp_bulk_source src = {.src = b->src};
+	uint64_t id;
+	CUresult r = gp__ready();
+	int ret;
+
+	if (!wt || r != CUDA_SUCCESS) {
+		free(wt);
+		return r != CUDA_SUCCESS ? r : CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	wt->detached = true;
+	wt->type = type;
+	wt->dst = b->dst;
+	wt->dst_len = b->dst ? b->len : 0;
+	gp_conn_send_lock(c->conn);
+	pthread_mutex_lock(&c->lock);
+	id = wt->id = ++c->next_id;
+	if (c->lost) {
+		pthread_mutex_unlock(&c->lock);
+		gp_conn_send_unlock(c->conn);
+		free(wt);
+		return CUDA_ERROR_DEVICE_UNAVAILABLE;
+	}
+	wt->next = c->waiting;
+	c->waiting = wt; /* the reader's from here on */
+	pthread_mutex_unlock(&c->lock);
+	ret = gp_bulk_send(c->conn, type, 0, id, &call->base, b->src ? b->len : 0, &src);
+	if (!ret)
+		flush_soon(c);
+	gp_conn_send_unlock(c->conn);
+	if (ret) {
+		pthread_mutex_lock(&c->lock);
+		free(find_waiter(c, id, true));
+		pthread_mutex_unlock(&c->lock);
+		return transport_failed(ret, gp_msg_name(type));
+	}
+	return CUDA_SUCCESS;
 }
 
 /* The client's function of each call: gp__rpc_<name>(flags, in, out). */

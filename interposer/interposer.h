@@ -214,6 +214,9 @@ void gp__pending_clear(void);
  */
 CUresult gp__rpc(unsigned type, unsigned flags, const Gp__Call *call, const struct gp_bulk_ref *b,
 		 uint64_t *out, size_t nout, Gp__Reply **keep);
+/* Sends a call whose answer nobody waits for: BULK_OUT bytes land in b->dst when it comes,
+ * and a failure is kept for the next synchronizing call (an asynchronous copy). */
+CUresult gp__rpc_later(unsigned type, const Gp__Call *call, const struct gp_bulk_ref *b);
 /* gp__rpc_<name>(flags, in, out) for each call of <gpupool/calls.h>; out may be NULL. */
 #define GP__RPC_DECL(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC) \
 	CUresult gp__rpc_##name(unsigned flags, const struct gp_in_##name *in,  \

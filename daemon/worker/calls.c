@@ -249,6 +249,9 @@ static bool range_owned(struct gp_worker *w, CUdeviceptr base, uint64_t width, u
 #define GP_RANGE(base, width, height, pitch)                                 \
 	if (!range_owned(w, a->base, a->width, a->height, a->pitch))        \
 		return CUDA_ERROR_INVALID_VALUE;
+#define GP_RANGE1(base, bytes)                                 \
+	if (!range_owned(w, a->base, a->bytes, 1, 0))         \
+		return CUDA_ERROR_INVALID_VALUE;
 #define GP__DECODE(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)                              \
 	static CUresult decode_##name(struct gp_worker *w, const Gp__Call *c,                     \
 				      struct gp_wargs_##name *a)                                  \
@@ -366,6 +369,8 @@ static int finish(struct gp_worker *w, struct gp_req *rq, CUresult r, const uint
 	}
 	if (ret)
 		goto out;
+	if (r == CUDA_SUCCESS && rq->answered_later)
+		goto out;
 	if (r == CUDA_SUCCESS && rq->wait.kind != GP_WAIT_NONE) {
 		r = gp__wait_start(w, rq);
 		if (r == CUDA_SUCCESS)
@@ -384,6 +389,7 @@ out:
 
 GP_CALL_MAP(GP__DECODE)
 #undef GP__DECODE
+#undef GP_RANGE1
 #undef GP_RANGE
 #undef GP_OUT
 #undef GP_ARG

@@ -79,6 +79,8 @@
 	X(cuStreamQuery, 0)                                                        \
 	X(cuStreamWaitEvent, 0)                                                    \
 	X(cuStreamAddCallback, 0)                                                  \
+	X(cuMemHostAlloc, 0)                                                       \
+	X(cuMemFreeHost, 0)                                                        \
 	X(cuEventCreate, 0)                                                        \
 	X(cuEventDestroy_v2, 0)                                                    \
 	X(cuEventRecord, 0)                                                        \

@@ -4,6 +4,8 @@
  * session's own allocations (and the module globals it looked up) before the
  * driver sees it. Calls that arrive with GP_F_NO_REPLY are the client's async
  * variants and go on the stream they name; the others are synchronous. */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -293,4 +295,120 @@ CUresult gp__serve_memcpy_dtoh(struct gp_worker *w, struct gp_req *rq,
 		return CUDA_ERROR_UNKNOWN;
 	}
 	return (CUresult)src.err;
+}
+
+/* ---- asynchronous device to host ------------------------------------------------------
+ * cuMemcpyDtoHAsync into the client's page-locked memory does not make its caller wait:
+ * the copy is queued in stream order into page-locked staging here, and a stream callback
+ * queued after it sends the bytes (DATA) and the Reply when the stream gets there. The
+ * stream's later work waits for that callback, so anything that observes the copy done —
+ * a synchronize, a query, an event recorded after it — is answered after the bytes went
+ * out on the same connection. Staging is bounded per session; past the bound the copy is
+ * made at once, as a synchronous one (same bytes, same order, the caller waits). */
+
+#define DTOH_ASYNC_MAX (256ull << 20)
+
+struct dtoh_async {
+	struct gp_worker *w;
+	uint64_t id, bytes;
+	void *buf;
+	struct dtoh_async *next;
+};
+
+static pthread_mutex_t dtoh_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dtoh_async *dtoh_sent; /* sent: their staging goes on the main thread */
+static uint64_t dtoh_staged;	     /* bytes of staging held */
+
+static void CUDA_CB dtoh_async_done(CUstream s, CUresult status, void *arg)
+{
+	struct dtoh_async *d = arg;
+	struct gp_worker *w = d->w;
+	struct gp_bulk_source src = {.src = d->buf};
+	struct gp_frame_hdr h = {.type = GP_MSG_MEMCPY_DTOH_ASYNC, .request_id = d->id};
+	Gp__Reply rep = GP__REPLY__INIT;
+	int ret = 0;
+
+	(void)s;
+	rep.result = (int32_t)status;
+	gp_conn_send_lock(w->client);
+	if (status == CUDA_SUCCESS)
+		ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, h.request_id, NULL, d->bytes, &src);
+	if (!ret)
+		ret = gp_conn_send(w->client, GP_MSG_REPLY, 0, h.request_id, &rep.base, NULL, 0);
+	if (!ret)
+		gp_conn_flush(w->client);
+	gp_conn_send_unlock(w->client);
+	pthread_mutex_lock(&dtoh_lock);
+	d->next = dtoh_sent;
+	dtoh_sent = d;
+	pthread_mutex_unlock(&dtoh_lock);
+}
+
+void gp__dtoh_async_reap(struct gp_worker *w)
+{
+	struct dtoh_async *d;
+
+	pthread_mutex_lock(&dtoh_lock);
+	d = dtoh_sent;
+	dtoh_sent = NULL;
+	pthread_mutex_unlock(&dtoh_lock);
+	while (d) {
+		struct dtoh_async *next = d->next;
+
+		GP_DRV(w, cuMemFreeHost, d->buf);
+		pthread_mutex_lock(&dtoh_lock);
+		dtoh_staged -= d->bytes;
+		pthread_mutex_unlock(&dtoh_lock);
+		free(d);
+		d = next;
+	}
+}
+
+CUresult gp__serve_memcpy_dtoh_async(struct gp_worker *w, struct gp_req *rq,
+				     const struct gp_wargs_memcpy_dtoh_async *a,
+				     struct gp_out_memcpy_dtoh_async *o)
+{
+	struct gp_wargs_memcpy_dtoh sync = {.ctx = a->ctx, .ctx_dev = a->ctx_dev, .src = a->src,
+					    .width = a->bytes, .height = 1, .stream = a->stream,
+					    .stream_drv = a->stream_drv, .data_len = a->bytes};
+	struct dtoh_async *d;
+	bool fits;
+	CUresult r;
+
+	gp__dtoh_async_reap(w);
+	pthread_mutex_lock(&dtoh_lock);
+	fits = a->bytes <= DTOH_ASYNC_MAX - dtoh_staged;
+	if (fits)
+		dtoh_staged += a->bytes;
+	pthread_mutex_unlock(&dtoh_lock);
+	if (!fits || a->bytes == 0 || !w->drv.cuMemHostAlloc || !w->drv.cuStreamAddCallback) {
+		if (fits) {
+			pthread_mutex_lock(&dtoh_lock);
+			dtoh_staged -= a->bytes;
+			pthread_mutex_unlock(&dtoh_lock);
+		}
+		/* At once, as a synchronous copy: DATA, then the Reply finish() sends. */
+		return gp__serve_memcpy_dtoh(w, rq, &sync, NULL);
+	}
+	d = calloc(1, sizeof(*d));
+	r = d ? GP_DRV(w, cuMemHostAlloc, &d->buf, (size_t)a->bytes, 0) : CUDA_ERROR_OUT_OF_MEMORY;
+	if (r == CUDA_SUCCESS)
+		r = GP_DRV(w, cuMemcpyDtoHAsync_v2, d->buf, a->src, (size_t)a->bytes, a->stream_drv);
+	if (r == CUDA_SUCCESS) {
+		d->w = w;
+		d->id = rq->h->request_id;
+		d->bytes = a->bytes;
+		r = GP_DRV(w, cuStreamAddCallback, a->stream_drv, dtoh_async_done, d, 0);
+	}
+	if (r != CUDA_SUCCESS) {
+		if (d && d->buf)
+			GP_DRV(w, cuMemFreeHost, d->buf);
+		free(d);
+		pthread_mutex_lock(&dtoh_lock);
+		dtoh_staged -= a->bytes;
+		pthread_mutex_unlock(&dtoh_lock);
+		return r;
+	}
+	rq->answered_later = true;
+	return CUDA_SUCCESS;
 }

@@ -182,6 +182,7 @@ struct gp_wait {
 struct gp_req {
 	const struct gp_frame_hdr *h;
 	struct gp_wait wait; /* set by a handler: the reply comes when this wait ends */
+	bool answered_later; /* the handler arranged for the reply to come from elsewhere */
 	bool async;	   /* sent with GP_F_NO_REPLY: no answer goes back */
 	bool bulk_taken;   /* the handler read the request's bulk (BULK_IN) */
 	uint64_t bulk_total; /* BULK_IN: the bytes that follow the request */
@@ -275,6 +276,10 @@ void gp__watch_done(void);
 
 /* inventory.c: lists the driver's GPUs on the control channel; the process's exit code. */
 int gp__worker_inventory(const char *driver);
+
+/* mem.c: page-locked staging of asynchronous device-to-host copies that have been sent,
+ * freed by the main thread (a driver callback may not call the driver). */
+void gp__dtoh_async_reap(struct gp_worker *w);
 
 /* hostfn.c: HOST_DONE from the client: its host function returned, the stream goes on. */
 int gp__host_done(struct gp_worker *w, const struct gp_frame_hdr *h);

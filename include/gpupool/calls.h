@@ -11,7 +11,8 @@
  * OUTS       the reply's scalar outputs in wire order, each GP_OUT(field)
  * RANGES     device ranges the worker checks against what the session owns before the
  *            handler runs: GP_RANGE(base, width, height, pitch) names four ARGS: rows of
- *            width bytes, pitch apart (pitch 0: packed, one range of width * height bytes)
+ *            width bytes, pitch apart (pitch 0: packed, one range of width * height bytes);
+ *            GP_RANGE1(base, bytes) names two: one range
  *
  * From this table come (src/calls.h, daemon/worker/calls.c, interposer/rpc.c): the request
  * struct with named fields (struct gp_in_<name>) and reply struct (struct gp_out_<name>), the
@@ -125,6 +126,10 @@
 	  GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U64, pitch) GP_ARG(STREAM, stream), ,    \
 	  GP_RANGE(dst, width, height, pitch),                                                   \
 	  "cuMemsetD8/16/32[Async], cuMemsetD2D*: width in bytes, esize 1, 2 or 4")              \
+	X(MEMCPY_DTOH_ASYNC, memcpy_dtoh_async, 118, 0,                                          \
+	  GP_ARG(CTX, ctx) GP_ARG(DPTR, src) GP_ARG(U64, bytes) GP_ARG(STREAM, stream), ,        \
+	  GP_RANGE1(src, bytes),                                                            \
+	  "cuMemcpyDtoHAsync to page-locked memory: DATA and the Reply come when the stream gets there") \
 	X(MEM_ALLOC_PITCH, mem_alloc_pitch, 117, 0,                                              \
 	  GP_ARG(CTX, ctx) GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U32, esize),            \
 	  GP_OUT(dptr) GP_OUT(pitch), ,                                                          \

@@ -69,6 +69,9 @@ static char *calls_table(void)
 		render(args, sizeof(args), all[i].args, "GP_ARG(", true, ", ");
 		render(outs, sizeof(outs), all[i].outs, "GP_OUT(", false, ", ");
 		render(ranges, sizeof(ranges), all[i].ranges, "GP_RANGE(", false, "; ");
+		if (strcmp(ranges, "—") == 0)
+			ranges[0] = '\0';
+		render(ranges, sizeof(ranges), all[i].ranges, "GP_RANGE1(", false, "; ");
 		snprintf(flags, sizeof(flags), "%s%s%s", all[i].flags & GP_C_SYNC ? "sync " : "",
 			 all[i].flags & GP_C_ASYNC ? "async " : "",
 			 all[i].flags & GP_C_FUNCTIONS ? "functions " : "");
