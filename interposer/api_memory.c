@@ -376,6 +376,9 @@ static CUresult copy_to_remote(struct gp_ictx *c, CUdeviceptr dst, const void *s
 				       .data = src,
 				       .data_len = width * height};
 
+	/* the worker would capture its own staging buffer: refused, and the capture with it */
+	if (gp__capture_refuse(c, sid))
+		return CUDA_ERROR_NOT_SUPPORTED;
 	return gp__rpc_memcpy_htod(async ? GP_F_NO_REPLY : 0, &in, NULL);
 }
 
@@ -392,6 +395,8 @@ static CUresult copy_from_remote(struct gp_ictx *c, void *dst, CUdeviceptr src, 
 				       .data = dst,
 				       .data_len = width * height};
 
+	if (gp__capture_refuse(c, sid))
+		return CUDA_ERROR_NOT_SUPPORTED;
 	return gp__rpc_memcpy_dtoh(0, &in, NULL);
 }
 

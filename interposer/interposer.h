@@ -44,6 +44,9 @@
 #define GP_MAGIC_FUNC 0x47504655u    /* GPFU */
 #define GP_MAGIC_STREAM 0x47505354u  /* GPST */
 #define GP_MAGIC_EVENT 0x47504556u   /* GPEV */
+#define GP_MAGIC_GRAPH 0x47504752u  /* GPGR */
+#define GP_MAGIC_GNODE 0x47504e44u  /* GPND */
+#define GP_MAGIC_GEXEC 0x47505845u  /* GPXE */
 #define GP_MAGIC_DEAD 0xdeadbeefu
 
 /* Stream ids on the wire for the special handles (see wire.h). */
@@ -205,6 +208,16 @@ CUresult gp__stream_id(CUstream s, bool per_thread, uint64_t *id);
 CUresult gp__stream_sync(CUstream s, bool per_thread);
 /* The current context and a stream's wire id: the start of every stream-ordered call. */
 CUresult gp__ctx_stream(CUstream s, bool per_thread, struct gp_ictx **ctx, uint64_t *id);
+
+/* api_graph.c */
+/* True when the stream (a wire id) is capturing: the caller refuses a call the pool cannot
+ * capture, and the capture ends invalidated, as CUDA ends one after an unsupported call. */
+bool gp__capture_refuse(struct gp_ictx *c, uint64_t sid);
+
+/* api_launch.c */
+/* kernelParams or `extra` laid out as the kernel reads them (malloc'd into *buf). */
+CUresult gp__launch_pack(const struct gp_ifunc *f, void **params, void **extra, uint8_t **buf,
+			 size_t *len);
 
 /* api_module.c */
 /* A launchable handle: a module function or a library kernel, loaded if lazy. */

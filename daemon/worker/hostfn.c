@@ -6,7 +6,10 @@
  * so the stream's later work waits for the client's function, as CUDA orders it. The main
  * thread reads HOST_DONE and wakes that callback.
  *
- * DESIGN: `calls` (the callbacks waiting for the client) is under `lock`; a callback sends
+ * A host function queued on a capturing stream, and a graph's host node, become a driver
+ * host node whose function does the same at every launch (gp__hostfn_node_run).
+ *
+ * DESIGN: `calls` (the callbacks waiting for the client) and `nodes` are under `lock`; a callback sends
  * under the connection's send lock and holds neither lock while it waits.
  */
 #include <pthread.h>
@@ -29,14 +32,13 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
 static struct hostfn *calls;
 
-static void CUDA_CB on_stream(CUstream s, CUresult status, void *arg)
+/* Sends HOST_CALL for hf and waits for its HOST_DONE; hf is off the list afterwards. */
+static void call_client(struct hostfn *hf, CUresult status)
 {
-	struct hostfn *hf = arg;
 	uint64_t args[5] = {hf->fn, hf->data, hf->client_stream, hf->kind, (uint64_t)status};
 	Gp__Call call = GP__CALL__INIT;
 	int ret;
 
-	(void)s;
 	call.arg = args;
 	call.n_arg = 5;
 	gp_conn_send_lock(hf->w->client);
@@ -55,7 +57,60 @@ static void CUDA_CB on_stream(CUstream s, CUresult status, void *arg)
 		}
 	}
 	pthread_mutex_unlock(&lock);
+}
+
+static void CUDA_CB on_stream(CUstream s, CUresult status, void *arg)
+{
+	struct hostfn *hf = arg;
+
+	(void)s;
+	call_client(hf, status);
 	free(hf);
+}
+
+/*
+ * Repeatable host functions: a graph's host node (or a host function captured into a
+ * graph) runs once per launch. Each run sends HOST_CALL under an id of its own, from a
+ * range request ids do not reach (the top bit set), so HOST_DONE finds it.
+ */
+struct hostnode {
+	struct gp_worker *w;
+	uint64_t fn, data, client_stream;
+	uint32_t kind;
+	struct hostnode *next;
+};
+
+static struct hostnode *nodes; /* under lock; they live as long as the session */
+static uint64_t next_run_id = 1;
+
+void *gp__hostfn_node_new(struct gp_worker *w, uint64_t fn, uint64_t data, uint64_t client_stream,
+			  uint32_t kind)
+{
+	struct hostnode *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	*n = (struct hostnode){.w = w, .fn = fn, .data = data, .client_stream = client_stream,
+			       .kind = kind};
+	pthread_mutex_lock(&lock);
+	n->next = nodes;
+	nodes = n;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+void CUDA_CB gp__hostfn_node_run(void *arg)
+{
+	struct hostnode *n = arg;
+	struct hostfn hf = {.w = n->w, .fn = n->fn, .data = n->data,
+			    .client_stream = n->client_stream, .kind = n->kind};
+
+	pthread_mutex_lock(&lock);
+	hf.id = (1ull << 63) | next_run_id++;
+	hf.next = calls;
+	calls = &hf;
+	pthread_mutex_unlock(&lock);
+	call_client(&hf, CUDA_SUCCESS);
 }
 
 CUresult gp__serve_launch_host_func(struct gp_worker *w, struct gp_req *rq,
@@ -67,6 +122,17 @@ CUresult gp__serve_launch_host_func(struct gp_worker *w, struct gp_req *rq,
 
 	if (a->kind > 1 || !a->fn)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (gp__stream_capturing(w, a->stream_drv)) {
+		void *n;
+
+		/* captured: a host node that runs in the client at every launch of the graph */
+		if (a->kind != 0)
+			return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* as CUDA: no callbacks */
+		n = gp__hostfn_node_new(w, a->fn, a->data, a->client_stream, a->kind);
+		if (!n)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		return GP_DRV(w, cuLaunchHostFunc, a->stream_drv, gp__hostfn_node_run, n);
+	}
 	hf = calloc(1, sizeof(*hf));
 	if (!hf)
 		return CUDA_ERROR_OUT_OF_MEMORY;

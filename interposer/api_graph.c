@@ -1,0 +1,1033 @@
+/* api_graph.c -- CUDA graphs and stream capture, forwarded to the pool's driver.
+ *
+ * A graph, node and executable graph here is a small object naming the worker's handle;
+ * the graph itself lives on the pool's driver, built by one call per node (its edges by
+ * one more) and launched by one GRAPH_LAUNCH message, sent without waiting, whatever the
+ * number of nodes. Capture is the driver's: the worker's stream captures what the worker
+ * queues on it, so kernels, device copies, memsets, event records and waits and host
+ * functions (a host node that runs here at every launch) are captured as on a local GPU.
+ *
+ * What the pool cannot capture or build is refused, never run wrong: a copy between this
+ * process's memory and the device (the worker would capture its own staging buffer) and
+ * a stream callback answer NOT_SUPPORTED / STREAM_CAPTURE_UNSUPPORTED during a capture
+ * and end it invalidated; a memcpy node with a host side answers NOT_SUPPORTED.
+ *
+ * DESIGN: `caps` (the captures this process began) is under `cap_lock`; graph objects are
+ * the caller's, as CUDA's are.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpupool/wire.h>
+
+#include "interposer.h"
+
+struct gp_igraph {
+	uint32_t magic;
+	uint64_t remote;
+	struct gp_ictx *ctx;
+	struct gp_inode *nodes; /* those made here, freed with the graph */
+};
+
+struct gp_inode {
+	uint32_t magic;
+	uint64_t remote;
+	struct gp_igraph *graph;
+	CUgraphNodeType type;
+	struct gp_inode *next;
+};
+
+struct gp_iexec {
+	uint32_t magic;
+	uint64_t remote;
+	struct gp_ictx *ctx;
+	unsigned long long flags;
+};
+
+static struct gp_igraph *graph_obj(CUgraph h)
+{
+	struct gp_igraph *g = (struct gp_igraph *)h;
+
+	return g && g->magic == GP_MAGIC_GRAPH && gp__ctx_valid(g->ctx) ? g : NULL;
+}
+
+static struct gp_inode *node_obj(CUgraphNode h)
+{
+	struct gp_inode *n = (struct gp_inode *)h;
+
+	return n && n->magic == GP_MAGIC_GNODE ? n : NULL;
+}
+
+static struct gp_iexec *exec_obj(CUgraphExec h)
+{
+	struct gp_iexec *x = (struct gp_iexec *)h;
+
+	return x && x->magic == GP_MAGIC_GEXEC && gp__ctx_valid(x->ctx) ? x : NULL;
+}
+
+static CUresult graph_wrap(struct gp_ictx *c, uint64_t remote, CUgraph *out)
+{
+	struct gp_igraph *g = calloc(1, sizeof(*g));
+
+	if (!g) {
+		gp__rpc_graph_destroy(0, &(struct gp_in_graph_destroy){.ctx = c->remote,
+									.graph = remote},
+				      NULL);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*g = (struct gp_igraph){.magic = GP_MAGIC_GRAPH, .remote = remote, .ctx = c};
+	*out = (CUgraph)g;
+	return CUDA_SUCCESS;
+}
+
+/* ---- graphs ---- */
+
+GP_CUDA_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+	struct gp_out_graph_create out;
+	struct gp_ictx *c;
+	CUresult r = gp__ctx_need(&c);
+
+	if (r)
+		return r;
+	if (!phGraph || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_create(0, &(struct gp_in_graph_create){.ctx = c->remote}, &out);
+	return r ? r : graph_wrap(c, out.graph, phGraph);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	CUresult r;
+
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_destroy(
+		0, &(struct gp_in_graph_destroy){.ctx = g->ctx->remote, .graph = g->remote}, NULL);
+	if (r)
+		return r;
+	while (g->nodes) {
+		struct gp_inode *n = g->nodes;
+
+		g->nodes = n->next;
+		n->magic = GP_MAGIC_DEAD;
+		free(n);
+	}
+	g->magic = GP_MAGIC_DEAD;
+	free(g);
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+	struct gp_igraph *g = graph_obj(originalGraph);
+	struct gp_out_graph_clone out;
+	CUresult r;
+
+	if (!g || !phGraphClone)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_clone(
+		0, &(struct gp_in_graph_clone){.ctx = g->ctx->remote, .graph = g->remote}, &out);
+	return r ? r : graph_wrap(g->ctx, out.graph, phGraphClone);
+}
+
+/* Counts only: the clone's and a captured graph's nodes have no handles here. */
+static CUresult node_count(CUgraph h, CUgraphNode *nodes, size_t *num, bool roots)
+{
+	struct gp_igraph *g = graph_obj(h);
+	struct gp_out_graph_node_count out;
+	CUresult r;
+
+	if (!g || !num)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (nodes)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	r = gp__rpc_graph_node_count(0,
+				     &(struct gp_in_graph_node_count){.ctx = g->ctx->remote,
+								      .graph = g->remote,
+								      .roots = roots},
+				     &out);
+	if (r == CUDA_SUCCESS)
+		*num = out.count;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+	return node_count(hGraph, nodes, numNodes, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes,
+					    size_t *numRootNodes)
+{
+	return node_count(hGraph, rootNodes, numRootNodes, true);
+}
+
+/* ---- nodes ---- */
+
+/* Sends (from, to) pairs; from/to are nodes of g (checked by the caller). */
+static CUresult send_edges(struct gp_igraph *g, struct gp_inode *const *from,
+			   struct gp_inode *const *to, size_t n, bool remove)
+{
+	uint64_t pairs[GP_BLOB_MAX / 8];
+	CUresult r = CUDA_SUCCESS;
+
+	for (size_t done = 0; done < n && r == CUDA_SUCCESS;) {
+		size_t k = 0;
+
+		for (; done < n && k + 2 <= GP_BLOB_MAX / 8; done++) {
+			pairs[k++] = from[done]->remote;
+			pairs[k++] = to[done]->remote;
+		}
+		r = gp__rpc_graph_edges(0,
+					&(struct gp_in_graph_edges){.ctx = g->ctx->remote,
+								    .graph = g->remote,
+								    .remove = remove,
+								    .edges = pairs,
+								    .edges_len = k * 8},
+					NULL);
+	}
+	return r;
+}
+
+static CUresult deps_check(struct gp_igraph *g, const CUgraphNode *deps, size_t n)
+{
+	if (n && !deps)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < n; i++) {
+		struct gp_inode *d = node_obj(deps[i]);
+
+		if (!d || d->graph != g)
+			return CUDA_ERROR_INVALID_VALUE;
+		for (size_t j = 0; j < i; j++)
+			if (deps[j] == deps[i])
+				return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* The new node's object, after its dependencies are sent. */
+static CUresult node_finish(struct gp_igraph *g, uint64_t remote, CUgraphNodeType type,
+			    const CUgraphNode *deps, size_t ndeps, CUgraphNode *out)
+{
+	struct gp_inode *n = calloc(1, sizeof(*n));
+	struct gp_inode **from, **to;
+	CUresult r = CUDA_SUCCESS;
+
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*n = (struct gp_inode){.magic = GP_MAGIC_GNODE, .remote = remote, .graph = g,
+			       .type = type};
+	if (ndeps) {
+		from = calloc(ndeps, sizeof(*from));
+		to = calloc(ndeps, sizeof(*to));
+		if (!from || !to) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			for (size_t i = 0; i < ndeps; i++) {
+				from[i] = node_obj(deps[i]);
+				to[i] = n;
+			}
+			r = send_edges(g, from, to, ndeps, false);
+		}
+		free(from);
+		free(to);
+	}
+	/* a node whose edges failed stays in the graph, unordered: the caller learns of it */
+	n->next = g->nodes;
+	g->nodes = n;
+	*out = (CUgraphNode)n;
+	return r;
+}
+
+/* Kernel parameters as a launch lays them out; node/exec select SetParams forms. */
+static CUresult kernel_call(struct gp_igraph *g, struct gp_ictx *c, const CUDA_KERNEL_NODE_PARAMS *p,
+			    uint64_t node, uint64_t exec, uint64_t *out)
+{
+	struct gp_out_graph_add_kernel o;
+	struct gp_ifunc *f;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	CUfunction fn;
+	CUresult r;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	fn = p->func ? p->func : (CUfunction)p->kern;
+	r = gp__func_check(fn, &f);
+	if (r)
+		return r;
+	if (f->module->magic == GP_MAGIC_MODULE && f->module->ctx != c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!p->gridDimX || !p->gridDimY || !p->gridDimZ || !p->blockDimX || !p->blockDimY ||
+	    !p->blockDimZ)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__launch_pack(f, p->kernelParams, p->extra, &buf, &len);
+	if (r)
+		return r;
+	if (len > GP_BLOB_MAX) {
+		free(buf);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	r = gp__rpc_graph_add_kernel(0,
+				     &(struct gp_in_graph_add_kernel){.ctx = c->remote,
+								      .graph = g ? g->remote : 0,
+								      .func = f->remote,
+								      .grid_x = p->gridDimX,
+								      .grid_y = p->gridDimY,
+								      .grid_z = p->gridDimZ,
+								      .block_x = p->blockDimX,
+								      .block_y = p->blockDimY,
+								      .block_z = p->blockDimZ,
+								      .shared_mem = p->sharedMemBytes,
+								      .node = node,
+								      .exec = exec,
+								      .params = buf,
+								      .params_len = len},
+				     &o);
+	free(buf);
+	if (r == CUDA_SUCCESS && out)
+		*out = o.node;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+						const CUgraphNode *dependencies,
+						size_t numDependencies,
+						const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	uint64_t remote;
+	CUresult r;
+
+	if (!g || !phGraphNode)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = deps_check(g, dependencies, numDependencies)) ||
+	    (r = kernel_call(g, g->ctx, nodeParams, 0, 0, &remote)))
+		return r;
+	return node_finish(g, remote, CU_GRAPH_NODE_TYPE_KERNEL, dependencies, numDependencies,
+			   phGraphNode);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
+						      const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_KERNEL)
+		return CUDA_ERROR_INVALID_VALUE;
+	return kernel_call(n->graph, n->graph->ctx, nodeParams, n->remote, 0, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+							  const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!x || !n || n->type != CU_GRAPH_NODE_TYPE_KERNEL)
+		return CUDA_ERROR_INVALID_VALUE;
+	return kernel_call(NULL, x->ctx, nodeParams, n->remote, x->remote, NULL);
+}
+
+static CUDA_KERNEL_NODE_PARAMS kernel_v2(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	CUDA_KERNEL_NODE_PARAMS k = {0};
+
+	memcpy(&k, p, sizeof(*p)); /* v2 begins with v1's fields */
+	return k;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					     const CUgraphNode *dependencies,
+					     size_t numDependencies,
+					     const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS k;
+
+	if (!nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	k = kernel_v2(nodeParams);
+	return cuGraphAddKernelNode_v2(phGraphNode, hGraph, dependencies, numDependencies, &k);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						       const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS k;
+
+	if (!nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	k = kernel_v2(nodeParams);
+	return cuGraphExecKernelNodeSetParams_v2(hGraphExec, hNode, &k);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					     const CUgraphNode *dependencies,
+					     size_t numDependencies,
+					     const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_out_graph_add_memset o;
+	uint64_t bytes;
+	CUresult r;
+
+	(void)ctx; /* the graph's context */
+	if (!g || !phGraphNode || !p ||
+	    (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) ||
+	    __builtin_mul_overflow((uint64_t)p->width, (uint64_t)p->elementSize, &bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = deps_check(g, dependencies, numDependencies)))
+		return r;
+	r = gp__rpc_graph_add_memset(0,
+				     &(struct gp_in_graph_add_memset){
+					     .ctx = g->ctx->remote,
+					     .graph = g->remote,
+					     .dst = p->dst,
+					     .value = p->value,
+					     .esize = p->elementSize,
+					     .width = bytes,
+					     .height = p->height,
+					     .pitch = p->height > 1 ? p->pitch : 0},
+				     &o);
+	return r ? r
+		 : node_finish(g, o.node, CU_GRAPH_NODE_TYPE_MEMSET, dependencies,
+			       numDependencies, phGraphNode);
+}
+
+/* The device address of one side of a node copy; NOT_SUPPORTED for this process's memory. */
+static CUresult device_side(CUmemorytype t, CUdeviceptr dev, const void *host, uint64_t *out)
+{
+	struct gp_range rg;
+
+	(void)host;
+	switch (t) {
+	case CU_MEMORYTYPE_DEVICE:
+		*out = dev;
+		return CUDA_SUCCESS;
+	case CU_MEMORYTYPE_UNIFIED:
+		if (gp__range_find((uintptr_t)dev, &rg) && rg.kind != GP_MEM_HOST) {
+			*out = dev;
+			return CUDA_SUCCESS;
+		}
+		return CUDA_ERROR_NOT_SUPPORTED; /* host memory of this process */
+	case CU_MEMORYTYPE_HOST:
+		return CUDA_ERROR_NOT_SUPPORTED; /* a graph node cannot reach it (conformance.md) */
+	default:
+		return CUDA_ERROR_NOT_SUPPORTED; /* arrays */
+	}
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					     const CUgraphNode *dependencies,
+					     size_t numDependencies, const CUDA_MEMCPY3D *p,
+					     CUcontext ctx)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_out_graph_add_copy o;
+	uint64_t src, dst, sp, dp;
+	CUresult r;
+
+	(void)ctx;
+	if (!g || !phGraphNode || !p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = deps_check(g, dependencies, numDependencies)))
+		return r;
+	if ((r = device_side(p->srcMemoryType, p->srcDevice, p->srcHost, &src)) ||
+	    (r = device_side(p->dstMemoryType, p->dstDevice, p->dstHost, &dst)))
+		return r;
+	if (p->Depth > 1 || p->srcZ || p->dstZ || p->srcLOD || p->dstLOD)
+		return CUDA_ERROR_NOT_SUPPORTED; /* 3-D copies are not forwarded */
+	sp = p->srcPitch ? p->srcPitch : p->WidthInBytes;
+	dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+	src += p->srcY * sp + p->srcXInBytes;
+	dst += p->dstY * dp + p->dstXInBytes;
+	r = gp__rpc_graph_add_copy(0,
+				   &(struct gp_in_graph_add_copy){
+					   .ctx = g->ctx->remote,
+					   .graph = g->remote,
+					   .dst = dst,
+					   .src = src,
+					   .width = p->WidthInBytes,
+					   .height = p->Height ? p->Height : 1,
+					   .dst_pitch = p->Height > 1 ? dp : 0,
+					   .src_pitch = p->Height > 1 ? sp : 0},
+				   &o);
+	return r ? r
+		 : node_finish(g, o.node, CU_GRAPH_NODE_TYPE_MEMCPY, dependencies,
+			       numDependencies, phGraphNode);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					   const CUgraphNode *dependencies, size_t numDependencies,
+					   const CUDA_HOST_NODE_PARAMS *p)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_out_graph_add_host o;
+	CUresult r;
+
+	if (!g || !phGraphNode || !p || !p->fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = deps_check(g, dependencies, numDependencies)))
+		return r;
+	r = gp__rpc_graph_add_host(0,
+				   &(struct gp_in_graph_add_host){
+					   .ctx = g->ctx->remote,
+					   .graph = g->remote,
+					   .fn = (uint64_t)(uintptr_t)p->fn,
+					   .data = (uint64_t)(uintptr_t)p->userData},
+				   &o);
+	return r ? r
+		 : node_finish(g, o.node, CU_GRAPH_NODE_TYPE_HOST, dependencies, numDependencies,
+			       phGraphNode);
+}
+
+static CUresult add_other(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps, size_t n,
+			  CUgraphNodeType type, CUevent ev, CUgraph child)
+{
+	struct gp_igraph *g = graph_obj(hGraph), *cg = NULL;
+	const struct gp_ievent *e = (const struct gp_ievent *)ev;
+	struct gp_out_graph_add_other o;
+	CUresult r;
+
+	if (!g || !out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (ev && (e->magic != GP_MAGIC_EVENT))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type == CU_GRAPH_NODE_TYPE_GRAPH && (!(cg = graph_obj(child)) || cg == g))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((type == CU_GRAPH_NODE_TYPE_EVENT_RECORD || type == CU_GRAPH_NODE_TYPE_WAIT_EVENT) && !ev)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = deps_check(g, deps, n)))
+		return r;
+	r = gp__rpc_graph_add_other(0,
+				    &(struct gp_in_graph_add_other){.ctx = g->ctx->remote,
+								    .graph = g->remote,
+								    .type = type,
+								    .event = ev ? e->remote : 0,
+								    .child = cg ? cg->remote : 0},
+				    &o);
+	return r ? r : node_finish(g, o.node, type, deps, n, out);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					    const CUgraphNode *dependencies, size_t numDependencies)
+{
+	return add_other(phGraphNode, hGraph, dependencies, numDependencies,
+			 CU_GRAPH_NODE_TYPE_EMPTY, NULL, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+						  const CUgraphNode *dependencies,
+						  size_t numDependencies, CUevent event)
+{
+	return add_other(phGraphNode, hGraph, dependencies, numDependencies,
+			 CU_GRAPH_NODE_TYPE_EVENT_RECORD, event, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+						const CUgraphNode *dependencies,
+						size_t numDependencies, CUevent event)
+{
+	return add_other(phGraphNode, hGraph, dependencies, numDependencies,
+			 CU_GRAPH_NODE_TYPE_WAIT_EVENT, event, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+						 const CUgraphNode *dependencies,
+						 size_t numDependencies, CUgraph childGraph)
+{
+	return add_other(phGraphNode, hGraph, dependencies, numDependencies,
+			 CU_GRAPH_NODE_TYPE_GRAPH, NULL, childGraph);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n || !type)
+		return CUDA_ERROR_INVALID_VALUE;
+	*type = n->type;
+	return CUDA_SUCCESS;
+}
+
+static CUresult edges(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+		      const CUgraphEdgeData *ed, size_t n, bool remove)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_inode **f, **t;
+	CUresult r = CUDA_SUCCESS;
+
+	if (!g || (n && (!from || !to)))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; ed && i < n; i++) {
+		static const CUgraphEdgeData zero;
+
+		if (memcmp(&ed[i], &zero, sizeof(zero)))
+			return CUDA_ERROR_NOT_SUPPORTED; /* programmatic edges */
+	}
+	if (n == 0)
+		return CUDA_SUCCESS;
+	f = calloc(n, sizeof(*f));
+	t = calloc(n, sizeof(*t));
+	if (!f || !t)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
+		f[i] = node_obj(from[i]);
+		t[i] = node_obj(to[i]);
+		if (!f[i] || !t[i] || f[i]->graph != g || t[i]->graph != g)
+			r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r == CUDA_SUCCESS)
+		r = send_edges(g, f, t, n, remove);
+	free(f);
+	free(t);
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+						  const CUgraphNode *to,
+						  const CUgraphEdgeData *edgeData,
+						  size_t numDependencies)
+{
+	return edges(hGraph, from, to, edgeData, numDependencies, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
+					       const CUgraphNode *to, size_t numDependencies)
+{
+	return edges(hGraph, from, to, NULL, numDependencies, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+						     const CUgraphNode *to,
+						     const CUgraphEdgeData *edgeData,
+						     size_t numDependencies)
+{
+	return edges(hGraph, from, to, edgeData, numDependencies, true);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from,
+						  const CUgraphNode *to, size_t numDependencies)
+{
+	return edges(hGraph, from, to, NULL, numDependencies, true);
+}
+
+/* ---- executable graphs ---- */
+
+static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long flags)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_out_graph_instantiate o;
+	struct gp_iexec *x;
+	CUresult r;
+
+	if (!g || !out)
+		return CUDA_ERROR_INVALID_VALUE;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = gp__rpc_graph_instantiate(0,
+				      &(struct gp_in_graph_instantiate){.ctx = g->ctx->remote,
+									.graph = g->remote,
+									.flags = flags},
+				      &o);
+	if (r) {
+		free(x);
+		return r;
+	}
+	*x = (struct gp_iexec){.magic = GP_MAGIC_GEXEC, .remote = o.exec, .ctx = g->ctx,
+			       .flags = flags};
+	*out = (CUgraphExec)x;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+						    unsigned long long flags)
+{
+	return instantiate(phGraphExec, hGraph, flags);
+}
+
+static CUresult graph_launch(CUgraphExec hx, CUstream s, bool upload, bool pt)
+{
+	struct gp_iexec *x = exec_obj(hx);
+	struct gp_ictx *c;
+	uint64_t sid;
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
+
+	if (r)
+		return r;
+	if (!x)
+		return CUDA_ERROR_INVALID_VALUE;
+	return gp__rpc_graph_launch(GP_F_NO_REPLY,
+				    &(struct gp_in_graph_launch){.ctx = x->ctx->remote,
+								 .exec = x->remote,
+								 .stream = sid,
+								 .upload = upload},
+				    NULL);
+}
+
+static CUresult instantiate_params(CUgraphExec *out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p,
+				   bool pt)
+{
+	CUresult r;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	p->hErrNode_out = NULL;
+	r = instantiate(out, g, p->flags);
+	p->result_out = r ? CUDA_GRAPH_INSTANTIATE_ERROR : CUDA_GRAPH_INSTANTIATE_SUCCESS;
+	if (r == CUDA_SUCCESS && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD))
+		r = graph_launch(*out, p->hUploadStream, true, pt);
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+						     CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+	return instantiate_params(phGraphExec, hGraph, p, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+							  CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+	return instantiate_params(phGraphExec, hGraph, p, true);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+
+	if (!x || !flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	*flags = x->flags;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+	CUresult r;
+
+	if (!x)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_exec_destroy(0,
+				       &(struct gp_in_graph_exec_destroy){.ctx = x->ctx->remote,
+									  .exec = x->remote},
+				       NULL);
+	if (r == CUDA_SUCCESS) {
+		x->magic = GP_MAGIC_DEAD;
+		free(x);
+	}
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch(hGraphExec, hStream, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch(hGraphExec, hStream, false, true);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch(hGraphExec, hStream, true, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch(hGraphExec, hStream, true, true);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+					     CUgraphExecUpdateResultInfo *info)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_out_graph_exec_update o = {0};
+	CUresult r;
+
+	if (info)
+		memset(info, 0, sizeof(*info));
+	if (!x || !g) {
+		if (info)
+			info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	r = gp__rpc_graph_exec_update(0,
+				      &(struct gp_in_graph_exec_update){.ctx = x->ctx->remote,
+									.exec = x->remote,
+									.graph = g->remote},
+				      &o);
+	if (info)
+		info->result = (CUgraphExecUpdateResult)o.result; /* the nodes are not named */
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+					  CUgraphNode *hErrorNode_out,
+					  CUgraphExecUpdateResult *updateResult_out)
+{
+	CUgraphExecUpdateResultInfo info;
+	CUresult r = cuGraphExecUpdate_v2(hGraphExec, hGraph, &info);
+
+	if (hErrorNode_out)
+		*hErrorNode_out = NULL;
+	if (updateResult_out)
+		*updateResult_out = info.result;
+	return r;
+}
+
+/* ---- stream capture ---- */
+
+#define CAPS_MAX 64
+
+static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cap {
+	uint64_t sid; /* the stream it began on; 0: free */
+	uint64_t id;  /* the driver's capture id */
+	bool invalid; /* a call was refused: EndCapture answers INVALIDATED */
+} caps[CAPS_MAX];
+static int ncaps; /* live entries */
+
+static struct gp_out_stream_capture_info capture_info(struct gp_ictx *c, uint64_t sid,
+						      CUresult *r)
+{
+	struct gp_out_stream_capture_info o = {0};
+
+	*r = gp__rpc_stream_capture_info(
+		0, &(struct gp_in_stream_capture_info){.ctx = c->remote, .stream = sid}, &o);
+	return o;
+}
+
+bool gp__capture_refuse(struct gp_ictx *c, uint64_t sid)
+{
+	struct gp_out_stream_capture_info o;
+	CUresult r;
+	int any;
+
+	pthread_mutex_lock(&cap_lock);
+	any = ncaps;
+	pthread_mutex_unlock(&cap_lock);
+	if (!any)
+		return false; /* nothing this process began is capturing: no round trip */
+	o = capture_info(c, sid, &r);
+	if (r || o.status == CU_STREAM_CAPTURE_STATUS_NONE)
+		return false;
+	pthread_mutex_lock(&cap_lock);
+	for (int i = 0; i < CAPS_MAX; i++)
+		if (caps[i].sid && caps[i].id == o.id)
+			caps[i].invalid = true;
+	pthread_mutex_unlock(&cap_lock);
+	return true;
+}
+
+static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode, bool pt)
+{
+	struct gp_out_stream_capture_info o;
+	struct gp_ictx *c;
+	uint64_t sid;
+	int slot = -1;
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
+
+	if (r)
+		return r;
+	if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&cap_lock);
+	for (int i = 0; i < CAPS_MAX && slot < 0; i++)
+		if (!caps[i].sid)
+			slot = i;
+	if (slot >= 0) {
+		caps[slot] = (struct cap){.sid = sid ? sid : ~0ull};
+		ncaps++;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	if (slot < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = gp__rpc_stream_begin_capture(0,
+					 &(struct gp_in_stream_begin_capture){.ctx = c->remote,
+									      .stream = sid,
+									      .mode = mode},
+					 NULL);
+	if (r == CUDA_SUCCESS)
+		o = capture_info(c, sid, &r);
+	pthread_mutex_lock(&cap_lock);
+	if (r) {
+		caps[slot].sid = 0;
+		ncaps--;
+	} else {
+		caps[slot].id = o.id;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+	return begin_capture(hStream, mode, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+{
+	return begin_capture(hStream, mode, true);
+}
+
+static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
+{
+	struct gp_out_stream_end_capture o;
+	struct gp_ictx *c;
+	uint64_t sid, key;
+	bool invalid = false;
+	int slot = -1;
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
+
+	if (r)
+		return r;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = NULL;
+	key = sid ? sid : ~0ull;
+	pthread_mutex_lock(&cap_lock);
+	for (int i = 0; i < CAPS_MAX && slot < 0; i++)
+		if (caps[i].sid == key)
+			slot = i;
+	if (slot >= 0)
+		invalid = caps[slot].invalid;
+	pthread_mutex_unlock(&cap_lock);
+	r = gp__rpc_stream_end_capture(0,
+				       &(struct gp_in_stream_end_capture){.ctx = c->remote,
+									  .stream = sid,
+									  .invalid = invalid},
+				       &o);
+	/* the capture is over whatever the answer, unless this stream was not its origin */
+	if (slot >= 0 && r != CUDA_ERROR_STREAM_CAPTURE_UNMATCHED &&
+	    r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
+		pthread_mutex_lock(&cap_lock);
+		caps[slot].sid = 0;
+		ncaps--;
+		pthread_mutex_unlock(&cap_lock);
+	}
+	return r ? r : graph_wrap(c, o.graph, out);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+	return end_capture(hStream, phGraph, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+	return end_capture(hStream, phGraph, true);
+}
+
+/* Status, id and dependency count from the driver; no round trip while nothing captures. */
+static CUresult capture_query(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id,
+			      CUgraph *graph, const CUgraphNode **deps, size_t *ndeps, bool pt)
+{
+	struct gp_out_stream_capture_info o = {0};
+	struct gp_ictx *c;
+	uint64_t sid;
+	int any;
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
+
+	if (r)
+		return r;
+	if (!st)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&cap_lock);
+	any = ncaps;
+	pthread_mutex_unlock(&cap_lock);
+	if (any) {
+		o = capture_info(c, sid, &r);
+		if (r)
+			return r;
+	}
+	*st = (CUstreamCaptureStatus)o.status;
+	if (o.status == CU_STREAM_CAPTURE_STATUS_NONE)
+		return CUDA_SUCCESS;
+	if (deps)
+		return CUDA_ERROR_NOT_SUPPORTED; /* the frontier's nodes have no handles here */
+	if (id)
+		*id = o.id;
+	if (ndeps)
+		*ndeps = o.ndeps;
+	if (graph)
+		return CUDA_ERROR_NOT_SUPPORTED; /* nor has the graph being captured */
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
+{
+	return capture_query(s, status, NULL, NULL, NULL, NULL, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *status,
+					       cuuint64_t *id)
+{
+	return capture_query(s, status, id, NULL, NULL, NULL, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo_ptsz(CUstream s, CUstreamCaptureStatus *status,
+						    cuuint64_t *id)
+{
+	return capture_query(s, status, id, NULL, NULL, NULL, true);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus *status,
+						  cuuint64_t *id, CUgraph *graph,
+						  const CUgraphNode **deps, size_t *ndeps)
+{
+	return capture_query(s, status, id, graph, deps, ndeps, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream s, CUstreamCaptureStatus *status,
+						       cuuint64_t *id, CUgraph *graph,
+						       const CUgraphNode **deps, size_t *ndeps)
+{
+	return capture_query(s, status, id, graph, deps, ndeps, true);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *status,
+						  cuuint64_t *id, CUgraph *graph,
+						  const CUgraphNode **deps,
+						  const CUgraphEdgeData **edges, size_t *ndeps)
+{
+	if (edges)
+		*edges = NULL;
+	return capture_query(s, status, id, graph, deps, ndeps, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus *status,
+						       cuuint64_t *id, CUgraph *graph,
+						       const CUgraphNode **deps,
+						       const CUgraphEdgeData **edges,
+						       size_t *ndeps)
+{
+	if (edges)
+		*edges = NULL;
+	return capture_query(s, status, id, graph, deps, ndeps, true);
+}
+
+/*
+ * The mode is kept per client thread, as CUDA keeps it. The pool's driver applies the
+ * capture's own mode on the one worker thread that runs every client thread's calls.
+ */
+static __thread CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+GP_CUDA_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+	CUstreamCaptureMode old;
+
+	if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	old = capture_mode;
+	capture_mode = *mode;
+	*mode = old;
+	return CUDA_SUCCESS;
+}
