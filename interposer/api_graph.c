@@ -7,10 +7,13 @@
  * queues on it, so kernels, device copies, memsets, event records and waits and host
  * functions (a host node that runs here at every launch) are captured as on a local GPU.
  *
- * What the pool cannot capture or build is refused, never run wrong: a copy between this
- * process's memory and the device (the worker would capture its own staging buffer) and
- * a stream callback answer NOT_SUPPORTED / STREAM_CAPTURE_UNSUPPORTED during a capture
- * and end it invalidated; a memcpy node with a host side answers NOT_SUPPORTED.
+ * A copy between this process's memory and the device, captured or as a memcpy node, is
+ * registered here under a token (address, rows, direction) and sent as GRAPH_CLIENT_COPY:
+ * each time the node runs, the worker asks for the bytes of the token (HOST_CALL kind 2)
+ * or pushes them (kind 3), and client.c moves them after checking the token, direction
+ * and size (gp__cmem_get), so the worker never names an address of this process. Tokens
+ * live as long as the process. A stream callback in a capture is refused
+ * (STREAM_CAPTURE_UNSUPPORTED) and ends the capture invalidated, as in CUDA.
  *
  * DESIGN: `caps` (the captures this process began) is under `cap_lock`; graph objects are
  * the caller's, as CUDA's are.
@@ -32,7 +35,8 @@ struct gp_igraph {
 
 struct gp_inode {
 	uint32_t magic;
-	uint64_t remote;
+	uint64_t remote;	/* where edges into it go */
+	uint64_t remote_last; /* where edges out of it leave (a client-memory copy: two nodes) */
 	struct gp_igraph *graph;
 	CUgraphNodeType type;
 	struct gp_inode *next;
@@ -44,6 +48,10 @@ struct gp_iexec {
 	struct gp_ictx *ctx;
 	unsigned long long flags;
 };
+
+static CUresult client_copy(struct gp_ictx *c, uint64_t sid, uint64_t graph, CUdeviceptr dev,
+			    uint64_t dpitch, void *host, uint64_t hpitch, uint64_t width,
+			    uint64_t height, bool to_device, struct gp_out_graph_client_copy *o);
 
 static struct gp_igraph *graph_obj(CUgraph h)
 {
@@ -178,7 +186,7 @@ static CUresult send_edges(struct gp_igraph *g, struct gp_inode *const *from,
 		size_t k = 0;
 
 		for (; done < n && k + 2 <= GP_BLOB_MAX / 8; done++) {
-			pairs[k++] = from[done]->remote;
+			pairs[k++] = from[done]->remote_last;
 			pairs[k++] = to[done]->remote;
 		}
 		r = gp__rpc_graph_edges(0,
@@ -209,8 +217,9 @@ static CUresult deps_check(struct gp_igraph *g, const CUgraphNode *deps, size_t 
 }
 
 /* The new node's object, after its dependencies are sent. */
-static CUresult node_finish(struct gp_igraph *g, uint64_t remote, CUgraphNodeType type,
-			    const CUgraphNode *deps, size_t ndeps, CUgraphNode *out)
+static CUresult node_finish2(struct gp_igraph *g, uint64_t remote, uint64_t last,
+			     CUgraphNodeType type, const CUgraphNode *deps, size_t ndeps,
+			     CUgraphNode *out)
 {
 	struct gp_inode *n = calloc(1, sizeof(*n));
 	struct gp_inode **from, **to;
@@ -218,8 +227,8 @@ static CUresult node_finish(struct gp_igraph *g, uint64_t remote, CUgraphNodeTyp
 
 	if (!n)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*n = (struct gp_inode){.magic = GP_MAGIC_GNODE, .remote = remote, .graph = g,
-			       .type = type};
+	*n = (struct gp_inode){.magic = GP_MAGIC_GNODE, .remote = remote, .remote_last = last,
+			       .graph = g, .type = type};
 	if (ndeps) {
 		from = calloc(ndeps, sizeof(*from));
 		to = calloc(ndeps, sizeof(*to));
@@ -240,6 +249,12 @@ static CUresult node_finish(struct gp_igraph *g, uint64_t remote, CUgraphNodeTyp
 	g->nodes = n;
 	*out = (CUgraphNode)n;
 	return r;
+}
+
+static CUresult node_finish(struct gp_igraph *g, uint64_t remote, CUgraphNodeType type,
+			    const CUgraphNode *deps, size_t ndeps, CUgraphNode *out)
+{
+	return node_finish2(g, remote, remote, type, deps, ndeps, out);
 }
 
 /* Kernel parameters as a launch lays them out; node/exec select SetParams forms. */
@@ -397,24 +412,27 @@ GP_CUDA_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph h
 			       numDependencies, phGraphNode);
 }
 
-/* The device address of one side of a node copy; NOT_SUPPORTED for this process's memory. */
-static CUresult device_side(CUmemorytype t, CUdeviceptr dev, const void *host, uint64_t *out)
+/* One side of a node copy: a device address, or (*is_host) this process's memory. */
+static CUresult copy_side(CUmemorytype t, CUdeviceptr dev, const void *host, uint64_t *out,
+			  bool *is_host)
 {
 	struct gp_range rg;
 
-	(void)host;
+	*is_host = false;
 	switch (t) {
 	case CU_MEMORYTYPE_DEVICE:
 		*out = dev;
 		return CUDA_SUCCESS;
 	case CU_MEMORYTYPE_UNIFIED:
-		if (gp__range_find((uintptr_t)dev, &rg) && rg.kind != GP_MEM_HOST) {
-			*out = dev;
-			return CUDA_SUCCESS;
-		}
-		return CUDA_ERROR_NOT_SUPPORTED; /* host memory of this process */
+		*out = dev;
+		*is_host = !(gp__range_find((uintptr_t)dev, &rg) && rg.kind != GP_MEM_HOST);
+		return CUDA_SUCCESS;
 	case CU_MEMORYTYPE_HOST:
-		return CUDA_ERROR_NOT_SUPPORTED; /* a graph node cannot reach it (conformance.md) */
+		if (!host)
+			return CUDA_ERROR_INVALID_VALUE;
+		*out = (uint64_t)(uintptr_t)host;
+		*is_host = true;
+		return CUDA_SUCCESS;
 	default:
 		return CUDA_ERROR_NOT_SUPPORTED; /* arrays */
 	}
@@ -428,6 +446,7 @@ GP_CUDA_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph h
 	struct gp_igraph *g = graph_obj(hGraph);
 	struct gp_out_graph_add_copy o;
 	uint64_t src, dst, sp, dp;
+	bool shost, dhost;
 	CUresult r;
 
 	(void)ctx;
@@ -435,8 +454,8 @@ GP_CUDA_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph h
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((r = deps_check(g, dependencies, numDependencies)))
 		return r;
-	if ((r = device_side(p->srcMemoryType, p->srcDevice, p->srcHost, &src)) ||
-	    (r = device_side(p->dstMemoryType, p->dstDevice, p->dstHost, &dst)))
+	if ((r = copy_side(p->srcMemoryType, p->srcDevice, p->srcHost, &src, &shost)) ||
+	    (r = copy_side(p->dstMemoryType, p->dstDevice, p->dstHost, &dst, &dhost)))
 		return r;
 	if (p->Depth > 1 || p->srcZ || p->dstZ || p->srcLOD || p->dstLOD)
 		return CUDA_ERROR_NOT_SUPPORTED; /* 3-D copies are not forwarded */
@@ -444,6 +463,19 @@ GP_CUDA_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph h
 	dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
 	src += p->srcY * sp + p->srcXInBytes;
 	dst += p->dstY * dp + p->dstXInBytes;
+	if (shost && dhost)
+		return CUDA_ERROR_NOT_SUPPORTED; /* host to host in a graph: not forwarded */
+	if (shost || dhost) {
+		struct gp_out_graph_client_copy cc;
+		uint64_t h = p->Height ? p->Height : 1;
+
+		r = client_copy(g->ctx, 0, g->remote, shost ? dst : src, shost ? dp : sp,
+				(void *)(uintptr_t)(shost ? src : dst), shost ? sp : dp,
+				p->WidthInBytes, h, shost, &cc);
+		return r ? r
+			 : node_finish2(g, cc.first, cc.last, CU_GRAPH_NODE_TYPE_MEMCPY,
+					dependencies, numDependencies, phGraphNode);
+	}
 	r = gp__rpc_graph_add_copy(0,
 				   &(struct gp_in_graph_add_copy){
 					   .ctx = g->ctx->remote,
@@ -805,7 +837,76 @@ static struct gp_out_stream_capture_info capture_info(struct gp_ictx *c, uint64_
 	return o;
 }
 
-bool gp__capture_refuse(struct gp_ictx *c, uint64_t sid)
+
+/* ---- client memory in graphs ---- */
+
+static struct gp_cmem *cmems; /* token - 1 indexes it; under cap_lock; never shrinks */
+static size_t ncmems, capcmems;
+
+static uint64_t cmem_add(void *addr, uint64_t width, uint64_t height, uint64_t pitch,
+			 bool to_device)
+{
+	uint64_t token = 0;
+
+	pthread_mutex_lock(&cap_lock);
+	if (ncmems == capcmems) {
+		size_t nc = capcmems ? capcmems * 2 : 16;
+		struct gp_cmem *m = realloc(cmems, nc * sizeof(*m));
+
+		if (m) {
+			cmems = m;
+			capcmems = nc;
+		}
+	}
+	if (ncmems < capcmems) {
+		cmems[ncmems++] = (struct gp_cmem){.addr = addr, .width = width, .height = height,
+						   .pitch = pitch, .to_device = to_device};
+		token = ncmems;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return token;
+}
+
+bool gp__cmem_get(uint64_t token, bool fetch, uint64_t nbytes, struct gp_cmem *out)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&cap_lock);
+	if (token && token <= ncmems) {
+		*out = cmems[token - 1];
+		ok = out->to_device == fetch && out->width * out->height == nbytes;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return ok;
+}
+
+/* Adds the client-memory copy to the stream's capture (graph 0) or to a graph. */
+static CUresult client_copy(struct gp_ictx *c, uint64_t sid, uint64_t graph, CUdeviceptr dev,
+			    uint64_t dpitch, void *host, uint64_t hpitch, uint64_t width,
+			    uint64_t height, bool to_device, struct gp_out_graph_client_copy *o)
+{
+	uint64_t token;
+
+	if (!host || width == 0 || height == 0 || width > UINT64_MAX / height)
+		return CUDA_ERROR_INVALID_VALUE;
+	token = cmem_add(host, width, height, height > 1 ? hpitch : width, to_device);
+	if (!token)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	return gp__rpc_graph_client_copy(0,
+					 &(struct gp_in_graph_client_copy){
+						 .ctx = c->remote,
+						 .dev = dev,
+						 .width = width,
+						 .height = height,
+						 .pitch = height > 1 ? dpitch : 0,
+						 .stream = sid,
+						 .graph = graph,
+						 .token = token,
+						 .to_device = to_device},
+					 o);
+}
+
+static bool capturing(struct gp_ictx *c, uint64_t sid, uint64_t *id)
 {
 	struct gp_out_stream_capture_info o;
 	CUresult r;
@@ -817,13 +918,43 @@ bool gp__capture_refuse(struct gp_ictx *c, uint64_t sid)
 	if (!any)
 		return false; /* nothing this process began is capturing: no round trip */
 	o = capture_info(c, sid, &r);
-	if (r || o.status == CU_STREAM_CAPTURE_STATUS_NONE)
-		return false;
+	*id = o.id;
+	return r == CUDA_SUCCESS && o.status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static void invalidate(uint64_t id)
+{
 	pthread_mutex_lock(&cap_lock);
 	for (int i = 0; i < CAPS_MAX; i++)
-		if (caps[i].sid && caps[i].id == o.id)
+		if (caps[i].sid && caps[i].id == id)
 			caps[i].invalid = true;
 	pthread_mutex_unlock(&cap_lock);
+}
+
+CUresult gp__capture_copy(struct gp_ictx *c, uint64_t sid, CUdeviceptr dev, uint64_t dpitch,
+			  void *host, uint64_t hpitch, uint64_t width, uint64_t height,
+			  bool to_device, bool *taken)
+{
+	struct gp_out_graph_client_copy o;
+	uint64_t id = 0;
+	CUresult r;
+
+	*taken = capturing(c, sid, &id);
+	if (!*taken)
+		return CUDA_SUCCESS;
+	r = client_copy(c, sid, 0, dev, dpitch, host, hpitch, width, height, to_device, &o);
+	if (r)
+		invalidate(id); /* as CUDA ends a capture whose call failed */
+	return r;
+}
+
+bool gp__capture_refuse(struct gp_ictx *c, uint64_t sid)
+{
+	uint64_t id = 0;
+
+	if (!capturing(c, sid, &id))
+		return false;
+	invalidate(id);
 	return true;
 }
 

@@ -9,6 +9,7 @@
  * api_module.c   modules, libraries (loaded lazily), kernels, globals, attributes
  * api_launch.c   kernel launches, occupancy
  * api_stream.c   streams, events, host functions
+ * api_graph.c    graphs, stream capture, client memory in graphs (tokens for HOST_CALL)
  * api_ptds.c     the _ptds/_ptsz per-thread-default-stream entry points
  * api_abi.c      cuGetProcAddress, cuGetExportTable (served locally, src/exptables.c)
  *
@@ -213,6 +214,22 @@ CUresult gp__ctx_stream(CUstream s, bool per_thread, struct gp_ictx **ctx, uint6
 /* True when the stream (a wire id) is capturing: the caller refuses a call the pool cannot
  * capture, and the capture ends invalidated, as CUDA ends one after an unsupported call. */
 bool gp__capture_refuse(struct gp_ictx *c, uint64_t sid);
+/*
+ * A copy between this process's memory (host rows of width bytes, hpitch apart) and the
+ * device: when the stream is capturing, it is captured as a fetch or push of the bytes at
+ * every launch (*taken set, the result returned); otherwise *taken is false.
+ */
+CUresult gp__capture_copy(struct gp_ictx *c, uint64_t sid, CUdeviceptr dev, uint64_t dpitch,
+			  void *host, uint64_t hpitch, uint64_t width, uint64_t height,
+			  bool to_device, bool *taken);
+/* Client memory a graph node moves, named to the worker only by its token. */
+struct gp_cmem {
+	uint8_t *addr;
+	uint64_t width, height, pitch; /* host rows */
+	bool to_device;
+};
+/* The memory of a token, if the worker's request (fetch: to the device) and size match. */
+bool gp__cmem_get(uint64_t token, bool fetch, uint64_t nbytes, struct gp_cmem *out);
 
 /* api_launch.c */
 /* kernelParams or `extra` laid out as the kernel reads them (malloc'd into *buf). */

@@ -86,6 +86,7 @@
 	X(cuEventQuery, 0)                                                         \
 	X(cuEventElapsedTime_v2, 0)                                                \
 	X(cuLaunchHostFunc, 0)                                                     \
+	X(cuMemcpy2DAsync_v2, 0)                                                   \
 	X(cuStreamBeginCapture_v2, 0)                                              \
 	X(cuStreamEndCapture, 0)                                                   \
 	X(cuStreamGetCaptureInfo_v3, 0)                                            \

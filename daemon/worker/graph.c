@@ -332,6 +332,104 @@ CUresult gp__serve_graph_edges(struct gp_worker *w, struct gp_req *rq,
 			 : GP_DRV(w, cuGraphAddDependencies_v2, g, from, to, NULL, n);
 }
 
+/* ---- client memory ---- */
+
+/* Staging for one client-memory copy: at most this much (the client splits nothing). */
+#define CLIENT_COPY_MAX (1ull << 30)
+
+/*
+ * A copy between client memory and the device, as two steps that run every time: to the
+ * device, a host function fetches the client's bytes into staging and a copy moves them
+ * to the device; from it, a copy fills staging and a host function pushes the bytes to
+ * the client and waits for its answer, so they are there before later work (and the
+ * launch's completion) can be seen. On a capturing stream both are captured; with a
+ * graph they are two nodes, first -> last.
+ */
+CUresult gp__serve_graph_client_copy(struct gp_worker *w, struct gp_req *rq,
+				     const struct gp_wargs_graph_client_copy *a,
+				     struct gp_out_graph_client_copy *o)
+{
+	CUgraph g = NULL;
+	CUDA_MEMCPY2D c = {0};
+	CUDA_MEMCPY3D c3 = {0};
+	uint64_t bytes;
+	uint8_t *staging;
+	void *hn;
+	CUresult r;
+
+	(void)rq;
+	if (a->to_device > 1 || !a->token || a->width == 0 || a->height == 0 ||
+	    __builtin_mul_overflow(a->width, a->height, &bytes) || bytes > CLIENT_COPY_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (a->graph && !(g = graph_of(w, a->graph)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!g && !gp__stream_capturing(w, a->stream_drv))
+		return CUDA_ERROR_ILLEGAL_STATE; /* only captured copies take this path */
+	hn = gp__hostfn_copy_new(w, a->token, bytes, a->to_device, &staging);
+	if (!hn)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	c.WidthInBytes = a->width;
+	c.Height = a->height;
+	if (a->to_device) {
+		c.srcMemoryType = CU_MEMORYTYPE_HOST;
+		c.srcHost = staging;
+		c.srcPitch = a->width;
+		c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.dstDevice = a->dev;
+		c.dstPitch = a->pitch ? a->pitch : a->width;
+	} else {
+		c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.srcDevice = a->dev;
+		c.srcPitch = a->pitch ? a->pitch : a->width;
+		c.dstMemoryType = CU_MEMORYTYPE_HOST;
+		c.dstHost = staging;
+		c.dstPitch = a->width;
+	}
+	if (!g) {
+		if (a->to_device) {
+			r = GP_DRV(w, cuLaunchHostFunc, a->stream_drv, gp__hostfn_node_run, hn);
+			if (r == CUDA_SUCCESS)
+				r = GP_DRV(w, cuMemcpy2DAsync_v2, &c, a->stream_drv);
+		} else {
+			r = GP_DRV(w, cuMemcpy2DAsync_v2, &c, a->stream_drv);
+			if (r == CUDA_SUCCESS)
+				r = GP_DRV(w, cuLaunchHostFunc, a->stream_drv, gp__hostfn_node_run,
+					   hn);
+		}
+		return r;
+	}
+	{
+		CUDA_HOST_NODE_PARAMS hp = {gp__hostfn_node_run, hn};
+		CUgraphNode hnode, cnode, from, to;
+
+		c3.srcMemoryType = c.srcMemoryType;
+		c3.srcHost = c.srcHost;
+		c3.srcDevice = c.srcDevice;
+		c3.srcPitch = c.srcPitch;
+		c3.dstMemoryType = c.dstMemoryType;
+		c3.dstHost = c.dstHost;
+		c3.dstDevice = c.dstDevice;
+		c3.dstPitch = c.dstPitch;
+		c3.WidthInBytes = c.WidthInBytes;
+		c3.Height = c.Height;
+		c3.Depth = 1;
+		r = GP_DRV(w, cuGraphAddHostNode, &hnode, g, NULL, 0, &hp);
+		if (r)
+			return r;
+		r = GP_DRV(w, cuGraphAddMemcpyNode, &cnode, g, NULL, 0, &c3, w->current);
+		if (r)
+			return r;
+		from = a->to_device ? hnode : cnode;
+		to = a->to_device ? cnode : hnode;
+		r = GP_DRV(w, cuGraphAddDependencies_v2, g, &from, &to, NULL, 1);
+		if (r == CUDA_SUCCESS)
+			r = node_answer(w, from, a->graph, &o->first);
+		if (r == CUDA_SUCCESS)
+			r = node_answer(w, to, a->graph, &o->last);
+		return r;
+	}
+}
+
 /* ---- executable graphs ---- */
 
 CUresult gp__serve_graph_instantiate(struct gp_worker *w, struct gp_req *rq,

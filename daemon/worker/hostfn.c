@@ -25,6 +25,8 @@ struct hostfn {
 	uint64_t fn, data, client_stream;
 	uint32_t kind;
 	bool done;
+	uint8_t *bytes;	   /* kinds 2 and 3: the staging buffer the bytes come into or go from */
+	uint64_t nbytes;
 	struct hostfn *next;
 };
 
@@ -42,7 +44,14 @@ static void call_client(struct hostfn *hf, CUresult status)
 	call.arg = args;
 	call.n_arg = 5;
 	gp_conn_send_lock(hf->w->client);
-	ret = gp_conn_send(hf->w->client, GP_MSG_HOST_CALL, 0, hf->id, &call.base, NULL, 0);
+	if (hf->kind == 3) {
+		struct gp_bulk_source src = {.src = hf->bytes};
+
+		ret = gp_bulk_send(hf->w->client, GP_MSG_HOST_CALL, 0, hf->id, &call.base,
+				   hf->nbytes, &src);
+	} else {
+		ret = gp_conn_send(hf->w->client, GP_MSG_HOST_CALL, 0, hf->id, &call.base, NULL, 0);
+	}
 	if (!ret)
 		ret = gp_conn_flush(hf->w->client);
 	gp_conn_send_unlock(hf->w->client);
@@ -77,6 +86,8 @@ struct hostnode {
 	struct gp_worker *w;
 	uint64_t fn, data, client_stream;
 	uint32_t kind;
+	uint8_t *bytes; /* kinds 2, 3: staging of nbytes, as long as the session */
+	uint64_t nbytes;
 	struct hostnode *next;
 };
 
@@ -99,11 +110,31 @@ void *gp__hostfn_node_new(struct gp_worker *w, uint64_t fn, uint64_t data, uint6
 	return n;
 }
 
+void *gp__hostfn_copy_new(struct gp_worker *w, uint64_t token, uint64_t nbytes, bool fetch,
+			  uint8_t **staging)
+{
+	struct hostnode *n;
+	uint8_t *b = malloc(nbytes ? nbytes : 1);
+
+	if (!b)
+		return NULL;
+	n = gp__hostfn_node_new(w, token, nbytes, 0, fetch ? 2 : 3);
+	if (!n) {
+		free(b);
+		return NULL;
+	}
+	n->bytes = b;
+	n->nbytes = nbytes;
+	*staging = b;
+	return n;
+}
+
 void CUDA_CB gp__hostfn_node_run(void *arg)
 {
 	struct hostnode *n = arg;
 	struct hostfn hf = {.w = n->w, .fn = n->fn, .data = n->data,
-			    .client_stream = n->client_stream, .kind = n->kind};
+			    .client_stream = n->client_stream, .kind = n->kind,
+			    .bytes = n->bytes, .nbytes = n->nbytes};
 
 	pthread_mutex_lock(&lock);
 	hf.id = (1ull << 63) | next_run_id++;
@@ -156,11 +187,28 @@ int gp__host_done(struct gp_worker *w, const struct gp_frame_hdr *h)
 {
 	struct hostfn *hf;
 
-	if (h->msg_len || h->bulk_len)
+	if (h->msg_len)
 		return GP_EFRAME;
 	pthread_mutex_lock(&lock);
 	for (hf = calls; hf && hf->id != h->request_id; hf = hf->next)
 		;
+	if (hf && !hf->done && hf->kind == 2) {
+		/* a fetch: exactly the bytes asked for, into the staging buffer (the waiting
+		 * callback holds hf; nothing else touches it until done) */
+		struct gp_bulk_sink sink = {.dst = hf->bytes};
+		int ret;
+
+		pthread_mutex_unlock(&lock);
+		ret = gp_bulk_recv(w->client, h, hf->nbytes, &sink);
+		if (!ret && sink.got != hf->nbytes)
+			ret = GP_EFRAME;
+		if (ret)
+			return ret; /* the callback stays waiting; the session ends */
+		pthread_mutex_lock(&lock);
+	} else if (h->bulk_len || (h->flags & GP_F_MORE)) {
+		pthread_mutex_unlock(&lock);
+		return GP_EFRAME;
+	}
 	if (hf && !hf->done) {
 		hf->done = true;
 		pthread_cond_broadcast(&done_cv);

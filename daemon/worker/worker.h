@@ -146,6 +146,10 @@ uint64_t gp__libinst_cost(const struct gp_worker *w, uint64_t lib);
 void *gp__hostfn_node_new(struct gp_worker *w, uint64_t fn, uint64_t data, uint64_t client_stream,
 			  uint32_t kind);
 void CUDA_CB gp__hostfn_node_run(void *node);
+/* One that moves nbytes of client memory (the client's token) through *staging: a fetch
+ * brings them into it, a push sends them from it; the client checks token and size. */
+void *gp__hostfn_copy_new(struct gp_worker *w, uint64_t token, uint64_t nbytes, bool fetch,
+			  uint8_t **staging);
 /* graph.c: whether the driver's stream is capturing now */
 bool gp__stream_capturing(struct gp_worker *w, CUstream s);
 

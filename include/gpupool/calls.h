@@ -267,6 +267,13 @@
 	  GP_ARG(CTX, ctx) GP_ARG(U64, exec) GP_ARG(U64, graph),                                 \
 	  GP_OUT(result), ,                                                                      \
 	  "cuGraphExecUpdate: result is the CUgraphExecUpdateResult")                            \
+	X(GRAPH_CLIENT_COPY, graph_client_copy, 174, 0,                                          \
+	  GP_ARG(CTX, ctx) GP_ARG(DPTR, dev) GP_ARG(U64, width) GP_ARG(U64, height)              \
+	  GP_ARG(U64, pitch) GP_ARG(STREAM, stream) GP_ARG(U64, graph) GP_ARG(U64, token)        \
+	  GP_ARG(U32, to_device),                                                                \
+	  GP_OUT(first) GP_OUT(last),                                                            \
+	  GP_RANGE(dev, width, height, pitch),                                                   \
+	  "a copy between client memory (named by the client's token) and the device, captured on a capturing stream (graph 0) or as nodes of graph (first, last): HOST_CALL fetches or pushes the bytes each time it runs") \
 	/* ---- stream capture ---- */                                                          \
 	X(STREAM_BEGIN_CAPTURE, stream_begin_capture, 175, 0,                                    \
 	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(U32, mode), , ,                         \

@@ -62,7 +62,9 @@ static void captured(void)
 	CK(cudaStreamEndCapture(s, &g));
 	size_t nodes = 0;
 	CK(cudaGraphGetNodes(g, nullptr, &nodes));
-	EXPECT(nodes == 6, "%zu nodes", nodes);
+	// through the pool a copy from or to this process's memory is two nodes (a host node
+	// moves the bytes): 6 locally, 8 there
+	EXPECT(nodes == 6 || nodes == 8, "%zu nodes", nodes);
 
 	cudaGraphExec_t x;
 	CK(cudaGraphInstantiate(&x, g, 0));
