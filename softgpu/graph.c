@@ -1976,6 +1976,8 @@ static void leave(struct sg_stream *s)
 	s->ncdeps = 0;
 }
 
+static void capture_remove(struct sg_capture *c);
+
 CUresult sg_capture_stream_sync(struct sg_stream *s, bool destroying)
 {
 	CUresult r = CUDA_SUCCESS;
@@ -1983,12 +1985,18 @@ CUresult sg_capture_stream_sync(struct sg_stream *s, bool destroying)
 
 	pthread_mutex_lock(&glock);
 	if (s->cap) {
-		invalidate(s->cap);
+		c = s->cap;
+		invalidate(c);
 		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-		if (destroying && s->cap->origin != s)
+		if (destroying) {
+			/* the stream goes: it leaves; without its origin nobody can end the
+			 * capture, so it ends here once no stream takes part any more */
 			leave(s);
-		else if (destroying)
-			s->cap->origin = NULL; /* EndCapture can no longer be called on it */
+			if (c->origin == s)
+				c->origin = NULL;
+			if (c->origin == NULL && c->nmembers == 0)
+				capture_remove(c);
+		}
 	} else if (s->is_null && (c = blocking_capture(s->ctx))) {
 		invalidate(c);
 		r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
@@ -2077,6 +2085,37 @@ SG_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
 	return begin_capture(hStream, hGraph, dependencies, numDependencies, mode, false);
 }
 
+/* Undoes a capture's counts (the thread-local ones only on the thread that began it). */
+static void uncount(struct sg_capture *c)
+{
+	bool mine = pthread_equal(c->thread, pthread_self());
+
+	if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED && mine)
+		tl_captures--;
+	if (c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL) {
+		global_captures--;
+		if (mine)
+			tl_global_captures--;
+	}
+	__atomic_sub_fetch(&sg_captures_active, 1, __ATOMIC_RELEASE);
+}
+
+/* Ends a capture nobody can end any more (glock held): its graph goes with it. */
+static void capture_remove(struct sg_capture *c)
+{
+	for (struct sg_capture **pp = &captures; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	uncount(c);
+	if (c->own_graph)
+		graph_free(c->g);
+	free(c->members);
+	free(c);
+}
+
 static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
 {
 	struct sg_ctx *ctx;
@@ -2112,13 +2151,7 @@ static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
 			break;
 		}
 	}
-	if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED)
-		tl_captures--;
-	if (c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL) {
-		global_captures--;
-		tl_global_captures--;
-	}
-	__atomic_sub_fetch(&sg_captures_active, 1, __ATOMIC_RELEASE);
+	uncount(c);
 	if (c->invalid) {
 		if (c->own_graph)
 			graph_free(c->g);

@@ -61,9 +61,12 @@ bool gp__stream_capturing(struct gp_worker *w, CUstream s)
 
 /* ---- graphs ---- */
 
+/* A graph belongs to no context (CUDA's do not), so destroying one leaves it alone. */
 static CUresult graph_answer(struct gp_worker *w, CUgraph g, uint64_t ctx, uint64_t *out)
 {
-	uint64_t id = new_handle(w, GP_H_GRAPH, g, ctx);
+	uint64_t id = new_handle(w, GP_H_GRAPH, g, 0);
+
+	(void)ctx;
 
 	if (!id) {
 		GP_DRV(w, cuGraphDestroy, g);
@@ -334,8 +337,10 @@ CUresult gp__serve_graph_edges(struct gp_worker *w, struct gp_req *rq,
 
 /* ---- client memory ---- */
 
-/* Staging for one client-memory copy: at most this much (the client splits nothing). */
+/* Staging for the client-memory copies of a session: it lives as long as the session (any
+ * graph or executable may still run it), so all of them together are capped. */
 #define CLIENT_COPY_MAX (1ull << 30)
+static uint64_t client_copy_bytes;
 
 /*
  * A copy between client memory and the device, as two steps that run every time: to the
@@ -361,6 +366,8 @@ CUresult gp__serve_graph_client_copy(struct gp_worker *w, struct gp_req *rq,
 	if (a->to_device > 1 || !a->token || a->width == 0 || a->height == 0 ||
 	    __builtin_mul_overflow(a->width, a->height, &bytes) || bytes > CLIENT_COPY_MAX)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (bytes > CLIENT_COPY_MAX - client_copy_bytes)
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (a->graph && !(g = graph_of(w, a->graph)))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!g && !gp__stream_capturing(w, a->stream_drv))
@@ -368,6 +375,7 @@ CUresult gp__serve_graph_client_copy(struct gp_worker *w, struct gp_req *rq,
 	hn = gp__hostfn_copy_new(w, a->token, bytes, a->to_device, &staging);
 	if (!hn)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	client_copy_bytes += bytes;
 	c.WidthInBytes = a->width;
 	c.Height = a->height;
 	if (a->to_device) {

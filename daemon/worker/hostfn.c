@@ -92,13 +92,24 @@ struct hostnode {
 };
 
 static struct hostnode *nodes; /* under lock; they live as long as the session */
+static uint64_t nnodes;
 static uint64_t next_run_id = 1;
+/* Repeatable host functions a session may make (each is a few dozen bytes, kept). */
+#define HOSTNODES_MAX (1u << 20)
 
 void *gp__hostfn_node_new(struct gp_worker *w, uint64_t fn, uint64_t data, uint64_t client_stream,
 			  uint32_t kind)
 {
-	struct hostnode *n = calloc(1, sizeof(*n));
+	struct hostnode *n;
 
+	pthread_mutex_lock(&lock);
+	if (nnodes >= HOSTNODES_MAX) {
+		pthread_mutex_unlock(&lock);
+		return NULL;
+	}
+	nnodes++;
+	pthread_mutex_unlock(&lock);
+	n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
 	*n = (struct hostnode){.w = w, .fn = fn, .data = data, .client_stream = client_stream,

@@ -286,6 +286,15 @@ static void test_capture_modes(void **state)
 	CK_EQ(cuMemcpyHtoD(p, &zero, sizeof(zero)), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
 	CK(cuStreamEndCapture(s, &g));
 	CK(cuGraphDestroy(g));
+	/* a capturing stream that is destroyed takes its capture with it */
+	{
+		CUstream t;
+
+		CK(cuStreamCreate(&t, 0));
+		CK(cuStreamBeginCapture(t, CU_STREAM_CAPTURE_MODE_GLOBAL));
+		CK(cuMemsetD32Async(p, 0, 1, t));
+		CK(cuStreamDestroy(t));
+	}
 	/* after the captures, everything is allowed again */
 	CK(cuMemcpyHtoD(p, &zero, sizeof(zero)));
 	CK(cuMemFree(p));
