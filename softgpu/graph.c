@@ -1,9 +1,9 @@
-/* graph.c -- CUDA graphs: nodes, edges, clone, instantiate, launch, exec update; stream capture. */
+/* graph.c -- CUDA graphs: nodes, edges, clone, instantiate, launch, exec update. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "softgpu.h"
+#include "graph_int.h"
 
 /*
  * DESIGN: a graph is an array of nodes in creation order; each node keeps its
@@ -20,79 +20,19 @@
  * running them in a topological order honours every edge. Exec update and the
  * exec SetParams calls rewrite the executable's own nodes.
  *
- * Capture: a capturing stream has a capture (its graph) and a frontier (the
- * nodes the next op depends on). submit() in stream.c offers every op here
- * while any capture is in progress; a captured op becomes a node depending on
- * the frontier, which then becomes that node. An event recorded on a capturing
- * stream remembers the frontier; a stream waiting for it joins the capture
- * with that frontier (fork), and a capturing stream waiting for it merges it
- * (join). Modes: a thread that began a non-relaxed capture, or (in global
- * mode) any thread while another thread's global capture runs, may not make
- * potentially unsafe calls (sg_capture_unsafe).
+ * Stream capture is capture.c; it builds graphs with the functions of graph_int.h.
  *
- * Locking: one mutex (glock) guards every graph, exec, capture and the capture
+ * Locking: one mutex (sg_glock) guards every graph, exec, capture and the capture
  * fields of streams and events. It is taken before stream.c's qlock and never
  * held while a stream op runs; ops are queued after it is released.
  */
 
-struct sg_graph {
-	struct sg_gnode **nodes;
-	size_t n, cap;
-	bool visible; /* its nodes are handles (not an executable's private copy) */
-};
-
-struct sg_gnode {
-	struct sg_graph *graph;
-	CUgraphNodeType type;
-	struct sg_ctx *ctx;
-	struct sg_gnode **deps, **outs;
-	size_t ndeps, capdeps, nouts, capouts;
-	const struct sg_gnode *orig; /* the node this one was cloned from */
-	bool enabled;
-	bool have_params;	     /* copy/memset: made from API parameters (not captured) */
-	struct sg_launch *launch; /* kernel: the template */
-	void **kparams;		  /* kernel: pointers into the template's parameters */
-	struct sg_copy copy;
-	CUDA_MEMCPY3D p3d;
-	struct sg_set set;
-	CUDA_MEMSET_NODE_PARAMS pset;
-	CUDA_HOST_NODE_PARAMS host;
-	struct sg_event *event;
-	struct sg_graph *child; /* owned */
-};
-
-struct sg_gexec {
-	struct sg_graph *g; /* private clone */
-	unsigned long long flags;
-	struct sg_gnode **order;
-	size_t norder;
-};
-
-struct sg_capture {
-	struct sg_graph *g;
-	bool own_graph; /* made by BeginCapture (not ToGraph) */
-	struct sg_stream *origin;
-	CUstreamCaptureMode mode;
-	uint64_t id;
-	bool invalid;
-	pthread_t thread;
-	struct sg_stream **members; /* every stream taking part, origin first */
-	size_t nmembers;
-	struct sg_capture *next;
-};
-
 int sg_captures_active;
-static pthread_mutex_t glock = PTHREAD_MUTEX_INITIALIZER;
-static struct sg_capture *captures;
-static uint64_t next_capture_id = 1;
-static int global_captures; /* non-relaxed... global-mode captures of every thread */
-static __thread CUstreamCaptureMode tl_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-static __thread int tl_captures;	/* non-relaxed captures this thread began */
-static __thread int tl_global_captures; /* global-mode ones among them */
+pthread_mutex_t sg_glock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- nodes and edges ---- */
 
-static bool push(struct sg_gnode ***arr, size_t *n, size_t *cap, struct sg_gnode *x)
+bool sg_gnodes_push(struct sg_gnode ***arr, size_t *n, size_t *cap, struct sg_gnode *x)
 {
 	if (*n == *cap) {
 		size_t nc = *cap ? *cap * 2 : 4;
@@ -119,7 +59,7 @@ static bool drop(struct sg_gnode **arr, size_t *n, const struct sg_gnode *x)
 	return false;
 }
 
-static bool has(struct sg_gnode *const *arr, size_t n, const struct sg_gnode *x)
+bool sg_gnodes_has(struct sg_gnode *const *arr, size_t n, const struct sg_gnode *x)
 {
 	for (size_t i = 0; i < n; i++)
 		if (arr[i] == x)
@@ -129,18 +69,18 @@ static bool has(struct sg_gnode *const *arr, size_t n, const struct sg_gnode *x)
 
 static CUresult add_edge(struct sg_gnode *from, struct sg_gnode *to)
 {
-	if (has(to->deps, to->ndeps, from))
+	if (sg_gnodes_has(to->deps, to->ndeps, from))
 		return CUDA_SUCCESS;
-	if (!push(&to->deps, &to->ndeps, &to->capdeps, from))
+	if (!sg_gnodes_push(&to->deps, &to->ndeps, &to->capdeps, from))
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	if (!push(&from->outs, &from->nouts, &from->capouts, to)) {
+	if (!sg_gnodes_push(&from->outs, &from->nouts, &from->capouts, to)) {
 		to->ndeps--;
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	return CUDA_SUCCESS;
 }
 
-static struct sg_graph *graph_new(bool visible)
+struct sg_graph *sg_graph_new(bool visible)
 {
 	struct sg_graph *g = calloc(1, sizeof(*g));
 
@@ -153,7 +93,7 @@ static struct sg_graph *graph_new(bool visible)
 	return g;
 }
 
-static void graph_free(struct sg_graph *g);
+void sg_graph_free(struct sg_graph *g);
 
 static void node_free(struct sg_gnode *n)
 {
@@ -163,13 +103,13 @@ static void node_free(struct sg_gnode *n)
 		sg_handle_del(n);
 	sg_launch_free(n->launch);
 	free(n->kparams);
-	graph_free(n->child);
+	sg_graph_free(n->child);
 	free(n->deps);
 	free(n->outs);
 	free(n);
 }
 
-static void graph_free(struct sg_graph *g)
+void sg_graph_free(struct sg_graph *g)
 {
 	if (g == NULL)
 		return;
@@ -182,7 +122,7 @@ static void graph_free(struct sg_graph *g)
 }
 
 /* kernelParams for GetParams: pointers at each parameter in the template's buffer. */
-static CUresult kernel_params(struct sg_gnode *n)
+CUresult sg_gnode_kernel_params(struct sg_gnode *n)
 {
 	const struct sg_func *pf = n->launch->g.entry;
 	void **kp = calloc(pf->nparams ? pf->nparams : 1, sizeof(*kp));
@@ -197,7 +137,7 @@ static CUresult kernel_params(struct sg_gnode *n)
 }
 
 /* A new node of g after deps (each checked to be g's). */
-static CUresult node_new(struct sg_graph *g, CUgraphNodeType type, struct sg_gnode *const *deps,
+CUresult sg_gnode_new(struct sg_graph *g, CUgraphNodeType type, struct sg_gnode *const *deps,
 			 size_t ndeps, struct sg_gnode **out)
 {
 	struct sg_gnode *n;
@@ -220,7 +160,7 @@ static CUresult node_new(struct sg_graph *g, CUgraphNodeType type, struct sg_gno
 		r = add_edge(deps[i], n);
 	if (r == CUDA_SUCCESS && g->visible && sg_handle_add(n, SG_K_GNODE))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
-	if (r == CUDA_SUCCESS && !push(&g->nodes, &g->n, &g->cap, n)) {
+	if (r == CUDA_SUCCESS && !sg_gnodes_push(&g->nodes, &g->n, &g->cap, n)) {
 		if (g->visible)
 			sg_handle_del(n);
 		r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -255,8 +195,6 @@ static size_t index_of(const struct sg_graph *g, const struct sg_gnode *n)
 	return (size_t)-1;
 }
 
-static struct sg_graph *graph_clone(const struct sg_graph *src, bool visible);
-
 /* Copies what a node does (not its edges) from src into n. */
 static CUresult node_copy_params(struct sg_gnode *n, const struct sg_gnode *src, bool visible)
 {
@@ -278,22 +216,22 @@ static CUresult node_copy_params(struct sg_gnode *n, const struct sg_gnode *src,
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		sg_launch_free(n->launch);
 		n->launch = l;
-		r = kernel_params(n);
+		r = sg_gnode_kernel_params(n);
 	}
 	if (r == CUDA_SUCCESS && src->child) {
-		struct sg_graph *c = graph_clone(src->child, visible);
+		struct sg_graph *c = sg_graph_clone(src->child, visible);
 
 		if (c == NULL)
 			return CUDA_ERROR_OUT_OF_MEMORY;
-		graph_free(n->child);
+		sg_graph_free(n->child);
 		n->child = c;
 	}
 	return r;
 }
 
-static struct sg_graph *graph_clone(const struct sg_graph *src, bool visible)
+struct sg_graph *sg_graph_clone(const struct sg_graph *src, bool visible)
 {
-	struct sg_graph *g = graph_new(visible);
+	struct sg_graph *g = sg_graph_new(visible);
 
 	if (g == NULL)
 		return NULL;
@@ -301,7 +239,7 @@ static struct sg_graph *graph_clone(const struct sg_graph *src, bool visible)
 		const struct sg_gnode *s = src->nodes[i];
 		struct sg_gnode *n;
 
-		if (node_new(g, s->type, NULL, 0, &n) || node_copy_params(n, s, visible))
+		if (sg_gnode_new(g, s->type, NULL, 0, &n) || node_copy_params(n, s, visible))
 			goto fail;
 		n->orig = s;
 	}
@@ -314,7 +252,7 @@ static struct sg_graph *graph_clone(const struct sg_graph *src, bool visible)
 	}
 	return g;
 fail:
-	graph_free(g);
+	sg_graph_free(g);
 	return NULL;
 }
 
@@ -342,7 +280,7 @@ static CUresult topo(const struct sg_graph *g, struct sg_gnode ***order, size_t 
 
 		if (x->type == CU_GRAPH_NODE_TYPE_GRAPH)
 			r = topo(x->child, order, n, cap);
-		else if (!push(order, n, cap, x))
+		else if (!sg_gnodes_push(order, n, cap, x))
 			r = CUDA_ERROR_OUT_OF_MEMORY;
 		for (size_t o = 0; o < x->nouts; o++) {
 			size_t k = index_of(g, x->outs[o]);
@@ -364,18 +302,18 @@ out:
 #define LOCKED(expr)                           \
 	do {                                   \
 		CUresult r_;                   \
-		pthread_mutex_lock(&glock);    \
+		pthread_mutex_lock(&sg_glock);    \
 		r_ = (expr);                   \
-		pthread_mutex_unlock(&glock);  \
+		pthread_mutex_unlock(&sg_glock);  \
 		return r_;                     \
 	} while (0)
 
-static bool graph_ok(CUgraph h)
+bool sg_graph_ok(CUgraph h)
 {
 	return sg_handle_ok(h, SG_K_GRAPH);
 }
 
-static bool node_ok(CUgraphNode h)
+bool sg_gnode_ok(CUgraphNode h)
 {
 	return sg_handle_ok(h, SG_K_GNODE);
 }
@@ -389,9 +327,9 @@ SG_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 		return r;
 	if (phGraph == NULL || flags)
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&glock);
-	g = graph_new(true);
-	pthread_mutex_unlock(&glock);
+	pthread_mutex_lock(&sg_glock);
+	g = sg_graph_new(true);
+	pthread_mutex_unlock(&sg_glock);
 	if (g == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*phGraph = (CUgraph)g;
@@ -400,12 +338,11 @@ SG_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 
 static CUresult graph_destroy(CUgraph h)
 {
-	if (!graph_ok(h))
+	if (!sg_graph_ok(h))
 		return CUDA_ERROR_INVALID_VALUE;
-	for (struct sg_capture *c = captures; c; c = c->next)
-		if (c->g == (struct sg_graph *)h)
-			return CUDA_ERROR_ILLEGAL_STATE; /* still being captured into */
-	graph_free((struct sg_graph *)h);
+	if (sg_capture_uses_graph((struct sg_graph *)h))
+		return CUDA_ERROR_ILLEGAL_STATE; /* still being captured into */
+	sg_graph_free((struct sg_graph *)h);
 	return CUDA_SUCCESS;
 }
 
@@ -418,9 +355,9 @@ static CUresult graph_clone_api(CUgraph *out, CUgraph h)
 {
 	struct sg_graph *g;
 
-	if (out == NULL || !graph_ok(h))
+	if (out == NULL || !sg_graph_ok(h))
 		return CUDA_ERROR_INVALID_VALUE;
-	g = graph_clone((struct sg_graph *)h, true);
+	g = sg_graph_clone((struct sg_graph *)h, true);
 	if (g == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*out = (CUgraph)g;
@@ -449,7 +386,7 @@ static CUresult find_in_clone(CUgraphNode *out, CUgraphNode orig, CUgraph clone)
 {
 	struct sg_gnode *n;
 
-	if (out == NULL || !node_ok(orig) || !graph_ok(clone))
+	if (out == NULL || !sg_gnode_ok(orig) || !sg_graph_ok(clone))
 		return CUDA_ERROR_INVALID_VALUE;
 	n = find_clone((struct sg_graph *)clone, (struct sg_gnode *)orig);
 	if (n == NULL)
@@ -495,7 +432,7 @@ static CUresult kernel_set(struct sg_gnode *n, const CUDA_KERNEL_NODE_PARAMS *p)
 	sg_launch_free(n->launch);
 	n->launch = l;
 	n->ctx = ctx;
-	return kernel_params(n);
+	return sg_gnode_kernel_params(n);
 }
 
 static CUresult memcpy_set(struct sg_gnode *n, const CUDA_MEMCPY3D *p, CUcontext hctx)
@@ -572,10 +509,10 @@ static CUresult add_node(CUgraphNode *out, CUgraph hg, const CUgraphNode *deps, 
 
 	if (r)
 		return r;
-	if (out == NULL || !graph_ok(hg) || (ndeps && deps == NULL))
+	if (out == NULL || !sg_graph_ok(hg) || (ndeps && deps == NULL))
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&glock);
-	r = node_new(g, type, (struct sg_gnode *const *)deps, ndeps, &n);
+	pthread_mutex_lock(&sg_glock);
+	r = sg_gnode_new(g, type, (struct sg_gnode *const *)deps, ndeps, &n);
 	if (r == CUDA_SUCCESS) {
 		switch (type) {
 		case CU_GRAPH_NODE_TYPE_KERNEL:
@@ -595,9 +532,9 @@ static CUresult add_node(CUgraphNode *out, CUgraph hg, const CUgraphNode *deps, 
 			r = event_set(n, a->event);
 			break;
 		case CU_GRAPH_NODE_TYPE_GRAPH:
-			if (!graph_ok(a->child) || a->child == hg)
+			if (!sg_graph_ok(a->child) || a->child == hg)
 				r = CUDA_ERROR_INVALID_VALUE;
-			else if ((n->child = graph_clone((struct sg_graph *)a->child, true)) == NULL)
+			else if ((n->child = sg_graph_clone((struct sg_graph *)a->child, true)) == NULL)
 				r = CUDA_ERROR_OUT_OF_MEMORY;
 			break;
 		case CU_GRAPH_NODE_TYPE_EMPTY:
@@ -611,7 +548,7 @@ static CUresult add_node(CUgraphNode *out, CUgraph hg, const CUgraphNode *deps, 
 			node_free(n);
 		}
 	}
-	pthread_mutex_unlock(&glock);
+	pthread_mutex_unlock(&sg_glock);
 	if (r == CUDA_SUCCESS)
 		*out = (CUgraphNode)n;
 	return r;
@@ -728,7 +665,7 @@ static CUresult generic_args(const CUgraphNodeParams *p, struct add_args *a,
 	}
 }
 
-static bool edges_default(const CUgraphEdgeData *d, size_t n)
+bool sg_edges_default(const CUgraphEdgeData *d, size_t n)
 {
 	for (size_t i = 0; d && i < n; i++) {
 		static const CUgraphEdgeData zero;
@@ -752,7 +689,7 @@ SG_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
 
 	if (r)
 		return r;
-	if (!edges_default(dependencyData, numDependencies))
+	if (!sg_edges_default(dependencyData, numDependencies))
 		return CUDA_ERROR_NOT_SUPPORTED; /* programmatic edges */
 	return add_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams->type, &a);
 }
@@ -761,7 +698,7 @@ SG_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
 
 static CUresult node_get(CUgraphNode h, CUgraphNodeType type, struct sg_gnode **out)
 {
-	if (!node_ok(h))
+	if (!sg_gnode_ok(h))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (((struct sg_gnode *)h)->type != type)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -771,7 +708,7 @@ static CUresult node_get(CUgraphNode h, CUgraphNodeType type, struct sg_gnode **
 
 static CUresult node_type(CUgraphNode h, CUgraphNodeType *type)
 {
-	if (!node_ok(h) || type == NULL)
+	if (!sg_gnode_ok(h) || type == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
 	*type = ((struct sg_gnode *)h)->type;
 	return CUDA_SUCCESS;
@@ -1010,7 +947,7 @@ static CUresult get_nodes(CUgraph h, CUgraphNode *nodes, size_t *num, bool roots
 	struct sg_gnode **tmp;
 	size_t k = 0;
 
-	if (!graph_ok(h) || num == NULL)
+	if (!sg_graph_ok(h) || num == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
 	tmp = malloc((g->n ? g->n : 1) * sizeof(*tmp));
 	if (tmp == NULL)
@@ -1039,7 +976,7 @@ static CUresult get_edges(CUgraph h, CUgraphNode *from, CUgraphNode *to, CUgraph
 	struct sg_graph *g = (struct sg_graph *)h;
 	size_t k = 0, total = 0;
 
-	if (!graph_ok(h) || num == NULL || (from == NULL) != (to == NULL))
+	if (!sg_graph_ok(h) || num == NULL || (from == NULL) != (to == NULL))
 		return CUDA_ERROR_INVALID_VALUE;
 	for (size_t i = 0; i < g->n; i++)
 		total += g->nodes[i]->ndeps;
@@ -1077,7 +1014,7 @@ static CUresult node_deps(CUgraphNode h, CUgraphNode *arr, CUgraphEdgeData *ed, 
 {
 	struct sg_gnode *n = (struct sg_gnode *)h;
 
-	if (!node_ok(h) || num == NULL)
+	if (!sg_gnode_ok(h) || num == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (outs)
 		list_out(n->outs, n->nouts, arr, ed, num);
@@ -1105,19 +1042,19 @@ static CUresult edges_edit(CUgraph h, const CUgraphNode *from, const CUgraphNode
 	struct sg_graph *g = (struct sg_graph *)h;
 	CUresult r = CUDA_SUCCESS;
 
-	if (!graph_ok(h) || (num && (from == NULL || to == NULL)))
+	if (!sg_graph_ok(h) || (num && (from == NULL || to == NULL)))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!edges_default(ed, num))
+	if (!sg_edges_default(ed, num))
 		return CUDA_ERROR_NOT_SUPPORTED;
 	for (size_t i = 0; i < num; i++) {
 		struct sg_gnode *a = (struct sg_gnode *)from[i], *b = (struct sg_gnode *)to[i];
 
-		if (!node_ok(from[i]) || !node_ok(to[i]) || a->graph != g || b->graph != g ||
+		if (!sg_gnode_ok(from[i]) || !sg_gnode_ok(to[i]) || a->graph != g || b->graph != g ||
 		    a == b)
 			return CUDA_ERROR_INVALID_VALUE;
-		if (add && has(b->deps, b->ndeps, a))
+		if (add && sg_gnodes_has(b->deps, b->ndeps, a))
 			return CUDA_ERROR_INVALID_VALUE; /* CUDA refuses a duplicate edge */
-		if (!add && !has(b->deps, b->ndeps, a))
+		if (!add && !sg_gnodes_has(b->deps, b->ndeps, a))
 			return CUDA_ERROR_INVALID_VALUE;
 	}
 	for (size_t i = 0; i < num && r == CUDA_SUCCESS; i++) {
@@ -1151,7 +1088,7 @@ static CUresult destroy_node(CUgraphNode h)
 {
 	struct sg_gnode *n = (struct sg_gnode *)h;
 
-	if (!node_ok(h))
+	if (!sg_gnode_ok(h))
 		return CUDA_ERROR_INVALID_VALUE;
 	node_unlink(n);
 	node_free(n);
@@ -1169,7 +1106,7 @@ static void exec_free(struct sg_gexec *x)
 {
 	if (x == NULL)
 		return;
-	graph_free(x->g);
+	sg_graph_free(x->g);
 	free(x->order);
 	free(x);
 }
@@ -1180,7 +1117,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph h, unsigned long long flag
 	size_t cap = 0;
 	CUresult r;
 
-	if (out == NULL || !graph_ok(h))
+	if (out == NULL || !sg_graph_ok(h))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (flags & ~(unsigned long long)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
 					  CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
@@ -1193,7 +1130,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph h, unsigned long long flag
 	if (x == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	x->flags = flags;
-	x->g = graph_clone((struct sg_graph *)h, false);
+	x->g = sg_graph_clone((struct sg_graph *)h, false);
 	if (x->g == NULL) {
 		free(x);
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1229,9 +1166,9 @@ static CUresult instantiate_params(CUgraphExec *out, CUgraph h, CUDA_GRAPH_INSTA
 	if (p == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
 	p->hErrNode_out = NULL;
-	pthread_mutex_lock(&glock);
+	pthread_mutex_lock(&sg_glock);
 	r = instantiate(out, h, p->flags);
-	pthread_mutex_unlock(&glock);
+	pthread_mutex_unlock(&sg_glock);
 	p->result_out = r ? CUDA_GRAPH_INSTANTIATE_ERROR : CUDA_GRAPH_INSTANTIATE_SUCCESS;
 	if (r == CUDA_SUCCESS && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD))
 		r = graph_upload(*out, p->hUploadStream, pt);
@@ -1293,7 +1230,7 @@ static CUresult exec_node(CUgraphExec hx, CUgraphNode hn, CUgraphNodeType t, str
 {
 	struct sg_gnode *n;
 
-	if (!exec_ok(hx) || !node_ok(hn))
+	if (!exec_ok(hx) || !sg_gnode_ok(hn))
 		return CUDA_ERROR_INVALID_VALUE;
 	n = find_clone(((struct sg_gexec *)hx)->g, (struct sg_gnode *)hn);
 	if (n == NULL || n->type != t)
@@ -1385,7 +1322,7 @@ static CUresult xenable(CUgraphExec hx, CUgraphNode hn, unsigned *get, unsigned 
 	struct sg_gnode *n;
 	CUgraphNodeType t;
 
-	if (!node_ok(hn))
+	if (!sg_gnode_ok(hn))
 		return CUDA_ERROR_INVALID_VALUE;
 	t = ((struct sg_gnode *)hn)->type;
 	if (t != CU_GRAPH_NODE_TYPE_KERNEL && t != CU_GRAPH_NODE_TYPE_MEMCPY &&
@@ -1438,7 +1375,7 @@ static bool same_topology(const struct sg_graph *a, const struct sg_graph *b,
 		for (size_t d = 0; d < y->ndeps; d++) {
 			size_t k = index_of(b, y->deps[d]);
 
-			if (!has(x->deps, x->ndeps, a->nodes[k])) {
+			if (!sg_gnodes_has(x->deps, x->ndeps, a->nodes[k])) {
 				info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
 				info->errorFromNode = (CUgraphNode)y->deps[d];
 				return false;
@@ -1480,7 +1417,7 @@ static CUresult exec_update(CUgraphExec hx, CUgraph h, CUgraphExecUpdateResultIn
 	if (info == NULL)
 		info = &tmp;
 	memset(info, 0, sizeof(*info));
-	if (!exec_ok(hx) || !graph_ok(h)) {
+	if (!exec_ok(hx) || !sg_graph_ok(h)) {
 		info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -1509,8 +1446,6 @@ SG_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
 }
 
 /* ---- launching ---- */
-
-static CUresult capture_add_child(struct sg_stream *s, struct sg_gexec *x);
 
 /* The ops one launch of x queues, in its order (NULL entries for nodes that do nothing). */
 static CUresult launch_ops(struct sg_gexec *x, struct sg_op ***out, size_t *nops)
@@ -1591,14 +1526,14 @@ static CUresult graph_launch(CUgraphExec hx, CUstream hs, bool pt)
 		return r;
 	if ((r = (CUresult)__atomic_load_n(&c->sticky, __ATOMIC_ACQUIRE)))
 		return r;
-	pthread_mutex_lock(&glock);
+	pthread_mutex_lock(&sg_glock);
 	if (!exec_ok(hx))
 		r = CUDA_ERROR_INVALID_VALUE;
 	else if (s->cap)
-		r = capture_add_child(s, (struct sg_gexec *)hx);
+		r = sg_capture_add_child(s, (struct sg_gexec *)hx);
 	else
 		r = launch_ops((struct sg_gexec *)hx, &ops, &n);
-	pthread_mutex_unlock(&glock);
+	pthread_mutex_unlock(&sg_glock);
 	if (r || ops == NULL)
 		return r;
 	r = sg_stream_submit_list(s, ops, n);
@@ -1678,7 +1613,7 @@ static CUresult dot_print(CUgraph h, const char *path)
 {
 	FILE *f;
 
-	if (!graph_ok(h) || path == NULL)
+	if (!sg_graph_ok(h) || path == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
 	f = fopen(path, "w");
 	if (f == NULL)
@@ -1693,629 +1628,6 @@ SG_EXPORT CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsign
 {
 	(void)flags;
 	LOCKED(dot_print(hGraph, path));
-}
-
-/* ---- stream capture ---- */
-
-static struct sg_capture *capture_by_id(uint64_t id)
-{
-	for (struct sg_capture *c = captures; c && id; c = c->next)
-		if (c->id == id)
-			return c;
-	return NULL;
-}
-
-static CUresult set_frontier(struct sg_stream *s, struct sg_gnode *const *deps, size_t n)
-{
-	s->ncdeps = 0;
-	for (size_t i = 0; i < n; i++)
-		if (!has(s->cdeps, s->ncdeps, deps[i]) &&
-		    !push(&s->cdeps, &s->ncdeps, &s->cdeps_cap, deps[i]))
-			return CUDA_ERROR_OUT_OF_MEMORY;
-	return CUDA_SUCCESS;
-}
-
-/* A node of s's capture after s's frontier, which becomes that node. */
-static CUresult capture_node(struct sg_stream *s, CUgraphNodeType type, struct sg_gnode **out)
-{
-	struct sg_gnode *n;
-	CUresult r = node_new(s->cap->g, type, s->cdeps, s->ncdeps, &n);
-
-	if (r)
-		return r;
-	n->ctx = s->ctx;
-	r = set_frontier(s, &n, 1);
-	if (r)
-		return r;
-	*out = n;
-	return CUDA_SUCCESS;
-}
-
-static void invalidate(struct sg_capture *c)
-{
-	if (c)
-		c->invalid = true;
-}
-
-static CUresult capture_add_child(struct sg_stream *s, struct sg_gexec *x)
-{
-	struct sg_gnode *n;
-	struct sg_graph *child;
-	CUresult r;
-
-	if (s->cap->invalid)
-		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-	child = graph_clone(x->g, true);
-	if (child == NULL)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = capture_node(s, CU_GRAPH_NODE_TYPE_GRAPH, &n);
-	if (r) {
-		graph_free(child);
-		return r;
-	}
-	n->child = child;
-	return CUDA_SUCCESS;
-}
-
-/* The capture that blocks legacy-stream work of ctx (a blocking stream of ctx capturing). */
-static struct sg_capture *blocking_capture(struct sg_ctx *ctx)
-{
-	for (struct sg_capture *c = captures; c; c = c->next)
-		for (size_t i = 0; i < c->nmembers; i++)
-			if (c->members[i]->ctx == ctx &&
-			    !(c->members[i]->flags & CU_STREAM_NON_BLOCKING))
-				return c;
-	return NULL;
-}
-
-int sg_capture_op(struct sg_stream *s, struct sg_op *op, bool sync)
-{
-	struct sg_gnode *n;
-	struct sg_capture *c;
-	int r = SG_NOT_CAPTURED;
-
-	pthread_mutex_lock(&glock);
-	if (s->cap == NULL) {
-		if (s->is_null && (c = blocking_capture(s->ctx))) {
-			/* the legacy stream would join a capturing stream: CUDA refuses */
-			invalidate(c);
-			r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-		}
-		goto out;
-	}
-	if (op == NULL) {
-		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-		goto out;
-	}
-	if (s->cap->invalid) {
-		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-		goto out;
-	}
-	if (sync || op->kind == SG_OP_CALLBACK) {
-		invalidate(s->cap);
-		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-		goto out;
-	}
-	switch (op->kind) {
-	case SG_OP_LAUNCH:
-		r = capture_node(s, CU_GRAPH_NODE_TYPE_KERNEL, &n);
-		if (r == CUDA_SUCCESS) {
-			n->launch = op->u.launch;
-			n->ctx = op->u.launch->ctx;
-			op->u.launch = NULL;
-			r = kernel_params(n);
-		}
-		break;
-	case SG_OP_COPY:
-		r = capture_node(s, CU_GRAPH_NODE_TYPE_MEMCPY, &n);
-		if (r == CUDA_SUCCESS)
-			n->copy = op->u.copy;
-		break;
-	case SG_OP_SET:
-		r = capture_node(s, CU_GRAPH_NODE_TYPE_MEMSET, &n);
-		if (r == CUDA_SUCCESS)
-			n->set = op->u.set;
-		break;
-	case SG_OP_HOSTFN:
-		r = capture_node(s, CU_GRAPH_NODE_TYPE_HOST, &n);
-		if (r == CUDA_SUCCESS)
-			n->host = (CUDA_HOST_NODE_PARAMS){op->u.host.fn, op->u.host.data};
-		break;
-	default: /* event records and waits are captured by sg_capture_event */
-		r = CUDA_SUCCESS; /* nothing to do */
-		break;
-	}
-	if (r)
-		invalidate(s->cap);
-out:
-	pthread_mutex_unlock(&glock);
-	if (r != SG_NOT_CAPTURED) {
-		if (op && op->kind == SG_OP_LAUNCH && op->u.launch == NULL)
-			op->kind = SG_OP_NOP;
-		sg_op_free(op);
-	}
-	return r;
-}
-
-static CUresult join(struct sg_capture *c, struct sg_stream *s)
-{
-	struct sg_stream **m = realloc(c->members, (c->nmembers + 1) * sizeof(*m));
-
-	if (m == NULL)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	c->members = m;
-	m[c->nmembers++] = s;
-	s->cap = c;
-	s->ncdeps = 0;
-	return CUDA_SUCCESS;
-}
-
-int sg_capture_event(struct sg_stream *s, struct sg_event *e, int kind, unsigned flags)
-{
-	struct sg_capture *ec;
-	int r = SG_NOT_CAPTURED;
-
-	pthread_mutex_lock(&glock);
-	ec = capture_by_id(e->cap_id);
-	if (s->cap == NULL && s->is_null && blocking_capture(s->ctx)) {
-		invalidate(blocking_capture(s->ctx));
-		r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-		goto out;
-	}
-	if (s->cap && !s->cap->invalid &&
-	    (flags & (CU_EVENT_RECORD_EXTERNAL | CU_EVENT_WAIT_EXTERNAL))) {
-		/* an event record or wait node (the two flags share a bit per call) */
-		struct sg_gnode *n;
-
-		r = capture_node(s, kind == SG_OP_RECORD ? CU_GRAPH_NODE_TYPE_EVENT_RECORD
-							 : CU_GRAPH_NODE_TYPE_WAIT_EVENT,
-				 &n);
-		if (r == CUDA_SUCCESS)
-			n->event = e;
-		else
-			invalidate(s->cap);
-		goto out;
-	}
-	if (kind == SG_OP_RECORD) {
-		if (s->cap == NULL) {
-			e->cap_id = 0; /* recorded outside any capture again */
-			goto out;
-		}
-		if (s->cap->invalid) {
-			r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-			goto out;
-		}
-		/* remembers the frontier, for streams that wait for it */
-		free(e->cdeps);
-		e->ncdeps = 0;
-		e->cdeps = malloc((s->ncdeps ? s->ncdeps : 1) * sizeof(*e->cdeps));
-		if (e->cdeps == NULL) {
-			invalidate(s->cap);
-			r = CUDA_ERROR_OUT_OF_MEMORY;
-			goto out;
-		}
-		memcpy(e->cdeps, s->cdeps, s->ncdeps * sizeof(*e->cdeps));
-		e->ncdeps = s->ncdeps;
-		e->cap_id = s->cap->id;
-		r = CUDA_SUCCESS;
-		goto out;
-	}
-	if (ec == NULL) {
-		if (s->cap == NULL)
-			goto out; /* an ordinary wait */
-		invalidate(s->cap);
-		r = CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
-		goto out;
-	}
-	if (s->cap && s->cap != ec) {
-		invalidate(s->cap);
-		invalidate(ec);
-		r = CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
-		goto out;
-	}
-	if (ec->invalid) {
-		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-		goto out;
-	}
-	r = CUDA_SUCCESS;
-	if (s->cap == NULL)
-		r = join(ec, s); /* fork: s captures into ec from the event's frontier */
-	for (size_t i = 0; i < e->ncdeps && r == CUDA_SUCCESS; i++)
-		if (!has(s->cdeps, s->ncdeps, e->cdeps[i]) &&
-		    !push(&s->cdeps, &s->ncdeps, &s->cdeps_cap, e->cdeps[i]))
-			r = CUDA_ERROR_OUT_OF_MEMORY;
-	if (r)
-		invalidate(ec);
-out:
-	pthread_mutex_unlock(&glock);
-	return r;
-}
-
-bool sg_stream_capturing(struct sg_stream *s)
-{
-	bool c;
-
-	if (!__atomic_load_n(&sg_captures_active, __ATOMIC_ACQUIRE))
-		return false;
-	pthread_mutex_lock(&glock);
-	c = s->cap != NULL;
-	pthread_mutex_unlock(&glock);
-	return c;
-}
-
-CUresult sg_capture_unsafe(void)
-{
-	int others;
-
-	if (!__atomic_load_n(&sg_captures_active, __ATOMIC_ACQUIRE) ||
-	    tl_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
-		return CUDA_SUCCESS;
-	if (tl_captures > 0)
-		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-	pthread_mutex_lock(&glock);
-	others = global_captures - tl_global_captures;
-	pthread_mutex_unlock(&glock);
-	if (tl_mode == CU_STREAM_CAPTURE_MODE_GLOBAL && others > 0)
-		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-	return CUDA_SUCCESS;
-}
-
-static void leave(struct sg_stream *s)
-{
-	struct sg_capture *c = s->cap;
-
-	for (size_t i = 0; c && i < c->nmembers; i++) {
-		if (c->members[i] == s) {
-			memmove(c->members + i, c->members + i + 1,
-				(c->nmembers - i - 1) * sizeof(*c->members));
-			c->nmembers--;
-			break;
-		}
-	}
-	s->cap = NULL;
-	s->ncdeps = 0;
-}
-
-static void capture_remove(struct sg_capture *c);
-
-CUresult sg_capture_stream_sync(struct sg_stream *s, bool destroying)
-{
-	CUresult r = CUDA_SUCCESS;
-	struct sg_capture *c;
-
-	pthread_mutex_lock(&glock);
-	if (s->cap) {
-		c = s->cap;
-		invalidate(c);
-		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-		if (destroying) {
-			/* the stream goes: it leaves; without its origin nobody can end the
-			 * capture, so it ends here once no stream takes part any more */
-			leave(s);
-			if (c->origin == s)
-				c->origin = NULL;
-			if (c->origin == NULL && c->nmembers == 0)
-				capture_remove(c);
-		}
-	} else if (s->is_null && (c = blocking_capture(s->ctx))) {
-		invalidate(c);
-		r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-	}
-	pthread_mutex_unlock(&glock);
-	return r;
-}
-
-static CUresult begin_capture(CUstream hs, CUgraph into, const CUgraphNode *deps, size_t ndeps,
-			      CUstreamCaptureMode mode, bool pt)
-{
-	struct sg_ctx *ctx;
-	struct sg_stream *s;
-	struct sg_capture *c;
-	CUresult r = sg_stream_resolve(hs, pt, &ctx, &s);
-
-	if (r)
-		return r;
-	if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-	    mode != CU_STREAM_CAPTURE_MODE_RELAXED)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (s->is_null)
-		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot capture */
-	c = calloc(1, sizeof(*c));
-	if (c == NULL)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	pthread_mutex_lock(&glock);
-	if (s->cap) {
-		r = CUDA_ERROR_ILLEGAL_STATE;
-	} else if (into) {
-		if (!graph_ok(into))
-			r = CUDA_ERROR_INVALID_VALUE;
-		for (size_t i = 0; i < ndeps && r == CUDA_SUCCESS; i++)
-			if (!node_ok(deps[i]) ||
-			    ((struct sg_gnode *)deps[i])->graph != (struct sg_graph *)into)
-				r = CUDA_ERROR_INVALID_VALUE;
-		c->g = (struct sg_graph *)into;
-	} else if ((c->g = graph_new(true)) == NULL) {
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-	} else {
-		c->own_graph = true;
-	}
-	if (r == CUDA_SUCCESS && (r = join(c, s)) == CUDA_SUCCESS)
-		r = set_frontier(s, (struct sg_gnode *const *)deps, into ? ndeps : 0);
-	if (r) {
-		if (s->cap == c)
-			leave(s);
-		if (c->own_graph)
-			graph_free(c->g);
-		free(c->members);
-		free(c);
-		pthread_mutex_unlock(&glock);
-		return r;
-	}
-	c->origin = s;
-	c->mode = mode;
-	c->id = next_capture_id++;
-	c->thread = pthread_self();
-	c->next = captures;
-	captures = c;
-	if (mode != CU_STREAM_CAPTURE_MODE_RELAXED)
-		tl_captures++;
-	if (mode == CU_STREAM_CAPTURE_MODE_GLOBAL) {
-		global_captures++;
-		tl_global_captures++;
-	}
-	__atomic_add_fetch(&sg_captures_active, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&glock);
-	return CUDA_SUCCESS;
-}
-
-SG_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
-{
-	return begin_capture(hStream, NULL, NULL, 0, mode, false);
-}
-
-SG_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
-					       const CUgraphNode *dependencies,
-					       const CUgraphEdgeData *dependencyData,
-					       size_t numDependencies, CUstreamCaptureMode mode)
-{
-	if (hGraph == NULL || (numDependencies && dependencies == NULL))
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!edges_default(dependencyData, numDependencies))
-		return CUDA_ERROR_NOT_SUPPORTED;
-	return begin_capture(hStream, hGraph, dependencies, numDependencies, mode, false);
-}
-
-/* Undoes a capture's counts (the thread-local ones only on the thread that began it). */
-static void uncount(struct sg_capture *c)
-{
-	bool mine = pthread_equal(c->thread, pthread_self());
-
-	if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED && mine)
-		tl_captures--;
-	if (c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL) {
-		global_captures--;
-		if (mine)
-			tl_global_captures--;
-	}
-	__atomic_sub_fetch(&sg_captures_active, 1, __ATOMIC_RELEASE);
-}
-
-/* Ends a capture nobody can end any more (glock held): its graph goes with it. */
-static void capture_remove(struct sg_capture *c)
-{
-	for (struct sg_capture **pp = &captures; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	}
-	uncount(c);
-	if (c->own_graph)
-		graph_free(c->g);
-	free(c->members);
-	free(c);
-}
-
-static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
-{
-	struct sg_ctx *ctx;
-	struct sg_stream *s;
-	struct sg_capture *c, **pp;
-	CUresult r = sg_stream_resolve(hs, pt, &ctx, &s);
-
-	if (r)
-		return r;
-	if (out == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&glock);
-	c = s->cap;
-	if (c == NULL) {
-		r = CUDA_ERROR_ILLEGAL_STATE;
-		goto out;
-	}
-	if (c->origin != s) {
-		invalidate(c);
-		r = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
-		goto out;
-	}
-	if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED && !pthread_equal(c->thread, pthread_self())) {
-		r = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
-		goto out;
-	}
-	/* every stream leaves; one that never joined back leaves the capture unjoined */
-	while (c->nmembers)
-		leave(c->members[c->nmembers - 1]);
-	for (pp = &captures; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	}
-	uncount(c);
-	if (c->invalid) {
-		if (c->own_graph)
-			graph_free(c->g);
-		*out = NULL;
-		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-	} else {
-		*out = (CUgraph)c->g;
-	}
-	free(c->members);
-	free(c);
-out:
-	pthread_mutex_unlock(&glock);
-	return r;
-}
-
-SG_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
-{
-	return end_capture(hStream, phGraph, false);
-}
-
-static CUresult is_capturing(CUstream hs, CUstreamCaptureStatus *st, bool pt)
-{
-	struct sg_ctx *ctx;
-	struct sg_stream *s;
-	CUresult r = sg_stream_resolve(hs, pt, &ctx, &s);
-
-	if (r)
-		return r;
-	if (st == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&glock);
-	if (s->cap)
-		*st = s->cap->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
-				      : CU_STREAM_CAPTURE_STATUS_ACTIVE;
-	else if (s->is_null && blocking_capture(ctx))
-		r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-	else
-		*st = CU_STREAM_CAPTURE_STATUS_NONE;
-	pthread_mutex_unlock(&glock);
-	return r;
-}
-
-SG_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
-{
-	return is_capturing(hStream, captureStatus, false);
-}
-
-static CUresult capture_info(CUstream hs, CUstreamCaptureStatus *st, cuuint64_t *id,
-			     CUgraph *graph, const CUgraphNode **deps,
-			     const CUgraphEdgeData **edges, size_t *ndeps, bool pt)
-{
-	struct sg_ctx *ctx;
-	struct sg_stream *s;
-	CUresult r = sg_stream_resolve(hs, pt, &ctx, &s);
-
-	if (r)
-		return r;
-	if (st == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&glock);
-	if (s->cap == NULL) {
-		if (s->is_null && blocking_capture(ctx))
-			r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-		*st = CU_STREAM_CAPTURE_STATUS_NONE;
-		goto out;
-	}
-	*st = s->cap->invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
-			      : CU_STREAM_CAPTURE_STATUS_ACTIVE;
-	if (id)
-		*id = s->cap->id;
-	if (graph)
-		*graph = (CUgraph)s->cap->g;
-	if (deps)
-		*deps = (const CUgraphNode *)s->cdeps;
-	if (edges)
-		*edges = NULL; /* every edge is a default one */
-	if (ndeps)
-		*ndeps = s->ncdeps;
-out:
-	pthread_mutex_unlock(&glock);
-	return r;
-}
-
-SG_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-					  cuuint64_t *id_out, CUgraph *graph_out,
-					  const CUgraphNode **dependencies_out,
-					  const CUgraphEdgeData **edgeData_out,
-					  size_t *numDependencies_out)
-{
-	return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
-			    edgeData_out, numDependencies_out, false);
-}
-
-SG_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
-					     CUstreamCaptureStatus *captureStatus_out,
-					     cuuint64_t *id_out, CUgraph *graph_out,
-					     const CUgraphNode **dependencies_out,
-					     size_t *numDependencies_out);
-SG_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
-					     CUstreamCaptureStatus *captureStatus_out,
-					     cuuint64_t *id_out, CUgraph *graph_out,
-					     const CUgraphNode **dependencies_out,
-					     size_t *numDependencies_out)
-{
-	return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out, NULL,
-			    numDependencies_out, false);
-}
-
-static CUresult update_deps(CUstream hs, CUgraphNode *deps, const CUgraphEdgeData *ed, size_t n,
-			    unsigned flags, bool pt)
-{
-	struct sg_ctx *ctx;
-	struct sg_stream *s;
-	CUresult r = sg_stream_resolve(hs, pt, &ctx, &s);
-
-	if (r)
-		return r;
-	if ((n && deps == NULL) || (flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES &&
-				    flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES))
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!edges_default(ed, n))
-		return CUDA_ERROR_NOT_SUPPORTED;
-	pthread_mutex_lock(&glock);
-	if (s->cap == NULL) {
-		r = CUDA_ERROR_ILLEGAL_STATE;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!node_ok(deps[i]) || ((struct sg_gnode *)deps[i])->graph != s->cap->g) {
-			r = CUDA_ERROR_INVALID_VALUE;
-			goto out;
-		}
-	}
-	if (flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES)
-		s->ncdeps = 0;
-	for (size_t i = 0; i < n && r == CUDA_SUCCESS; i++)
-		if (!has(s->cdeps, s->ncdeps, (struct sg_gnode *)deps[i]) &&
-		    !push(&s->cdeps, &s->ncdeps, &s->cdeps_cap, (struct sg_gnode *)deps[i]))
-			r = CUDA_ERROR_OUT_OF_MEMORY;
-out:
-	pthread_mutex_unlock(&glock);
-	return r;
-}
-
-SG_EXPORT CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies,
-						     const CUgraphEdgeData *dependencyData,
-						     size_t numDependencies, unsigned int flags)
-{
-	return update_deps(hStream, dependencies, dependencyData, numDependencies, flags, false);
-}
-
-SG_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
-{
-	CUstreamCaptureMode m;
-
-	if (mode == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
-	m = *mode;
-	if (m != CU_STREAM_CAPTURE_MODE_GLOBAL && m != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-	    m != CU_STREAM_CAPTURE_MODE_RELAXED)
-		return CUDA_ERROR_INVALID_VALUE;
-	*mode = tl_mode;
-	tl_mode = m;
-	return CUDA_SUCCESS;
 }
 
 /* ---- the older entry points (pre-12.3 edges, v1 kernel parameters) ---- */
@@ -2431,67 +1743,12 @@ SG_EXPORT CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 				 nodeParams);
 }
 
-SG_EXPORT CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-					  cuuint64_t *id_out)
-{
-	return capture_info(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL, false);
-}
 
 /* ---- per-thread default stream variants ---- */
 
 #define PTSZ(ret, name, params)    \
 	SG_EXPORT ret name params; \
 	SG_EXPORT ret name params
-
-PTSZ(CUresult, cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptureMode mode))
-{
-	return begin_capture(hStream, NULL, NULL, 0, mode, true);
-}
-
-PTSZ(CUresult, cuStreamBeginCaptureToGraph_ptsz,
-     (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-      const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode))
-{
-	if (hGraph == NULL || (numDependencies && dependencies == NULL))
-		return CUDA_ERROR_INVALID_VALUE;
-	if (!edges_default(dependencyData, numDependencies))
-		return CUDA_ERROR_NOT_SUPPORTED;
-	return begin_capture(hStream, hGraph, dependencies, numDependencies, mode, true);
-}
-
-PTSZ(CUresult, cuStreamEndCapture_ptsz, (CUstream hStream, CUgraph *phGraph))
-{
-	return end_capture(hStream, phGraph, true);
-}
-
-PTSZ(CUresult, cuStreamIsCapturing_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus))
-{
-	return is_capturing(hStream, captureStatus, true);
-}
-
-PTSZ(CUresult, cuStreamGetCaptureInfo_v3_ptsz,
-     (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
-      CUgraph *graph_out, const CUgraphNode **dependencies_out,
-      const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out))
-{
-	return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
-			    edgeData_out, numDependencies_out, true);
-}
-
-PTSZ(CUresult, cuStreamGetCaptureInfo_v2_ptsz,
-     (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
-      CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out))
-{
-	return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out, NULL,
-			    numDependencies_out, true);
-}
-
-PTSZ(CUresult, cuStreamUpdateCaptureDependencies_v2_ptsz,
-     (CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData,
-      size_t numDependencies, unsigned int flags))
-{
-	return update_deps(hStream, dependencies, dependencyData, numDependencies, flags, true);
-}
 
 PTSZ(CUresult, cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream))
 {

@@ -28,7 +28,8 @@
  *                pointer attributes, device-side malloc
  *   copy.c       cuMemcpy* and cuMemset*, sync and async, 1-D, 2-D, 3-D and peer
  *   stream.c     streams, events, host functions, legacy default-stream ordering
- *   graph.c      CUDA graphs (nodes, clone, instantiate, launch, update) and stream capture
+ *   graph.c      CUDA graphs: nodes, clone, instantiate, launch, update (graph_int.h)
+ *   capture.c    stream capture: a capturing stream's ops become graph nodes
  *   module.c     modules, libraries, functions, kernels, globals, parameter info
  *   launch.c     cuLaunchKernel(Ex), parameter marshalling, occupancy
  *   engine.c     the block thread pool that runs a grid
@@ -336,7 +337,7 @@ void sg_op_free(struct sg_op *op);
 struct sg_op *sg_event_op_new(struct sg_event *e, int kind);
 uint64_t sg_now_ns(void);
 
-/* ---- graph.c ---- */
+/* ---- capture.c (graphs themselves: graph_int.h) ---- */
 
 struct sg_gnode;
 struct sg_capture;
