@@ -39,6 +39,8 @@ struct gp_inode {
 	uint64_t remote_last; /* where edges out of it leave (a client-memory copy: two nodes) */
 	struct gp_igraph *graph;
 	CUgraphNodeType type;
+	CUDA_HOST_NODE_PARAMS host; /* host nodes: answered locally */
+	CUevent event;		    /* event nodes: answered locally */
 	struct gp_inode *next;
 };
 
@@ -379,37 +381,77 @@ GP_CUDA_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, C
 	return cuGraphExecKernelNodeSetParams_v2(hGraphExec, hNode, &k);
 }
 
+/* Adds a memset node to g, or (node[, x]) sets an existing one's parameters. */
+static CUresult memset_call(struct gp_ictx *c, struct gp_igraph *g, struct gp_inode *n,
+			    struct gp_iexec *x, const CUDA_MEMSET_NODE_PARAMS *p, uint64_t *out)
+{
+	struct gp_out_graph_add_memset o;
+	uint64_t bytes;
+	CUresult r;
+
+	if (!p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) ||
+	    __builtin_mul_overflow((uint64_t)p->width, (uint64_t)p->elementSize, &bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (n && n->type != CU_GRAPH_NODE_TYPE_MEMSET)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_add_memset(0,
+				     &(struct gp_in_graph_add_memset){
+					     .ctx = c->remote,
+					     .graph = g ? g->remote : 0,
+					     .dst = p->dst,
+					     .value = p->value,
+					     .esize = p->elementSize,
+					     .width = bytes,
+					     .height = p->height,
+					     .pitch = p->height > 1 ? p->pitch : 0,
+					     .node = n ? n->remote : 0,
+					     .exec = x ? x->remote : 0},
+				     &o);
+	if (r == CUDA_SUCCESS && out)
+		*out = o.node;
+	return r;
+}
+
 GP_CUDA_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 					     const CUgraphNode *dependencies,
 					     size_t numDependencies,
 					     const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
 {
 	struct gp_igraph *g = graph_obj(hGraph);
-	struct gp_out_graph_add_memset o;
-	uint64_t bytes;
+	uint64_t remote;
 	CUresult r;
 
 	(void)ctx; /* the graph's context */
-	if (!g || !phGraphNode || !p ||
-	    (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) ||
-	    __builtin_mul_overflow((uint64_t)p->width, (uint64_t)p->elementSize, &bytes))
+	if (!g || !phGraphNode)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((r = deps_check(g, dependencies, numDependencies)))
+	if ((r = deps_check(g, dependencies, numDependencies)) ||
+	    (r = memset_call(g->ctx, g, NULL, NULL, p, &remote)))
 		return r;
-	r = gp__rpc_graph_add_memset(0,
-				     &(struct gp_in_graph_add_memset){
-					     .ctx = g->ctx->remote,
-					     .graph = g->remote,
-					     .dst = p->dst,
-					     .value = p->value,
-					     .esize = p->elementSize,
-					     .width = bytes,
-					     .height = p->height,
-					     .pitch = p->height > 1 ? p->pitch : 0},
-				     &o);
-	return r ? r
-		 : node_finish(g, o.node, CU_GRAPH_NODE_TYPE_MEMSET, dependencies,
-			       numDependencies, phGraphNode);
+	return node_finish(g, remote, CU_GRAPH_NODE_TYPE_MEMSET, dependencies, numDependencies,
+			   phGraphNode);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode,
+						   const CUDA_MEMSET_NODE_PARAMS *p)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n)
+		return CUDA_ERROR_INVALID_VALUE;
+	return memset_call(n->graph->ctx, NULL, n, NULL, p, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						       const CUDA_MEMSET_NODE_PARAMS *p,
+						       CUcontext ctx)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+	struct gp_inode *n = node_obj(hNode);
+
+	(void)ctx;
+	if (!x || !n)
+		return CUDA_ERROR_INVALID_VALUE;
+	return memset_call(x->ctx, NULL, n, x, p, NULL);
 }
 
 /* One side of a node copy: a device address, or (*is_host) this process's memory. */
@@ -492,6 +534,56 @@ GP_CUDA_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph h
 			       numDependencies, phGraphNode);
 }
 
+/* A device-to-device node's new parameters; a copy with client memory is not re-aimed. */
+static CUresult memcpy_set(struct gp_ictx *c, struct gp_inode *n, struct gp_iexec *x,
+			   const CUDA_MEMCPY3D *p)
+{
+	uint64_t src, dst, sp, dp;
+	bool shost, dhost;
+	CUresult r;
+
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_MEMCPY || !p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = copy_side(p->srcMemoryType, p->srcDevice, p->srcHost, &src, &shost)) ||
+	    (r = copy_side(p->dstMemoryType, p->dstDevice, p->dstHost, &dst, &dhost)))
+		return r;
+	if (shost || dhost || n->remote != n->remote_last || p->Depth > 1 || p->srcZ ||
+	    p->dstZ || p->srcLOD || p->dstLOD)
+		return CUDA_ERROR_NOT_SUPPORTED; /* docs/conformance.md */
+	sp = p->srcPitch ? p->srcPitch : p->WidthInBytes;
+	dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+	src += p->srcY * sp + p->srcXInBytes;
+	dst += p->dstY * dp + p->dstXInBytes;
+	return gp__rpc_graph_add_copy(0,
+				      &(struct gp_in_graph_add_copy){
+					      .ctx = c->remote,
+					      .dst = dst,
+					      .src = src,
+					      .width = p->WidthInBytes,
+					      .height = p->Height ? p->Height : 1,
+					      .dst_pitch = p->Height > 1 ? dp : 0,
+					      .src_pitch = p->Height > 1 ? sp : 0,
+					      .node = n->remote,
+					      .exec = x ? x->remote : 0},
+				      NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *p)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	return n ? memcpy_set(n->graph->ctx, n, NULL, p) : CUDA_ERROR_INVALID_VALUE;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						       const CUDA_MEMCPY3D *p, CUcontext ctx)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+
+	(void)ctx;
+	return x ? memcpy_set(x->ctx, node_obj(hNode), x, p) : CUDA_ERROR_INVALID_VALUE;
+}
+
 GP_CUDA_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 					   const CUgraphNode *dependencies, size_t numDependencies,
 					   const CUDA_HOST_NODE_PARAMS *p)
@@ -511,9 +603,58 @@ GP_CUDA_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGr
 					   .fn = (uint64_t)(uintptr_t)p->fn,
 					   .data = (uint64_t)(uintptr_t)p->userData},
 				   &o);
-	return r ? r
-		 : node_finish(g, o.node, CU_GRAPH_NODE_TYPE_HOST, dependencies, numDependencies,
-			       phGraphNode);
+	if (r)
+		return r;
+	r = node_finish(g, o.node, CU_GRAPH_NODE_TYPE_HOST, dependencies, numDependencies,
+			phGraphNode);
+	if (r == CUDA_SUCCESS)
+		((struct gp_inode *)*phGraphNode)->host = *p;
+	return r;
+}
+
+static CUresult host_set(struct gp_ictx *c, struct gp_inode *n, struct gp_iexec *x,
+			 const CUDA_HOST_NODE_PARAMS *p)
+{
+	CUresult r;
+
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_HOST || !p || !p->fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_add_host(0,
+				   &(struct gp_in_graph_add_host){
+					   .ctx = c->remote,
+					   .fn = (uint64_t)(uintptr_t)p->fn,
+					   .data = (uint64_t)(uintptr_t)p->userData,
+					   .node = n->remote,
+					   .exec = x ? x->remote : 0},
+				   NULL);
+	if (r == CUDA_SUCCESS && !x)
+		n->host = *p;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *p)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	return n ? host_set(n->graph->ctx, n, NULL, p) : CUDA_ERROR_INVALID_VALUE;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						     const CUDA_HOST_NODE_PARAMS *p)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+
+	return x ? host_set(x->ctx, node_obj(hNode), x, p) : CUDA_ERROR_INVALID_VALUE;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *p)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_HOST || !p)
+		return CUDA_ERROR_INVALID_VALUE;
+	*p = n->host;
+	return CUDA_SUCCESS;
 }
 
 static CUresult add_other(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps, size_t n,
@@ -541,7 +682,92 @@ static CUresult add_other(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *d
 								    .event = ev ? e->remote : 0,
 								    .child = cg ? cg->remote : 0},
 				    &o);
-	return r ? r : node_finish(g, o.node, type, deps, n, out);
+	if (r)
+		return r;
+	r = node_finish(g, o.node, type, deps, n, out);
+	if (r == CUDA_SUCCESS)
+		((struct gp_inode *)*out)->event = ev;
+	return r;
+}
+
+/* An event node's event, or (exec only) a child graph node's graph. */
+static CUresult other_set(CUgraphExec hx, CUgraphNode hn, CUgraphNodeType type, CUevent ev,
+			  CUgraph child)
+{
+	struct gp_iexec *x = hx ? exec_obj(hx) : NULL;
+	struct gp_inode *n = node_obj(hn);
+	const struct gp_ievent *e = (const struct gp_ievent *)ev;
+	struct gp_igraph *cg = child ? graph_obj(child) : NULL;
+	CUresult r;
+
+	if ((hx && !x) || !n || n->type != type)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type != CU_GRAPH_NODE_TYPE_GRAPH && (!e || e->magic != GP_MAGIC_EVENT))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type == CU_GRAPH_NODE_TYPE_GRAPH && !cg)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_add_other(0,
+				    &(struct gp_in_graph_add_other){
+					    .ctx = (x ? x->ctx : n->graph->ctx)->remote,
+					    .type = type,
+					    .event = e ? e->remote : 0,
+					    .child = cg ? cg->remote : 0,
+					    .node = n->remote,
+					    .exec = x ? x->remote : 0},
+				    NULL);
+	if (r == CUDA_SUCCESS && !x && ev)
+		n->event = ev;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event)
+{
+	return other_set(NULL, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event)
+{
+	return other_set(NULL, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
+							   CUevent event)
+{
+	return other_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
+							 CUevent event)
+{
+	return other_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+							   CUgraph childGraph)
+{
+	if (!hGraphExec)
+		return CUDA_ERROR_INVALID_VALUE;
+	return other_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_GRAPH, NULL, childGraph);
+}
+
+static CUresult event_get(CUgraphNode hNode, CUgraphNodeType type, CUevent *out)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n || n->type != type || !out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = n->event;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+{
+	return event_get(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event_out);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+{
+	return event_get(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event_out);
 }
 
 GP_CUDA_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,

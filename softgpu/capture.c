@@ -234,7 +234,8 @@ int sg_capture_event(struct sg_stream *s, struct sg_event *e, int kind, unsigned
 			r = CUDA_ERROR_OUT_OF_MEMORY;
 			goto out;
 		}
-		memcpy(e->cdeps, s->cdeps, s->ncdeps * sizeof(*e->cdeps));
+		if (s->ncdeps)
+			memcpy(e->cdeps, s->cdeps, s->ncdeps * sizeof(*e->cdeps));
 		e->ncdeps = s->ncdeps;
 		e->cap_id = s->cap->id;
 		r = CUDA_SUCCESS;

@@ -205,6 +205,7 @@ void sg_stream_free(struct sg_stream *s)
 		sg_op_free(s->head);
 		s->head = n;
 	}
+	free(s->cdeps);
 	free(s);
 }
 

@@ -111,7 +111,18 @@
 	X(cuGraphExecDestroy, 0)                                                   \
 	X(cuGraphLaunch, 0)                                                        \
 	X(cuGraphUpload, 0)                                                        \
-	X(cuGraphExecUpdate_v2, 0)
+	X(cuGraphExecUpdate_v2, 0)                                                 \
+	X(cuGraphMemsetNodeSetParams, 0)                                           \
+	X(cuGraphExecMemsetNodeSetParams, 0)                                       \
+	X(cuGraphMemcpyNodeSetParams, 0)                                           \
+	X(cuGraphExecMemcpyNodeSetParams, 0)                                       \
+	X(cuGraphHostNodeSetParams, 0)                                             \
+	X(cuGraphExecHostNodeSetParams, 0)                                         \
+	X(cuGraphEventRecordNodeSetEvent, 0)                                       \
+	X(cuGraphEventWaitNodeSetEvent, 0)                                         \
+	X(cuGraphExecEventRecordNodeSetEvent, 0)                                   \
+	X(cuGraphExecEventWaitNodeSetEvent, 0)                                     \
+	X(cuGraphExecChildGraphNodeSetParams, 0)
 
 /* Calls an optional entry point, or answers NOT_SUPPORTED when the driver lacks it. */
 #define GP_DRV(w, name, ...) ((w)->drv.name ? (w)->drv.name(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)

@@ -142,6 +142,31 @@ CUresult gp__serve_graph_node_count(struct gp_worker *w, struct gp_req *rq,
 
 /* ---- nodes ---- */
 
+/*
+ * The add calls also set an existing node's parameters: node 0 adds one to graph; a node
+ * alone is that node of the graph; node and exec are the executable's copy of it.
+ */
+struct target {
+	CUgraph g;
+	CUgraphNode n;
+	CUgraphExec x;
+};
+
+static CUresult target_of(struct gp_worker *w, uint64_t graph, uint64_t node, uint64_t exec,
+			  struct target *t)
+{
+	*t = (struct target){0};
+	if (exec && !node)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!node && !(t->g = graph_of(w, graph)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (node && !(t->n = node_of(w, node, 0)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (exec && !(t->x = exec_of(w, exec)))
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
 static CUresult node_answer(struct gp_worker *w, CUgraphNode n, uint64_t graph, uint64_t *out)
 {
 	uint64_t id = new_handle(w, GP_H_GRAPH_NODE, n, graph);
@@ -209,13 +234,15 @@ CUresult gp__serve_graph_add_memset(struct gp_worker *w, struct gp_req *rq,
 				    const struct gp_wargs_graph_add_memset *a,
 				    struct gp_out_graph_add_memset *o)
 {
-	CUgraph g = graph_of(w, a->graph);
 	CUDA_MEMSET_NODE_PARAMS p = {0};
+	struct target t;
 	CUgraphNode n;
-	CUresult r;
+	CUresult r = target_of(w, a->graph, a->node, a->exec, &t);
 
 	(void)rq;
-	if (!g || (a->esize != 1 && a->esize != 2 && a->esize != 4) || a->width % a->esize)
+	if (r)
+		return r;
+	if ((a->esize != 1 && a->esize != 2 && a->esize != 4) || a->width % a->esize)
 		return CUDA_ERROR_INVALID_VALUE;
 	p.dst = a->dst;
 	p.pitch = a->pitch;
@@ -223,7 +250,11 @@ CUresult gp__serve_graph_add_memset(struct gp_worker *w, struct gp_req *rq,
 	p.elementSize = a->esize;
 	p.width = a->width / a->esize;
 	p.height = a->height;
-	r = GP_DRV(w, cuGraphAddMemsetNode, &n, g, NULL, 0, &p, w->current);
+	if (t.x)
+		return GP_DRV(w, cuGraphExecMemsetNodeSetParams, t.x, t.n, &p, w->current);
+	if (t.n)
+		return GP_DRV(w, cuGraphMemsetNodeSetParams, t.n, &p);
+	r = GP_DRV(w, cuGraphAddMemsetNode, &n, t.g, NULL, 0, &p, w->current);
 	return r ? r : node_answer(w, n, a->graph, &o->node);
 }
 
@@ -231,14 +262,14 @@ CUresult gp__serve_graph_add_copy(struct gp_worker *w, struct gp_req *rq,
 				  const struct gp_wargs_graph_add_copy *a,
 				  struct gp_out_graph_add_copy *o)
 {
-	CUgraph g = graph_of(w, a->graph);
 	CUDA_MEMCPY3D p = {0};
+	struct target t;
 	CUgraphNode n;
-	CUresult r;
+	CUresult r = target_of(w, a->graph, a->node, a->exec, &t);
 
 	(void)rq;
-	if (!g)
-		return CUDA_ERROR_INVALID_VALUE;
+	if (r)
+		return r;
 	p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
 	p.srcDevice = a->src;
 	p.srcPitch = a->src_pitch ? a->src_pitch : a->width;
@@ -248,7 +279,11 @@ CUresult gp__serve_graph_add_copy(struct gp_worker *w, struct gp_req *rq,
 	p.WidthInBytes = a->width;
 	p.Height = a->height;
 	p.Depth = 1;
-	r = GP_DRV(w, cuGraphAddMemcpyNode, &n, g, NULL, 0, &p, w->current);
+	if (t.x)
+		return GP_DRV(w, cuGraphExecMemcpyNodeSetParams, t.x, t.n, &p, w->current);
+	if (t.n)
+		return GP_DRV(w, cuGraphMemcpyNodeSetParams, t.n, &p);
+	r = GP_DRV(w, cuGraphAddMemcpyNode, &n, t.g, NULL, 0, &p, w->current);
 	return r ? r : node_answer(w, n, a->graph, &o->node);
 }
 
@@ -256,19 +291,25 @@ CUresult gp__serve_graph_add_host(struct gp_worker *w, struct gp_req *rq,
 				  const struct gp_wargs_graph_add_host *a,
 				  struct gp_out_graph_add_host *o)
 {
-	CUgraph g = graph_of(w, a->graph);
 	CUDA_HOST_NODE_PARAMS p;
+	struct target t;
 	CUgraphNode n;
-	CUresult r;
+	CUresult r = target_of(w, a->graph, a->node, a->exec, &t);
 
 	(void)rq;
-	if (!g || !a->fn)
+	if (r)
+		return r;
+	if (!a->fn)
 		return CUDA_ERROR_INVALID_VALUE;
 	p.fn = gp__hostfn_node_run;
 	p.userData = gp__hostfn_node_new(w, a->fn, a->data, 0, 0);
 	if (!p.userData)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = GP_DRV(w, cuGraphAddHostNode, &n, g, NULL, 0, &p);
+	if (t.x)
+		return GP_DRV(w, cuGraphExecHostNodeSetParams, t.x, t.n, &p);
+	if (t.n)
+		return GP_DRV(w, cuGraphHostNodeSetParams, t.n, &p);
+	r = GP_DRV(w, cuGraphAddHostNode, &n, t.g, NULL, 0, &p);
 	return r ? r : node_answer(w, n, a->graph, &o->node);
 }
 
@@ -276,14 +317,40 @@ CUresult gp__serve_graph_add_other(struct gp_worker *w, struct gp_req *rq,
 				   const struct gp_wargs_graph_add_other *a,
 				   struct gp_out_graph_add_other *o)
 {
-	CUgraph g = graph_of(w, a->graph), child;
+	CUgraph g, child;
 	struct gp_handle *e;
+	struct target t;
 	CUgraphNode n;
-	CUresult r;
+	CUresult r = target_of(w, a->graph, a->node, a->exec, &t);
 
 	(void)rq;
-	if (!g)
-		return CUDA_ERROR_INVALID_VALUE;
+	if (r)
+		return r;
+	g = t.g;
+	if (t.n) {
+		/* an existing node's event or (executable only) child graph */
+		bool rec = a->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+
+		switch (a->type) {
+		case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+			if (!(e = gp__handle_get(w, a->event, GP_H_EVENT)))
+				return CUDA_ERROR_INVALID_VALUE;
+			if (t.x)
+				return rec ? GP_DRV(w, cuGraphExecEventRecordNodeSetEvent, t.x, t.n,
+						    (CUevent)e->ptr)
+					   : GP_DRV(w, cuGraphExecEventWaitNodeSetEvent, t.x, t.n,
+						    (CUevent)e->ptr);
+			return rec ? GP_DRV(w, cuGraphEventRecordNodeSetEvent, t.n, (CUevent)e->ptr)
+				   : GP_DRV(w, cuGraphEventWaitNodeSetEvent, t.n, (CUevent)e->ptr);
+		case CU_GRAPH_NODE_TYPE_GRAPH:
+			if (!t.x || !(child = graph_of(w, a->child)))
+				return CUDA_ERROR_INVALID_VALUE;
+			return GP_DRV(w, cuGraphExecChildGraphNodeSetParams, t.x, t.n, child);
+		default:
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	}
 	switch (a->type) {
 	case CU_GRAPH_NODE_TYPE_EMPTY:
 		r = GP_DRV(w, cuGraphAddEmptyNode, &n, g, NULL, 0);

@@ -231,25 +231,28 @@
 	  "cuGraphAddKernelNode (node 0), cuGraphKernelNodeSetParams (node), cuGraphExecKernelNodeSetParams (node, exec)") \
 	X(GRAPH_ADD_MEMSET, graph_add_memset, 165, 0,                                            \
 	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(DPTR, dst) GP_ARG(U32, value)               \
-	  GP_ARG(U32, esize) GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U64, pitch),          \
+	  GP_ARG(U32, esize) GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U64, pitch)           \
+	  GP_ARG(U64, node) GP_ARG(U64, exec),                                                   \
 	  GP_OUT(node),                                                                          \
 	  GP_RANGE(dst, width, height, pitch),                                                   \
-	  "cuGraphAddMemsetNode: width in bytes, esize 1, 2 or 4")                               \
+	  "cuGraphAddMemsetNode, cuGraph[Exec]MemsetNodeSetParams (node[, exec]): width in bytes, esize 1, 2 or 4") \
 	X(GRAPH_ADD_COPY, graph_add_copy, 166, 0,                                                \
 	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(DPTR, dst) GP_ARG(DPTR, src)                \
-	  GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U64, dst_pitch) GP_ARG(U64, src_pitch),  \
+	  GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U64, dst_pitch) GP_ARG(U64, src_pitch)   \
+	  GP_ARG(U64, node) GP_ARG(U64, exec),                                                   \
 	  GP_OUT(node),                                                                          \
 	  GP_RANGE(dst, width, height, dst_pitch) GP_RANGE(src, width, height, src_pitch),      \
-	  "cuGraphAddMemcpyNode, device to device (a host side is refused by the client)")       \
+	  "cuGraphAddMemcpyNode, cuGraph[Exec]MemcpyNodeSetParams (node[, exec]), device to device (client memory: GRAPH_CLIENT_COPY)") \
 	X(GRAPH_ADD_HOST, graph_add_host, 167, 0,                                                \
-	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(U64, fn) GP_ARG(U64, data),                 \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(U64, fn) GP_ARG(U64, data)                  \
+	  GP_ARG(U64, node) GP_ARG(U64, exec),                                                   \
 	  GP_OUT(node), ,                                                                        \
-	  "cuGraphAddHostNode: runs in the client (HOST_CALL) each time the node runs")          \
+	  "cuGraphAddHostNode, cuGraph[Exec]HostNodeSetParams (node[, exec]): runs in the client (HOST_CALL) each time the node runs") \
 	X(GRAPH_ADD_OTHER, graph_add_other, 168, 0,                                              \
 	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(U32, type) GP_ARG(U64, event)               \
-	  GP_ARG(U64, child),                                                                    \
+	  GP_ARG(U64, child) GP_ARG(U64, node) GP_ARG(U64, exec),                                \
 	  GP_OUT(node), ,                                                                        \
-	  "cuGraphAddEmptyNode, cuGraphAddEventRecordNode, cuGraphAddEventWaitNode (event), cuGraphAddChildGraphNode (child)") \
+	  "cuGraphAddEmptyNode, cuGraphAddEventRecordNode, cuGraphAddEventWaitNode (event), cuGraphAddChildGraphNode (child); with node[, exec]: cuGraph[Exec]Event{Record,Wait}NodeSetEvent, cuGraphExecChildGraphNodeSetParams") \
 	X(GRAPH_EDGES, graph_edges, 169, 0,                                                      \
 	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(U32, remove) GP_ARG(BLOB, edges), , ,       \
 	  "cuGraphAdd/RemoveDependencies, and a new node's dependencies: (from, to) node pairs") \

@@ -42,7 +42,7 @@
 static CUfunction add_one;
 static int host_calls;
 static int *seen_buf, seen_ok;
-static int *fill_buf, fill_value;
+static int *fill_buf, fill_value, expect_seen = 7;
 
 static void launch_add(CUstream s, CUdeviceptr p, int n)
 {
@@ -62,7 +62,7 @@ static void CUDA_CB check_then_fill(void *arg)
 	/* the earlier node's bytes are here; the later node reads what this writes */
 	seen_ok = 1;
 	for (int i = 0; i < N; i++)
-		if (seen_buf[i] != 7)
+		if (seen_buf[i] != expect_seen)
 			seen_ok = 0;
 	for (int i = 0; i < N; i++)
 		fill_buf[i] = fill_value + i;
@@ -265,12 +265,34 @@ static void explicit_graph(void)
 			CHECK(out[i] == fill_value + i + 1, "launch %d: out[%d] = %d", launch, i,
 			      out[i]);
 	}
+	/* the executable's memset and host nodes get new parameters; the graph keeps its own */
+	mp.value = 9;
+	expect_seen = 9;
+	CK(cuGraphExecMemsetNodeSetParams(x, set, &mp, NULL));
+	seen_ok = 0;
+	CK(cuGraphLaunch(x, s));
+	CK(cuStreamSynchronize(s));
+	CHECK(seen_ok, "after SetParams: the host node did not see the new memset value");
+	hp.fn = count;
+	host_calls = 0;
+	CK(cuGraphExecHostNodeSetParams(x, host, &hp));
+	CK(cuGraphLaunch(x, s));
+	CK(cuStreamSynchronize(s));
+	CHECK(host_calls == 1, "the new host function ran %d times", host_calls);
+	for (int i = 0; i < N; i++)
+		CHECK(out[i] == fill_value + i + 1, "after SetParams: out[%d] = %d", i, out[i]);
+	{
+		CUDA_HOST_NODE_PARAMS q;
+
+		CK(cuGraphHostNodeGetParams(host, &q));
+		CHECK(q.fn == check_then_fill, "the graph's host node changed");
+	}
 	CK(cuGraphExecDestroy(x));
 	CK(cuGraphDestroy(g));
 	CK(cuMemFree(d));
 	CK(cuStreamDestroy(s));
 	free(out);
-	printf("explicit: host node between a download and an upload, 2 launches\n");
+	printf("explicit: host node between a download and an upload, 2 launches, exec SetParams\n");
 }
 
 int main(void)
