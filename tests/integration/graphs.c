@@ -295,7 +295,34 @@ static void explicit_graph(void)
 	printf("explicit: host node between a download and an upload, 2 launches, exec SetParams\n");
 }
 
-int main(void)
+/* `graphs launches K`: a graph of 8 kernel nodes launched K times, for the scenario to
+ * count the session's calls (a launch is one message, not one per node). */
+static int launches(int k)
+{
+	CUstream s;
+	CUdeviceptr d;
+	CUgraph g;
+	CUgraphExec x;
+	int v = 0;
+
+	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CK(cuMemAlloc(&d, sizeof(int)));
+	CK(cuMemsetD32(d, 0, 1));
+	CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	for (int i = 0; i < 8; i++)
+		launch_add(s, d, 1);
+	CK(cuStreamEndCapture(s, &g));
+	CK(cuGraphInstantiate(&x, g, 0));
+	for (int i = 0; i < k; i++)
+		CK(cuGraphLaunch(x, s));
+	CK(cuStreamSynchronize(s));
+	CK(cuMemcpyDtoH(&v, d, sizeof(v)));
+	CHECK(v == 8 * k, "%d increments, want %d", v, 8 * k);
+	printf("launches: %d of 8 nodes\n", k);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	CUdevice dev;
 	CUcontext ctx;
@@ -306,6 +333,8 @@ int main(void)
 	CK(cuCtxCreate(&ctx, NULL, 0, dev));
 	CK(cuModuleLoadData(&mod, graphs_ptx));
 	CK(cuModuleGetFunction(&add_one, mod, "add_one"));
+	if (argc == 3 && strcmp(argv[1], "launches") == 0)
+		return launches(atoi(argv[2]));
 	captured();
 	captured_2d();
 	explicit_graph();

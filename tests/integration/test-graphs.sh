@@ -10,4 +10,11 @@ gp_config
 gp_start
 out=$(run_client "$GP_TESTBIN/graphs") || fail "through the pool: $out"
 echo "pool: $out"
+# A launch is one message: 200 launches of an 8-node graph are about 200 calls, not 1600.
+out=$(run_client "$GP_TESTBIN/graphs" launches 200) || fail "launches: $out"
+wait_for '.sessions | length == 0' 10
+calls=$(grep -o 'ended: .* calls [0-9]*' "$T/daemon.log" | tail -n 1 | grep -o '[0-9]*$')
+[ -n "$calls" ] || fail "no session summary in the daemon log"
+[ "$calls" -ge 200 ] && [ "$calls" -lt 260 ] || fail "200 graph launches took $calls calls"
+echo "pool: $out ($calls calls)"
 gp_stop
