@@ -1050,6 +1050,7 @@ static struct cap {
 	uint64_t sid; /* the stream it began on; 0: free */
 	uint64_t id;  /* the driver's capture id */
 	bool invalid; /* a call was refused: EndCapture answers INVALIDATED */
+	CUgraph graph; /* the graph being captured, once asked for; EndCapture returns it */
 } caps[CAPS_MAX];
 static int ncaps; /* live entries */
 
@@ -1241,6 +1242,7 @@ static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
 	struct gp_ictx *c;
 	uint64_t sid, key;
 	bool invalid = false;
+	CUgraph named = NULL;
 	int slot = -1;
 	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
 
@@ -1254,8 +1256,10 @@ static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
 	for (int i = 0; i < CAPS_MAX && slot < 0; i++)
 		if (caps[i].sid == key)
 			slot = i;
-	if (slot >= 0)
+	if (slot >= 0) {
 		invalid = caps[slot].invalid;
+		named = caps[slot].graph;
+	}
 	pthread_mutex_unlock(&cap_lock);
 	r = gp__rpc_stream_end_capture(0,
 				       &(struct gp_in_stream_end_capture){.ctx = c->remote,
@@ -1267,10 +1271,23 @@ static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
 	    r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
 		pthread_mutex_lock(&cap_lock);
 		caps[slot].sid = 0;
+		caps[slot].graph = NULL;
 		ncaps--;
 		pthread_mutex_unlock(&cap_lock);
+		if (r && named) {
+			/* no graph came of the capture: the object given out names nothing */
+			((struct gp_igraph *)named)->magic = GP_MAGIC_DEAD;
+			free(named);
+			named = NULL;
+		}
 	}
-	return r ? r : graph_wrap(c, o.graph, out);
+	if (r)
+		return r;
+	if (named && ((struct gp_igraph *)named)->remote == o.graph) {
+		*out = named;
+		return CUDA_SUCCESS;
+	}
+	return graph_wrap(c, o.graph, out);
 }
 
 GP_CUDA_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
@@ -1308,14 +1325,36 @@ static CUresult capture_query(CUstream s, CUstreamCaptureStatus *st, cuuint64_t 
 	*st = (CUstreamCaptureStatus)o.status;
 	if (o.status == CU_STREAM_CAPTURE_STATUS_NONE)
 		return CUDA_SUCCESS;
-	if (deps)
+	if (deps && o.ndeps)
 		return CUDA_ERROR_NOT_SUPPORTED; /* the frontier's nodes have no handles here */
+	if (deps)
+		*deps = NULL;
 	if (id)
 		*id = o.id;
 	if (ndeps)
 		*ndeps = o.ndeps;
-	if (graph)
-		return CUDA_ERROR_NOT_SUPPORTED; /* nor has the graph being captured */
+	if (graph) {
+		/* one object per capture, the one EndCapture gives back */
+		int slot = -1;
+
+		pthread_mutex_lock(&cap_lock);
+		for (int i = 0; i < CAPS_MAX && slot < 0; i++)
+			if (caps[i].sid && caps[i].id == o.id)
+				slot = i;
+		if (slot >= 0 && !caps[slot].graph && o.graph) {
+			struct gp_igraph *g = calloc(1, sizeof(*g));
+
+			if (g) {
+				*g = (struct gp_igraph){.magic = GP_MAGIC_GRAPH, .remote = o.graph,
+							.ctx = c};
+				caps[slot].graph = (CUgraph)g;
+			}
+		}
+		*graph = slot >= 0 ? caps[slot].graph : NULL;
+		pthread_mutex_unlock(&cap_lock);
+		if (!*graph)
+			return slot < 0 ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	return CUDA_SUCCESS;
 }
 

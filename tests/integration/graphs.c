@@ -81,7 +81,7 @@ static void captured(void)
 	CUstream s1, s2;
 	CUevent fork, join;
 	CUdeviceptr d;
-	CUgraph g;
+	CUgraph g, building = NULL;
 	CUgraphExec x;
 	int *src = malloc(N * sizeof(int)), *dst = malloc(N * sizeof(int));
 	int half = N / 2;
@@ -93,6 +93,16 @@ static void captured(void)
 	CK(cuMemAlloc(&d, N * sizeof(int)));
 	CK(cuStreamBeginCapture(s1, CU_STREAM_CAPTURE_MODE_GLOBAL));
 	CK(cuMemcpyHtoDAsync(d, src, N * sizeof(int), s1));
+	{
+		CUstreamCaptureStatus st;
+		cuuint64_t id = 0;
+		size_t nd = 0;
+
+		CK(cuStreamGetCaptureInfo(s1, &st, &id, &building, NULL, NULL, &nd));
+		CHECK(st == CU_STREAM_CAPTURE_STATUS_ACTIVE && id && building && nd == 1,
+		      "capture info: status %d id %llu graph %p %zu dependencies", (int)st,
+		      (unsigned long long)id, (void *)building, nd);
+	}
 	CK(cuEventRecord(fork, s1));
 	CK(cuStreamWaitEvent(s2, fork, 0));
 	launch_add(s1, d, half);
@@ -102,6 +112,7 @@ static void captured(void)
 	CK(cuLaunchHostFunc(s1, count, NULL));
 	CK(cuMemcpyDtoHAsync(dst, d, N * sizeof(int), s1));
 	CK(cuStreamEndCapture(s1, &g));
+	CHECK(g == building, "the capture's graph is not the one its info named");
 	CK(cuGraphInstantiate(&x, g, 0));
 	for (int launch = 0; launch < 3; launch++) {
 		for (int i = 0; i < N; i++) {
