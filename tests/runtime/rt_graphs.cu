@@ -159,9 +159,56 @@ static void explicit_graph(void)
 	CK(cudaStreamDestroy(s));
 }
 
+// Two streams forked and joined by events inside one capture, a host function between.
+static int host_runs;
+static void CUDART_CB bump(void *) { host_runs++; }
+
+static void fork_join(void)
+{
+	cudaStream_t s1, s2;
+	cudaEvent_t fork, join;
+	int *d;
+	std::vector<int> out(N);
+	CK(cudaStreamCreate(&s1));
+	CK(cudaStreamCreate(&s2));
+	CK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+	CK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+	CK(cudaMalloc(&d, N * sizeof(int)));
+	cudaGraph_t g;
+	CK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeThreadLocal));
+	CK(cudaMemsetAsync(d, 0, N * sizeof(int), s1));
+	CK(cudaEventRecord(fork, s1));
+	CK(cudaStreamWaitEvent(s2, fork, 0));
+	CK(cudaMemsetAsync(d, 1, N / 2 * sizeof(int), s1));
+	CK(cudaMemsetAsync(d + N / 2, 2, N / 2 * sizeof(int), s2));
+	CK(cudaEventRecord(join, s2));
+	CK(cudaStreamWaitEvent(s1, join, 0));
+	CK(cudaLaunchHostFunc(s1, bump, nullptr));
+	CK(cudaStreamEndCapture(s1, &g));
+	cudaGraphExec_t x;
+	CK(cudaGraphInstantiate(&x, g, 0));
+	for (int launch = 1; launch <= 2; launch++) {
+		CK(cudaGraphLaunch(x, s1));
+		CK(cudaStreamSynchronize(s1));
+		CK(cudaMemcpy(out.data(), d, N * sizeof(int), cudaMemcpyDeviceToHost));
+		for (int i = 0; i < N; i++)
+			EXPECT(out[i] == (i < N / 2 ? 0x01010101 : 0x02020202), "out[%d] = %#x", i,
+			       out[i]);
+		EXPECT(host_runs == launch, "host function ran %d times", host_runs);
+	}
+	CK(cudaGraphExecDestroy(x));
+	CK(cudaGraphDestroy(g));
+	CK(cudaFree(d));
+	CK(cudaEventDestroy(fork));
+	CK(cudaEventDestroy(join));
+	CK(cudaStreamDestroy(s1));
+	CK(cudaStreamDestroy(s2));
+}
+
 int main()
 {
 	captured();
+	fork_join();
 	explicit_graph();
 	std::printf("PASSED\n");
 	return 0;
