@@ -7,8 +7,8 @@
 #include "interposer.h"
 
 /* Lays kernelParams (one pointer per parameter, no sizes) out as the kernel reads them. */
-static CUresult pack_params(const struct gp_ifunc *f, void **params, void **extra, uint8_t **buf,
-			    size_t *len)
+CUresult gp__launch_pack(const struct gp_ifunc *f, void **params, void **extra, uint8_t **buf,
+			 size_t *len)
 {
 	void *ebuf = NULL;
 	size_t esize = 0;
@@ -96,7 +96,7 @@ CUresult gp__launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsign
 		return CUDA_ERROR_INVALID_CONTEXT;
 	r = check_config(f, c->device, gx, gy, gz, bx, by, bz, shmem);
 	if (r == CUDA_SUCCESS)
-		r = pack_params(f, params, extra, &buf, &len);
+		r = gp__launch_pack(f, params, extra, &buf, &len);
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (len > GP_BLOB_MAX) {

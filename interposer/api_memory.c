@@ -393,6 +393,13 @@ static CUresult copy_to_remote(struct gp_ictx *c, CUdeviceptr dst, const void *s
 				       .data = src,
 				       .data_len = width * height};
 
+	bool taken;
+	CUresult r = gp__capture_copy(c, sid, dst, pitch, (void *)src, width, width, height, true,
+				      &taken);
+
+	/* captured: the bytes are fetched at every launch, not sent now */
+	if (taken)
+		return r;
 	return gp__rpc_memcpy_htod(async ? GP_F_NO_REPLY : 0, &in, NULL);
 }
 
@@ -409,6 +416,12 @@ static CUresult copy_from_remote(struct gp_ictx *c, void *dst, CUdeviceptr src, 
 				       .data = dst,
 				       .data_len = width * height};
 
+	bool taken;
+	CUresult r = gp__capture_copy(c, sid, src, pitch, dst, width, width, height, false, &taken);
+
+	/* captured: the bytes are pushed here at every launch */
+	if (taken)
+		return r;
 	return gp__rpc_memcpy_dtoh(0, &in, NULL);
 }
 
@@ -581,6 +594,16 @@ CUresult gp__memcpy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async, bool pt)
 		for (size_t row = 0; r == CUDA_SUCCESS && row < h; row++)
 			memmove(dh + row * dp, sh + row * sp, w);
 		return r;
+	}
+	{
+		bool taken;
+
+		/* captured: the host rows are moved where they are, at every launch */
+		r = ddev ? gp__capture_copy(c, sid, dd, h > 1 ? dp : 0, (void *)sh, sp, w, h, true,
+					    &taken)
+			 : gp__capture_copy(c, sid, sd, h > 1 ? sp : 0, dh, dp, w, h, false, &taken);
+		if (taken)
+			return r;
 	}
 	if (ddev) {
 		/* Host rows to device: send them packed. */

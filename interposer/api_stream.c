@@ -450,6 +450,9 @@ static CUresult host_func(CUstream s, uint64_t fn, void *data, uint32_t kind, bo
 	if (r != CUDA_SUCCESS)
 		return r;
 	in.ctx = c->remote;
+	/* a stream callback cannot be captured (CUDA refuses it); say so now, not later */
+	if (kind == 1 && gp__capture_refuse(c, in.stream))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	return gp__rpc_launch_host_func(GP_F_NO_REPLY, &in, NULL);
 }
 
@@ -478,36 +481,4 @@ GP_CUDA_EXPORT CUresult cuStreamAddCallback(CUstream s, CUstreamCallback cb, voi
 					    unsigned int flags)
 {
 	return gp__stream_add_callback(s, cb, data, flags, false);
-}
-
-/* ---- capture ------------------------------------------------------------------------------
- * Graph capture is not supported (cuStreamBeginCapture answers NOT_SUPPORTED), so no stream
- * is ever capturing; these report exactly that, which cudart asks before some calls. */
-
-GP_CUDA_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
-{
-	uint64_t id;
-	CUresult r = gp__ready();
-
-	if (r == CUDA_SUCCESS)
-		r = gp__stream_id(s, false, &id);
-	if (r == CUDA_SUCCESS && !status)
-		r = CUDA_ERROR_INVALID_VALUE;
-	if (r == CUDA_SUCCESS)
-		*status = CU_STREAM_CAPTURE_STATUS_NONE;
-	return r;
-}
-
-static __thread CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-
-GP_CUDA_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
-{
-	CUstreamCaptureMode old;
-
-	if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
-		return CUDA_ERROR_INVALID_VALUE;
-	old = capture_mode;
-	capture_mode = *mode;
-	*mode = old;
-	return CUDA_SUCCESS;
 }

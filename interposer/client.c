@@ -543,14 +543,62 @@ static int complete_detached(struct gp_client *c, struct waiter *wt, Gp__Reply *
  * The worker sends HOST_CALL when a stream reaches a host function of this process, and
  * the stream waits until HOST_DONE comes back. They run, in the order they come, on a
  * thread of ours (started on first need): never on the reader, which must go on
- * delivering answers (a host function may wait for what the caller does next). */
+ * delivering answers (a host function may wait for what the caller does next).
+ *
+ * Two more kinds move client memory for graphs (api_graph.c's tokens): a fetch (kind 2)
+ * answers HOST_DONE with the token's bytes, read now; a push (kind 3) brings the bytes
+ * with the HOST_CALL, and the reader writes them to the token's memory before HOST_DONE
+ * is queued. A token, direction or size that does not match ends the session. */
 
 struct host_call {
 	uint64_t id, fn, data, stream;
 	uint32_t kind;
 	CUresult status;
+	struct gp_cmem mem; /* kinds 2 and 3 */
 	struct host_call *next;
 };
+
+/* Rows of client memory as one packed transfer (gp_bulk's read and write callbacks); a
+ * read packs each chunk's rows into buf (GP_CHUNK_SIZE bytes). */
+struct cmem_io {
+	struct gp_cmem *m;
+	uint8_t *buf;
+};
+
+static const uint8_t *cmem_read(void *arg, uint64_t off, size_t n, int *err)
+{
+	struct cmem_io *io = arg;
+	struct gp_cmem *m = io->m;
+
+	if (!io->buf || n > GP_CHUNK_SIZE) {
+		*err = io->buf ? -EINVAL : -ENOMEM; /* the transfer ends early */
+		return NULL;
+	}
+	for (size_t done = 0; done < n;) {
+		uint64_t row = (off + done) / m->width, col = (off + done) % m->width;
+		size_t k = m->width - col < n - done ? m->width - col : n - done;
+
+		memcpy(io->buf + done, m->addr + row * m->pitch + col, k);
+		done += k;
+	}
+	return io->buf;
+}
+
+static int cmem_write(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	struct gp_cmem *m = ((struct cmem_io *)arg)->m;
+
+	while (n) {
+		uint64_t row = off / m->width, col = off % m->width;
+		size_t k = m->width - col < n ? m->width - col : n;
+
+		memcpy(m->addr + row * m->pitch + col, p, k);
+		off += k;
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
 
 static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t host_cv = PTHREAD_COND_INITIALIZER;
@@ -575,12 +623,27 @@ static void *host_thread(void *arg)
 		pthread_mutex_unlock(&host_lock);
 		if (hc->kind == 0)
 			((CUhostFn)(uintptr_t)hc->fn)((void *)(uintptr_t)hc->data);
-		else
+		else if (hc->kind == 1)
 			((CUstreamCallback)(uintptr_t)hc->fn)((CUstream)(uintptr_t)hc->stream,
 							      hc->status,
 							      (void *)(uintptr_t)hc->data);
 		gp_conn_send_lock(c->conn);
-		ret = gp_conn_send(c->conn, GP_MSG_HOST_DONE, 0, hc->id, NULL, NULL, 0);
+		if (hc->kind == 2) {
+			/* a fetch: the bytes as they are now, packed */
+			struct cmem_io io = {.m = &hc->mem};
+			struct gp_bulk_source src = {.read = cmem_read, .arg = &io};
+
+			/* out of memory the transfer ends early, and the worker ends the session */
+			if (hc->mem.pitch == hc->mem.width)
+				src = (struct gp_bulk_source){.src = hc->mem.addr};
+			else
+				io.buf = malloc(GP_CHUNK_SIZE);
+			ret = gp_bulk_send(c->conn, GP_MSG_HOST_DONE, 0, hc->id, NULL,
+					   hc->mem.width * hc->mem.height, &src);
+			free(io.buf);
+		} else {
+			ret = gp_conn_send(c->conn, GP_MSG_HOST_DONE, 0, hc->id, NULL, NULL, 0);
+		}
 		if (!ret)
 			ret = gp_conn_flush(c->conn);
 		gp_conn_send_unlock(c->conn);
@@ -594,15 +657,42 @@ static void *host_thread(void *arg)
 /* Queues a HOST_CALL for the host-function thread. Returns 0 or a protocol code. */
 static int host_call(struct gp_client *c, const struct gp_frame_hdr *h)
 {
-	Gp__Call *call = h->bulk_len ? NULL : gp__call__unpack(NULL, h->msg_len, c->conn->msg);
+	Gp__Call *call = gp__call__unpack(NULL, h->msg_len, c->conn->msg);
 	struct host_call *hc = NULL;
+	struct gp_cmem mem = {0};
 	sigset_t all, old;
 	pthread_t t;
 	int ret = 0;
 
-	if (!call || call->n_arg != 5 || call->arg[3] > 1 || !call->arg[0]) {
+	if (!call || call->n_arg != 5 || call->arg[3] > 3 || !call->arg[0] ||
+	    (call->arg[3] >= 2 && !gp__cmem_get(call->arg[0], call->arg[3] == 2, call->arg[1], &mem))) {
 		ret = GP_EDECODE;
 		goto out;
+	}
+	if ((h->bulk_len || (h->flags & GP_F_MORE)) && call->arg[3] != 3) {
+		ret = GP_EDECODE;
+		goto out;
+	}
+	if (call->arg[3] == 3) {
+		/* a push: the bytes land in the token's memory before HOST_DONE goes back */
+		struct cmem_io io = {.m = &mem};
+		struct gp_bulk_sink sink = {.write = cmem_write, .arg = &io};
+		uint8_t *staging = mem.pitch == mem.width ? NULL : malloc(GP_CHUNK_SIZE);
+		bool usable = mem.pitch == mem.width || staging;
+
+		if (mem.pitch == mem.width)
+			sink = (struct gp_bulk_sink){.dst = mem.addr};
+		else if (!staging)
+			sink = (struct gp_bulk_sink){0}; /* dropped: the session ends below */
+		sink.staging = staging;
+		ret = gp_bulk_recv(c->conn, h, mem.width * mem.height, &sink);
+		free(staging);
+		if (!ret && !usable)
+			ret = -ENOMEM;
+		if (!ret && sink.got != mem.width * mem.height)
+			ret = GP_EDECODE;
+		if (ret)
+			goto out;
 	}
 	hc = calloc(1, sizeof(*hc));
 	if (!hc) {
@@ -611,7 +701,7 @@ static int host_call(struct gp_client *c, const struct gp_frame_hdr *h)
 	}
 	*hc = (struct host_call){.id = h->request_id, .fn = call->arg[0], .data = call->arg[1],
 				 .stream = call->arg[2], .kind = (uint32_t)call->arg[3],
-				 .status = (CUresult)call->arg[4]};
+				 .status = (CUresult)call->arg[4], .mem = mem};
 	pthread_mutex_lock(&host_lock);
 	if (!host_thread_started) {
 		sigfillset(&all);

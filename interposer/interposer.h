@@ -9,6 +9,7 @@
  * api_module.c   modules, libraries (loaded lazily), kernels, globals, attributes
  * api_launch.c   kernel launches, occupancy
  * api_stream.c   streams, events, host functions
+ * api_graph.c    graphs, stream capture, client memory in graphs (tokens for HOST_CALL)
  * api_ptds.c     the _ptds/_ptsz per-thread-default-stream entry points
  * (cuGetProcAddress and cuGetExportTable are src/cuda_entry.c's, served locally)
  *
@@ -103,6 +104,9 @@
 #define GP_MAGIC_FUNC 0x47504655u    /* GPFU */
 #define GP_MAGIC_STREAM 0x47505354u  /* GPST */
 #define GP_MAGIC_EVENT 0x47504556u   /* GPEV */
+#define GP_MAGIC_GRAPH 0x47504752u  /* GPGR */
+#define GP_MAGIC_GNODE 0x47504e44u  /* GPND */
+#define GP_MAGIC_GEXEC 0x47505845u  /* GPXE */
 #define GP_MAGIC_DEAD 0xdeadbeefu
 
 /* Stream ids on the wire for the special handles (see wire.h). */
@@ -275,6 +279,32 @@ CUresult gp__stream_id(CUstream s, bool per_thread, uint64_t *id);
 CUresult gp__stream_sync(CUstream s, bool per_thread);
 /* The current context and a stream's wire id: the start of every stream-ordered call. */
 CUresult gp__ctx_stream(CUstream s, bool per_thread, struct gp_ictx **ctx, uint64_t *id);
+
+/* api_graph.c */
+/* True when the stream (a wire id) is capturing: the caller refuses a call the pool cannot
+ * capture, and the capture ends invalidated, as CUDA ends one after an unsupported call. */
+bool gp__capture_refuse(struct gp_ictx *c, uint64_t sid);
+/*
+ * A copy between this process's memory (host rows of width bytes, hpitch apart) and the
+ * device: when the stream is capturing, it is captured as a fetch or push of the bytes at
+ * every launch (*taken set, the result returned); otherwise *taken is false.
+ */
+CUresult gp__capture_copy(struct gp_ictx *c, uint64_t sid, CUdeviceptr dev, uint64_t dpitch,
+			  void *host, uint64_t hpitch, uint64_t width, uint64_t height,
+			  bool to_device, bool *taken);
+/* Client memory a graph node moves, named to the worker only by its token. */
+struct gp_cmem {
+	uint8_t *addr;
+	uint64_t width, height, pitch; /* host rows */
+	bool to_device;
+};
+/* The memory of a token, if the worker's request (fetch: to the device) and size match. */
+bool gp__cmem_get(uint64_t token, bool fetch, uint64_t nbytes, struct gp_cmem *out);
+
+/* api_launch.c */
+/* kernelParams or `extra` laid out as the kernel reads them (malloc'd into *buf). */
+CUresult gp__launch_pack(const struct gp_ifunc *f, void **params, void **extra, uint8_t **buf,
+			 size_t *len);
 
 /* api_module.c */
 /* A launchable handle: a module function or a library kernel, loaded if lazy. */

@@ -306,6 +306,8 @@ SG_EXPORT CUresult cuCtxSynchronize(void)
 
 	if (r)
 		return r;
+	if ((r = sg_capture_unsafe()))
+		return r;
 	return sg_ctx_sync(c);
 }
 
@@ -315,6 +317,8 @@ SG_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 	CUresult r = sg_ctx_resolve(ctx, &c, false);
 
 	if (r)
+		return r;
+	if ((r = sg_capture_unsafe()))
 		return r;
 	return sg_ctx_sync(c);
 }

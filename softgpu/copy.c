@@ -107,6 +107,11 @@ static CUresult do_copy(struct sg_copy *c, bool src_host, bool dst_host, CUstrea
 	op = sg_op_new(SG_OP_COPY);
 	if (op == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (async && sg_stream_capturing(s)) {
+		/* captured: the node reads and writes host memory when the graph runs */
+		op->u.copy = *c;
+		return sg_stream_submit(s, op);
+	}
 	if (async && src_host && !pinned(c->src)) {
 		span = ((c->depth ? c->depth : 1) - 1) * c->sslice + (c->height - 1) * c->spitch +
 		       c->width;
@@ -272,24 +277,23 @@ SG_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStre
 
 /* ---- 3-D ---- */
 
-static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, bool async, bool pt)
+CUresult sg_copy_prepare3d(const CUDA_MEMCPY3D *p, struct sg_copy *out, bool *src_host,
+			   bool *dst_host)
 {
 	struct sg_copy c = {0};
-	struct sg_ctx *ctx;
 	enum side ss, ds;
 	uint64_t sa, da;
 	size_t sp, dp, sh, dh, sspan, dspan;
-	CUresult r = sg_ctx_current(&ctx, true), e = CUDA_SUCCESS;
+	CUresult r, e = CUDA_SUCCESS;
 
-	if (r)
-		return r;
+	*out = c;
 	if (p == NULL || p->reserved0 || p->reserved1 || p->srcLOD || p->dstLOD)
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((r = side_of(p->srcMemoryType, p->srcHost, p->srcDevice, &sa, &ss)) ||
 	    (r = side_of(p->dstMemoryType, p->dstHost, p->dstDevice, &da, &ds)))
 		return r;
 	if (p->WidthInBytes == 0 || p->Height == 0 || p->Depth == 0)
-		return CUDA_SUCCESS;
+		return CUDA_SUCCESS; /* an empty copy: width 0 */
 	sp = p->srcPitch ? p->srcPitch : p->WidthInBytes;
 	dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
 	sh = p->srcHeight ? p->srcHeight : p->Height;
@@ -322,7 +326,25 @@ static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, bool async, bool pt)
 	c.dpitch = dp;
 	c.sslice = sh * sp;
 	c.dslice = dh * dp;
-	return do_copy(&c, ss != DEV, ds != DEV, h, async, pt);
+	*out = c;
+	*src_host = ss != DEV;
+	*dst_host = ds != DEV;
+	return CUDA_SUCCESS;
+}
+
+static CUresult copy3d(const CUDA_MEMCPY3D *p, CUstream h, bool async, bool pt)
+{
+	struct sg_copy c;
+	struct sg_ctx *ctx;
+	bool sh = false, dh = false;
+	CUresult r = sg_ctx_current(&ctx, true);
+
+	if (r)
+		return r;
+	r = sg_copy_prepare3d(p, &c, &sh, &dh);
+	if (r || c.width == 0)
+		return r;
+	return do_copy(&c, sh, dh, h, async, pt);
 }
 
 SG_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
@@ -365,20 +387,16 @@ SG_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext
 
 /* ---- memset ---- */
 
-static CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, size_t width,
-			 size_t height, CUstream h, bool async, bool pt)
+CUresult sg_set_prepare(uint64_t dst, size_t pitch, uint32_t value, unsigned elem, size_t width,
+			size_t height, struct sg_set *out)
 {
-	struct sg_ctx *ctx;
-	struct sg_stream *s;
-	struct sg_op *op;
 	struct sg_set set = {0};
 	size_t rowbytes, span;
-	CUresult r = sg_stream_resolve(async ? h : NULL, pt, &ctx, &s), e = CUDA_SUCCESS;
+	CUresult e = CUDA_SUCCESS;
 
-	if (r)
-		return r;
-	if ((r = (CUresult)__atomic_load_n(&ctx->sticky, __ATOMIC_ACQUIRE)))
-		return r;
+	*out = set;
+	if (elem != 1 && elem != 2 && elem != 4)
+		return CUDA_ERROR_INVALID_VALUE;
 	if (width == 0 || height == 0)
 		return CUDA_SUCCESS;
 	if (__builtin_mul_overflow(width, (size_t)elem, &rowbytes) || dst % elem ||
@@ -393,6 +411,26 @@ static CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned
 	set.width = width;
 	set.height = height;
 	set.pitch = height > 1 ? pitch : rowbytes;
+	*out = set;
+	return CUDA_SUCCESS;
+}
+
+static CUresult memset2d(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem, size_t width,
+			 size_t height, CUstream h, bool async, bool pt)
+{
+	struct sg_ctx *ctx;
+	struct sg_stream *s;
+	struct sg_op *op;
+	struct sg_set set;
+	CUresult r = sg_stream_resolve(async ? h : NULL, pt, &ctx, &s);
+
+	if (r)
+		return r;
+	if ((r = (CUresult)__atomic_load_n(&ctx->sticky, __ATOMIC_ACQUIRE)))
+		return r;
+	r = sg_set_prepare(dst, pitch, value, elem, width, height, &set);
+	if (r || set.dst == NULL)
+		return r;
 	op = sg_op_new(SG_OP_SET);
 	if (op == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;

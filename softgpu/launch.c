@@ -94,25 +94,19 @@ static CUresult marshal(const struct sg_func *pf, void **params, void **extra, u
 	return CUDA_SUCCESS;
 }
 
-static CUresult launch(CUfunction hf, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-		       unsigned by, unsigned bz, unsigned shmem, CUstream hs, void **params,
-		       void **extra, bool pt)
+CUresult sg_launch_new(struct sg_ctx *ctx, CUfunction hf, const unsigned grid[3],
+		       const unsigned block[3], unsigned shmem, void **params, void **extra,
+		       struct sg_launch **out)
 {
-	struct sg_ctx *ctx;
-	struct sg_stream *s;
 	struct sg_function *f;
 	const struct sg_func *pf;
 	struct sg_launch *l;
-	struct sg_op *op;
+	unsigned gx = grid[0], gy = grid[1], gz = grid[2], bx = block[0], by = block[1],
+		 bz = block[2];
 	uint64_t threads = (uint64_t)bx * by * bz;
 	int maxdyn;
-	CUresult r = sg_stream_resolve(hs, pt, &ctx, &s);
+	CUresult r = sg_function_resolve(hf, ctx, &f);
 
-	if (r)
-		return r;
-	if ((r = (CUresult)__atomic_load_n(&ctx->sticky, __ATOMIC_ACQUIRE)))
-		return r;
-	r = sg_function_resolve(hf, ctx, &f);
 	if (r)
 		return r;
 	pf = pfunc(f);
@@ -151,6 +145,7 @@ static CUresult launch(CUfunction hf, unsigned gx, unsigned gy, unsigned gz, uns
 	}
 	l->ctx = ctx;
 	l->mod = f->mod;
+	l->func = hf;
 	l->g.prog = f->mod->img->prog;
 	l->g.entry = pf;
 	l->g.tmpl = f->mod->tmpl;
@@ -172,6 +167,50 @@ static CUresult launch(CUfunction hf, unsigned gx, unsigned gy, unsigned gz, uns
 	l->g.ctx = ctx;
 	l->g.sm_count = sg_cfg.sm_count;
 	l->g.out = l->out;
+	*out = l;
+	return CUDA_SUCCESS;
+}
+
+struct sg_launch *sg_launch_dup(const struct sg_launch *t)
+{
+	struct sg_launch *l = calloc(1, sizeof(*l));
+	uint32_t size = t->g.param_size ? t->g.param_size : 1;
+
+	if (l == NULL)
+		return NULL;
+	*l = *t;
+	l->params = malloc(size);
+	l->out = sg_pout_new(t->ctx->limit_printf);
+	if (l->params == NULL || l->out == NULL) {
+		free(l->params);
+		sg_pout_free(l->out);
+		free(l);
+		return NULL;
+	}
+	memcpy(l->params, t->params, size);
+	l->g.params = l->params;
+	l->g.out = l->out;
+	return l;
+}
+
+static CUresult launch(CUfunction hf, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+		       unsigned by, unsigned bz, unsigned shmem, CUstream hs, void **params,
+		       void **extra, bool pt)
+{
+	struct sg_ctx *ctx;
+	struct sg_stream *s;
+	struct sg_launch *l;
+	struct sg_op *op;
+	CUresult r = sg_stream_resolve(hs, pt, &ctx, &s);
+
+	if (r)
+		return r;
+	if ((r = (CUresult)__atomic_load_n(&ctx->sticky, __ATOMIC_ACQUIRE)))
+		return r;
+	r = sg_launch_new(ctx, hf, (unsigned[3]){gx, gy, gz}, (unsigned[3]){bx, by, bz}, shmem,
+			  params, extra, &l);
+	if (r)
+		return r;
 	op = sg_op_new(SG_OP_LAUNCH);
 	if (op == NULL) {
 		sg_launch_free(l);

@@ -405,6 +405,8 @@ SG_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 		return r;
 	if (dptr == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = sg_capture_unsafe()))
+		return r; /* cudaMalloc during a global-mode capture */
 	return sg_mem_alloc(c, bytesize, SG_MEM_DEVICE, (uint64_t *)dptr);
 }
 

@@ -28,6 +28,8 @@
  *                pointer attributes, device-side malloc
  *   copy.c       cuMemcpy* and cuMemset*, sync and async, 1-D, 2-D, 3-D and peer
  *   stream.c     streams, events, host functions, legacy default-stream ordering
+ *   graph.c      CUDA graphs: nodes, clone, instantiate, launch, update (graph_int.h)
+ *   capture.c    stream capture: a capturing stream's ops become graph nodes
  *   module.c     modules, libraries, functions, kernels, globals, parameter info
  *   launch.c     cuLaunchKernel(Ex), parameter marshalling, occupancy
  *   engine.c     the block thread pool that runs a grid
@@ -86,6 +88,9 @@ enum sg_kind {
 	SG_K_FUNC,
 	SG_K_LIBRARY,
 	SG_K_KERNEL,
+	SG_K_GRAPH,
+	SG_K_GNODE,
+	SG_K_GEXEC,
 };
 
 int sg_handle_add(const void *p, int kind);
@@ -227,6 +232,15 @@ struct sg_set {
 
 void sg_copy_run(const struct sg_copy *c);
 void sg_set_run(const struct sg_set *s);
+/*
+ * Checks a CUDA_MEMCPY3D and resolves both sides to host addresses (width 0: nothing to
+ * copy); *src_host and *dst_host say which sides are host memory. CUresult.
+ */
+CUresult sg_copy_prepare3d(const CUDA_MEMCPY3D *p, struct sg_copy *c, bool *src_host,
+			   bool *dst_host);
+/* Checks a memset of height rows of width elements of elem bytes at dst (dst NULL: empty). */
+CUresult sg_set_prepare(uint64_t dst, size_t pitch, uint32_t value, unsigned elem, size_t width,
+			size_t height, struct sg_set *out);
 
 /* ---- stream.c ---- */
 
@@ -248,6 +262,10 @@ struct sg_event {
 	uint64_t done_gen; /* records completed */
 	uint64_t time_ns;
 	struct sg_event *next;
+	/* graph.c, under its lock: the capture that last recorded it, and what it recorded */
+	uint64_t cap_id;
+	struct sg_gnode **cdeps;
+	size_t ncdeps;
 };
 
 struct sg_launch;
@@ -297,6 +315,10 @@ struct sg_stream {
 	uint64_t done_seq; /* ops completed */
 	uint64_t id;
 	struct sg_stream *next;
+	/* graph.c, under its lock: the capture this stream takes part in, and its frontier */
+	struct sg_capture *cap;
+	struct sg_gnode **cdeps;
+	size_t ncdeps, cdeps_cap;
 };
 
 /* Creates a stream of ctx (flags CU_STREAM_*); CUresult. */
@@ -326,9 +348,39 @@ CUresult sg_stream_sync(struct sg_stream *s);
 CUresult sg_ctx_sync(struct sg_ctx *ctx);
 /* Frees the streams and events of an idle context. */
 void sg_streams_release(struct sg_ctx *ctx);
+/* Queues ops[0..n) on s as one unit: nothing queued meanwhile lands between them; takes them. */
+CUresult sg_stream_submit_list(struct sg_stream *s, struct sg_op **ops, size_t n);
 struct sg_op *sg_op_new(int kind);
 void sg_op_free(struct sg_op *op);
+/* A RECORD (the event's next generation) or WAIT (its latest) op on e. */
+struct sg_op *sg_event_op_new(struct sg_event *e, int kind);
 uint64_t sg_now_ns(void);
+
+/* ---- capture.c (graphs themselves: graph_int.h) ---- */
+
+struct sg_gnode;
+struct sg_capture;
+
+/* Captures in progress in the process: when 0 nothing below needs its lock. */
+extern int sg_captures_active;
+#define SG_NOT_CAPTURED (-1)
+/*
+ * An op submitted to s while some capture is in progress: added to s's capture as a node
+ * (taking op), or refused (synchronous work on a capturing stream, work on the legacy
+ * stream beside a capturing blocking stream; op freed). SG_NOT_CAPTURED: run it as usual.
+ * op NULL only checks.
+ */
+int sg_capture_op(struct sg_stream *s, struct sg_op *op, bool sync);
+/* cuEventRecord / cuStreamWaitEvent while a capture is in progress; as sg_capture_op. */
+int sg_capture_event(struct sg_stream *s, struct sg_event *e, int kind, unsigned flags);
+bool sg_stream_capturing(struct sg_stream *s);
+/*
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED when this thread may not make a potentially unsafe
+ * call (an allocation, a synchronous copy, a context synchronize) under the capture modes.
+ */
+CUresult sg_capture_unsafe(void);
+/* A stream that is synchronized or destroyed while capturing invalidates its capture. */
+CUresult sg_capture_stream_sync(struct sg_stream *s, bool destroying);
 
 /* ---- module.c ---- */
 
@@ -391,8 +443,18 @@ struct sg_launch {
 	struct sg_module *mod; /* kept for the templates */
 	uint8_t *params;
 	struct sg_pout *out;
+	CUfunction func; /* the handle it was made from (graph kernel nodes answer it) */
 };
 
+/*
+ * A checked launch of hf in ctx, its parameters marshalled from kernelParams or `extra`;
+ * not queued. CUresult.
+ */
+CUresult sg_launch_new(struct sg_ctx *ctx, CUfunction hf, const unsigned grid[3],
+		       const unsigned block[3], unsigned shmem, void **params, void **extra,
+		       struct sg_launch **out);
+/* A copy of a launch with its own parameter buffer and printf buffer (graph launches). */
+struct sg_launch *sg_launch_dup(const struct sg_launch *l);
 /* Runs a grid on the block pool; 0 or a CUresult (the launch's fault). */
 int sg_engine_run(struct sg_launch *l);
 void sg_launch_free(struct sg_launch *l);

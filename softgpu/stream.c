@@ -26,6 +26,11 @@
  * After a kernel faults, the context's error is sticky: later launches,
  * copies and host functions of that context are skipped, events still
  * complete, and synchronizing calls return the error.
+ *
+ * Stream capture (graph.c) sits in front of the queue: while any capture is in
+ * progress, submit() and the event calls first offer the op to graph.c, which
+ * turns it into a node of the capturing stream's graph instead of queuing it.
+ * graph.c's lock is taken before qlock, never while holding it.
  */
 
 static pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER;
@@ -59,8 +64,10 @@ static void ev_unref_locked(struct sg_event *e)
 {
 	struct sg_evref *r = (struct sg_evref *)e;
 
-	if (--r->refs == 0 && r->destroyed)
+	if (--r->refs == 0 && r->destroyed) {
+		free(r->ev.cdeps);
 		free(r);
+	}
 }
 
 void sg_op_free(struct sg_op *op)
@@ -198,6 +205,7 @@ void sg_stream_free(struct sg_stream *s)
 		sg_op_free(s->head);
 		s->head = n;
 	}
+	free(s->cdeps);
 	free(s);
 }
 
@@ -228,6 +236,15 @@ static CUresult submit(struct sg_stream *s, struct sg_op *op, uint64_t *seq, boo
 	struct sg_ctx *ctx = s->ctx;
 	CUresult r = CUDA_SUCCESS;
 
+	if (__atomic_load_n(&sg_captures_active, __ATOMIC_ACQUIRE)) {
+		int c = sg_capture_op(s, op, inline_ok);
+
+		if (c != SG_NOT_CAPTURED) {
+			if (seq)
+				*seq = 0;
+			return (CUresult)c;
+		}
+	}
 	pthread_mutex_lock(&qlock);
 	if (s->is_null) {
 		for (struct sg_stream *t = ctx->streams; t && r == CUDA_SUCCESS; t = t->next)
@@ -290,10 +307,61 @@ static CUresult wait_seq(struct sg_stream *s, uint64_t seq)
 	return (CUresult)__atomic_load_n(&s->ctx->sticky, __ATOMIC_ACQUIRE);
 }
 
+CUresult sg_stream_submit_list(struct sg_stream *s, struct sg_op **ops, size_t n)
+{
+	struct sg_ctx *ctx = s->ctx;
+	CUresult r = CUDA_SUCCESS;
+	int c;
+
+	if (n == 0)
+		return CUDA_SUCCESS;
+	if (__atomic_load_n(&sg_captures_active, __ATOMIC_ACQUIRE) &&
+	    (c = sg_capture_op(s, NULL, false)) != SG_NOT_CAPTURED)
+		r = (CUresult)c;
+	pthread_mutex_lock(&qlock);
+	if (r == CUDA_SUCCESS && s->is_null) {
+		for (struct sg_stream *t = ctx->streams; t && r == CUDA_SUCCESS; t = t->next)
+			if (!(t->flags & CU_STREAM_NON_BLOCKING))
+				r = add_dep(ops[0], t);
+	} else if (r == CUDA_SUCCESS && !(s->flags & CU_STREAM_NON_BLOCKING) && ctx->null_stream) {
+		r = add_dep(ops[0], ctx->null_stream);
+	}
+	if (r == CUDA_SUCCESS && !s->thread_started) {
+		if (pthread_create(&s->thread, NULL, worker, s))
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		else
+			s->thread_started = true;
+	}
+	if (r) {
+		pthread_mutex_unlock(&qlock);
+		for (size_t i = 0; i < n; i++)
+			sg_op_free(ops[i]);
+		return r;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ops[i]->seq = ++s->enq_seq;
+		ops[i]->next = NULL;
+		if (s->tail)
+			s->tail->next = ops[i];
+		else
+			s->head = ops[i];
+		s->tail = ops[i];
+	}
+	pthread_cond_broadcast(&qcond);
+	pthread_mutex_unlock(&qlock);
+	return CUDA_SUCCESS;
+}
+
 CUresult sg_stream_submit_wait(struct sg_stream *s, struct sg_op *op)
 {
 	uint64_t seq;
-	CUresult r = submit(s, op, &seq, true);
+	CUresult r = sg_capture_unsafe();
+
+	if (r) {
+		sg_op_free(op);
+		return r;
+	}
+	r = submit(s, op, &seq, true);
 
 	if (r)
 		return r;
@@ -533,6 +601,8 @@ SG_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
 		return r;
 	if (!sg_handle_ok(s, SG_K_STREAM))
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (__atomic_load_n(&sg_captures_active, __ATOMIC_ACQUIRE))
+		sg_capture_stream_sync(s, true);
 	/* work already queued completes first, as on a GPU */
 	sg_stream_sync(s);
 	sg_handle_del(s);
@@ -574,6 +644,9 @@ static CUresult stream_sync(CUstream h, bool pt)
 
 	if (r)
 		return r;
+	if (__atomic_load_n(&sg_captures_active, __ATOMIC_ACQUIRE) &&
+	    (r = sg_capture_stream_sync(s, false)))
+		return r;
 	if (s->is_null)
 		return legacy_sync(c);
 	return sg_stream_sync(s);
@@ -592,6 +665,9 @@ static CUresult stream_query(CUstream h, bool pt)
 	CUresult r = sg_stream_resolve(h, pt, &c, &s);
 
 	if (r)
+		return r;
+	if (__atomic_load_n(&sg_captures_active, __ATOMIC_ACQUIRE) &&
+	    (r = sg_capture_stream_sync(s, false)))
 		return r;
 	pthread_mutex_lock(&qlock);
 	busy = s->done_seq < s->enq_seq;
@@ -824,7 +900,21 @@ SG_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
 	return CUDA_SUCCESS;
 }
 
-static CUresult event_op(CUevent h, CUstream hs, int kind, bool pt)
+struct sg_op *sg_event_op_new(struct sg_event *e, int kind)
+{
+	struct sg_op *op = sg_op_new(kind);
+
+	if (op == NULL)
+		return NULL;
+	pthread_mutex_lock(&qlock);
+	op->u.ev.gen = kind == SG_OP_RECORD ? ++e->gen : e->gen;
+	op->u.ev.ev = e;
+	((struct sg_evref *)e)->refs++;
+	pthread_mutex_unlock(&qlock);
+	return op;
+}
+
+static CUresult event_op(CUevent h, CUstream hs, int kind, unsigned flags, bool pt)
 {
 	struct sg_event *e = (struct sg_event *)h;
 	struct sg_ctx *c;
@@ -840,38 +930,36 @@ static CUresult event_op(CUevent h, CUstream hs, int kind, bool pt)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if ((r = sticky_of(c)))
 		return r;
-	op = sg_op_new(kind);
+	if (__atomic_load_n(&sg_captures_active, __ATOMIC_ACQUIRE)) {
+		int k = sg_capture_event(s, e, kind, flags);
+
+		if (k != SG_NOT_CAPTURED)
+			return (CUresult)k;
+	}
+	/* a WAIT waits for the most recent record, if any */
+	op = sg_event_op_new(e, kind);
 	if (op == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	pthread_mutex_lock(&qlock);
-	if (kind == SG_OP_RECORD) {
-		op->u.ev.gen = ++e->gen;
-	} else {
-		op->u.ev.gen = e->gen; /* waits for the most recent record, if any */
-	}
-	op->u.ev.ev = e;
-	((struct sg_evref *)e)->refs++;
-	pthread_mutex_unlock(&qlock);
 	return sg_stream_submit(s, op);
 }
 
 SG_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
 {
-	return event_op(hEvent, hStream, SG_OP_RECORD, false);
+	return event_op(hEvent, hStream, SG_OP_RECORD, 0, false);
 }
 
 SG_EXPORT CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
 {
 	if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
 		return CUDA_ERROR_INVALID_VALUE;
-	return event_op(hEvent, hStream, SG_OP_RECORD, false);
+	return event_op(hEvent, hStream, SG_OP_RECORD, flags, false);
 }
 
 SG_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 {
 	if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
 		return CUDA_ERROR_INVALID_VALUE;
-	return event_op(hEvent, hStream, SG_OP_WAIT, false);
+	return event_op(hEvent, hStream, SG_OP_WAIT, Flags, false);
 }
 
 SG_EXPORT CUresult cuEventQuery(CUevent hEvent)
@@ -941,68 +1029,6 @@ SG_EXPORT CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUev
 	return cuEventElapsedTime_v2(pMilliseconds, hStart, hEnd);
 }
 
-/*
- * Stream capture: softgpu has no graphs, so no stream is ever capturing, and
- * saying so is the true answer (cuBLAS asks before it launches a reduction).
- * cuStreamBeginCapture itself is not supported.
- */
-static CUresult capture_status(CUstream h, CUstreamCaptureStatus *status, cuuint64_t *id, bool pt)
-{
-	struct sg_ctx *c;
-	struct sg_stream *s;
-	CUresult r = sg_stream_resolve(h, pt, &c, &s);
-
-	if (r)
-		return r;
-	if (status == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
-	*status = CU_STREAM_CAPTURE_STATUS_NONE;
-	if (id)
-		*id = 0;
-	return CUDA_SUCCESS;
-}
-
-#undef cuStreamIsCapturing
-#undef cuStreamGetCaptureInfo
-SG_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus);
-SG_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
-{
-	return capture_status(hStream, captureStatus, NULL, false);
-}
-
-SG_EXPORT CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-					  cuuint64_t *id_out);
-SG_EXPORT CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-					  cuuint64_t *id_out)
-{
-	return capture_status(hStream, captureStatus_out, id_out, false);
-}
-
-/* The graph and dependency outputs are only written while a capture is active. */
-SG_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
-					     CUstreamCaptureStatus *captureStatus_out,
-					     cuuint64_t *id_out, CUgraph *graph_out,
-					     const CUgraphNode **dependencies_out,
-					     size_t *numDependencies_out);
-SG_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
-					     CUstreamCaptureStatus *captureStatus_out,
-					     cuuint64_t *id_out, CUgraph *graph_out,
-					     const CUgraphNode **dependencies_out,
-					     size_t *numDependencies_out)
-{
-	return capture_status(hStream, captureStatus_out, id_out, false);
-}
-
-SG_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream hStream,
-					     CUstreamCaptureStatus *captureStatus_out,
-					     cuuint64_t *id_out, CUgraph *graph_out,
-					     const CUgraphNode **dependencies_out,
-					     const CUgraphEdgeData **edgeData_out,
-					     size_t *numDependencies_out)
-{
-	return capture_status(hStream, captureStatus_out, id_out, false);
-}
-
 /* ---- per-thread default stream variants (cuda.h names with _ptsz/_ptds) ---- */
 
 #define PTSZ(ret, name, params)    \
@@ -1037,21 +1063,21 @@ PTSZ(CUresult, cuStreamAddCallback_ptsz,
 
 PTSZ(CUresult, cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream))
 {
-	return event_op(hEvent, hStream, SG_OP_RECORD, true);
+	return event_op(hEvent, hStream, SG_OP_RECORD, 0, true);
 }
 
 PTSZ(CUresult, cuEventRecordWithFlags_ptsz, (CUevent hEvent, CUstream hStream, unsigned int flags))
 {
 	if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
 		return CUDA_ERROR_INVALID_VALUE;
-	return event_op(hEvent, hStream, SG_OP_RECORD, true);
+	return event_op(hEvent, hStream, SG_OP_RECORD, flags, true);
 }
 
 PTSZ(CUresult, cuStreamWaitEvent_ptsz, (CUstream hStream, CUevent hEvent, unsigned int Flags))
 {
 	if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
 		return CUDA_ERROR_INVALID_VALUE;
-	return event_op(hEvent, hStream, SG_OP_WAIT, true);
+	return event_op(hEvent, hStream, SG_OP_WAIT, Flags, true);
 }
 
 PTSZ(CUresult, cuStreamGetPriority_ptsz, (CUstream hStream, int *priority))
@@ -1079,28 +1105,3 @@ PTSZ(CUresult, cuStreamGetDevice_ptsz, (CUstream hStream, CUdevice *device))
 	return get_device(hStream, device, true);
 }
 
-PTSZ(CUresult, cuStreamIsCapturing_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus))
-{
-	return capture_status(hStream, captureStatus, NULL, true);
-}
-
-PTSZ(CUresult, cuStreamGetCaptureInfo_ptsz,
-     (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out))
-{
-	return capture_status(hStream, captureStatus_out, id_out, true);
-}
-
-PTSZ(CUresult, cuStreamGetCaptureInfo_v2_ptsz,
-     (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
-      CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out))
-{
-	return capture_status(hStream, captureStatus_out, id_out, true);
-}
-
-PTSZ(CUresult, cuStreamGetCaptureInfo_v3_ptsz,
-     (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out,
-      CUgraph *graph_out, const CUgraphNode **dependencies_out,
-      const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out))
-{
-	return capture_status(hStream, captureStatus_out, id_out, true);
-}

@@ -86,7 +86,45 @@
 	X(cuEventRecord, 0)                                                        \
 	X(cuEventSynchronize, 0)                                                   \
 	X(cuEventQuery, 0)                                                         \
-	X(cuEventElapsedTime_v2, 0)
+	X(cuEventElapsedTime_v2, 0)                                                \
+	X(cuLaunchHostFunc, 0)                                                     \
+	X(cuMemcpy2DAsync_v2, 0)                                                   \
+	X(cuStreamBeginCapture_v2, 0)                                              \
+	X(cuStreamEndCapture, 0)                                                   \
+	X(cuStreamGetCaptureInfo_v3, 0)                                            \
+	X(cuGraphCreate, 0)                                                        \
+	X(cuGraphDestroy, 0)                                                       \
+	X(cuGraphClone, 0)                                                         \
+	X(cuGraphGetNodes, 0)                                                      \
+	X(cuGraphGetRootNodes, 0)                                                  \
+	X(cuGraphAddKernelNode_v2, 0)                                              \
+	X(cuGraphKernelNodeSetParams_v2, 0)                                        \
+	X(cuGraphExecKernelNodeSetParams_v2, 0)                                    \
+	X(cuGraphAddMemsetNode, 0)                                                 \
+	X(cuGraphAddMemcpyNode, 0)                                                 \
+	X(cuGraphAddHostNode, 0)                                                   \
+	X(cuGraphAddEmptyNode, 0)                                                  \
+	X(cuGraphAddEventRecordNode, 0)                                            \
+	X(cuGraphAddEventWaitNode, 0)                                              \
+	X(cuGraphAddChildGraphNode, 0)                                             \
+	X(cuGraphAddDependencies_v2, 0)                                            \
+	X(cuGraphRemoveDependencies_v2, 0)                                         \
+	X(cuGraphInstantiateWithFlags, 0)                                          \
+	X(cuGraphExecDestroy, 0)                                                   \
+	X(cuGraphLaunch, 0)                                                        \
+	X(cuGraphUpload, 0)                                                        \
+	X(cuGraphExecUpdate_v2, 0)                                                 \
+	X(cuGraphMemsetNodeSetParams, 0)                                           \
+	X(cuGraphExecMemsetNodeSetParams, 0)                                       \
+	X(cuGraphMemcpyNodeSetParams, 0)                                           \
+	X(cuGraphExecMemcpyNodeSetParams, 0)                                       \
+	X(cuGraphHostNodeSetParams, 0)                                             \
+	X(cuGraphExecHostNodeSetParams, 0)                                         \
+	X(cuGraphEventRecordNodeSetEvent, 0)                                       \
+	X(cuGraphEventWaitNodeSetEvent, 0)                                         \
+	X(cuGraphExecEventRecordNodeSetEvent, 0)                                   \
+	X(cuGraphExecEventWaitNodeSetEvent, 0)                                     \
+	X(cuGraphExecChildGraphNodeSetParams, 0)
 
 /* Calls an optional entry point, or answers NOT_SUPPORTED when the driver lacks it. */
 #define GP_DRV(w, name, ...) ((w)->drv.name ? (w)->drv.name(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)

@@ -12,6 +12,7 @@
  * inventory.c `--inventory`: the GPUs the driver shows, for the supervisor
  * waits.c     synchronizing calls wait on waiter threads, which answer them
  * hostfn.c    host functions: run in the client when their stream reaches them
+ * graph.c     graphs, graph nodes, executable graphs and stream capture on the driver
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * driver.c    the dlopen'd libcuda
@@ -70,6 +71,9 @@ enum gp_handle_kind {
 	GP_H_EVENT,
 	GP_H_LIBRARY,
 	GP_H_KERNEL,
+	GP_H_GRAPH,	 /* parent: the context it was made in */
+	GP_H_GRAPH_NODE, /* parent: its graph's handle */
+	GP_H_GRAPH_EXEC, /* parent: the context it was made in */
 };
 
 struct gp_fn_info {
@@ -149,6 +153,19 @@ int gp__libinst_add(struct gp_worker *w, uint64_t lib, uint64_t ctx, int device,
 const struct gp_libinst *gp__libinst_find(const struct gp_worker *w, uint64_t lib, uint64_t ctx);
 /* The most one of the library's modules was measured to cost (0: none measured yet). */
 uint64_t gp__libinst_cost(const struct gp_worker *w, uint64_t lib);
+
+/* hostfn.c: a host function of the client that may run many times (a graph's host node,
+ * or a host function queued on a capturing stream): the driver calls gp__hostfn_node_run
+ * with it; it lives as long as the session. NULL when out of memory. */
+void *gp__hostfn_node_new(struct gp_worker *w, uint64_t fn, uint64_t data, uint64_t client_stream,
+			  uint32_t kind);
+void CUDA_CB gp__hostfn_node_run(void *node);
+/* One that moves nbytes of client memory (the client's token) through *staging: a fetch
+ * brings them into it, a push sends them from it; the client checks token and size. */
+void *gp__hostfn_copy_new(struct gp_worker *w, uint64_t token, uint64_t nbytes, bool fetch,
+			  uint8_t **staging);
+/* graph.c: whether the driver's stream is capturing now */
+bool gp__stream_capturing(struct gp_worker *w, CUstream s);
 
 /* module.c */
 /* A function's parameter layout, asked of the driver on first use. */

@@ -33,6 +33,8 @@
  *	STREAM   0 or 1: the legacy default stream, 2: the per-thread one, else a stream
  *	         handle (CUDA_ERROR_INVALID_HANDLE)
  *	EVENT, MODULE, LIBRARY  a handle of that kind (CUDA_ERROR_INVALID_HANDLE)
+ *	         (graphs, graph nodes and executable graphs travel as U64; their handlers check
+ *	         the kind: daemon/worker/graph.c)
  *	MODLIB   a module or a library handle
  *	FUNC     a module's function or a library's kernel; a kernel's module is made (and
  *	         charged) in the call's CTX on first use there
@@ -211,7 +213,90 @@
 	X(EVENT_ELAPSED, event_elapsed, 155, 0,                                                  \
 	  GP_ARG(CTX, ctx) GP_ARG(EVENT, start) GP_ARG(EVENT, end),                              \
 	  GP_OUT(ms_bits), ,                                                                     \
-	  "cuEventElapsedTime: milliseconds as the bits of a float")
+	  "cuEventElapsedTime: milliseconds as the bits of a float")                              \
+	/* ---- graphs (graph, node, exec: U64 handles the handler checks by kind) ---- */      \
+	X(GRAPH_CREATE, graph_create, 160, 0,                                                    \
+	  GP_ARG(CTX, ctx) GP_ARG(U32, flags),                                                   \
+	  GP_OUT(graph), ,                                                                       \
+	  "cuGraphCreate")                                                                       \
+	X(GRAPH_DESTROY, graph_destroy, 161, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph), , ,                                               \
+	  "cuGraphDestroy (its nodes' handles go with it)")                                      \
+	X(GRAPH_CLONE, graph_clone, 162, 0,                                                      \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph),                                                   \
+	  GP_OUT(graph), ,                                                                       \
+	  "cuGraphClone")                                                                        \
+	X(GRAPH_NODE_COUNT, graph_node_count, 163, 0,                                            \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(U32, roots),                                \
+	  GP_OUT(count), ,                                                                       \
+	  "cuGraphGetNodes, cuGraphGetRootNodes with no array: how many")                        \
+	X(GRAPH_ADD_KERNEL, graph_add_kernel, 164, 0,                                            \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(FUNC, func) GP_ARG(U32, grid_x)             \
+	  GP_ARG(U32, grid_y) GP_ARG(U32, grid_z) GP_ARG(U32, block_x) GP_ARG(U32, block_y)      \
+	  GP_ARG(U32, block_z) GP_ARG(U32, shared_mem) GP_ARG(U64, node) GP_ARG(U64, exec)       \
+	  GP_ARG(BLOB, params),                                                                  \
+	  GP_OUT(node), ,                                                                        \
+	  "cuGraphAddKernelNode (node 0), cuGraphKernelNodeSetParams (node), cuGraphExecKernelNodeSetParams (node, exec)") \
+	X(GRAPH_ADD_MEMSET, graph_add_memset, 165, 0,                                            \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(DPTR, dst) GP_ARG(U32, value)               \
+	  GP_ARG(U32, esize) GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U64, pitch)           \
+	  GP_ARG(U64, node) GP_ARG(U64, exec),                                                   \
+	  GP_OUT(node),                                                                          \
+	  GP_RANGE(dst, width, height, pitch),                                                   \
+	  "cuGraphAddMemsetNode, cuGraph[Exec]MemsetNodeSetParams (node[, exec]): width in bytes, esize 1, 2 or 4") \
+	X(GRAPH_ADD_COPY, graph_add_copy, 166, 0,                                                \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(DPTR, dst) GP_ARG(DPTR, src)                \
+	  GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U64, dst_pitch) GP_ARG(U64, src_pitch)   \
+	  GP_ARG(U64, node) GP_ARG(U64, exec),                                                   \
+	  GP_OUT(node),                                                                          \
+	  GP_RANGE(dst, width, height, dst_pitch) GP_RANGE(src, width, height, src_pitch),      \
+	  "cuGraphAddMemcpyNode, cuGraph[Exec]MemcpyNodeSetParams (node[, exec]), device to device (client memory: GRAPH_CLIENT_COPY)") \
+	X(GRAPH_ADD_HOST, graph_add_host, 167, 0,                                                \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(U64, fn) GP_ARG(U64, data)                  \
+	  GP_ARG(U64, node) GP_ARG(U64, exec),                                                   \
+	  GP_OUT(node), ,                                                                        \
+	  "cuGraphAddHostNode, cuGraph[Exec]HostNodeSetParams (node[, exec]): runs in the client (HOST_CALL) each time the node runs") \
+	X(GRAPH_ADD_OTHER, graph_add_other, 168, 0,                                              \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(U32, type) GP_ARG(U64, event)               \
+	  GP_ARG(U64, child) GP_ARG(U64, node) GP_ARG(U64, exec),                                \
+	  GP_OUT(node), ,                                                                        \
+	  "cuGraphAddEmptyNode, cuGraphAddEventRecordNode, cuGraphAddEventWaitNode (event), cuGraphAddChildGraphNode (child); with node[, exec]: cuGraph[Exec]Event{Record,Wait}NodeSetEvent, cuGraphExecChildGraphNodeSetParams") \
+	X(GRAPH_EDGES, graph_edges, 169, 0,                                                      \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(U32, remove) GP_ARG(BLOB, edges), , ,       \
+	  "cuGraphAdd/RemoveDependencies, and a new node's dependencies: (from, to) node pairs") \
+	X(GRAPH_INSTANTIATE, graph_instantiate, 170, 0,                                          \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(U64, flags),                                \
+	  GP_OUT(exec), ,                                                                        \
+	  "cuGraphInstantiate[WithFlags|WithParams]")                                            \
+	X(GRAPH_EXEC_DESTROY, graph_exec_destroy, 171, 0,                                        \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, exec), , ,                                                \
+	  "cuGraphExecDestroy")                                                                  \
+	X(GRAPH_LAUNCH, graph_launch, 172, GP_C_ASYNC,                                           \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, exec) GP_ARG(STREAM, stream) GP_ARG(U32, upload), , ,     \
+	  "cuGraphLaunch (upload 0), cuGraphUpload (upload 1): one message per launch")          \
+	X(GRAPH_EXEC_UPDATE, graph_exec_update, 173, 0,                                          \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, exec) GP_ARG(U64, graph),                                 \
+	  GP_OUT(result), ,                                                                      \
+	  "cuGraphExecUpdate: result is the CUgraphExecUpdateResult")                            \
+	X(GRAPH_CLIENT_COPY, graph_client_copy, 174, 0,                                          \
+	  GP_ARG(CTX, ctx) GP_ARG(DPTR, dev) GP_ARG(U64, width) GP_ARG(U64, height)              \
+	  GP_ARG(U64, pitch) GP_ARG(STREAM, stream) GP_ARG(U64, graph) GP_ARG(U64, token)        \
+	  GP_ARG(U32, to_device),                                                                \
+	  GP_OUT(first) GP_OUT(last),                                                            \
+	  GP_RANGE(dev, width, height, pitch),                                                   \
+	  "a copy between client memory (named by the client's token) and the device, captured on a capturing stream (graph 0) or as nodes of graph (first, last): HOST_CALL fetches or pushes the bytes each time it runs") \
+	/* ---- stream capture ---- */                                                          \
+	X(STREAM_BEGIN_CAPTURE, stream_begin_capture, 175, 0,                                    \
+	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(U32, mode), , ,                         \
+	  "cuStreamBeginCapture: the worker's driver captures what the worker queues there")     \
+	X(STREAM_END_CAPTURE, stream_end_capture, 176, 0,                                        \
+	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(U32, invalid),                          \
+	  GP_OUT(graph), ,                                                                       \
+	  "cuStreamEndCapture (invalid: the client refused a captured call; the graph is dropped)") \
+	X(STREAM_CAPTURE_INFO, stream_capture_info, 177, 0,                                      \
+	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream),                                               \
+	  GP_OUT(status) GP_OUT(id) GP_OUT(graph) GP_OUT(ndeps), ,                               \
+	  "cuStreamIsCapturing, cuStreamGetCaptureInfo (without the dependency array)")
 /* clang-format on */
 
 #endif

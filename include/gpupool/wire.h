@@ -56,6 +56,8 @@
 	X(OUTPUT, 6, none)                                                                       \
 	/* HOST_CALL: worker -> client, a host function is due on its stream (request_id: the */ \
 	/* LAUNCH_HOST_FUNC's); arg: fn, data, client stream, kind, the stream's status */       \
+	/* kind 2: fetch (arg: token, bytes; HOST_DONE brings the client memory's bytes); */     \
+	/* kind 3: push (arg: token, bytes; the bytes follow as bulk, for the client memory) */  \
 	X(HOST_CALL, 7, call)                                                                    \
 	/* HOST_DONE: client -> worker, that host function returned; the stream goes on */       \
 	X(HOST_DONE, 8, none)                                                                    \

@@ -1,0 +1,648 @@
+/* graph.c -- graphs, graph nodes, executable graphs and stream capture, on the driver.
+ *
+ * The client keeps each graph, node and executable graph as a handle of the session
+ * (GP_H_GRAPH, GP_H_GRAPH_NODE, GP_H_GRAPH_EXEC); they travel as U64 arguments, so every
+ * handler here checks the kind and generation itself before the driver sees anything.
+ * Nodes only name device memory of the session (the ranges are checked by the call's
+ * description) or the client's functions: a host node is a driver host node whose function
+ * sends HOST_CALL at every run (hostfn.c). Copies between client memory and the device are
+ * refused by the client before they are sent (docs/conformance.md).
+ *
+ * Capture: the driver's stream captures what this worker queues on it; a capture always
+ * runs on the worker's main thread, so for the driver every client thread is the capturing
+ * thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker.h"
+
+static CUgraph graph_of(struct gp_worker *w, uint64_t id)
+{
+	struct gp_handle *h = gp__handle_get(w, id, GP_H_GRAPH);
+
+	return h ? (CUgraph)h->ptr : NULL;
+}
+
+static CUgraphExec exec_of(struct gp_worker *w, uint64_t id)
+{
+	struct gp_handle *h = gp__handle_get(w, id, GP_H_GRAPH_EXEC);
+
+	return h ? (CUgraphExec)h->ptr : NULL;
+}
+
+/* A node of the session; with graph != 0, one of that graph. */
+static CUgraphNode node_of(struct gp_worker *w, uint64_t id, uint64_t graph)
+{
+	struct gp_handle *h = gp__handle_get(w, id, GP_H_GRAPH_NODE);
+
+	if (!h || (graph && h->parent != graph))
+		return NULL;
+	return (CUgraphNode)h->ptr;
+}
+
+static uint64_t new_handle(struct gp_worker *w, uint32_t kind, void *ptr, uint64_t parent)
+{
+	uint64_t id = gp__handle_new(w, kind, ptr);
+
+	if (id)
+		gp__handle_get(w, id, kind)->parent = parent;
+	return id;
+}
+
+bool gp__stream_capturing(struct gp_worker *w, CUstream s)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+
+	if (GP_DRV(w, cuStreamGetCaptureInfo_v3, s, &st, NULL, NULL, NULL, NULL, NULL))
+		return false;
+	return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/* ---- graphs ---- */
+
+/* A graph belongs to no context (CUDA's do not), so destroying one leaves it alone. */
+static CUresult graph_answer(struct gp_worker *w, CUgraph g, uint64_t ctx, uint64_t *out)
+{
+	uint64_t id = new_handle(w, GP_H_GRAPH, g, 0);
+
+	(void)ctx;
+
+	if (!id) {
+		GP_DRV(w, cuGraphDestroy, g);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = id;
+	return CUDA_SUCCESS;
+}
+
+CUresult gp__serve_graph_create(struct gp_worker *w, struct gp_req *rq,
+				const struct gp_wargs_graph_create *a, struct gp_out_graph_create *o)
+{
+	CUgraph g;
+	CUresult r = GP_DRV(w, cuGraphCreate, &g, a->flags);
+
+	(void)rq;
+	return r ? r : graph_answer(w, g, a->ctx, &o->graph);
+}
+
+CUresult gp__serve_graph_destroy(struct gp_worker *w, struct gp_req *rq,
+				 const struct gp_wargs_graph_destroy *a,
+				 struct gp_out_graph_destroy *o)
+{
+	CUgraph g = graph_of(w, a->graph);
+	CUresult r;
+
+	(void)rq;
+	(void)o;
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = GP_DRV(w, cuGraphDestroy, g);
+	if (r)
+		return r;
+	for (uint32_t i = 0; i < w->nhandles; i++) {
+		struct gp_handle *h = &w->handles[i];
+
+		if (h->kind == GP_H_GRAPH_NODE && h->parent == a->graph)
+			gp__handle_release(w, gp__handle_id(w, h));
+	}
+	gp__handle_release(w, a->graph);
+	return CUDA_SUCCESS;
+}
+
+CUresult gp__serve_graph_clone(struct gp_worker *w, struct gp_req *rq,
+			       const struct gp_wargs_graph_clone *a, struct gp_out_graph_clone *o)
+{
+	CUgraph g = graph_of(w, a->graph), c;
+	CUresult r;
+
+	(void)rq;
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = GP_DRV(w, cuGraphClone, &c, g);
+	return r ? r : graph_answer(w, c, a->ctx, &o->graph);
+}
+
+CUresult gp__serve_graph_node_count(struct gp_worker *w, struct gp_req *rq,
+				    const struct gp_wargs_graph_node_count *a,
+				    struct gp_out_graph_node_count *o)
+{
+	CUgraph g = graph_of(w, a->graph);
+	size_t n = 0;
+	CUresult r;
+
+	(void)rq;
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = a->roots ? GP_DRV(w, cuGraphGetRootNodes, g, NULL, &n)
+		     : GP_DRV(w, cuGraphGetNodes, g, NULL, &n);
+	o->count = n;
+	return r;
+}
+
+/* ---- nodes ---- */
+
+/*
+ * The add calls also set an existing node's parameters: node 0 adds one to graph; a node
+ * alone is that node of the graph; node and exec are the executable's copy of it.
+ */
+struct target {
+	CUgraph g;
+	CUgraphNode n;
+	CUgraphExec x;
+};
+
+static CUresult target_of(struct gp_worker *w, uint64_t graph, uint64_t node, uint64_t exec,
+			  struct target *t)
+{
+	*t = (struct target){0};
+	if (exec && !node)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!node && !(t->g = graph_of(w, graph)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (node && !(t->n = node_of(w, node, 0)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (exec && !(t->x = exec_of(w, exec)))
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+static CUresult node_answer(struct gp_worker *w, CUgraphNode n, uint64_t graph, uint64_t *out)
+{
+	uint64_t id = new_handle(w, GP_H_GRAPH_NODE, n, graph);
+
+	if (!id)
+		return CUDA_ERROR_OUT_OF_MEMORY; /* the node stays in the graph, unnamed */
+	*out = id;
+	return CUDA_SUCCESS;
+}
+
+CUresult gp__serve_graph_add_kernel(struct gp_worker *w, struct gp_req *rq,
+				    const struct gp_wargs_graph_add_kernel *a,
+				    struct gp_out_graph_add_kernel *o)
+{
+	const struct gp_fn_info *fi = a->func_info;
+	CUDA_KERNEL_NODE_PARAMS p = {0};
+	void **args = NULL;
+	CUgraph g = NULL;
+	CUgraphNode n = NULL;
+	CUgraphExec x = NULL;
+	CUresult r;
+
+	(void)rq;
+	if (a->node == 0 && !(g = graph_of(w, a->graph)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (a->node && !(n = node_of(w, a->node, 0)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (a->exec && !(x = exec_of(w, a->exec)))
+		return CUDA_ERROR_INVALID_VALUE;
+	/* The buffer must hold every parameter the kernel reads. */
+	if (!fi || a->params_len < fi->param_bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fi->nparams) {
+		args = calloc(fi->nparams, sizeof(*args));
+		if (!args)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		for (uint32_t i = 0; i < fi->nparams; i++)
+			args[i] = (void *)(a->params + fi->offset[i]);
+	}
+	if (a->func_is_kernel) {
+		p.kern = (CUkernel)a->func_drv;
+		p.ctx = w->current;
+	} else {
+		p.func = (CUfunction)a->func_drv;
+	}
+	p.gridDimX = a->grid_x;
+	p.gridDimY = a->grid_y;
+	p.gridDimZ = a->grid_z;
+	p.blockDimX = a->block_x;
+	p.blockDimY = a->block_y;
+	p.blockDimZ = a->block_z;
+	p.sharedMemBytes = a->shared_mem;
+	p.kernelParams = args;
+	if (x)
+		r = GP_DRV(w, cuGraphExecKernelNodeSetParams_v2, x, n, &p);
+	else if (n)
+		r = GP_DRV(w, cuGraphKernelNodeSetParams_v2, n, &p);
+	else if ((r = GP_DRV(w, cuGraphAddKernelNode_v2, &n, g, NULL, 0, &p)) == CUDA_SUCCESS)
+		r = node_answer(w, n, a->graph, &o->node);
+	free(args);
+	return r;
+}
+
+CUresult gp__serve_graph_add_memset(struct gp_worker *w, struct gp_req *rq,
+				    const struct gp_wargs_graph_add_memset *a,
+				    struct gp_out_graph_add_memset *o)
+{
+	CUDA_MEMSET_NODE_PARAMS p = {0};
+	struct target t;
+	CUgraphNode n;
+	CUresult r = target_of(w, a->graph, a->node, a->exec, &t);
+
+	(void)rq;
+	if (r)
+		return r;
+	if ((a->esize != 1 && a->esize != 2 && a->esize != 4) || a->width % a->esize)
+		return CUDA_ERROR_INVALID_VALUE;
+	p.dst = a->dst;
+	p.pitch = a->pitch;
+	p.value = a->value;
+	p.elementSize = a->esize;
+	p.width = a->width / a->esize;
+	p.height = a->height;
+	if (t.x)
+		return GP_DRV(w, cuGraphExecMemsetNodeSetParams, t.x, t.n, &p, w->current);
+	if (t.n)
+		return GP_DRV(w, cuGraphMemsetNodeSetParams, t.n, &p);
+	r = GP_DRV(w, cuGraphAddMemsetNode, &n, t.g, NULL, 0, &p, w->current);
+	return r ? r : node_answer(w, n, a->graph, &o->node);
+}
+
+CUresult gp__serve_graph_add_copy(struct gp_worker *w, struct gp_req *rq,
+				  const struct gp_wargs_graph_add_copy *a,
+				  struct gp_out_graph_add_copy *o)
+{
+	CUDA_MEMCPY3D p = {0};
+	struct target t;
+	CUgraphNode n;
+	CUresult r = target_of(w, a->graph, a->node, a->exec, &t);
+
+	(void)rq;
+	if (r)
+		return r;
+	p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	p.srcDevice = a->src;
+	p.srcPitch = a->src_pitch ? a->src_pitch : a->width;
+	p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	p.dstDevice = a->dst;
+	p.dstPitch = a->dst_pitch ? a->dst_pitch : a->width;
+	p.WidthInBytes = a->width;
+	p.Height = a->height;
+	p.Depth = 1;
+	if (t.x)
+		return GP_DRV(w, cuGraphExecMemcpyNodeSetParams, t.x, t.n, &p, w->current);
+	if (t.n)
+		return GP_DRV(w, cuGraphMemcpyNodeSetParams, t.n, &p);
+	r = GP_DRV(w, cuGraphAddMemcpyNode, &n, t.g, NULL, 0, &p, w->current);
+	return r ? r : node_answer(w, n, a->graph, &o->node);
+}
+
+CUresult gp__serve_graph_add_host(struct gp_worker *w, struct gp_req *rq,
+				  const struct gp_wargs_graph_add_host *a,
+				  struct gp_out_graph_add_host *o)
+{
+	CUDA_HOST_NODE_PARAMS p;
+	struct target t;
+	CUgraphNode n;
+	CUresult r = target_of(w, a->graph, a->node, a->exec, &t);
+
+	(void)rq;
+	if (r)
+		return r;
+	if (!a->fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	p.fn = gp__hostfn_node_run;
+	p.userData = gp__hostfn_node_new(w, a->fn, a->data, 0, 0);
+	if (!p.userData)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (t.x)
+		return GP_DRV(w, cuGraphExecHostNodeSetParams, t.x, t.n, &p);
+	if (t.n)
+		return GP_DRV(w, cuGraphHostNodeSetParams, t.n, &p);
+	r = GP_DRV(w, cuGraphAddHostNode, &n, t.g, NULL, 0, &p);
+	return r ? r : node_answer(w, n, a->graph, &o->node);
+}
+
+CUresult gp__serve_graph_add_other(struct gp_worker *w, struct gp_req *rq,
+				   const struct gp_wargs_graph_add_other *a,
+				   struct gp_out_graph_add_other *o)
+{
+	CUgraph g, child;
+	struct gp_handle *e;
+	struct target t;
+	CUgraphNode n;
+	CUresult r = target_of(w, a->graph, a->node, a->exec, &t);
+
+	(void)rq;
+	if (r)
+		return r;
+	g = t.g;
+	if (t.n) {
+		/* an existing node's event or (executable only) child graph */
+		bool rec = a->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+
+		switch (a->type) {
+		case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+			if (!(e = gp__handle_get(w, a->event, GP_H_EVENT)))
+				return CUDA_ERROR_INVALID_VALUE;
+			if (t.x)
+				return rec ? GP_DRV(w, cuGraphExecEventRecordNodeSetEvent, t.x, t.n,
+						    (CUevent)e->ptr)
+					   : GP_DRV(w, cuGraphExecEventWaitNodeSetEvent, t.x, t.n,
+						    (CUevent)e->ptr);
+			return rec ? GP_DRV(w, cuGraphEventRecordNodeSetEvent, t.n, (CUevent)e->ptr)
+				   : GP_DRV(w, cuGraphEventWaitNodeSetEvent, t.n, (CUevent)e->ptr);
+		case CU_GRAPH_NODE_TYPE_GRAPH:
+			if (!t.x || !(child = graph_of(w, a->child)))
+				return CUDA_ERROR_INVALID_VALUE;
+			return GP_DRV(w, cuGraphExecChildGraphNodeSetParams, t.x, t.n, child);
+		default:
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	switch (a->type) {
+	case CU_GRAPH_NODE_TYPE_EMPTY:
+		r = GP_DRV(w, cuGraphAddEmptyNode, &n, g, NULL, 0);
+		break;
+	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+		if (!(e = gp__handle_get(w, a->event, GP_H_EVENT)))
+			return CUDA_ERROR_INVALID_VALUE;
+		r = a->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD
+			    ? GP_DRV(w, cuGraphAddEventRecordNode, &n, g, NULL, 0, (CUevent)e->ptr)
+			    : GP_DRV(w, cuGraphAddEventWaitNode, &n, g, NULL, 0, (CUevent)e->ptr);
+		break;
+	case CU_GRAPH_NODE_TYPE_GRAPH:
+		if (!(child = graph_of(w, a->child)) || child == g)
+			return CUDA_ERROR_INVALID_VALUE;
+		r = GP_DRV(w, cuGraphAddChildGraphNode, &n, g, NULL, 0, child);
+		break;
+	default:
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	return r ? r : node_answer(w, n, a->graph, &o->node);
+}
+
+/* Edges come as (from, to) pairs of node handles, each pair's nodes of the graph. */
+#define EDGES_MAX (GP_BLOB_MAX / 16)
+
+CUresult gp__serve_graph_edges(struct gp_worker *w, struct gp_req *rq,
+			       const struct gp_wargs_graph_edges *a, struct gp_out_graph_edges *o)
+{
+	CUgraph g = graph_of(w, a->graph);
+	CUgraphNode from[EDGES_MAX], to[EDGES_MAX];
+	size_t n = a->edges_len / 16;
+
+	(void)rq;
+	(void)o;
+	if (!g || a->edges_len % 16 || n == 0 || a->remove > 1)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t f, t;
+
+		memcpy(&f, a->edges + 16 * i, 8);
+		memcpy(&t, a->edges + 16 * i + 8, 8);
+		from[i] = node_of(w, f, a->graph);
+		to[i] = node_of(w, t, a->graph);
+		if (!from[i] || !to[i])
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	return a->remove ? GP_DRV(w, cuGraphRemoveDependencies_v2, g, from, to, NULL, n)
+			 : GP_DRV(w, cuGraphAddDependencies_v2, g, from, to, NULL, n);
+}
+
+/* ---- client memory ---- */
+
+/* Staging for the client-memory copies of a session: it lives as long as the session (any
+ * graph or executable may still run it), so all of them together are capped. */
+#define CLIENT_COPY_MAX (1ull << 30)
+static uint64_t client_copy_bytes;
+
+/*
+ * A copy between client memory and the device, as two steps that run every time: to the
+ * device, a host function fetches the client's bytes into staging and a copy moves them
+ * to the device; from it, a copy fills staging and a host function pushes the bytes to
+ * the client and waits for its answer, so they are there before later work (and the
+ * launch's completion) can be seen. On a capturing stream both are captured; with a
+ * graph they are two nodes, first -> last.
+ */
+CUresult gp__serve_graph_client_copy(struct gp_worker *w, struct gp_req *rq,
+				     const struct gp_wargs_graph_client_copy *a,
+				     struct gp_out_graph_client_copy *o)
+{
+	CUgraph g = NULL;
+	CUDA_MEMCPY2D c = {0};
+	CUDA_MEMCPY3D c3 = {0};
+	uint64_t bytes;
+	uint8_t *staging;
+	void *hn;
+	CUresult r;
+
+	(void)rq;
+	if (a->to_device > 1 || !a->token || a->width == 0 || a->height == 0 ||
+	    __builtin_mul_overflow(a->width, a->height, &bytes) || bytes > CLIENT_COPY_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (bytes > CLIENT_COPY_MAX - client_copy_bytes)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (a->graph && !(g = graph_of(w, a->graph)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!g && !gp__stream_capturing(w, a->stream_drv))
+		return CUDA_ERROR_ILLEGAL_STATE; /* only captured copies take this path */
+	hn = gp__hostfn_copy_new(w, a->token, bytes, a->to_device, &staging);
+	if (!hn)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	client_copy_bytes += bytes;
+	c.WidthInBytes = a->width;
+	c.Height = a->height;
+	if (a->to_device) {
+		c.srcMemoryType = CU_MEMORYTYPE_HOST;
+		c.srcHost = staging;
+		c.srcPitch = a->width;
+		c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.dstDevice = a->dev;
+		c.dstPitch = a->pitch ? a->pitch : a->width;
+	} else {
+		c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.srcDevice = a->dev;
+		c.srcPitch = a->pitch ? a->pitch : a->width;
+		c.dstMemoryType = CU_MEMORYTYPE_HOST;
+		c.dstHost = staging;
+		c.dstPitch = a->width;
+	}
+	if (!g) {
+		if (a->to_device) {
+			r = GP_DRV(w, cuLaunchHostFunc, a->stream_drv, gp__hostfn_node_run, hn);
+			if (r == CUDA_SUCCESS)
+				r = GP_DRV(w, cuMemcpy2DAsync_v2, &c, a->stream_drv);
+		} else {
+			r = GP_DRV(w, cuMemcpy2DAsync_v2, &c, a->stream_drv);
+			if (r == CUDA_SUCCESS)
+				r = GP_DRV(w, cuLaunchHostFunc, a->stream_drv, gp__hostfn_node_run,
+					   hn);
+		}
+		return r;
+	}
+	{
+		CUDA_HOST_NODE_PARAMS hp = {gp__hostfn_node_run, hn};
+		CUgraphNode hnode, cnode, from, to;
+
+		c3.srcMemoryType = c.srcMemoryType;
+		c3.srcHost = c.srcHost;
+		c3.srcDevice = c.srcDevice;
+		c3.srcPitch = c.srcPitch;
+		c3.dstMemoryType = c.dstMemoryType;
+		c3.dstHost = c.dstHost;
+		c3.dstDevice = c.dstDevice;
+		c3.dstPitch = c.dstPitch;
+		c3.WidthInBytes = c.WidthInBytes;
+		c3.Height = c.Height;
+		c3.Depth = 1;
+		r = GP_DRV(w, cuGraphAddHostNode, &hnode, g, NULL, 0, &hp);
+		if (r)
+			return r;
+		r = GP_DRV(w, cuGraphAddMemcpyNode, &cnode, g, NULL, 0, &c3, w->current);
+		if (r)
+			return r;
+		from = a->to_device ? hnode : cnode;
+		to = a->to_device ? cnode : hnode;
+		r = GP_DRV(w, cuGraphAddDependencies_v2, g, &from, &to, NULL, 1);
+		if (r == CUDA_SUCCESS)
+			r = node_answer(w, from, a->graph, &o->first);
+		if (r == CUDA_SUCCESS)
+			r = node_answer(w, to, a->graph, &o->last);
+		return r;
+	}
+}
+
+/* ---- executable graphs ---- */
+
+CUresult gp__serve_graph_instantiate(struct gp_worker *w, struct gp_req *rq,
+				     const struct gp_wargs_graph_instantiate *a,
+				     struct gp_out_graph_instantiate *o)
+{
+	CUgraph g = graph_of(w, a->graph);
+	CUgraphExec x;
+	uint64_t id;
+	CUresult r;
+
+	(void)rq;
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = GP_DRV(w, cuGraphInstantiateWithFlags, &x, g, a->flags);
+	if (r)
+		return r;
+	id = new_handle(w, GP_H_GRAPH_EXEC, x, a->ctx);
+	if (!id) {
+		GP_DRV(w, cuGraphExecDestroy, x);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	o->exec = id;
+	return CUDA_SUCCESS;
+}
+
+CUresult gp__serve_graph_exec_destroy(struct gp_worker *w, struct gp_req *rq,
+				      const struct gp_wargs_graph_exec_destroy *a,
+				      struct gp_out_graph_exec_destroy *o)
+{
+	CUgraphExec x = exec_of(w, a->exec);
+	CUresult r;
+
+	(void)rq;
+	(void)o;
+	if (!x)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = GP_DRV(w, cuGraphExecDestroy, x);
+	if (r == CUDA_SUCCESS)
+		gp__handle_release(w, a->exec);
+	return r;
+}
+
+CUresult gp__serve_graph_launch(struct gp_worker *w, struct gp_req *rq,
+				const struct gp_wargs_graph_launch *a,
+				struct gp_out_graph_launch *o)
+{
+	CUgraphExec x = exec_of(w, a->exec);
+
+	(void)rq;
+	(void)o;
+	if (!x || a->upload > 1)
+		return CUDA_ERROR_INVALID_VALUE;
+	return a->upload ? GP_DRV(w, cuGraphUpload, x, a->stream_drv)
+			 : GP_DRV(w, cuGraphLaunch, x, a->stream_drv);
+}
+
+CUresult gp__serve_graph_exec_update(struct gp_worker *w, struct gp_req *rq,
+				     const struct gp_wargs_graph_exec_update *a,
+				     struct gp_out_graph_exec_update *o)
+{
+	CUgraphExec x = exec_of(w, a->exec);
+	CUgraph g = graph_of(w, a->graph);
+	CUgraphExecUpdateResultInfo info = {0};
+	CUresult r;
+
+	(void)rq;
+	if (!x || !g)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = GP_DRV(w, cuGraphExecUpdate_v2, x, g, &info);
+	o->result = (uint64_t)info.result;
+	return r;
+}
+
+/* ---- stream capture ---- */
+
+/* The handle of a graph being captured: the one already given out, or a new one. */
+static CUresult graph_named(struct gp_worker *w, CUgraph g, uint64_t ctx, uint64_t *out)
+{
+	for (uint32_t i = 0; i < w->nhandles; i++) {
+		if (w->handles[i].kind == GP_H_GRAPH && w->handles[i].ptr == g) {
+			*out = gp__handle_id(w, &w->handles[i]);
+			return CUDA_SUCCESS;
+		}
+	}
+	return graph_answer(w, g, ctx, out);
+}
+
+CUresult gp__serve_stream_begin_capture(struct gp_worker *w, struct gp_req *rq,
+					const struct gp_wargs_stream_begin_capture *a,
+					struct gp_out_stream_begin_capture *o)
+{
+	(void)rq;
+	(void)o;
+	if (a->mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	return GP_DRV(w, cuStreamBeginCapture_v2, a->stream_drv, (CUstreamCaptureMode)a->mode);
+}
+
+CUresult gp__serve_stream_end_capture(struct gp_worker *w, struct gp_req *rq,
+				      const struct gp_wargs_stream_end_capture *a,
+				      struct gp_out_stream_end_capture *o)
+{
+	CUgraph g = NULL;
+	CUresult r = GP_DRV(w, cuStreamEndCapture, a->stream_drv, &g);
+
+	(void)rq;
+	if (r)
+		return r;
+	if (a->invalid) {
+		/* the client refused a call it could not capture: no graph, as CUDA does */
+		for (uint32_t i = 0; i < w->nhandles; i++)
+			if (w->handles[i].kind == GP_H_GRAPH && w->handles[i].ptr == g)
+				gp__handle_release(w, gp__handle_id(w, &w->handles[i]));
+		GP_DRV(w, cuGraphDestroy, g);
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	}
+	return graph_named(w, g, a->ctx, &o->graph);
+}
+
+CUresult gp__serve_stream_capture_info(struct gp_worker *w, struct gp_req *rq,
+				       const struct gp_wargs_stream_capture_info *a,
+				       struct gp_out_stream_capture_info *o)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	cuuint64_t id = 0;
+	size_t ndeps = 0;
+	CUgraph g = NULL;
+	CUresult r = GP_DRV(w, cuStreamGetCaptureInfo_v3, a->stream_drv, &st, &id, &g, NULL, NULL,
+			    &ndeps);
+
+	(void)rq;
+	o->status = (uint64_t)st;
+	o->id = id;
+	o->ndeps = ndeps;
+	o->graph = 0;
+	/* the graph being captured: named once, by a handle the capture's end reuses */
+	if (r == CUDA_SUCCESS && g)
+		r = graph_named(w, g, a->ctx, &o->graph);
+	return r;
+}

@@ -1,0 +1,1429 @@
+/* api_graph.c -- CUDA graphs and stream capture, forwarded to the pool's driver.
+ *
+ * A graph, node and executable graph here is a small object naming the worker's handle;
+ * the graph itself lives on the pool's driver, built by one call per node (its edges by
+ * one more) and launched by one GRAPH_LAUNCH message, sent without waiting, whatever the
+ * number of nodes. Capture is the driver's: the worker's stream captures what the worker
+ * queues on it, so kernels, device copies, memsets, event records and waits and host
+ * functions (a host node that runs here at every launch) are captured as on a local GPU.
+ *
+ * A copy between this process's memory and the device, captured or as a memcpy node, is
+ * registered here under a token (address, rows, direction) and sent as GRAPH_CLIENT_COPY:
+ * each time the node runs, the worker asks for the bytes of the token (HOST_CALL kind 2)
+ * or pushes them (kind 3), and client.c moves them after checking the token, direction
+ * and size (gp__cmem_get), so the worker never names an address of this process. Tokens
+ * live as long as the process. A stream callback in a capture is refused
+ * (STREAM_CAPTURE_UNSUPPORTED) and ends the capture invalidated, as in CUDA.
+ *
+ * DESIGN: `caps` (the captures this process began) is under `cap_lock`; graph objects are
+ * the caller's, as CUDA's are.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gpupool/wire.h>
+
+#include "interposer.h"
+
+struct gp_igraph {
+	uint32_t magic;
+	uint64_t remote;
+	struct gp_ictx *ctx;
+	struct gp_inode *nodes; /* those made here, freed with the graph */
+};
+
+struct gp_inode {
+	uint32_t magic;
+	uint64_t remote;	/* where edges into it go */
+	uint64_t remote_last; /* where edges out of it leave (a client-memory copy: two nodes) */
+	struct gp_igraph *graph;
+	CUgraphNodeType type;
+	CUDA_HOST_NODE_PARAMS host; /* host nodes: answered locally */
+	CUevent event;		    /* event nodes: answered locally */
+	struct gp_inode *next;
+};
+
+struct gp_iexec {
+	uint32_t magic;
+	uint64_t remote;
+	struct gp_ictx *ctx;
+	unsigned long long flags;
+};
+
+static CUresult client_copy(struct gp_ictx *c, uint64_t sid, uint64_t graph, CUdeviceptr dev,
+			    uint64_t dpitch, void *host, uint64_t hpitch, uint64_t width,
+			    uint64_t height, bool to_device, struct gp_out_graph_client_copy *o);
+
+static struct gp_igraph *graph_obj(CUgraph h)
+{
+	struct gp_igraph *g = (struct gp_igraph *)h;
+
+	return g && g->magic == GP_MAGIC_GRAPH && gp__ctx_valid(g->ctx) ? g : NULL;
+}
+
+static struct gp_inode *node_obj(CUgraphNode h)
+{
+	struct gp_inode *n = (struct gp_inode *)h;
+
+	return n && n->magic == GP_MAGIC_GNODE ? n : NULL;
+}
+
+static struct gp_iexec *exec_obj(CUgraphExec h)
+{
+	struct gp_iexec *x = (struct gp_iexec *)h;
+
+	return x && x->magic == GP_MAGIC_GEXEC && gp__ctx_valid(x->ctx) ? x : NULL;
+}
+
+static CUresult graph_wrap(struct gp_ictx *c, uint64_t remote, CUgraph *out)
+{
+	struct gp_igraph *g = calloc(1, sizeof(*g));
+
+	if (!g) {
+		gp__rpc_graph_destroy(0, &(struct gp_in_graph_destroy){.ctx = c->remote,
+									.graph = remote},
+				      NULL);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*g = (struct gp_igraph){.magic = GP_MAGIC_GRAPH, .remote = remote, .ctx = c};
+	*out = (CUgraph)g;
+	return CUDA_SUCCESS;
+}
+
+/* ---- graphs ---- */
+
+GP_CUDA_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+	struct gp_out_graph_create out;
+	struct gp_ictx *c;
+	CUresult r = gp__ctx_need(&c);
+
+	if (r)
+		return r;
+	if (!phGraph || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_create(0, &(struct gp_in_graph_create){.ctx = c->remote}, &out);
+	return r ? r : graph_wrap(c, out.graph, phGraph);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	CUresult r;
+
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_destroy(
+		0, &(struct gp_in_graph_destroy){.ctx = g->ctx->remote, .graph = g->remote}, NULL);
+	if (r)
+		return r;
+	while (g->nodes) {
+		struct gp_inode *n = g->nodes;
+
+		g->nodes = n->next;
+		n->magic = GP_MAGIC_DEAD;
+		free(n);
+	}
+	g->magic = GP_MAGIC_DEAD;
+	free(g);
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+	struct gp_igraph *g = graph_obj(originalGraph);
+	struct gp_out_graph_clone out;
+	CUresult r;
+
+	if (!g || !phGraphClone)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_clone(
+		0, &(struct gp_in_graph_clone){.ctx = g->ctx->remote, .graph = g->remote}, &out);
+	return r ? r : graph_wrap(g->ctx, out.graph, phGraphClone);
+}
+
+/* Counts only: the clone's and a captured graph's nodes have no handles here. */
+static CUresult node_count(CUgraph h, CUgraphNode *nodes, size_t *num, bool roots)
+{
+	struct gp_igraph *g = graph_obj(h);
+	struct gp_out_graph_node_count out;
+	CUresult r;
+
+	if (!g || !num)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (nodes)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	r = gp__rpc_graph_node_count(0,
+				     &(struct gp_in_graph_node_count){.ctx = g->ctx->remote,
+								      .graph = g->remote,
+								      .roots = roots},
+				     &out);
+	if (r == CUDA_SUCCESS)
+		*num = out.count;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+	return node_count(hGraph, nodes, numNodes, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes,
+					    size_t *numRootNodes)
+{
+	return node_count(hGraph, rootNodes, numRootNodes, true);
+}
+
+/* ---- nodes ---- */
+
+/* Sends (from, to) pairs; from/to are nodes of g (checked by the caller). */
+static CUresult send_edges(struct gp_igraph *g, struct gp_inode *const *from,
+			   struct gp_inode *const *to, size_t n, bool remove)
+{
+	uint64_t pairs[GP_BLOB_MAX / 8];
+	CUresult r = CUDA_SUCCESS;
+
+	for (size_t done = 0; done < n && r == CUDA_SUCCESS;) {
+		size_t k = 0;
+
+		for (; done < n && k + 2 <= GP_BLOB_MAX / 8; done++) {
+			pairs[k++] = from[done]->remote_last;
+			pairs[k++] = to[done]->remote;
+		}
+		r = gp__rpc_graph_edges(0,
+					&(struct gp_in_graph_edges){.ctx = g->ctx->remote,
+								    .graph = g->remote,
+								    .remove = remove,
+								    .edges = pairs,
+								    .edges_len = k * 8},
+					NULL);
+	}
+	return r;
+}
+
+static CUresult deps_check(struct gp_igraph *g, const CUgraphNode *deps, size_t n)
+{
+	if (n && !deps)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < n; i++) {
+		struct gp_inode *d = node_obj(deps[i]);
+
+		if (!d || d->graph != g)
+			return CUDA_ERROR_INVALID_VALUE;
+		for (size_t j = 0; j < i; j++)
+			if (deps[j] == deps[i])
+				return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* The new node's object, after its dependencies are sent. */
+static CUresult node_finish2(struct gp_igraph *g, uint64_t remote, uint64_t last,
+			     CUgraphNodeType type, const CUgraphNode *deps, size_t ndeps,
+			     CUgraphNode *out)
+{
+	struct gp_inode *n = calloc(1, sizeof(*n));
+	struct gp_inode **from, **to;
+	CUresult r = CUDA_SUCCESS;
+
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*n = (struct gp_inode){.magic = GP_MAGIC_GNODE, .remote = remote, .remote_last = last,
+			       .graph = g, .type = type};
+	if (ndeps) {
+		from = calloc(ndeps, sizeof(*from));
+		to = calloc(ndeps, sizeof(*to));
+		if (!from || !to) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			for (size_t i = 0; i < ndeps; i++) {
+				from[i] = node_obj(deps[i]);
+				to[i] = n;
+			}
+			r = send_edges(g, from, to, ndeps, false);
+		}
+		free(from);
+		free(to);
+	}
+	/* a node whose edges failed stays in the graph, unordered: the caller learns of it */
+	n->next = g->nodes;
+	g->nodes = n;
+	*out = (CUgraphNode)n;
+	return r;
+}
+
+static CUresult node_finish(struct gp_igraph *g, uint64_t remote, CUgraphNodeType type,
+			    const CUgraphNode *deps, size_t ndeps, CUgraphNode *out)
+{
+	return node_finish2(g, remote, remote, type, deps, ndeps, out);
+}
+
+/* Kernel parameters as a launch lays them out; node/exec select SetParams forms. */
+static CUresult kernel_call(struct gp_igraph *g, struct gp_ictx *c, const CUDA_KERNEL_NODE_PARAMS *p,
+			    uint64_t node, uint64_t exec, uint64_t *out)
+{
+	struct gp_out_graph_add_kernel o;
+	struct gp_ifunc *f;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	CUfunction fn;
+	CUresult r;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	fn = p->func ? p->func : (CUfunction)p->kern;
+	r = gp__func_check(fn, &f);
+	if (r)
+		return r;
+	if (f->module->magic == GP_MAGIC_MODULE && f->module->ctx != c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!p->gridDimX || !p->gridDimY || !p->gridDimZ || !p->blockDimX || !p->blockDimY ||
+	    !p->blockDimZ)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__launch_pack(f, p->kernelParams, p->extra, &buf, &len);
+	if (r)
+		return r;
+	if (len > GP_BLOB_MAX) {
+		free(buf);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	r = gp__rpc_graph_add_kernel(0,
+				     &(struct gp_in_graph_add_kernel){.ctx = c->remote,
+								      .graph = g ? g->remote : 0,
+								      .func = f->remote,
+								      .grid_x = p->gridDimX,
+								      .grid_y = p->gridDimY,
+								      .grid_z = p->gridDimZ,
+								      .block_x = p->blockDimX,
+								      .block_y = p->blockDimY,
+								      .block_z = p->blockDimZ,
+								      .shared_mem = p->sharedMemBytes,
+								      .node = node,
+								      .exec = exec,
+								      .params = buf,
+								      .params_len = len},
+				     &o);
+	free(buf);
+	if (r == CUDA_SUCCESS && out)
+		*out = o.node;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+						const CUgraphNode *dependencies,
+						size_t numDependencies,
+						const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	uint64_t remote;
+	CUresult r;
+
+	if (!g || !phGraphNode)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = deps_check(g, dependencies, numDependencies)) ||
+	    (r = kernel_call(g, g->ctx, nodeParams, 0, 0, &remote)))
+		return r;
+	return node_finish(g, remote, CU_GRAPH_NODE_TYPE_KERNEL, dependencies, numDependencies,
+			   phGraphNode);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
+						      const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_KERNEL)
+		return CUDA_ERROR_INVALID_VALUE;
+	return kernel_call(n->graph, n->graph->ctx, nodeParams, n->remote, 0, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+							  const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!x || !n || n->type != CU_GRAPH_NODE_TYPE_KERNEL)
+		return CUDA_ERROR_INVALID_VALUE;
+	return kernel_call(NULL, x->ctx, nodeParams, n->remote, x->remote, NULL);
+}
+
+static CUDA_KERNEL_NODE_PARAMS kernel_v2(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	CUDA_KERNEL_NODE_PARAMS k = {0};
+
+	memcpy(&k, p, sizeof(*p)); /* v2 begins with v1's fields */
+	return k;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					     const CUgraphNode *dependencies,
+					     size_t numDependencies,
+					     const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS k;
+
+	if (!nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	k = kernel_v2(nodeParams);
+	return cuGraphAddKernelNode_v2(phGraphNode, hGraph, dependencies, numDependencies, &k);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						       const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS k;
+
+	if (!nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	k = kernel_v2(nodeParams);
+	return cuGraphExecKernelNodeSetParams_v2(hGraphExec, hNode, &k);
+}
+
+/* Adds a memset node to g, or (node[, x]) sets an existing one's parameters. */
+static CUresult memset_call(struct gp_ictx *c, struct gp_igraph *g, struct gp_inode *n,
+			    struct gp_iexec *x, const CUDA_MEMSET_NODE_PARAMS *p, uint64_t *out)
+{
+	struct gp_out_graph_add_memset o;
+	uint64_t bytes;
+	CUresult r;
+
+	if (!p || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) ||
+	    __builtin_mul_overflow((uint64_t)p->width, (uint64_t)p->elementSize, &bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (n && n->type != CU_GRAPH_NODE_TYPE_MEMSET)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_add_memset(0,
+				     &(struct gp_in_graph_add_memset){
+					     .ctx = c->remote,
+					     .graph = g ? g->remote : 0,
+					     .dst = p->dst,
+					     .value = p->value,
+					     .esize = p->elementSize,
+					     .width = bytes,
+					     .height = p->height,
+					     .pitch = p->height > 1 ? p->pitch : 0,
+					     .node = n ? n->remote : 0,
+					     .exec = x ? x->remote : 0},
+				     &o);
+	if (r == CUDA_SUCCESS && out)
+		*out = o.node;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					     const CUgraphNode *dependencies,
+					     size_t numDependencies,
+					     const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	uint64_t remote;
+	CUresult r;
+
+	(void)ctx; /* the graph's context */
+	if (!g || !phGraphNode)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = deps_check(g, dependencies, numDependencies)) ||
+	    (r = memset_call(g->ctx, g, NULL, NULL, p, &remote)))
+		return r;
+	return node_finish(g, remote, CU_GRAPH_NODE_TYPE_MEMSET, dependencies, numDependencies,
+			   phGraphNode);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode,
+						   const CUDA_MEMSET_NODE_PARAMS *p)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n)
+		return CUDA_ERROR_INVALID_VALUE;
+	return memset_call(n->graph->ctx, NULL, n, NULL, p, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						       const CUDA_MEMSET_NODE_PARAMS *p,
+						       CUcontext ctx)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+	struct gp_inode *n = node_obj(hNode);
+
+	(void)ctx;
+	if (!x || !n)
+		return CUDA_ERROR_INVALID_VALUE;
+	return memset_call(x->ctx, NULL, n, x, p, NULL);
+}
+
+/* One side of a node copy: a device address, or (*is_host) this process's memory. */
+static CUresult copy_side(CUmemorytype t, CUdeviceptr dev, const void *host, uint64_t *out,
+			  bool *is_host)
+{
+	struct gp_range rg;
+
+	*is_host = false;
+	switch (t) {
+	case CU_MEMORYTYPE_DEVICE:
+		*out = dev;
+		return CUDA_SUCCESS;
+	case CU_MEMORYTYPE_UNIFIED:
+		*out = dev;
+		*is_host = !(gp__range_find((uintptr_t)dev, &rg) && rg.kind != GP_MEM_HOST);
+		return CUDA_SUCCESS;
+	case CU_MEMORYTYPE_HOST:
+		if (!host)
+			return CUDA_ERROR_INVALID_VALUE;
+		*out = (uint64_t)(uintptr_t)host;
+		*is_host = true;
+		return CUDA_SUCCESS;
+	default:
+		return CUDA_ERROR_NOT_SUPPORTED; /* arrays */
+	}
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					     const CUgraphNode *dependencies,
+					     size_t numDependencies, const CUDA_MEMCPY3D *p,
+					     CUcontext ctx)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_out_graph_add_copy o;
+	uint64_t src, dst, sp, dp;
+	bool shost, dhost;
+	CUresult r;
+
+	(void)ctx;
+	if (!g || !phGraphNode || !p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = deps_check(g, dependencies, numDependencies)))
+		return r;
+	if ((r = copy_side(p->srcMemoryType, p->srcDevice, p->srcHost, &src, &shost)) ||
+	    (r = copy_side(p->dstMemoryType, p->dstDevice, p->dstHost, &dst, &dhost)))
+		return r;
+	if (p->Depth > 1 || p->srcZ || p->dstZ || p->srcLOD || p->dstLOD)
+		return CUDA_ERROR_NOT_SUPPORTED; /* 3-D copies are not forwarded */
+	sp = p->srcPitch ? p->srcPitch : p->WidthInBytes;
+	dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+	src += p->srcY * sp + p->srcXInBytes;
+	dst += p->dstY * dp + p->dstXInBytes;
+	if (shost && dhost)
+		return CUDA_ERROR_NOT_SUPPORTED; /* host to host in a graph: not forwarded */
+	if (shost || dhost) {
+		struct gp_out_graph_client_copy cc;
+		uint64_t h = p->Height ? p->Height : 1;
+
+		r = client_copy(g->ctx, 0, g->remote, shost ? dst : src, shost ? dp : sp,
+				(void *)(uintptr_t)(shost ? src : dst), shost ? sp : dp,
+				p->WidthInBytes, h, shost, &cc);
+		return r ? r
+			 : node_finish2(g, cc.first, cc.last, CU_GRAPH_NODE_TYPE_MEMCPY,
+					dependencies, numDependencies, phGraphNode);
+	}
+	r = gp__rpc_graph_add_copy(0,
+				   &(struct gp_in_graph_add_copy){
+					   .ctx = g->ctx->remote,
+					   .graph = g->remote,
+					   .dst = dst,
+					   .src = src,
+					   .width = p->WidthInBytes,
+					   .height = p->Height ? p->Height : 1,
+					   .dst_pitch = p->Height > 1 ? dp : 0,
+					   .src_pitch = p->Height > 1 ? sp : 0},
+				   &o);
+	return r ? r
+		 : node_finish(g, o.node, CU_GRAPH_NODE_TYPE_MEMCPY, dependencies,
+			       numDependencies, phGraphNode);
+}
+
+/* A device-to-device node's new parameters; a copy with client memory is not re-aimed. */
+static CUresult memcpy_set(struct gp_ictx *c, struct gp_inode *n, struct gp_iexec *x,
+			   const CUDA_MEMCPY3D *p)
+{
+	uint64_t src, dst, sp, dp;
+	bool shost, dhost;
+	CUresult r;
+
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_MEMCPY || !p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = copy_side(p->srcMemoryType, p->srcDevice, p->srcHost, &src, &shost)) ||
+	    (r = copy_side(p->dstMemoryType, p->dstDevice, p->dstHost, &dst, &dhost)))
+		return r;
+	if (shost || dhost || n->remote != n->remote_last || p->Depth > 1 || p->srcZ ||
+	    p->dstZ || p->srcLOD || p->dstLOD)
+		return CUDA_ERROR_NOT_SUPPORTED; /* docs/conformance.md */
+	sp = p->srcPitch ? p->srcPitch : p->WidthInBytes;
+	dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+	src += p->srcY * sp + p->srcXInBytes;
+	dst += p->dstY * dp + p->dstXInBytes;
+	return gp__rpc_graph_add_copy(0,
+				      &(struct gp_in_graph_add_copy){
+					      .ctx = c->remote,
+					      .dst = dst,
+					      .src = src,
+					      .width = p->WidthInBytes,
+					      .height = p->Height ? p->Height : 1,
+					      .dst_pitch = p->Height > 1 ? dp : 0,
+					      .src_pitch = p->Height > 1 ? sp : 0,
+					      .node = n->remote,
+					      .exec = x ? x->remote : 0},
+				      NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *p)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	return n ? memcpy_set(n->graph->ctx, n, NULL, p) : CUDA_ERROR_INVALID_VALUE;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						       const CUDA_MEMCPY3D *p, CUcontext ctx)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+
+	(void)ctx;
+	return x ? memcpy_set(x->ctx, node_obj(hNode), x, p) : CUDA_ERROR_INVALID_VALUE;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					   const CUgraphNode *dependencies, size_t numDependencies,
+					   const CUDA_HOST_NODE_PARAMS *p)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_out_graph_add_host o;
+	CUresult r;
+
+	if (!g || !phGraphNode || !p || !p->fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = deps_check(g, dependencies, numDependencies)))
+		return r;
+	r = gp__rpc_graph_add_host(0,
+				   &(struct gp_in_graph_add_host){
+					   .ctx = g->ctx->remote,
+					   .graph = g->remote,
+					   .fn = (uint64_t)(uintptr_t)p->fn,
+					   .data = (uint64_t)(uintptr_t)p->userData},
+				   &o);
+	if (r)
+		return r;
+	r = node_finish(g, o.node, CU_GRAPH_NODE_TYPE_HOST, dependencies, numDependencies,
+			phGraphNode);
+	if (r == CUDA_SUCCESS)
+		((struct gp_inode *)*phGraphNode)->host = *p;
+	return r;
+}
+
+static CUresult host_set(struct gp_ictx *c, struct gp_inode *n, struct gp_iexec *x,
+			 const CUDA_HOST_NODE_PARAMS *p)
+{
+	CUresult r;
+
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_HOST || !p || !p->fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_add_host(0,
+				   &(struct gp_in_graph_add_host){
+					   .ctx = c->remote,
+					   .fn = (uint64_t)(uintptr_t)p->fn,
+					   .data = (uint64_t)(uintptr_t)p->userData,
+					   .node = n->remote,
+					   .exec = x ? x->remote : 0},
+				   NULL);
+	if (r == CUDA_SUCCESS && !x)
+		n->host = *p;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *p)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	return n ? host_set(n->graph->ctx, n, NULL, p) : CUDA_ERROR_INVALID_VALUE;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						     const CUDA_HOST_NODE_PARAMS *p)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+
+	return x ? host_set(x->ctx, node_obj(hNode), x, p) : CUDA_ERROR_INVALID_VALUE;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *p)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_HOST || !p)
+		return CUDA_ERROR_INVALID_VALUE;
+	*p = n->host;
+	return CUDA_SUCCESS;
+}
+
+static CUresult add_other(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps, size_t n,
+			  CUgraphNodeType type, CUevent ev, CUgraph child)
+{
+	struct gp_igraph *g = graph_obj(hGraph), *cg = NULL;
+	const struct gp_ievent *e = (const struct gp_ievent *)ev;
+	struct gp_out_graph_add_other o;
+	CUresult r;
+
+	if (!g || !out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (ev && (e->magic != GP_MAGIC_EVENT))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type == CU_GRAPH_NODE_TYPE_GRAPH && (!(cg = graph_obj(child)) || cg == g))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((type == CU_GRAPH_NODE_TYPE_EVENT_RECORD || type == CU_GRAPH_NODE_TYPE_WAIT_EVENT) && !ev)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = deps_check(g, deps, n)))
+		return r;
+	r = gp__rpc_graph_add_other(0,
+				    &(struct gp_in_graph_add_other){.ctx = g->ctx->remote,
+								    .graph = g->remote,
+								    .type = type,
+								    .event = ev ? e->remote : 0,
+								    .child = cg ? cg->remote : 0},
+				    &o);
+	if (r)
+		return r;
+	r = node_finish(g, o.node, type, deps, n, out);
+	if (r == CUDA_SUCCESS)
+		((struct gp_inode *)*out)->event = ev;
+	return r;
+}
+
+/* An event node's event, or (exec only) a child graph node's graph. */
+static CUresult other_set(CUgraphExec hx, CUgraphNode hn, CUgraphNodeType type, CUevent ev,
+			  CUgraph child)
+{
+	struct gp_iexec *x = hx ? exec_obj(hx) : NULL;
+	struct gp_inode *n = node_obj(hn);
+	const struct gp_ievent *e = (const struct gp_ievent *)ev;
+	struct gp_igraph *cg = child ? graph_obj(child) : NULL;
+	CUresult r;
+
+	if ((hx && !x) || !n || n->type != type)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type != CU_GRAPH_NODE_TYPE_GRAPH && (!e || e->magic != GP_MAGIC_EVENT))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type == CU_GRAPH_NODE_TYPE_GRAPH && !cg)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_add_other(0,
+				    &(struct gp_in_graph_add_other){
+					    .ctx = (x ? x->ctx : n->graph->ctx)->remote,
+					    .type = type,
+					    .event = e ? e->remote : 0,
+					    .child = cg ? cg->remote : 0,
+					    .node = n->remote,
+					    .exec = x ? x->remote : 0},
+				    NULL);
+	if (r == CUDA_SUCCESS && !x && ev)
+		n->event = ev;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event)
+{
+	return other_set(NULL, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event)
+{
+	return other_set(NULL, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
+							   CUevent event)
+{
+	return other_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
+							 CUevent event)
+{
+	return other_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+							   CUgraph childGraph)
+{
+	if (!hGraphExec)
+		return CUDA_ERROR_INVALID_VALUE;
+	return other_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_GRAPH, NULL, childGraph);
+}
+
+static CUresult event_get(CUgraphNode hNode, CUgraphNodeType type, CUevent *out)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n || n->type != type || !out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = n->event;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+{
+	return event_get(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event_out);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+{
+	return event_get(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event_out);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					    const CUgraphNode *dependencies, size_t numDependencies)
+{
+	return add_other(phGraphNode, hGraph, dependencies, numDependencies,
+			 CU_GRAPH_NODE_TYPE_EMPTY, NULL, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+						  const CUgraphNode *dependencies,
+						  size_t numDependencies, CUevent event)
+{
+	return add_other(phGraphNode, hGraph, dependencies, numDependencies,
+			 CU_GRAPH_NODE_TYPE_EVENT_RECORD, event, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+						const CUgraphNode *dependencies,
+						size_t numDependencies, CUevent event)
+{
+	return add_other(phGraphNode, hGraph, dependencies, numDependencies,
+			 CU_GRAPH_NODE_TYPE_WAIT_EVENT, event, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+						 const CUgraphNode *dependencies,
+						 size_t numDependencies, CUgraph childGraph)
+{
+	return add_other(phGraphNode, hGraph, dependencies, numDependencies,
+			 CU_GRAPH_NODE_TYPE_GRAPH, NULL, childGraph);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n || !type)
+		return CUDA_ERROR_INVALID_VALUE;
+	*type = n->type;
+	return CUDA_SUCCESS;
+}
+
+static CUresult edges(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+		      const CUgraphEdgeData *ed, size_t n, bool remove)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_inode **f, **t;
+	CUresult r = CUDA_SUCCESS;
+
+	if (!g || (n && (!from || !to)))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; ed && i < n; i++) {
+		static const CUgraphEdgeData zero;
+
+		if (memcmp(&ed[i], &zero, sizeof(zero)))
+			return CUDA_ERROR_NOT_SUPPORTED; /* programmatic edges */
+	}
+	if (n == 0)
+		return CUDA_SUCCESS;
+	f = calloc(n, sizeof(*f));
+	t = calloc(n, sizeof(*t));
+	if (!f || !t)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
+		f[i] = node_obj(from[i]);
+		t[i] = node_obj(to[i]);
+		if (!f[i] || !t[i] || f[i]->graph != g || t[i]->graph != g)
+			r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r == CUDA_SUCCESS)
+		r = send_edges(g, f, t, n, remove);
+	free(f);
+	free(t);
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+						  const CUgraphNode *to,
+						  const CUgraphEdgeData *edgeData,
+						  size_t numDependencies)
+{
+	return edges(hGraph, from, to, edgeData, numDependencies, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
+					       const CUgraphNode *to, size_t numDependencies)
+{
+	return edges(hGraph, from, to, NULL, numDependencies, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+						     const CUgraphNode *to,
+						     const CUgraphEdgeData *edgeData,
+						     size_t numDependencies)
+{
+	return edges(hGraph, from, to, edgeData, numDependencies, true);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from,
+						  const CUgraphNode *to, size_t numDependencies)
+{
+	return edges(hGraph, from, to, NULL, numDependencies, true);
+}
+
+/* ---- executable graphs ---- */
+
+static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long flags)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_out_graph_instantiate o;
+	struct gp_iexec *x;
+	CUresult r;
+
+	if (!g || !out)
+		return CUDA_ERROR_INVALID_VALUE;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = gp__rpc_graph_instantiate(0,
+				      &(struct gp_in_graph_instantiate){.ctx = g->ctx->remote,
+									.graph = g->remote,
+									.flags = flags},
+				      &o);
+	if (r) {
+		free(x);
+		return r;
+	}
+	*x = (struct gp_iexec){.magic = GP_MAGIC_GEXEC, .remote = o.exec, .ctx = g->ctx,
+			       .flags = flags};
+	*out = (CUgraphExec)x;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+						    unsigned long long flags)
+{
+	return instantiate(phGraphExec, hGraph, flags);
+}
+
+static CUresult graph_launch(CUgraphExec hx, CUstream s, bool upload, bool pt)
+{
+	struct gp_iexec *x = exec_obj(hx);
+	struct gp_ictx *c;
+	uint64_t sid;
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
+
+	if (r)
+		return r;
+	if (!x)
+		return CUDA_ERROR_INVALID_VALUE;
+	return gp__rpc_graph_launch(GP_F_NO_REPLY,
+				    &(struct gp_in_graph_launch){.ctx = x->ctx->remote,
+								 .exec = x->remote,
+								 .stream = sid,
+								 .upload = upload},
+				    NULL);
+}
+
+static CUresult instantiate_params(CUgraphExec *out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p,
+				   bool pt)
+{
+	CUresult r;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	p->hErrNode_out = NULL;
+	r = instantiate(out, g, p->flags);
+	p->result_out = r ? CUDA_GRAPH_INSTANTIATE_ERROR : CUDA_GRAPH_INSTANTIATE_SUCCESS;
+	if (r == CUDA_SUCCESS && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD))
+		r = graph_launch(*out, p->hUploadStream, true, pt);
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+						     CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+	return instantiate_params(phGraphExec, hGraph, p, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+							  CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+	return instantiate_params(phGraphExec, hGraph, p, true);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+
+	if (!x || !flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	*flags = x->flags;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+	CUresult r;
+
+	if (!x)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_exec_destroy(0,
+				       &(struct gp_in_graph_exec_destroy){.ctx = x->ctx->remote,
+									  .exec = x->remote},
+				       NULL);
+	if (r == CUDA_SUCCESS) {
+		x->magic = GP_MAGIC_DEAD;
+		free(x);
+	}
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch(hGraphExec, hStream, false, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch(hGraphExec, hStream, false, true);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch(hGraphExec, hStream, true, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch(hGraphExec, hStream, true, true);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+					     CUgraphExecUpdateResultInfo *info)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_out_graph_exec_update o = {0};
+	CUresult r;
+
+	if (info)
+		memset(info, 0, sizeof(*info));
+	if (!x || !g) {
+		if (info)
+			info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	r = gp__rpc_graph_exec_update(0,
+				      &(struct gp_in_graph_exec_update){.ctx = x->ctx->remote,
+									.exec = x->remote,
+									.graph = g->remote},
+				      &o);
+	if (info)
+		info->result = (CUgraphExecUpdateResult)o.result; /* the nodes are not named */
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+					  CUgraphNode *hErrorNode_out,
+					  CUgraphExecUpdateResult *updateResult_out)
+{
+	CUgraphExecUpdateResultInfo info;
+	CUresult r = cuGraphExecUpdate_v2(hGraphExec, hGraph, &info);
+
+	if (hErrorNode_out)
+		*hErrorNode_out = NULL;
+	if (updateResult_out)
+		*updateResult_out = info.result;
+	return r;
+}
+
+/* ---- stream capture ---- */
+
+#define CAPS_MAX 64
+
+static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cap {
+	uint64_t sid; /* the stream it began on; 0: free */
+	uint64_t id;  /* the driver's capture id */
+	bool invalid; /* a call was refused: EndCapture answers INVALIDATED */
+	CUgraph graph; /* the graph being captured, once asked for; EndCapture returns it */
+} caps[CAPS_MAX];
+static int ncaps; /* live entries */
+
+static struct gp_out_stream_capture_info capture_info(struct gp_ictx *c, uint64_t sid,
+						      CUresult *r)
+{
+	struct gp_out_stream_capture_info o = {0};
+
+	*r = gp__rpc_stream_capture_info(
+		0, &(struct gp_in_stream_capture_info){.ctx = c->remote, .stream = sid}, &o);
+	return o;
+}
+
+
+/* ---- client memory in graphs ---- */
+
+static struct gp_cmem *cmems; /* token - 1 indexes it; under cap_lock; never shrinks */
+static size_t ncmems, capcmems;
+
+static uint64_t cmem_add(void *addr, uint64_t width, uint64_t height, uint64_t pitch,
+			 bool to_device)
+{
+	uint64_t token = 0;
+
+	pthread_mutex_lock(&cap_lock);
+	if (ncmems == capcmems) {
+		size_t nc = capcmems ? capcmems * 2 : 16;
+		struct gp_cmem *m = realloc(cmems, nc * sizeof(*m));
+
+		if (m) {
+			cmems = m;
+			capcmems = nc;
+		}
+	}
+	if (ncmems < capcmems) {
+		cmems[ncmems++] = (struct gp_cmem){.addr = addr, .width = width, .height = height,
+						   .pitch = pitch, .to_device = to_device};
+		token = ncmems;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return token;
+}
+
+bool gp__cmem_get(uint64_t token, bool fetch, uint64_t nbytes, struct gp_cmem *out)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&cap_lock);
+	if (token && token <= ncmems) {
+		*out = cmems[token - 1];
+		ok = out->to_device == fetch && out->width * out->height == nbytes;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return ok;
+}
+
+/* Adds the client-memory copy to the stream's capture (graph 0) or to a graph. */
+static CUresult client_copy(struct gp_ictx *c, uint64_t sid, uint64_t graph, CUdeviceptr dev,
+			    uint64_t dpitch, void *host, uint64_t hpitch, uint64_t width,
+			    uint64_t height, bool to_device, struct gp_out_graph_client_copy *o)
+{
+	uint64_t token;
+
+	if (!host || width == 0 || height == 0 || width > UINT64_MAX / height)
+		return CUDA_ERROR_INVALID_VALUE;
+	token = cmem_add(host, width, height, height > 1 ? hpitch : width, to_device);
+	if (!token)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	return gp__rpc_graph_client_copy(0,
+					 &(struct gp_in_graph_client_copy){
+						 .ctx = c->remote,
+						 .dev = dev,
+						 .width = width,
+						 .height = height,
+						 .pitch = height > 1 ? dpitch : 0,
+						 .stream = sid,
+						 .graph = graph,
+						 .token = token,
+						 .to_device = to_device},
+					 o);
+}
+
+static bool capturing(struct gp_ictx *c, uint64_t sid, uint64_t *id)
+{
+	struct gp_out_stream_capture_info o;
+	CUresult r;
+	int any;
+
+	pthread_mutex_lock(&cap_lock);
+	any = ncaps;
+	pthread_mutex_unlock(&cap_lock);
+	if (!any)
+		return false; /* nothing this process began is capturing: no round trip */
+	o = capture_info(c, sid, &r);
+	*id = o.id;
+	return r == CUDA_SUCCESS && o.status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static void invalidate(uint64_t id)
+{
+	pthread_mutex_lock(&cap_lock);
+	for (int i = 0; i < CAPS_MAX; i++)
+		if (caps[i].sid && caps[i].id == id)
+			caps[i].invalid = true;
+	pthread_mutex_unlock(&cap_lock);
+}
+
+CUresult gp__capture_copy(struct gp_ictx *c, uint64_t sid, CUdeviceptr dev, uint64_t dpitch,
+			  void *host, uint64_t hpitch, uint64_t width, uint64_t height,
+			  bool to_device, bool *taken)
+{
+	struct gp_out_graph_client_copy o;
+	uint64_t id = 0;
+	CUresult r;
+
+	*taken = capturing(c, sid, &id);
+	if (!*taken)
+		return CUDA_SUCCESS;
+	r = client_copy(c, sid, 0, dev, dpitch, host, hpitch, width, height, to_device, &o);
+	if (r)
+		invalidate(id); /* as CUDA ends a capture whose call failed */
+	return r;
+}
+
+bool gp__capture_refuse(struct gp_ictx *c, uint64_t sid)
+{
+	uint64_t id = 0;
+
+	if (!capturing(c, sid, &id))
+		return false;
+	invalidate(id);
+	return true;
+}
+
+static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode, bool pt)
+{
+	struct gp_out_stream_capture_info o;
+	struct gp_ictx *c;
+	uint64_t sid;
+	int slot = -1;
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
+
+	if (r)
+		return r;
+	if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&cap_lock);
+	for (int i = 0; i < CAPS_MAX && slot < 0; i++)
+		if (!caps[i].sid)
+			slot = i;
+	if (slot >= 0) {
+		caps[slot] = (struct cap){.sid = sid ? sid : ~0ull};
+		ncaps++;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	if (slot < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = gp__rpc_stream_begin_capture(0,
+					 &(struct gp_in_stream_begin_capture){.ctx = c->remote,
+									      .stream = sid,
+									      .mode = mode},
+					 NULL);
+	if (r == CUDA_SUCCESS)
+		o = capture_info(c, sid, &r);
+	pthread_mutex_lock(&cap_lock);
+	if (r) {
+		caps[slot].sid = 0;
+		ncaps--;
+	} else {
+		caps[slot].id = o.id;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+	return begin_capture(hStream, mode, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+{
+	return begin_capture(hStream, mode, true);
+}
+
+static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
+{
+	struct gp_out_stream_end_capture o;
+	struct gp_ictx *c;
+	uint64_t sid, key;
+	bool invalid = false;
+	CUgraph named = NULL;
+	int slot = -1;
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
+
+	if (r)
+		return r;
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = NULL;
+	key = sid ? sid : ~0ull;
+	pthread_mutex_lock(&cap_lock);
+	for (int i = 0; i < CAPS_MAX && slot < 0; i++)
+		if (caps[i].sid == key)
+			slot = i;
+	if (slot >= 0) {
+		invalid = caps[slot].invalid;
+		named = caps[slot].graph;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	r = gp__rpc_stream_end_capture(0,
+				       &(struct gp_in_stream_end_capture){.ctx = c->remote,
+									  .stream = sid,
+									  .invalid = invalid},
+				       &o);
+	/* the capture is over whatever the answer, unless this stream was not its origin */
+	if (slot >= 0 && r != CUDA_ERROR_STREAM_CAPTURE_UNMATCHED &&
+	    r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
+		pthread_mutex_lock(&cap_lock);
+		caps[slot].sid = 0;
+		caps[slot].graph = NULL;
+		ncaps--;
+		pthread_mutex_unlock(&cap_lock);
+		if (r && named) {
+			/* no graph came of the capture: the object given out names nothing */
+			((struct gp_igraph *)named)->magic = GP_MAGIC_DEAD;
+			free(named);
+			named = NULL;
+		}
+	}
+	if (r)
+		return r;
+	if (named && ((struct gp_igraph *)named)->remote == o.graph) {
+		*out = named;
+		return CUDA_SUCCESS;
+	}
+	return graph_wrap(c, o.graph, out);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+	return end_capture(hStream, phGraph, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+	return end_capture(hStream, phGraph, true);
+}
+
+/* Status, id and dependency count from the driver; no round trip while nothing captures. */
+static CUresult capture_query(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id,
+			      CUgraph *graph, const CUgraphNode **deps, size_t *ndeps, bool pt)
+{
+	struct gp_out_stream_capture_info o = {0};
+	struct gp_ictx *c;
+	uint64_t sid;
+	int any;
+	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
+
+	if (r)
+		return r;
+	if (!st)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&cap_lock);
+	any = ncaps;
+	pthread_mutex_unlock(&cap_lock);
+	if (any) {
+		o = capture_info(c, sid, &r);
+		if (r)
+			return r;
+	}
+	*st = (CUstreamCaptureStatus)o.status;
+	if (o.status == CU_STREAM_CAPTURE_STATUS_NONE)
+		return CUDA_SUCCESS;
+	if (deps && o.ndeps)
+		return CUDA_ERROR_NOT_SUPPORTED; /* the frontier's nodes have no handles here */
+	if (deps)
+		*deps = NULL;
+	if (id)
+		*id = o.id;
+	if (ndeps)
+		*ndeps = o.ndeps;
+	if (graph) {
+		/* one object per capture, the one EndCapture gives back */
+		int slot = -1;
+
+		pthread_mutex_lock(&cap_lock);
+		for (int i = 0; i < CAPS_MAX && slot < 0; i++)
+			if (caps[i].sid && caps[i].id == o.id)
+				slot = i;
+		if (slot >= 0 && !caps[slot].graph && o.graph) {
+			struct gp_igraph *g = calloc(1, sizeof(*g));
+
+			if (g) {
+				*g = (struct gp_igraph){.magic = GP_MAGIC_GRAPH, .remote = o.graph,
+							.ctx = c};
+				caps[slot].graph = (CUgraph)g;
+			}
+		}
+		*graph = slot >= 0 ? caps[slot].graph : NULL;
+		pthread_mutex_unlock(&cap_lock);
+		if (!*graph)
+			return slot < 0 ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
+{
+	return capture_query(s, status, NULL, NULL, NULL, NULL, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *status,
+					       cuuint64_t *id)
+{
+	return capture_query(s, status, id, NULL, NULL, NULL, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo_ptsz(CUstream s, CUstreamCaptureStatus *status,
+						    cuuint64_t *id)
+{
+	return capture_query(s, status, id, NULL, NULL, NULL, true);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus *status,
+						  cuuint64_t *id, CUgraph *graph,
+						  const CUgraphNode **deps, size_t *ndeps)
+{
+	return capture_query(s, status, id, graph, deps, ndeps, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream s, CUstreamCaptureStatus *status,
+						       cuuint64_t *id, CUgraph *graph,
+						       const CUgraphNode **deps, size_t *ndeps)
+{
+	return capture_query(s, status, id, graph, deps, ndeps, true);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *status,
+						  cuuint64_t *id, CUgraph *graph,
+						  const CUgraphNode **deps,
+						  const CUgraphEdgeData **edges, size_t *ndeps)
+{
+	if (edges)
+		*edges = NULL;
+	return capture_query(s, status, id, graph, deps, ndeps, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus *status,
+						       cuuint64_t *id, CUgraph *graph,
+						       const CUgraphNode **deps,
+						       const CUgraphEdgeData **edges,
+						       size_t *ndeps)
+{
+	if (edges)
+		*edges = NULL;
+	return capture_query(s, status, id, graph, deps, ndeps, true);
+}
+
+/*
+ * The mode is kept per client thread, as CUDA keeps it. The pool's driver applies the
+ * capture's own mode on the one worker thread that runs every client thread's calls.
+ */
+static __thread CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+GP_CUDA_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+	CUstreamCaptureMode old;
+
+	if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	old = capture_mode;
+	capture_mode = *mode;
+	*mode = old;
+	return CUDA_SUCCESS;
+}

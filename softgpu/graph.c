@@ -1,0 +1,1761 @@
+/* graph.c -- CUDA graphs: nodes, edges, clone, instantiate, launch, exec update. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_int.h"
+
+/*
+ * DESIGN: a graph is an array of nodes in creation order; each node keeps its
+ * incoming edges (deps) and outgoing ones (outs). A kernel node holds a
+ * checked, marshalled launch (launch.c) used as a template; copy and memset
+ * nodes hold their ranges resolved to host addresses (softgpu's device memory
+ * is host memory), so a node from or to pageable host memory reads and writes
+ * it when the node runs, not when it was made.
+ *
+ * Instantiating clones the graph (later edits of the graph leave the
+ * executable alone) and fixes one topological order, child graphs flattened
+ * into it. A launch turns that order into stream ops (a fresh copy of each
+ * kernel launch) and queues them on the stream as one unit; one FIFO stream
+ * running them in a topological order honours every edge. Exec update and the
+ * exec SetParams calls rewrite the executable's own nodes.
+ *
+ * Stream capture is capture.c; it builds graphs with the functions of graph_int.h.
+ *
+ * Locking: one mutex (sg_glock) guards every graph, exec, capture and the capture
+ * fields of streams and events. It is taken before stream.c's qlock and never
+ * held while a stream op runs; ops are queued after it is released.
+ */
+
+int sg_captures_active;
+pthread_mutex_t sg_glock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- nodes and edges ---- */
+
+bool sg_gnodes_push(struct sg_gnode ***arr, size_t *n, size_t *cap, struct sg_gnode *x)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 4;
+		struct sg_gnode **a = realloc(*arr, nc * sizeof(*a));
+
+		if (a == NULL)
+			return false;
+		*arr = a;
+		*cap = nc;
+	}
+	(*arr)[(*n)++] = x;
+	return true;
+}
+
+static bool drop(struct sg_gnode **arr, size_t *n, const struct sg_gnode *x)
+{
+	for (size_t i = 0; i < *n; i++) {
+		if (arr[i] == x) {
+			memmove(arr + i, arr + i + 1, (*n - i - 1) * sizeof(*arr));
+			(*n)--;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool sg_gnodes_has(struct sg_gnode *const *arr, size_t n, const struct sg_gnode *x)
+{
+	for (size_t i = 0; i < n; i++)
+		if (arr[i] == x)
+			return true;
+	return false;
+}
+
+static CUresult add_edge(struct sg_gnode *from, struct sg_gnode *to)
+{
+	if (sg_gnodes_has(to->deps, to->ndeps, from))
+		return CUDA_SUCCESS;
+	if (!sg_gnodes_push(&to->deps, &to->ndeps, &to->capdeps, from))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!sg_gnodes_push(&from->outs, &from->nouts, &from->capouts, to)) {
+		to->ndeps--;
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	return CUDA_SUCCESS;
+}
+
+struct sg_graph *sg_graph_new(bool visible)
+{
+	struct sg_graph *g = calloc(1, sizeof(*g));
+
+	if (g && visible && sg_handle_add(g, SG_K_GRAPH)) {
+		free(g);
+		return NULL;
+	}
+	if (g)
+		g->visible = visible;
+	return g;
+}
+
+void sg_graph_free(struct sg_graph *g);
+
+static void node_free(struct sg_gnode *n)
+{
+	if (n == NULL)
+		return;
+	if (n->graph && n->graph->visible)
+		sg_handle_del(n);
+	sg_launch_free(n->launch);
+	free(n->kparams);
+	sg_graph_free(n->child);
+	free(n->deps);
+	free(n->outs);
+	free(n);
+}
+
+void sg_graph_free(struct sg_graph *g)
+{
+	if (g == NULL)
+		return;
+	if (g->visible)
+		sg_handle_del(g);
+	for (size_t i = 0; i < g->n; i++)
+		node_free(g->nodes[i]);
+	free(g->nodes);
+	free(g);
+}
+
+/* kernelParams for GetParams: pointers at each parameter in the template's buffer. */
+CUresult sg_gnode_kernel_params(struct sg_gnode *n)
+{
+	const struct sg_func *pf = n->launch->g.entry;
+	void **kp = calloc(pf->nparams ? pf->nparams : 1, sizeof(*kp));
+
+	if (kp == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (uint32_t i = 0; i < pf->nparams; i++)
+		kp[i] = n->launch->params + pf->params[i].offset;
+	free(n->kparams);
+	n->kparams = kp;
+	return CUDA_SUCCESS;
+}
+
+/* A new node of g after deps (each checked to be g's). */
+CUresult sg_gnode_new(struct sg_graph *g, CUgraphNodeType type, struct sg_gnode *const *deps,
+			 size_t ndeps, struct sg_gnode **out)
+{
+	struct sg_gnode *n;
+	CUresult r = CUDA_SUCCESS;
+
+	for (size_t i = 0; i < ndeps; i++) {
+		if (!sg_handle_ok(deps[i], SG_K_GNODE) || deps[i]->graph != g)
+			return CUDA_ERROR_INVALID_VALUE;
+		for (size_t j = 0; j < i; j++)
+			if (deps[j] == deps[i])
+				return CUDA_ERROR_INVALID_VALUE;
+	}
+	n = calloc(1, sizeof(*n));
+	if (n == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	n->graph = g;
+	n->type = type;
+	n->enabled = true;
+	for (size_t i = 0; i < ndeps && r == CUDA_SUCCESS; i++)
+		r = add_edge(deps[i], n);
+	if (r == CUDA_SUCCESS && g->visible && sg_handle_add(n, SG_K_GNODE))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (r == CUDA_SUCCESS && !sg_gnodes_push(&g->nodes, &g->n, &g->cap, n)) {
+		if (g->visible)
+			sg_handle_del(n);
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (r) {
+		for (size_t i = 0; i < n->ndeps; i++)
+			drop(n->deps[i]->outs, &n->deps[i]->nouts, n);
+		free(n->deps);
+		free(n);
+		return r;
+	}
+	*out = n;
+	return CUDA_SUCCESS;
+}
+
+static void node_unlink(struct sg_gnode *n)
+{
+	struct sg_graph *g = n->graph;
+
+	for (size_t i = 0; i < n->ndeps; i++)
+		drop(n->deps[i]->outs, &n->deps[i]->nouts, n);
+	for (size_t i = 0; i < n->nouts; i++)
+		drop(n->outs[i]->deps, &n->outs[i]->ndeps, n);
+	drop(g->nodes, &g->n, n);
+}
+
+static size_t index_of(const struct sg_graph *g, const struct sg_gnode *n)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->nodes[i] == n)
+			return i;
+	return (size_t)-1;
+}
+
+/* Copies what a node does (not its edges) from src into n. */
+static CUresult node_copy_params(struct sg_gnode *n, const struct sg_gnode *src, bool visible)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	n->ctx = src->ctx;
+	n->enabled = src->enabled;
+	n->have_params = src->have_params;
+	n->copy = src->copy;
+	n->p3d = src->p3d;
+	n->set = src->set;
+	n->pset = src->pset;
+	n->host = src->host;
+	n->event = src->event;
+	if (src->launch) {
+		struct sg_launch *l = sg_launch_dup(src->launch);
+
+		if (l == NULL)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		sg_launch_free(n->launch);
+		n->launch = l;
+		r = sg_gnode_kernel_params(n);
+	}
+	if (r == CUDA_SUCCESS && src->child) {
+		struct sg_graph *c = sg_graph_clone(src->child, visible);
+
+		if (c == NULL)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		sg_graph_free(n->child);
+		n->child = c;
+	}
+	return r;
+}
+
+struct sg_graph *sg_graph_clone(const struct sg_graph *src, bool visible)
+{
+	struct sg_graph *g = sg_graph_new(visible);
+
+	if (g == NULL)
+		return NULL;
+	for (size_t i = 0; i < src->n; i++) {
+		const struct sg_gnode *s = src->nodes[i];
+		struct sg_gnode *n;
+
+		if (sg_gnode_new(g, s->type, NULL, 0, &n) || node_copy_params(n, s, visible))
+			goto fail;
+		n->orig = s;
+	}
+	for (size_t i = 0; i < src->n; i++) {
+		const struct sg_gnode *s = src->nodes[i];
+
+		for (size_t d = 0; d < s->ndeps; d++)
+			if (add_edge(g->nodes[index_of(src, s->deps[d])], g->nodes[i]))
+				goto fail;
+	}
+	return g;
+fail:
+	sg_graph_free(g);
+	return NULL;
+}
+
+/* ---- topological order ---- */
+
+/* Appends g's nodes in a topological order to *order, child graphs expanded. */
+static CUresult topo(const struct sg_graph *g, struct sg_gnode ***order, size_t *n, size_t *cap)
+{
+	size_t *indeg = calloc(g->n ? g->n : 1, sizeof(*indeg));
+	size_t *queue = calloc(g->n ? g->n : 1, sizeof(*queue));
+	size_t head = 0, tail = 0;
+	CUresult r = CUDA_SUCCESS;
+
+	if (indeg == NULL || queue == NULL) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		indeg[i] = g->nodes[i]->ndeps;
+		if (indeg[i] == 0)
+			queue[tail++] = i;
+	}
+	while (head < tail && r == CUDA_SUCCESS) {
+		struct sg_gnode *x = g->nodes[queue[head++]];
+
+		if (x->type == CU_GRAPH_NODE_TYPE_GRAPH)
+			r = topo(x->child, order, n, cap);
+		else if (!sg_gnodes_push(order, n, cap, x))
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		for (size_t o = 0; o < x->nouts; o++) {
+			size_t k = index_of(g, x->outs[o]);
+
+			if (--indeg[k] == 0)
+				queue[tail++] = k;
+		}
+	}
+	if (r == CUDA_SUCCESS && tail != g->n)
+		r = CUDA_ERROR_INVALID_VALUE; /* a cycle */
+out:
+	free(indeg);
+	free(queue);
+	return r;
+}
+
+/* ---- graphs ---- */
+
+#define LOCKED(expr)                           \
+	do {                                   \
+		CUresult r_;                   \
+		pthread_mutex_lock(&sg_glock);    \
+		r_ = (expr);                   \
+		pthread_mutex_unlock(&sg_glock);  \
+		return r_;                     \
+	} while (0)
+
+bool sg_graph_ok(CUgraph h)
+{
+	return sg_handle_ok(h, SG_K_GRAPH);
+}
+
+bool sg_gnode_ok(CUgraphNode h)
+{
+	return sg_handle_ok(h, SG_K_GNODE);
+}
+
+SG_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+	struct sg_graph *g;
+	CUresult r = sg_inited();
+
+	if (r)
+		return r;
+	if (phGraph == NULL || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&sg_glock);
+	g = sg_graph_new(true);
+	pthread_mutex_unlock(&sg_glock);
+	if (g == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*phGraph = (CUgraph)g;
+	return CUDA_SUCCESS;
+}
+
+static CUresult graph_destroy(CUgraph h)
+{
+	if (!sg_graph_ok(h))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (sg_capture_uses_graph((struct sg_graph *)h))
+		return CUDA_ERROR_ILLEGAL_STATE; /* still being captured into */
+	sg_graph_free((struct sg_graph *)h);
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
+{
+	LOCKED(graph_destroy(hGraph));
+}
+
+static CUresult graph_clone_api(CUgraph *out, CUgraph h)
+{
+	struct sg_graph *g;
+
+	if (out == NULL || !sg_graph_ok(h))
+		return CUDA_ERROR_INVALID_VALUE;
+	g = sg_graph_clone((struct sg_graph *)h, true);
+	if (g == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*out = (CUgraph)g;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+	LOCKED(graph_clone_api(phGraphClone, originalGraph));
+}
+
+static struct sg_gnode *find_clone(struct sg_graph *g, const struct sg_gnode *orig)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		struct sg_gnode *n = g->nodes[i], *c;
+
+		if (n->orig == orig)
+			return n;
+		if (n->child && (c = find_clone(n->child, orig)))
+			return c;
+	}
+	return NULL;
+}
+
+static CUresult find_in_clone(CUgraphNode *out, CUgraphNode orig, CUgraph clone)
+{
+	struct sg_gnode *n;
+
+	if (out == NULL || !sg_gnode_ok(orig) || !sg_graph_ok(clone))
+		return CUDA_ERROR_INVALID_VALUE;
+	n = find_clone((struct sg_graph *)clone, (struct sg_gnode *)orig);
+	if (n == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = (CUgraphNode)n;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode,
+					  CUgraph hClonedGraph)
+{
+	LOCKED(find_in_clone(phNode, hOriginalNode, hClonedGraph));
+}
+
+/* ---- adding nodes ---- */
+
+/* The context a node runs in: the given one, else the current one. */
+static CUresult node_ctx(CUcontext h, struct sg_ctx **out)
+{
+	return h ? sg_ctx_resolve(h, out, false) : sg_ctx_current(out, false);
+}
+
+static CUresult kernel_set(struct sg_gnode *n, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	struct sg_ctx *ctx;
+	struct sg_launch *l;
+	CUfunction f;
+	CUresult r;
+
+	if (p == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	f = p->func ? p->func : (CUfunction)p->kern;
+	r = node_ctx(p->func ? NULL : p->ctx, &ctx);
+	if (r)
+		return r;
+	if (f == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = sg_launch_new(ctx, f, (unsigned[3]){p->gridDimX, p->gridDimY, p->gridDimZ},
+			  (unsigned[3]){p->blockDimX, p->blockDimY, p->blockDimZ},
+			  p->sharedMemBytes, p->kernelParams, p->extra, &l);
+	if (r)
+		return r;
+	sg_launch_free(n->launch);
+	n->launch = l;
+	n->ctx = ctx;
+	return sg_gnode_kernel_params(n);
+}
+
+static CUresult memcpy_set(struct sg_gnode *n, const CUDA_MEMCPY3D *p, CUcontext hctx)
+{
+	struct sg_ctx *ctx;
+	struct sg_copy c;
+	bool sh, dh;
+	CUresult r = node_ctx(hctx, &ctx);
+
+	if (r)
+		return r;
+	if ((r = sg_copy_prepare3d(p, &c, &sh, &dh)))
+		return r;
+	n->ctx = ctx;
+	n->copy = c;
+	n->p3d = *p;
+	n->have_params = true;
+	return CUDA_SUCCESS;
+}
+
+static CUresult memset_set(struct sg_gnode *n, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext hctx)
+{
+	struct sg_ctx *ctx;
+	struct sg_set s;
+	CUresult r = node_ctx(hctx, &ctx);
+
+	if (r)
+		return r;
+	if (p == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = sg_set_prepare(p->dst, p->pitch, p->value, p->elementSize, p->width, p->height, &s);
+	if (r)
+		return r;
+	n->ctx = ctx;
+	n->set = s;
+	n->pset = *p;
+	n->have_params = true;
+	return CUDA_SUCCESS;
+}
+
+static CUresult host_set(struct sg_gnode *n, const CUDA_HOST_NODE_PARAMS *p)
+{
+	if (p == NULL || p->fn == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	n->host = *p;
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_set(struct sg_gnode *n, CUevent e)
+{
+	if (!sg_handle_ok(e, SG_K_EVENT))
+		return CUDA_ERROR_INVALID_VALUE;
+	n->event = (struct sg_event *)e;
+	return CUDA_SUCCESS;
+}
+
+/* What an add call sets on its new node. */
+struct add_args {
+	const CUDA_KERNEL_NODE_PARAMS *kernel;
+	const CUDA_MEMCPY3D *copy;
+	const CUDA_MEMSET_NODE_PARAMS *set;
+	const CUDA_HOST_NODE_PARAMS *host;
+	CUcontext ctx;
+	CUevent event;
+	CUgraph child;
+};
+
+static CUresult add_node(CUgraphNode *out, CUgraph hg, const CUgraphNode *deps, size_t ndeps,
+			 CUgraphNodeType type, const struct add_args *a)
+{
+	struct sg_graph *g = (struct sg_graph *)hg;
+	struct sg_gnode *n;
+	CUresult r = sg_inited();
+
+	if (r)
+		return r;
+	if (out == NULL || !sg_graph_ok(hg) || (ndeps && deps == NULL))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&sg_glock);
+	r = sg_gnode_new(g, type, (struct sg_gnode *const *)deps, ndeps, &n);
+	if (r == CUDA_SUCCESS) {
+		switch (type) {
+		case CU_GRAPH_NODE_TYPE_KERNEL:
+			r = kernel_set(n, a->kernel);
+			break;
+		case CU_GRAPH_NODE_TYPE_MEMCPY:
+			r = memcpy_set(n, a->copy, a->ctx);
+			break;
+		case CU_GRAPH_NODE_TYPE_MEMSET:
+			r = memset_set(n, a->set, a->ctx);
+			break;
+		case CU_GRAPH_NODE_TYPE_HOST:
+			r = host_set(n, a->host);
+			break;
+		case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+			r = event_set(n, a->event);
+			break;
+		case CU_GRAPH_NODE_TYPE_GRAPH:
+			if (!sg_graph_ok(a->child) || a->child == hg)
+				r = CUDA_ERROR_INVALID_VALUE;
+			else if ((n->child = sg_graph_clone((struct sg_graph *)a->child, true)) == NULL)
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+			break;
+		case CU_GRAPH_NODE_TYPE_EMPTY:
+			break;
+		default:
+			r = CUDA_ERROR_NOT_SUPPORTED;
+			break;
+		}
+		if (r) {
+			node_unlink(n);
+			node_free(n);
+		}
+	}
+	pthread_mutex_unlock(&sg_glock);
+	if (r == CUDA_SUCCESS)
+		*out = (CUgraphNode)n;
+	return r;
+}
+
+SG_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+					const CUgraphNode *dependencies, size_t numDependencies,
+					const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
+			CU_GRAPH_NODE_TYPE_KERNEL, &(struct add_args){.kernel = nodeParams});
+}
+
+SG_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					const CUgraphNode *dependencies, size_t numDependencies,
+					const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+{
+	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
+			CU_GRAPH_NODE_TYPE_MEMCPY, &(struct add_args){.copy = copyParams, .ctx = ctx});
+}
+
+SG_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					const CUgraphNode *dependencies, size_t numDependencies,
+					const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx)
+{
+	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
+			CU_GRAPH_NODE_TYPE_MEMSET, &(struct add_args){.set = memsetParams, .ctx = ctx});
+}
+
+SG_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+				      const CUgraphNode *dependencies, size_t numDependencies,
+				      const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
+			CU_GRAPH_NODE_TYPE_HOST, &(struct add_args){.host = nodeParams});
+}
+
+SG_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					    const CUgraphNode *dependencies,
+					    size_t numDependencies, CUgraph childGraph)
+{
+	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
+			CU_GRAPH_NODE_TYPE_GRAPH, &(struct add_args){.child = childGraph});
+}
+
+SG_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+				       const CUgraphNode *dependencies, size_t numDependencies)
+{
+	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
+			CU_GRAPH_NODE_TYPE_EMPTY, &(struct add_args){0});
+}
+
+SG_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					     const CUgraphNode *dependencies,
+					     size_t numDependencies, CUevent event)
+{
+	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
+			CU_GRAPH_NODE_TYPE_EVENT_RECORD, &(struct add_args){.event = event});
+}
+
+SG_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					   const CUgraphNode *dependencies, size_t numDependencies,
+					   CUevent event)
+{
+	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
+			CU_GRAPH_NODE_TYPE_WAIT_EVENT, &(struct add_args){.event = event});
+}
+
+/* cuGraphAddNode's generic parameters as an add call's; NOT_SUPPORTED for other types. */
+static CUresult generic_args(const CUgraphNodeParams *p, struct add_args *a,
+			     CUDA_KERNEL_NODE_PARAMS *k, CUDA_MEMSET_NODE_PARAMS *m,
+			     CUDA_HOST_NODE_PARAMS *h)
+{
+	if (p == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(a, 0, sizeof(*a));
+	switch (p->type) {
+	case CU_GRAPH_NODE_TYPE_KERNEL:
+		memcpy(k, &p->kernel, sizeof(*k)); /* v3 begins with v2's fields */
+		a->kernel = k;
+		return CUDA_SUCCESS;
+	case CU_GRAPH_NODE_TYPE_MEMCPY:
+		if (p->memcpy.flags || p->memcpy.reserved)
+			return CUDA_ERROR_INVALID_VALUE;
+		a->copy = &p->memcpy.copyParams;
+		a->ctx = p->memcpy.copyCtx;
+		return CUDA_SUCCESS;
+	case CU_GRAPH_NODE_TYPE_MEMSET:
+		*m = (CUDA_MEMSET_NODE_PARAMS){p->memset.dst, p->memset.pitch, p->memset.value,
+					       p->memset.elementSize, p->memset.width,
+					       p->memset.height};
+		a->set = m;
+		a->ctx = p->memset.ctx;
+		return CUDA_SUCCESS;
+	case CU_GRAPH_NODE_TYPE_HOST:
+		*h = (CUDA_HOST_NODE_PARAMS){p->host.fn, p->host.userData};
+		a->host = h;
+		return CUDA_SUCCESS;
+	case CU_GRAPH_NODE_TYPE_GRAPH:
+		if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE)
+			return CUDA_ERROR_NOT_SUPPORTED;
+		a->child = p->graph.graph;
+		return CUDA_SUCCESS;
+	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		a->event = p->eventRecord.event;
+		return CUDA_SUCCESS;
+	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+		a->event = p->eventWait.event;
+		return CUDA_SUCCESS;
+	case CU_GRAPH_NODE_TYPE_EMPTY:
+		return CUDA_SUCCESS;
+	default:
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+}
+
+bool sg_edges_default(const CUgraphEdgeData *d, size_t n)
+{
+	for (size_t i = 0; d && i < n; i++) {
+		static const CUgraphEdgeData zero;
+
+		if (memcmp(&d[i], &zero, sizeof(zero)))
+			return false;
+	}
+	return true;
+}
+
+SG_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+				  const CUgraphNode *dependencies,
+				  const CUgraphEdgeData *dependencyData, size_t numDependencies,
+				  CUgraphNodeParams *nodeParams)
+{
+	struct add_args a;
+	CUDA_KERNEL_NODE_PARAMS k;
+	CUDA_MEMSET_NODE_PARAMS m;
+	CUDA_HOST_NODE_PARAMS h;
+	CUresult r = generic_args(nodeParams, &a, &k, &m, &h);
+
+	if (r)
+		return r;
+	if (!sg_edges_default(dependencyData, numDependencies))
+		return CUDA_ERROR_NOT_SUPPORTED; /* programmatic edges */
+	return add_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams->type, &a);
+}
+
+/* ---- querying and editing nodes ---- */
+
+static CUresult node_get(CUgraphNode h, CUgraphNodeType type, struct sg_gnode **out)
+{
+	if (!sg_gnode_ok(h))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (((struct sg_gnode *)h)->type != type)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = (struct sg_gnode *)h;
+	return CUDA_SUCCESS;
+}
+
+static CUresult node_type(CUgraphNode h, CUgraphNodeType *type)
+{
+	if (!sg_gnode_ok(h) || type == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*type = ((struct sg_gnode *)h)->type;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+	LOCKED(node_type(hNode, type));
+}
+
+static CUresult kernel_get(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS *p)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, CU_GRAPH_NODE_TYPE_KERNEL, &n);
+	const struct sg_launch *l;
+
+	if (r)
+		return r;
+	if (p == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	l = n->launch;
+	memset(p, 0, sizeof(*p));
+	if (sg_handle_kind(l->func) == SG_K_KERNEL)
+		p->kern = (CUkernel)l->func;
+	else
+		p->func = l->func;
+	p->gridDimX = l->g.grid[0];
+	p->gridDimY = l->g.grid[1];
+	p->gridDimZ = l->g.grid[2];
+	p->blockDimX = l->g.block[0];
+	p->blockDimY = l->g.block[1];
+	p->blockDimZ = l->g.block[2];
+	p->sharedMemBytes = l->g.dyn_shared;
+	p->kernelParams = n->kparams;
+	p->ctx = (CUcontext)n->ctx;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	LOCKED(kernel_get(hNode, nodeParams));
+}
+
+static CUresult kernel_setp(CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, CU_GRAPH_NODE_TYPE_KERNEL, &n);
+
+	return r ? r : kernel_set(n, p);
+}
+
+SG_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
+					      const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	LOCKED(kernel_setp(hNode, nodeParams));
+}
+
+static CUresult memcpy_get(CUgraphNode h, CUDA_MEMCPY3D *p)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, CU_GRAPH_NODE_TYPE_MEMCPY, &n);
+
+	if (r)
+		return r;
+	if (p == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!n->have_params)
+		return CUDA_ERROR_NOT_SUPPORTED; /* captured: only host addresses are kept */
+	*p = n->p3d;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams)
+{
+	LOCKED(memcpy_get(hNode, nodeParams));
+}
+
+static CUresult memcpy_setp(CUgraphNode h, const CUDA_MEMCPY3D *p)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, CU_GRAPH_NODE_TYPE_MEMCPY, &n);
+
+	return r ? r : memcpy_set(n, p, (CUcontext)n->ctx);
+}
+
+SG_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams)
+{
+	LOCKED(memcpy_setp(hNode, nodeParams));
+}
+
+static CUresult memset_get(CUgraphNode h, CUDA_MEMSET_NODE_PARAMS *p)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, CU_GRAPH_NODE_TYPE_MEMSET, &n);
+
+	if (r)
+		return r;
+	if (p == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!n->have_params)
+		return CUDA_ERROR_NOT_SUPPORTED; /* captured: only host addresses are kept */
+	*p = n->pset;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams)
+{
+	LOCKED(memset_get(hNode, nodeParams));
+}
+
+static CUresult memset_setp(CUgraphNode h, const CUDA_MEMSET_NODE_PARAMS *p)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, CU_GRAPH_NODE_TYPE_MEMSET, &n);
+
+	return r ? r : memset_set(n, p, (CUcontext)n->ctx);
+}
+
+SG_EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode,
+					      const CUDA_MEMSET_NODE_PARAMS *nodeParams)
+{
+	LOCKED(memset_setp(hNode, nodeParams));
+}
+
+static CUresult host_get(CUgraphNode h, CUDA_HOST_NODE_PARAMS *p)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, CU_GRAPH_NODE_TYPE_HOST, &n);
+
+	if (r)
+		return r;
+	if (p == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*p = n->host;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	LOCKED(host_get(hNode, nodeParams));
+}
+
+static CUresult host_setp(CUgraphNode h, const CUDA_HOST_NODE_PARAMS *p)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, CU_GRAPH_NODE_TYPE_HOST, &n);
+
+	return r ? r : host_set(n, p);
+}
+
+SG_EXPORT CUresult cuGraphHostNodeSetParams(CUgraphNode hNode,
+					    const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	LOCKED(host_setp(hNode, nodeParams));
+}
+
+static CUresult child_get(CUgraphNode h, CUgraph *out)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, CU_GRAPH_NODE_TYPE_GRAPH, &n);
+
+	if (r)
+		return r;
+	if (out == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = (CUgraph)n->child;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph)
+{
+	LOCKED(child_get(hNode, phGraph));
+}
+
+static CUresult event_get(CUgraphNode h, CUgraphNodeType t, CUevent *out)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, t, &n);
+
+	if (r)
+		return r;
+	if (out == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = (CUevent)n->event;
+	return CUDA_SUCCESS;
+}
+
+static CUresult event_setp(CUgraphNode h, CUgraphNodeType t, CUevent e)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, t, &n);
+
+	return r ? r : event_set(n, e);
+}
+
+SG_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+{
+	LOCKED(event_get(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event_out));
+}
+
+SG_EXPORT CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event)
+{
+	LOCKED(event_setp(hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event));
+}
+
+SG_EXPORT CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
+{
+	LOCKED(event_get(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event_out));
+}
+
+SG_EXPORT CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event)
+{
+	LOCKED(event_setp(hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event));
+}
+
+/* Copies up to *count handles out (all when arr is NULL: just the count). */
+static void list_out(struct sg_gnode *const *src, size_t n, CUgraphNode *arr,
+		     CUgraphEdgeData *edges, size_t *count)
+{
+	if (arr == NULL) {
+		*count = n;
+		return;
+	}
+	for (size_t i = 0; i < *count; i++) {
+		arr[i] = i < n ? (CUgraphNode)src[i] : NULL;
+		if (edges)
+			memset(&edges[i], 0, sizeof(edges[i]));
+	}
+	if (n < *count)
+		*count = n;
+}
+
+static CUresult get_nodes(CUgraph h, CUgraphNode *nodes, size_t *num, bool roots)
+{
+	struct sg_graph *g = (struct sg_graph *)h;
+	struct sg_gnode **tmp;
+	size_t k = 0;
+
+	if (!sg_graph_ok(h) || num == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	tmp = malloc((g->n ? g->n : 1) * sizeof(*tmp));
+	if (tmp == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; i < g->n; i++)
+		if (!roots || g->nodes[i]->ndeps == 0)
+			tmp[k++] = g->nodes[i];
+	list_out(tmp, k, nodes, NULL, num);
+	free(tmp);
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+	LOCKED(get_nodes(hGraph, nodes, numNodes, false));
+}
+
+SG_EXPORT CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes)
+{
+	LOCKED(get_nodes(hGraph, rootNodes, numRootNodes, true));
+}
+
+static CUresult get_edges(CUgraph h, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *ed,
+			  size_t *num)
+{
+	struct sg_graph *g = (struct sg_graph *)h;
+	size_t k = 0, total = 0;
+
+	if (!sg_graph_ok(h) || num == NULL || (from == NULL) != (to == NULL))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < g->n; i++)
+		total += g->nodes[i]->ndeps;
+	if (from == NULL) {
+		*num = total;
+		return CUDA_SUCCESS;
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		struct sg_gnode *n = g->nodes[i];
+
+		for (size_t d = 0; d < n->ndeps && k < *num; d++, k++) {
+			from[k] = (CUgraphNode)n->deps[d];
+			to[k] = (CUgraphNode)n;
+			if (ed)
+				memset(&ed[k], 0, sizeof(ed[k]));
+		}
+	}
+	for (size_t i = k; i < *num; i++) {
+		from[i] = to[i] = NULL;
+		if (ed)
+			memset(&ed[i], 0, sizeof(ed[i]));
+	}
+	*num = k;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+				   CUgraphEdgeData *edgeData, size_t *numEdges)
+{
+	LOCKED(get_edges(hGraph, from, to, edgeData, numEdges));
+}
+
+static CUresult node_deps(CUgraphNode h, CUgraphNode *arr, CUgraphEdgeData *ed, size_t *num,
+			  bool outs)
+{
+	struct sg_gnode *n = (struct sg_gnode *)h;
+
+	if (!sg_gnode_ok(h) || num == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (outs)
+		list_out(n->outs, n->nouts, arr, ed, num);
+	else
+		list_out(n->deps, n->ndeps, arr, ed, num);
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *dependencies,
+					      CUgraphEdgeData *edgeData, size_t *numDependencies)
+{
+	LOCKED(node_deps(hNode, dependencies, edgeData, numDependencies, false));
+}
+
+SG_EXPORT CUresult cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNode *dependentNodes,
+						CUgraphEdgeData *edgeData,
+						size_t *numDependentNodes)
+{
+	LOCKED(node_deps(hNode, dependentNodes, edgeData, numDependentNodes, true));
+}
+
+static CUresult edges_edit(CUgraph h, const CUgraphNode *from, const CUgraphNode *to,
+			   const CUgraphEdgeData *ed, size_t num, bool add)
+{
+	struct sg_graph *g = (struct sg_graph *)h;
+	CUresult r = CUDA_SUCCESS;
+
+	if (!sg_graph_ok(h) || (num && (from == NULL || to == NULL)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!sg_edges_default(ed, num))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	for (size_t i = 0; i < num; i++) {
+		struct sg_gnode *a = (struct sg_gnode *)from[i], *b = (struct sg_gnode *)to[i];
+
+		if (!sg_gnode_ok(from[i]) || !sg_gnode_ok(to[i]) || a->graph != g || b->graph != g ||
+		    a == b)
+			return CUDA_ERROR_INVALID_VALUE;
+		if (add && sg_gnodes_has(b->deps, b->ndeps, a))
+			return CUDA_ERROR_INVALID_VALUE; /* CUDA refuses a duplicate edge */
+		if (!add && !sg_gnodes_has(b->deps, b->ndeps, a))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	for (size_t i = 0; i < num && r == CUDA_SUCCESS; i++) {
+		struct sg_gnode *a = (struct sg_gnode *)from[i], *b = (struct sg_gnode *)to[i];
+
+		if (add) {
+			r = add_edge(a, b);
+		} else {
+			drop(b->deps, &b->ndeps, a);
+			drop(a->outs, &a->nouts, b);
+		}
+	}
+	return r;
+}
+
+SG_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+					  const CUgraphNode *to, const CUgraphEdgeData *edgeData,
+					  size_t numDependencies)
+{
+	LOCKED(edges_edit(hGraph, from, to, edgeData, numDependencies, true));
+}
+
+SG_EXPORT CUresult cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+					     const CUgraphNode *to, const CUgraphEdgeData *edgeData,
+					     size_t numDependencies)
+{
+	LOCKED(edges_edit(hGraph, from, to, edgeData, numDependencies, false));
+}
+
+static CUresult destroy_node(CUgraphNode h)
+{
+	struct sg_gnode *n = (struct sg_gnode *)h;
+
+	if (!sg_gnode_ok(h))
+		return CUDA_ERROR_INVALID_VALUE;
+	node_unlink(n);
+	node_free(n);
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
+{
+	LOCKED(destroy_node(hNode));
+}
+
+/* ---- executable graphs ---- */
+
+static void exec_free(struct sg_gexec *x)
+{
+	if (x == NULL)
+		return;
+	sg_graph_free(x->g);
+	free(x->order);
+	free(x);
+}
+
+static CUresult instantiate(CUgraphExec *out, CUgraph h, unsigned long long flags)
+{
+	struct sg_gexec *x;
+	size_t cap = 0;
+	CUresult r;
+
+	if (out == NULL || !sg_graph_ok(h))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (flags & ~(unsigned long long)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+					  CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
+					  CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
+					  CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH)
+		return CUDA_ERROR_NOT_SUPPORTED; /* no device-side graph launch */
+	x = calloc(1, sizeof(*x));
+	if (x == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	x->flags = flags;
+	x->g = sg_graph_clone((struct sg_graph *)h, false);
+	if (x->g == NULL) {
+		free(x);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	r = topo(x->g, &x->order, &x->norder, &cap);
+	if (r == CUDA_SUCCESS && sg_handle_add(x, SG_K_GEXEC))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (r) {
+		exec_free(x);
+		return r;
+	}
+	*out = (CUgraphExec)x;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+					       unsigned long long flags)
+{
+	CUresult r = sg_inited();
+
+	if (r)
+		return r;
+	LOCKED(instantiate(phGraphExec, hGraph, flags));
+}
+
+static CUresult graph_upload(CUgraphExec hx, CUstream hs, bool pt);
+
+static CUresult instantiate_params(CUgraphExec *out, CUgraph h, CUDA_GRAPH_INSTANTIATE_PARAMS *p,
+				   bool pt)
+{
+	CUresult r;
+
+	if (p == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	p->hErrNode_out = NULL;
+	pthread_mutex_lock(&sg_glock);
+	r = instantiate(out, h, p->flags);
+	pthread_mutex_unlock(&sg_glock);
+	p->result_out = r ? CUDA_GRAPH_INSTANTIATE_ERROR : CUDA_GRAPH_INSTANTIATE_SUCCESS;
+	if (r == CUDA_SUCCESS && (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD))
+		r = graph_upload(*out, p->hUploadStream, pt);
+	return r;
+}
+
+SG_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+						CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+	CUresult r = sg_inited();
+
+	return r ? r : instantiate_params(phGraphExec, hGraph, instantiateParams, false);
+}
+
+SG_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+						     CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
+SG_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+						     CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+	CUresult r = sg_inited();
+
+	return r ? r : instantiate_params(phGraphExec, hGraph, instantiateParams, true);
+}
+
+static bool exec_ok(CUgraphExec h)
+{
+	return sg_handle_ok(h, SG_K_GEXEC);
+}
+
+static CUresult exec_flags(CUgraphExec h, cuuint64_t *flags)
+{
+	if (!exec_ok(h) || flags == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*flags = ((struct sg_gexec *)h)->flags;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags)
+{
+	LOCKED(exec_flags(hGraphExec, flags));
+}
+
+static CUresult exec_destroy(CUgraphExec h)
+{
+	if (!exec_ok(h))
+		return CUDA_ERROR_INVALID_VALUE;
+	sg_handle_del(h);
+	exec_free((struct sg_gexec *)h);
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+	LOCKED(exec_destroy(hGraphExec));
+}
+
+/* The executable's own copy of a node of the graph it was made from (or of that graph's child). */
+static CUresult exec_node(CUgraphExec hx, CUgraphNode hn, CUgraphNodeType t, struct sg_gnode **out)
+{
+	struct sg_gnode *n;
+
+	if (!exec_ok(hx) || !sg_gnode_ok(hn))
+		return CUDA_ERROR_INVALID_VALUE;
+	n = find_clone(((struct sg_gexec *)hx)->g, (struct sg_gnode *)hn);
+	if (n == NULL || n->type != t)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = n;
+	return CUDA_SUCCESS;
+}
+
+static CUresult xkernel(CUgraphExec hx, CUgraphNode hn, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	struct sg_gnode *n;
+	CUresult r = exec_node(hx, hn, CU_GRAPH_NODE_TYPE_KERNEL, &n);
+
+	return r ? r : kernel_set(n, p);
+}
+
+SG_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+						  const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	LOCKED(xkernel(hGraphExec, hNode, nodeParams));
+}
+
+static CUresult xmemcpy(CUgraphExec hx, CUgraphNode hn, const CUDA_MEMCPY3D *p, CUcontext c)
+{
+	struct sg_gnode *n;
+	CUresult r = exec_node(hx, hn, CU_GRAPH_NODE_TYPE_MEMCPY, &n);
+
+	return r ? r : memcpy_set(n, p, c);
+}
+
+SG_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						  const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
+{
+	LOCKED(xmemcpy(hGraphExec, hNode, copyParams, ctx));
+}
+
+static CUresult xmemset(CUgraphExec hx, CUgraphNode hn, const CUDA_MEMSET_NODE_PARAMS *p,
+			CUcontext c)
+{
+	struct sg_gnode *n;
+	CUresult r = exec_node(hx, hn, CU_GRAPH_NODE_TYPE_MEMSET, &n);
+
+	return r ? r : memset_set(n, p, c);
+}
+
+SG_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						  const CUDA_MEMSET_NODE_PARAMS *memsetParams,
+						  CUcontext ctx)
+{
+	LOCKED(xmemset(hGraphExec, hNode, memsetParams, ctx));
+}
+
+static CUresult xhost(CUgraphExec hx, CUgraphNode hn, const CUDA_HOST_NODE_PARAMS *p)
+{
+	struct sg_gnode *n;
+	CUresult r = exec_node(hx, hn, CU_GRAPH_NODE_TYPE_HOST, &n);
+
+	return r ? r : host_set(n, p);
+}
+
+SG_EXPORT CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	LOCKED(xhost(hGraphExec, hNode, nodeParams));
+}
+
+static CUresult xevent(CUgraphExec hx, CUgraphNode hn, CUgraphNodeType t, CUevent e)
+{
+	struct sg_gnode *n;
+	CUresult r = exec_node(hx, hn, t, &n);
+
+	return r ? r : event_set(n, e);
+}
+
+SG_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
+						      CUevent event)
+{
+	LOCKED(xevent(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event));
+}
+
+SG_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
+						    CUevent event)
+{
+	LOCKED(xevent(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event));
+}
+
+static CUresult xenable(CUgraphExec hx, CUgraphNode hn, unsigned *get, unsigned set)
+{
+	struct sg_gnode *n;
+	CUgraphNodeType t;
+
+	if (!sg_gnode_ok(hn))
+		return CUDA_ERROR_INVALID_VALUE;
+	t = ((struct sg_gnode *)hn)->type;
+	if (t != CU_GRAPH_NODE_TYPE_KERNEL && t != CU_GRAPH_NODE_TYPE_MEMCPY &&
+	    t != CU_GRAPH_NODE_TYPE_MEMSET)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (exec_node(hx, hn, t, &n))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (get) {
+		*get = n->enabled;
+		return CUDA_SUCCESS;
+	}
+	n->enabled = set != 0;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+					 unsigned int isEnabled)
+{
+	LOCKED(xenable(hGraphExec, hNode, NULL, isEnabled));
+}
+
+SG_EXPORT CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+					 unsigned int *isEnabled)
+{
+	if (isEnabled == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	LOCKED(xenable(hGraphExec, hNode, isEnabled, 0));
+}
+
+/* Same shape: node i of a has node i's type and dependencies (by index) in b, recursively. */
+static bool same_topology(const struct sg_graph *a, const struct sg_graph *b,
+			  CUgraphExecUpdateResultInfo *info)
+{
+	if (a->n != b->n) {
+		info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+		return false;
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		const struct sg_gnode *x = a->nodes[i], *y = b->nodes[i];
+
+		info->errorNode = (CUgraphNode)y;
+		if (x->type != y->type) {
+			info->result = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+			return false;
+		}
+		if (x->ndeps != y->ndeps) {
+			info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+			return false;
+		}
+		for (size_t d = 0; d < y->ndeps; d++) {
+			size_t k = index_of(b, y->deps[d]);
+
+			if (!sg_gnodes_has(x->deps, x->ndeps, a->nodes[k])) {
+				info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+				info->errorFromNode = (CUgraphNode)y->deps[d];
+				return false;
+			}
+		}
+		if (x->child && !same_topology(x->child, y->child, info))
+			return false;
+	}
+	return true;
+}
+
+static CUresult update_params(struct sg_graph *a, const struct sg_graph *b)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	for (size_t i = 0; i < a->n && r == CUDA_SUCCESS; i++) {
+		struct sg_gnode *x = a->nodes[i];
+		const struct sg_gnode *y = b->nodes[i];
+
+		if (x->child) {
+			r = update_params(x->child, y->child);
+		} else {
+			r = node_copy_params(x, y, false);
+			x->enabled = true;
+		}
+		/* x->orig stays: SetParams names nodes of the graph it was instantiated from */
+	}
+	return r;
+}
+
+static CUresult exec_update(CUgraphExec hx, CUgraph h, CUgraphExecUpdateResultInfo *info)
+{
+	struct sg_gexec *x = (struct sg_gexec *)hx;
+	CUgraphExecUpdateResultInfo tmp;
+	size_t cap = 0, n = 0;
+	struct sg_gnode **order = NULL;
+	CUresult r;
+
+	if (info == NULL)
+		info = &tmp;
+	memset(info, 0, sizeof(*info));
+	if (!exec_ok(hx) || !sg_graph_ok(h)) {
+		info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!same_topology(x->g, (struct sg_graph *)h, info))
+		return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+	info->errorNode = NULL;
+	r = update_params(x->g, (struct sg_graph *)h);
+	if (r == CUDA_SUCCESS)
+		r = topo(x->g, &order, &n, &cap);
+	if (r) {
+		free(order);
+		info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+		return r;
+	}
+	free(x->order);
+	x->order = order;
+	x->norder = n;
+	info->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+				     CUgraphExecUpdateResultInfo *resultInfo)
+{
+	LOCKED(exec_update(hGraphExec, hGraph, resultInfo));
+}
+
+/* ---- launching ---- */
+
+/* The ops one launch of x queues, in its order (NULL entries for nodes that do nothing). */
+static CUresult launch_ops(struct sg_gexec *x, struct sg_op ***out, size_t *nops)
+{
+	struct sg_op **ops = calloc(x->norder ? x->norder : 1, sizeof(*ops));
+	size_t k = 0;
+
+	if (ops == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; i < x->norder; i++) {
+		struct sg_gnode *n = x->order[i];
+		struct sg_op *op = NULL;
+
+		if (!n->enabled)
+			continue;
+		switch (n->type) {
+		case CU_GRAPH_NODE_TYPE_KERNEL:
+			if ((op = sg_op_new(SG_OP_LAUNCH)) && !(op->u.launch = sg_launch_dup(n->launch))) {
+				sg_op_free(op);
+				op = NULL;
+			}
+			break;
+		case CU_GRAPH_NODE_TYPE_MEMCPY:
+			if (n->copy.width == 0)
+				continue;
+			if ((op = sg_op_new(SG_OP_COPY)))
+				op->u.copy = n->copy;
+			break;
+		case CU_GRAPH_NODE_TYPE_MEMSET:
+			if (n->set.dst == NULL)
+				continue;
+			if ((op = sg_op_new(SG_OP_SET)))
+				op->u.set = n->set;
+			break;
+		case CU_GRAPH_NODE_TYPE_HOST:
+			if ((op = sg_op_new(SG_OP_HOSTFN))) {
+				op->u.host.fn = n->host.fn;
+				op->u.host.data = n->host.userData;
+			}
+			break;
+		case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+			if (!sg_handle_ok(n->event, SG_K_EVENT)) {
+				for (size_t j = 0; j < k; j++)
+					sg_op_free(ops[j]);
+				free(ops);
+				return CUDA_ERROR_INVALID_HANDLE; /* destroyed since */
+			}
+			op = sg_event_op_new(n->event, n->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD
+							       ? SG_OP_RECORD
+							       : SG_OP_WAIT);
+			break;
+		default:
+			continue; /* empty */
+		}
+		if (op == NULL) {
+			for (size_t j = 0; j < k; j++)
+				sg_op_free(ops[j]);
+			free(ops);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		ops[k++] = op;
+	}
+	*out = ops;
+	*nops = k;
+	return CUDA_SUCCESS;
+}
+
+static CUresult graph_launch(CUgraphExec hx, CUstream hs, bool pt)
+{
+	struct sg_ctx *c;
+	struct sg_stream *s;
+	struct sg_op **ops = NULL;
+	size_t n = 0;
+	CUresult r = sg_stream_resolve(hs, pt, &c, &s);
+
+	if (r)
+		return r;
+	if ((r = (CUresult)__atomic_load_n(&c->sticky, __ATOMIC_ACQUIRE)))
+		return r;
+	pthread_mutex_lock(&sg_glock);
+	if (!exec_ok(hx))
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (s->cap)
+		r = sg_capture_add_child(s, (struct sg_gexec *)hx);
+	else
+		r = launch_ops((struct sg_gexec *)hx, &ops, &n);
+	pthread_mutex_unlock(&sg_glock);
+	if (r || ops == NULL)
+		return r;
+	r = sg_stream_submit_list(s, ops, n);
+	free(ops);
+	return r;
+}
+
+SG_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_launch(hGraphExec, hStream, false);
+}
+
+/* Everything is ready at instantiation: an upload only checks its arguments. */
+static CUresult graph_upload(CUgraphExec hx, CUstream hs, bool pt)
+{
+	struct sg_ctx *c;
+	struct sg_stream *s;
+	CUresult r = sg_stream_resolve(hs, pt, &c, &s);
+
+	if (r)
+		return r;
+	return exec_ok(hx) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+SG_EXPORT CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+{
+	return graph_upload(hGraphExec, hStream, false);
+}
+
+/* ---- debug output ---- */
+
+static const char *type_name(CUgraphNodeType t)
+{
+	switch (t) {
+	case CU_GRAPH_NODE_TYPE_KERNEL:
+		return "kernel";
+	case CU_GRAPH_NODE_TYPE_MEMCPY:
+		return "memcpy";
+	case CU_GRAPH_NODE_TYPE_MEMSET:
+		return "memset";
+	case CU_GRAPH_NODE_TYPE_HOST:
+		return "host";
+	case CU_GRAPH_NODE_TYPE_GRAPH:
+		return "graph";
+	case CU_GRAPH_NODE_TYPE_EMPTY:
+		return "empty";
+	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+		return "event_wait";
+	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		return "event_record";
+	default:
+		return "other";
+	}
+}
+
+static void dot_graph(FILE *f, const struct sg_graph *g, const char *prefix)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		const struct sg_gnode *n = g->nodes[i];
+
+		if (n->child) {
+			char sub[64];
+
+			snprintf(sub, sizeof(sub), "%s%zu_", prefix, i);
+			fprintf(f, "subgraph cluster_%s%zu {\nlabel=\"graph %zu\";\n", prefix, i, i);
+			dot_graph(f, n->child, sub);
+			fprintf(f, "}\n");
+		}
+		fprintf(f, "\"%s%zu\" [label=\"%zu: %s\"];\n", prefix, i, i, type_name(n->type));
+		for (size_t d = 0; d < n->ndeps; d++)
+			fprintf(f, "\"%s%zu\" -> \"%s%zu\";\n", prefix, index_of(g, n->deps[d]),
+				prefix, i);
+	}
+}
+
+static CUresult dot_print(CUgraph h, const char *path)
+{
+	FILE *f;
+
+	if (!sg_graph_ok(h) || path == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	f = fopen(path, "w");
+	if (f == NULL)
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	fprintf(f, "digraph softgpu {\n");
+	dot_graph(f, (struct sg_graph *)h, "n");
+	fprintf(f, "}\n");
+	return fclose(f) ? CUDA_ERROR_OPERATING_SYSTEM : CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags)
+{
+	(void)flags;
+	LOCKED(dot_print(hGraph, path));
+}
+
+/* ---- the older entry points (pre-12.3 edges, v1 kernel parameters) ---- */
+
+static CUDA_KERNEL_NODE_PARAMS kernel_v2(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	return (CUDA_KERNEL_NODE_PARAMS){p->func,	    p->gridDimX,  p->gridDimY,
+					 p->gridDimZ,	    p->blockDimX, p->blockDimY,
+					 p->blockDimZ,	    p->sharedMemBytes, p->kernelParams,
+					 p->extra,	    NULL,	  NULL};
+}
+
+SG_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					const CUgraphNode *dependencies, size_t numDependencies,
+					const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS k;
+
+	if (nodeParams == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	k = kernel_v2(nodeParams);
+	return cuGraphAddKernelNode_v2(phGraphNode, hGraph, dependencies, numDependencies, &k);
+}
+
+SG_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode,
+					      CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS k;
+	CUresult r;
+
+	if (nodeParams == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cuGraphKernelNodeGetParams_v2(hNode, &k);
+	if (r)
+		return r;
+	if (k.func == NULL)
+		return CUDA_ERROR_NOT_SUPPORTED; /* a library kernel: v1 has no field for it */
+	memcpy(nodeParams, &k, sizeof(*nodeParams));
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode,
+					      const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS k;
+
+	if (nodeParams == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	k = kernel_v2(nodeParams);
+	return cuGraphKernelNodeSetParams_v2(hNode, &k);
+}
+
+SG_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+						  const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS k;
+
+	if (nodeParams == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	k = kernel_v2(nodeParams);
+	return cuGraphExecKernelNodeSetParams_v2(hGraphExec, hNode, &k);
+}
+
+SG_EXPORT CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+				     CUgraphNode *hErrorNode_out,
+				     CUgraphExecUpdateResult *updateResult_out)
+{
+	CUgraphExecUpdateResultInfo info;
+	CUresult r = cuGraphExecUpdate_v2(hGraphExec, hGraph, &info);
+
+	if (hErrorNode_out)
+		*hErrorNode_out = info.errorNode;
+	if (updateResult_out)
+		*updateResult_out = info.result;
+	return r;
+}
+
+SG_EXPORT CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+				   size_t *numEdges)
+{
+	return cuGraphGetEdges_v2(hGraph, from, to, NULL, numEdges);
+}
+
+SG_EXPORT CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies,
+					      size_t *numDependencies)
+{
+	return cuGraphNodeGetDependencies_v2(hNode, dependencies, NULL, numDependencies);
+}
+
+SG_EXPORT CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes,
+						size_t *numDependentNodes)
+{
+	return cuGraphNodeGetDependentNodes_v2(hNode, dependentNodes, NULL, numDependentNodes);
+}
+
+SG_EXPORT CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
+					  const CUgraphNode *to, size_t numDependencies)
+{
+	return cuGraphAddDependencies_v2(hGraph, from, to, NULL, numDependencies);
+}
+
+SG_EXPORT CUresult cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from,
+					     const CUgraphNode *to, size_t numDependencies)
+{
+	return cuGraphRemoveDependencies_v2(hGraph, from, to, NULL, numDependencies);
+}
+
+SG_EXPORT CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+				  const CUgraphNode *dependencies, size_t numDependencies,
+				  CUgraphNodeParams *nodeParams)
+{
+	return cuGraphAddNode_v2(phGraphNode, hGraph, dependencies, NULL, numDependencies,
+				 nodeParams);
+}
+
+
+/* ---- per-thread default stream variants ---- */
+
+#define PTSZ(ret, name, params)    \
+	SG_EXPORT ret name params; \
+	SG_EXPORT ret name params
+
+PTSZ(CUresult, cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream))
+{
+	return graph_launch(hGraphExec, hStream, true);
+}
+
+PTSZ(CUresult, cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream))
+{
+	return graph_upload(hGraphExec, hStream, true);
+}
