@@ -42,7 +42,9 @@ out=$(GPUPOOL_CONNECT_TIMEOUT=0 run_client "$GP_STAGE/bin/vector_add" 3000) ||
 	fail "a real client while the flood reopens: $out"
 case "$out" in *"3000 elements"*PASSED*) ;; *) fail "vector_add while the flood reopens: $out" ;; esac
 kill -0 "$flood" 2>/dev/null || fail "the flood should still be running: $(cat "$T/flood.out")"
-assert_status '.sessions | length == 0' "the flood should hold no worker"
+# The real clients' sessions end on their own (slowly under the sanitizers); the flood's
+# connections, were they sessions, would stay.
+wait_for '.sessions | length == 0' 30
 kill "$flood"
 wait "$flood" 2>/dev/null || true
 gp_stop
