@@ -172,7 +172,7 @@ static CUresult max_active_blocks(int *n, CUfunction func, int block, size_t sme
 		return CUDA_ERROR_INVALID_VALUE;
 	r = gp__ctx_need(&c);
 	if (r == CUDA_SUCCESS)
-		r = gp__func_check(func, &f);
+		r = gp__func_described(func, &f);
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = gp__rpc_occupancy(0,
@@ -219,7 +219,7 @@ GP_CUDA_EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *min_grid,
 		return CUDA_ERROR_INVALID_VALUE;
 	r = gp__ctx_need(&c);
 	if (r == CUDA_SUCCESS)
-		r = gp__func_check(func, &f);
+		r = gp__func_described(func, &f);
 	if (r != CUDA_SUCCESS)
 		return r;
 	warp = gp__client.dev[c->device].attr[CU_DEVICE_ATTRIBUTE_WARP_SIZE];

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gpupool/gpupool.h>
@@ -31,6 +32,9 @@ static CUresult transport_failed(int err, const char *what)
 	bool first;
 
 	first = !atomic_exchange_explicit(&c->lost, true, memory_order_relaxed);
+	/* The session is over: the worker sees it at once, whatever was half sent. */
+	if (first && c->conn && c->conn->fd >= 0)
+		shutdown(c->conn->fd, SHUT_RDWR);
 	if (first)
 		gp_log_error("connection to the pool lost during %s: %s (%s)", what,
 			     c->conn && c->conn->err[0] ? c->conn->err : gp_strerror(err),

@@ -365,6 +365,7 @@ static int write_concurrent(struct gp_conn *c, const uint8_t *p, size_t len)
 		pthread_mutex_lock(&c->io);
 		errno = 0;
 		if (c->ssl) {
+			ERR_clear_error(); /* SSL_get_error reads this thread's queue */
 			if (SSL_write_ex(c->ssl, p, len, &n) != 1) {
 				e = errno;
 				n = 0;
@@ -431,6 +432,7 @@ static int raw_write(struct gp_conn *c, const void *buf, size_t len)
 			int r;
 
 			errno = 0;
+			ERR_clear_error(); /* SSL_get_error reads this thread's queue */
 			r = SSL_write_ex(c->ssl, p, len, &w);
 
 			if (r != 1) {
@@ -504,6 +506,7 @@ static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
 		if (c->ssl) {
 			size_t got = 0;
 
+			ERR_clear_error(); /* SSL_get_error reads this thread's queue */
 			if (SSL_read_ex(c->ssl, buf, len, &got) == 1) {
 				ret = (ssize_t)got;
 			} else {
@@ -565,6 +568,7 @@ static ssize_t raw_read_some(struct gp_conn *c, void *buf, size_t len)
 			int r;
 
 			errno = 0;
+			ERR_clear_error(); /* SSL_get_error reads this thread's queue */
 			r = SSL_read_ex(c->ssl, buf, len, &got);
 			if (r == 1)
 				return (ssize_t)got;
@@ -674,7 +678,9 @@ int gp_conn_send(struct gp_conn *c, unsigned type, unsigned flags, uint64_t requ
 	h.request_id = request_id;
 	h.type = (uint16_t)type;
 	h.flags = (uint16_t)flags;
-	ret = wbuf_reserve(c, GP_FRAME_HDR_SIZE + mlen);
+	/* Room for the whole frame at once (its bulk too, when it is small), so a failure
+	 * never leaves half a frame queued. */
+	ret = wbuf_reserve(c, GP_FRAME_HDR_SIZE + mlen + (bulk_len < WBUF_FLUSH_AT ? bulk_len : 0));
 	if (ret)
 		return ret;
 	gp_frame_hdr_encode(&h, c->wbuf + c->wlen);
@@ -689,9 +695,6 @@ int gp_conn_send(struct gp_conn *c, unsigned type, unsigned flags, uint64_t requ
 				return ret;
 			return raw_write(c, bulk, bulk_len);
 		}
-		ret = wbuf_reserve(c, bulk_len);
-		if (ret)
-			return ret;
 		memcpy(c->wbuf + c->wlen, bulk, bulk_len);
 		c->wlen += bulk_len;
 	}

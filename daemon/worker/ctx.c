@@ -82,6 +82,7 @@ CUresult gp__serve_ctx_destroy(struct gp_worker *w, struct gp_req *rq,
 		return r;
 	if (w->current == h->ptr)
 		w->current = NULL;
+	gp__staging_forget();
 	gp__forget_ctx(w, a->ctx);
 	gp__handle_release(w, a->ctx);
 	return CUDA_SUCCESS;
@@ -160,6 +161,7 @@ CUresult gp__serve_primary_release(struct gp_worker *w, struct gp_req *rq,
 
 		if (h && w->current == h->ptr)
 			w->current = NULL;
+		gp__staging_forget();
 		gp__forget_ctx(w, w->primary[d]);
 		gp__handle_release(w, w->primary[d]);
 		w->primary[d] = 0;
@@ -181,6 +183,7 @@ CUresult gp__serve_primary_reset(struct gp_worker *w, struct gp_req *rq,
 	if (w->primary[d]) {
 		struct gp_handle *ph;
 
+		gp__staging_forget();
 		gp__forget_ctx(w, w->primary[d]);
 		ph = gp__handle_get(w, w->primary[d], GP_H_CTX);
 		if (ph) {

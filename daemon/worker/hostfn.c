@@ -232,3 +232,13 @@ int gp__host_done(struct gp_worker *w, const struct gp_frame_hdr *h)
 	}
 	return 0;
 }
+
+bool gp__host_calls_pending(void)
+{
+	bool b;
+
+	pthread_mutex_lock(&lock);
+	b = calls != NULL;
+	pthread_mutex_unlock(&lock);
+	return b;
+}

@@ -141,19 +141,17 @@ CUresult gp__serve_memcpy_dtod(struct gp_worker *w, struct gp_req *rq,
 		CUdeviceptr d = packed ? a->dst : a->dst + row * a->dst_pitch;
 		CUdeviceptr s = packed ? a->src : a->src + row * a->src_pitch;
 
-		if (rq->async)
-			r = GP_DRV(w, cuMemcpyDtoDAsync_v2, d, s, (size_t)a->width, a->stream_drv);
-		else
-			r = GP_DRV(w, cuMemcpyDtoD_v2, d, s, (size_t)a->width);
+		r = GP_DRV(w, cuMemcpyDtoDAsync_v2, d, s, (size_t)a->width, a->stream_drv);
 	}
-	return r;
+	/* Queued on its stream; a synchronous one is answered from there. */
+	return r == CUDA_SUCCESS ? gp__answer_on_stream(w, rq, a->stream_drv) : r;
 }
 
 CUresult gp__serve_memset(struct gp_worker *w, struct gp_req *rq, const struct gp_wargs_memset *a,
 			  struct gp_out_memset *o)
 {
 	uint64_t esize = a->esize, count, pitch = a->pitch, height = a->height;
-	bool async = rq->async;
+	CUresult r;
 	unsigned v = a->value;
 	CUdeviceptr dst = a->dst;
 	CUstream s = a->stream_drv;
@@ -167,33 +165,32 @@ CUresult gp__serve_memset(struct gp_worker *w, struct gp_req *rq, const struct g
 	if (pitch == 0) {
 		if (height != 1)
 			return CUDA_ERROR_INVALID_VALUE;
+		/* Queued on its stream; a synchronous one is answered from there. */
 		switch (esize) {
 		case 1:
-			return async ? GP_DRV(w, cuMemsetD8Async, dst, (unsigned char)v, count, s)
-				     : GP_DRV(w, cuMemsetD8_v2, dst, (unsigned char)v, count);
+			r = GP_DRV(w, cuMemsetD8Async, dst, (unsigned char)v, count, s);
+			break;
 		case 2:
-			return async ? GP_DRV(w, cuMemsetD16Async, dst, (unsigned short)v, count, s)
-				     : GP_DRV(w, cuMemsetD16_v2, dst, (unsigned short)v, count);
+			r = GP_DRV(w, cuMemsetD16Async, dst, (unsigned short)v, count, s);
+			break;
 		default:
-			return async ? GP_DRV(w, cuMemsetD32Async, dst, v, count, s)
-				     : GP_DRV(w, cuMemsetD32_v2, dst, v, count);
+			r = GP_DRV(w, cuMemsetD32Async, dst, v, count, s);
+		}
+	} else {
+		switch (esize) {
+		case 1:
+			r = GP_DRV(w, cuMemsetD2D8Async, dst, pitch, (unsigned char)v, count,
+				   height, s);
+			break;
+		case 2:
+			r = GP_DRV(w, cuMemsetD2D16Async, dst, pitch, (unsigned short)v, count,
+				   height, s);
+			break;
+		default:
+			r = GP_DRV(w, cuMemsetD2D32Async, dst, pitch, v, count, height, s);
 		}
 	}
-	switch (esize) {
-	case 1:
-		return async ? GP_DRV(w, cuMemsetD2D8Async, dst, pitch, (unsigned char)v, count,
-				      height, s)
-			     : GP_DRV(w, cuMemsetD2D8_v2, dst, pitch, (unsigned char)v, count,
-				      height);
-	case 2:
-		return async ? GP_DRV(w, cuMemsetD2D16Async, dst, pitch, (unsigned short)v, count,
-				      height, s)
-			     : GP_DRV(w, cuMemsetD2D16_v2, dst, pitch, (unsigned short)v, count,
-				      height);
-	default:
-		return async ? GP_DRV(w, cuMemsetD2D32Async, dst, pitch, v, count, height, s)
-			     : GP_DRV(w, cuMemsetD2D32_v2, dst, pitch, v, count, height);
-	}
+	return r == CUDA_SUCCESS ? gp__answer_on_stream(w, rq, s) : r;
 }
 
 /* ---- host <-> device ----------------------------------------------------------- */
@@ -229,19 +226,252 @@ static int htod_write(void *arg, uint64_t off, const uint8_t *p, size_t n)
 	return (int)r;
 }
 
+/* ---- answers from the stream --------------------------------------------------------
+ * The main thread reads every frame, HOST_DONE included, and a stream can be held by a
+ * host function waiting for one: so it never waits for a stream itself. A copy or memset
+ * is queued on its stream (through page-locked staging for host memory), and a stream
+ * callback queued after it sends the answer (and, device to host, the bytes first) when
+ * the stream gets there; the stream's later work waits for that callback, so whatever
+ * observes the copy done is answered after it. A synchronous call's client waits for that
+ * answer; for cuMemcpyDtoHAsync into page-locked memory it does not (MEMCPY_DTOH_ASYNC).
+ * Staging is bounded per session; past the bound a copy is made at once on this thread. */
+
+#define STAGING_MAX (256ull << 20)
+
+struct on_stream {
+	struct gp_worker *w;
+	uint64_t id;
+	bool reply;	    /* send a Reply (the call was not sent without waiting) */
+	bool data;	    /* send the staging's bytes as DATA first (device to host) */
+	void *buf;	    /* page-locked staging (cap bytes of it), back to `spare` after */
+	uint64_t bytes, cap;
+	unsigned epoch;	    /* staging_epoch when it was taken */
+	struct on_stream *next;
+};
+
+/* Staging is made once and kept for the session: freeing page-locked memory synchronizes
+ * the device on some drivers (softgpu's), which the main thread must never wait for. */
+struct spare {
+	void *buf;
+	uint64_t cap;
+	struct spare *next;
+};
+
+static pthread_mutex_t staging_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct on_stream *answered; /* done: their staging is free again */
+static struct spare *spares;	   /* staging not in use */
+static uint64_t staged;		   /* bytes of staging made (at most STAGING_MAX) */
+static unsigned outstanding;	   /* answers queued on streams, not yet reaped */
+static unsigned staging_epoch;	   /* moves when a context goes, and its staging with it */
+
+static void CUDA_CB stream_reached(CUstream s, CUresult status, void *arg)
+{
+	struct on_stream *o = arg;
+	struct gp_worker *w = o->w;
+	struct gp_bulk_source src = {.src = o->buf};
+	Gp__Reply rep = GP__REPLY__INIT;
+	int ret = 0;
+
+	(void)s;
+	rep.result = (int32_t)status;
+	if (o->reply) {
+		gp_conn_send_lock(w->client);
+		if (o->data && status == CUDA_SUCCESS)
+			ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, o->id, NULL, o->bytes, &src);
+		if (!ret)
+			ret = gp_conn_send(w->client, GP_MSG_REPLY, 0, o->id, &rep.base, NULL, 0);
+		if (!ret)
+			gp_conn_flush(w->client);
+		gp_conn_send_unlock(w->client);
+	}
+	pthread_mutex_lock(&staging_lock);
+	o->next = answered;
+	answered = o;
+	pthread_mutex_unlock(&staging_lock);
+}
+
+/* With staging_lock held: o's staging is free for another copy. */
+static void give_back(struct on_stream *o)
+{
+	struct spare *sp = o->buf && o->epoch == staging_epoch ? malloc(sizeof(*sp)) : NULL;
+
+	if (sp) {
+		*sp = (struct spare){o->buf, o->cap, spares};
+		spares = sp;
+	} else if (o->buf) {
+		staged -= o->cap; /* not kept: the process frees it at its end */
+	}
+	outstanding--;
+	free(o);
+}
+
+void gp__dtoh_async_reap(struct gp_worker *w)
+{
+	struct on_stream *o;
+
+	(void)w;
+	pthread_mutex_lock(&staging_lock);
+	while ((o = answered) != NULL) {
+		answered = o->next;
+		give_back(o);
+	}
+	pthread_mutex_unlock(&staging_lock);
+}
+
+void gp__staging_forget(void)
+{
+	pthread_mutex_lock(&staging_lock);
+	while (spares) {
+		struct spare *sp = spares;
+
+		spares = sp->next;
+		staged -= sp->cap;
+		free(sp);
+	}
+	staging_epoch++;
+	pthread_mutex_unlock(&staging_lock);
+}
+
+bool gp__stream_answers_pending(struct gp_worker *w)
+{
+	bool b;
+
+	gp__dtoh_async_reap(w);
+	pthread_mutex_lock(&staging_lock);
+	b = outstanding > 0;
+	pthread_mutex_unlock(&staging_lock);
+	return b;
+}
+
+/* An answer from the stream with staging of `bytes` (0: none), or NULL when the bound or
+ * the driver says no. */
+static struct on_stream *stage(struct gp_worker *w, const struct gp_req *rq, uint64_t bytes)
+{
+	struct on_stream *o;
+	struct spare **pp, *sp = NULL;
+	void *buf = NULL;
+	uint64_t cap = 0;
+	bool make = false;
+
+	gp__dtoh_async_reap(w);
+	if (!w->drv.cuStreamAddCallback || (bytes && !w->drv.cuMemHostAlloc))
+		return NULL;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	pthread_mutex_lock(&staging_lock);
+	for (pp = &spares; bytes && *pp; pp = &(*pp)->next) {
+		if ((*pp)->cap >= bytes) {
+			sp = *pp;
+			*pp = sp->next;
+			break;
+		}
+	}
+	if (!sp && bytes && bytes <= STAGING_MAX - staged) {
+		staged += bytes;
+		make = true;
+	}
+	pthread_mutex_unlock(&staging_lock);
+	if (sp) {
+		buf = sp->buf;
+		cap = sp->cap;
+		free(sp);
+	} else if (make) {
+		/* Portable: a copy in any of the session's contexts may use it. */
+		if (GP_DRV(w, cuMemHostAlloc, &buf, (size_t)bytes, CU_MEMHOSTALLOC_PORTABLE) ==
+		    CUDA_SUCCESS) {
+			cap = bytes;
+		} else {
+			pthread_mutex_lock(&staging_lock);
+			staged -= bytes;
+			pthread_mutex_unlock(&staging_lock);
+			buf = NULL;
+		}
+	}
+	if (bytes && !buf) {
+		free(o);
+		return NULL;
+	}
+	*o = (struct on_stream){.w = w, .id = rq->h->request_id, .reply = !rq->async, .buf = buf,
+				.bytes = bytes, .cap = cap};
+	pthread_mutex_lock(&staging_lock);
+	o->epoch = staging_epoch;
+	outstanding++;
+	pthread_mutex_unlock(&staging_lock);
+	return o;
+}
+
+/* Queues the answer after what was queued on s: from here the call is the callback's. */
+static CUresult answer_on(struct gp_worker *w, struct gp_req *rq, struct on_stream *o, CUstream s,
+			  CUresult r)
+{
+	if (r == CUDA_SUCCESS)
+		r = GP_DRV(w, cuStreamAddCallback, s, stream_reached, o, 0);
+	if (r != CUDA_SUCCESS) {
+		/* Copies queued before the failure may still use the staging: it is not given
+		 * back (the process frees it at its end). */
+		pthread_mutex_lock(&staging_lock);
+		o->buf = NULL;
+		give_back(o);
+		pthread_mutex_unlock(&staging_lock);
+		return r;
+	}
+	rq->answered_later = true;
+	return CUDA_SUCCESS;
+}
+
+/* Runs of a layout copied between it and staging at p, on stream s. */
+static CUresult copy_runs(struct gp_worker *w, const struct layout *l, uint8_t *p, CUstream s,
+			  bool to_host)
+{
+	uint64_t off = 0, total = layout_bytes(l);
+	CUresult r = CUDA_SUCCESS;
+
+	while (off < total && r == CUDA_SUCCESS) {
+		uint64_t run;
+		CUdeviceptr d = layout_at(l, off, &run);
+
+		r = to_host ? GP_DRV(w, cuMemcpyDtoHAsync_v2, p + off, d, (size_t)run, s)
+			    : GP_DRV(w, cuMemcpyHtoDAsync_v2, d, p + off, (size_t)run, s);
+		off += run;
+	}
+	return r;
+}
+
+/* The bytes of the request into staging, then the copy queued; a synchronous call's answer
+ * comes from the stream. */
+static CUresult htod_staged(struct gp_worker *w, struct gp_req *rq, struct on_stream *o,
+			    const struct layout *l, uint64_t len, CUstream s)
+{
+	struct gp_bulk_sink sink = {.dst = o->buf};
+	CUresult r = gp__req_recv(w, rq, len, &sink);
+
+	if (r == CUDA_SUCCESS && !rq->err)
+		r = copy_runs(w, l, o->buf, s, false);
+	if (rq->err)
+		r = CUDA_ERROR_UNKNOWN;
+	return answer_on(w, rq, o, s, r);
+}
+
 CUresult gp__serve_memcpy_htod(struct gp_worker *w, struct gp_req *rq,
 			       const struct gp_wargs_memcpy_htod *a, struct gp_out_memcpy_htod *o)
 {
 	struct htod cp = {w, {a->dst, a->width, a->height, a->pitch}, a->stream_drv, rq->async};
 	struct gp_bulk_sink sink = {.write = htod_write, .arg = &cp, .staging = w->staging};
+	struct on_stream *st;
 
 	if (a->data_len != layout_bytes(&cp.l))
 		return CUDA_ERROR_INVALID_VALUE; /* the bytes are still read, to stay in step */
+	st = a->data_len ? stage(w, rq, a->data_len) : NULL;
+	if (st)
+		return htod_staged(w, rq, st, &cp.l, a->data_len, a->stream_drv);
+	/* Past the staging bound: chunk by chunk, on this thread. */
 	return gp__req_recv(w, rq, a->data_len, &sink);
 }
 
 /* Fills the staging buffer with n packed bytes from offset off, in stream order on a
- * created stream (after the work queued before it, and no more). */
+ * created stream (after the work queued before it, and no more). The path past the staging
+ * bound only. */
 struct dtoh {
 	struct gp_worker *w;
 	struct layout l;
@@ -275,20 +505,27 @@ static const uint8_t *dtoh_read(void *arg, uint64_t off, size_t n, int *err)
 	return r == CUDA_SUCCESS ? w->staging : NULL;
 }
 
-/* DATA frames with the bytes, then the reply; a failed copy stops its DATA early. */
-CUresult gp__serve_memcpy_dtoh(struct gp_worker *w, struct gp_req *rq,
-			       const struct gp_wargs_memcpy_dtoh *a, struct gp_out_memcpy_dtoh *o)
+/* Device to host: into staging on the stream, the bytes and the answer when it gets there;
+ * past the staging bound, at once on this thread (DATA, then the Reply finish() sends). */
+static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout *l,
+		     uint64_t sid, CUstream s)
 {
-	struct dtoh cp = {w, {a->src, a->width, a->height, a->pitch}, a->stream, a->stream_drv};
+	struct dtoh cp = {w, *l, sid, s};
 	struct gp_bulk_source src = {.read = dtoh_read, .arg = &cp};
+	uint64_t bytes = layout_bytes(l);
+	struct on_stream *o;
 	int ret;
 
-	if (a->data_len != layout_bytes(&cp.l))
-		return CUDA_ERROR_INVALID_VALUE;
-	if (a->data_len == 0)
+	if (bytes == 0)
 		return CUDA_SUCCESS;
+	o = stage(w, rq, bytes);
+	if (o) {
+		o->data = true;
+		o->reply = true;
+		return answer_on(w, rq, o, s, copy_runs(w, l, o->buf, s, true));
+	}
 	gp_conn_send_lock(w->client);
-	ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, rq->h->request_id, NULL, a->data_len, &src);
+	ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, rq->h->request_id, NULL, bytes, &src);
 	gp_conn_send_unlock(w->client);
 	if (ret) {
 		rq->err = ret;
@@ -297,118 +534,33 @@ CUresult gp__serve_memcpy_dtoh(struct gp_worker *w, struct gp_req *rq,
 	return (CUresult)src.err;
 }
 
-/* ---- asynchronous device to host ------------------------------------------------------
- * cuMemcpyDtoHAsync into the client's page-locked memory does not make its caller wait:
- * the copy is queued in stream order into page-locked staging here, and a stream callback
- * queued after it sends the bytes (DATA) and the Reply when the stream gets there. The
- * stream's later work waits for that callback, so anything that observes the copy done —
- * a synchronize, a query, an event recorded after it — is answered after the bytes went
- * out on the same connection. Staging is bounded per session; past the bound the copy is
- * made at once, as a synchronous one (same bytes, same order, the caller waits). */
-
-#define DTOH_ASYNC_MAX (256ull << 20)
-
-struct dtoh_async {
-	struct gp_worker *w;
-	uint64_t id, bytes;
-	void *buf;
-	struct dtoh_async *next;
-};
-
-static pthread_mutex_t dtoh_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dtoh_async *dtoh_sent; /* sent: their staging goes on the main thread */
-static uint64_t dtoh_staged;	     /* bytes of staging held */
-
-static void CUDA_CB dtoh_async_done(CUstream s, CUresult status, void *arg)
+/* DATA frames with the bytes, then the reply; a failed copy stops its DATA early. */
+CUresult gp__serve_memcpy_dtoh(struct gp_worker *w, struct gp_req *rq,
+			       const struct gp_wargs_memcpy_dtoh *a, struct gp_out_memcpy_dtoh *o)
 {
-	struct dtoh_async *d = arg;
-	struct gp_worker *w = d->w;
-	struct gp_bulk_source src = {.src = d->buf};
-	struct gp_frame_hdr h = {.type = GP_MSG_MEMCPY_DTOH_ASYNC, .request_id = d->id};
-	Gp__Reply rep = GP__REPLY__INIT;
-	int ret = 0;
+	struct layout l = {a->src, a->width, a->height, a->pitch};
 
-	(void)s;
-	rep.result = (int32_t)status;
-	gp_conn_send_lock(w->client);
-	if (status == CUDA_SUCCESS)
-		ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, h.request_id, NULL, d->bytes, &src);
-	if (!ret)
-		ret = gp_conn_send(w->client, GP_MSG_REPLY, 0, h.request_id, &rep.base, NULL, 0);
-	if (!ret)
-		gp_conn_flush(w->client);
-	gp_conn_send_unlock(w->client);
-	pthread_mutex_lock(&dtoh_lock);
-	d->next = dtoh_sent;
-	dtoh_sent = d;
-	pthread_mutex_unlock(&dtoh_lock);
+	if (a->data_len != layout_bytes(&l))
+		return CUDA_ERROR_INVALID_VALUE;
+	return dtoh(w, rq, &l, a->stream, a->stream_drv);
 }
 
-void gp__dtoh_async_reap(struct gp_worker *w)
-{
-	struct dtoh_async *d;
-
-	pthread_mutex_lock(&dtoh_lock);
-	d = dtoh_sent;
-	dtoh_sent = NULL;
-	pthread_mutex_unlock(&dtoh_lock);
-	while (d) {
-		struct dtoh_async *next = d->next;
-
-		GP_DRV(w, cuMemFreeHost, d->buf);
-		pthread_mutex_lock(&dtoh_lock);
-		dtoh_staged -= d->bytes;
-		pthread_mutex_unlock(&dtoh_lock);
-		free(d);
-		d = next;
-	}
-}
-
+/* cuMemcpyDtoHAsync into the client's page-locked memory: the client does not wait. */
 CUresult gp__serve_memcpy_dtoh_async(struct gp_worker *w, struct gp_req *rq,
 				     const struct gp_wargs_memcpy_dtoh_async *a,
 				     struct gp_out_memcpy_dtoh_async *o)
 {
-	struct gp_wargs_memcpy_dtoh sync = {.ctx = a->ctx, .ctx_dev = a->ctx_dev, .src = a->src,
-					    .width = a->bytes, .height = 1, .stream = a->stream,
-					    .stream_drv = a->stream_drv, .data_len = a->bytes};
-	struct dtoh_async *d;
-	bool fits;
-	CUresult r;
+	struct layout l = {a->src, a->bytes, 1, 0};
 
-	gp__dtoh_async_reap(w);
-	pthread_mutex_lock(&dtoh_lock);
-	fits = a->bytes <= DTOH_ASYNC_MAX - dtoh_staged;
-	if (fits)
-		dtoh_staged += a->bytes;
-	pthread_mutex_unlock(&dtoh_lock);
-	if (!fits || a->bytes == 0 || !w->drv.cuMemHostAlloc || !w->drv.cuStreamAddCallback) {
-		if (fits) {
-			pthread_mutex_lock(&dtoh_lock);
-			dtoh_staged -= a->bytes;
-			pthread_mutex_unlock(&dtoh_lock);
-		}
-		/* At once, as a synchronous copy: DATA, then the Reply finish() sends. */
-		return gp__serve_memcpy_dtoh(w, rq, &sync, NULL);
-	}
-	d = calloc(1, sizeof(*d));
-	r = d ? GP_DRV(w, cuMemHostAlloc, &d->buf, (size_t)a->bytes, 0) : CUDA_ERROR_OUT_OF_MEMORY;
-	if (r == CUDA_SUCCESS)
-		r = GP_DRV(w, cuMemcpyDtoHAsync_v2, d->buf, a->src, (size_t)a->bytes, a->stream_drv);
-	if (r == CUDA_SUCCESS) {
-		d->w = w;
-		d->id = rq->h->request_id;
-		d->bytes = a->bytes;
-		r = GP_DRV(w, cuStreamAddCallback, a->stream_drv, dtoh_async_done, d, 0);
-	}
-	if (r != CUDA_SUCCESS) {
-		if (d && d->buf)
-			GP_DRV(w, cuMemFreeHost, d->buf);
-		free(d);
-		pthread_mutex_lock(&dtoh_lock);
-		dtoh_staged -= a->bytes;
-		pthread_mutex_unlock(&dtoh_lock);
-		return r;
-	}
-	rq->answered_later = true;
-	return CUDA_SUCCESS;
+	return dtoh(w, rq, &l, a->stream, a->stream_drv);
+}
+
+/* A synchronous memset or device-to-device copy already queued on s: answered from it. */
+CUresult gp__answer_on_stream(struct gp_worker *w, struct gp_req *rq, CUstream s)
+{
+	struct on_stream *o = rq->async ? NULL : stage(w, rq, 0);
+
+	if (!o)
+		return rq->async ? CUDA_SUCCESS : GP_DRV(w, cuStreamSynchronize, s);
+	return answer_on(w, rq, o, s, CUDA_SUCCESS);
 }

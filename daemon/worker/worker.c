@@ -609,7 +609,7 @@ int main(int argc, char **argv)
 		    secs, (unsigned long long)w.mem_peak, (unsigned long long)w.calls,
 		    (unsigned long long)w.client->bytes_in,
 		    (unsigned long long)w.client->bytes_out);
-	if (gp__waits_busy()) {
+	if (gp__waits_busy() || gp__host_calls_pending() || gp__stream_answers_pending(&w)) {
 		/* A waiter thread is inside the driver: the process ends now, and the driver's
 		 * memory goes with it, without tearing anything down under that thread. */
 		fflush(NULL);

@@ -297,9 +297,18 @@ int gp__worker_inventory(const char *driver);
 /* mem.c: page-locked staging of asynchronous device-to-host copies that have been sent,
  * freed by the main thread (a driver callback may not call the driver). */
 void gp__dtoh_async_reap(struct gp_worker *w);
+/* A call queued on s (a memset, a device copy) answered when s gets there (the main thread
+ * never waits for a stream: a host function there may wait for a frame only it reads). */
+CUresult gp__answer_on_stream(struct gp_worker *w, struct gp_req *rq, CUstream s);
+/* A context went (destroyed, reset, its last release): staging made in it went too. */
+void gp__staging_forget(void);
+/* Whether a stream still owes an answer, or holds staging (the process then _exits). */
+bool gp__stream_answers_pending(struct gp_worker *w);
 
 /* hostfn.c: HOST_DONE from the client: its host function returned, the stream goes on. */
 int gp__host_done(struct gp_worker *w, const struct gp_frame_hdr *h);
+/* Whether a host function still waits for the client. */
+bool gp__host_calls_pending(void);
 
 /* waits.c */
 /* Hands rq->wait to a waiter thread, which sends the call's reply when the wait ends. */

@@ -2,7 +2,10 @@
  * before its function runs (the function waits for a flag the caller sets only after the
  * call returned), the function runs after the stream's earlier work (the bytes of an
  * earlier copy are there) and before its later work (a synchronize after later work sees
- * the function done), and cuStreamAddCallback gets its stream and status. */
+ * the function done), and cuStreamAddCallback gets its stream and status. Then blocking
+ * copies right behind a host function, on the legacy stream and on a stream, and a
+ * blocking copy behind an asynchronous one into page-locked memory: each must complete
+ * (the pool must go on reading the client's answers while the copy waits for the stream). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,14 @@ static void CUDA_CB first(void *arg)
 	__atomic_store_n(&fn_done, *(int *)arg, __ATOMIC_RELEASE);
 }
 
+static void CUDA_CB nap(void *arg)
+{
+	struct timespec t = {0, 20 * 1000 * 1000};
+
+	nanosleep(&t, NULL);
+	(*(int *)arg)++;
+}
+
 static void CUDA_CB second(CUstream s, CUresult status, void *arg)
 {
 	cb_ok = s == (CUstream)arg && status == CUDA_SUCCESS && fn_done == 7;
@@ -64,5 +75,27 @@ int main(void)
 	printf("host function: saw the flag %d, the earlier bytes %d, done before the sync %d; "
 	       "callback %d\n",
 	       saw_go, saw_bytes, fn_done == 7, cb_ok);
+	{
+		static unsigned char page[4096];
+		unsigned char *pinned;
+		int naps = 0;
+
+		CK(cuMemAllocHost((void **)&pinned, sizeof(page)));
+		CK(cuLaunchHostFunc(NULL, nap, &naps));
+		CK(cuMemcpyDtoH(page, d, sizeof(page))); /* legacy stream, behind the function */
+		CK(cuLaunchHostFunc(NULL, nap, &naps));
+		CK(cuMemcpyHtoD(d, page, sizeof(page)));
+		CK(cuLaunchHostFunc(s, nap, &naps));
+		CK(cuMemcpyDtoHAsync(page, d, sizeof(page), s)); /* pageable: blocking */
+		CK(cuMemcpyDtoHAsync(pinned, d, sizeof(page), s));
+		CK(cuMemcpyDtoH(page, d, sizeof(page)));
+		CK(cuMemsetD8(d, 1, sizeof(page)));
+		CK(cuCtxSynchronize());
+		printf("blocking copies behind host functions: done, %d host functions ran\n",
+		       naps);
+		if (naps != 3)
+			return 1;
+		CK(cuMemFreeHost(pinned));
+	}
 	return saw_go && saw_bytes && fn_done == 7 && cb_ok ? 0 : 1;
 }

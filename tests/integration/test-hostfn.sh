@@ -8,6 +8,8 @@ out=$(on_softgpu "$GP_TESTBIN/hostfn") || fail "directly on softgpu: $out"
 echo "softgpu: $out"
 gp_config
 gp_start
-out=$(run_client "$GP_TESTBIN/hostfn") || fail "through the pool: $out"
+# A hang here (the pool not reading the client's answers while a copy waits) is a failure.
+out=$(timeout 120 env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" "$GP_TESTBIN/hostfn") ||
+	fail "through the pool: $out"
 echo "pool: $out"
 gp_stop
