@@ -54,6 +54,7 @@ struct gp_config {
 	unsigned max_pending_per_address; /* of those, from one address (or one local user) */
 	unsigned max_queued_per_tenant;	  /* sessions of one tenant waiting for room at once */
 	enum gp_placement placement;
+	unsigned tenant_from; /* enum gp_name_from (conn.h): where a certificate names its tenant */
 	uint64_t default_memory; /* per GPU for sessions that ask for none; 0: a whole GPU */
 	unsigned queue_timeout;	 /* seconds a session may wait for room; 0: refuse at once */
 	unsigned idle_timeout;	 /* seconds without a call before a session is ended; 0: never */

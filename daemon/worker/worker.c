@@ -352,7 +352,7 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	Gp__Hello *hello;
 	SSL_CTX *ctx = NULL;
 	unsigned limit = setup->handshake_timeout ? setup->handshake_timeout : 15;
-	char err[512], msg[256];
+	char err[512], msg[256], badname[256] = "";
 	int ret = 1;
 
 	if (setup->transport == GP_TRANSPORT_TLS) {
@@ -379,7 +379,8 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	}
 	/* Who it is: the certificate's name, or on this host the user the kernel names. */
 	if (ctx)
-		gp_conn_peer_cn(w->client, w->tenant, sizeof(w->tenant));
+		gp_conn_peer_name(w->client, setup->tenant_from, w->tenant, sizeof(w->tenant),
+				  badname, sizeof(badname));
 	else if (setup->transport == GP_TRANSPORT_UNIX)
 		local_user(w->client->fd, w->tenant, sizeof(w->tenant));
 	if (gp_conn_recv(w->client, &h) || h.type != GP_MSG_HELLO || h.bulk_len) {
@@ -405,6 +406,9 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 			 "protocol version mismatch: client speaks %u, pool speaks %u",
 			 hello->protocol_version, GP_PROTOCOL_VERSION);
 		ret = refuse(w, GP_EVERSION, msg);
+	} else if (badname[0]) {
+		/* Said after Hello, so that the client reads the reason. */
+		ret = refuse(w, GP_EREFUSED, badname);
 	} else {
 		gp_log_info("session %llu: %s pid %u (%s) from %s%s%s",
 			    (unsigned long long)w->session_id, hello->program, hello->client_pid,
