@@ -314,6 +314,10 @@ static const struct {
 	{"listen_plain", set_listen, offsetof(struct gp_config, listen_plain)},
 	{"placement", set_placement, 0},
 	{"tenant_from", set_tenant_from, 0},
+	{"max_contexts", set_positive, offsetof(struct gp_config, max_contexts)},
+	{"max_streams", set_positive, offsetof(struct gp_config, max_streams)},
+	{"max_events", set_positive, offsetof(struct gp_config, max_events)},
+	{"max_modules", set_positive, offsetof(struct gp_config, max_modules)},
 	{"default_memory", set_size, offsetof(struct gp_config, default_memory)},
 	{"queue_timeout", set_uint, offsetof(struct gp_config, queue_timeout)},
 	{"idle_timeout", set_uint, offsetof(struct gp_config, idle_timeout)},
@@ -379,6 +383,10 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->placement = GP_PLACE_SPREAD;
 	cfg->queue_timeout = 60;
 	cfg->drain_grace = 30;
+	cfg->max_contexts = GP_DEFAULT_MAX_CONTEXTS;
+	cfg->max_streams = GP_DEFAULT_MAX_STREAMS;
+	cfg->max_events = GP_DEFAULT_MAX_EVENTS;
+	cfg->max_modules = GP_DEFAULT_MAX_MODULES;
 	if (!cfg->listen || !cfg->driver || !cfg->admin_socket)
 		return -ENOMEM;
 	return 0;

@@ -16,12 +16,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <gpupool/gpupool.h>
 
+#include "config.h"
 #include "error.h"
 #include "log.h"
 #include "worker.h"
@@ -337,6 +339,45 @@ static void local_user(int fd, char *out, size_t outlen)
 }
 
 /* Blocking reads and writes on fd give up after secs seconds of silence (0: never). */
+/*
+ * What the session may hold (WorkerSetup's max_*, 0: the defaults), and the process limits
+ * set before any tenant's call runs here:
+ *   - RLIMIT_CORE 0: a crashing worker leaves no core holding the pool's TLS key or a
+ *     tenant's data (PR_SET_DUMPABLE 0 already keeps it from dumping where it can).
+ *   - RLIMIT_NOFILE at most GP_WORKER_NOFILE: the worker needs its few sockets and the
+ *     driver's device files, not the supervisor's many.
+ * Not set, on purpose: RLIMIT_AS and RLIMIT_DATA (the CUDA driver reserves address space
+ * the size of all device and host memory for unified addressing, and fails under either);
+ * RLIMIT_NPROC (per user: every worker runs as the same user, so one tenant's threads would
+ * use up the others'); RLIMIT_FSIZE (the driver writes its JIT cache and would be killed by
+ * SIGXFSZ). Host memory belongs to a cgroup's memory.max (docs/security.md).
+ */
+#define GP_WORKER_NOFILE 1024
+
+static void lower_limit(int resource, rlim_t max, const char *name)
+{
+	struct rlimit rl;
+
+	if (getrlimit(resource, &rl))
+		return;
+	if (rl.rlim_max > max)
+		rl.rlim_max = max;
+	if (rl.rlim_cur > rl.rlim_max)
+		rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(resource, &rl))
+		gp_log_warn("setrlimit %s", name);
+}
+
+static void session_limits(struct gp_worker *w, const Gp__WorkerSetup *setup)
+{
+	w->caps.contexts = setup->max_contexts ? setup->max_contexts : GP_DEFAULT_MAX_CONTEXTS;
+	w->caps.streams = setup->max_streams ? setup->max_streams : GP_DEFAULT_MAX_STREAMS;
+	w->caps.events = setup->max_events ? setup->max_events : GP_DEFAULT_MAX_EVENTS;
+	w->caps.modules = setup->max_modules ? setup->max_modules : GP_DEFAULT_MAX_MODULES;
+	lower_limit(RLIMIT_CORE, 0, "RLIMIT_CORE");
+	lower_limit(RLIMIT_NOFILE, GP_WORKER_NOFILE, "RLIMIT_NOFILE");
+}
+
 static void socket_timeouts(int fd, unsigned secs)
 {
 	struct timeval tv = {.tv_sec = secs};
@@ -597,6 +638,7 @@ int main(int argc, char **argv)
 	snprintf(w.client_addr, sizeof(w.client_addr), "%s", setup->client_addr);
 	snprintf(tag, sizeof(tag), "gpupool-worker[%llu]", (unsigned long long)w.session_id);
 	gp_log_init(tag, (int)setup->log_level);
+	session_limits(&w, setup);
 	w.stats = map_stats(GP_WORKER_FD_STATS);
 	if (w.stats && w.stats->magic != GP_STATS_MAGIC)
 		w.stats = NULL;
