@@ -1,16 +1,20 @@
 #!/bin/bash
-# Per-session caps on host resources: past max_streams, max_events and max_modules a create
-# or load is CUDA_ERROR_OUT_OF_MEMORY and the session goes on; a freed stream makes room.
+# Per-session caps on host resources: past max_contexts, max_streams, max_events and
+# max_modules a create or load is CUDA_ERROR_OUT_OF_MEMORY and the session goes on; a freed
+# stream makes room.
 # The worker runs with no core dumps and a modest descriptor limit. Bad values name file:line.
 . "$(dirname "$0")/lib.sh"
 
-gp_config "max_streams 8" "max_events 8" "max_modules 2"
+gp_config "max_streams 8" "max_events 8" "max_modules 2" "max_contexts 3"
 gp_start
 out=$("$GP_TESTBIN/raw_client" caps 2>&1) || fail "raw_client caps: $out"
 echo "$out"
 case "$out" in *"8 streams, then 2"*) ;; *) fail "max_streams 8 should allow 8 streams: $out" ;; esac
 case "$out" in *"8 events, then 2"*) ;; *) fail "max_events 8 should allow 8 events: $out" ;; esac
 case "$out" in *"2 modules, then 2"*) ;; *) fail "max_modules 2 should allow 2 modules: $out" ;; esac
+
+out=$(echo | "$GP_TESTBIN/raw_client" contexts 2>&1) || fail "raw_client contexts: $out"
+case "$out" in "3 contexts, then 2"*) ;; *) fail "max_contexts 3 should allow 3 contexts: $out" ;; esac
 
 # The worker's own limits, read from /proc while a session holds it.
 rm -f "$T/raw.in"
