@@ -360,14 +360,16 @@ static int take_name(const unsigned char *p, int len, enum gp_name_from from, ch
 		k = p[i] < 0x80 ? 1 : gp_utf8_char(p + i, (size_t)(len - i));
 		if (k == 0) {
 			snprintf(why, whylen,
-				 "the certificate's %s is not well-formed UTF-8 of printable characters",
+				 "the certificate's %s is not well-formed UTF-8 of printable "
+				 "characters",
 				 name_from_what[from]);
 			return GP_EREFUSED;
 		}
 		i += (int)k;
 	}
 	if ((size_t)len >= outlen) {
-		snprintf(why, whylen, "the certificate's %s is %d bytes; a tenant name has at most %zu",
+		snprintf(why, whylen,
+			 "the certificate's %s is %d bytes; a tenant name has at most %zu",
 			 name_from_what[from], len, outlen - 1);
 		return GP_EREFUSED;
 	}

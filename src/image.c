@@ -269,8 +269,11 @@ int gp_fatbin_entry_unpack(const struct gp_fatbin_entry *e, uint8_t **out, size_
 		n = e->size;
 		break;
 	case GP_FATBIN_LZ4: {
-		int r = e->payload_size > INT_MAX ? -1 : LZ4_decompress_safe((const char *)e->payload, (char *)buf,
-					    (int)e->payload_size, (int)e->size);
+		int r = -1;
+
+		if (e->payload_size <= INT_MAX) /* e->size is, by the cap above */
+			r = LZ4_decompress_safe((const char *)e->payload, (char *)buf,
+						(int)e->payload_size, (int)e->size);
 		if (r < 0)
 			goto out_bad;
 		n = (size_t)r;
