@@ -178,6 +178,21 @@ static int set_placement(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
+static int set_tenant_from(struct parse *p, char **words, int n, size_t off)
+{
+	if (n != 2)
+		return perr(p, "'tenant_from' takes exactly one value");
+	if (strcmp(words[1], "cn") == 0)
+		p->cfg->tenant_from = GP_NAME_FROM_CN;
+	else if (strcmp(words[1], "san-uri") == 0)
+		p->cfg->tenant_from = GP_NAME_FROM_SAN_URI;
+	else if (strcmp(words[1], "san-dns") == 0)
+		p->cfg->tenant_from = GP_NAME_FROM_SAN_DNS;
+	else
+		return perr(p, "'tenant_from %s': expected cn, san-uri or san-dns", words[1]);
+	return 0;
+}
+
 static int set_size(struct parse *p, char **words, int n, size_t off)
 {
 	uint64_t *slot = (uint64_t *)((char *)p->cfg + off);
@@ -298,6 +313,11 @@ static const struct {
 	{"listen_unix_group", set_string, offsetof(struct gp_config, listen_unix_group)},
 	{"listen_plain", set_listen, offsetof(struct gp_config, listen_plain)},
 	{"placement", set_placement, 0},
+	{"tenant_from", set_tenant_from, 0},
+	{"max_contexts", set_positive, offsetof(struct gp_config, max_contexts)},
+	{"max_streams", set_positive, offsetof(struct gp_config, max_streams)},
+	{"max_events", set_positive, offsetof(struct gp_config, max_events)},
+	{"max_modules", set_positive, offsetof(struct gp_config, max_modules)},
 	{"default_memory", set_size, offsetof(struct gp_config, default_memory)},
 	{"queue_timeout", set_uint, offsetof(struct gp_config, queue_timeout)},
 	{"idle_timeout", set_uint, offsetof(struct gp_config, idle_timeout)},
@@ -363,6 +383,10 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->placement = GP_PLACE_SPREAD;
 	cfg->queue_timeout = 60;
 	cfg->drain_grace = 30;
+	cfg->max_contexts = GP_DEFAULT_MAX_CONTEXTS;
+	cfg->max_streams = GP_DEFAULT_MAX_STREAMS;
+	cfg->max_events = GP_DEFAULT_MAX_EVENTS;
+	cfg->max_modules = GP_DEFAULT_MAX_MODULES;
 	if (!cfg->listen || !cfg->driver || !cfg->admin_socket)
 		return -ENOMEM;
 	return 0;

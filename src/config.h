@@ -15,6 +15,12 @@ enum gp_placement {
 
 #define GP_LIMIT_NONE UINT64_MAX
 
+/* What one session may hold at once unless the file says otherwise (max_contexts etc.). */
+#define GP_DEFAULT_MAX_CONTEXTS 16 /* besides the primary ones; each costs device memory */
+#define GP_DEFAULT_MAX_STREAMS 4096
+#define GP_DEFAULT_MAX_EVENTS 65536
+#define GP_DEFAULT_MAX_MODULES 4096 /* modules and libraries together */
+
 /* Per-tenant limits; GP_LIMIT_NONE where the file sets none. */
 struct gp_tenant {
 	char *name; /* "*" matches every tenant without a line of its own */
@@ -54,6 +60,8 @@ struct gp_config {
 	unsigned max_pending_per_address; /* of those, from one address (or one local user) */
 	unsigned max_queued_per_tenant;	  /* sessions of one tenant waiting for room at once */
 	enum gp_placement placement;
+	unsigned max_contexts, max_streams, max_events, max_modules; /* per session */
+	unsigned tenant_from; /* enum gp_name_from (conn.h): where a certificate names its tenant */
 	uint64_t default_memory; /* per GPU for sessions that ask for none; 0: a whole GPU */
 	unsigned queue_timeout;	 /* seconds a session may wait for room; 0: refuse at once */
 	unsigned idle_timeout;	 /* seconds without a call before a session is ended; 0: never */

@@ -22,6 +22,7 @@
 
 #include "conn.h"
 #include "error.h"
+#include "escape.h"
 
 #define WBUF_FLUSH_AT (64u * 1024)
 #define RBUF_SIZE (64u * 1024)
@@ -327,18 +328,163 @@ int gp_conn_tls_connect(struct gp_conn *c, SSL_CTX *ctx, const char *host)
 	return handshake_done(c, SSL_connect(c->ssl), "TLS connect");
 }
 
-void gp_conn_peer_cn(struct gp_conn *c, char *out, size_t outlen)
+static const char *const name_from_what[] = {
+	[GP_NAME_FROM_CN] = "subject commonName",
+	[GP_NAME_FROM_SAN_URI] = "subjectAltName URI",
+	[GP_NAME_FROM_SAN_DNS] = "subjectAltName DNS name",
+};
+
+/* Copies one decoded name into out after checking it can be a tenant's. */
+static int take_name(const unsigned char *p, int len, enum gp_name_from from, char *out,
+		     size_t outlen, char *why, size_t whylen)
+{
+	int i;
+
+	if (len <= 0) {
+		snprintf(why, whylen, "the certificate's %s is empty", name_from_what[from]);
+		return GP_EREFUSED;
+	}
+	for (i = 0; i < len;) {
+		size_t k;
+
+		if (p[i] == '\0') {
+			snprintf(why, whylen, "the certificate's %s has an embedded NUL",
+				 name_from_what[from]);
+			return GP_EREFUSED;
+		}
+		if (p[i] < 0x80 && (p[i] < 0x20 || p[i] == 0x7f)) {
+			snprintf(why, whylen, "the certificate's %s has a control character",
+				 name_from_what[from]);
+			return GP_EREFUSED;
+		}
+		k = p[i] < 0x80 ? 1 : gp_utf8_char(p + i, (size_t)(len - i));
+		if (k == 0) {
+			snprintf(why, whylen,
+				 "the certificate's %s is not well-formed UTF-8 of printable "
+				 "characters",
+				 name_from_what[from]);
+			return GP_EREFUSED;
+		}
+		i += (int)k;
+	}
+	if ((size_t)len >= outlen) {
+		snprintf(why, whylen,
+			 "the certificate's %s is %d bytes; a tenant name has at most %zu",
+			 name_from_what[from], len, outlen - 1);
+		return GP_EREFUSED;
+	}
+	memcpy(out, p, (size_t)len);
+	out[len] = '\0';
+	return 0;
+}
+
+static int cert_cn(X509 *cert, char *out, size_t outlen, char *why, size_t whylen)
+{
+	X509_NAME *subj = X509_get_subject_name(cert);
+	ASN1_STRING *s;
+	unsigned char *utf8 = NULL;
+	int idx, len, ret;
+
+	idx = subj ? X509_NAME_get_index_by_NID(subj, NID_commonName, -1) : -1;
+	if (idx < 0)
+		return 0;
+	if (X509_NAME_get_index_by_NID(subj, NID_commonName, idx) >= 0) {
+		snprintf(why, whylen, "the certificate's subject has more than one commonName");
+		return GP_EREFUSED;
+	}
+	s = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subj, idx));
+	len = s ? ASN1_STRING_to_UTF8(&utf8, s) : -1;
+	if (len < 0) {
+		snprintf(why, whylen, "the certificate's commonName does not decode as UTF-8 text");
+		return GP_EREFUSED;
+	}
+	ret = take_name(utf8, len, GP_NAME_FROM_CN, out, outlen, why, whylen);
+	OPENSSL_free(utf8);
+	return ret;
+}
+
+static int cert_san(X509 *cert, enum gp_name_from from, char *out, size_t outlen, char *why,
+		    size_t whylen)
+{
+	int type = from == GP_NAME_FROM_SAN_URI ? GEN_URI : GEN_DNS;
+	GENERAL_NAMES *names;
+	const ASN1_IA5STRING *found = NULL;
+	int crit = -1, i, ret = 0;
+
+	names = X509_get_ext_d2i(cert, NID_subject_alt_name, &crit, NULL);
+	if (!names) {
+		if (crit == -2) {
+			snprintf(why, whylen, "the certificate has more than one subjectAltName");
+			return GP_EREFUSED;
+		}
+		if (crit >= 0) {
+			snprintf(why, whylen, "the certificate's subjectAltName does not decode");
+			return GP_EREFUSED;
+		}
+		return 0;
+	}
+	for (i = 0; i < sk_GENERAL_NAME_num(names); i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(names, i);
+
+		if (g->type != type)
+			continue;
+		if (found) {
+			snprintf(why, whylen, "the certificate has more than one %s",
+				 name_from_what[from]);
+			ret = GP_EREFUSED;
+			goto out_free;
+		}
+		found = type == GEN_URI ? g->d.uniformResourceIdentifier : g->d.dNSName;
+	}
+	if (found)
+		ret = take_name(ASN1_STRING_get0_data(found), ASN1_STRING_length(found), from, out,
+				outlen, why, whylen);
+out_free:
+	GENERAL_NAMES_free(names);
+	return ret;
+}
+
+int gp_cert_name(X509 *cert, enum gp_name_from from, char *out, size_t outlen, char *why,
+		 size_t whylen)
+{
+	int ret;
+
+	if (!out || outlen == 0)
+		return GP_EREFUSED;
+	out[0] = '\0';
+	if (why && whylen)
+		why[0] = '\0';
+	if (!cert)
+		return 0;
+	if (from == GP_NAME_FROM_CN)
+		ret = cert_cn(cert, out, outlen, why, whylen);
+	else if (from == GP_NAME_FROM_SAN_URI || from == GP_NAME_FROM_SAN_DNS)
+		ret = cert_san(cert, from, out, outlen, why, whylen);
+	else {
+		snprintf(why, whylen, "no such certificate name source (%d)", (int)from);
+		ret = GP_EREFUSED;
+	}
+	if (ret)
+		out[0] = '\0';
+	return ret;
+}
+
+int gp_conn_peer_name(struct gp_conn *c, enum gp_name_from from, char *out, size_t outlen,
+		      char *why, size_t whylen)
 {
 	X509 *peer;
+	int ret;
 
-	out[0] = '\0';
+	if (outlen)
+		out[0] = '\0';
 	if (!c->ssl)
-		return;
+		return 0;
 	peer = SSL_get1_peer_certificate(c->ssl);
 	if (!peer)
-		return;
-	X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, out, (int)outlen);
+		return 0;
+	ret = gp_cert_name(peer, from, out, outlen, why, whylen);
 	X509_free(peer);
+	return ret;
 }
 
 void gp_conn_shutdown(struct gp_conn *c)

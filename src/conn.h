@@ -53,8 +53,25 @@ void gp_conn_free(struct gp_conn *c);
  * host (a name or an address literal). Returns 0 or GP_ETLS with c->err set. */
 int gp_conn_tls_accept(struct gp_conn *c, SSL_CTX *ctx);
 int gp_conn_tls_connect(struct gp_conn *c, SSL_CTX *ctx, const char *host);
-/* The peer certificate's subject common name, or "" without one. */
-void gp_conn_peer_cn(struct gp_conn *c, char *out, size_t outlen);
+/* Where a client certificate's tenant name comes from (config key tenant_from). */
+enum gp_name_from {
+	GP_NAME_FROM_CN = 0,	/* the subject's commonName */
+	GP_NAME_FROM_SAN_URI,	/* the subjectAltName's URI */
+	GP_NAME_FROM_SAN_DNS,	/* the subjectAltName's DNS name */
+};
+
+/*
+ * The name a certificate gives its holder, decoded to UTF-8, in out (outlen bytes with
+ * the NUL). "" when the certificate has no such name. Returns 0, or GP_EREFUSED with the
+ * reason in why for a name no tenant can have: an embedded NUL, a control character, an
+ * empty name, one longer than outlen - 1 bytes, one that does not decode, or two of them
+ * (two CNs, two SAN URIs: which one is meant is ambiguous).
+ */
+int gp_cert_name(X509 *cert, enum gp_name_from from, char *out, size_t outlen, char *why,
+		 size_t whylen);
+/* gp_cert_name() of the peer's certificate; "" and 0 without one. */
+int gp_conn_peer_name(struct gp_conn *c, enum gp_name_from from, char *out, size_t outlen,
+		      char *why, size_t whylen);
 /* Sends what is buffered, then shuts TLS down politely. */
 void gp_conn_shutdown(struct gp_conn *c);
 

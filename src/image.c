@@ -2,6 +2,7 @@
 #include "image.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,8 +254,11 @@ int gp_fatbin_entry_unpack(const struct gp_fatbin_entry *e, uint8_t **out, size_
 
 	if (e == NULL || out == NULL || out_size == NULL)
 		return -EINVAL;
-	/* Entries are bounded by the fatbin's u64 size; refuse absurd claims. */
-	if (e->size > ((size_t)1 << 32))
+	/* The header's size decides the allocation: a compression bomb (kilobytes that
+	 * claim gigabytes, honestly or not) is refused before anything is allocated. */
+	if (e->size > GP_FATBIN_UNPACK_MAX)
+		return GP_EIMAGE;
+	if (e->compression != GP_FATBIN_PLAIN && e->size / GP_FATBIN_RATIO_MAX > e->payload_size)
 		return GP_EIMAGE;
 	buf = malloc(e->size + 1);
 	if (buf == NULL)
@@ -265,8 +269,11 @@ int gp_fatbin_entry_unpack(const struct gp_fatbin_entry *e, uint8_t **out, size_
 		n = e->size;
 		break;
 	case GP_FATBIN_LZ4: {
-		int r = LZ4_decompress_safe((const char *)e->payload, (char *)buf,
-					    (int)e->payload_size, (int)e->size);
+		int r = -1;
+
+		if (e->payload_size <= INT_MAX) /* e->size is, by the cap above */
+			r = LZ4_decompress_safe((const char *)e->payload, (char *)buf,
+						(int)e->payload_size, (int)e->size);
 		if (r < 0)
 			goto out_bad;
 		n = (size_t)r;

@@ -83,9 +83,16 @@ int gp_image_fatbin(const void *p, const uint8_t **fatbin, size_t *size);
  */
 int gp_fatbin_next(const uint8_t *fatbin, size_t size, size_t *off, struct gp_fatbin_entry *e);
 
+/* The most one entry may unpack to, and to how many times the bytes it stores (zstd and
+ * LZ4 shrink PTX some 5-20 times; a claim past either is a compression bomb). */
+#define GP_FATBIN_UNPACK_MAX (1ull << 30)
+#define GP_FATBIN_RATIO_MAX 1024u
+
 /*
  * Unpacks an entry into a new malloc'd buffer with a NUL byte after the data
- * (so PTX is a C string); *out_size excludes that NUL.
+ * (so PTX is a C string); *out_size excludes that NUL. GP_EIMAGE when the entry
+ * claims more than GP_FATBIN_UNPACK_MAX bytes, or (compressed) more than
+ * GP_FATBIN_RATIO_MAX times its stored size, before anything is allocated.
  */
 int gp_fatbin_entry_unpack(const struct gp_fatbin_entry *e, uint8_t **out, size_t *out_size);
 

@@ -345,6 +345,11 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 	setup.log_level = (uint32_t)(gp_log_level() < 0 ? 0 : gp_log_level());
 	setup.handshake_timeout = d->cfg->handshake_timeout;
 	setup.transport = transport;
+	setup.tenant_from = d->cfg->tenant_from;
+	setup.max_contexts = d->cfg->max_contexts;
+	setup.max_streams = d->cfg->max_streams;
+	setup.max_events = d->cfg->max_events;
+	setup.max_modules = d->cfg->max_modules;
 	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_WORKER_SETUP, &setup.base);
 	gp_log_debug("session %llu: worker %d for %s", (unsigned long long)s->id, s->proc.pid,
 		     addr);

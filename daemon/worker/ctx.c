@@ -45,8 +45,8 @@ CUresult gp__serve_ctx_create(struct gp_worker *w, struct gp_req *rq,
 	for (uint32_t i = 0; i < w->nhandles; i++)
 		if (w->handles[i].kind == GP_H_CTX && !w->handles[i].primary)
 			n++;
-	if (n >= GP_MAX_CONTEXTS)
-		return CUDA_ERROR_OUT_OF_MEMORY; /* each context costs device memory */
+	if (n >= w->caps.contexts)
+		return CUDA_ERROR_OUT_OF_MEMORY; /* max_contexts: each costs device memory */
 	r = w->drv.cuCtxCreate_v4(&ctx, NULL, a->flags, a->device_drv);
 	if (r != CUDA_SUCCESS)
 		return r;

@@ -37,8 +37,11 @@ CUresult gp__serve_stream_create(struct gp_worker *w, struct gp_req *rq,
 {
 	CUstream s;
 	uint64_t id;
-	CUresult r = GP_DRV(w, cuStreamCreateWithPriority, &s, a->flags, a->priority);
+	CUresult r;
 
+	if (gp_owner_count(&w->own, GP_H_STREAM) >= w->caps.streams)
+		return CUDA_ERROR_OUT_OF_MEMORY; /* max_streams: each holds driver memory */
+	r = GP_DRV(w, cuStreamCreateWithPriority, &s, a->flags, a->priority);
 	if (r != CUDA_SUCCESS)
 		return r;
 	id = gp__handle_new(w, GP_H_STREAM, s);
@@ -101,8 +104,11 @@ CUresult gp__serve_event_create(struct gp_worker *w, struct gp_req *rq,
 {
 	CUevent e;
 	uint64_t id;
-	CUresult r = GP_DRV(w, cuEventCreate, &e, a->flags);
+	CUresult r;
 
+	if (gp_owner_count(&w->own, GP_H_EVENT) >= w->caps.events)
+		return CUDA_ERROR_OUT_OF_MEMORY; /* max_events */
+	r = GP_DRV(w, cuEventCreate, &e, a->flags);
 	if (r != CUDA_SUCCESS)
 		return r;
 	id = gp__handle_new(w, GP_H_EVENT, e);

@@ -283,6 +283,13 @@ static CUresult charge_load(struct gp_worker *w, struct gp_handle *h, int device
 	return CUDA_SUCCESS;
 }
 
+/* The session holds max_modules modules and libraries already (WorkerSetup). */
+static bool modules_full(struct gp_worker *w)
+{
+	return gp_owner_count(&w->own, GP_H_MODULE) + gp_owner_count(&w->own, GP_H_LIBRARY) >=
+	       w->caps.modules;
+}
+
 /* The function list of the reply, for count functions or kernels. */
 static CUresult reply_functions(struct gp_req *rq, unsigned count)
 {
@@ -303,6 +310,10 @@ CUresult gp__serve_module_load(struct gp_worker *w, struct gp_req *rq,
 
 	if (r != CUDA_SUCCESS)
 		return r;
+	if (modules_full(w)) {
+		free(image); /* read all the same, to stay in step */
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	before = free_now(w);
 	r = w->drv.cuModuleLoadData(&mod, image);
 	/* Drivers copy what they need (NVIDIA's, softgpu): the image goes at once, so a session
@@ -444,6 +455,10 @@ CUresult gp__serve_library_load(struct gp_worker *w, struct gp_req *rq,
 	r = recv_image(w, rq, a->image_len, &image);
 	if (r != CUDA_SUCCESS)
 		return r;
+	if (modules_full(w)) {
+		free(image);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	before = free_now(w);
 	r = w->drv.cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0);
 	free(image); /* not CU_LIBRARY_BINARY_IS_PRESERVED: the driver keeps its own copy */

@@ -72,6 +72,8 @@ uint64_t gp_owner_handle_new(struct gp_owner *o, uint32_t kind, void *ptr)
 	o->free_hint = i + 1;
 	h = &o->handles[i];
 	*h = (struct gp_handle){.kind = kind, .gen = h->gen + 1, .ptr = ptr, .device = -1};
+	if (kind < GP_OWNER_COUNTED)
+		o->live[kind]++;
 	return (uint64_t)kind << 56 | (uint64_t)h->gen << 32 | (uint64_t)(i + 1);
 }
 
@@ -103,6 +105,11 @@ uint64_t gp_owner_handle_id(const struct gp_owner *o, const struct gp_handle *h)
 	       (uint64_t)((at - base) / sizeof(*h) + 1);
 }
 
+uint32_t gp_owner_count(const struct gp_owner *o, uint32_t kind)
+{
+	return o && kind < GP_OWNER_COUNTED ? o->live[kind] : 0;
+}
+
 uint32_t gp_owner_id_kind(uint64_t id)
 {
 	return ID_KIND(id);
@@ -123,6 +130,8 @@ int gp_owner_handle_free(struct gp_owner *o, uint64_t id, void **aux)
 				   h->limit_charge[2]));
 	if (aux)
 		*aux = h->aux;
+	if (h->kind < GP_OWNER_COUNTED)
+		o->live[h->kind]--;
 	/* The generation stays: the next use of the slot moves it on. */
 	*h = (struct gp_handle){.gen = h->gen};
 	if (slot < o->free_hint)

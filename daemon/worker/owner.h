@@ -71,6 +71,9 @@ struct gp_libinst {
  * name w->handles or w->dev_used directly (the kernel's struct_group idiom): worker.h puts
  * this list and a struct gp_owner in one anonymous union.
  */
+/* Kinds whose live handles are counted (gp_owner_count); the worker's are all below it. */
+#define GP_OWNER_COUNTED 16u
+
 #define GP_OWNER_MEMBERS                                                               \
 	struct gp_handle *handles; /* max_handles slots, reserved once; never moved */ \
 	uint32_t nhandles;	   /* slots ever used: iterate handles[0..nhandles) */ \
@@ -82,7 +85,8 @@ struct gp_libinst {
 	size_t nlibinst, cap_libinst;                                                  \
 	uint64_t mem_limit; /* bytes per device; 0: no limit */                        \
 	uint64_t dev_used[GP_STATS_MAX_DEVICES];                                       \
-	uint64_t mem_used, mem_peak;
+	uint64_t mem_used, mem_peak;                                                   \
+	uint32_t live[GP_OWNER_COUNTED]; /* live handles of each kind below GP_OWNER_COUNTED */
 
 struct gp_owner {
 	GP_OWNER_MEMBERS
@@ -106,6 +110,9 @@ uint32_t gp_owner_id_kind(uint64_t id);
 /* Frees a live handle and releases its charges. Hands back its aux for the caller to free
  * (aux may be NULL). 0, or -ENOENT when id names no live handle. */
 int gp_owner_handle_free(struct gp_owner *o, uint64_t id, void **aux);
+
+/* Live handles of kind (0 for a kind not below GP_OWNER_COUNTED). */
+uint32_t gp_owner_count(const struct gp_owner *o, uint32_t kind);
 
 /* ---- allocations ---- */
 /* Records an allocation [ptr, ptr+size) on device and counts it as used. -EINVAL: size 0

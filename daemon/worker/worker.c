@@ -16,12 +16,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <gpupool/gpupool.h>
 
+#include "config.h"
 #include "error.h"
 #include "log.h"
 #include "worker.h"
@@ -337,6 +339,45 @@ static void local_user(int fd, char *out, size_t outlen)
 }
 
 /* Blocking reads and writes on fd give up after secs seconds of silence (0: never). */
+/*
+ * What the session may hold (WorkerSetup's max_*, 0: the defaults), and the process limits
+ * set before any tenant's call runs here:
+ *   - RLIMIT_CORE 0: a crashing worker leaves no core holding the pool's TLS key or a
+ *     tenant's data (PR_SET_DUMPABLE 0 already keeps it from dumping where it can).
+ *   - RLIMIT_NOFILE at most GP_WORKER_NOFILE: the worker needs its few sockets and the
+ *     driver's device files, not the supervisor's many.
+ * Not set, on purpose: RLIMIT_AS and RLIMIT_DATA (the CUDA driver reserves address space
+ * the size of all device and host memory for unified addressing, and fails under either);
+ * RLIMIT_NPROC (per user: every worker runs as the same user, so one tenant's threads would
+ * use up the others'); RLIMIT_FSIZE (the driver writes its JIT cache and would be killed by
+ * SIGXFSZ). Host memory belongs to a cgroup's memory.max (docs/security.md).
+ */
+#define GP_WORKER_NOFILE 1024
+
+static void lower_limit(int resource, rlim_t max, const char *name)
+{
+	struct rlimit rl;
+
+	if (getrlimit(resource, &rl))
+		return;
+	if (rl.rlim_max > max)
+		rl.rlim_max = max;
+	if (rl.rlim_cur > rl.rlim_max)
+		rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(resource, &rl))
+		gp_log_warn("setrlimit %s", name);
+}
+
+static void session_limits(struct gp_worker *w, const Gp__WorkerSetup *setup)
+{
+	w->caps.contexts = setup->max_contexts ? setup->max_contexts : GP_DEFAULT_MAX_CONTEXTS;
+	w->caps.streams = setup->max_streams ? setup->max_streams : GP_DEFAULT_MAX_STREAMS;
+	w->caps.events = setup->max_events ? setup->max_events : GP_DEFAULT_MAX_EVENTS;
+	w->caps.modules = setup->max_modules ? setup->max_modules : GP_DEFAULT_MAX_MODULES;
+	lower_limit(RLIMIT_CORE, 0, "RLIMIT_CORE");
+	lower_limit(RLIMIT_NOFILE, GP_WORKER_NOFILE, "RLIMIT_NOFILE");
+}
+
 static void socket_timeouts(int fd, unsigned secs)
 {
 	struct timeval tv = {.tv_sec = secs};
@@ -352,7 +393,7 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	Gp__Hello *hello;
 	SSL_CTX *ctx = NULL;
 	unsigned limit = setup->handshake_timeout ? setup->handshake_timeout : 15;
-	char err[512], msg[256];
+	char err[512], msg[256], badname[256] = "";
 	int ret = 1;
 
 	if (setup->transport == GP_TRANSPORT_TLS) {
@@ -379,7 +420,8 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	}
 	/* Who it is: the certificate's name, or on this host the user the kernel names. */
 	if (ctx)
-		gp_conn_peer_cn(w->client, w->tenant, sizeof(w->tenant));
+		gp_conn_peer_name(w->client, setup->tenant_from, w->tenant, sizeof(w->tenant),
+				  badname, sizeof(badname));
 	else if (setup->transport == GP_TRANSPORT_UNIX)
 		local_user(w->client->fd, w->tenant, sizeof(w->tenant));
 	if (gp_conn_recv(w->client, &h) || h.type != GP_MSG_HELLO || h.bulk_len) {
@@ -405,6 +447,9 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 			 "protocol version mismatch: client speaks %u, pool speaks %u",
 			 hello->protocol_version, GP_PROTOCOL_VERSION);
 		ret = refuse(w, GP_EVERSION, msg);
+	} else if (badname[0]) {
+		/* Said after Hello, so that the client reads the reason. */
+		ret = refuse(w, GP_EREFUSED, badname);
 	} else {
 		gp_log_info("session %llu: %s pid %u (%s) from %s%s%s",
 			    (unsigned long long)w->session_id, hello->program, hello->client_pid,
@@ -593,6 +638,7 @@ int main(int argc, char **argv)
 	snprintf(w.client_addr, sizeof(w.client_addr), "%s", setup->client_addr);
 	snprintf(tag, sizeof(tag), "gpupool-worker[%llu]", (unsigned long long)w.session_id);
 	gp_log_init(tag, (int)setup->log_level);
+	session_limits(&w, setup);
 	w.stats = map_stats(GP_WORKER_FD_STATS);
 	if (w.stats && w.stats->magic != GP_STATS_MAGIC)
 		w.stats = NULL;

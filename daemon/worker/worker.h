@@ -85,8 +85,6 @@ struct gp_fn_info {
 	bool described;	 /* the layout above is known (gp__fn_described) */
 };
 
-/* Contexts a session may create besides the primary ones (each costs device memory). */
-#define GP_MAX_CONTEXTS 16
 
 struct gp_worker {
 	struct gp_conn *client;
@@ -125,6 +123,11 @@ struct gp_worker {
 	pthread_mutex_t lock;
 	time_t started;
 	uint64_t calls;
+	/* What one session may hold at once (config max_*, WorkerSetup): contexts besides the
+	 * primary ones, streams, events, modules and libraries together. */
+	struct {
+		uint32_t contexts, streams, events, modules;
+	} caps;
 };
 
 /* state.c: the owner core (owner.h) for the handlers, with the stats page kept current */

@@ -35,6 +35,8 @@
 #include "codec.h"
 #include "conn.h"
 #include "error.h"
+#include "image.h"
+#include "../common/zstd_bomb.h"
 
 static struct gp_conn *c;
 
@@ -395,7 +397,92 @@ int main(int argc, char **argv)
 		printf("8192 handles, then a module with 60 MiB more: %d\n", r);
 		return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 1;
 	}
+	if (strcmp(mode, "caps") == 0) {
+		/* Run under max_streams 8, max_events 8, max_modules 2: each past its cap is
+		 * CUDA_ERROR_OUT_OF_MEMORY, a freed one makes room, and the session goes on. */
+		struct gp_out_ctx_create cc;
+		struct gp_out_stream_create sc;
+		struct gp_out_event_create ev;
+		struct gp_out_mem_alloc ma;
+		char ptx[512];
+		size_t plen = module_with(64, ptx, sizeof(ptx));
+		uint64_t ctx, last = 0;
+		CUresult r;
+		int n;
+
+		if (call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc) != CUDA_SUCCESS)
+			die("CTX_CREATE");
+		ctx = cc.ctx;
+		for (n = 0; n < 1000; n++) {
+			r = call(stream_create, (&(struct gp_in_stream_create){ctx, 0, 0}), &sc);
+			if (r != CUDA_SUCCESS)
+				break;
+			last = sc.stream;
+		}
+		printf("%d streams, then %d\n", n, r);
+		if (r != CUDA_ERROR_OUT_OF_MEMORY ||
+		    call(stream_destroy, (&(struct gp_in_stream_destroy){ctx, last}),
+			 (struct gp_out_stream_destroy *)NULL) != CUDA_SUCCESS ||
+		    call(stream_create, (&(struct gp_in_stream_create){ctx, 0, 0}), &sc) !=
+			    CUDA_SUCCESS)
+			return 1;
+		for (n = 0; n < 1000; n++)
+			if ((r = call(event_create, (&(struct gp_in_event_create){ctx, 0}), &ev)) !=
+			    CUDA_SUCCESS)
+				break;
+		printf("%d events, then %d\n", n, r);
+		if (r != CUDA_ERROR_OUT_OF_MEMORY)
+			return 1;
+		for (n = 0; n < 1000; n++)
+			if ((r = module_load(ctx, ptx, plen)) != CUDA_SUCCESS)
+				break;
+		printf("%d modules, then %d\n", n, r);
+		if (r != CUDA_ERROR_OUT_OF_MEMORY)
+			return 1;
+		r = call(mem_alloc, (&(struct gp_in_mem_alloc){ctx, 4096}), &ma);
+		printf("then an allocation: %d\n", r);
+		return r == CUDA_SUCCESS ? 0 : 1;
+	}
+	if (strcmp(mode, "bomb") == 0) {
+		/* A fatbin whose PTX entry is 96 KiB of zstd that unpacks to 3 GiB, and says
+		 * so: refused as an invalid image without unpacking it; the session goes on. */
+		enum { NBLOCKS = 3 * 8192, HS = 80 };
+		size_t flen = 6 + 4 * (size_t)NBLOCKS, padded = (flen + 7) & ~(size_t)7;
+		uint8_t *img = calloc(1, 16 + HS + padded);
+		uint64_t total = HS + padded, claim = (uint64_t)NBLOCKS * ZSTD_BOMB_BLOCK;
+		uint64_t flags = 0x11 | GP_FATBIN_FLAG_ZSTD, padded64 = padded;
+		uint32_t magic = GP_FATBIN_MAGIC, hs = HS, stored = (uint32_t)flen, sm = 75;
+		uint16_t version = 1, fhs = 16, kind = 1;
+		struct gp_out_ctx_create cc;
+		char ptx[512];
+		CUresult r;
+
+		if (!img)
+			die("calloc");
+		memcpy(img, &magic, 4);
+		memcpy(img + 4, &version, 2);
+		memcpy(img + 6, &fhs, 2);
+		memcpy(img + 8, &total, 8);
+		memcpy(img + 16, &kind, 2);
+		memcpy(img + 16 + 4, &hs, 4);
+		memcpy(img + 16 + 8, &padded64, 8);
+		memcpy(img + 16 + 16, &stored, 4);
+		memcpy(img + 16 + 28, &sm, 4);
+		memcpy(img + 16 + 40, &flags, 8);
+		memcpy(img + 16 + 56, &claim, 8);
+		zstd_bomb(img + 16 + HS, NBLOCKS, 'x');
+		if (call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc) != CUDA_SUCCESS)
+			die("CTX_CREATE");
+		r = module_load(cc.ctx, img, 16 + HS + padded);
+		free(img);
+		printf("a fatbin of %zu bytes claiming 3 GiB of PTX: %d\n", 16 + HS + padded, r);
+		if (r != CUDA_ERROR_INVALID_IMAGE)
+			return 1;
+		r = module_load(cc.ctx, ptx, module_with(64, ptx, sizeof(ptx)));
+		printf("then PTX text: %d\n", r);
+		return r == CUDA_SUCCESS ? 0 : 1;
+	}
 	fprintf(stderr, "usage: raw_client version|old-version|garbage|oversize|type|foreign|image|"
-			"handles|contexts|hold\n");
+			"handles|contexts|caps|bomb|hold\n");
 	return 2;
 }

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "conn.h"
 #include "error.h"
 #include "log.h"
 
@@ -193,12 +194,19 @@ static void test_admission_keys(void **state)
 			   "first_byte_timeout 2\n"
 			   "max_pending 50\n"
 			   "max_pending_per_address 20\n"
-			   "max_queued_per_tenant 7\n";
+			   "max_queued_per_tenant 7\n"
+			   "tenant_from san-uri\n"
+			   "max_streams 8\nmax_events 9\nmax_modules 10\nmax_contexts 3\n";
 	struct gp_config *c = gp_config_parse(text, "t", err, sizeof(err));
 	const struct gp_tenant *t;
 
 	assert_non_null(c);
 	assert_int_equal(c->placement, GP_PLACE_BINPACK);
+	assert_int_equal(c->tenant_from, GP_NAME_FROM_SAN_URI);
+	assert_int_equal(c->max_streams, 8);
+	assert_int_equal(c->max_events, 9);
+	assert_int_equal(c->max_modules, 10);
+	assert_int_equal(c->max_contexts, 3);
 	assert_int_equal(c->default_memory, 2ull << 30);
 	assert_int_equal(c->queue_timeout, 5);
 	assert_int_equal(c->idle_timeout, 600);
@@ -238,6 +246,13 @@ static void test_admission_key_errors(void **state)
 {
 	expect_error("tls_cert a\ntls_key b\nplacement random\n",
 		     "test.conf:3: 'placement random'");
+	expect_error("tls_cert a\ntls_key b\nmax_events 0\n",
+		     "test.conf:3: 'max_events 0': must be at least 1");
+	expect_error("tls_cert a\ntls_key b\nmax_streams lots\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\ntenant_from email\n",
+		     "test.conf:3: 'tenant_from email': expected cn, san-uri or san-dns");
+	expect_error("tls_cert a\ntls_key b\n\ntenant_from\n",
+		     "test.conf:4: 'tenant_from' takes exactly one value");
 	expect_error("tls_cert a\ntls_key b\ndefault_memory lots\n", "test.conf:3:");
 	expect_error("tls_cert a\ntls_key b\ntenant\n", "test.conf:3: 'tenant' needs a name");
 	expect_error("tls_cert a\ntls_key b\ntenant a gpus=x\n", "test.conf:3: tenant a: gpus=x");

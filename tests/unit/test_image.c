@@ -13,6 +13,7 @@
 
 #include "error.h"
 #include "image.h"
+#include "../common/zstd_bomb.h"
 
 static const char PTX75[] = ".version 9.0\n.target sm_75\n.address_size 64\n// seventy-five\n";
 static const char PTX70[] = ".version 9.0\n.target sm_70\n// seventy\n";
@@ -195,6 +196,60 @@ static void test_malformed(void **state)
 	assert_int_equal(gp_image_size(buf, &n), GP_EIMAGE);
 }
 
+/* One ZSTD entry whose stored bytes are `stored` (stored_len of them), claiming `claim`
+ * bytes unpacked, walked into e. */
+static void bomb_entry(uint8_t *buf, const uint8_t *stored, size_t stored_len, uint64_t claim,
+		       struct gp_fatbin_entry *e)
+{
+	uint32_t hs = 80, u32 = (uint32_t)stored_len;
+	uint64_t flags = 0x11 | GP_FATBIN_FLAG_ZSTD, padded = (stored_len + 7) & ~7ull;
+	uint64_t total = hs + padded;
+	uint32_t magic = GP_FATBIN_MAGIC;
+	uint16_t version = 1, fhs = 16, kind = 1;
+	size_t off = 0;
+
+	memset(buf, 0, 16 + total);
+	memcpy(buf, &magic, 4);
+	memcpy(buf + 4, &version, 2);
+	memcpy(buf + 6, &fhs, 2);
+	memcpy(buf + 8, &total, 8);
+	memcpy(buf + 16, &kind, 2);
+	memcpy(buf + 16 + 4, &hs, 4);
+	memcpy(buf + 16 + 8, &padded, 8);
+	memcpy(buf + 16 + 16, &u32, 4);
+	u32 = 75;
+	memcpy(buf + 16 + 28, &u32, 4);
+	memcpy(buf + 16 + 40, &flags, 8);
+	memcpy(buf + 16 + 56, &claim, 8);
+	memcpy(buf + 16 + hs, stored, stored_len);
+	assert_int_equal(gp_fatbin_next(buf, 16 + total, &off, e), 1);
+}
+
+/* A compression bomb is refused before anything is allocated for it: an entry may unpack to
+ * at most GP_FATBIN_UNPACK_MAX, and to at most GP_FATBIN_RATIO_MAX times what it stores. */
+static void test_unpack_bounded(void **state)
+{
+	static uint8_t frame[6 + 4 * 2048], buf[16 + 80 + sizeof(frame) + 8];
+	static uint8_t big[(GP_FATBIN_UNPACK_MAX / GP_FATBIN_RATIO_MAX) + 64];
+	struct gp_fatbin_entry e;
+	size_t len, n;
+	uint8_t *text = NULL;
+
+	/* 8 KiB that unpack to 256 MiB: an honest header, a ratio of 32768 */
+	len = zstd_bomb(frame, 2048, 'x');
+	bomb_entry(buf, frame, len, 2048ull * ZSTD_BOMB_BLOCK, &e);
+	assert_int_equal(gp_fatbin_entry_unpack(&e, &text, &n), GP_EIMAGE);
+	assert_null(text);
+	/* past the absolute cap, whatever the ratio: refused without decompressing */
+	e.payload = big;
+	e.payload_size = sizeof(big);
+	e.size = GP_FATBIN_UNPACK_MAX + 1;
+	assert_int_equal(gp_fatbin_entry_unpack(&e, &text, &n), GP_EIMAGE);
+	e.compression = GP_FATBIN_LZ4;
+	assert_int_equal(gp_fatbin_entry_unpack(&e, &text, &n), GP_EIMAGE);
+	assert_null(text);
+}
+
 static void test_elf_size(void **state)
 {
 	static uint8_t elf[2048];
@@ -280,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_arguments),
 		cmocka_unit_test(test_ptx),
 		cmocka_unit_test(test_fatbin_walk_and_unpack),
+		cmocka_unit_test(test_unpack_bounded),
 		cmocka_unit_test(test_wrapper),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_elf_size),

@@ -154,6 +154,26 @@ static void test_handle_reuse_refuses_stale(void **state)
 	assert_non_null(gp_owner_handle_get(o, fresh, KIND_B));
 }
 
+/* Live handles are counted per kind, for the worker's per-session caps. */
+static void test_handle_counts(void **state)
+{
+	struct gp_owner *o = *state;
+	int x;
+	uint64_t a = gp_owner_handle_new(o, KIND_A, &x);
+	uint64_t a2 = gp_owner_handle_new(o, KIND_A, &x);
+
+	gp_owner_handle_new(o, KIND_B, &x);
+	assert_int_equal(gp_owner_count(o, KIND_A), 2);
+	assert_int_equal(gp_owner_count(o, KIND_B), 1);
+	assert_int_equal(gp_owner_handle_free(o, a, NULL), 0);
+	assert_int_equal(gp_owner_handle_free(o, a, NULL), -ENOENT); /* not counted twice */
+	assert_int_equal(gp_owner_count(o, KIND_A), 1);
+	assert_int_equal(gp_owner_handle_free(o, a2, NULL), 0);
+	assert_int_equal(gp_owner_count(o, KIND_A), 0);
+	assert_int_equal(gp_owner_count(o, GP_OWNER_COUNTED), 0);
+	assert_int_equal(gp_owner_count(NULL, KIND_A), 0);
+}
+
 /* The lowest free slot is reused first; others keep their ids. */
 static void test_handle_free_slot_order(void **state)
 {
@@ -471,6 +491,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_charge_invalid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handle_new_get_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handle_reuse_refuses_stale, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_handle_counts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handle_free_slot_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handle_pointers_stay_put, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handle_free_releases_charges, setup, teardown),
