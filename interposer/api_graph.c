@@ -596,6 +596,7 @@ GP_CUDA_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGr
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((r = deps_check(g, dependencies, numDependencies)))
 		return r;
+	gp__host_fn_allow((uint64_t)(uintptr_t)p->fn, (uint64_t)(uintptr_t)p->userData);
 	r = gp__rpc_graph_add_host(0,
 				   &(struct gp_in_graph_add_host){
 					   .ctx = g->ctx->remote,
@@ -619,6 +620,7 @@ static CUresult host_set(struct gp_ictx *c, struct gp_inode *n, struct gp_iexec 
 
 	if (!n || n->type != CU_GRAPH_NODE_TYPE_HOST || !p || !p->fn)
 		return CUDA_ERROR_INVALID_VALUE;
+	gp__host_fn_allow((uint64_t)(uintptr_t)p->fn, (uint64_t)(uintptr_t)p->userData);
 	r = gp__rpc_graph_add_host(0,
 				   &(struct gp_in_graph_add_host){
 					   .ctx = c->remote,

@@ -220,6 +220,8 @@ GP_CUDA_EXPORT CUresult cuMemFreeHost(void *p)
 	    rg.base != (uintptr_t)p ||
 	    (rg.flags & CU_MEMHOSTREGISTER_IOMEMORY) /* registered, not ours */)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* As the driver's does, this waits for copies still landing in page-locked memory. */
+	gp__detached_drain();
 	gp__range_remove((uintptr_t)p, GP_MEM_HOST);
 	free(p);
 	return CUDA_SUCCESS;
@@ -267,6 +269,7 @@ GP_CUDA_EXPORT CUresult cuMemHostUnregister(void *p)
 	if (!gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST ||
 	    rg.base != (uintptr_t)p || !(rg.flags & CU_MEMHOSTREGISTER_IOMEMORY))
 		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	gp__detached_drain(); /* copies still landing there are done first */
 	gp__range_remove((uintptr_t)p, GP_MEM_HOST);
 	return CUDA_SUCCESS;
 }

@@ -68,8 +68,13 @@ static CUresult per_thread_stream(uint64_t *id)
 			free_slot = ps;
 	}
 	if (!free_slot) {
-		/* More contexts than slots on one thread: the oldest slot's stream goes. */
-		pt_streams_end(pt_streams);
+		/* More contexts than slots on one thread: slot 0's stream goes. */
+		if (gp__ctx_valid(pt_streams[0].ctx) && pt_streams[0].ctx->epoch == pt_streams[0].epoch)
+			gp__rpc_stream_destroy(
+				0,
+				&(struct gp_in_stream_destroy){.ctx = pt_streams[0].ctx->remote,
+							       .stream = pt_streams[0].remote},
+				NULL);
 		free_slot = &pt_streams[0];
 	}
 	pthread_once(&pt_once, pt_init);
@@ -453,6 +458,7 @@ static CUresult host_func(CUstream s, uint64_t fn, void *data, uint32_t kind, bo
 	/* a stream callback cannot be captured (CUDA refuses it); say so now, not later */
 	if (kind == 1 && gp__capture_refuse(c, in.stream))
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	gp__host_fn_allow(in.fn, in.data);
 	return gp__rpc_launch_host_func(GP_F_NO_REPLY, &in, NULL);
 }
 

@@ -441,6 +441,9 @@ struct waiter {
 	struct waiter *next;
 };
 
+static pthread_cond_t detached_cv = PTHREAD_COND_INITIALIZER;
+static unsigned detached; /* calls nobody waits for, not yet answered (gp__client.lock) */
+
 /* The waiter of request id, unlinked when `take` (with c->lock held). */
 static struct waiter *find_waiter(struct gp_client *c, uint64_t id, bool take)
 {
@@ -517,6 +520,8 @@ static void fail_waiters(struct gp_client *c, int err)
 		c->waiting = wt->next;
 		if (wt->detached) {
 			free(wt);
+			if (--detached == 0)
+				pthread_cond_broadcast(&detached_cv);
 			continue;
 		}
 		wt->err = err;
@@ -528,6 +533,16 @@ static void fail_waiters(struct gp_client *c, int err)
 
 /* The answer to a call nobody waits for (gp__rpc_later): its failure is kept, as an
  * asynchronous call's, for the next synchronizing call. With c->lock held. */
+void gp__detached_drain(void)
+{
+	struct gp_client *c = &gp__client;
+
+	pthread_mutex_lock(&c->lock);
+	while (detached && !c->lost)
+		pthread_cond_wait(&detached_cv, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+}
+
 static int complete_detached(struct gp_client *c, struct waiter *wt, Gp__Reply *rep)
 {
 	CUresult r = (CUresult)rep->result;
@@ -540,6 +555,8 @@ static int complete_detached(struct gp_client *c, struct waiter *wt, Gp__Reply *
 		c->pending = r;
 	protobuf_c_message_free_unpacked(&rep->base, NULL);
 	free(wt);
+	if (--detached == 0)
+		pthread_cond_broadcast(&detached_cv);
 	return ret;
 }
 
@@ -658,6 +675,48 @@ static void *host_thread(void *arg)
 	return NULL;
 }
 
+/* The host functions this process has handed to the pool (under host_lock): a HOST_CALL
+ * may only ask for one of them, so a peer that can forge frames cannot make this process
+ * call an address of its choosing. */
+static uint64_t (*host_fns)[2]; /* function, argument */
+static size_t n_host_fns, cap_host_fns;
+
+void gp__host_fn_allow(uint64_t fn, uint64_t data)
+{
+	pthread_mutex_lock(&host_lock);
+	for (size_t i = 0; i < n_host_fns; i++) {
+		if (host_fns[i][0] == fn && host_fns[i][1] == data) {
+			pthread_mutex_unlock(&host_lock);
+			return;
+		}
+	}
+	if (n_host_fns == cap_host_fns) {
+		size_t ncap = cap_host_fns ? 2 * cap_host_fns : 16;
+		uint64_t(*nf)[2] = realloc(host_fns, ncap * sizeof(*nf));
+
+		if (!nf) {
+			pthread_mutex_unlock(&host_lock);
+			return; /* its HOST_CALL will be refused: the session ends, not worse */
+		}
+		host_fns = nf;
+		cap_host_fns = ncap;
+	}
+	host_fns[n_host_fns][0] = fn;
+	host_fns[n_host_fns][1] = data;
+	n_host_fns++;
+	pthread_mutex_unlock(&host_lock);
+}
+
+/* With host_lock held. */
+static bool host_fn_allowed(uint64_t fn, uint64_t data)
+{
+	bool ok = false;
+
+	for (size_t i = 0; i < n_host_fns && !ok; i++)
+		ok = host_fns[i][0] == fn && host_fns[i][1] == data;
+	return ok;
+}
+
 /* Queues a HOST_CALL for the host-function thread. Returns 0 or a protocol code. */
 static int host_call(struct gp_client *c, const struct gp_frame_hdr *h)
 {
@@ -707,6 +766,13 @@ static int host_call(struct gp_client *c, const struct gp_frame_hdr *h)
 				 .stream = call->arg[2], .kind = (uint32_t)call->arg[3],
 				 .status = (CUresult)call->arg[4], .mem = mem};
 	pthread_mutex_lock(&host_lock);
+	if (hc->kind <= 1 && !host_fn_allowed(hc->fn, hc->data)) {
+		pthread_mutex_unlock(&host_lock);
+		snprintf(c->conn->err, sizeof(c->conn->err),
+			 "HOST_CALL for a function this process never handed over");
+		ret = GP_EDECODE;
+		goto out;
+	}
 	if (!host_thread_started) {
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1011,6 +1077,7 @@ CUresult gp__rpc_later(unsigned type, const Gp__Call *call, const struct gp_bulk
 	}
 	wt->next = c->waiting;
 	c->waiting = wt; /* the reader's from here on */
+	detached++;
 	pthread_mutex_unlock(&c->lock);
 	ret = gp_bulk_send(c->conn, type, 0, id, &call->base, b->src ? b->len : 0, &src);
 	if (!ret)
@@ -1018,7 +1085,11 @@ CUresult gp__rpc_later(unsigned type, const Gp__Call *call, const struct gp_bulk
 	gp_conn_send_unlock(c->conn);
 	if (ret) {
 		pthread_mutex_lock(&c->lock);
-		free(find_waiter(c, id, true));
+		if (find_waiter(c, id, true)) {
+			free(wt);
+			if (--detached == 0)
+				pthread_cond_broadcast(&detached_cv);
+		}
 		pthread_mutex_unlock(&c->lock);
 		return transport_failed(ret, gp_msg_name(type));
 	}

@@ -14,8 +14,9 @@
  * (cuGetProcAddress and cuGetExportTable are src/cuda_entry.c's, served locally)
  *
  * DESIGN: one TLS connection per process, opened by cuInit. Any thread may
- * call; a mutex serialises the connection, so a request and its reply are
- * never interleaved with another thread's. Calls CUDA defines as
+ * call, and threads do not wait on each other's calls: a request goes out whole
+ * under the connection's send lock and its answer comes back to its thread
+ * through the reader thread (THREADS below). Calls CUDA defines as
  * asynchronous (launches, async copies and memsets, event records, stream
  * waits) are sent without waiting; the worker reports their errors in the
  * next reply. Device and function attributes come from snapshots the worker
@@ -44,7 +45,10 @@
  *                                   its bulk) goes out whole
  *   gp__client.lock  client.c       the rest of gp__client: the waiting calls,
  *                                   request ids, the kept deferred error, cuInit
- *   host_lock        client.c       the host functions waiting to run
+ *   describe_lock    api_module.c   a function's first description; held across
+ *                                   the call that asks for it
+ *   host_lock        client.c       the host functions waiting to run, and the
+ *                                   ones this process handed over
  *   flush_lock       client.c       whether the flusher has something to send
  *   the io lock      src/conn.c     the SSL object, around one read or write
  *                                   only, never while waiting for the socket
@@ -54,7 +58,8 @@
  * primary_lock and load_lock are never held together; either may be held
  * while taking those below. A caller takes the send lock, then gp__client.lock
  * to register its wait, releases both once sent, and waits. The reader takes
- * only gp__client.lock (and the io lock inside reads). gp__client.lock,
+ * gp__client.lock, host_lock (for HOST_CALL) and stdout's lock (for OUTPUT), one
+ * at a time (and the io lock inside reads). gp__client.lock,
  * host_lock, flush_lock (taken under the send lock), the registry lock and
  * cls_lock are leaves: nothing else of ours is taken while one is held. A CLS destructor (cudart's) runs after cls_lock
  * is dropped, but with primary_lock still held when a primary release or reset
@@ -218,6 +223,11 @@ void gp__pending_clear(void);
  */
 CUresult gp__rpc(unsigned type, unsigned flags, const Gp__Call *call, const struct gp_bulk_ref *b,
 		 uint64_t *out, size_t nout, Gp__Reply **keep);
+/* A host function (and its argument) this process hands to the pool; HOST_CALL may ask
+ * for no other. */
+void gp__host_fn_allow(uint64_t fn, uint64_t data);
+/* Waits until every call nobody waits for has been answered (before host memory goes). */
+void gp__detached_drain(void);
 /* Sends a call whose answer nobody waits for: BULK_OUT bytes land in b->dst when it comes,
  * and a failure is kept for the next synchronizing call (an asynchronous copy). */
 CUresult gp__rpc_later(unsigned type, const Gp__Call *call, const struct gp_bulk_ref *b);

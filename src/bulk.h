@@ -4,8 +4,9 @@
  * Both ends of every transfer use these two functions: the client sends a host-to-device
  * copy or a module image and receives a device-to-host copy; the worker does the opposite.
  * A sender whose source fails part-way ends the transfer early with an empty DATA frame
- * without GP_F_MORE, so the stream stays in step; the receiver sees fewer bytes than
- * announced and learns why from the answer that follows.
+ * without GP_F_MORE, so the stream stays in step (one that fails before its first chunk
+ * sends nothing, or only the message); the receiver sees fewer bytes than announced and
+ * learns why from the answer that follows.
  */
 #ifndef GP_BULK_H
 #define GP_BULK_H

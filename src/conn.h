@@ -14,11 +14,11 @@
 #include "frame.h"
 
 /*
- * Used by the worker and the interposer, each from one thread at a time (the
- * interposer serialises callers with its own lock). Nothing it does raises SIGPIPE:
- * the interposer lives in other people's processes. Writes are buffered so
- * that small messages sent without waiting for a reply go out in one TLS
- * record; gp_conn_flush() or a read sends them.
+ * Used by the worker and the interposer: from one thread at a time until
+ * gp_conn_concurrent() (below), then by one reader and writers under the send lock.
+ * Nothing it does raises SIGPIPE: the interposer lives in other people's processes.
+ * Writes are buffered so that small messages sent without waiting for a reply go out
+ * in one TLS record; gp_conn_flush() sends them (and, before concurrent mode, a read).
  */
 struct gp_conn {
 	int fd;

@@ -7,7 +7,8 @@
  * answer, so the client prints it before the call that waited for the kernel returns.
  *
  * DESIGN: the reader thread owns the pipe's read end; the buffer is shared under `lock`;
- * only the main thread sends frames.
+ * whoever sends an answer (the main thread, a waiter) sends what is buffered first, under
+ * the connection's send lock.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -556,7 +556,7 @@ static void serve(struct gp_worker *w)
 				     gp_msg_name(h.type) ? gp_msg_name(h.type) : "unknown");
 			break;
 		}
-		/* Replies go out before the next read blocks (gp_conn_read flushes). */
+		/* Every answer was flushed by whoever sent it (the connection is concurrent). */
 	}
 	gp__watch_done();
 	set_state(w, GP_SESSION_CLOSING);
