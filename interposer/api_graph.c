@@ -273,7 +273,7 @@ static CUresult kernel_call(struct gp_igraph *g, struct gp_ictx *c, const CUDA_K
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
 	fn = p->func ? p->func : (CUfunction)p->kern;
-	r = gp__func_check(fn, &f);
+	r = gp__func_described(fn, &f);
 	if (r)
 		return r;
 	if (f->module->magic == GP_MAGIC_MODULE && f->module->ctx != c)

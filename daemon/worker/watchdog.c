@@ -95,10 +95,15 @@ void gp__watch_answer_timeout(struct gp_worker *w, uint64_t request_id)
 	pthread_mutex_unlock(&w->client->send);
 }
 
+/* The client's socket and the session's id, taken before the thread starts: once the main
+ * thread is done (watch.done) it frees the connection, which this thread must not touch. */
+static int watch_fd = -1;
+static unsigned long long watch_session;
+
 static void *watchdog(void *arg)
 {
 	struct gp_worker *w = arg;
-	struct pollfd pfd = {.fd = w->client->fd, .events = POLLRDHUP};
+	struct pollfd pfd = {.fd = watch_fd, .events = POLLRDHUP};
 	uint64_t hup_at = 0, stop_at = 0;
 
 	for (;;) {
@@ -121,10 +126,10 @@ static void *watchdog(void *arg)
 			/* The call that ran too long is the main thread's, or a waiter's. */
 			gp_log_error("session %llu: %s ran past the pool's kernel_timeout; ending the "
 				     "session",
-				     (unsigned long long)w->session_id,
+				     watch_session,
 				     watch.busy && gp_msg_name(watch.type) ? gp_msg_name(watch.type)
 									   : "a wait");
-			if (!hup_at) {
+			if (!hup_at && !watch.done) {
 				if (watch.busy && watch.quiet && !watch.async)
 					gp__watch_answer_timeout(w, watch.request_id);
 				gp__waits_answer_timeout(w);
@@ -133,12 +138,12 @@ static void *watchdog(void *arg)
 		}
 		if (hup_at && now - hup_at >= grace) {
 			gp_log_info("session %llu: the client is gone%s; ending the session",
-				    (unsigned long long)w->session_id,
+				    watch_session,
 				    watch.busy ? " while a call runs" : "");
 			_exit(0);
 		}
 		if (stop_at && now - stop_at >= grace) {
-			gp_log_info("session %llu: ended by the pool%s", (unsigned long long)w->session_id,
+			gp_log_info("session %llu: ended by the pool%s", watch_session,
 				    watch.busy ? " in the middle of a call" : "");
 			_exit(0);
 		}
@@ -148,6 +153,8 @@ static void *watchdog(void *arg)
 
 int gp__watch_start(struct gp_worker *w)
 {
+	watch_fd = w->client->fd;
+	watch_session = (unsigned long long)w->session_id;
 	pthread_attr_t attr;
 	pthread_t t;
 	sigset_t all, old;
