@@ -62,10 +62,13 @@ CUresult gp__serve_stream_destroy(struct gp_worker *w, struct gp_req *rq,
 
 	if (!gp__handle_get(w, a->stream, GP_H_STREAM))
 		return CUDA_ERROR_INVALID_HANDLE; /* a default stream cannot be destroyed */
-	r = GP_DRV(w, cuStreamDestroy_v2, a->stream_drv);
-	if (r == CUDA_SUCCESS)
-		gp__handle_release(w, a->stream);
-	return r;
+	/* The driver waits for the stream's work: a waiter thread makes the call and answers;
+	 * the handle is gone from now on. */
+	gp__handle_release(w, a->stream);
+	rq->wait = (struct gp_wait){.kind = GP_WAIT_STREAM_DESTROY, .ctx = w->current,
+				    .stream = a->stream_drv};
+	(void)r;
+	return CUDA_SUCCESS;
 }
 
 CUresult gp__serve_stream_synchronize(struct gp_worker *w, struct gp_req *rq,

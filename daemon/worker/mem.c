@@ -100,10 +100,12 @@ CUresult gp__serve_mem_free(struct gp_worker *w, struct gp_req *rq,
 
 	if (!al || al->ptr != a->dptr || al->module)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = w->drv.cuMemFree_v2(al->ptr);
-	if (r != CUDA_SUCCESS)
-		return r;
+	/* The driver waits for the device before it frees: a waiter thread makes the call and
+	 * answers. The range is the session's no more from now on (the client waits for the
+	 * answer; a failed free is only logged by the answer's result). */
 	gp__alloc_remove(w, al);
+	rq->wait = (struct gp_wait){.kind = GP_WAIT_MEM_FREE, .ctx = w->current, .dptr = a->dptr};
+	(void)r;
 	return CUDA_SUCCESS;
 }
 

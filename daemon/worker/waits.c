@@ -53,6 +53,10 @@ static CUresult run_wait(struct gp_worker *w, const struct gp_wait *wt)
 		return GP_DRV(w, cuStreamSynchronize, wt->stream);
 	case GP_WAIT_EVENT:
 		return GP_DRV(w, cuEventSynchronize, wt->event);
+	case GP_WAIT_MEM_FREE:
+		return w->drv.cuMemFree_v2(wt->dptr);
+	case GP_WAIT_STREAM_DESTROY:
+		return GP_DRV(w, cuStreamDestroy_v2, wt->stream);
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}

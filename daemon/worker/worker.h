@@ -191,12 +191,23 @@ void gp__charge(struct gp_worker *w, int device, int64_t delta);
  * gp_wargs_<name> (the wire fields by name, plus each handle's driver object) and fills
  * the call's struct gp_out_<name>. */
 /* A wait a handler hands to a waiter thread instead of blocking (waits.c). */
-enum gp_wait_kind { GP_WAIT_NONE, GP_WAIT_CTX, GP_WAIT_STREAM, GP_WAIT_EVENT };
+/* The last two are driver calls that wait for the device themselves (the driver
+ * synchronizes before it frees): on the main thread, a host function waiting for a HOST_DONE
+ * only that thread reads would never end. */
+enum gp_wait_kind {
+	GP_WAIT_NONE,
+	GP_WAIT_CTX,
+	GP_WAIT_STREAM,
+	GP_WAIT_EVENT,
+	GP_WAIT_MEM_FREE,
+	GP_WAIT_STREAM_DESTROY
+};
 struct gp_wait {
 	enum gp_wait_kind kind;
 	CUcontext ctx; /* made current on the waiter's thread */
 	CUstream stream;
 	CUevent event;
+	CUdeviceptr dptr;
 };
 
 struct gp_req {

@@ -4,7 +4,8 @@
  * earlier copy are there) and before its later work (a synchronize after later work sees
  * the function done), and cuStreamAddCallback gets its stream and status. Then blocking
  * copies right behind a host function, on the legacy stream and on a stream, and a
- * blocking copy behind an asynchronous one into page-locked memory: each must complete
+ * blocking copy behind an asynchronous one into page-locked memory, and a free and a stream
+ * destroy behind host functions (the driver waits for the device there): each must complete
  * (the pool must go on reading the client's answers while the copy waits for the stream). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,9 +92,23 @@ int main(void)
 		CK(cuMemcpyDtoH(page, d, sizeof(page)));
 		CK(cuMemsetD8(d, 1, sizeof(page)));
 		CK(cuCtxSynchronize());
-		printf("blocking copies behind host functions: done, %d host functions ran\n",
+		{
+			/* Frees and stream destroys the driver makes wait for the device. */
+			CUdeviceptr d2;
+			CUstream s2;
+
+			CK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+			CK(cuMemAlloc(&d2, 4096));
+			CK(cuLaunchHostFunc(s2, nap, &naps));
+			CK(cuMemFree(d2));
+			CK(cuLaunchHostFunc(s2, nap, &naps));
+			CK(cuStreamDestroy(s2));
+		}
+		CK(cuCtxSynchronize());
+		printf("blocking copies, frees and destroys behind host functions: done, %d host "
+		       "functions ran\n",
 		       naps);
-		if (naps != 3)
+		if (naps != 5)
 			return 1;
 		CK(cuMemFreeHost(pinned));
 	}
