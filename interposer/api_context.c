@@ -408,8 +408,8 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 	c = (struct gp_ictx *)*pctx;
 	pthread_mutex_lock(&primary_lock);
 	if (c->refs == 0) {
-		r = gp__rpc_primary_retain(0, &(struct gp_in_primary_retain){.device = (uint64_t)dev},
-					   &out);
+		r = gp__rpc_primary_retain(
+			0, &(struct gp_in_primary_retain){.device = (uint64_t)dev}, &out);
 		if (r == CUDA_SUCCESS)
 			c->remote = out.ctx;
 	}
@@ -496,7 +496,8 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int
 	c = (struct gp_ictx *)h;
 	pthread_mutex_lock(&primary_lock);
 	r = gp__rpc_primary_set_flags(
-		0, &(struct gp_in_primary_set_flags){.device = (uint64_t)dev, .flags = flags}, NULL);
+		0, &(struct gp_in_primary_set_flags){.device = (uint64_t)dev, .flags = flags},
+		NULL);
 	if (r == CUDA_SUCCESS)
 		c->flags = flags;
 	pthread_mutex_unlock(&primary_lock);

@@ -236,7 +236,7 @@ GP_CUDA_EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice p
 /* The same answer for every peer attribute: peer access is not forwarded, so no access,
  * no native atomics, no array access, and no performance rank between the pair. */
 GP_CUDA_EXPORT CUresult cuDeviceGetP2PAttribute(int *value, CUdevice_P2PAttribute attrib,
-					       CUdevice src, CUdevice dst)
+						CUdevice src, CUdevice dst)
 {
 	struct gp_idevice *d;
 	CUresult r;
@@ -275,7 +275,7 @@ GP_CUDA_EXPORT CUresult cuProfilerStop(void)
 }
 
 GP_CUDA_EXPORT CUresult cuProfilerInitialize(const char *config, const char *out,
-					    CUoutput_mode mode)
+					     CUoutput_mode mode)
 {
 	CUresult r = gp__ready();
 

@@ -35,7 +35,7 @@ struct gp_igraph {
 
 struct gp_inode {
 	uint32_t magic;
-	uint64_t remote;	/* where edges into it go */
+	uint64_t remote;      /* where edges into it go */
 	uint64_t remote_last; /* where edges out of it leave (a client-memory copy: two nodes) */
 	struct gp_igraph *graph;
 	CUgraphNodeType type;
@@ -81,9 +81,8 @@ static CUresult graph_wrap(struct gp_ictx *c, uint64_t remote, CUgraph *out)
 	struct gp_igraph *g = calloc(1, sizeof(*g));
 
 	if (!g) {
-		gp__rpc_graph_destroy(0, &(struct gp_in_graph_destroy){.ctx = c->remote,
-									.graph = remote},
-				      NULL);
+		gp__rpc_graph_destroy(
+			0, &(struct gp_in_graph_destroy){.ctx = c->remote, .graph = remote}, NULL);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	*g = (struct gp_igraph){.magic = GP_MAGIC_GRAPH, .remote = remote, .ctx = c};
@@ -229,8 +228,11 @@ static CUresult node_finish2(struct gp_igraph *g, uint64_t remote, uint64_t last
 
 	if (!n)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*n = (struct gp_inode){.magic = GP_MAGIC_GNODE, .remote = remote, .remote_last = last,
-			       .graph = g, .type = type};
+	*n = (struct gp_inode){.magic = GP_MAGIC_GNODE,
+			       .remote = remote,
+			       .remote_last = last,
+			       .graph = g,
+			       .type = type};
 	if (ndeps) {
 		from = calloc(ndeps, sizeof(*from));
 		to = calloc(ndeps, sizeof(*to));
@@ -260,8 +262,9 @@ static CUresult node_finish(struct gp_igraph *g, uint64_t remote, CUgraphNodeTyp
 }
 
 /* Kernel parameters as a launch lays them out; node/exec select SetParams forms. */
-static CUresult kernel_call(struct gp_igraph *g, struct gp_ictx *c, const CUDA_KERNEL_NODE_PARAMS *p,
-			    uint64_t node, uint64_t exec, uint64_t *out)
+static CUresult kernel_call(struct gp_igraph *g, struct gp_ictx *c,
+			    const CUDA_KERNEL_NODE_PARAMS *p, uint64_t node, uint64_t exec,
+			    uint64_t *out)
 {
 	struct gp_out_graph_add_kernel o;
 	struct gp_ifunc *f;
@@ -288,22 +291,23 @@ static CUresult kernel_call(struct gp_igraph *g, struct gp_ictx *c, const CUDA_K
 		free(buf);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
-	r = gp__rpc_graph_add_kernel(0,
-				     &(struct gp_in_graph_add_kernel){.ctx = c->remote,
-								      .graph = g ? g->remote : 0,
-								      .func = f->remote,
-								      .grid_x = p->gridDimX,
-								      .grid_y = p->gridDimY,
-								      .grid_z = p->gridDimZ,
-								      .block_x = p->blockDimX,
-								      .block_y = p->blockDimY,
-								      .block_z = p->blockDimZ,
-								      .shared_mem = p->sharedMemBytes,
-								      .node = node,
-								      .exec = exec,
-								      .params = buf,
-								      .params_len = len},
-				     &o);
+	r = gp__rpc_graph_add_kernel(
+		0,
+		&(struct gp_in_graph_add_kernel){.ctx = c->remote,
+						 .graph = g ? g->remote : 0,
+						 .func = f->remote,
+						 .grid_x = p->gridDimX,
+						 .grid_y = p->gridDimY,
+						 .grid_z = p->gridDimZ,
+						 .block_x = p->blockDimX,
+						 .block_y = p->blockDimY,
+						 .block_z = p->blockDimZ,
+						 .shared_mem = p->sharedMemBytes,
+						 .node = node,
+						 .exec = exec,
+						 .params = buf,
+						 .params_len = len},
+		&o);
 	free(buf);
 	if (r == CUDA_SUCCESS && out)
 		*out = o.node;
@@ -394,19 +398,19 @@ static CUresult memset_call(struct gp_ictx *c, struct gp_igraph *g, struct gp_in
 		return CUDA_ERROR_INVALID_VALUE;
 	if (n && n->type != CU_GRAPH_NODE_TYPE_MEMSET)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = gp__rpc_graph_add_memset(0,
-				     &(struct gp_in_graph_add_memset){
-					     .ctx = c->remote,
-					     .graph = g ? g->remote : 0,
-					     .dst = p->dst,
-					     .value = p->value,
-					     .esize = p->elementSize,
-					     .width = bytes,
-					     .height = p->height,
-					     .pitch = p->height > 1 ? p->pitch : 0,
-					     .node = n ? n->remote : 0,
-					     .exec = x ? x->remote : 0},
-				     &o);
+	r = gp__rpc_graph_add_memset(
+		0,
+		&(struct gp_in_graph_add_memset){.ctx = c->remote,
+						 .graph = g ? g->remote : 0,
+						 .dst = p->dst,
+						 .value = p->value,
+						 .esize = p->elementSize,
+						 .width = bytes,
+						 .height = p->height,
+						 .pitch = p->height > 1 ? p->pitch : 0,
+						 .node = n ? n->remote : 0,
+						 .exec = x ? x->remote : 0},
+		&o);
 	if (r == CUDA_SUCCESS && out)
 		*out = o.node;
 	return r;
@@ -518,20 +522,20 @@ GP_CUDA_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph h
 			 : node_finish2(g, cc.first, cc.last, CU_GRAPH_NODE_TYPE_MEMCPY,
 					dependencies, numDependencies, phGraphNode);
 	}
-	r = gp__rpc_graph_add_copy(0,
-				   &(struct gp_in_graph_add_copy){
-					   .ctx = g->ctx->remote,
-					   .graph = g->remote,
-					   .dst = dst,
-					   .src = src,
-					   .width = p->WidthInBytes,
-					   .height = p->Height ? p->Height : 1,
-					   .dst_pitch = p->Height > 1 ? dp : 0,
-					   .src_pitch = p->Height > 1 ? sp : 0},
-				   &o);
+	r = gp__rpc_graph_add_copy(
+		0,
+		&(struct gp_in_graph_add_copy){.ctx = g->ctx->remote,
+					       .graph = g->remote,
+					       .dst = dst,
+					       .src = src,
+					       .width = p->WidthInBytes,
+					       .height = p->Height ? p->Height : 1,
+					       .dst_pitch = p->Height > 1 ? dp : 0,
+					       .src_pitch = p->Height > 1 ? sp : 0},
+		&o);
 	return r ? r
-		 : node_finish(g, o.node, CU_GRAPH_NODE_TYPE_MEMCPY, dependencies,
-			       numDependencies, phGraphNode);
+		 : node_finish(g, o.node, CU_GRAPH_NODE_TYPE_MEMCPY, dependencies, numDependencies,
+			       phGraphNode);
 }
 
 /* A device-to-device node's new parameters; a copy with client memory is not re-aimed. */
@@ -547,25 +551,25 @@ static CUresult memcpy_set(struct gp_ictx *c, struct gp_inode *n, struct gp_iexe
 	if ((r = copy_side(p->srcMemoryType, p->srcDevice, p->srcHost, &src, &shost)) ||
 	    (r = copy_side(p->dstMemoryType, p->dstDevice, p->dstHost, &dst, &dhost)))
 		return r;
-	if (shost || dhost || n->remote != n->remote_last || p->Depth > 1 || p->srcZ ||
-	    p->dstZ || p->srcLOD || p->dstLOD)
+	if (shost || dhost || n->remote != n->remote_last || p->Depth > 1 || p->srcZ || p->dstZ ||
+	    p->srcLOD || p->dstLOD)
 		return CUDA_ERROR_NOT_SUPPORTED; /* docs/conformance.md */
 	sp = p->srcPitch ? p->srcPitch : p->WidthInBytes;
 	dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
 	src += p->srcY * sp + p->srcXInBytes;
 	dst += p->dstY * dp + p->dstXInBytes;
-	return gp__rpc_graph_add_copy(0,
-				      &(struct gp_in_graph_add_copy){
-					      .ctx = c->remote,
-					      .dst = dst,
-					      .src = src,
-					      .width = p->WidthInBytes,
-					      .height = p->Height ? p->Height : 1,
-					      .dst_pitch = p->Height > 1 ? dp : 0,
-					      .src_pitch = p->Height > 1 ? sp : 0,
-					      .node = n->remote,
-					      .exec = x ? x->remote : 0},
-				      NULL);
+	return gp__rpc_graph_add_copy(
+		0,
+		&(struct gp_in_graph_add_copy){.ctx = c->remote,
+					       .dst = dst,
+					       .src = src,
+					       .width = p->WidthInBytes,
+					       .height = p->Height ? p->Height : 1,
+					       .dst_pitch = p->Height > 1 ? dp : 0,
+					       .src_pitch = p->Height > 1 ? sp : 0,
+					       .node = n->remote,
+					       .exec = x ? x->remote : 0},
+		NULL);
 }
 
 GP_CUDA_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *p)
@@ -597,13 +601,13 @@ GP_CUDA_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGr
 	if ((r = deps_check(g, dependencies, numDependencies)))
 		return r;
 	gp__host_fn_allow((uint64_t)(uintptr_t)p->fn, (uint64_t)(uintptr_t)p->userData);
-	r = gp__rpc_graph_add_host(0,
-				   &(struct gp_in_graph_add_host){
-					   .ctx = g->ctx->remote,
-					   .graph = g->remote,
-					   .fn = (uint64_t)(uintptr_t)p->fn,
-					   .data = (uint64_t)(uintptr_t)p->userData},
-				   &o);
+	r = gp__rpc_graph_add_host(
+		0,
+		&(struct gp_in_graph_add_host){.ctx = g->ctx->remote,
+					       .graph = g->remote,
+					       .fn = (uint64_t)(uintptr_t)p->fn,
+					       .data = (uint64_t)(uintptr_t)p->userData},
+		&o);
 	if (r)
 		return r;
 	r = node_finish(g, o.node, CU_GRAPH_NODE_TYPE_HOST, dependencies, numDependencies,
@@ -621,14 +625,14 @@ static CUresult host_set(struct gp_ictx *c, struct gp_inode *n, struct gp_iexec 
 	if (!n || n->type != CU_GRAPH_NODE_TYPE_HOST || !p || !p->fn)
 		return CUDA_ERROR_INVALID_VALUE;
 	gp__host_fn_allow((uint64_t)(uintptr_t)p->fn, (uint64_t)(uintptr_t)p->userData);
-	r = gp__rpc_graph_add_host(0,
-				   &(struct gp_in_graph_add_host){
-					   .ctx = c->remote,
-					   .fn = (uint64_t)(uintptr_t)p->fn,
-					   .data = (uint64_t)(uintptr_t)p->userData,
-					   .node = n->remote,
-					   .exec = x ? x->remote : 0},
-				   NULL);
+	r = gp__rpc_graph_add_host(
+		0,
+		&(struct gp_in_graph_add_host){.ctx = c->remote,
+					       .fn = (uint64_t)(uintptr_t)p->fn,
+					       .data = (uint64_t)(uintptr_t)p->userData,
+					       .node = n->remote,
+					       .exec = x ? x->remote : 0},
+		NULL);
 	if (r == CUDA_SUCCESS && !x)
 		n->host = *p;
 	return r;
@@ -673,7 +677,8 @@ static CUresult add_other(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *d
 		return CUDA_ERROR_INVALID_VALUE;
 	if (type == CU_GRAPH_NODE_TYPE_GRAPH && (!(cg = graph_obj(child)) || cg == g))
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((type == CU_GRAPH_NODE_TYPE_EVENT_RECORD || type == CU_GRAPH_NODE_TYPE_WAIT_EVENT) && !ev)
+	if ((type == CU_GRAPH_NODE_TYPE_EVENT_RECORD || type == CU_GRAPH_NODE_TYPE_WAIT_EVENT) &&
+	    !ev)
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((r = deps_check(g, deps, n)))
 		return r;
@@ -708,15 +713,15 @@ static CUresult other_set(CUgraphExec hx, CUgraphNode hn, CUgraphNodeType type, 
 		return CUDA_ERROR_INVALID_VALUE;
 	if (type == CU_GRAPH_NODE_TYPE_GRAPH && !cg)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = gp__rpc_graph_add_other(0,
-				    &(struct gp_in_graph_add_other){
-					    .ctx = (x ? x->ctx : n->graph->ctx)->remote,
-					    .type = type,
-					    .event = e ? e->remote : 0,
-					    .child = cg ? cg->remote : 0,
-					    .node = n->remote,
-					    .exec = x ? x->remote : 0},
-				    NULL);
+	r = gp__rpc_graph_add_other(
+		0,
+		&(struct gp_in_graph_add_other){.ctx = (x ? x->ctx : n->graph->ctx)->remote,
+						.type = type,
+						.event = e ? e->remote : 0,
+						.child = cg ? cg->remote : 0,
+						.node = n->remote,
+						.exec = x ? x->remote : 0},
+		NULL);
 	if (r == CUDA_SUCCESS && !x && ev)
 		n->event = ev;
 	return r;
@@ -732,8 +737,8 @@ GP_CUDA_EXPORT CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent 
 	return other_set(NULL, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event, NULL);
 }
 
-GP_CUDA_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
-							   CUevent event)
+GP_CUDA_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec,
+							   CUgraphNode hNode, CUevent event)
 {
 	return other_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_EVENT_RECORD, event, NULL);
 }
@@ -744,8 +749,8 @@ GP_CUDA_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec,
 	return other_set(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_WAIT_EVENT, event, NULL);
 }
 
-GP_CUDA_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
-							   CUgraph childGraph)
+GP_CUDA_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec,
+							   CUgraphNode hNode, CUgraph childGraph)
 {
 	if (!hGraphExec)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -898,8 +903,8 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long
 		free(x);
 		return r;
 	}
-	*x = (struct gp_iexec){.magic = GP_MAGIC_GEXEC, .remote = o.exec, .ctx = g->ctx,
-			       .flags = flags};
+	*x = (struct gp_iexec){
+		.magic = GP_MAGIC_GEXEC, .remote = o.exec, .ctx = g->ctx, .flags = flags};
 	*out = (CUgraphExec)x;
 	return CUDA_SUCCESS;
 }
@@ -921,12 +926,11 @@ static CUresult graph_launch(CUgraphExec hx, CUstream s, bool upload, bool pt)
 		return r;
 	if (!x)
 		return CUDA_ERROR_INVALID_VALUE;
-	return gp__rpc_graph_launch(GP_F_NO_REPLY,
-				    &(struct gp_in_graph_launch){.ctx = x->ctx->remote,
-								 .exec = x->remote,
-								 .stream = sid,
-								 .upload = upload},
-				    NULL);
+	return gp__rpc_graph_launch(
+		GP_F_NO_REPLY,
+		&(struct gp_in_graph_launch){
+			.ctx = x->ctx->remote, .exec = x->remote, .stream = sid, .upload = upload},
+		NULL);
 }
 
 static CUresult instantiate_params(CUgraphExec *out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p,
@@ -973,10 +977,9 @@ GP_CUDA_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 
 	if (!x)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = gp__rpc_graph_exec_destroy(0,
-				       &(struct gp_in_graph_exec_destroy){.ctx = x->ctx->remote,
-									  .exec = x->remote},
-				       NULL);
+	r = gp__rpc_graph_exec_destroy(
+		0, &(struct gp_in_graph_exec_destroy){.ctx = x->ctx->remote, .exec = x->remote},
+		NULL);
 	if (r == CUDA_SUCCESS) {
 		x->magic = GP_MAGIC_DEAD;
 		free(x);
@@ -1049,15 +1052,14 @@ GP_CUDA_EXPORT CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph
 
 static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cap {
-	uint64_t sid; /* the stream it began on; 0: free */
-	uint64_t id;  /* the driver's capture id */
-	bool invalid; /* a call was refused: EndCapture answers INVALIDATED */
+	uint64_t sid;  /* the stream it began on; 0: free */
+	uint64_t id;   /* the driver's capture id */
+	bool invalid;  /* a call was refused: EndCapture answers INVALIDATED */
 	CUgraph graph; /* the graph being captured, once asked for; EndCapture returns it */
 } caps[CAPS_MAX];
 static int ncaps; /* live entries */
 
-static struct gp_out_stream_capture_info capture_info(struct gp_ictx *c, uint64_t sid,
-						      CUresult *r)
+static struct gp_out_stream_capture_info capture_info(struct gp_ictx *c, uint64_t sid, CUresult *r)
 {
 	struct gp_out_stream_capture_info o = {0};
 
@@ -1065,7 +1067,6 @@ static struct gp_out_stream_capture_info capture_info(struct gp_ictx *c, uint64_
 		0, &(struct gp_in_stream_capture_info){.ctx = c->remote, .stream = sid}, &o);
 	return o;
 }
-
 
 /* ---- client memory in graphs ---- */
 
@@ -1088,8 +1089,11 @@ static uint64_t cmem_add(void *addr, uint64_t width, uint64_t height, uint64_t p
 		}
 	}
 	if (ncmems < capcmems) {
-		cmems[ncmems++] = (struct gp_cmem){.addr = addr, .width = width, .height = height,
-						   .pitch = pitch, .to_device = to_device};
+		cmems[ncmems++] = (struct gp_cmem){.addr = addr,
+						   .width = width,
+						   .height = height,
+						   .pitch = pitch,
+						   .to_device = to_device};
 		token = ncmems;
 	}
 	pthread_mutex_unlock(&cap_lock);
@@ -1121,18 +1125,18 @@ static CUresult client_copy(struct gp_ictx *c, uint64_t sid, uint64_t graph, CUd
 	token = cmem_add(host, width, height, height > 1 ? hpitch : width, to_device);
 	if (!token)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	return gp__rpc_graph_client_copy(0,
-					 &(struct gp_in_graph_client_copy){
-						 .ctx = c->remote,
-						 .dev = dev,
-						 .width = width,
-						 .height = height,
-						 .pitch = height > 1 ? dpitch : 0,
-						 .stream = sid,
-						 .graph = graph,
-						 .token = token,
-						 .to_device = to_device},
-					 o);
+	return gp__rpc_graph_client_copy(
+		0,
+		&(struct gp_in_graph_client_copy){.ctx = c->remote,
+						  .dev = dev,
+						  .width = width,
+						  .height = height,
+						  .pitch = height > 1 ? dpitch : 0,
+						  .stream = sid,
+						  .graph = graph,
+						  .token = token,
+						  .to_device = to_device},
+		o);
 }
 
 static bool capturing(struct gp_ictx *c, uint64_t sid, uint64_t *id)
@@ -1210,11 +1214,10 @@ static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode, bool pt)
 	pthread_mutex_unlock(&cap_lock);
 	if (slot < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = gp__rpc_stream_begin_capture(0,
-					 &(struct gp_in_stream_begin_capture){.ctx = c->remote,
-									      .stream = sid,
-									      .mode = mode},
-					 NULL);
+	r = gp__rpc_stream_begin_capture(
+		0,
+		&(struct gp_in_stream_begin_capture){.ctx = c->remote, .stream = sid, .mode = mode},
+		NULL);
 	if (r == CUDA_SUCCESS)
 		o = capture_info(c, sid, &r);
 	pthread_mutex_lock(&cap_lock);
@@ -1264,9 +1267,8 @@ static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
 	}
 	pthread_mutex_unlock(&cap_lock);
 	r = gp__rpc_stream_end_capture(0,
-				       &(struct gp_in_stream_end_capture){.ctx = c->remote,
-									  .stream = sid,
-									  .invalid = invalid},
+				       &(struct gp_in_stream_end_capture){
+					       .ctx = c->remote, .stream = sid, .invalid = invalid},
 				       &o);
 	/* the capture is over whatever the answer, unless this stream was not its origin */
 	if (slot >= 0 && r != CUDA_ERROR_STREAM_CAPTURE_UNMATCHED &&
@@ -1303,8 +1305,8 @@ GP_CUDA_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGra
 }
 
 /* Status, id and dependency count from the driver; no round trip while nothing captures. */
-static CUresult capture_query(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id,
-			      CUgraph *graph, const CUgraphNode **deps, size_t *ndeps, bool pt)
+static CUresult capture_query(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *graph,
+			      const CUgraphNode **deps, size_t *ndeps, bool pt)
 {
 	struct gp_out_stream_capture_info o = {0};
 	struct gp_ictx *c;
@@ -1347,8 +1349,8 @@ static CUresult capture_query(CUstream s, CUstreamCaptureStatus *st, cuuint64_t 
 			struct gp_igraph *g = calloc(1, sizeof(*g));
 
 			if (g) {
-				*g = (struct gp_igraph){.magic = GP_MAGIC_GRAPH, .remote = o.graph,
-							.ctx = c};
+				*g = (struct gp_igraph){
+					.magic = GP_MAGIC_GRAPH, .remote = o.graph, .ctx = c};
 				caps[slot].graph = (CUgraph)g;
 			}
 		}
@@ -1404,8 +1406,7 @@ GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureSta
 GP_CUDA_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus *status,
 						       cuuint64_t *id, CUgraph *graph,
 						       const CUgraphNode **deps,
-						       const CUgraphEdgeData **edges,
-						       size_t *ndeps)
+						       const CUgraphEdgeData **edges, size_t *ndeps)
 {
 	if (edges)
 		*edges = NULL;

@@ -78,8 +78,13 @@ static CUresult check_config(const struct gp_ifunc *f, int dev, unsigned gx, uns
 CUresult gp__launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 		    unsigned bz, unsigned shmem, CUstream s, void **params, void **extra, bool pt)
 {
-	struct gp_in_launch in = {.grid_x = gx, .grid_y = gy, .grid_z = gz, .block_x = bx,
-				  .block_y = by, .block_z = bz, .shared_mem = shmem};
+	struct gp_in_launch in = {.grid_x = gx,
+				  .grid_y = gy,
+				  .grid_z = gz,
+				  .block_x = bx,
+				  .block_y = by,
+				  .block_z = bz,
+				  .shared_mem = shmem};
 	struct gp_ifunc *f;
 	struct gp_ictx *c;
 	uint8_t *buf = NULL;

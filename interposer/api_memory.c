@@ -27,18 +27,17 @@ static CUresult alloc_once(struct gp_ictx *c, uint64_t width, uint64_t height, u
 	CUresult r;
 
 	if (!elem) {
-		r = gp__rpc_mem_alloc(0, &(struct gp_in_mem_alloc){.ctx = c->remote, .bytes = width},
-				      &o);
+		r = gp__rpc_mem_alloc(
+			0, &(struct gp_in_mem_alloc){.ctx = c->remote, .bytes = width}, &o);
 		*dptr = o.dptr;
 		*bytes = width;
 		return r;
 	}
-	r = gp__rpc_mem_alloc_pitch(0,
-				    &(struct gp_in_mem_alloc_pitch){.ctx = c->remote,
-								    .width = width,
-								    .height = height,
-								    .esize = elem},
-				    &po);
+	r = gp__rpc_mem_alloc_pitch(
+		0,
+		&(struct gp_in_mem_alloc_pitch){
+			.ctx = c->remote, .width = width, .height = height, .esize = elem},
+		&po);
 	*dptr = po.dptr;
 	*pitch = po.pitch;
 	*bytes = po.pitch * height;
@@ -338,7 +337,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
 /* Only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS can be set (as in the driver); the pool's
  * synchronous copies and memsets of device memory already complete before they return. */
 GP_CUDA_EXPORT CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attr,
-					     CUdeviceptr ptr)
+					      CUdeviceptr ptr)
 {
 	struct gp_range rg;
 	CUresult r = gp__ready();
@@ -383,9 +382,8 @@ GP_CUDA_EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribu
  * a copy is height rows of width bytes, pitch apart (pitch 0: one packed range); the host
  * side travels packed. */
 
-static CUresult copy_to_remote(struct gp_ictx *c, CUdeviceptr dst, const void *src,
-			       uint64_t width, uint64_t height, uint64_t pitch, uint64_t sid,
-			       bool async)
+static CUresult copy_to_remote(struct gp_ictx *c, CUdeviceptr dst, const void *src, uint64_t width,
+			       uint64_t height, uint64_t pitch, uint64_t sid, bool async)
 {
 	struct gp_in_memcpy_htod in = {.ctx = c->remote,
 				       .dst = dst,
@@ -451,7 +449,6 @@ static bool page_locked(const void *p, size_t n)
 	       (uintptr_t)p - rg.base <= rg.size && n <= rg.size - ((uintptr_t)p - rg.base);
 }
 
-
 CUresult gp__memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, bool async, bool pt)
 {
 	struct gp_ictx *c;
@@ -466,8 +463,8 @@ CUresult gp__memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, bool 
 		/* Into page-locked memory CUDA does not make the caller wait: the bytes land
 		 * when the pool's stream gets there, before anything can observe the copy done
 		 * (the worker answers in stream order, the reader delivers in order). */
-		struct gp_in_memcpy_dtoh_async in = {.ctx = c->remote, .src = src, .bytes = n,
-						     .stream = sid};
+		struct gp_in_memcpy_dtoh_async in = {
+			.ctx = c->remote, .src = src, .bytes = n, .stream = sid};
 		Gp__Call call = GP__CALL__INIT;
 		uint64_t args[GP_CALL_ARGS_MAX];
 		struct gp_bulk_ref b;
@@ -604,7 +601,8 @@ CUresult gp__memcpy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async, bool pt)
 		/* captured: the host rows are moved where they are, at every launch */
 		r = ddev ? gp__capture_copy(c, sid, dd, h > 1 ? dp : 0, (void *)sh, sp, w, h, true,
 					    &taken)
-			 : gp__capture_copy(c, sid, sd, h > 1 ? sp : 0, dh, dp, w, h, false, &taken);
+			 : gp__capture_copy(c, sid, sd, h > 1 ? sp : 0, dh, dp, w, h, false,
+					    &taken);
 		if (taken)
 			return r;
 	}
@@ -694,8 +692,8 @@ GP_CUDA_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n
 CUresult gp__memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned esize, size_t width,
 		    size_t height, CUstream s, bool async, bool pt)
 {
-	struct gp_in_memset in = {.dst = dst, .value = value, .esize = esize, .height = height,
-				  .pitch = pitch};
+	struct gp_in_memset in = {
+		.dst = dst, .value = value, .esize = esize, .height = height, .pitch = pitch};
 	struct gp_ictx *c;
 	CUresult r = gp__ctx_stream(s, pt, &c, &in.stream);
 

@@ -222,7 +222,8 @@ static CUresult get_global(struct gp_ictx *c, const struct gp_imodule *m, const 
 	if (!name || !*name || strlen(name) > GP_NAME_MAX)
 		return CUDA_ERROR_INVALID_VALUE;
 	r = gp__rpc_get_global(
-		0, &(struct gp_in_get_global){.ctx = c->remote, .module = m->remote, .symbol = name},
+		0,
+		&(struct gp_in_get_global){.ctx = c->remote, .module = m->remote, .symbol = name},
 		&out);
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -350,8 +351,8 @@ GP_CUDA_EXPORT CUresult cuLibraryUnload(CUlibrary lib)
 	if (!module_valid(m, GP_MAGIC_LIBRARY))
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (m->loaded) {
-		r = gp__rpc_library_unload(
-			0, &(struct gp_in_library_unload){.library = m->remote}, NULL);
+		r = gp__rpc_library_unload(0, &(struct gp_in_library_unload){.library = m->remote},
+					   NULL);
 		if (r != CUDA_SUCCESS)
 			return r;
 	}
@@ -564,12 +565,13 @@ static CUresult set_attribute(CUfunction func, CUfunction_attribute attrib, int 
 		r = gp__func_described(func, &f);
 	if (r != CUDA_SUCCESS)
 		return r;
-	r = gp__rpc_func_set_attribute(0,
-				       &(struct gp_in_func_set_attribute){.ctx = c->remote,
-									  .func = f->remote,
-									  .attribute = (uint32_t)attrib,
-									  .value = value},
-				       NULL);
+	r = gp__rpc_func_set_attribute(
+		0,
+		&(struct gp_in_func_set_attribute){.ctx = c->remote,
+						   .func = f->remote,
+						   .attribute = (uint32_t)attrib,
+						   .value = value},
+		NULL);
 	if (r == CUDA_SUCCESS)
 		f->attr[attrib] = value;
 	return r;

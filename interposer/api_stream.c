@@ -63,13 +63,14 @@ static CUresult per_thread_stream(uint64_t *id)
 			*id = ps->remote;
 			return CUDA_SUCCESS;
 		}
-		if (!free_slot && (!ps->remote || !gp__ctx_valid(ps->ctx) ||
-				   ps->ctx->epoch != ps->epoch))
+		if (!free_slot &&
+		    (!ps->remote || !gp__ctx_valid(ps->ctx) || ps->ctx->epoch != ps->epoch))
 			free_slot = ps;
 	}
 	if (!free_slot) {
 		/* More contexts than slots on one thread: slot 0's stream goes. */
-		if (gp__ctx_valid(pt_streams[0].ctx) && pt_streams[0].ctx->epoch == pt_streams[0].epoch)
+		if (gp__ctx_valid(pt_streams[0].ctx) &&
+		    pt_streams[0].ctx->epoch == pt_streams[0].epoch)
 			gp__rpc_stream_destroy(
 				0,
 				&(struct gp_in_stream_destroy){.ctx = pt_streams[0].ctx->remote,
@@ -157,10 +158,10 @@ GP_CUDA_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ps, unsigned int fl
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = gp__rpc_stream_create(
-		0,
-		&(struct gp_in_stream_create){.ctx = c->remote, .flags = flags, .priority = priority},
-		&out);
+	r = gp__rpc_stream_create(0,
+				  &(struct gp_in_stream_create){
+					  .ctx = c->remote, .flags = flags, .priority = priority},
+				  &out);
 	if (r != CUDA_SUCCESS) {
 		free(st);
 		return r;
@@ -202,7 +203,8 @@ GP_CUDA_EXPORT CUresult cuStreamDestroy_v2(CUstream s)
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = gp__rpc_stream_destroy(
-		0, &(struct gp_in_stream_destroy){.ctx = st->ctx->remote, .stream = st->remote}, NULL);
+		0, &(struct gp_in_stream_destroy){.ctx = st->ctx->remote, .stream = st->remote},
+		NULL);
 	if (r == CUDA_SUCCESS)
 		st->magic = GP_MAGIC_DEAD; /* kept so a stale handle reads as dead */
 	return r;
@@ -318,7 +320,8 @@ GP_CUDA_EXPORT CUresult cuEventDestroy_v2(CUevent e)
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = gp__rpc_event_destroy(
-		0, &(struct gp_in_event_destroy){.ctx = ev->ctx->remote, .event = ev->remote}, NULL);
+		0, &(struct gp_in_event_destroy){.ctx = ev->ctx->remote, .event = ev->remote},
+		NULL);
 	if (r == CUDA_SUCCESS)
 		ev->magic = GP_MAGIC_DEAD;
 	return r;

@@ -436,7 +436,7 @@ struct waiter {
 	Gp__Reply *rep; /* the answer, for the waiter to free */
 	void *dst;	/* BULK_OUT: where the bytes land, at most dst_len of them */
 	uint64_t dst_len, got;
-	bool detached;	/* nobody waits: the reader completes and frees it (gp__rpc_later) */
+	bool detached; /* nobody waits: the reader completes and frees it (gp__rpc_later) */
 	unsigned type;
 	struct waiter *next;
 };
@@ -728,7 +728,8 @@ static int host_call(struct gp_client *c, const struct gp_frame_hdr *h)
 	int ret = 0;
 
 	if (!call || call->n_arg != 5 || call->arg[3] > 3 || !call->arg[0] ||
-	    (call->arg[3] >= 2 && !gp__cmem_get(call->arg[0], call->arg[3] == 2, call->arg[1], &mem))) {
+	    (call->arg[3] >= 2 &&
+	     !gp__cmem_get(call->arg[0], call->arg[3] == 2, call->arg[1], &mem))) {
 		ret = GP_EDECODE;
 		goto out;
 	}
@@ -762,9 +763,13 @@ static int host_call(struct gp_client *c, const struct gp_frame_hdr *h)
 		ret = -ENOMEM;
 		goto out;
 	}
-	*hc = (struct host_call){.id = h->request_id, .fn = call->arg[0], .data = call->arg[1],
-				 .stream = call->arg[2], .kind = (uint32_t)call->arg[3],
-				 .status = (CUresult)call->arg[4], .mem = mem};
+	*hc = (struct host_call){.id = h->request_id,
+				 .fn = call->arg[0],
+				 .data = call->arg[1],
+				 .stream = call->arg[2],
+				 .kind = (uint32_t)call->arg[3],
+				 .status = (CUresult)call->arg[4],
+				 .mem = mem};
 	pthread_mutex_lock(&host_lock);
 	if (hc->kind <= 1 && !host_fn_allowed(hc->fn, hc->data)) {
 		pthread_mutex_unlock(&host_lock);
@@ -874,7 +879,8 @@ static void *reader(void *arg)
 			if (rep)
 				protobuf_c_message_free_unpacked(&rep->base, NULL);
 			ret = rep ? GP_ETYPE : GP_EDECODE;
-			snprintf(c->conn->err, sizeof(c->conn->err), "unexpected %s for request %llu",
+			snprintf(c->conn->err, sizeof(c->conn->err),
+				 "unexpected %s for request %llu",
 				 gp_msg_name(h.type) ? gp_msg_name(h.type) : "message type",
 				 (unsigned long long)h.request_id);
 			break;
@@ -1097,20 +1103,20 @@ CUresult gp__rpc_later(unsigned type, const Gp__Call *call, const struct gp_bulk
 }
 
 /* The client's function of each call: gp__rpc_<name>(flags, in, out). */
-#define GP__RPC(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)                                 \
-	CUresult gp__rpc_##name(unsigned flags, const struct gp_in_##name *in,                   \
-				struct gp_out_##name *out)                                       \
-	{                                                                                        \
-		Gp__Call call = GP__CALL__INIT;                                                  \
-		uint64_t args[GP_CALL_ARGS_MAX], o[GP_CALL_OUTS_MAX];                            \
-		struct gp_bulk_ref b;                                                            \
-		CUresult r;                                                                      \
-                                                                                                 \
-		gp_call_pack_##name(in, &call, args, &b);                                        \
-		r = gp__rpc(GP_MSG_##NAME, flags, &call, &b, o, GP_NOUTS_##NAME, NULL);          \
-		if (r == CUDA_SUCCESS && out)                                                    \
-			gp_call_outs_##name(o, out);                                             \
-		return r;                                                                        \
+#define GP__RPC(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)                        \
+	CUresult gp__rpc_##name(unsigned flags, const struct gp_in_##name *in,          \
+				struct gp_out_##name *out)                              \
+	{                                                                               \
+		Gp__Call call = GP__CALL__INIT;                                         \
+		uint64_t args[GP_CALL_ARGS_MAX], o[GP_CALL_OUTS_MAX];                   \
+		struct gp_bulk_ref b;                                                   \
+		CUresult r;                                                             \
+                                                                                        \
+		gp_call_pack_##name(in, &call, args, &b);                               \
+		r = gp__rpc(GP_MSG_##NAME, flags, &call, &b, o, GP_NOUTS_##NAME, NULL); \
+		if (r == CUDA_SUCCESS && out)                                           \
+			gp_call_outs_##name(o, out);                                    \
+		return r;                                                               \
 	}
 GP_CALL_MAP(GP__RPC)
 #undef GP__RPC

@@ -109,9 +109,9 @@
 #define GP_MAGIC_FUNC 0x47504655u    /* GPFU */
 #define GP_MAGIC_STREAM 0x47505354u  /* GPST */
 #define GP_MAGIC_EVENT 0x47504556u   /* GPEV */
-#define GP_MAGIC_GRAPH 0x47504752u  /* GPGR */
-#define GP_MAGIC_GNODE 0x47504e44u  /* GPND */
-#define GP_MAGIC_GEXEC 0x47505845u  /* GPXE */
+#define GP_MAGIC_GRAPH 0x47504752u   /* GPGR */
+#define GP_MAGIC_GNODE 0x47504e44u   /* GPND */
+#define GP_MAGIC_GEXEC 0x47505845u   /* GPXE */
 #define GP_MAGIC_DEAD 0xdeadbeefu
 
 /* Stream ids on the wire for the special handles (see wire.h). */
@@ -232,8 +232,8 @@ void gp__detached_drain(void);
  * and a failure is kept for the next synchronizing call (an asynchronous copy). */
 CUresult gp__rpc_later(unsigned type, const Gp__Call *call, const struct gp_bulk_ref *b);
 /* gp__rpc_<name>(flags, in, out) for each call of <gpupool/calls.h>; out may be NULL. */
-#define GP__RPC_DECL(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC) \
-	CUresult gp__rpc_##name(unsigned flags, const struct gp_in_##name *in,  \
+#define GP__RPC_DECL(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)          \
+	CUresult gp__rpc_##name(unsigned flags, const struct gp_in_##name *in, \
 				struct gp_out_##name *out);
 GP_CALL_MAP(GP__RPC_DECL)
 #undef GP__RPC_DECL

@@ -36,7 +36,6 @@ static __thread CUstreamCaptureMode tl_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 static __thread int tl_captures;	/* non-relaxed captures this thread began */
 static __thread int tl_global_captures; /* global-mode ones among them */
 
-
 static struct sg_capture *capture_by_id(uint64_t id)
 {
 	for (struct sg_capture *c = captures; c && id; c = c->next)
@@ -161,7 +160,7 @@ int sg_capture_op(struct sg_stream *s, struct sg_op *op, bool sync)
 		if (r == CUDA_SUCCESS)
 			n->host = (CUDA_HOST_NODE_PARAMS){op->u.host.fn, op->u.host.data};
 		break;
-	default: /* event records and waits are captured by sg_capture_event */
+	default:		  /* event records and waits are captured by sg_capture_event */
 		r = CUDA_SUCCESS; /* nothing to do */
 		break;
 	}
@@ -207,8 +206,9 @@ int sg_capture_event(struct sg_stream *s, struct sg_event *e, int kind, unsigned
 		/* an event record or wait node (the two flags share a bit per call) */
 		struct sg_gnode *n;
 
-		r = capture_node(s, kind == SG_OP_RECORD ? CU_GRAPH_NODE_TYPE_EVENT_RECORD
-							 : CU_GRAPH_NODE_TYPE_WAIT_EVENT,
+		r = capture_node(s,
+				 kind == SG_OP_RECORD ? CU_GRAPH_NODE_TYPE_EVENT_RECORD
+						      : CU_GRAPH_NODE_TYPE_WAIT_EVENT,
 				 &n);
 		if (r == CUDA_SUCCESS)
 			n->event = e;
@@ -479,7 +479,8 @@ static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
 		r = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
 		goto out;
 	}
-	if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED && !pthread_equal(c->thread, pthread_self())) {
+	if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+	    !pthread_equal(c->thread, pthread_self())) {
 		r = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
 		goto out;
 	}
@@ -540,9 +541,9 @@ SG_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *
 	return is_capturing(hStream, captureStatus, false);
 }
 
-static CUresult capture_info(CUstream hs, CUstreamCaptureStatus *st, cuuint64_t *id,
-			     CUgraph *graph, const CUgraphNode **deps,
-			     const CUgraphEdgeData **edges, size_t *ndeps, bool pt)
+static CUresult capture_info(CUstream hs, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *graph,
+			     const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps,
+			     bool pt)
 {
 	struct sg_ctx *ctx;
 	struct sg_stream *s;
@@ -576,11 +577,12 @@ out:
 	return r;
 }
 
-SG_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-					  cuuint64_t *id_out, CUgraph *graph_out,
-					  const CUgraphNode **dependencies_out,
-					  const CUgraphEdgeData **edgeData_out,
-					  size_t *numDependencies_out)
+SG_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream hStream,
+					     CUstreamCaptureStatus *captureStatus_out,
+					     cuuint64_t *id_out, CUgraph *graph_out,
+					     const CUgraphNode **dependencies_out,
+					     const CUgraphEdgeData **edgeData_out,
+					     size_t *numDependencies_out)
 {
 	return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
 			    edgeData_out, numDependencies_out, false);
@@ -630,7 +632,8 @@ static CUresult update_deps(CUstream hs, CUgraphNode *deps, const CUgraphEdgeDat
 		s->ncdeps = 0;
 	for (size_t i = 0; i < n && r == CUDA_SUCCESS; i++)
 		if (!sg_gnodes_has(s->cdeps, s->ncdeps, (struct sg_gnode *)deps[i]) &&
-		    !sg_gnodes_push(&s->cdeps, &s->ncdeps, &s->cdeps_cap, (struct sg_gnode *)deps[i]))
+		    !sg_gnodes_push(&s->cdeps, &s->ncdeps, &s->cdeps_cap,
+				    (struct sg_gnode *)deps[i]))
 			r = CUDA_ERROR_OUT_OF_MEMORY;
 out:
 	pthread_mutex_unlock(&sg_glock);
@@ -638,8 +641,8 @@ out:
 }
 
 SG_EXPORT CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies,
-						     const CUgraphEdgeData *dependencyData,
-						     size_t numDependencies, unsigned int flags)
+							const CUgraphEdgeData *dependencyData,
+							size_t numDependencies, unsigned int flags)
 {
 	return update_deps(hStream, dependencies, dependencyData, numDependencies, flags, false);
 }
@@ -659,7 +662,8 @@ SG_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 	return CUDA_SUCCESS;
 }
 
-SG_EXPORT CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+SG_EXPORT CUresult cuStreamGetCaptureInfo(CUstream hStream,
+					  CUstreamCaptureStatus *captureStatus_out,
 					  cuuint64_t *id_out)
 {
 	return capture_info(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL, false);

@@ -138,7 +138,7 @@ CUresult sg_gnode_kernel_params(struct sg_gnode *n)
 
 /* A new node of g after deps (each checked to be g's). */
 CUresult sg_gnode_new(struct sg_graph *g, CUgraphNodeType type, struct sg_gnode *const *deps,
-			 size_t ndeps, struct sg_gnode **out)
+		      size_t ndeps, struct sg_gnode **out)
 {
 	struct sg_gnode *n;
 	CUresult r = CUDA_SUCCESS;
@@ -299,13 +299,13 @@ out:
 
 /* ---- graphs ---- */
 
-#define LOCKED(expr)                           \
-	do {                                   \
-		CUresult r_;                   \
-		pthread_mutex_lock(&sg_glock);    \
-		r_ = (expr);                   \
-		pthread_mutex_unlock(&sg_glock);  \
-		return r_;                     \
+#define LOCKED(expr)                             \
+	do {                                     \
+		CUresult r_;                     \
+		pthread_mutex_lock(&sg_glock);   \
+		r_ = (expr);                     \
+		pthread_mutex_unlock(&sg_glock); \
+		return r_;                       \
 	} while (0)
 
 bool sg_graph_ok(CUgraph h)
@@ -534,7 +534,8 @@ static CUresult add_node(CUgraphNode *out, CUgraph hg, const CUgraphNode *deps, 
 		case CU_GRAPH_NODE_TYPE_GRAPH:
 			if (!sg_graph_ok(a->child) || a->child == hg)
 				r = CUDA_ERROR_INVALID_VALUE;
-			else if ((n->child = sg_graph_clone((struct sg_graph *)a->child, true)) == NULL)
+			else if ((n->child = sg_graph_clone((struct sg_graph *)a->child, true)) ==
+				 NULL)
 				r = CUDA_ERROR_OUT_OF_MEMORY;
 			break;
 		case CU_GRAPH_NODE_TYPE_EMPTY:
@@ -555,8 +556,8 @@ static CUresult add_node(CUgraphNode *out, CUgraph hg, const CUgraphNode *deps, 
 }
 
 SG_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
-					const CUgraphNode *dependencies, size_t numDependencies,
-					const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+					   const CUgraphNode *dependencies, size_t numDependencies,
+					   const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
 	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
 			CU_GRAPH_NODE_TYPE_KERNEL, &(struct add_args){.kernel = nodeParams});
@@ -567,7 +568,8 @@ SG_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph
 					const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
 {
 	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
-			CU_GRAPH_NODE_TYPE_MEMCPY, &(struct add_args){.copy = copyParams, .ctx = ctx});
+			CU_GRAPH_NODE_TYPE_MEMCPY,
+			&(struct add_args){.copy = copyParams, .ctx = ctx});
 }
 
 SG_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -575,20 +577,21 @@ SG_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph
 					const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx)
 {
 	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
-			CU_GRAPH_NODE_TYPE_MEMSET, &(struct add_args){.set = memsetParams, .ctx = ctx});
+			CU_GRAPH_NODE_TYPE_MEMSET,
+			&(struct add_args){.set = memsetParams, .ctx = ctx});
 }
 
 SG_EXPORT CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 				      const CUgraphNode *dependencies, size_t numDependencies,
 				      const CUDA_HOST_NODE_PARAMS *nodeParams)
 {
-	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
-			CU_GRAPH_NODE_TYPE_HOST, &(struct add_args){.host = nodeParams});
+	return add_node(phGraphNode, hGraph, dependencies, numDependencies, CU_GRAPH_NODE_TYPE_HOST,
+			&(struct add_args){.host = nodeParams});
 }
 
 SG_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-					    const CUgraphNode *dependencies,
-					    size_t numDependencies, CUgraph childGraph)
+					    const CUgraphNode *dependencies, size_t numDependencies,
+					    CUgraph childGraph)
 {
 	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
 			CU_GRAPH_NODE_TYPE_GRAPH, &(struct add_args){.child = childGraph});
@@ -637,9 +640,9 @@ static CUresult generic_args(const CUgraphNodeParams *p, struct add_args *a,
 		a->ctx = p->memcpy.copyCtx;
 		return CUDA_SUCCESS;
 	case CU_GRAPH_NODE_TYPE_MEMSET:
-		*m = (CUDA_MEMSET_NODE_PARAMS){p->memset.dst, p->memset.pitch, p->memset.value,
-					       p->memset.elementSize, p->memset.width,
-					       p->memset.height};
+		*m = (CUDA_MEMSET_NODE_PARAMS){p->memset.dst,	p->memset.pitch,
+					       p->memset.value, p->memset.elementSize,
+					       p->memset.width, p->memset.height};
 		a->set = m;
 		a->ctx = p->memset.ctx;
 		return CUDA_SUCCESS;
@@ -677,9 +680,9 @@ bool sg_edges_default(const CUgraphEdgeData *d, size_t n)
 }
 
 SG_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
-				  const CUgraphNode *dependencies,
-				  const CUgraphEdgeData *dependencyData, size_t numDependencies,
-				  CUgraphNodeParams *nodeParams)
+				     const CUgraphNode *dependencies,
+				     const CUgraphEdgeData *dependencyData, size_t numDependencies,
+				     CUgraphNodeParams *nodeParams)
 {
 	struct add_args a;
 	CUDA_KERNEL_NODE_PARAMS k;
@@ -747,7 +750,8 @@ static CUresult kernel_get(CUgraphNode h, CUDA_KERNEL_NODE_PARAMS *p)
 	return CUDA_SUCCESS;
 }
 
-SG_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams)
+SG_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
+						 CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
 	LOCKED(kernel_get(hNode, nodeParams));
 }
@@ -761,7 +765,7 @@ static CUresult kernel_setp(CUgraphNode h, const CUDA_KERNEL_NODE_PARAMS *p)
 }
 
 SG_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
-					      const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+						 const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
 	LOCKED(kernel_setp(hNode, nodeParams));
 }
@@ -814,7 +818,8 @@ static CUresult memset_get(CUgraphNode h, CUDA_MEMSET_NODE_PARAMS *p)
 	return CUDA_SUCCESS;
 }
 
-SG_EXPORT CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams)
+SG_EXPORT CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode,
+					      CUDA_MEMSET_NODE_PARAMS *nodeParams)
 {
 	LOCKED(memset_get(hNode, nodeParams));
 }
@@ -1004,7 +1009,7 @@ static CUresult get_edges(CUgraph h, CUgraphNode *from, CUgraphNode *to, CUgraph
 }
 
 SG_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
-				   CUgraphEdgeData *edgeData, size_t *numEdges)
+				      CUgraphEdgeData *edgeData, size_t *numEdges)
 {
 	LOCKED(get_edges(hGraph, from, to, edgeData, numEdges));
 }
@@ -1024,14 +1029,14 @@ static CUresult node_deps(CUgraphNode h, CUgraphNode *arr, CUgraphEdgeData *ed, 
 }
 
 SG_EXPORT CUresult cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *dependencies,
-					      CUgraphEdgeData *edgeData, size_t *numDependencies)
+						 CUgraphEdgeData *edgeData, size_t *numDependencies)
 {
 	LOCKED(node_deps(hNode, dependencies, edgeData, numDependencies, false));
 }
 
 SG_EXPORT CUresult cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNode *dependentNodes,
-						CUgraphEdgeData *edgeData,
-						size_t *numDependentNodes)
+						   CUgraphEdgeData *edgeData,
+						   size_t *numDependentNodes)
 {
 	LOCKED(node_deps(hNode, dependentNodes, edgeData, numDependentNodes, true));
 }
@@ -1049,8 +1054,8 @@ static CUresult edges_edit(CUgraph h, const CUgraphNode *from, const CUgraphNode
 	for (size_t i = 0; i < num; i++) {
 		struct sg_gnode *a = (struct sg_gnode *)from[i], *b = (struct sg_gnode *)to[i];
 
-		if (!sg_gnode_ok(from[i]) || !sg_gnode_ok(to[i]) || a->graph != g || b->graph != g ||
-		    a == b)
+		if (!sg_gnode_ok(from[i]) || !sg_gnode_ok(to[i]) || a->graph != g ||
+		    b->graph != g || a == b)
 			return CUDA_ERROR_INVALID_VALUE;
 		if (add && sg_gnodes_has(b->deps, b->ndeps, a))
 			return CUDA_ERROR_INVALID_VALUE; /* CUDA refuses a duplicate edge */
@@ -1071,15 +1076,16 @@ static CUresult edges_edit(CUgraph h, const CUgraphNode *from, const CUgraphNode
 }
 
 SG_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
-					  const CUgraphNode *to, const CUgraphEdgeData *edgeData,
-					  size_t numDependencies)
+					     const CUgraphNode *to, const CUgraphEdgeData *edgeData,
+					     size_t numDependencies)
 {
 	LOCKED(edges_edit(hGraph, from, to, edgeData, numDependencies, true));
 }
 
 SG_EXPORT CUresult cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
-					     const CUgraphNode *to, const CUgraphEdgeData *edgeData,
-					     size_t numDependencies)
+						const CUgraphNode *to,
+						const CUgraphEdgeData *edgeData,
+						size_t numDependencies)
 {
 	LOCKED(edges_edit(hGraph, from, to, edgeData, numDependencies, false));
 }
@@ -1183,10 +1189,10 @@ SG_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgrap
 	return r ? r : instantiate_params(phGraphExec, hGraph, instantiateParams, false);
 }
 
-SG_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
-						     CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
-SG_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
-						     CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+SG_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(
+	CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
+SG_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(
+	CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
 {
 	CUresult r = sg_inited();
 
@@ -1248,7 +1254,7 @@ static CUresult xkernel(CUgraphExec hx, CUgraphNode hn, const CUDA_KERNEL_NODE_P
 }
 
 SG_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
-						  const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+						     const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
 	LOCKED(xkernel(hGraphExec, hNode, nodeParams));
 }
@@ -1440,7 +1446,7 @@ static CUresult exec_update(CUgraphExec hx, CUgraph h, CUgraphExecUpdateResultIn
 }
 
 SG_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
-				     CUgraphExecUpdateResultInfo *resultInfo)
+					CUgraphExecUpdateResultInfo *resultInfo)
 {
 	LOCKED(exec_update(hGraphExec, hGraph, resultInfo));
 }
@@ -1463,7 +1469,8 @@ static CUresult launch_ops(struct sg_gexec *x, struct sg_op ***out, size_t *nops
 			continue;
 		switch (n->type) {
 		case CU_GRAPH_NODE_TYPE_KERNEL:
-			if ((op = sg_op_new(SG_OP_LAUNCH)) && !(op->u.launch = sg_launch_dup(n->launch))) {
+			if ((op = sg_op_new(SG_OP_LAUNCH)) &&
+			    !(op->u.launch = sg_launch_dup(n->launch))) {
 				sg_op_free(op);
 				op = NULL;
 			}
@@ -1598,7 +1605,8 @@ static void dot_graph(FILE *f, const struct sg_graph *g, const char *prefix)
 			char sub[64];
 
 			snprintf(sub, sizeof(sub), "%s%zu_", prefix, i);
-			fprintf(f, "subgraph cluster_%s%zu {\nlabel=\"graph %zu\";\n", prefix, i, i);
+			fprintf(f, "subgraph cluster_%s%zu {\nlabel=\"graph %zu\";\n", prefix, i,
+				i);
 			dot_graph(f, n->child, sub);
 			fprintf(f, "}\n");
 		}
@@ -1634,10 +1642,10 @@ SG_EXPORT CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsign
 
 static CUDA_KERNEL_NODE_PARAMS kernel_v2(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
 {
-	return (CUDA_KERNEL_NODE_PARAMS){p->func,	    p->gridDimX,  p->gridDimY,
-					 p->gridDimZ,	    p->blockDimX, p->blockDimY,
-					 p->blockDimZ,	    p->sharedMemBytes, p->kernelParams,
-					 p->extra,	    NULL,	  NULL};
+	return (CUDA_KERNEL_NODE_PARAMS){
+		p->func,	 p->gridDimX,  p->gridDimY,  p->gridDimZ,
+		p->blockDimX,	 p->blockDimY, p->blockDimZ, p->sharedMemBytes,
+		p->kernelParams, p->extra,     NULL,	     NULL};
 }
 
 SG_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -1742,7 +1750,6 @@ SG_EXPORT CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 	return cuGraphAddNode_v2(phGraphNode, hGraph, dependencies, NULL, numDependencies,
 				 nodeParams);
 }
-
 
 /* ---- per-thread default stream variants ---- */
 

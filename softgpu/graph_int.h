@@ -18,7 +18,7 @@ struct sg_gnode {
 	size_t ndeps, capdeps, nouts, capouts;
 	const struct sg_gnode *orig; /* the node this one was cloned from */
 	bool enabled;
-	bool have_params;	     /* copy/memset: made from API parameters (not captured) */
+	bool have_params;	  /* copy/memset: made from API parameters (not captured) */
 	struct sg_launch *launch; /* kernel: the template */
 	void **kparams;		  /* kernel: pointers into the template's parameters */
 	struct sg_copy copy;

@@ -573,7 +573,7 @@ SG_EXPORT CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction func
 	if (state == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
 	*state = __atomic_load_n(&f->ready, __ATOMIC_ACQUIRE) ? CU_FUNCTION_LOADING_STATE_LOADED
-							       : CU_FUNCTION_LOADING_STATE_UNLOADED;
+							      : CU_FUNCTION_LOADING_STATE_UNLOADED;
 	return CUDA_SUCCESS;
 }
 

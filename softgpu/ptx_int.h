@@ -151,6 +151,6 @@ uint32_t sg_lower_new_slots(struct sg_lower *L, uint32_t n);
 int sg_lower_finish_func(struct sg_lower *L);
 int sg_lower_finish_prog(struct sg_lower *L);
 int sg_lower_finish_lowered(struct sg_lower *L, int fi); /* a function just lowered */
-int sg_lower_finish_entry(struct sg_lower *L, int fi);	/* an entry and all it reaches */
+int sg_lower_finish_entry(struct sg_lower *L, int fi);	 /* an entry and all it reaches */
 
 #endif

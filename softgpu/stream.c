@@ -1104,4 +1104,3 @@ PTSZ(CUresult, cuStreamGetDevice_ptsz, (CUstream hStream, CUdevice *device))
 {
 	return get_device(hStream, device, true);
 }
-

@@ -138,37 +138,38 @@ struct gp_bulk_ref {
 #define GP__PACK_U32(f) args[i++] = in->f;
 #define GP__PACK_I32(f) args[i++] = (uint64_t)(int64_t)in->f;
 #define GP__PACK_NAME(f) c->name = (char *)in->f;
-#define GP__PACK_BLOB(f)                    \
-	c->blob.data = (uint8_t *)in->f;    \
+#define GP__PACK_BLOB(f)                 \
+	c->blob.data = (uint8_t *)in->f; \
 	c->blob.len = in->f##_len;
-#define GP__PACK_BULK_IN(f)   \
+#define GP__PACK_BULK_IN(f)      \
 	args[i++] = in->f##_len; \
 	b->src = in->f;          \
 	b->len = in->f##_len;
-#define GP__PACK_BULK_OUT(f)  \
+#define GP__PACK_BULK_OUT(f)     \
 	args[i++] = in->f##_len; \
 	b->dst = in->f;          \
 	b->len = in->f##_len;
 
 #define GP_ARG(kind, f) GP__PACK_##kind(f)
 #define GP_OUT(f) out->f = o[j++];
-#define GP__CODEC(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)                                 \
-	static inline void gp_call_pack_##name(const struct gp_in_##name *in, Gp__Call *c,           \
-					       uint64_t args[GP_CALL_ARGS_MAX], struct gp_bulk_ref *b) \
-	{                                                                                           \
-		size_t i = 0;                                                                       \
-                                                                                                    \
-		*b = (struct gp_bulk_ref){0};                                                       \
-		ARGS c->arg = args;                                                                 \
-		c->n_arg = i;                                                                       \
-	}                                                                                           \
-	static inline void gp_call_outs_##name(const uint64_t *o, struct gp_out_##name *out)        \
-	{                                                                                           \
-		size_t j = 0;                                                                       \
-                                                                                                    \
-		(void)o;                                                                            \
-		(void)j;                                                                            \
-		OUTS out->unused_ = 0;                                                              \
+#define GP__CODEC(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)                           \
+	static inline void gp_call_pack_##name(const struct gp_in_##name *in, Gp__Call *c,   \
+					       uint64_t args[GP_CALL_ARGS_MAX],              \
+					       struct gp_bulk_ref *b)                        \
+	{                                                                                    \
+		size_t i = 0;                                                                \
+                                                                                             \
+		*b = (struct gp_bulk_ref){0};                                                \
+		ARGS c->arg = args;                                                          \
+		c->n_arg = i;                                                                \
+	}                                                                                    \
+	static inline void gp_call_outs_##name(const uint64_t *o, struct gp_out_##name *out) \
+	{                                                                                    \
+		size_t j = 0;                                                                \
+                                                                                             \
+		(void)o;                                                                     \
+		(void)j;                                                                     \
+		OUTS out->unused_ = 0;                                                       \
 	}
 GP_CALL_MAP(GP__CODEC)
 #undef GP__CODEC
@@ -182,7 +183,7 @@ struct gp_call_info {
 	const char *name; /* "MEM_ALLOC" */
 	unsigned flags;	  /* GP_C_* */
 	unsigned nargs, nouts;
-	unsigned kinds;	  /* GP_K_*: the special kinds among its arguments */
+	unsigned kinds;				/* GP_K_*: the special kinds among its arguments */
 	const char *args, *outs, *ranges, *doc; /* the description's text, for docs */
 };
 

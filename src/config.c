@@ -208,8 +208,8 @@ static int set_size(struct parse *p, char **words, int n, size_t off)
 static int add_tenant(struct parse *p, char **words, int n, size_t off)
 {
 	struct gp_config *cfg = p->cfg;
-	struct gp_tenant t = {NULL, GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE,
-			      GP_LIMIT_NONE};
+	struct gp_tenant t = {NULL,	     GP_LIMIT_NONE, GP_LIMIT_NONE,
+			      GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE};
 	struct gp_tenant *nt;
 
 	if (n < 2)
@@ -229,7 +229,8 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 				return perr(p, "tenant %s: memory=%s is not a size", words[1],
 					    eq + 1);
 		} else if (strcmp(words[i], "sessions") == 0 || strcmp(words[i], "gpus") == 0 ||
-			   strcmp(words[i], "queue") == 0 || strcmp(words[i], "kernel_timeout") == 0) {
+			   strcmp(words[i], "queue") == 0 ||
+			   strcmp(words[i], "kernel_timeout") == 0) {
 			unsigned long long v;
 
 			errno = 0;

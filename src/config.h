@@ -25,10 +25,10 @@ enum gp_placement {
 struct gp_tenant {
 	char *name; /* "*" matches every tenant without a line of its own */
 	uint64_t sessions;
-	uint64_t gpus;	 /* GPUs held at once, summed over the tenant's sessions */
-	uint64_t memory; /* bytes reserved at once, summed over sessions and GPUs */
+	uint64_t gpus;		 /* GPUs held at once, summed over the tenant's sessions */
+	uint64_t memory;	 /* bytes reserved at once, summed over sessions and GPUs */
 	uint64_t kernel_timeout; /* seconds one call may run (a kernel, a wait for one) */
-	uint64_t queue;	 /* sessions waiting at once; GP_LIMIT_NONE: max_queued_per_tenant */
+	uint64_t queue; /* sessions waiting at once; GP_LIMIT_NONE: max_queued_per_tenant */
 };
 
 /* A bearer token that names a tenant (for clients without certificates). */
@@ -53,10 +53,10 @@ struct gp_config {
 	char *listen_plain;	 /* HOST:PORT without TLS, only when set; NULL: none */
 	int log_level;
 	unsigned max_sessions;
-	unsigned max_handshakes; /* per listener: workers at once still in TLS/Hello */
-	unsigned handshake_timeout; /* seconds a connection has for TLS and Hello */
-	unsigned first_byte_timeout; /* seconds a connection has to send its first message */
-	unsigned max_pending;	     /* per listener: connections without a worker yet */
+	unsigned max_handshakes;	  /* per listener: workers at once still in TLS/Hello */
+	unsigned handshake_timeout;	  /* seconds a connection has for TLS and Hello */
+	unsigned first_byte_timeout;	  /* seconds a connection has to send its first message */
+	unsigned max_pending;		  /* per listener: connections without a worker yet */
 	unsigned max_pending_per_address; /* of those, from one address (or one local user) */
 	unsigned max_queued_per_tenant;	  /* sessions of one tenant waiting for room at once */
 	enum gp_placement placement;

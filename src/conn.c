@@ -529,7 +529,8 @@ static int write_concurrent(struct gp_conn *c, const uint8_t *p, size_t len)
 					ret = e == EPIPE || e == 0 ? GP_ECLOSED : -e;
 					break;
 				case SSL_ERROR_ZERO_RETURN:
-					snprintf(c->err, sizeof(c->err), "write: connection closed");
+					snprintf(c->err, sizeof(c->err),
+						 "write: connection closed");
 					ret = GP_ECLOSED;
 					break;
 				default:
@@ -664,7 +665,8 @@ static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
 					want = POLLOUT;
 					break;
 				case SSL_ERROR_ZERO_RETURN:
-					snprintf(c->err, sizeof(c->err), "connection closed by peer");
+					snprintf(c->err, sizeof(c->err),
+						 "connection closed by peer");
 					ret = GP_ECLOSED;
 					break;
 				case SSL_ERROR_SYSCALL:

@@ -32,8 +32,9 @@ struct gp_conn {
 	size_t rpos, rlen, rcap;
 	uint8_t *msg; /* the last received message body */
 	size_t msg_cap;
-	_Atomic uint64_t bytes_in, bytes_out; /* written by the reader and the writers, read by anyone */
-	char err[256]; /* why the last call failed, for logs and clients */
+	_Atomic uint64_t bytes_in,
+		bytes_out; /* written by the reader and the writers, read by anyone */
+	char err[256];	   /* why the last call failed, for logs and clients */
 	/* Concurrent mode: `io` serialises the SSL object (held only around one read or
 	 * write, never while waiting); `send` is the writers' lock (gp_conn_send_lock). */
 	bool concurrent;
@@ -55,9 +56,9 @@ int gp_conn_tls_accept(struct gp_conn *c, SSL_CTX *ctx);
 int gp_conn_tls_connect(struct gp_conn *c, SSL_CTX *ctx, const char *host);
 /* Where a client certificate's tenant name comes from (config key tenant_from). */
 enum gp_name_from {
-	GP_NAME_FROM_CN = 0,	/* the subject's commonName */
-	GP_NAME_FROM_SAN_URI,	/* the subjectAltName's URI */
-	GP_NAME_FROM_SAN_DNS,	/* the subjectAltName's DNS name */
+	GP_NAME_FROM_CN = 0,  /* the subject's commonName */
+	GP_NAME_FROM_SAN_URI, /* the subjectAltName's URI */
+	GP_NAME_FROM_SAN_DNS, /* the subjectAltName's DNS name */
 };
 
 /*

@@ -73,7 +73,7 @@ const char *gp_msg_name(unsigned type)
 	case num:                    \
 		return #name;
 #define GP_CALL_CASE(NAME, name, num, flags, args, outs, ranges, doc) \
-	case num:                                                      \
+	case num:                                                     \
 		return #NAME;
 		GP_MSG_MAP(GP_MSG_CASE)
 		GP_CALL_MAP(GP_CALL_CASE)

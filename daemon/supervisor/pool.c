@@ -313,7 +313,7 @@ struct gp_claim *gp_pool_admit_next(struct gp_pool *p, const struct gp_config *c
 		}
 		if (r == WAIT_CAPACITY)
 			return NULL; /* the oldest waiter for capacity goes first */
-				     /* WAIT_TENANT: its own limits hold it; later ones may go. */
+		/* WAIT_TENANT: its own limits hold it; later ones may go. */
 	}
 	return NULL;
 }

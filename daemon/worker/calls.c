@@ -84,7 +84,6 @@ struct gp_handle *gp__launchable(struct gp_worker *w, uint64_t id)
 	return h ? h : gp__handle_get(w, id, GP_H_KERNEL);
 }
 
-
 /* ---- arguments, by kind ---------------------------------------------------------- */
 
 static CUresult arg_ctx(struct gp_worker *w, uint64_t id, int *dev)
@@ -193,95 +192,95 @@ static bool range_owned(struct gp_worker *w, CUdeviceptr base, uint64_t width, u
 
 /* ---- the decoder of each call, from the table -------------------------------------- */
 
-#define GP__DEC_CTX(f)                                         \
-	a->f = c->arg[i++];                                     \
+#define GP__DEC_CTX(f)                                           \
+	a->f = c->arg[i++];                                      \
 	if ((r = arg_ctx(w, a->f, &a->f##_dev)) != CUDA_SUCCESS) \
-		return r;                                       \
+		return r;                                        \
 	ctx = a->f;
-#define GP__DEC_CTX_OPT(f)                                         \
-	a->f = c->arg[i++];                                         \
+#define GP__DEC_CTX_OPT(f)                                           \
+	a->f = c->arg[i++];                                          \
 	if ((r = arg_ctx_opt(w, a->f, &a->f##_dev)) != CUDA_SUCCESS) \
-		return r;                                           \
+		return r;                                            \
 	ctx = a->f;
-#define GP__DEC_DEVICE(f)                                          \
+#define GP__DEC_DEVICE(f)                                           \
 	a->f = c->arg[i++];                                         \
 	if ((r = arg_device(w, a->f, &a->f##_drv)) != CUDA_SUCCESS) \
 		return r;
-#define GP__DEC_STREAM(f)                                              \
+#define GP__DEC_STREAM(f)                                               \
 	a->f = c->arg[i++];                                             \
 	if ((r = gp__use_stream(w, a->f, &a->f##_drv)) != CUDA_SUCCESS) \
 		return r;
 #define GP__DEC_HANDLE(f, kind)                                           \
-	a->f = c->arg[i++];                                                \
-	if ((r = arg_handle(w, a->f, kind, &a->f##_drv)) != CUDA_SUCCESS)  \
+	a->f = c->arg[i++];                                               \
+	if ((r = arg_handle(w, a->f, kind, &a->f##_drv)) != CUDA_SUCCESS) \
 		return r;
 #define GP__DEC_EVENT(f) GP__DEC_HANDLE(f, GP_H_EVENT)
 #define GP__DEC_MODULE(f) GP__DEC_HANDLE(f, GP_H_MODULE)
 #define GP__DEC_LIBRARY(f) GP__DEC_HANDLE(f, GP_H_LIBRARY)
-#define GP__DEC_MODLIB(f)                                                         \
-	a->f = c->arg[i++];                                                        \
+#define GP__DEC_MODLIB(f)                                                               \
+	a->f = c->arg[i++];                                                             \
 	if ((r = arg_modlib(w, a->f, &a->f##_drv, &a->f##_is_library)) != CUDA_SUCCESS) \
 		return r;
-#define GP__DEC_FUNC(f)                                                                       \
-	a->f = c->arg[i++];                                                                    \
-	if ((r = arg_func(w, a->f, ctx, &a->f##_drv, &a->f##_info, &a->f##_is_kernel)) !=      \
-	    CUDA_SUCCESS)                                                                      \
+#define GP__DEC_FUNC(f)                                                                   \
+	a->f = c->arg[i++];                                                               \
+	if ((r = arg_func(w, a->f, ctx, &a->f##_drv, &a->f##_info, &a->f##_is_kernel)) != \
+	    CUDA_SUCCESS)                                                                 \
 		return r;
 #define GP__DEC_DPTR(f) a->f = c->arg[i++];
 #define GP__DEC_U64(f) a->f = c->arg[i++];
-#define GP__DEC_U32(f)                                           \
+#define GP__DEC_U32(f)                                         \
 	if ((r = arg_u32(c->arg[i++], &a->f)) != CUDA_SUCCESS) \
 		return r;
-#define GP__DEC_I32(f)                                           \
+#define GP__DEC_I32(f)                                         \
 	if ((r = arg_i32(c->arg[i++], &a->f)) != CUDA_SUCCESS) \
 		return r;
-#define GP__DEC_NAME(f)                                      \
+#define GP__DEC_NAME(f)                                     \
 	if ((r = arg_name(c->name, &a->f)) != CUDA_SUCCESS) \
 		return r;
-#define GP__DEC_BLOB(f)             \
-	a->f = c->blob.data;        \
+#define GP__DEC_BLOB(f)      \
+	a->f = c->blob.data; \
 	a->f##_len = c->blob.len;
 #define GP__DEC_BULK_IN(f) a->f##_len = c->arg[i++];
 #define GP__DEC_BULK_OUT(f) a->f##_len = c->arg[i++];
 
 #define GP_ARG(kind, f) GP__DEC_##kind(f)
 #define GP_OUT(f) out[nout++] = o.f;
-#define GP_RANGE(base, width, height, pitch)                                 \
-	if (!range_owned(w, a->base, a->width, a->height, a->pitch))        \
+#define GP_RANGE(base, width, height, pitch)                         \
+	if (!range_owned(w, a->base, a->width, a->height, a->pitch)) \
 		return CUDA_ERROR_INVALID_VALUE;
-#define GP_RANGE1(base, bytes)                                 \
-	if (!range_owned(w, a->base, a->bytes, 1, 0))         \
+#define GP_RANGE1(base, bytes)                        \
+	if (!range_owned(w, a->base, a->bytes, 1, 0)) \
 		return CUDA_ERROR_INVALID_VALUE;
-#define GP__DECODE(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)                              \
-	static CUresult decode_##name(struct gp_worker *w, const Gp__Call *c,                     \
-				      struct gp_wargs_##name *a)                                  \
-	{                                                                                        \
-		uint64_t ctx = 0;                                                                \
-		size_t i = 0;                                                                    \
-		CUresult r = CUDA_SUCCESS;                                                       \
-                                                                                                 \
-		ARGS RANGES(void) ctx;                                                           \
-		(void)i;                                                                         \
-		return r;                                                                        \
-	}                                                                                        \
-	static int serve_##name(struct gp_worker *w, struct gp_req *rq, const Gp__Call *c)        \
-	{                                                                                        \
-		struct gp_wargs_##name a;                                                        \
-		struct gp_out_##name o;                                                          \
-		uint64_t out[GP_CALL_OUTS_MAX];                                                  \
-		size_t nout = 0;                                                                 \
-		CUresult r;                                                                      \
-                                                                                                 \
-		memset(&a, 0, sizeof(a));                                                        \
-		memset(&o, 0, sizeof(o));                                                        \
-		r = decode_##name(w, c, &a);                                                     \
-		if (r == CUDA_SUCCESS) {                                                         \
-			gp__watch_enter(rq->h, !(gp_call_info(rq->h->type)->kinds &              \
-						 (GP_K_BULK_IN | GP_K_BULK_OUT)));               \
-			r = gp__serve_##name(w, rq, &a, &o);                                     \
-			gp__watch_leave();                                                       \
-		}                                                                                \
-		OUTS return finish(w, rq, r, out, nout);                                         \
+#define GP__DECODE(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)                        \
+	static CUresult decode_##name(struct gp_worker *w, const Gp__Call *c,              \
+				      struct gp_wargs_##name *a)                           \
+	{                                                                                  \
+		uint64_t ctx = 0;                                                          \
+		size_t i = 0;                                                              \
+		CUresult r = CUDA_SUCCESS;                                                 \
+                                                                                           \
+		ARGS RANGES(void) ctx;                                                     \
+		(void)i;                                                                   \
+		return r;                                                                  \
+	}                                                                                  \
+	static int serve_##name(struct gp_worker *w, struct gp_req *rq, const Gp__Call *c) \
+	{                                                                                  \
+		struct gp_wargs_##name a;                                                  \
+		struct gp_out_##name o;                                                    \
+		uint64_t out[GP_CALL_OUTS_MAX];                                            \
+		size_t nout = 0;                                                           \
+		CUresult r;                                                                \
+                                                                                           \
+		memset(&a, 0, sizeof(a));                                                  \
+		memset(&o, 0, sizeof(o));                                                  \
+		r = decode_##name(w, c, &a);                                               \
+		if (r == CUDA_SUCCESS) {                                                   \
+			gp__watch_enter(rq->h, !(gp_call_info(rq->h->type)->kinds &        \
+						 (GP_K_BULK_IN | GP_K_BULK_OUT)));         \
+			r = gp__serve_##name(w, rq, &a, &o);                               \
+			gp__watch_leave();                                                 \
+		}                                                                          \
+		OUTS return finish(w, rq, r, out, nout);                                   \
 	}
 
 /* ---- answers -------------------------------------------------------------------- */
@@ -314,9 +313,9 @@ CUresult gp__req_recv(struct gp_worker *w, struct gp_req *rq, uint64_t total,
 	if (!ret && sink->got != total)
 		ret = GP_EFRAME;
 	if (ret) {
-		gp_log_warnx("%s (request %llu): its bulk of %llu bytes: %s", gp_msg_name(rq->h->type),
-			     (unsigned long long)rq->h->request_id, (unsigned long long)total,
-			     gp_strerror(ret));
+		gp_log_warnx("%s (request %llu): its bulk of %llu bytes: %s",
+			     gp_msg_name(rq->h->type), (unsigned long long)rq->h->request_id,
+			     (unsigned long long)total, gp_strerror(ret));
 		rq->err = ret;
 		return CUDA_ERROR_UNKNOWN;
 	}
@@ -402,7 +401,7 @@ static serve_fn server_of(unsigned type)
 {
 	switch (type) {
 #define GP__CASE(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC) \
-	case NUM:                                                  \
+	case NUM:                                                 \
 		return serve_##name;
 		GP_CALL_MAP(GP__CASE)
 #undef GP__CASE
@@ -439,8 +438,8 @@ int gp__worker_dispatch(struct gp_worker *w, const struct gp_frame_hdr *h)
 	}
 	if (c->n_arg != ci->nargs || (c->name[0] && !(ci->kinds & GP_K_NAME)) ||
 	    (c->blob.len && !(ci->kinds & GP_K_BLOB)) || c->blob.len > GP_BLOB_MAX) {
-		gp_log_warnx("%s: %zu arguments (expected %u), name %zu bytes, blob %zu bytes", what,
-			     c->n_arg, ci->nargs, strlen(c->name), c->blob.len);
+		gp_log_warnx("%s: %zu arguments (expected %u), name %zu bytes, blob %zu bytes",
+			     what, c->n_arg, ci->nargs, strlen(c->name), c->blob.len);
 		protobuf_c_message_free_unpacked(&c->base, NULL);
 		return GP_EDECODE;
 	}

@@ -190,7 +190,8 @@ CUresult gp__serve_primary_reset(struct gp_worker *w, struct gp_req *rq,
 			for (int i = 0; i < 3; i++) {
 				uint64_t keep = i < 2 ? w->primary_limits[d][i] : 0;
 
-				gp__charge(w, ph->device, (int64_t)keep - (int64_t)ph->limit_charge[i]);
+				gp__charge(w, ph->device,
+					   (int64_t)keep - (int64_t)ph->limit_charge[i]);
 				ph->limit_charge[i] = keep;
 			}
 		}
@@ -209,7 +210,8 @@ CUresult gp__serve_primary_set_flags(struct gp_worker *w, struct gp_req *rq,
 /* ---- limits ---------------------------------------------------------------- */
 
 CUresult gp__serve_ctx_get_limit(struct gp_worker *w, struct gp_req *rq,
-				 const struct gp_wargs_ctx_get_limit *a, struct gp_out_ctx_get_limit *o)
+				 const struct gp_wargs_ctx_get_limit *a,
+				 struct gp_out_ctx_get_limit *o)
 {
 	size_t v = 0;
 	CUresult r = GP_DRV(w, cuCtxGetLimit, &v, (CUlimit)a->limit);
@@ -224,7 +226,8 @@ CUresult gp__serve_ctx_get_limit(struct gp_worker *w, struct gp_req *rq,
  * resident at once (what the driver must reserve). The others cost no memory.
  */
 CUresult gp__serve_ctx_set_limit(struct gp_worker *w, struct gp_req *rq,
-				 const struct gp_wargs_ctx_set_limit *a, struct gp_out_ctx_set_limit *o)
+				 const struct gp_wargs_ctx_set_limit *a,
+				 struct gp_out_ctx_set_limit *o)
 {
 	struct gp_handle *ctx = gp__handle_get(w, a->ctx, GP_H_CTX);
 	uint64_t cost = 0;

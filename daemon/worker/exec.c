@@ -65,8 +65,8 @@ CUresult gp__serve_stream_destroy(struct gp_worker *w, struct gp_req *rq,
 	/* The driver waits for the stream's work: a waiter thread makes the call and answers;
 	 * the handle is gone from now on. */
 	gp__handle_release(w, a->stream);
-	rq->wait = (struct gp_wait){.kind = GP_WAIT_STREAM_DESTROY, .ctx = w->current,
-				    .stream = a->stream_drv};
+	rq->wait = (struct gp_wait){
+		.kind = GP_WAIT_STREAM_DESTROY, .ctx = w->current, .stream = a->stream_drv};
 	(void)r;
 	return CUDA_SUCCESS;
 }
@@ -82,13 +82,14 @@ CUresult gp__serve_stream_synchronize(struct gp_worker *w, struct gp_req *rq,
 	/* Already idle: answered here, without a thread's hand-over. */
 	if (GP_DRV(w, cuStreamQuery, a->stream_drv) == CUDA_SUCCESS)
 		return GP_DRV(w, cuStreamSynchronize, a->stream_drv);
-	rq->wait = (struct gp_wait){.kind = GP_WAIT_STREAM, .ctx = w->current,
-				    .stream = a->stream_drv};
+	rq->wait = (struct gp_wait){
+		.kind = GP_WAIT_STREAM, .ctx = w->current, .stream = a->stream_drv};
 	return CUDA_SUCCESS;
 }
 
 CUresult gp__serve_stream_query(struct gp_worker *w, struct gp_req *rq,
-				const struct gp_wargs_stream_query *a, struct gp_out_stream_query *o)
+				const struct gp_wargs_stream_query *a,
+				struct gp_out_stream_query *o)
 {
 	return GP_DRV(w, cuStreamQuery, a->stream_drv);
 }
@@ -103,7 +104,8 @@ CUresult gp__serve_stream_wait_event(struct gp_worker *w, struct gp_req *rq,
 /* ---- events --------------------------------------------------------------------- */
 
 CUresult gp__serve_event_create(struct gp_worker *w, struct gp_req *rq,
-				const struct gp_wargs_event_create *a, struct gp_out_event_create *o)
+				const struct gp_wargs_event_create *a,
+				struct gp_out_event_create *o)
 {
 	CUevent e;
 	uint64_t id;
@@ -136,7 +138,8 @@ CUresult gp__serve_event_destroy(struct gp_worker *w, struct gp_req *rq,
 }
 
 CUresult gp__serve_event_record(struct gp_worker *w, struct gp_req *rq,
-				const struct gp_wargs_event_record *a, struct gp_out_event_record *o)
+				const struct gp_wargs_event_record *a,
+				struct gp_out_event_record *o)
 {
 	return GP_DRV(w, cuEventRecord, a->event_drv, a->stream_drv);
 }
@@ -147,8 +150,8 @@ CUresult gp__serve_event_synchronize(struct gp_worker *w, struct gp_req *rq,
 {
 	if (GP_DRV(w, cuEventQuery, a->event_drv) == CUDA_SUCCESS)
 		return GP_DRV(w, cuEventSynchronize, a->event_drv);
-	rq->wait = (struct gp_wait){.kind = GP_WAIT_EVENT, .ctx = w->current,
-				    .event = a->event_drv};
+	rq->wait =
+		(struct gp_wait){.kind = GP_WAIT_EVENT, .ctx = w->current, .event = a->event_drv};
 	return CUDA_SUCCESS;
 }
 

@@ -77,7 +77,8 @@ static CUresult graph_answer(struct gp_worker *w, CUgraph g, uint64_t ctx, uint6
 }
 
 CUresult gp__serve_graph_create(struct gp_worker *w, struct gp_req *rq,
-				const struct gp_wargs_graph_create *a, struct gp_out_graph_create *o)
+				const struct gp_wargs_graph_create *a,
+				struct gp_out_graph_create *o)
 {
 	CUgraph g;
 	CUresult r = GP_DRV(w, cuGraphCreate, &g, a->flags);

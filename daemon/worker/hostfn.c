@@ -25,7 +25,7 @@ struct hostfn {
 	uint64_t fn, data, client_stream;
 	uint32_t kind;
 	bool done;
-	uint8_t *bytes;	   /* kinds 2 and 3: the staging buffer the bytes come into or go from */
+	uint8_t *bytes; /* kinds 2 and 3: the staging buffer the bytes come into or go from */
 	uint64_t nbytes;
 	struct hostfn *next;
 };
@@ -112,8 +112,8 @@ void *gp__hostfn_node_new(struct gp_worker *w, uint64_t fn, uint64_t data, uint6
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
-	*n = (struct hostnode){.w = w, .fn = fn, .data = data, .client_stream = client_stream,
-			       .kind = kind};
+	*n = (struct hostnode){
+		.w = w, .fn = fn, .data = data, .client_stream = client_stream, .kind = kind};
 	pthread_mutex_lock(&lock);
 	n->next = nodes;
 	nodes = n;
@@ -143,9 +143,13 @@ void *gp__hostfn_copy_new(struct gp_worker *w, uint64_t token, uint64_t nbytes, 
 void CUDA_CB gp__hostfn_node_run(void *arg)
 {
 	struct hostnode *n = arg;
-	struct hostfn hf = {.w = n->w, .fn = n->fn, .data = n->data,
-			    .client_stream = n->client_stream, .kind = n->kind,
-			    .bytes = n->bytes, .nbytes = n->nbytes};
+	struct hostfn hf = {.w = n->w,
+			    .fn = n->fn,
+			    .data = n->data,
+			    .client_stream = n->client_stream,
+			    .kind = n->kind,
+			    .bytes = n->bytes,
+			    .nbytes = n->nbytes};
 
 	pthread_mutex_lock(&lock);
 	hf.id = (1ull << 63) | next_run_id++;
@@ -178,8 +182,12 @@ CUresult gp__serve_launch_host_func(struct gp_worker *w, struct gp_req *rq,
 	hf = calloc(1, sizeof(*hf));
 	if (!hf)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*hf = (struct hostfn){.w = w, .id = rq->h->request_id, .fn = a->fn, .data = a->data,
-			      .client_stream = a->client_stream, .kind = a->kind};
+	*hf = (struct hostfn){.w = w,
+			      .id = rq->h->request_id,
+			      .fn = a->fn,
+			      .data = a->data,
+			      .client_stream = a->client_stream,
+			      .kind = a->kind};
 	pthread_mutex_lock(&lock);
 	hf->next = calls;
 	calls = hf;

@@ -82,8 +82,7 @@ CUresult gp__serve_mem_alloc_pitch(struct gp_worker *w, struct gp_req *rq,
 	if (r != CUDA_SUCCESS)
 		return r;
 	bytes = (uint64_t)pitch * a->height;
-	if (!gp__charge_fits(w, dev, bytes) ||
-	    gp__alloc_add(w, p, (size_t)bytes, a->ctx, dev)) {
+	if (!gp__charge_fits(w, dev, bytes) || gp__alloc_add(w, p, (size_t)bytes, a->ctx, dev)) {
 		w->drv.cuMemFree_v2(p);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -110,7 +109,8 @@ CUresult gp__serve_mem_free(struct gp_worker *w, struct gp_req *rq,
 }
 
 CUresult gp__serve_mem_get_info(struct gp_worker *w, struct gp_req *rq,
-				const struct gp_wargs_mem_get_info *a, struct gp_out_mem_get_info *o)
+				const struct gp_wargs_mem_get_info *a,
+				struct gp_out_mem_get_info *o)
 {
 	size_t fr, tot;
 	CUresult r = w->drv.cuMemGetInfo_v2(&fr, &tot);
@@ -243,11 +243,11 @@ static int htod_write(void *arg, uint64_t off, const uint8_t *p, size_t n)
 struct on_stream {
 	struct gp_worker *w;
 	uint64_t id;
-	bool reply;	    /* send a Reply (the call was not sent without waiting) */
-	bool data;	    /* send the staging's bytes as DATA first (device to host) */
-	void *buf;	    /* page-locked staging (cap bytes of it), back to `spare` after */
+	bool reply; /* send a Reply (the call was not sent without waiting) */
+	bool data;  /* send the staging's bytes as DATA first (device to host) */
+	void *buf;  /* page-locked staging (cap bytes of it), back to `spare` after */
 	uint64_t bytes, cap;
-	unsigned epoch;	    /* staging_epoch when it was taken */
+	unsigned epoch; /* staging_epoch when it was taken */
 	struct on_stream *next;
 };
 
@@ -394,8 +394,12 @@ static struct on_stream *stage(struct gp_worker *w, const struct gp_req *rq, uin
 		free(o);
 		return NULL;
 	}
-	*o = (struct on_stream){.w = w, .id = rq->h->request_id, .reply = !rq->async, .buf = buf,
-				.bytes = bytes, .cap = cap};
+	*o = (struct on_stream){.w = w,
+				.id = rq->h->request_id,
+				.reply = !rq->async,
+				.buf = buf,
+				.bytes = bytes,
+				.cap = cap};
 	pthread_mutex_lock(&staging_lock);
 	o->epoch = staging_epoch;
 	outstanding++;
@@ -509,8 +513,8 @@ static const uint8_t *dtoh_read(void *arg, uint64_t off, size_t n, int *err)
 
 /* Device to host: into staging on the stream, the bytes and the answer when it gets there;
  * past the staging bound, at once on this thread (DATA, then the Reply finish() sends). */
-static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout *l,
-		     uint64_t sid, CUstream s)
+static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout *l, uint64_t sid,
+		     CUstream s)
 {
 	struct dtoh cp = {w, *l, sid, s};
 	struct gp_bulk_source src = {.read = dtoh_read, .arg = &cp};

@@ -474,7 +474,8 @@ CUresult gp__serve_library_load(struct gp_worker *w, struct gp_req *rq,
 		r = reply_functions(rq, count);
 	if (r == CUDA_SUCCESS && count) {
 		ks = calloc(count, sizeof(*ks));
-		r = ks ? w->drv.cuLibraryEnumerateKernels(ks, count, lib) : CUDA_ERROR_OUT_OF_MEMORY;
+		r = ks ? w->drv.cuLibraryEnumerateKernels(ks, count, lib)
+		       : CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	for (unsigned i = 0; r == CUDA_SUCCESS && i < count; i++)
 		r = add_function(w, rq, ks[i], true, lib_id, 0, device);
@@ -562,10 +563,11 @@ CUresult gp__serve_func_set_attribute(struct gp_worker *w, struct gp_req *rq,
 	CUresult r;
 
 	if (!a->func_is_kernel)
-		return GP_DRV(w, cuFuncSetAttribute, a->func_drv, (CUfunction_attribute)a->attribute,
-			      a->value);
+		return GP_DRV(w, cuFuncSetAttribute, a->func_drv,
+			      (CUfunction_attribute)a->attribute, a->value);
 	r = w->drv.cuDeviceGet(&dev, a->ctx_dev);
-	return r != CUDA_SUCCESS ? r
-				 : GP_DRV(w, cuKernelSetAttribute, (CUfunction_attribute)a->attribute,
-					  a->value, a->func_drv, dev);
+	return r != CUDA_SUCCESS
+		       ? r
+		       : GP_DRV(w, cuKernelSetAttribute, (CUfunction_attribute)a->attribute,
+				a->value, a->func_drv, dev);
 }

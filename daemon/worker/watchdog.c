@@ -124,11 +124,12 @@ static void *watchdog(void *arg)
 		grace = watch.done ? GRACE_DONE_MS : GRACE_MS;
 		if (gp__worker_timed_out) {
 			/* The call that ran too long is the main thread's, or a waiter's. */
-			gp_log_error("session %llu: %s ran past the pool's kernel_timeout; ending the "
-				     "session",
-				     watch_session,
-				     watch.busy && gp_msg_name(watch.type) ? gp_msg_name(watch.type)
-									   : "a wait");
+			gp_log_error(
+				"session %llu: %s ran past the pool's kernel_timeout; ending the "
+				"session",
+				watch_session,
+				watch.busy && gp_msg_name(watch.type) ? gp_msg_name(watch.type)
+								      : "a wait");
 			if (!hup_at && !watch.done) {
 				if (watch.busy && watch.quiet && !watch.async)
 					gp__watch_answer_timeout(w, watch.request_id);
@@ -138,8 +139,7 @@ static void *watchdog(void *arg)
 		}
 		if (hup_at && now - hup_at >= grace) {
 			gp_log_info("session %llu: the client is gone%s; ending the session",
-				    watch_session,
-				    watch.busy ? " while a call runs" : "");
+				    watch_session, watch.busy ? " while a call runs" : "");
 			_exit(0);
 		}
 		if (stop_at && now - stop_at >= grace) {

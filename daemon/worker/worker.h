@@ -85,7 +85,6 @@ struct gp_fn_info {
 	bool described;	 /* the layout above is known (gp__fn_described) */
 };
 
-
 struct gp_worker {
 	struct gp_conn *client;
 	struct gp_conn *ctl;
@@ -212,19 +211,19 @@ struct gp_wait {
 
 struct gp_req {
 	const struct gp_frame_hdr *h;
-	struct gp_wait wait; /* set by a handler: the reply comes when this wait ends */
-	bool answered_later; /* the handler arranged for the reply to come from elsewhere */
-	bool async;	   /* sent with GP_F_NO_REPLY: no answer goes back */
-	bool bulk_taken;   /* the handler read the request's bulk (BULK_IN) */
-	uint64_t bulk_total; /* BULK_IN: the bytes that follow the request */
-	int err;	   /* a transport or protocol failure: the session ends */
+	struct gp_wait wait;	  /* set by a handler: the reply comes when this wait ends */
+	bool answered_later;	  /* the handler arranged for the reply to come from elsewhere */
+	bool async;		  /* sent with GP_F_NO_REPLY: no answer goes back */
+	bool bulk_taken;	  /* the handler read the request's bulk (BULK_IN) */
+	uint64_t bulk_total;	  /* BULK_IN: the bytes that follow the request */
+	int err;		  /* a transport or protocol failure: the session ends */
 	Gp__Function **functions; /* GP_C_FUNCTIONS: listed in the reply, then freed */
 	size_t n_functions;
 };
 
 /* The worker's view of a call's arguments, by kind (see <gpupool/calls.h>). */
-#define GP__W_CTX(f)   \
-	uint64_t f;    \
+#define GP__W_CTX(f) \
+	uint64_t f;  \
 	int f##_dev;
 #define GP__W_CTX_OPT(f) \
 	uint64_t f;      \
@@ -244,22 +243,22 @@ struct gp_req {
 #define GP__W_LIBRARY(f) \
 	uint64_t f;      \
 	CUlibrary f##_drv;
-#define GP__W_MODLIB(f)         \
-	uint64_t f;             \
-	void *f##_drv;          \
+#define GP__W_MODLIB(f) \
+	uint64_t f;     \
+	void *f##_drv;  \
 	bool f##_is_library;
-#define GP__W_FUNC(f)                       \
-	uint64_t f;                         \
+#define GP__W_FUNC(f)                               \
+	uint64_t f;                                 \
 	void *f##_drv; /* CUfunction or CUkernel */ \
-	const struct gp_fn_info *f##_info;  \
+	const struct gp_fn_info *f##_info;          \
 	bool f##_is_kernel;
 #define GP__W_DPTR(f) CUdeviceptr f;
 #define GP__W_U64(f) uint64_t f;
 #define GP__W_U32(f) uint32_t f;
 #define GP__W_I32(f) int32_t f;
 #define GP__W_NAME(f) const char *f;
-#define GP__W_BLOB(f)       \
-	const uint8_t *f;   \
+#define GP__W_BLOB(f)     \
+	const uint8_t *f; \
 	size_t f##_len;
 #define GP__W_BULK_IN(f) uint64_t f##_len;
 #define GP__W_BULK_OUT(f) uint64_t f##_len;
@@ -267,11 +266,11 @@ struct gp_req {
 #define GP_ARG(kind, f) GP__W_##kind(f)
 #define GP_OUT(f)
 #define GP_RANGE(base, width, height, pitch)
-#define GP__WARGS(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)                               \
-	struct gp_wargs_##name {                                                                 \
-		ARGS                                                                             \
-	};                                                                                       \
-	CUresult gp__serve_##name(struct gp_worker *w, struct gp_req *rq,                        \
+#define GP__WARGS(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)        \
+	struct gp_wargs_##name {                                          \
+		ARGS                                                      \
+	};                                                                \
+	CUresult gp__serve_##name(struct gp_worker *w, struct gp_req *rq, \
 				  const struct gp_wargs_##name *a, struct gp_out_##name *o);
 GP_CALL_MAP(GP__WARGS)
 #undef GP__WARGS

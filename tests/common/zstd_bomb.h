@@ -18,7 +18,7 @@ static inline size_t zstd_bomb(uint8_t *buf, size_t nblocks, uint8_t byte)
 	buf[n++] = 0xb5;
 	buf[n++] = 0x2f;
 	buf[n++] = 0xfd;
-	buf[n++] = 0x00; /* no content size, no checksum, no dictionary: a window follows */
+	buf[n++] = 0x00;   /* no content size, no checksum, no dictionary: a window follows */
 	buf[n++] = 7 << 3; /* window 2^(10+7) = 128 KiB */
 	for (size_t i = 0; i < nblocks; i++) {
 		uint32_t h = ZSTD_BOMB_BLOCK << 3 | 1u << 1 | (i + 1 == nblocks); /* RLE, last */

@@ -19,22 +19,22 @@
 			exit(1);                               \
 		}                                              \
 	} while (0)
-#define WANT(x, want)                                                             \
-	do {                                                                      \
-		CUresult r_ = (x);                                                \
-		if (r_ != (want)) {                                               \
+#define WANT(x, want)                                                                \
+	do {                                                                         \
+		CUresult r_ = (x);                                                   \
+		if (r_ != (want)) {                                                  \
 			printf("ERROR %s: %d, want %d\n", #x, (int)r_, (int)(want)); \
-			exit(1);                                                  \
-		}                                                                 \
+			exit(1);                                                     \
+		}                                                                    \
 	} while (0)
-#define CHECK(cond, ...)                          \
-	do {                                      \
-		if (!(cond)) {                    \
+#define CHECK(cond, ...)                            \
+	do {                                        \
+		if (!(cond)) {                      \
 			printf("FAIL %s: ", #cond); \
-			printf(__VA_ARGS__);      \
-			printf("\n");             \
-			exit(1);                  \
-		}                                 \
+			printf(__VA_ARGS__);        \
+			printf("\n");               \
+			exit(1);                    \
+		}                                   \
 	} while (0)
 
 #define N 300000 /* 1.2 MB: more than one 1 MiB transfer chunk */
@@ -190,8 +190,9 @@ static void captured_2d(void)
 			for (size_t i = 0; i < DP; i++) {
 				unsigned char want = i < W ? src[y * SP + i] : 0xee;
 
-				CHECK(dst[y * DP + i] == want, "launch %d row %zu byte %zu: %d, want %d",
-				      launch, y, i, dst[y * DP + i], want);
+				CHECK(dst[y * DP + i] == want,
+				      "launch %d row %zu byte %zu: %d, want %d", launch, y, i,
+				      dst[y * DP + i], want);
 			}
 		}
 	}
@@ -271,7 +272,8 @@ static void explicit_graph(void)
 		seen_ok = 0;
 		CK(cuGraphLaunch(x, s));
 		CK(cuStreamSynchronize(s));
-		CHECK(seen_ok, "launch %d: the host node did not see the earlier node's bytes", launch);
+		CHECK(seen_ok, "launch %d: the host node did not see the earlier node's bytes",
+		      launch);
 		for (int i = 0; i < N; i++)
 			CHECK(out[i] == fill_value + i + 1, "launch %d: out[%d] = %d", launch, i,
 			      out[i]);
@@ -303,7 +305,8 @@ static void explicit_graph(void)
 	CK(cuMemFree(d));
 	CK(cuStreamDestroy(s));
 	free(out);
-	printf("explicit: host node between a download and an upload, 2 launches, exec SetParams\n");
+	printf("explicit: host node between a download and an upload, 2 launches, exec "
+	       "SetParams\n");
 }
 
 /* `graphs launches K`: a graph of 8 kernel nodes launched K times, for the scenario to

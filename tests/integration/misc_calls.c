@@ -7,12 +7,12 @@
 #include <cuda.h>
 #include <cudaProfiler.h>
 
-#define CHECK(cond, what)                                  \
-	do {                                               \
-		if (!(cond)) {                             \
-			printf("FAILED: %s\n", what);      \
-			return 1;                          \
-		}                                          \
+#define CHECK(cond, what)                             \
+	do {                                          \
+		if (!(cond)) {                        \
+			printf("FAILED: %s\n", what); \
+			return 1;                     \
+		}                                     \
 	} while (0)
 
 int main(int argc, char **argv)

@@ -123,19 +123,19 @@ static CUresult send_call(unsigned type, const Gp__Call *call, const struct gp_b
 }
 
 /* call(name, &in, &out): one call of <gpupool/calls.h>, encoded as the interposer does. */
-#define call(name, in, outp)                                                                   \
-	({                                                                                     \
-		Gp__Call call_ = GP__CALL__INIT;                                               \
-		uint64_t args_[GP_CALL_ARGS_MAX], o_[GP_CALL_OUTS_MAX] = {0};                  \
-		struct gp_bulk_ref b_;                                                         \
-		CUresult r_;                                                                   \
-                                                                                               \
-		gp_call_pack_##name((in), &call_, args_, &b_);                                 \
-		r_ = send_call(gp__msg_of_##name, &call_, &b_, o_, GP_CALL_OUTS_MAX);          \
-		struct gp_out_##name *p_ = (outp);                                             \
-		if (p_)                                                                        \
-			gp_call_outs_##name(o_, p_);                                           \
-		r_;                                                                            \
+#define call(name, in, outp)                                                          \
+	({                                                                            \
+		Gp__Call call_ = GP__CALL__INIT;                                      \
+		uint64_t args_[GP_CALL_ARGS_MAX], o_[GP_CALL_OUTS_MAX] = {0};         \
+		struct gp_bulk_ref b_;                                                \
+		CUresult r_;                                                          \
+                                                                                      \
+		gp_call_pack_##name((in), &call_, args_, &b_);                        \
+		r_ = send_call(gp__msg_of_##name, &call_, &b_, o_, GP_CALL_OUTS_MAX); \
+		struct gp_out_##name *p_ = (outp);                                    \
+		if (p_)                                                               \
+			gp_call_outs_##name(o_, p_);                                  \
+		r_;                                                                   \
 	})
 #define GP__MSG_OF(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC) gp__msg_of_##name = NUM,
 enum { GP_CALL_MAP(GP__MSG_OF) };
@@ -277,9 +277,11 @@ int main(int argc, char **argv)
 			/* A 2-D memset whose pitch wraps the range check around to row 1 landing
 			 * on another allocation: must be refused, not written. */
 			struct gp_out_mem_alloc b, big;
-			struct gp_in_memset m = {.ctx = ctx, .value = 0x41, .esize = 1, .height = 2};
+			struct gp_in_memset m = {
+				.ctx = ctx, .value = 0x41, .esize = 1, .height = 2};
 
-			if (call(mem_alloc, (&(struct gp_in_mem_alloc){ctx, 4096}), &b) != CUDA_SUCCESS ||
+			if (call(mem_alloc, (&(struct gp_in_mem_alloc){ctx, 4096}), &b) !=
+				    CUDA_SUCCESS ||
 			    call(mem_alloc, (&(struct gp_in_mem_alloc){ctx, 1 << 20}), &big) !=
 				    CUDA_SUCCESS)
 				die("MEM_ALLOC");

@@ -16,13 +16,13 @@
 
 #include "spin_kernel.ptx.h"
 
-#define CK(x)                                                         \
-	do {                                                          \
-		CUresult r_ = (x);                                    \
-		if (r_ != CUDA_SUCCESS) {                             \
-			printf("ERROR %s: %d\n", #x, (int)r_);        \
-			exit(1);                                      \
-		}                                                     \
+#define CK(x)                                                  \
+	do {                                                   \
+		CUresult r_ = (x);                             \
+		if (r_ != CUDA_SUCCESS) {                      \
+			printf("ERROR %s: %d\n", #x, (int)r_); \
+			exit(1);                               \
+		}                                              \
 	} while (0)
 
 static CUcontext ctx;

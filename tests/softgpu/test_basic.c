@@ -335,55 +335,55 @@ static void test_structs(void **state)
  */
 static void test_param_attributes(void **state)
 {
-	static const char ptx[] =
-		".version 9.0\n.target sm_75\n.address_size 64\n"
-		".visible .entry k(\n"
-		"\t.param .u64 out,\n"
-		"\t.param .u32 a,\n"			   /* 8 */
-		"\t.param .u64 .ptr .align 1 p1,\n"	   /* 16, not 12 */
-		"\t.param .u8 c,\n"			   /* 24 */
-		"\t.param .u64 .ptr .global .align 16 p2,\n" /* 32 */
-		"\t.param .f32 f,\n"			   /* 40 */
-		"\t.param .u64 .ptr .shared .align 4 p3,\n"  /* 48 */
-		"\t.param .u16 h,\n"			   /* 56 */
-		"\t.param .u64 .ptr .const .align 8 p4,\n"   /* 64 */
-		"\t.param .align 1 .b8 s3[3],\n"		   /* 72 */
-		"\t.param .u64 .ptr .local .align 2 p5,\n"   /* 80 */
-		"\t.param .u32 b,\n"			   /* 88 */
-		"\t.param .align 16 .b8 v[16],\n"		   /* 96 */
-		"\t.param .f64 d,\n"			   /* 112 */
-		"\t.param .u8 c2,\n"			   /* 120 */
-		"\t.param .align 8 .b8 s12[12],\n"	   /* 128 */
-		"\t.param .u32 e,\n"			   /* 140 */
-		"\t.param .align 4 .b8 s8[8],\n"		   /* 144 */
-		"\t.param .s64 .ptr .align 64 p6\n"	   /* 152 */
-		")\n{\n"
-		"\t.reg .b16 %rs<4>;\n\t.reg .b32 %r<8>;\n\t.reg .f32 %f<2>;\n"
-		"\t.reg .b64 %rd<12>;\n\t.reg .f64 %fd<2>;\n"
-		"\tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 %rd1, %rd1;\n"
-		"\tld.param.u32 %r1, [a];\n\tst.global.u32 [%rd1+0], %r1;\n"
-		"\tld.param.u64 %rd2, [p1];\n\tst.global.u64 [%rd1+8], %rd2;\n"
-		"\tld.param.u8 %rs1, [c];\n\tst.global.u8 [%rd1+16], %rs1;\n"
-		"\tld.param.u64 %rd3, [p2];\n\tst.global.u64 [%rd1+24], %rd3;\n"
-		"\tld.param.f32 %f1, [f];\n\tst.global.f32 [%rd1+32], %f1;\n"
-		"\tld.param.u64 %rd4, [p3];\n\tst.global.u64 [%rd1+40], %rd4;\n"
-		"\tld.param.u16 %rs2, [h];\n\tst.global.u16 [%rd1+48], %rs2;\n"
-		"\tld.param.u64 %rd5, [p4];\n\tst.global.u64 [%rd1+56], %rd5;\n"
-		"\tld.param.u8 %rs3, [s3+2];\n\tst.global.u8 [%rd1+64], %rs3;\n"
-		"\tld.param.u64 %rd6, [p5];\n\tst.global.u64 [%rd1+72], %rd6;\n"
-		"\tld.param.u32 %r2, [b];\n\tst.global.u32 [%rd1+80], %r2;\n"
-		"\tld.param.v4.u32 {%r3, %r4, %r5, %r6}, [v];\n"
-		"\tst.global.v4.u32 [%rd1+96], {%r3, %r4, %r5, %r6};\n"
-		"\tld.param.f64 %fd1, [d];\n\tst.global.f64 [%rd1+112], %fd1;\n"
-		"\tld.param.u8 %rs1, [c2];\n\tst.global.u8 [%rd1+120], %rs1;\n"
-		"\tld.param.u32 %r1, [s12+8];\n\tst.global.u32 [%rd1+124], %r1;\n"
-		"\tld.param.u32 %r1, [e];\n\tst.global.u32 [%rd1+128], %r1;\n"
-		"\tld.param.u32 %r1, [s8+4];\n\tst.global.u32 [%rd1+132], %r1;\n"
-		"\tld.param.u64 %rd7, [p6];\n\tst.global.u64 [%rd1+136], %rd7;\n"
-		"\tret;\n}\n";
-	static const size_t want_off[] = {0,  8,  16, 24, 32,  40,  48,  56,  64,  72,
+	static const char ptx[] = ".version 9.0\n.target sm_75\n.address_size 64\n"
+				  ".visible .entry k(\n"
+				  "\t.param .u64 out,\n"
+				  "\t.param .u32 a,\n"			       /* 8 */
+				  "\t.param .u64 .ptr .align 1 p1,\n"	       /* 16, not 12 */
+				  "\t.param .u8 c,\n"			       /* 24 */
+				  "\t.param .u64 .ptr .global .align 16 p2,\n" /* 32 */
+				  "\t.param .f32 f,\n"			       /* 40 */
+				  "\t.param .u64 .ptr .shared .align 4 p3,\n"  /* 48 */
+				  "\t.param .u16 h,\n"			       /* 56 */
+				  "\t.param .u64 .ptr .const .align 8 p4,\n"   /* 64 */
+				  "\t.param .align 1 .b8 s3[3],\n"	       /* 72 */
+				  "\t.param .u64 .ptr .local .align 2 p5,\n"   /* 80 */
+				  "\t.param .u32 b,\n"			       /* 88 */
+				  "\t.param .align 16 .b8 v[16],\n"	       /* 96 */
+				  "\t.param .f64 d,\n"			       /* 112 */
+				  "\t.param .u8 c2,\n"			       /* 120 */
+				  "\t.param .align 8 .b8 s12[12],\n"	       /* 128 */
+				  "\t.param .u32 e,\n"			       /* 140 */
+				  "\t.param .align 4 .b8 s8[8],\n"	       /* 144 */
+				  "\t.param .s64 .ptr .align 64 p6\n"	       /* 152 */
+				  ")\n{\n"
+				  "\t.reg .b16 %rs<4>;\n\t.reg .b32 %r<8>;\n\t.reg .f32 %f<2>;\n"
+				  "\t.reg .b64 %rd<12>;\n\t.reg .f64 %fd<2>;\n"
+				  "\tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 %rd1, %rd1;\n"
+				  "\tld.param.u32 %r1, [a];\n\tst.global.u32 [%rd1+0], %r1;\n"
+				  "\tld.param.u64 %rd2, [p1];\n\tst.global.u64 [%rd1+8], %rd2;\n"
+				  "\tld.param.u8 %rs1, [c];\n\tst.global.u8 [%rd1+16], %rs1;\n"
+				  "\tld.param.u64 %rd3, [p2];\n\tst.global.u64 [%rd1+24], %rd3;\n"
+				  "\tld.param.f32 %f1, [f];\n\tst.global.f32 [%rd1+32], %f1;\n"
+				  "\tld.param.u64 %rd4, [p3];\n\tst.global.u64 [%rd1+40], %rd4;\n"
+				  "\tld.param.u16 %rs2, [h];\n\tst.global.u16 [%rd1+48], %rs2;\n"
+				  "\tld.param.u64 %rd5, [p4];\n\tst.global.u64 [%rd1+56], %rd5;\n"
+				  "\tld.param.u8 %rs3, [s3+2];\n\tst.global.u8 [%rd1+64], %rs3;\n"
+				  "\tld.param.u64 %rd6, [p5];\n\tst.global.u64 [%rd1+72], %rd6;\n"
+				  "\tld.param.u32 %r2, [b];\n\tst.global.u32 [%rd1+80], %r2;\n"
+				  "\tld.param.v4.u32 {%r3, %r4, %r5, %r6}, [v];\n"
+				  "\tst.global.v4.u32 [%rd1+96], {%r3, %r4, %r5, %r6};\n"
+				  "\tld.param.f64 %fd1, [d];\n\tst.global.f64 [%rd1+112], %fd1;\n"
+				  "\tld.param.u8 %rs1, [c2];\n\tst.global.u8 [%rd1+120], %rs1;\n"
+				  "\tld.param.u32 %r1, [s12+8];\n\tst.global.u32 [%rd1+124], %r1;\n"
+				  "\tld.param.u32 %r1, [e];\n\tst.global.u32 [%rd1+128], %r1;\n"
+				  "\tld.param.u32 %r1, [s8+4];\n\tst.global.u32 [%rd1+132], %r1;\n"
+				  "\tld.param.u64 %rd7, [p6];\n\tst.global.u64 [%rd1+136], %rd7;\n"
+				  "\tret;\n}\n";
+	static const size_t want_off[] = {0,  8,  16, 24,  32,	40,  48,  56,  64, 72,
 					  80, 88, 96, 112, 120, 128, 140, 144, 152};
-	static const size_t want_size[] = {8, 4, 8, 1, 8, 4, 8, 2, 8, 3, 8, 4, 16, 8, 1, 12, 4, 8, 8};
+	static const size_t want_size[] = {8, 4, 8,  1, 8, 4,  8, 2, 8, 3,
+					   8, 4, 16, 8, 1, 12, 4, 8, 8};
 	uint32_t a = 0x11111111, b = 0x22222222, e = 0x33333333, v[4] = {1, 2, 3, 4};
 	uint64_t p1 = 0x0101010101010101ull, p2 = 0x0202020202020202ull, p3 = 0x0303ull,
 		 p4 = 0x0404040404040404ull, p5 = 0x0505ull, p6 = 0x0606060606060606ull;
@@ -397,8 +397,8 @@ static void test_param_attributes(void **state)
 	CUmodule m;
 	CUfunction fn;
 	size_t off, size;
-	void *args[] = {&out, &a,  &p1, &c, &p2, &f,	&p3,  &h, &p4, s3,
-			&p5,  &b,  v,	&d, &c2, s12, &e,   s8, &p6};
+	void *args[] = {&out, &a, &p1, &c, &p2, &f,  &p3, &h, &p4, s3,
+			&p5,  &b, v,   &d, &c2, s12, &e,  s8, &p6};
 
 	CK(cuModuleLoadData(&m, ptx));
 	CK(cuModuleGetFunction(&fn, m, "k"));
@@ -450,14 +450,14 @@ static void test_addr32_wrap(void **state)
 		"\t.shared .align 4 .b32 sh[16];\n"
 		"\tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 %rd1, %rd1;\n"
 		"\tmov.u32 %r1, sh;\n\tmov.u32 %r2, 77;\n\tst.shared.u32 [%r1+8], %r2;\n"
-		"\tadd.s32 %r3, %r1, -16;\n"		       /* wraps below 0 */
-		"\tld.shared.u32 %r4, [%r3+24];\n"	       /* sh[2] */
-		"\tatom.shared.add.u32 %r5, [%r3+24], 1;\n" /* sh[2]: 77, then 78 */
+		"\tadd.s32 %r3, %r1, -16;\n"			      /* wraps below 0 */
+		"\tld.shared.u32 %r4, [%r3+24];\n"		      /* sh[2] */
+		"\tatom.shared.add.u32 %r5, [%r3+24], 1;\n"	      /* sh[2]: 77, then 78 */
 		"\tmov.u32 %r6, 5;\n\tst.shared.u32 [%r3+28], %r6;\n" /* sh[3] */
 		"\tld.shared.u32 %r7, [%r1+12];\n\tld.shared.u32 %r8, [%r1+8];\n"
 		"\tld.shared.u16 %r9, [%r3+28];\n"
 		"\tcvt.u64.u32 %rd2, %r1;\n\tadd.s64 %rd3, %rd2, 16;\n"
-		"\tld.shared.u32 %r10, [%rd3+-8];\n"	       /* a 64-bit base: sh[2] */
+		"\tld.shared.u32 %r10, [%rd3+-8];\n" /* a 64-bit base: sh[2] */
 		"\tst.global.u32 [%rd1], %r4;\n\tst.global.u32 [%rd1+4], %r5;\n"
 		"\tst.global.u32 [%rd1+8], %r7;\n\tst.global.u32 [%rd1+12], %r8;\n"
 		"\tst.global.u32 [%rd1+16], %r9;\n\tst.global.u32 [%rd1+20], %r10;\n"
@@ -740,8 +740,8 @@ int main(void)
 		cmocka_unit_test(test_stencil),	     cmocka_unit_test(test_transpose),
 		cmocka_unit_test(test_grid3d),	     cmocka_unit_test(test_vecload),
 		cmocka_unit_test(test_localmem),     cmocka_unit_test(test_constmem),
-		cmocka_unit_test(test_structs), cmocka_unit_test(test_param_attributes),
-		cmocka_unit_test(test_addr32_wrap),	     cmocka_unit_test(test_dynshared),
+		cmocka_unit_test(test_structs),	     cmocka_unit_test(test_param_attributes),
+		cmocka_unit_test(test_addr32_wrap),  cmocka_unit_test(test_dynshared),
 		cmocka_unit_test(test_divergence),   cmocka_unit_test(test_devfunc),
 		cmocka_unit_test(test_bitonic),	     cmocka_unit_test(test_nbody),
 		cmocka_unit_test(test_prng),	     cmocka_unit_test(test_device_heap),

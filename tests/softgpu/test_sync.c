@@ -414,9 +414,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reduce_tree),  cmocka_unit_test(test_reduce_shfl),
 		cmocka_unit_test(test_scan),	     cmocka_unit_test(test_warp_ops),
-		cmocka_unit_test(test_warp_partial), cmocka_unit_test(test_warp_outside), cmocka_unit_test(test_syncops),
-		cmocka_unit_test(test_atomics),	     cmocka_unit_test(test_histogram),
-		cmocka_unit_test(test_printf),	     cmocka_unit_test(test_cub_and_cg),
+		cmocka_unit_test(test_warp_partial), cmocka_unit_test(test_warp_outside),
+		cmocka_unit_test(test_syncops),	     cmocka_unit_test(test_atomics),
+		cmocka_unit_test(test_histogram),    cmocka_unit_test(test_printf),
+		cmocka_unit_test(test_cub_and_cg),
 	};
 
 	return cmocka_run_group_tests(tests, sgt_setup, sgt_teardown);

@@ -140,7 +140,7 @@ static void test_in_place(void **state)
 	assert_int_equal(gp_conn_recv(c, &h), 0);
 	assert_int_equal(h.type, GP_MSG_MEMCPY_HTOD);
 	assert_int_equal(h.flags, GP_F_NO_REPLY | GP_F_MORE); /* the caller's flags kept */
-	assert_int_equal(h.bulk_len, GP_CHUNK_SIZE);	     /* one chunk in the request */
+	assert_int_equal(h.bulk_len, GP_CHUNK_SIZE);	      /* one chunk in the request */
 	assert_int_equal(gp_bulk_recv(c, &h, LEN, &sink), 0);
 	assert_int_equal(sink.got, LEN);
 	assert_memory_equal(got, want, LEN);

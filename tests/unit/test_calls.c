@@ -59,10 +59,11 @@ static char *calls_table(void)
 	char *t = malloc(cap);
 
 	assert_non_null(t);
-	used += (size_t)snprintf(t + used, cap - used, "%s%s%s", BEGIN_MARK,
-				 "| call | type | flags | arguments (`kind`) | outputs | ranges checked "
-				 "| serves |\n",
-				 "| --- | --- | --- | --- | --- | --- | --- |\n");
+	used += (size_t)snprintf(
+		t + used, cap - used, "%s%s%s", BEGIN_MARK,
+		"| call | type | flags | arguments (`kind`) | outputs | ranges checked "
+		"| serves |\n",
+		"| --- | --- | --- | --- | --- | --- | --- |\n");
 	for (size_t i = 0; i < n; i++) {
 		char args[1024] = "", outs[256] = "", ranges[512] = "", flags[64] = "";
 
@@ -121,7 +122,8 @@ static void test_table_rules(void **state)
 		/* Every scalar argument has a slot; NAME and BLOB travel beside them. */
 		while ((p = strstr(p, "GP_ARG(")) != NULL) {
 			last = p;
-			if (strncmp(p, "GP_ARG(NAME", 11) != 0 && strncmp(p, "GP_ARG(BLOB", 11) != 0)
+			if (strncmp(p, "GP_ARG(NAME", 11) != 0 &&
+			    strncmp(p, "GP_ARG(BLOB", 11) != 0)
 				count++;
 			p++;
 		}
@@ -183,8 +185,8 @@ static void test_pack_signed_name_blob(void **state)
 	struct gp_in_stream_create sc = {.ctx = 1, .flags = 1, .priority = -3};
 	struct gp_in_get_global gg = {.ctx = 1, .module = 2, .symbol = "counter"};
 	static const uint8_t params[12] = {1, 2, 3};
-	struct gp_in_launch ln = {.ctx = 1, .func = 9, .grid_x = 1, .params = params,
-				  .params_len = sizeof(params)};
+	struct gp_in_launch ln = {
+		.ctx = 1, .func = 9, .grid_x = 1, .params = params, .params_len = sizeof(params)};
 	struct gp_out_get_global out;
 	Gp__Call c = GP__CALL__INIT;
 	struct gp_bulk_ref b;
@@ -234,8 +236,9 @@ static void test_docs_rows(void **state)
 	end = begin ? strstr(begin, END_MARK) : NULL;
 	if (!begin || !end || strncmp(begin, want, strlen(want)) != 0 ||
 	    (size_t)(end + strlen(END_MARK) - begin) != strlen(want)) {
-		fprintf(stderr, "docs/protocol.md's call table differs from include/gpupool/calls.h;"
-				" regenerate it with: test_calls --print\n");
+		fprintf(stderr,
+			"docs/protocol.md's call table differs from include/gpupool/calls.h;"
+			" regenerate it with: test_calls --print\n");
 		fail();
 	}
 	free(doc);
@@ -245,10 +248,8 @@ static void test_docs_rows(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_not_calls),
-		cmocka_unit_test(test_table_rules),
-		cmocka_unit_test(test_pack_in_order),
-		cmocka_unit_test(test_pack_signed_name_blob),
+		cmocka_unit_test(test_not_calls),     cmocka_unit_test(test_table_rules),
+		cmocka_unit_test(test_pack_in_order), cmocka_unit_test(test_pack_signed_name_blob),
 		cmocka_unit_test(test_docs_rows),
 	};
 

@@ -25,14 +25,13 @@ static X509 *cert_new(void)
 
 static void add_cn(X509 *x, int type, const void *bytes, int len)
 {
-	assert_int_equal(X509_NAME_add_entry_by_NID(X509_get_subject_name(x), NID_commonName,
-						    type, (const unsigned char *)bytes, len, -1, 0),
+	assert_int_equal(X509_NAME_add_entry_by_NID(X509_get_subject_name(x), NID_commonName, type,
+						    (const unsigned char *)bytes, len, -1, 0),
 			 1);
 }
 
 /* Adds a subjectAltName holding the given (type, value) pairs, value of len bytes. */
-static void add_san(X509 *x, int n, const int *types, const char *const *values,
-		    const int *lens)
+static void add_san(X509 *x, int n, const int *types, const char *const *values, const int *lens)
 {
 	GENERAL_NAMES *names = sk_GENERAL_NAME_new_null();
 	int i;

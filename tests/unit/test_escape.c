@@ -61,19 +61,22 @@ static void test_backslash_escaped(void **state)
 static void test_c1_controls(void **state)
 {
 	/* U+009B is CSI on terminals that take 8-bit controls; U+0085 is NEL */
-	assert_string_equal(esc("\xc2\x9b" "2J\xc2\x85", NULL), "\\xc2\\x9b2J\\xc2\\x85");
+	assert_string_equal(esc("\xc2\x9b"
+				"2J\xc2\x85",
+				NULL),
+			    "\\xc2\\x9b2J\\xc2\\x85");
 	assert_string_equal(esc("\xc2\xa0", NULL), "\xc2\xa0"); /* U+00A0 is printable */
 }
 
 static void test_malformed_utf8(void **state)
 {
 	assert_string_equal(esc("\xff\xfe", NULL), "\\xff\\xfe");
-	assert_string_equal(esc("\xc0\x8a", NULL), "\\xc0\\x8a");             /* overlong \n */
-	assert_string_equal(esc("\xe0\x80\x8a", NULL), "\\xe0\\x80\\x8a");     /* overlong */
-	assert_string_equal(esc("\xed\xa0\x80", NULL), "\\xed\\xa0\\x80");     /* surrogate */
+	assert_string_equal(esc("\xc0\x8a", NULL), "\\xc0\\x8a");	   /* overlong \n */
+	assert_string_equal(esc("\xe0\x80\x8a", NULL), "\\xe0\\x80\\x8a"); /* overlong */
+	assert_string_equal(esc("\xed\xa0\x80", NULL), "\\xed\\xa0\\x80"); /* surrogate */
 	assert_string_equal(esc("\xf4\x90\x80\x80", NULL), "\\xf4\\x90\\x80\\x80"); /* > 10FFFF */
-	assert_string_equal(esc("ab\xe2\x82", NULL), "ab\\xe2\\x82");         /* cut short */
-	assert_string_equal(esc("\x80z", NULL), "\\x80z");                    /* lone tail */
+	assert_string_equal(esc("ab\xe2\x82", NULL), "ab\\xe2\\x82");		    /* cut short */
+	assert_string_equal(esc("\x80z", NULL), "\\x80z");			    /* lone tail */
 }
 
 static void test_also(void **state)
