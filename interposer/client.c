@@ -124,6 +124,21 @@ static int read_hello_reply(struct gp_client *c, Gp__HelloReply **out)
 	return *out ? 0 : GP_EDECODE;
 }
 
+/* Device features the interposer answers CUDA_ERROR_NOT_SUPPORTED for. */
+static const CUdevice_attribute not_forwarded[] = {
+	CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY,
+	CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+	CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
+	CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+	CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+	CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+	CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+	CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+	CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
+	CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH,
+	CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED,
+};
+
 static CUresult take_snapshot(struct gp_client *c, const Gp__HelloReply *rep)
 {
 	c->dev = calloc(rep->n_device ? rep->n_device : 1, sizeof(*c->dev));
@@ -143,7 +158,10 @@ static CUresult take_snapshot(struct gp_client *c, const Gp__HelloReply *rep)
 		}
 		for (size_t k = 0; k < src->n_unsupported_attribute; k++)
 			if (src->unsupported_attribute[k] < CU_DEVICE_ATTRIBUTE_MAX)
-				d->attr_ok[src->unsupported_attribute[k]] = false;
+				d->attr_ok[src->unsupported_attribute[k]] = false;		/* What the pool's device can do but the pool does not forward is reported absent,
+		 * so programs skip it instead of failing on it (docs/conformance.md). */
+		for (size_t k = 0; k < sizeof(not_forwarded) / sizeof(not_forwarded[0]); k++)
+			d->attr[not_forwarded[k]] = 0;
 	}
 	c->ndev = (int)rep->n_device;
 	/* Primary context handles exist from the start; cudart asks for them before retaining. */

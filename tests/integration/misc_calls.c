@@ -52,6 +52,28 @@ int main(int argc, char **argv)
 	      "SYNC_MEMOPS on memory that is not the device's");
 	CHECK(cuProfilerStart() == CUDA_SUCCESS && cuProfilerStop() == CUDA_SUCCESS,
 	      "the profiler calls");
+	{
+		/* An attribute never promises what then fails: programs trust it. */
+		CUdeviceptr m;
+		void *h = NULL, *hd = NULL;
+		int managed = 0, mapped = 0;
+
+		CHECK(cuDeviceGetAttribute(&managed, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, dev) ==
+			      CUDA_SUCCESS,
+		      "managedMemory");
+		if (managed)
+			CHECK(cuMemAllocManaged(&m, 256, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS,
+			      "managedMemory=1, so cuMemAllocManaged works");
+		CHECK(cuDeviceGetAttribute(&mapped, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, dev) ==
+			      CUDA_SUCCESS,
+		      "canMapHostMemory");
+		if (mapped)
+			CHECK(cuMemHostAlloc(&h, 256, CU_MEMHOSTALLOC_DEVICEMAP) == CUDA_SUCCESS &&
+				      cuMemHostGetDevicePointer((CUdeviceptr *)&hd, h, 0) ==
+					      CUDA_SUCCESS,
+			      "canMapHostMemory=1, so mapped host memory works");
+		printf("managedMemory %d, canMapHostMemory %d\n", managed, mapped);
+	}
 	printf("OK\n");
 	return 0;
 }
