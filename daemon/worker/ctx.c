@@ -73,18 +73,21 @@ CUresult gp__serve_ctx_destroy(struct gp_worker *w, struct gp_req *rq,
 			       const struct gp_wargs_ctx_destroy *a, struct gp_out_ctx_destroy *o)
 {
 	struct gp_handle *h = gp__handle_get(w, a->ctx, GP_H_CTX);
-	CUresult r;
+	CUcontext ctx;
 
 	if (!h || h->primary)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	r = w->drv.cuCtxDestroy_v2(h->ptr);
-	if (r != CUDA_SUCCESS)
-		return r;
-	if (w->current == h->ptr)
+	/* The driver waits for the context's work before it destroys it: a waiter thread makes
+	 * the call and answers (waits.c). All the context held is the session's no more. */
+	ctx = h->ptr;
+	if (w->current == ctx) {
 		w->current = NULL;
+		w->drv.cuCtxSetCurrent(NULL);
+	}
 	gp__staging_forget();
 	gp__forget_ctx(w, a->ctx);
 	gp__handle_release(w, a->ctx);
+	rq->wait = (struct gp_wait){.kind = GP_WAIT_CTX_DESTROY, .ctx = ctx};
 	return CUDA_SUCCESS;
 }
 
@@ -148,24 +151,28 @@ CUresult gp__serve_primary_release(struct gp_worker *w, struct gp_req *rq,
 				   struct gp_out_primary_release *o)
 {
 	uint64_t d = a->device;
-	CUresult r;
+	struct gp_handle *h;
 
 	if (w->primary_refs[d] == 0)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	r = GP_DRV(w, cuDevicePrimaryCtxRelease_v2, a->device_drv);
-	if (r != CUDA_SUCCESS)
-		return r;
-	if (--w->primary_refs[d] == 0) {
-		/* The driver destroyed it, and with it all it held. */
-		struct gp_handle *h = gp__handle_get(w, w->primary[d], GP_H_CTX);
-
-		if (h && w->current == h->ptr)
-			w->current = NULL;
-		gp__staging_forget();
-		gp__forget_ctx(w, w->primary[d]);
-		gp__handle_release(w, w->primary[d]);
-		w->primary[d] = 0;
+	if (w->primary_refs[d] > 1) {
+		w->primary_refs[d]--;
+		return GP_DRV(w, cuDevicePrimaryCtxRelease_v2, a->device_drv);
 	}
+	/* The last release: the driver waits for the context's work, then destroys it and all
+	 * it held. A waiter thread makes the call and answers (waits.c); the context is the
+	 * session's no more from now on. */
+	h = gp__handle_get(w, w->primary[d], GP_H_CTX);
+	if (h && w->current == h->ptr) {
+		w->current = NULL;
+		w->drv.cuCtxSetCurrent(NULL);
+	}
+	w->primary_refs[d] = 0;
+	gp__staging_forget();
+	gp__forget_ctx(w, w->primary[d]);
+	gp__handle_release(w, w->primary[d]);
+	w->primary[d] = 0;
+	rq->wait = (struct gp_wait){.kind = GP_WAIT_PRIMARY_RELEASE, .device = a->device_drv};
 	return CUDA_SUCCESS;
 }
 
@@ -174,12 +181,12 @@ CUresult gp__serve_primary_reset(struct gp_worker *w, struct gp_req *rq,
 				 struct gp_out_primary_reset *o)
 {
 	uint64_t d = a->device;
-	CUresult r = GP_DRV(w, cuDevicePrimaryCtxReset_v2, a->device_drv);
 
-	if (r != CUDA_SUCCESS)
-		return r;
-	/* Everything the primary context held is gone, its limits back to their defaults
-	 * (still charged, as when it was first retained); its handle stays for its retainers. */
+	/* The driver waits for the context's work before it resets it: a waiter thread makes
+	 * the call and answers (waits.c). Everything the primary context held is the session's
+	 * no more from now on, its limits back to their defaults (still charged, as when it was
+	 * first retained); its handle stays for its retainers. */
+	rq->wait = (struct gp_wait){.kind = GP_WAIT_PRIMARY_RESET, .device = a->device_drv};
 	if (w->primary[d]) {
 		struct gp_handle *ph;
 

@@ -500,12 +500,12 @@ CUresult gp__serve_module_unload(struct gp_worker *w, struct gp_req *rq,
 				 const struct gp_wargs_module_unload *a,
 				 struct gp_out_module_unload *o)
 {
-	CUresult r = w->drv.cuModuleUnload(a->module_drv);
-
-	if (r != CUDA_SUCCESS)
-		return r;
+	/* The driver may wait for the device before it unloads: a waiter thread makes the call
+	 * and answers (waits.c); the module and its functions are the session's no more. */
 	gp__forget_module(w, a->module);
 	gp__handle_release(w, a->module);
+	rq->wait = (struct gp_wait){
+		.kind = GP_WAIT_MODULE_UNLOAD, .ctx = w->current, .module = a->module_drv};
 	return CUDA_SUCCESS;
 }
 
@@ -513,12 +513,11 @@ CUresult gp__serve_library_unload(struct gp_worker *w, struct gp_req *rq,
 				  const struct gp_wargs_library_unload *a,
 				  struct gp_out_library_unload *o)
 {
-	CUresult r = GP_DRV(w, cuLibraryUnload, a->library_drv);
-
-	if (r != CUDA_SUCCESS)
-		return r;
+	/* As a module's unload (above). */
 	gp__forget_module(w, a->library);
 	gp__handle_release(w, a->library);
+	rq->wait = (struct gp_wait){
+		.kind = GP_WAIT_LIBRARY_UNLOAD, .ctx = w->current, .library = a->library_drv};
 	return CUDA_SUCCESS;
 }
 

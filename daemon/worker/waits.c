@@ -42,8 +42,20 @@ static unsigned nwaiters, idle, busy;
 
 static CUresult run_wait(struct gp_worker *w, const struct gp_wait *wt)
 {
-	CUresult r = w->drv.cuCtxSetCurrent(wt->ctx);
+	CUresult r;
 
+	/* These end a context: none is made current for them. */
+	switch (wt->kind) {
+	case GP_WAIT_CTX_DESTROY:
+		return w->drv.cuCtxDestroy_v2(wt->ctx);
+	case GP_WAIT_PRIMARY_RELEASE:
+		return GP_DRV(w, cuDevicePrimaryCtxRelease_v2, wt->device);
+	case GP_WAIT_PRIMARY_RESET:
+		return GP_DRV(w, cuDevicePrimaryCtxReset_v2, wt->device);
+	default:
+		break;
+	}
+	r = w->drv.cuCtxSetCurrent(wt->ctx);
 	if (r != CUDA_SUCCESS)
 		return r;
 	switch (wt->kind) {
@@ -57,6 +69,10 @@ static CUresult run_wait(struct gp_worker *w, const struct gp_wait *wt)
 		return w->drv.cuMemFree_v2(wt->dptr);
 	case GP_WAIT_STREAM_DESTROY:
 		return GP_DRV(w, cuStreamDestroy_v2, wt->stream);
+	case GP_WAIT_MODULE_UNLOAD:
+		return w->drv.cuModuleUnload(wt->module);
+	case GP_WAIT_LIBRARY_UNLOAD:
+		return GP_DRV(w, cuLibraryUnload, wt->library);
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}

@@ -189,17 +189,24 @@ void gp__charge(struct gp_worker *w, int device, int64_t delta);
  * handler gp__serve_<name>() runs; the handler sees the checked values in a struct
  * gp_wargs_<name> (the wire fields by name, plus each handle's driver object) and fills
  * the call's struct gp_out_<name>. */
-/* A wait a handler hands to a waiter thread instead of blocking (waits.c). */
-/* The last two are driver calls that wait for the device themselves (the driver
- * synchronizes before it frees): on the main thread, a host function waiting for a HOST_DONE
- * only that thread reads would never end. */
+/* A wait a handler hands to a waiter thread instead of blocking (waits.c). The kinds
+ * after GP_WAIT_EVENT are driver calls that wait for the device themselves (the driver
+ * synchronizes before it frees, unloads or destroys): on the main thread, a host function
+ * waiting for a HOST_DONE only that thread reads would never end. Their handler forgets
+ * what the call ends before it hands the call over, so nothing of it is the session's from
+ * then on. */
 enum gp_wait_kind {
 	GP_WAIT_NONE,
 	GP_WAIT_CTX,
 	GP_WAIT_STREAM,
 	GP_WAIT_EVENT,
 	GP_WAIT_MEM_FREE,
-	GP_WAIT_STREAM_DESTROY
+	GP_WAIT_STREAM_DESTROY,
+	GP_WAIT_MODULE_UNLOAD,
+	GP_WAIT_LIBRARY_UNLOAD,
+	GP_WAIT_CTX_DESTROY,	 /* ctx is destroyed, not made current */
+	GP_WAIT_PRIMARY_RELEASE, /* device's last retain: the driver destroys the context */
+	GP_WAIT_PRIMARY_RESET
 };
 struct gp_wait {
 	enum gp_wait_kind kind;
@@ -207,6 +214,9 @@ struct gp_wait {
 	CUstream stream;
 	CUevent event;
 	CUdeviceptr dptr;
+	CUmodule module;
+	CUlibrary library;
+	CUdevice device;
 };
 
 struct gp_req {

@@ -5,14 +5,18 @@
  * the function done), and cuStreamAddCallback gets its stream and status. Then blocking
  * copies right behind a host function, on the legacy stream and on a stream, and a
  * blocking copy behind an asynchronous one into page-locked memory, and a free and a stream
- * destroy behind host functions (the driver waits for the device there): each must complete
- * (the pool must go on reading the client's answers while the copy waits for the stream). */
+ * destroy behind host functions (the driver waits for the device there), and the same for a
+ * module and a library unload, a context destroy, a primary context reset and its last
+ * release: each must complete (the pool must go on reading the client's answers while the
+ * call waits for the stream). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <cuda.h>
+
+#include "fill_ptx.h"
 
 #define CK(x)                                                  \
 	do {                                                   \
@@ -111,6 +115,43 @@ int main(void)
 		if (naps != 5)
 			return 1;
 		CK(cuMemFreeHost(pinned));
+	}
+	{
+		/* Unloads and context ends behind host functions; then the contexts' ends took
+		 * what they held: a function of the unloaded module is refused. */
+		CUmodule mod;
+		CUlibrary lib;
+		CUfunction f;
+		CUcontext c2, primary;
+		int naps = 0;
+
+		CK(cuModuleLoadData(&mod, fill_ptx));
+		CK(cuModuleGetFunction(&f, mod, "fill"));
+		CK(cuLaunchHostFunc(s, nap, &naps));
+		CK(cuModuleUnload(mod));
+		CK(cuLibraryLoadData(&lib, fill_ptx, NULL, NULL, 0, NULL, NULL, 0));
+		CK(cuLaunchHostFunc(s, nap, &naps));
+		CK(cuLibraryUnload(lib));
+		CK(cuStreamSynchronize(s));
+
+		CK(cuCtxCreate(&c2, NULL, 0, dev));
+		CK(cuLaunchHostFunc(NULL, nap, &naps));
+		CK(cuCtxDestroy(c2));
+		CK(cuCtxSetCurrent(ctx));
+
+		CK(cuDevicePrimaryCtxRetain(&primary, dev));
+		CK(cuCtxSetCurrent(primary));
+		CK(cuLaunchHostFunc(NULL, nap, &naps));
+		CK(cuDevicePrimaryCtxReset(dev));
+		CK(cuCtxSetCurrent(primary));
+		CK(cuLaunchHostFunc(NULL, nap, &naps));
+		CK(cuDevicePrimaryCtxRelease(dev));
+		CK(cuCtxSetCurrent(ctx));
+		printf("unloads, a context destroy, a primary reset and release behind host "
+		       "functions: done, %d host functions ran\n",
+		       naps);
+		if (naps != 5)
+			return 1;
 	}
 	return saw_go && saw_bytes && fn_done == 7 && cb_ok ? 0 : 1;
 }
