@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <gpupool/wire.h>
 
@@ -87,39 +88,103 @@ GP_CUDA_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	return CUDA_SUCCESS;
 }
 
-/* JIT options only tune a compilation the pool does; none change what the module computes. */
+/* A log option's buffer gets `text` (cut to its size, NUL-terminated), and its size option
+ * the bytes written with the NUL, as softgpu's driver fills them. */
+static void jit_log(unsigned n, const CUjit_option *options, void **values, CUjit_option buf_opt,
+		    CUjit_option size_opt, const char *text)
+{
+	char *buf = NULL;
+	size_t cap = 0, len = 0;
+	int size_at = -1;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (options[i] == buf_opt)
+			buf = values[i];
+		else if (options[i] == size_opt)
+			cap = (size_t)(uintptr_t)values[i], size_at = (int)i;
+	}
+	if (buf && cap) {
+		len = strnlen(text, cap - 1);
+		memcpy(buf, text, len);
+		buf[len++] = '\0';
+	}
+	if (size_at >= 0)
+		values[size_at] = (void *)(uintptr_t)len;
+}
+
+/* JIT options only tune a compilation the pool does; none change what the module computes.
+ * The outputs are filled in: the pool's driver's own logs do not come back, so the info log
+ * is empty and the error log names the error; the wall time is the load's, as seen here. */
 GP_CUDA_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
 					   CUjit_option *options, void **values)
 {
-	return cuModuleLoadData(module, image);
+	struct timespec t0, t1;
+	const char *name = NULL;
+	char err[128] = "";
+	CUresult r;
+
+	if (n && (!options || !values))
+		return CUDA_ERROR_INVALID_VALUE;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = cuModuleLoadData(module, image);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (r != CUDA_SUCCESS) {
+		cuGetErrorName(r, &name);
+		snprintf(err, sizeof(err), "the pool's driver did not load the image: %s",
+			 name ? name : "unknown error");
+	}
+	jit_log(n, options, values, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, "");
+	jit_log(n, options, values, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+		err);
+	for (unsigned i = 0; i < n; i++) {
+		if (options[i] == CU_JIT_WALL_TIME) {
+			float ms = (float)((double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+					   (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+
+			memcpy(&values[i], &ms, sizeof(ms)); /* a float in the pointer's bytes */
+		}
+	}
+	return r;
+}
+
+/* An image file of this process's, read whole (one NUL past the end: PTX text is a string). */
+static CUresult read_image_file(const char *fname, uint8_t **out)
+{
+	uint8_t *buf = NULL;
+	FILE *f = fopen(fname, "rb");
+	long n = -1;
+
+	if (!f)
+		return CUDA_ERROR_FILE_NOT_FOUND;
+	if (fseek(f, 0, SEEK_END) == 0)
+		n = ftell(f);
+	if (n >= 0 && fseek(f, 0, SEEK_SET) == 0)
+		buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+		buf[n] = '\0';
+		*out = buf;
+		fclose(f);
+		return CUDA_SUCCESS;
+	}
+	fclose(f);
+	free(buf);
+	return buf ? CUDA_ERROR_FILE_NOT_FOUND : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 /* The file is this process's: it is read here and shipped as any image is. */
 GP_CUDA_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 {
-	uint8_t *buf = NULL;
-	FILE *f;
-	long n = -1;
+	uint8_t *buf;
 	CUresult r = gp__ready();
 
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!module || !fname)
 		return CUDA_ERROR_INVALID_VALUE;
-	f = fopen(fname, "rb");
-	if (!f)
-		return CUDA_ERROR_FILE_NOT_FOUND;
-	if (fseek(f, 0, SEEK_END) == 0)
-		n = ftell(f);
-	if (n >= 0 && fseek(f, 0, SEEK_SET) == 0)
-		buf = malloc((size_t)n + 1); /* one NUL past the end: PTX text is a string */
-	if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-		buf[n] = '\0';
-		r = cuModuleLoadData(module, buf);
-	} else {
-		r = buf ? CUDA_ERROR_FILE_NOT_FOUND : CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	fclose(f);
+	r = read_image_file(fname, &buf);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = cuModuleLoadData(module, buf);
 	free(buf); /* the module load copied what it shipped */
 	return r;
 }
@@ -184,6 +249,8 @@ GP_CUDA_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 		return r;
 	if (!module_valid(m, GP_MAGIC_MODULE) || !gp__ctx_valid(m->ctx))
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (m->lib)
+		return CUDA_ERROR_NOT_PERMITTED; /* a library's module goes with the library */
 	r = gp__rpc_module_unload(
 		0, &(struct gp_in_module_unload){.ctx = m->ctx->remote, .module = m->remote}, NULL);
 	if (r != CUDA_SUCCESS)
@@ -192,8 +259,6 @@ GP_CUDA_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 	return CUDA_SUCCESS;
 }
 
-/* Cubin-level loading from files and JIT linking stay on the pool side of a real driver;
- * gpupool ships images, so these report what they cannot do. */
 /* Lazy unless CUDA_MODULE_LOADING=EAGER, as NVIDIA's driver since CUDA 12.2. */
 static bool lazy_loading(void)
 {
@@ -341,6 +406,31 @@ GP_CUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 	return r;
 }
 
+/* As cuModuleLoad: the file is read here; the library keeps its own copy until it ships. */
+GP_CUDA_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fname,
+					      CUjit_option *jitOptions, void **jitOptionsValues,
+					      unsigned int numJitOptions,
+					      CUlibraryOption *libraryOptions,
+					      void **libraryOptionValues,
+					      unsigned int numLibraryOptions)
+{
+	uint8_t *buf;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!library || !fname)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = read_image_file(fname, &buf);
+	if (r != CUDA_SUCCESS)
+		return r;
+	/* Not preserved whatever the options say: the buffer is ours and goes now. */
+	r = cuLibraryLoadData(library, buf, jitOptions, jitOptionsValues, numJitOptions, NULL, NULL,
+			      0);
+	free(buf);
+	return r;
+}
+
 GP_CUDA_EXPORT CUresult cuLibraryUnload(CUlibrary lib)
 {
 	struct gp_imodule *m = (struct gp_imodule *)lib;
@@ -356,8 +446,57 @@ GP_CUDA_EXPORT CUresult cuLibraryUnload(CUlibrary lib)
 		if (r != CUDA_SUCCESS)
 			return r;
 	}
+	pthread_mutex_lock(&load_lock);
+	for (struct gp_imodule *v = m->views; v; v = v->views) {
+		gp__range_forget_owner(v);
+		v->magic = GP_MAGIC_DEAD;
+	}
+	pthread_mutex_unlock(&load_lock);
 	module_free_funcs(m);
 	return CUDA_SUCCESS;
+}
+
+/* The library's module in the current context: the same one each time it is asked for. */
+static CUresult library_module(struct gp_imodule *m, struct gp_ictx *c, CUmodule *out)
+{
+	struct gp_imodule *v;
+
+	pthread_mutex_lock(&load_lock);
+	for (v = m->views; v && v->ctx != c; v = v->views)
+		;
+	if (!v) {
+		v = calloc(1, sizeof(*v));
+		if (!v) {
+			pthread_mutex_unlock(&load_lock);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		v->magic = GP_MAGIC_MODULE;
+		v->lib = m;
+		v->ctx = c;
+		v->remote = m->remote;
+		v->loaded = true;
+		v->nfuncs = m->nfuncs;
+		v->funcs = m->funcs;
+		v->views = m->views;
+		m->views = v;
+	}
+	pthread_mutex_unlock(&load_lock);
+	*out = (CUmodule)v;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuLibraryGetModule(CUmodule *pmod, CUlibrary lib)
+{
+	struct gp_imodule *m;
+	struct gp_ictx *c;
+	CUresult r;
+
+	if (!pmod)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r == CUDA_SUCCESS)
+		r = library_need(lib, &m);
+	return r != CUDA_SUCCESS ? r : library_module(m, c, pmod);
 }
 
 GP_CUDA_EXPORT CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary lib, const char *name)
@@ -617,8 +756,13 @@ GP_CUDA_EXPORT CUresult cuFuncGetModule(CUmodule *hmod, CUfunction func)
 	r = gp__func_check(func, &f);
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (f->module->magic != GP_MAGIC_MODULE)
-		return CUDA_ERROR_NOT_SUPPORTED; /* a library kernel has no module of its own */
+	if (f->module->magic == GP_MAGIC_LIBRARY) {
+		/* A library kernel's function: the library's module in the current context. */
+		struct gp_ictx *c;
+
+		r = gp__ctx_need(&c);
+		return r != CUDA_SUCCESS ? r : library_module(f->module, c, hmod);
+	}
 	*hmod = (CUmodule)f->module;
 	return CUDA_SUCCESS;
 }

@@ -160,6 +160,11 @@ struct gp_imodule {
 	CUresult load_result; /* a failed lazy load keeps failing the same way */
 	uint32_t nfuncs;
 	struct gp_ifunc *funcs;
+	/* A library's module in one context (cuLibraryGetModule): a view sharing the
+	 * library's functions and remote handle, made once per context, never unloaded by
+	 * itself. `views` lists a library's, under load_lock (api_module.c). */
+	struct gp_imodule *lib;
+	struct gp_imodule *views;
 };
 
 struct gp_istream {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "image.h"
 #include "softgpu.h"
@@ -266,28 +267,52 @@ static void module_unload(struct sg_module *m)
 	sg_module_free(m);
 }
 
-/* JIT options: report the error in CU_JIT_ERROR_LOG_BUFFER as the driver's JIT does. */
-static void jit_log(unsigned n, CUjit_option *opts, void **vals, const char *msg)
+/* JIT log options: the buffer gets the text (cut to its size), its size option the bytes
+ * written with the NUL, as the driver's JIT fills them. */
+static void jit_log_one(unsigned n, CUjit_option *opts, void **vals, CUjit_option buf_opt,
+			CUjit_option size_opt, const char *msg)
 {
 	char *buf = NULL;
 	size_t size = 0;
 
-	if (opts == NULL || vals == NULL)
-		return;
 	for (unsigned i = 0; i < n; i++) {
-		if (opts[i] == CU_JIT_ERROR_LOG_BUFFER)
+		if (opts[i] == buf_opt)
 			buf = vals[i];
-		else if (opts[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+		else if (opts[i] == size_opt)
 			size = (size_t)(uintptr_t)vals[i];
 	}
 	if (buf && size) {
-		int w = snprintf(buf, size, "softgpu: %s", msg);
+		int w = *msg ? snprintf(buf, size, "softgpu: %s", msg) : (buf[0] = 0);
 
 		for (unsigned i = 0; i < n; i++)
-			if (opts[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+			if (opts[i] == size_opt)
 				vals[i] = (void *)(uintptr_t)(w < 0		 ? 0
 							      : (size_t)w < size ? (size_t)w + 1
 										 : size);
+	}
+}
+
+/* The JIT outputs of a load: the error (if any) in the error log, an empty info log (softgpu
+ * compiles nothing ahead: PTX is interpreted), and the load's wall time in milliseconds (a
+ * float in the option value's bytes). */
+static void jit_outputs(unsigned n, CUjit_option *opts, void **vals, const char *err,
+			const struct timespec *t0)
+{
+	struct timespec t1;
+
+	if (opts == NULL || vals == NULL)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	jit_log_one(n, opts, vals, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+		    err);
+	jit_log_one(n, opts, vals, CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, "");
+	for (unsigned i = 0; i < n; i++) {
+		if (opts[i] == CU_JIT_WALL_TIME) {
+			float ms = (float)((double)(t1.tv_sec - t0->tv_sec) * 1e3 +
+					   (double)(t1.tv_nsec - t0->tv_nsec) / 1e6);
+
+			memcpy(&vals[i], &ms, sizeof(ms));
+		}
 	}
 }
 
@@ -297,20 +322,23 @@ static CUresult load(CUmodule *mod, const void *image, unsigned n, CUjit_option 
 	struct sg_image *img;
 	struct sg_module *m;
 	char err[512];
+	struct timespec t0;
 	CUresult r = sg_ctx_current(&c, true);
 
 	if (r)
 		return r;
 	if (mod == NULL || image == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = image_load(image, &img, err, sizeof(err));
 	if (r) {
 		sg_log("module load failed (%s): %s", sg_error_name(r), err);
-		jit_log(n, opts, vals, err);
+		jit_outputs(n, opts, vals, err, &t0);
 		return r;
 	}
 	r = instantiate(c, img, &m);
 	image_unref(img);
+	jit_outputs(n, opts, vals, r ? sg_error_name(r) : "", &t0);
 	if (r)
 		return r;
 	*mod = (CUmodule)m;
@@ -379,8 +407,10 @@ SG_EXPORT CUresult cuModuleUnload(CUmodule hmod)
 
 	if (r)
 		return r;
-	if (!sg_handle_ok(m, SG_K_MODULE) || m->lib)
+	if (!sg_handle_ok(m, SG_K_MODULE))
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (m->lib)
+		return CUDA_ERROR_NOT_PERMITTED; /* it goes with its library (cuLibraryUnload) */
 	module_unload(m);
 	return CUDA_SUCCESS;
 }
@@ -746,16 +776,18 @@ SG_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit
 	struct sg_library *l;
 	struct sg_image *img;
 	char err[512];
+	struct timespec t0;
 	CUresult r = sg_inited();
 
 	if (r)
 		return r;
 	if (library == NULL || code == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = image_load(code, &img, err, sizeof(err));
+	jit_outputs(numJitOptions, jitOptions, jitOptionsValues, r ? err : "", &t0);
 	if (r) {
 		sg_log("library load failed (%s): %s", sg_error_name(r), err);
-		jit_log(numJitOptions, jitOptions, jitOptionsValues, err);
 		return r;
 	}
 	l = calloc(1, sizeof(*l));
