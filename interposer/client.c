@@ -158,7 +158,8 @@ static CUresult take_snapshot(struct gp_client *c, const Gp__HelloReply *rep)
 		}
 		for (size_t k = 0; k < src->n_unsupported_attribute; k++)
 			if (src->unsupported_attribute[k] < CU_DEVICE_ATTRIBUTE_MAX)
-				d->attr_ok[src->unsupported_attribute[k]] = false;		/* What the pool's device can do but the pool does not forward is reported absent,
+				d->attr_ok[src->unsupported_attribute[k]] = false;
+		/* What the pool's device can do but the pool does not forward is reported absent,
 		 * so programs skip it instead of failing on it (docs/conformance.md). */
 		for (size_t k = 0; k < sizeof(not_forwarded) / sizeof(not_forwarded[0]); k++)
 			d->attr[not_forwarded[k]] = 0;
@@ -263,7 +264,11 @@ static int open_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
 			gp_log_debug("pool %s: %s during TLS", server, c->conn->err);
 			return 1; /* busy: gp__connect tries again */
 		}
-		gp_log_error("pool %s: %s", server, c->conn->err);
+		/* The pool's answer to TLS on a listener without it (worker.c wrong_kind). */
+		gp_log_error("pool %s: %s%s", server, c->conn->err,
+			     strstr(c->conn->err, "alert protocol version")
+				     ? " (a listener without TLS? then name it plain:HOST:PORT)"
+				     : "");
 		return -1;
 	}
 	return 0;

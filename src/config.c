@@ -165,6 +165,19 @@ static int set_positive(struct parse *p, char **words, int n, size_t off)
 	return r;
 }
 
+/* Warm workers per GPU: each is a process with the driver loaded, so a few at most. */
+#define GP_WARM_WORKERS_MAX 16
+
+static int set_warm(struct parse *p, char **words, int n, size_t off)
+{
+	int r = set_uint(p, words, n, off);
+
+	if (r == 0 && *(unsigned *)((char *)p->cfg + off) > GP_WARM_WORKERS_MAX)
+		return perr(p, "'%s %s': at most %d per GPU", words[0], words[1],
+			    GP_WARM_WORKERS_MAX);
+	return r;
+}
+
 static int set_placement(struct parse *p, char **words, int n, size_t off)
 {
 	if (n != 2)
@@ -324,6 +337,7 @@ static const struct {
 	{"idle_timeout", set_uint, offsetof(struct gp_config, idle_timeout)},
 	{"drain_grace", set_uint, offsetof(struct gp_config, drain_grace)},
 	{"kernel_timeout", set_uint, offsetof(struct gp_config, kernel_timeout)},
+	{"warm_workers", set_warm, offsetof(struct gp_config, warm_workers)},
 	{"tenant", add_tenant, 0},
 	{"token", add_token, 0},
 };
@@ -388,6 +402,7 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->max_streams = GP_DEFAULT_MAX_STREAMS;
 	cfg->max_events = GP_DEFAULT_MAX_EVENTS;
 	cfg->max_modules = GP_DEFAULT_MAX_MODULES;
+	cfg->warm_workers = 1;
 	if (!cfg->listen || !cfg->driver || !cfg->admin_socket)
 		return -ENOMEM;
 	return 0;

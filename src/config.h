@@ -67,6 +67,7 @@ struct gp_config {
 	unsigned idle_timeout;	 /* seconds without a call before a session is ended; 0: never */
 	unsigned drain_grace;	 /* seconds sessions get to finish after SIGTERM */
 	unsigned kernel_timeout; /* seconds one call may run before the session ends; 0: no limit */
+	unsigned warm_workers;	 /* per GPU: workers started ahead, driver loaded (0: none) */
 	struct gp_tenant *tenants;
 	size_t ntenants;
 	struct gp_token *tokens;

@@ -74,8 +74,8 @@ static void print_json(const Gp__AdminReply *r)
 	json_str(r->listen_plain);
 	printf(",\"listen_unix\":");
 	json_str(r->listen_unix);
-	printf(",\"started\":%" PRId64 ",\"draining\":%s,\"gpus\":[", r->started,
-	       r->draining ? "true" : "false");
+	printf(",\"started\":%" PRId64 ",\"draining\":%s,\"warm_workers\":%u,\"gpus\":[",
+	       r->started, r->draining ? "true" : "false", r->warm_workers);
 	for (size_t i = 0; i < r->n_gpu; i++) {
 		const Gp__GpuStatus *g = r->gpu[i];
 
@@ -190,9 +190,8 @@ static void print_sessions(const Gp__AdminReply *r)
 			human(s->mem_limit, lim, sizeof(lim));
 		printf("%-8" PRIu64 " %-10s %-12s %-22s %-16s %-6s %12s %12s %8" PRIu64 " %6s\n",
 		       s->id, s->state, cell(tenant, 12, s->tenant), cell(client, 22, s->client),
-		       cell(program, 16, s->program), gpus,
-		       human(s->mem_used, a, sizeof(a)), lim, s->calls,
-		       age(s->started, b, sizeof(b)));
+		       cell(program, 16, s->program), gpus, human(s->mem_used, a, sizeof(a)), lim,
+		       s->calls, age(s->started, b, sizeof(b)));
 	}
 }
 
@@ -200,11 +199,11 @@ static void print_tables(const Gp__AdminReply *r)
 {
 	char a[32];
 
-	printf("gpupool %s on %s%s%s%s%s, up %s, %zu GPU%s, %zu session%s%s\n\n", r->version,
-	       r->listen, *r->listen_plain ? ", plain " : "", r->listen_plain,
+	printf("gpupool %s on %s%s%s%s%s, up %s, %zu GPU%s, %zu session%s, %u warm worker%s%s\n\n",
+	       r->version, r->listen, *r->listen_plain ? ", plain " : "", r->listen_plain,
 	       *r->listen_unix ? ", local " : "", r->listen_unix, age(r->started, a, sizeof(a)),
 	       r->n_gpu, r->n_gpu == 1 ? "" : "s", r->n_session, r->n_session == 1 ? "" : "s",
-	       r->draining ? ", draining" : "");
+	       r->warm_workers, r->warm_workers == 1 ? "" : "s", r->draining ? ", draining" : "");
 	print_gpus(r);
 	printf("\n");
 	print_sessions(r);

@@ -3,7 +3,7 @@
  * gpupoold.c    main: options, configuration, signals, start and stop
  * inventory.c   the GPU list, from a short-lived gpupool-worker --inventory
  *               (worker/inventory.c is the other half)
- * supervisor.c  accepting clients, spawning and reaping workers, the control channel
+ * supervisor.c  accepting clients, spawning and reaping workers (warm ones ahead), the control channel
  * pending.c     connections before their worker: the first-message watch, per-listener
  *               and per-address budgets, the FIFO to handshake slots
  * admission.c   admission's I/O: who the tenant is, replies and logs over pool.c's decisions
@@ -52,6 +52,7 @@ struct gp_session {
 	bool exited, ctl_closed, proc_closed;
 	bool evicted; /* ended by poolctl evict or the idle timeout */
 	bool refused; /* turned away by admission: its worker is on its way out */
+	bool warm;    /* started ahead (warm_workers): no client yet, in d->warm */
 	enum gp_transport transport;
 	char client_addr[128];
 	char tenant[128];
@@ -107,6 +108,10 @@ struct gp_daemon {
 	unsigned npending[3];	    /* per listener: TLS, plain, Unix */
 	unsigned pending_shed;	    /* closed or displaced at a limit since the last tick */
 	uint64_t next_id;
+	/* Workers started ahead, driver loaded, waiting for a client (warm_workers). After one
+	 * ends on its own, none is started before warm_retry_at (uv_now()). */
+	struct gp_session *warm;
+	uint64_t warm_retry_at;
 };
 
 /* gpupoold.c */
@@ -117,6 +122,12 @@ int gp__daemon_reload(struct gp_daemon *d, char *why, size_t whylen);
 int gp__inventory(struct gp_daemon *d);
 
 /* supervisor.c */
+/* Starts warm workers up to warm_workers per GPU (none while stopping). */
+void gp__warm_fill(struct gp_daemon *d);
+/* Ends the warm workers (a reload or a stop): later ones start from the new configuration. */
+void gp__warm_drop(struct gp_daemon *d);
+/* Warm workers ready for a client. */
+unsigned gp__warm_ready(const struct gp_daemon *d);
 int gp__supervisor_listen(struct gp_daemon *d);
 /* Stops accepting and, once every session is gone, closes what keeps the loop alive. */
 void gp__supervisor_stop(struct gp_daemon *d);

@@ -105,8 +105,12 @@ int gp__daemon_reload(struct gp_daemon *d, char *why, size_t whylen)
 		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
 	}
+	/* Warm workers loaded the old driver: others load the new one. */
+	if (strcmp(cfg->driver, d->cfg->driver) != 0)
+		gp__warm_drop(d);
 	gp_config_free(d->cfg);
 	d->cfg = cfg;
+	gp__warm_fill(d);
 	gp_log_set_level(cfg->log_level);
 	gp_log_info("configuration reloaded from %s", cfg->path);
 	/* New limits or defaults may let waiting sessions in. */
@@ -200,6 +204,7 @@ int main(int argc, char **argv)
 	uv_timer_init(d.loop, &d.tick);
 	d.tick.data = &d;
 	uv_timer_start(&d.tick, on_tick, 250, 250);
+	gp__warm_fill(&d);
 
 	gp_log_info("gpupoold %s listening on %s, admin socket %s, driver %s", GP_VERSION_STRING,
 		    d.listen_addr, d.cfg->admin_socket, d.cfg->driver);

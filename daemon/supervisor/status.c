@@ -105,6 +105,7 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 	rep->listen = d->listen_addr;
 	rep->listen_plain = d->plain_open ? d->plain_addr : "";
 	rep->listen_unix = d->local_open ? d->cfg->listen_unix : "";
+	rep->warm_workers = gp__warm_ready(d);
 	return 0;
 }
 

@@ -66,6 +66,18 @@ static void notify_status(struct gp_daemon *d)
 		   d->pool.ngpus, d->pool.ngpus == 1 ? "" : "s", d->stopping ? ", stopping" : "");
 }
 
+/* A warm worker that ends on its own stops warm starts for this long (ms). */
+#define WARM_RETRY_MS 10000
+
+/* A session object no session was counted for (a worker that never started, a warm one). */
+static void free_unspawned(struct gp_session *s)
+{
+	if (s->stats)
+		munmap(s->stats, GP_STATS_SIZE);
+	gp_frame_decoder_deinit(&s->dec);
+	free(s);
+}
+
 static void session_free_if_closed(struct gp_session *s)
 {
 	struct gp_daemon *d = s->d;
@@ -73,6 +85,17 @@ static void session_free_if_closed(struct gp_session *s)
 
 	if (!s->ctl_closed || !s->proc_closed)
 		return;
+	if (s->warm) {
+		/* It never had a session: nothing was claimed or counted. */
+		for (pp = &d->warm; *pp; pp = &(*pp)->next) {
+			if (*pp == s) {
+				*pp = s->next;
+				break;
+			}
+		}
+		free_unspawned(s);
+		return;
+	}
 	for (pp = &d->sessions; *pp; pp = &(*pp)->next) {
 		if (*pp == s) {
 			*pp = s->next;
@@ -138,6 +161,21 @@ static void on_worker_exit(uv_process_t *p, int64_t status, int sig)
 	struct gp_session *s = p->data;
 
 	s->exited = true;
+	if (s->warm) {
+		if (!s->term_at) {
+			/* Its driver did not start (the worker logged why): sessions get cold
+			 * workers for a while, whose clients are told what failed. */
+			gp_log_warnx("warm worker %d ended before any session (%s %lld); none "
+				     "started for %d s",
+				     p->pid, sig ? "signal" : "status",
+				     sig ? (long long)sig : (long long)status,
+				     WARM_RETRY_MS / 1000);
+			s->d->warm_retry_at = uv_now(s->d->loop) + WARM_RETRY_MS;
+		}
+		close_ctl(s);
+		uv_close((uv_handle_t *)p, on_proc_closed);
+		return;
+	}
 	if (sig)
 		gp_log_warnx("session %llu: worker %d killed by signal %d (%s)",
 			     (unsigned long long)s->id, p->pid, sig, strsignal(sig));
@@ -211,7 +249,7 @@ static void on_ctl_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	while ((r = gp_frame_decoder_next(&s->dec, &f)) == 1) {
 		ProtobufCMessage *m;
 
-		if (f.hdr.type != GP_MSG_ADMIT_REQUEST ||
+		if (s->warm || f.hdr.type != GP_MSG_ADMIT_REQUEST || /* warm: no client yet */
 		    !(m = gp_msg_unpack(f.hdr.type, f.msg, f.hdr.msg_len))) {
 			r = GP_ETYPE;
 			break;
@@ -253,46 +291,36 @@ static struct gp_stats *new_stats(int *fd_out)
 	return st;
 }
 
-static void free_unspawned(struct gp_session *s)
-{
-	if (s->stats)
-		munmap(s->stats, GP_STATS_SIZE);
-	gp_frame_decoder_deinit(&s->dec);
-	free(s);
-}
-
 static void on_spawn_failed(uv_handle_t *h)
 {
 	free_unspawned(h->data);
 }
 
-void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
-		       enum gp_transport transport)
+/* A worker process with its stats page and control channel. With client_fd >= 0 it has
+ * its client on fd 3 from the start; with -1 it is a warm one (`--warm`: it loads the
+ * driver now and gets its client later, hand_over()). The caller keeps client_fd. */
+static struct gp_session *worker_spawn(struct gp_daemon *d, int client_fd)
 {
-	Gp__WorkerSetup setup = GP__WORKER_SETUP__INIT;
 	uv_process_options_t opts = {0};
 	uv_stdio_container_t stdio[6];
-	char *args[] = {d->worker_path, NULL};
+	char *args[] = {d->worker_path, NULL, NULL, NULL, NULL};
 	struct gp_session *s;
 	int sv[2] = {-1, -1}, stats_fd = -1, r;
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		goto out_close;
+		return NULL;
 	s->d = d;
-	s->id = d->next_id++;
-	s->started = time(NULL);
 	s->state = GP_SESSION_HANDSHAKE;
-	s->transport = transport;
-	snprintf(s->client_addr, sizeof(s->client_addr), "%s", addr);
+	s->warm = client_fd < 0;
 	gp_frame_decoder_init(&s->dec, CTL_MAX_FRAME);
 	s->stats = new_stats(&stats_fd);
 	if (!s->stats) {
-		gp_log_warn("session %llu: stats page", (unsigned long long)s->id);
+		gp_log_warn("a worker's stats page");
 		goto out_free;
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		gp_log_warn("session %llu: socketpair", (unsigned long long)s->id);
+		gp_log_warn("socketpair");
 		goto out_free;
 	}
 	stdio[0].flags = UV_IGNORE;
@@ -300,12 +328,17 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 	stdio[1].data.fd = 1;
 	stdio[2].flags = UV_INHERIT_FD;
 	stdio[2].data.fd = 2;
-	stdio[3].flags = UV_INHERIT_FD;
+	stdio[3].flags = s->warm ? UV_IGNORE : UV_INHERIT_FD;
 	stdio[3].data.fd = client_fd;
 	stdio[4].flags = UV_INHERIT_FD;
 	stdio[4].data.fd = sv[1];
 	stdio[5].flags = UV_INHERIT_FD;
 	stdio[5].data.fd = stats_fd;
+	if (s->warm) {
+		args[1] = "--warm";
+		args[2] = "--driver";
+		args[3] = d->cfg->driver;
+	}
 	opts.file = d->worker_path;
 	opts.args = args;
 	opts.exit_cb = on_worker_exit;
@@ -314,24 +347,161 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 	s->proc.data = s;
 	r = uv_spawn(d->loop, &s->proc, &opts);
 	if (r) {
-		gp_log_error("session %llu: cannot start %s: %s", (unsigned long long)s->id,
-			     d->worker_path, uv_strerror(r));
+		gp_log_error("cannot start %s: %s", d->worker_path, uv_strerror(r));
 		/* A failed uv_spawn still initialised the handle: it must be closed, and s
 		 * freed only in the close callback. */
 		close(sv[0]);
 		close(sv[1]);
 		close(stats_fd);
-		close(client_fd);
 		uv_close((uv_handle_t *)&s->proc, on_spawn_failed);
-		return;
+		return NULL;
 	}
-	close(client_fd);
 	close(sv[1]);
 	close(stats_fd);
 	uv_pipe_init(d->loop, &s->ctl, 0);
 	s->ctl.data = s;
 	uv_pipe_open(&s->ctl, sv[0]);
 	uv_read_start((uv_stream_t *)&s->ctl, on_ctl_alloc, on_ctl_read);
+	return s;
+
+out_free:
+	free_unspawned(s);
+	if (sv[0] >= 0)
+		close(sv[0]);
+	if (sv[1] >= 0)
+		close(sv[1]);
+	if (stats_fd >= 0)
+		close(stats_fd);
+	return NULL;
+}
+
+/* ---- warm workers -------------------------------------------------------------------
+ * A session's setup costs a fork, an exec, the TLS handshake, loading the driver and cuInit;
+ * on NVIDIA's driver the last two take the longest. Warm workers have done those two ahead,
+ * so a connection is handed to one at once (its socket passed with SCM_RIGHTS). They serve
+ * no tenant before that, and a worker serves one session only: used, it ends with it. They
+ * are counted per GPU but belong to none: placement comes later, at admission. */
+
+unsigned gp__warm_ready(const struct gp_daemon *d)
+{
+	unsigned n = 0;
+
+	for (const struct gp_session *s = d->warm; s; s = s->next)
+		if (!s->exited && !s->term_at)
+			n++;
+	return n;
+}
+
+void gp__warm_fill(struct gp_daemon *d)
+{
+	unsigned want = d->stopping ? 0 : d->cfg->warm_workers * d->pool.ngpus;
+	unsigned have = gp__warm_ready(d);
+
+	/* Fewer wanted (a reload): the newest go. */
+	for (struct gp_session *s = d->warm; s && have > want; s = s->next) {
+		if (!s->exited && !s->term_at) {
+			s->term_at = uv_now(d->loop);
+			gp__session_kill(s, SIGTERM);
+			have--;
+		}
+	}
+	if (uv_now(d->loop) < d->warm_retry_at)
+		return;
+	for (; have < want; have++) {
+		struct gp_session *s = worker_spawn(d, -1);
+
+		if (!s) {
+			d->warm_retry_at = uv_now(d->loop) + WARM_RETRY_MS;
+			return;
+		}
+		s->next = d->warm;
+		d->warm = s;
+	}
+}
+
+void gp__warm_drop(struct gp_daemon *d)
+{
+	/* They hold nothing of anyone's: a stopping daemon does not wait for them. */
+	for (struct gp_session *s = d->warm; s; s = s->next) {
+		if (!s->exited && (!s->term_at || d->stopping)) {
+			s->term_at = uv_now(d->loop);
+			gp__session_kill(s, d->stopping ? SIGKILL : SIGTERM);
+		}
+	}
+}
+
+/* A warm worker gets its client: one byte carrying the socket. The worker reads nothing
+ * else before it, and nothing has been written to it: a plain sendmsg on the raw socket
+ * cannot interleave with libuv's writes. */
+static int hand_over(struct gp_session *s, int client_fd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	char byte = 'C';
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *c;
+	uv_os_fd_t fd;
+	ssize_t n;
+
+	if (uv_fileno((uv_handle_t *)&s->ctl, &fd))
+		return -1;
+	memset(&u, 0, sizeof(u));
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &client_fd, sizeof(int));
+	do {
+		n = sendmsg(fd, &m, MSG_NOSIGNAL);
+	} while (n < 0 && errno == EINTR);
+	return n == 1 ? 0 : -1;
+}
+
+/* The oldest ready warm worker, out of d->warm and given the client; NULL if none took it. */
+static struct gp_session *warm_take(struct gp_daemon *d, int client_fd)
+{
+	struct gp_session **pp, **pick = NULL, *s;
+
+	for (pp = &d->warm; *pp; pp = &(*pp)->next)
+		if (!(*pp)->exited && !(*pp)->term_at)
+			pick = pp; /* the list is newest first */
+	if (!pick)
+		return NULL;
+	s = *pick;
+	if (hand_over(s, client_fd)) {
+		gp_log_warn("warm worker %d: cannot hand it a client; ending it", s->proc.pid);
+		s->term_at = uv_now(d->loop);
+		gp__session_kill(s, SIGKILL);
+		return NULL;
+	}
+	*pick = s->next;
+	s->warm = false;
+	return s;
+}
+
+void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
+		       enum gp_transport transport)
+{
+	Gp__WorkerSetup setup = GP__WORKER_SETUP__INIT;
+	struct gp_session *s = warm_take(d, client_fd);
+	bool warm = s != NULL;
+
+	if (!s)
+		s = worker_spawn(d, client_fd);
+	close(client_fd);
+	if (!s)
+		return;
+	s->id = d->next_id++;
+	s->started = time(NULL);
+	atomic_store(&s->stats->last_active, (int64_t)s->started);
+	s->transport = transport;
+	snprintf(s->client_addr, sizeof(s->client_addr), "%s", addr);
 	s->next = d->sessions;
 	d->sessions = s;
 	d->nsessions++;
@@ -351,25 +521,14 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 	setup.max_events = d->cfg->max_events;
 	setup.max_modules = d->cfg->max_modules;
 	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_WORKER_SETUP, &setup.base);
-	gp_log_debug("session %llu: worker %d for %s", (unsigned long long)s->id, s->proc.pid,
-		     addr);
+	gp_log_debug("session %llu: %s worker %d for %s", (unsigned long long)s->id,
+		     warm ? "warm" : "new", s->proc.pid, addr);
 	notify_status(d);
-	return;
-
-out_free:
-	free_unspawned(s);
-	if (sv[0] >= 0)
-		close(sv[0]);
-	if (sv[1] >= 0)
-		close(sv[1]);
-	if (stats_fd >= 0)
-		close(stats_fd);
-out_close:
-	close(client_fd);
+	if (warm)
+		gp__warm_fill(d); /* the next connection finds one too */
 }
 
 /* ---- accepting ------------------------------------------------------------------ */
-
 
 static void on_client_closed(uv_handle_t *h)
 {
@@ -551,6 +710,7 @@ void gp__supervisor_stop(struct gp_daemon *d)
 		d->local_open = false;
 	}
 	gp__pending_close_all(d);
+	gp__warm_drop(d);
 	if (d->nsessions > 0)
 		return;
 	gp__admin_close(d);
@@ -602,6 +762,13 @@ void gp__supervisor_tick(struct gp_daemon *d)
 
 	gp__admit_expire(d, false, NULL);
 	gp__pending_tick(d);
+	for (struct gp_session *s = d->warm; s; s = s->next) {
+		if (!s->exited && s->term_at && now - s->term_at > KILL_AFTER_MS) {
+			gp__session_kill(s, SIGKILL);
+			s->term_at = now;
+		}
+	}
+	gp__warm_fill(d);
 	for (struct gp_session *s = d->sessions; s; s = s->next) {
 		if (s->exited)
 			continue;
@@ -628,7 +795,8 @@ void gp__supervisor_tick(struct gp_daemon *d)
 		    !atomic_load(&s->stats->in_call) &&
 		    wall - atomic_load(&s->stats->last_active) > (int64_t)d->cfg->idle_timeout)
 			gp__session_end(s, "idle_timeout reached");
-		else if (!s->term_at && s->claim.state == GP_CLAIM_ADMITTED && s->stats && atomic_load(&s->stats->in_call) &&
+		else if (!s->term_at && s->claim.state == GP_CLAIM_ADMITTED && s->stats &&
+			 atomic_load(&s->stats->in_call) &&
 			 (kt = gp_config_kernel_timeout(d->cfg, s->tenant)) &&
 			 wall - atomic_load(&s->stats->last_active) > (int64_t)kt)
 			kernel_timeout(s, kt);

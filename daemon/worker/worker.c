@@ -2,6 +2,10 @@
  *
  * Spawned by gpupoold with the accepted client socket on fd 3, a control
  * socketpair to the supervisor on fd 4 and the session's stats page on fd 5.
+ * `gpupool-worker --warm --driver PATH` is started ahead of any client: it loads
+ * and initialises the driver, then waits for its client socket, which the
+ * supervisor passes over fd 4 (one byte with SCM_RIGHTS) when a connection comes;
+ * from there it is any session's worker, and ends with it as every worker does.
  * `gpupool-worker --inventory --driver PATH` instead lists the GPUs the driver
  * shows on fd 4 and exits (the supervisor itself never loads CUDA).
  */
@@ -280,31 +284,93 @@ out_free:
 	return ret;
 }
 
-static int load_driver(struct gp_worker *w, const char *path)
+/* Loads and initialises the driver: what a warm worker does ahead of its session. Returns
+ * 0, or -1 with err set. */
+static int driver_start(struct gp_worker *w, const char *path, char *err, size_t errlen)
 {
-	char err[512];
-	int n = 0;
 	CUresult r;
 
 	/* Device printf goes to stdout: to the client, not the daemon's log. */
 	if (gp__output_capture())
-		gp_log_warn("session %llu: device output stays in the log",
-			    (unsigned long long)w->session_id);
-
-	if (gp_driver_load(&w->drv, path, err, sizeof(err))) {
-		gp_log_error("%s", err);
-		return refuse(w, GP_ENOTREADY, "the pool's GPU driver cannot be loaded");
-	}
+		gp_log_warn("device output stays in the log");
+	if (gp_driver_load(&w->drv, path, err, errlen))
+		return -1;
 	w->driver_loaded = true;
 	r = w->drv.cuInit(0);
 	if (r == CUDA_SUCCESS)
-		r = w->drv.cuDeviceGetCount(&n);
-	if (r != CUDA_SUCCESS || n < w->ndev) {
-		snprintf(err, sizeof(err), "the pool's driver failed: %s (%d devices, %d placed)",
-			 gp_driver_err_name(&w->drv, r), n, w->ndev);
+		r = w->drv.cuDeviceGetCount(&w->driver_ndev);
+	if (r != CUDA_SUCCESS) {
+		snprintf(err, errlen, "the pool's driver failed: %s",
+			 gp_driver_err_name(&w->drv, r));
+		return -1;
+	}
+	return 0;
+}
+
+/* The driver, started now unless this worker was warm, must show the devices placed. */
+static int load_driver(struct gp_worker *w, const char *path)
+{
+	char err[512];
+
+	if (!w->driver_loaded && driver_start(w, path, err, sizeof(err))) {
+		gp_log_error("%s", err);
+		return refuse(w, GP_ENOTREADY,
+			      w->driver_loaded ? err : "the pool's GPU driver cannot be loaded");
+	}
+	if (w->driver_ndev < w->ndev) {
+		snprintf(err, sizeof(err), "the pool's driver shows %d devices, %d placed",
+			 w->driver_ndev, w->ndev);
 		gp_log_error("%s", err);
 		return refuse(w, GP_ENOTREADY, err);
 	}
+	return 0;
+}
+
+/* A warm worker's wait for its client: one byte on the control socket carrying the client
+ * socket (SCM_RIGHTS), put on fd 3 as a spawned worker has it. Read before anything reads
+ * the control connection, and only that byte: the frames after it are the connection's.
+ * Returns 0, or -1 when the supervisor ended it first (SIGTERM, or the socket closed). */
+static int warm_wait(void)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	char byte;
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *c;
+	ssize_t n;
+	int fd;
+
+	/* Polled, so that a SIGTERM that came before the wait (during the driver's start) is
+	 * seen within a second rather than never. */
+	for (;;) {
+		struct pollfd p = {.fd = GP_WORKER_FD_CONTROL, .events = POLLIN};
+
+		if (gp__worker_stop)
+			return -1;
+		if (poll(&p, 1, 1000) > 0)
+			break;
+	}
+	do {
+		n = recvmsg(GP_WORKER_FD_CONTROL, &m, MSG_CMSG_CLOEXEC);
+	} while (n < 0 && errno == EINTR && !gp__worker_stop);
+	if (n != 1 || gp__worker_stop)
+		return -1;
+	c = CMSG_FIRSTHDR(&m);
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -1;
+	memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+	if (dup2(fd, GP_WORKER_FD_CLIENT) < 0) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
 	return 0;
 }
 
@@ -386,6 +452,41 @@ static void socket_timeouts(int fd, unsigned secs)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
+/* What the client sent first, looked at without taking it: a client of the other kind (TLS on
+ * a listener without it, or the reverse) is told so in words it understands, instead of
+ * seeing a closed connection it would take for a busy pool and try again. Returns true
+ * when it was told (the session is over). */
+static bool wrong_kind(struct gp_worker *w, bool tls)
+{
+	/* A fatal TLS alert record: protocol_version (70). */
+	static const uint8_t alert[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 70};
+	uint8_t b[GP_FRAME_HDR_SIZE];
+	struct gp_frame_hdr h;
+	ssize_t n;
+
+	do {
+		n = recv(w->client->fd, b, sizeof(b), MSG_PEEK | MSG_WAITALL);
+	} while (n < 0 && errno == EINTR && !gp__worker_stop);
+	if (n < 2)
+		return false; /* nothing yet: the handshake's own reads say what happened */
+	if (!tls && b[0] == 0x16 && b[1] == 0x03) {
+		gp_log_info("session %llu from %s: a TLS client on a listener without TLS",
+			    (unsigned long long)w->session_id, w->client_addr);
+		if (write(w->client->fd, alert, sizeof(alert)) < 0)
+			gp_log_debug("session %llu: the alert was not sent",
+				     (unsigned long long)w->session_id);
+		return true;
+	}
+	if (tls && n == (ssize_t)sizeof(b) && gp_frame_hdr_decode(b, &h) == 0 &&
+	    h.type == GP_MSG_HELLO) {
+		gp_log_info("session %llu from %s: a client without TLS on the TLS listener",
+			    (unsigned long long)w->session_id, w->client_addr);
+		refuse(w, GP_EREFUSED, "this pool address speaks TLS: name it without plain:");
+		return true;
+	}
+	return false;
+}
+
 static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 {
 	struct sigaction sa = {.sa_handler = on_alarm};
@@ -411,6 +512,8 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	alarm(limit);
 	/* The alarm can fire just before a read blocks; socket timeouts catch that case. */
 	socket_timeouts(w->client->fd, limit);
+	if (wrong_kind(w, ctx != NULL))
+		goto out_ctx;
 	if (ctx && gp_conn_tls_accept(w->client, ctx)) {
 		gp_log_info("session %llu from %s: %s", (unsigned long long)w->session_id,
 			    w->client_addr,
@@ -512,9 +615,10 @@ static void serve(struct gp_worker *w)
 		}
 		if (ret && gp__waits_busy()) {
 			/* Work it queued is still running for nobody: it ends with the process. */
-			gp_log_info("session %llu: the client is gone while a call runs; ending the "
-				    "session",
-				    (unsigned long long)w->session_id);
+			gp_log_info(
+				"session %llu: the client is gone while a call runs; ending the "
+				"session",
+				(unsigned long long)w->session_id);
 			break;
 		}
 		if (ret == GP_ECLOSED) {
@@ -573,6 +677,7 @@ static void *map_stats(int fd)
 static void usage(void)
 {
 	fprintf(stderr, "usage: gpupool-worker            (spawned by gpupoold)\n"
+			"       gpupool-worker --warm --driver PATH\n"
 			"       gpupool-worker --inventory --driver PATH\n");
 	exit(2);
 }
@@ -581,13 +686,14 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"inventory", no_argument, NULL, 'i'},
+		{"warm", no_argument, NULL, 'w'},
 		{"driver", required_argument, NULL, 'd'},
 		{NULL, 0, NULL, 0},
 	};
 	struct gp_worker w = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	Gp__WorkerSetup *setup;
 	const char *driver = "libcuda.so.1";
-	bool inventory = false;
+	bool inventory = false, warm = false;
 	char tag[64];
 	double secs;
 	int c;
@@ -611,6 +717,9 @@ int main(int argc, char **argv)
 		case 'i':
 			inventory = true;
 			break;
+		case 'w':
+			warm = true;
+			break;
 		case 'd':
 			driver = optarg;
 			break;
@@ -620,6 +729,27 @@ int main(int argc, char **argv)
 	}
 	if (inventory)
 		return gp__worker_inventory(driver);
+	if (warm) {
+		char err[512];
+		int nul = open("/dev/null", O_RDONLY);
+
+		/* fd 3 is the client's to come: held until then, or the driver could open a
+		 * file there that the client's socket would then replace. */
+		if (nul >= 0 && nul != GP_WORKER_FD_CLIENT) {
+			dup2(nul, GP_WORKER_FD_CLIENT);
+			close(nul);
+		}
+
+		/* A driver that cannot start ends this worker: the supervisor then starts
+		 * sessions' workers cold, whose clients are told why. */
+		if (driver_start(&w, driver, err, sizeof(err))) {
+			gp_log_error("warm worker: %s", err);
+			return 1;
+		}
+		/* No session was served: the driver's memory goes with the process. */
+		if (warm_wait())
+			_exit(0);
+	}
 
 	w.started = time(NULL);
 	/* The supervisor's accept left the socket non-blocking; this process blocks. */

@@ -1,6 +1,6 @@
 /* worker.h -- gpupool-worker: one process per client session.
  *
- * worker.c    process setup, TLS, Hello, admission, the request loop
+ * worker.c    process setup (a warm start ahead of its client), TLS, Hello, admission, the request loop
  * calls.c     replies, deferred errors, bulk input, the dispatch table
  * ctx.c       contexts, primary contexts, limits
  * mem.c       allocations, copies, memsets
@@ -91,6 +91,7 @@ struct gp_worker {
 	struct gp_stats *stats;
 	struct gp_driver drv;
 	bool driver_loaded;
+	int driver_ndev; /* devices the driver shows */
 
 	uint64_t session_id;
 	char tenant[128];

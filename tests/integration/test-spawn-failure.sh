@@ -5,7 +5,7 @@
 
 printf '#!/bin/sh\nexec "%s" "$@"\n' "$GP_STAGE/libexec/gpupool/gpupool-worker" >"$T/worker.sh"
 chmod +x "$T/worker.sh"
-gp_config "worker $T/worker.sh"
+gp_config "worker $T/worker.sh" "warm_workers 0" # a warm worker would have started already
 gp_start
 mv "$T/worker.sh" "$T/worker.off"
 for _ in 1 2 3; do

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Warm workers (warm_workers N per GPU): started ahead with the driver loaded, each hands
+# one session its worker at once and is never used for another; the pool keeps N ready,
+# follows a reload, and a stopping daemon does not wait for them.
+. "$(dirname "$0")/lib.sh"
+export SOFTGPU_DEVICES=2
+
+gp_config "warm_workers 2"
+gp_start
+wait_for '.warm_workers == 4' 20 # 2 per GPU, 2 GPUs
+out=$(run_client "$GP_STAGE/bin/vector_add" 5000) || fail "vector_add: $out"
+case "$out" in *PASSED*) ;; *) fail "vector_add: $out" ;; esac
+grep -q "session 1: warm worker [0-9]* for" "$T/daemon.log" || fail "session 1 should get a warm worker"
+wait_for '.warm_workers == 4 and (.sessions | length) == 0' 20
+
+# A used worker ends with its session: the next session is another process.
+hold A 1048576
+assert_status '.sessions | length == 1' "one session held"
+pid=$(jq -r '.sessions[0].worker_pid' "$T/status.json")
+release A
+wait_for '.sessions | length == 0' 10
+for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$pid" 2>/dev/null && fail "the worker of a finished session ($pid) is still running"
+hold B 1048576
+assert_status ".sessions[0].worker_pid != $pid" "a worker must never serve a second session"
+release B
+
+# A reload to another count is followed.
+gp_config "warm_workers 1"
+kill -HUP "$DAEMON_PID"
+wait_for '.warm_workers == 2' 20
+
+# Without any (warm_workers 0), sessions get cold workers as before.
+gp_config "warm_workers 0"
+kill -HUP "$DAEMON_PID"
+out=$(run_client "$GP_STAGE/bin/vector_add" 5000) || fail "vector_add, cold: $out"
+grep -q "session [0-9]*: new worker [0-9]* for" "$T/daemon.log" || fail "a cold worker should be logged"
+
+# A config value past the bound names file and line.
+gp_config "warm_workers 17"
+set +e
+out=$("$GP_STAGE/bin/gpupoold" -n -f "$T/gpupoold.conf" 2>&1)
+set -e
+case "$out" in *gpupoold.conf:7*"at most 16"*) ;; *) fail "warm_workers 17: $out" ;; esac
+gp_stop
+echo PASS
