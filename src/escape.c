@@ -79,7 +79,7 @@ size_t gp_json_escape(char *dst, size_t cap, const char *src)
 
 	while (n) {
 		char esc[8];
-		const unsigned char *piece = esc;
+		const unsigned char *piece = (const unsigned char *)esc;
 		size_t c = gp_utf8_char(s, n), plen;
 
 		if (c && *s != '"' && *s != '\\') {
