@@ -88,10 +88,10 @@ static void print_line(const char *key, const Gp__UsageRow *r)
 	char k[25], busy[24], peak[24], in[24], out[24];
 
 	if (r->sessions && r->busy_sessions == r->sessions)
-		snprintf(busy, sizeof(busy), "%.1f", r->gpu_busy_seconds);
+		snprintf(busy, sizeof(busy), "%.2f", r->gpu_busy_seconds);
 	else
 		snprintf(busy, sizeof(busy), "-");
-	printf("%-24s %8" PRIu64 " %12.1f %12s %14.3f %11s %11s %11s %10" PRIu64 "\n",
+	printf("%-24s %8" PRIu64 " %12.2f %12s %14.3f %11s %11s %11s %10" PRIu64 "\n",
 	       poolctl_cell(k, 24, *key ? key : "-"), r->sessions, r->gpu_seconds, busy,
 	       r->mem_gib_seconds, poolctl_human(r->mem_peak, peak, sizeof(peak)),
 	       poolctl_human(r->bytes_in, in, sizeof(in)),
