@@ -22,8 +22,10 @@
 #define GP_ACCT_VERSION 1
 #define GP_ACCT_LINE_MAX 16384 /* longer lines are not records */
 #define GP_ACCT_MAX_ROWS 10000 /* groups one tally may hold */
-#define GP_ACCT_STR 128	       /* every string field, terminator included */
-#define GP_ACCT_UUID 41	       /* "GPU-" and the 36 characters of a UUID, terminated */
+/* Every string field, terminator included: three times the daemon's 128-byte strings, as
+ * a byte that is not UTF-8 is written as U+FFFD and so reads back as three. */
+#define GP_ACCT_STR 384
+#define GP_ACCT_UUID 41 /* "GPU-" and the 36 characters of a UUID, terminated */
 
 struct gp_acct_record {
 	uint64_t session;

@@ -51,7 +51,15 @@ static void on_usage(void *arg, Gp__AdminReply *rep)
 		on_conn_closed((uv_handle_t *)&c->pipe);
 		return;
 	}
-	gp__uv_send((uv_stream_t *)&c->pipe, GP_MSG_ADMIN_REPLY, &rep->base);
+	if (gp__uv_send((uv_stream_t *)&c->pipe, GP_MSG_ADMIN_REPLY, &rep->base) == GP_ETOOBIG) {
+		Gp__AdminReply big = GP__ADMIN_REPLY__INIT;
+
+		/* poolctl would wait for ever for an answer that was never sent. */
+		big.status = GP_ETOOBIG;
+		big.message = "the answer is larger than one message holds; ask for a shorter "
+			      "range, or group by tenant";
+		gp__uv_send((uv_stream_t *)&c->pipe, GP_MSG_ADMIN_REPLY, &big.base);
+	}
 	if (c->starting)
 		return; /* answered at once: answer() reads on */
 	/* Requests that came meanwhile, in order, then new ones. */

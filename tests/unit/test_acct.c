@@ -85,37 +85,35 @@ static void test_invalid(void **state)
 
 static void test_not_records(void **state)
 {
-	static const char
-		*bad[] =
-			{
-				"",
-				"{}",
-				"[]",
-				"{\"v\":1,\"session\":1,\"tenant\":\"a\",\"end\":\"2026-12-01T00:"
-				"00:00Z\"",				    /* torn */
-				"{\"v\":1,\"session\":1,\"tenant\":\"a\"}", /* no end */
-				"{\"v\":2,\"session\":1,\"tenant\":\"a\",\"end\":\"2026-12-01T00:"
-				"00:00Z\"}", /* newer */
-				"{\"v\":1,\"session\":-1,\"tenant\":\"a\",\"end\":\"2026-12-01T00:"
-				"00:00Z\"}",
-				"{\"v\":1,\"session\":1,\"tenant\":\"a\",\"end\":\"2026-12-01T00:"
-				"00:00Z\"} x",
-				"{\"v\":1,\"session\":1,\"tenant\":\"a\\u0000b\",\"end\":\"2026-12-"
-				"01T00:00:00Z\"}",
-				"{\"v\":1,\"session\":1,\"tenant\":\"\\ud800\",\"end\":\"2026-12-"
-				"01T00:00:00Z\"}",
-				"{\"v\":1,\"session\":1,\"tenant\":\"a\tb\",\"end\":\"2026-12-"
-				"01T00:00:00Z\"}",
-				"{\"v\":1,\"session\":1,\"tenant\":\"a\",\"end\":\"noon\"}",
-				"{\"v\":1,\"session\":1,\"tenant\":\"a\",\"end\":\"2026-12-01T00:"
-				"00:00Z\",\"x\":[[[[[[[[[["
-				"[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]}",
-				"{\"v\":1,\"session\":1,\"tenant\":\"a\",\"end\":\"2026-12-01T00:"
-				"00:00Z\",\"gpus\":[1,]}",
-				"\x01\xff garbage",
-			};
+	static const char *bad[] = {
+		"",
+		"{}",
+		"[]",
+		"{\"v\":1,\"session\":1,\"tenant\":\"a\",\"end\":\"2026-12-01T00:"
+		"00:00Z\"",				    /* torn */
+		"{\"v\":1,\"session\":1,\"tenant\":\"a\"}", /* no end */
+		"{\"v\":2,\"session\":1,\"tenant\":\"a\",\"end\":\"2026-12-01T00:"
+		"00:00Z\"}", /* newer */
+		"{\"v\":1,\"session\":-1,\"tenant\":\"a\",\"end\":\"2026-12-01T00:"
+		"00:00Z\"}",
+		"{\"v\":1,\"session\":1,\"tenant\":\"a\",\"end\":\"2026-12-01T00:"
+		"00:00Z\"} x",
+		"{\"v\":1,\"session\":1,\"tenant\":\"a\\u0000b\",\"end\":\"2026-12-"
+		"01T00:00:00Z\"}",
+		"{\"v\":1,\"session\":1,\"tenant\":\"\\ud800\",\"end\":\"2026-12-"
+		"01T00:00:00Z\"}",
+		"{\"v\":1,\"session\":1,\"tenant\":\"a\tb\",\"end\":\"2026-12-"
+		"01T00:00:00Z\"}",
+		"{\"v\":1,\"session\":1,\"tenant\":\"a\",\"end\":\"noon\"}",
+		"{\"v\":1,\"session\":1,\"tenant\":\"a\",\"end\":\"2026-12-01T00:"
+		"00:00Z\",\"x\":[[[[[[[[[["
+		"[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]}",
+		"{\"v\":1,\"session\":1,\"tenant\":\"a\",\"end\":\"2026-12-01T00:"
+		"00:00Z\",\"gpus\":[1,]}",
+		"\x01\xff garbage",
+	};
 	struct gp_acct_record r;
-	char longname[400];
+	char longname[600];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (parse_str(bad[i], &r) != GP_EDECODE)
@@ -123,7 +121,7 @@ static void test_not_records(void **state)
 	/* A string longer than its field holds is not cut silently. */
 	memset(longname, 'x', sizeof(longname));
 	snprintf(longname, sizeof(longname),
-		 "{\"v\":1,\"session\":1,\"end\":\"2026-12-01T00:00:00Z\",\"tenant\":\"%0200d\"}",
+		 "{\"v\":1,\"session\":1,\"end\":\"2026-12-01T00:00:00Z\",\"tenant\":\"%0390d\"}",
 		 0);
 	assert_int_equal(parse_str(longname, &r), GP_EDECODE);
 }
@@ -213,6 +211,25 @@ static void test_hostile_strings(void **state)
 	assert_string_equal(back.program,
 			    "x\"}\n{\"v\":1,\"tenant\":\"mallory\"\x1b[2J\\\xef\xbf\xbd\xc2\x9b");
 	assert_string_equal(back.client_host, "caf\xc3\xa9");
+}
+
+/* The daemon's strings hold 127 bytes; the worst of them still reads back whole. */
+static void test_longest_hostile_string(void **state)
+{
+	struct gp_acct_record r = sample(), back;
+	char line[GP_ACCT_LINE_MAX];
+	int n;
+
+	memset(r.program, 0xff, 127);
+	r.program[127] = '\0';
+	memset(r.client_host, '\n', 127);
+	r.client_host[127] = '\0';
+	n = gp_acct_format(&r, line, sizeof(line));
+	assert_true(n > 0);
+	assert_int_equal(gp_acct_parse(line, (size_t)n, &back), 0);
+	assert_int_equal(strlen(back.program), 3 * 127);
+	assert_memory_equal(back.program, "\xef\xbf\xbd\xef\xbf\xbd", 6);
+	assert_int_equal(strlen(back.client_host), 127);
 }
 
 static void test_unknown_keys_skipped(void **state)
@@ -347,10 +364,15 @@ static void test_row_limit(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_invalid),		cmocka_unit_test(test_not_records),
-		cmocka_unit_test(test_times),		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_hostile_strings), cmocka_unit_test(test_unknown_keys_skipped),
-		cmocka_unit_test(test_tally),		cmocka_unit_test(test_row_limit),
+		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_not_records),
+		cmocka_unit_test(test_times),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_hostile_strings),
+		cmocka_unit_test(test_longest_hostile_string),
+		cmocka_unit_test(test_unknown_keys_skipped),
+		cmocka_unit_test(test_tally),
+		cmocka_unit_test(test_row_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
