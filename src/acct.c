@@ -590,7 +590,9 @@ static int jfield(struct jp *j, const struct field *f, struct gp_acct_record *r)
 int gp_acct_parse(const char *line, size_t len, struct gp_acct_record *r)
 {
 	struct jp j = {line, line + len};
+	const size_t nfields = sizeof(fields) / sizeof(fields[0]);
 	unsigned seen = 0;
+	size_t next = 0; /* the writer's order: the key after the last one is tried first */
 	char key[64];
 
 	if (!line || !r)
@@ -604,9 +606,14 @@ int gp_acct_parse(const char *line, size_t len, struct gp_acct_record *r)
 
 			if (jstring(&j, key, sizeof(key)) || !eat(&j, ':'))
 				return GP_EDECODE;
-			for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-				if (strcmp(fields[i].name, key) == 0)
+			for (size_t k = 0; k < nfields && !f; k++) {
+				size_t i = (next + k) % nfields;
+
+				if (strcmp(fields[i].name, key) == 0) {
 					f = &fields[i];
+					next = i + 1;
+				}
+			}
 			if (f ? jfield(&j, f, r) : jskip(&j, 0))
 				return GP_EDECODE;
 			if (f)

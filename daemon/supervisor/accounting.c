@@ -565,28 +565,37 @@ static int open_all(struct usage *u)
 	return r;
 }
 
-/* Tallies the records of one file, up to the size it had when opened. Lines past
- * GP_ACCT_LINE_MAX are not read whole: they are skipped to their newline and counted. */
+/* Tallies the records of one file, up to the size it had when opened, a buffer at a time.
+ * Lines past GP_ACCT_LINE_MAX are not kept whole: counted as skipped, and discarded up to
+ * their newline. */
 static int read_file(struct usage *u, struct usage_file *f)
 {
-	static const size_t cap = GP_ACCT_LINE_MAX + 1;
+	static const size_t cap = 4 * GP_ACCT_LINE_MAX;
 	char *buf = malloc(cap);
-	size_t have = 0;
+	size_t pos = 0, have = 0; /* the unread bytes are buf[pos, have) */
 	off_t left = f->size;
-	bool too_long = false;
+	bool too_long = false; /* in a line already counted as skipped */
 	int r = 0;
 
 	if (!buf)
 		return -ENOMEM;
-	while (left > 0 || have > 0) {
-		char *nl;
+	for (;;) {
+		char *line = buf + pos, *nl = memchr(line, '\n', have - pos);
+		size_t n, want;
+		ssize_t k;
 
-		if (left > 0 && have < cap) {
-			size_t want = cap - have;
-			ssize_t k;
-
-			if ((off_t)want > left)
-				want = (size_t)left;
+		if (!nl && left > 0) {
+			if (have - pos > GP_ACCT_LINE_MAX) {
+				if (!too_long)
+					u->t.skipped++;
+				too_long = true;
+				pos = have;
+			}
+			/* Keep the start of the line, and read on behind it. */
+			memmove(buf, buf + pos, have - pos);
+			have -= pos;
+			pos = 0;
+			want = cap - have < (size_t)left ? cap - have : (size_t)left;
 			k = read(f->fd, buf + have, want);
 			if (k < 0 && errno == EINTR)
 				continue;
@@ -597,30 +606,21 @@ static int read_file(struct usage *u, struct usage_file *f)
 				break;
 			}
 			if (k == 0)
-				left = 0; /* it shrank: whatever was read is all */
+				left = 0; /* it shrank: what was read is all */
 			have += (size_t)k;
 			left -= k;
-		}
-		nl = memchr(buf, '\n', have);
-		if (!nl && (have == cap || left == 0)) {
-			/* No newline: a line too long, or a torn last line. */
-			if (left == 0 && !too_long && have > 0)
-				r = gp_acct_tally_line(&u->t, buf, have);
-			else if (!too_long)
-				u->t.skipped++;
-			too_long = left > 0;
-			have = 0;
-			if (r)
-				break;
 			continue;
 		}
-		if (!nl)
-			continue;
-		if (!too_long && nl > buf)
-			r = gp_acct_tally_line(&u->t, buf, (size_t)(nl - buf));
+		if (!nl && pos == have)
+			break;
+		/* A whole line, or the last one without its newline (torn: it is skipped). */
+		n = nl ? (size_t)(nl - line) : have - pos;
+		if (!too_long && n > GP_ACCT_LINE_MAX)
+			u->t.skipped++;
+		else if (!too_long && n > 0)
+			r = gp_acct_tally_line(&u->t, line, n);
 		too_long = false;
-		have -= (size_t)(nl + 1 - buf);
-		memmove(buf, nl + 1, have);
+		pos += n + (nl ? 1 : 0);
 		if (r)
 			break;
 	}
