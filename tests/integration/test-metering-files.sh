@@ -91,6 +91,21 @@ one_session
 usage | jq -e '.records == 1 and .total.sessions == 1' >/dev/null ||
 	fail "writing again once the file can be written: $(usage)"
 
+# A reload moves the records to another file; a bad value there keeps the running one.
+gp_config "accounting_file $T/acct/other.jsonl" "accounting_max_bytes 1200" \
+	"accounting_keep 20" "drain_grace 0"
+"$POOLCTL" -s "$T/admin.sock" reload >/dev/null || fail "reload"
+one_session
+[ "$(wc -l <"$T/acct/other.jsonl")" -eq 1 ] || fail "after a reload the record goes to the new file"
+echo "accounting_keep none" >>"$T/gpupoold.conf"
+set +e
+"$POOLCTL" -s "$T/admin.sock" reload 2>"$T/err"
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -qF "gpupoold.conf:11: 'accounting_keep none'" "$T/err" ||
+	fail "a bad reload should name file and line: $(cat "$T/err")"
+ACCT=$T/acct/other.jsonl
+
 # SIGTERM with a session running and drain_grace 0: it is ended, and its record is written
 # before the daemon exits.
 hold D 4096
