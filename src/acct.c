@@ -108,6 +108,18 @@ int gp_time_parse(const char *s, int64_t *ms)
 	return 0;
 }
 
+void gp_uuid_format(const uint8_t uuid[16], char out[GP_ACCT_UUID])
+{
+	int k = sprintf(out, "GPU-");
+
+	for (int i = 0; i < 16; i++) {
+		k += sprintf(out + k, "%02x", uuid[i]);
+		if (i == 3 || i == 5 || i == 7 || i == 9)
+			out[k++] = '-';
+	}
+	out[k] = '\0';
+}
+
 /* ---- writing a record --------------------------------------------------------------- */
 
 struct out {

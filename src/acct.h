@@ -59,6 +59,9 @@ int gp_acct_format(const struct gp_acct_record *r, char *dst, size_t cap);
  * end) missing, or a version this reader does not know. */
 int gp_acct_parse(const char *line, size_t len, struct gp_acct_record *r);
 
+/* A GPU's UUID as NVIDIA writes it, "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
+void gp_uuid_format(const uint8_t uuid[16], char out[GP_ACCT_UUID]);
+
 /* "2026-12-01T11:18:10.123Z" for unix milliseconds ms; out needs 32 bytes. */
 void gp_time_format(int64_t ms, char *out, size_t cap);
 /* Parses an RFC 3339 time ("2026-12-01T11:18:10Z", fractions and +HH:MM offsets allowed,

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acct.h"
 #include "escape.h"
 #include "poolctl.h"
 
@@ -31,20 +32,11 @@ const char *poolctl_cell(char *buf, size_t width, const char *s)
 	return buf;
 }
 
-static void uuid_str(const ProtobufCBinaryData *u, char out[40])
+static void uuid_str(const ProtobufCBinaryData *u, char out[GP_ACCT_UUID])
 {
-	int k = 0;
-
 	out[0] = '\0';
-	if (u->len != 16)
-		return;
-	k += sprintf(out, "GPU-");
-	for (int i = 0; i < 16; i++) {
-		k += sprintf(out + k, "%02x", u->data[i]);
-		if (i == 3 || i == 5 || i == 7 || i == 9)
-			out[k++] = '-';
-	}
-	out[k] = '\0';
+	if (u->len == 16)
+		gp_uuid_format(u->data, out);
 }
 
 static void print_json(const Gp__AdminReply *r)

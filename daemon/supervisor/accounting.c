@@ -381,18 +381,6 @@ int64_t gp__wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void uuid_str(const uint8_t *u, char *out)
-{
-	int k = sprintf(out, "GPU-");
-
-	for (int i = 0; i < 16; i++) {
-		k += sprintf(out + k, "%02x", u[i]);
-		if (i == 3 || i == 5 || i == 7 || i == 9)
-			out[k++] = '-';
-	}
-	out[k] = '\0';
-}
-
 /*
  * How the session ended. What the pool did comes first (it asked: evicted, idle_timeout,
  * drained, kernel_timeout), then a signal nobody here sent (killed: the usual signals
@@ -460,7 +448,7 @@ void gp__acct_session_ended(struct gp_session *s, int64_t status, int sig)
 		r->gpu[i] = s->claim.dev[i];
 		for (uint32_t g = 0; g < d->pool.ngpus; g++)
 			if (d->pool.gpu[g].index == s->claim.dev[i])
-				uuid_str(d->gpus[g].uuid, r->gpu_uuid[i]);
+				gp_uuid_format(d->gpus[g].uuid, r->gpu_uuid[i]);
 	}
 	r->mem_limit = s->claim.mem_limit;
 	r->gpu_seconds = r->ngpus * r->held_s;
