@@ -1,5 +1,6 @@
 /* acct.c -- accounting records as JSON lines, RFC 3339 times and the tally (see acct.h). */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,38 @@ void gp_uuid_format(const uint8_t uuid[16], char out[GP_ACCT_UUID])
 			out[k++] = '-';
 	}
 	out[k] = '\0';
+}
+
+const char *gp_acct_ended(const char *pool_code, int sig, int64_t status, uint32_t worker_seen,
+			  char *detail, size_t len)
+{
+	if (sig)
+		snprintf(detail, len, "worker ended by signal %d (%s)", sig, strsignal(sig));
+	else if (status)
+		snprintf(detail, len, "worker exit status %lld", (long long)status);
+	else if (len)
+		detail[0] = '\0';
+	if (pool_code)
+		return pool_code;
+	if (sig)
+		return sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP
+			       ? "killed"
+			       : "crashed";
+	switch (worker_seen) {
+	case GP_WORKER_END_GOODBYE:
+		return "client_closed";
+	case GP_WORKER_END_CLIENT_GONE:
+		return "client_gone";
+	case GP_WORKER_END_PROTOCOL:
+		return "protocol_error";
+	case GP_WORKER_END_POOL:
+		/* Told to end by a signal, but not by the pool, which would have said why. */
+		if (len && !detail[0])
+			snprintf(detail, len,
+				 "worker told to end by a signal the pool did not send");
+		return "killed";
+	}
+	return status ? "worker_failed" : "unknown";
 }
 
 /* ---- writing a record --------------------------------------------------------------- */

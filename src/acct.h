@@ -59,6 +59,18 @@ int gp_acct_format(const struct gp_acct_record *r, char *dst, size_t cap);
  * end) missing, or a version this reader does not know. */
 int gp_acct_parse(const char *line, size_t len, struct gp_acct_record *r);
 
+/*
+ * How a session ended, for its record's `ended`, first match wins: what the pool did
+ * (pool_code: "evicted", "idle_timeout", "drained", "kernel_timeout"; NULL when it did
+ * not end the session), then a signal that killed the worker ("killed": SIGKILL, SIGTERM,
+ * SIGINT, SIGHUP; "crashed": any other), then what the worker saw (enum gp_worker_end;
+ * told to end by a signal the pool did not send is "killed" too),
+ * then a failing exit status ("worker_failed"), else "unknown". detail gets the signal
+ * or exit status, or "".
+ */
+const char *gp_acct_ended(const char *pool_code, int sig, int64_t status, uint32_t worker_seen,
+			  char *detail, size_t len);
+
 /* A GPU's UUID as NVIDIA writes it, "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
 void gp_uuid_format(const uint8_t uuid[16], char out[GP_ACCT_UUID]);
 

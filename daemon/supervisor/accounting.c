@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,41 +380,6 @@ int64_t gp__wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/*
- * How the session ended. What the pool did comes first (it asked: evicted, idle_timeout,
- * drained, kernel_timeout), then a signal nobody here sent (killed: the usual signals
- * of an operator or the OOM killer; crashed: any other), then what the worker saw
- * (stats.h), then a failing exit status.
- */
-static const char *how_it_ended(const struct gp_session *s, int64_t status, int sig, char *detail,
-				size_t len)
-{
-	uint32_t seen = atomic_load_explicit(&s->stats->ended, memory_order_relaxed);
-
-	detail[0] = '\0';
-	if (sig)
-		snprintf(detail, len, "worker ended by signal %d (%s)", sig, strsignal(sig));
-	else if (status)
-		snprintf(detail, len, "worker exit status %lld", (long long)status);
-	if (s->end_code)
-		return s->end_code;
-	if (sig)
-		return sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP
-			       ? "killed"
-			       : "crashed";
-	switch (seen) {
-	case GP_WORKER_END_GOODBYE:
-		return "client_closed";
-	case GP_WORKER_END_CLIENT_GONE:
-		return "client_gone";
-	case GP_WORKER_END_PROTOCOL:
-		return "protocol_error";
-	case GP_WORKER_END_POOL:
-		return "ended_by_pool";
-	}
-	return status ? "worker_failed" : "unknown";
-}
-
 void gp__acct_session_ended(struct gp_session *s, int64_t status, int sig)
 {
 	struct gp_daemon *d = s->d;
@@ -459,7 +423,9 @@ void gp__acct_session_ended(struct gp_session *s, int64_t status, int sig)
 	r->bytes_out = atomic_load_explicit(&st->bytes_out, memory_order_relaxed);
 	r->calls = atomic_load_explicit(&st->calls, memory_order_relaxed);
 	snprintf(r->ended, sizeof(r->ended), "%s",
-		 how_it_ended(s, status, sig, r->detail, sizeof(r->detail)));
+		 gp_acct_ended(s->end_code, sig, status,
+			       atomic_load_explicit(&st->ended, memory_order_relaxed), r->detail,
+			       sizeof(r->detail)));
 	if (!submit(s, r))
 		gp_log_debug("session %llu: no accounting record (no accounting_file)",
 			     (unsigned long long)s->id);

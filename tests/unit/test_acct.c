@@ -1,5 +1,6 @@
 /* test_acct.c -- accounting records: JSON lines both ways, RFC 3339 times, the tally. */
 #include <errno.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -246,6 +247,35 @@ static void test_unknown_keys_skipped(void **state)
 	assert_int_equal(r.ngpus, 0);
 }
 
+/* ---- how a session ended ---- */
+
+static void test_ended(void **state)
+{
+	char d[128];
+
+	/* What the pool did wins, whatever followed (a SIGKILL after an ignored SIGTERM). */
+	assert_string_equal(gp_acct_ended("evicted", SIGKILL, 0, GP_WORKER_END_POOL, d, sizeof(d)),
+			    "evicted");
+	assert_non_null(strstr(d, "signal 9"));
+	assert_string_equal(gp_acct_ended(NULL, SIGKILL, 0, 0, d, sizeof(d)), "killed");
+	assert_string_equal(gp_acct_ended(NULL, SIGSEGV, 0, 0, d, sizeof(d)), "crashed");
+	assert_string_equal(gp_acct_ended(NULL, SIGABRT, 0, GP_WORKER_END_GOODBYE, d, sizeof(d)),
+			    "crashed");
+	assert_string_equal(gp_acct_ended(NULL, 0, 0, GP_WORKER_END_GOODBYE, d, sizeof(d)),
+			    "client_closed");
+	assert_string_equal(d, "");
+	assert_string_equal(gp_acct_ended(NULL, 0, 0, GP_WORKER_END_CLIENT_GONE, d, sizeof(d)),
+			    "client_gone");
+	assert_string_equal(gp_acct_ended(NULL, 0, 0, GP_WORKER_END_PROTOCOL, d, sizeof(d)),
+			    "protocol_error");
+	assert_string_equal(gp_acct_ended(NULL, 0, 1, GP_WORKER_END_POOL, d, sizeof(d)), "killed");
+	assert_string_equal(d, "worker exit status 1");
+	assert_string_equal(gp_acct_ended(NULL, 0, 0, GP_WORKER_END_POOL, d, sizeof(d)), "killed");
+	assert_non_null(strstr(d, "the pool did not send"));
+	assert_string_equal(gp_acct_ended(NULL, 0, 2, 0, d, sizeof(d)), "worker_failed");
+	assert_string_equal(gp_acct_ended(NULL, 0, 0, 0, d, sizeof(d)), "unknown");
+}
+
 /* ---- the tally ---- */
 
 static void add(struct gp_acct_tally *t, const char *tenant, const char *host, int64_t end,
@@ -371,6 +401,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_strings),
 		cmocka_unit_test(test_longest_hostile_string),
 		cmocka_unit_test(test_unknown_keys_skipped),
+		cmocka_unit_test(test_ended),
 		cmocka_unit_test(test_tally),
 		cmocka_unit_test(test_row_limit),
 	};
