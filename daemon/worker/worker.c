@@ -493,6 +493,7 @@ out_ctx:
 static void serve(struct gp_worker *w)
 {
 	struct gp_frame_hdr h;
+	bool goodbye = false; /* nothing more may come but the connection's end */
 	int ret;
 
 	set_state(w, GP_SESSION_ACTIVE);
@@ -531,7 +532,7 @@ static void serve(struct gp_worker *w)
 				     w->client->err);
 			break;
 		}
-		if (ret) /* whatever else ended the read: the connection is gone */
+		if (ret && !goodbye) /* whatever else ended the read: the connection is gone */
 			set_ended(w, GP_WORKER_END_CLIENT_GONE);
 		if (ret && gp__waits_busy()) {
 			/* Work it queued is still running for nobody: it ends with the process. */
@@ -558,11 +559,22 @@ static void serve(struct gp_worker *w)
 				break;
 			continue;
 		}
+		if (goodbye) {
+			gp_log_warnx("session %llu: closing: %s after the client's goodbye",
+				     (unsigned long long)w->session_id,
+				     gp_msg_name(h.type) ? gp_msg_name(h.type) : "a frame");
+			set_ended(w, GP_WORKER_END_PROTOCOL);
+			break;
+		}
 		if (h.type == GP_MSG_GOODBYE) {
+			/* The interposer says it at exit(): the connection closes when its process
+			 * is gone. Closing first would wake its reader thread while exit() tears
+			 * OpenSSL down under it. */
 			set_ended(w, GP_WORKER_END_GOODBYE);
 			gp_log_debug("session %llu: the client said goodbye",
 				     (unsigned long long)w->session_id);
-			break;
+			goodbye = true;
+			continue;
 		}
 		w->calls++;
 		if (w->stats) {
