@@ -47,7 +47,7 @@ static void on_usage(void *arg, Gp__AdminReply *rep)
 	struct admin_conn *c = arg;
 
 	c->querying = false;
-	if (c->closed) {
+	if (c->closed) { /* closed while the query ran: it was only waiting for this */
 		on_conn_closed((uv_handle_t *)&c->pipe);
 		return;
 	}
@@ -64,7 +64,7 @@ static void on_usage(void *arg, Gp__AdminReply *rep)
 		return; /* answered at once: answer() reads on */
 	/* Requests that came meanwhile, in order, then new ones. */
 	read_frames(c);
-	if (!c->closed && !c->querying)
+	if (!c->querying && !uv_is_closing((uv_handle_t *)&c->pipe))
 		uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
 }
 
