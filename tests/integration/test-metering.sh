@@ -134,6 +134,18 @@ check "$(rec "$id_d")" '.ended == "crashed" and (.detail | test("signal 6"))' \
 	"a crashed worker's session"
 gp_stop
 
+# With client certificates, the record names the certificate (CN "default" from
+# gen-certs.sh), which is also the tenant.
+gp_config "tls_ca $T/certs/ca.pem" "accounting_file $ACCT"
+gp_start
+GPUPOOL_CERT=$T/certs/client.pem GPUPOOL_KEY=$T/certs/client.key hold E 4096
+case "$HELD" in READY*) ;; *) fail "a session with a certificate: $HELD" ;; esac
+release E || fail "the session with a certificate should end cleanly"
+wait_for '.sessions | length == 0' 10
+check "$(tail -n 1 "$ACCT")" '.client_cert == "default" and .tenant == "default" and
+	.ended == "client_closed"' "the client certificate's name"
+gp_stop
+
 # A daemon without an accounting file says so.
 gp_config
 gp_start
