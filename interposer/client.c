@@ -111,6 +111,27 @@ static void after_fork_child(void)
 	pthread_mutex_init(&gp__client.lock, NULL);
 }
 
+/*
+ * At exit(): tells the worker the program ended the session itself, so that the pool's
+ * accounting record says "client_closed" and not "client_gone" (killed, crashed). Only when
+ * no other thread is in the middle of a frame (the send lock is free): a program's exit must
+ * never wait here. Everything batched before it goes first. A forked child has no session.
+ */
+static void say_goodbye(void)
+{
+	struct gp_client *c = &gp__client;
+	struct gp_conn *conn = c->conn;
+
+	if (!conn || !c->ready || atomic_load_explicit(&c->lost, memory_order_relaxed))
+		return;
+	if (conn->concurrent && pthread_mutex_trylock(&conn->send) != 0)
+		return;
+	if (gp_conn_send(conn, GP_MSG_GOODBYE, 0, 0, NULL, NULL, 0) == 0)
+		gp_conn_flush(conn);
+	if (conn->concurrent)
+		pthread_mutex_unlock(&conn->send);
+}
+
 static int read_hello_reply(struct gp_client *c, Gp__HelloReply **out)
 {
 	struct gp_frame_hdr h;
@@ -438,8 +459,10 @@ CUresult gp__connect(void)
 		c->conn = NULL;
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
 		pthread_atfork(NULL, NULL, after_fork_child);
+		atexit(say_goodbye);
+	}
 	SSL_CTX_free(ctx);
 	return r;
 }

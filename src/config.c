@@ -178,6 +178,46 @@ static int set_warm(struct parse *p, char **words, int n, size_t off)
 	return r;
 }
 
+/* accounting_file: an absolute path; PATH.N beside it must fit a path too. */
+static int set_file(struct parse *p, char **words, int n, size_t off)
+{
+	size_t len;
+
+	if (n != 2)
+		return perr(p, "'%s' takes exactly one value, a path", words[0]);
+	len = strlen(words[1]);
+	if (words[1][0] != '/' || words[1][len - 1] == '/')
+		return perr(p, "'%s %s': expected the absolute path of a file", words[0], words[1]);
+	if (len > 4000)
+		return perr(p, "'%s': the path is too long", words[0]);
+	return set_string(p, words, n, off);
+}
+
+/* accounting_max_bytes: 0 never rotates; anything smaller than 1K would hold no record. */
+static int set_rotate_size(struct parse *p, char **words, int n, size_t off)
+{
+	uint64_t *slot = (uint64_t *)((char *)p->cfg + off);
+
+	if (n != 2)
+		return perr(p, "'%s' takes exactly one value", words[0]);
+	if (gp_parse_size(words[1], slot) || (*slot != 0 && *slot < 1024))
+		return perr(p, "'%s %s': expected 0 (never rotate) or a size of at least 1K",
+			    words[0], words[1]);
+	return 0;
+}
+
+/* accounting_keep: rotated files kept, 1..GP_ACCT_KEEP_MAX (each rotation renames them). */
+static int set_keep(struct parse *p, char **words, int n, size_t off)
+{
+	int r = set_uint(p, words, n, off);
+	unsigned v = *(unsigned *)((char *)p->cfg + off);
+
+	if (r == 0 && (v == 0 || v > GP_ACCT_KEEP_MAX))
+		return perr(p, "'%s %s': expected a number from 1 to %d", words[0], words[1],
+			    GP_ACCT_KEEP_MAX);
+	return r;
+}
+
 static int set_placement(struct parse *p, char **words, int n, size_t off)
 {
 	if (n != 2)
@@ -338,6 +378,9 @@ static const struct {
 	{"drain_grace", set_uint, offsetof(struct gp_config, drain_grace)},
 	{"kernel_timeout", set_uint, offsetof(struct gp_config, kernel_timeout)},
 	{"warm_workers", set_warm, offsetof(struct gp_config, warm_workers)},
+	{"accounting_file", set_file, offsetof(struct gp_config, accounting_file)},
+	{"accounting_max_bytes", set_rotate_size, offsetof(struct gp_config, accounting_max_bytes)},
+	{"accounting_keep", set_keep, offsetof(struct gp_config, accounting_keep)},
 	{"tenant", add_tenant, 0},
 	{"token", add_token, 0},
 };
@@ -403,6 +446,8 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->max_events = GP_DEFAULT_MAX_EVENTS;
 	cfg->max_modules = GP_DEFAULT_MAX_MODULES;
 	cfg->warm_workers = 1;
+	cfg->accounting_max_bytes = 64ull << 20;
+	cfg->accounting_keep = 10;
 	if (!cfg->listen || !cfg->driver || !cfg->admin_socket)
 		return -ENOMEM;
 	return 0;
@@ -533,6 +578,7 @@ void gp_config_free(struct gp_config *cfg)
 	free(cfg->listen_unix);
 	free(cfg->listen_unix_group);
 	free(cfg->listen_plain);
+	free(cfg->accounting_file);
 	for (size_t i = 0; i < cfg->ntenants; i++)
 		free(cfg->tenants[i].name);
 	free(cfg->tenants);

@@ -14,6 +14,7 @@ enum gp_placement {
 };
 
 #define GP_LIMIT_NONE UINT64_MAX
+#define GP_ACCT_KEEP_MAX 1000 /* accounting_keep: rotated accounting files kept at most */
 
 /* What one session may hold at once unless the file says otherwise (max_contexts etc.). */
 #define GP_DEFAULT_MAX_CONTEXTS 16 /* besides the primary ones; each costs device memory */
@@ -68,6 +69,9 @@ struct gp_config {
 	unsigned drain_grace;	 /* seconds sessions get to finish after SIGTERM */
 	unsigned kernel_timeout; /* seconds one call may run before the session ends; 0: no limit */
 	unsigned warm_workers;	 /* per GPU: workers started ahead, driver loaded (0: none) */
+	char *accounting_file;	 /* one JSON line per ended session; NULL: none */
+	uint64_t accounting_max_bytes; /* rotate past this size; 0: never */
+	unsigned accounting_keep;      /* rotated files kept: PATH.1 .. PATH.N */
 	struct gp_tenant *tenants;
 	size_t ntenants;
 	struct gp_token *tokens;

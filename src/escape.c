@@ -1,4 +1,5 @@
 /* escape.c -- client-controlled text made safe to show (see escape.h). */
+#include <stdbool.h>
 #include <string.h>
 
 #include "escape.h"
@@ -66,5 +67,48 @@ size_t gp_escape(char *dst, size_t cap, const char *src, const char *also)
 		n -= c;
 	}
 	dst[k] = '\0';
+	return k;
+}
+
+size_t gp_json_escape(char *dst, size_t cap, const char *src)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)(src ? src : "");
+	size_t n = strlen((const char *)s), k = 0;
+	bool cut = false;
+
+	while (n) {
+		char esc[8];
+		const unsigned char *piece = (const unsigned char *)esc;
+		size_t c = gp_utf8_char(s, n), plen;
+
+		if (c && *s != '"' && *s != '\\') {
+			piece = s;
+			plen = c;
+		} else if (*s == '"' || *s == '\\') {
+			esc[0] = '\\', esc[1] = (char)*s, plen = 2, c = 1;
+		} else if (*s < 0x20 || *s == 0x7f) {
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[*s >> 4], esc[5] = hex[*s & 15], plen = 6, c = 1;
+		} else if (*s == 0xc2 && n > 1 && s[1] >= 0x80 && s[1] <= 0x9f) {
+			/* a C1 control, U+0080..U+009F, well-formed but not to be shown */
+			memcpy(esc, "\\u00", 4);
+			esc[4] = hex[s[1] >> 4], esc[5] = hex[s[1] & 15], plen = 6, c = 2;
+		} else {
+			memcpy(esc, "\\ufffd", 6), plen = 6, c = 1;
+		}
+		if (!cut && k + plen < cap)
+			memcpy(dst + k, piece, plen);
+		else if (!cut) {
+			cut = true;
+			if (cap)
+				dst[k] = '\0';
+		}
+		k += plen;
+		s += c;
+		n -= c;
+	}
+	if (!cut && cap)
+		dst[k] = '\0';
 	return k;
 }

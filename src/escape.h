@@ -22,4 +22,11 @@ size_t gp_escape(char *dst, size_t cap, const char *src, const char *also);
  * available), or 0 when s does not start one. */
 size_t gp_utf8_char(const unsigned char *s, size_t n);
 
+/* Writes src (NULL: "") as the inside of a JSON string: '"' and '\\' escaped, control
+ * characters (C0, DEL, C1) as \u00XX, and bytes that are not well-formed UTF-8 as \ufffd,
+ * so that the result is always valid JSON and shows no control character when printed.
+ * Always terminated when cap > 0, cut only between whole characters and escapes. Returns
+ * the length the whole of it needs (as snprintf): >= cap means it was cut. */
+size_t gp_json_escape(char *dst, size_t cap, const char *src);
+
 #endif

@@ -30,6 +30,16 @@ enum gp_transport {
 	GP_TRANSPORT_UNIX,    /* a Unix socket on this host: listen_unix */
 };
 
+/* How the session ended as the worker saw it, set just before it exits (0 when it died
+ * first); the supervisor adds what only it knows (eviction, timeouts, signals). */
+enum gp_worker_end {
+	GP_WORKER_END_UNKNOWN = 0,
+	GP_WORKER_END_GOODBYE,	   /* the client said goodbye: it closed the session */
+	GP_WORKER_END_CLIENT_GONE, /* the connection ended without a goodbye */
+	GP_WORKER_END_PROTOCOL,	   /* the client sent what the protocol does not allow */
+	GP_WORKER_END_POOL,	   /* the pool asked it to end (SIGTERM, SIGUSR1) */
+};
+
 struct gp_stats {
 	uint32_t magic;
 	_Atomic uint32_t state;
@@ -41,6 +51,7 @@ struct gp_stats {
 	_Atomic int64_t last_active; /* unix seconds: when the last call started or ended */
 	_Atomic uint32_t in_call;    /* calls running or waiting: a long kernel is not idleness */
 	_Atomic uint64_t dev_mem_used[GP_STATS_MAX_DEVICES];
+	_Atomic uint32_t ended; /* enum gp_worker_end */
 };
 
 #define GP_STATS_SIZE 4096

@@ -28,6 +28,8 @@ static const struct {
 	{"drain", poolctl_drain, "GPU: place no new sessions on a GPU"},
 	{"undrain", poolctl_undrain, "GPU: place sessions on a GPU again"},
 	{"reload", poolctl_reload, "re-read the daemon's configuration (as SIGHUP)"},
+	{"usage", poolctl_usage,
+	 "--since DATE [--until DATE] [--by tenant|host|day]: sessions' use, summed"},
 };
 
 static void usage(void)
@@ -65,6 +67,16 @@ static int connect_admin(const char *path)
 Gp__AdminReply *poolctl_request(struct poolctl *pc, const char *command, int argc, char **argv)
 {
 	Gp__AdminRequest req = GP__ADMIN_REQUEST__INIT;
+
+	req.command = (char *)command;
+	req.n_arg = (size_t)argc;
+	req.arg = argv;
+	return poolctl_send(pc, &req);
+}
+
+Gp__AdminReply *poolctl_send(struct poolctl *pc, Gp__AdminRequest *req)
+{
+	const char *command = req->command;
 	struct gp_frame_hdr h;
 	Gp__AdminReply *rep;
 	struct gp_conn *c = gp_conn_new(connect_admin(pc->socket));
@@ -73,10 +85,7 @@ Gp__AdminReply *poolctl_request(struct poolctl *pc, const char *command, int arg
 		fprintf(stderr, "poolctl: out of memory\n");
 		exit(1);
 	}
-	req.command = (char *)command;
-	req.n_arg = (size_t)argc;
-	req.arg = argv;
-	if (gp_conn_send(c, GP_MSG_ADMIN_REQUEST, 0, 1, &req.base, NULL, 0) || gp_conn_flush(c) ||
+	if (gp_conn_send(c, GP_MSG_ADMIN_REQUEST, 0, 1, &req->base, NULL, 0) || gp_conn_flush(c) ||
 	    gp_conn_recv(c, &h)) {
 		fprintf(stderr, "poolctl: %s: %s\n", pc->socket, c->err);
 		exit(1);
@@ -123,6 +132,8 @@ int main(int argc, char **argv)
 		} else if (strcmp(argv[i], "-V") == 0 || strcmp(argv[i], "--version") == 0) {
 			printf("poolctl %s\n", GP_VERSION_STRING);
 			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1] && cmd) {
+			args[nargs++] = argv[i]; /* the command's own (usage --since) */
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr, "poolctl: unknown option '%s'\n", argv[i]);
 			usage();

@@ -3,11 +3,14 @@
  * poolctl.c  main: options, the subcommand table, talking to the socket
  * status.c   status and sessions: tables for people, JSON for machines
  * cmd.c      evict, drain, undrain, reload
+ * usage.c    usage: the accounting records summed, as a table or JSON
  */
 #ifndef GP_POOLCTL_H
 #define GP_POOLCTL_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "codec.h"
 
@@ -19,10 +22,20 @@ struct poolctl {
 
 /* Sends one request and waits for the reply. Exits 1 with a reason on failure. */
 Gp__AdminReply *poolctl_request(struct poolctl *pc, const char *command, int argc, char **argv);
+/* The same for a request built by the caller. */
+Gp__AdminReply *poolctl_send(struct poolctl *pc, Gp__AdminRequest *req);
 
 /* status.c         */
 int poolctl_status(struct poolctl *pc, int argc, char **argv);
 int poolctl_sessions(struct poolctl *pc, int argc, char **argv);
+/* A client's string as JSON, always valid (escape.h); a table cell, escaped and cut. */
+void poolctl_json_str(const char *s);
+const char *poolctl_cell(char *buf, size_t width, const char *s);
+/* 1536 -> "1.5 KiB" */
+const char *poolctl_human(uint64_t v, char *buf, size_t len);
+
+/* usage.c */
+int poolctl_usage(struct poolctl *pc, int argc, char **argv);
 
 /* cmd.c */
 int poolctl_simple(struct poolctl *pc, const char *command, int argc, char **argv);

@@ -6,60 +6,37 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acct.h"
 #include "escape.h"
 #include "poolctl.h"
 
-/* A JSON string: control characters and DEL as \u00XX; bytes that are not well-formed UTF-8
- * (a client's program name may hold any) as U+FFFD, so the output is always valid JSON. */
-static void json_str(const char *s)
+/* A JSON string, always valid JSON whatever a client put in it (gp_json_escape). */
+void poolctl_json_str(const char *s)
 {
-	size_t n = s ? strlen(s) : 0;
+	size_t n = gp_json_escape(NULL, 0, s);
+	char *buf = malloc(n + 1);
 
-	putchar('"');
-	while (n) {
-		unsigned char ch = (unsigned char)*s;
-		size_t c = 1;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			printf("\\u%04x", ch);
-		else if (ch < 0x80)
-			putchar(ch);
-		else if ((c = gp_utf8_char((const unsigned char *)s, n)) != 0)
-			fwrite(s, 1, c, stdout);
-		else if (ch == 0xc2 && n > 1 && (unsigned char)s[1] <= 0x9f &&
-			 (unsigned char)s[1] >= 0x80)
-			printf("\\u%04x", (unsigned char)s[1]), c = 2; /* a C1 control */
-		else
-			fputs("\\ufffd", stdout), c = 1;
-		s += c;
-		n -= c;
+	if (!buf) {
+		fprintf(stderr, "poolctl: out of memory\n");
+		exit(1);
 	}
-	putchar('"');
+	gp_json_escape(buf, n + 1, s);
+	printf("\"%s\"", buf);
+	free(buf);
 }
 
 /* One cell of a table: escaped (see escape.h), the column separator too, and cut to fit. */
-static const char *cell(char *buf, size_t width, const char *s)
+const char *poolctl_cell(char *buf, size_t width, const char *s)
 {
 	gp_escape(buf, width + 1, s, " ");
 	return buf;
 }
 
-static void uuid_str(const ProtobufCBinaryData *u, char out[40])
+static void uuid_str(const ProtobufCBinaryData *u, char out[GP_ACCT_UUID])
 {
-	int k = 0;
-
 	out[0] = '\0';
-	if (u->len != 16)
-		return;
-	k += sprintf(out, "GPU-");
-	for (int i = 0; i < 16; i++) {
-		k += sprintf(out + k, "%02x", u->data[i]);
-		if (i == 3 || i == 5 || i == 7 || i == 9)
-			out[k++] = '-';
-	}
-	out[k] = '\0';
+	if (u->len == 16)
+		gp_uuid_format(u->data, out);
 }
 
 static void print_json(const Gp__AdminReply *r)
@@ -67,13 +44,13 @@ static void print_json(const Gp__AdminReply *r)
 	char uuid[48];
 
 	printf("{\"version\":");
-	json_str(r->version);
+	poolctl_json_str(r->version);
 	printf(",\"listen\":");
-	json_str(r->listen);
+	poolctl_json_str(r->listen);
 	printf(",\"listen_plain\":");
-	json_str(r->listen_plain);
+	poolctl_json_str(r->listen_plain);
 	printf(",\"listen_unix\":");
-	json_str(r->listen_unix);
+	poolctl_json_str(r->listen_unix);
 	printf(",\"started\":%" PRId64 ",\"draining\":%s,\"warm_workers\":%u,\"gpus\":[",
 	       r->started, r->draining ? "true" : "false", r->warm_workers);
 	for (size_t i = 0; i < r->n_gpu; i++) {
@@ -81,9 +58,9 @@ static void print_json(const Gp__AdminReply *r)
 
 		uuid_str(&g->uuid, uuid);
 		printf("%s{\"index\":%u,\"name\":", i ? "," : "", g->index);
-		json_str(g->name);
+		poolctl_json_str(g->name);
 		printf(",\"uuid\":");
-		json_str(uuid);
+		poolctl_json_str(uuid);
 		printf(",\"memory_total\":%" PRIu64 ",\"memory_used\":%" PRIu64
 		       ",\"memory_reserved\":%" PRIu64 ",\"sessions\":%u,\"draining\":%s}",
 		       g->total_mem, g->used_mem, g->reserved_mem, g->sessions,
@@ -94,15 +71,15 @@ static void print_json(const Gp__AdminReply *r)
 		const Gp__SessionStatus *s = r->session[i];
 
 		printf("%s{\"id\":%" PRIu64 ",\"state\":", i ? "," : "", s->id);
-		json_str(s->state);
+		poolctl_json_str(s->state);
 		printf(",\"tenant\":");
-		json_str(s->tenant);
+		poolctl_json_str(s->tenant);
 		printf(",\"client\":");
-		json_str(s->client);
+		poolctl_json_str(s->client);
 		printf(",\"client_host\":");
-		json_str(s->client_host);
+		poolctl_json_str(s->client_host);
 		printf(",\"client_pid\":%u,\"program\":", s->client_pid);
-		json_str(s->program);
+		poolctl_json_str(s->program);
 		printf(",\"gpus\":[");
 		for (size_t k = 0; k < s->n_gpu; k++)
 			printf("%s%u", k ? "," : "", s->gpu[k]);
@@ -118,7 +95,7 @@ static void print_json(const Gp__AdminReply *r)
 	printf("]}\n");
 }
 
-static const char *human(uint64_t v, char *buf, size_t len)
+const char *poolctl_human(uint64_t v, char *buf, size_t len)
 {
 	static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	double x = (double)v;
@@ -163,9 +140,10 @@ static void print_gpus(const Gp__AdminReply *r)
 
 		char name[25];
 
-		printf("%-4u %-24s %12s %12s %12s %8u%s\n", g->index, cell(name, 24, g->name),
-		       human(g->used_mem, a, sizeof(a)), human(g->reserved_mem, b, sizeof(b)),
-		       human(g->total_mem, c, sizeof(c)), g->sessions,
+		printf("%-4u %-24s %12s %12s %12s %8u%s\n", g->index,
+		       poolctl_cell(name, 24, g->name), poolctl_human(g->used_mem, a, sizeof(a)),
+		       poolctl_human(g->reserved_mem, b, sizeof(b)),
+		       poolctl_human(g->total_mem, c, sizeof(c)), g->sessions,
 		       g->draining ? "  draining" : "");
 	}
 }
@@ -187,11 +165,12 @@ static void print_sessions(const Gp__AdminReply *r)
 			k += (size_t)snprintf(gpus + k, sizeof(gpus) - k, "%s%u", j ? "," : "",
 					      s->gpu[j]);
 		if (s->mem_limit)
-			human(s->mem_limit, lim, sizeof(lim));
+			poolctl_human(s->mem_limit, lim, sizeof(lim));
 		printf("%-8" PRIu64 " %-10s %-12s %-22s %-16s %-6s %12s %12s %8" PRIu64 " %6s\n",
-		       s->id, s->state, cell(tenant, 12, s->tenant), cell(client, 22, s->client),
-		       cell(program, 16, s->program), gpus, human(s->mem_used, a, sizeof(a)), lim,
-		       s->calls, age(s->started, b, sizeof(b)));
+		       s->id, s->state, poolctl_cell(tenant, 12, s->tenant),
+		       poolctl_cell(client, 22, s->client), poolctl_cell(program, 16, s->program),
+		       gpus, poolctl_human(s->mem_used, a, sizeof(a)), lim, s->calls,
+		       age(s->started, b, sizeof(b)));
 	}
 }
 

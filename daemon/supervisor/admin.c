@@ -21,14 +21,51 @@ struct admin_conn {
 	uv_pipe_t pipe;
 	struct gp_daemon *d;
 	struct gp_frame_decoder dec;
+	bool querying; /* a usage query runs on the threadpool: reading waits for it */
+	bool closed;   /* the pipe is closed; freed when no query still holds it */
+	bool starting; /* in gp__acct_usage, which may answer at once */
 };
 
 static void on_conn_closed(uv_handle_t *h)
 {
 	struct admin_conn *c = h->data;
 
+	c->closed = true;
+	if (c->querying)
+		return;
 	gp_frame_decoder_deinit(&c->dec);
 	free(c);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void read_frames(struct admin_conn *c);
+
+/* The answer to "usage", from the threadpool's work (accounting.c). */
+static void on_usage(void *arg, Gp__AdminReply *rep)
+{
+	struct admin_conn *c = arg;
+
+	c->querying = false;
+	if (c->closed) { /* closed while the query ran: it was only waiting for this */
+		on_conn_closed((uv_handle_t *)&c->pipe);
+		return;
+	}
+	if (gp__uv_send((uv_stream_t *)&c->pipe, GP_MSG_ADMIN_REPLY, &rep->base) == GP_ETOOBIG) {
+		Gp__AdminReply big = GP__ADMIN_REPLY__INIT;
+
+		/* poolctl would wait for ever for an answer that was never sent. */
+		big.status = GP_ETOOBIG;
+		big.message = "the answer is larger than one message holds; ask for a shorter "
+			      "range, or group by tenant";
+		gp__uv_send((uv_stream_t *)&c->pipe, GP_MSG_ADMIN_REPLY, &big.base);
+	}
+	if (c->starting)
+		return; /* answered at once: answer() reads on */
+	/* Requests that came meanwhile, in order, then new ones. */
+	read_frames(c);
+	if (!c->querying && !uv_is_closing((uv_handle_t *)&c->pipe))
+		uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
 }
 
 /* ---- commands ------------------------------------------------------------------ */
@@ -62,7 +99,7 @@ static int cmd_evict(struct gp_daemon *d, const Gp__AdminRequest *req, char *msg
 		snprintf(msg, len, "no session %llu", (unsigned long long)id);
 		return -ENOENT;
 	}
-	gp__session_end(s, "evicted by poolctl");
+	gp__session_end(s, "evicted", "evicted by poolctl");
 	snprintf(msg, len, "session %llu is being ended", (unsigned long long)id);
 	return 0;
 }
@@ -116,6 +153,18 @@ static void answer(struct admin_conn *c, const Gp__AdminRequest *req)
 	char msg[512] = "";
 	bool built = false;
 
+	if (strcmp(req->command, "usage") == 0) {
+		/* Answered when the files are read; nothing more is read from this connection
+		 * meanwhile, so answers keep the order of their requests. */
+		c->querying = true;
+		c->starting = true;
+		uv_read_stop((uv_stream_t *)&c->pipe);
+		gp__acct_usage(c->d, req->usage, on_usage, c);
+		c->starting = false;
+		if (!c->querying)
+			uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+		return;
+	}
 	if (strcmp(req->command, "status") == 0) {
 		if (gp__status_build(c->d, &rep) == 0) {
 			built = true;
@@ -149,17 +198,13 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	*buf = uv_buf_init(slab, sizeof(slab));
 }
 
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+/* Answers the requests decoded so far, until one is answered later (a usage query). */
+static void read_frames(struct admin_conn *c)
 {
-	struct admin_conn *c = stream->data;
 	struct gp_frame f;
-	int r;
+	int r = 0;
 
-	if (nread < 0 || gp_frame_decoder_feed(&c->dec, buf->base, (size_t)nread)) {
-		uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
-		return;
-	}
-	while ((r = gp_frame_decoder_next(&c->dec, &f)) == 1) {
+	while (!c->querying && (r = gp_frame_decoder_next(&c->dec, &f)) == 1) {
 		Gp__AdminRequest *req;
 
 		if (f.hdr.type != GP_MSG_ADMIN_REQUEST ||
@@ -170,10 +215,21 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		answer(c, req);
 		protobuf_c_message_free_unpacked(&req->base, NULL);
 	}
-	if (r < 0) {
+	if (!c->querying && r < 0) {
 		gp_log_warnx("admin connection: %s", gp_strerror(r));
 		uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
 	}
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct admin_conn *c = stream->data;
+
+	if (nread < 0 || gp_frame_decoder_feed(&c->dec, buf->base, (size_t)nread)) {
+		uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
+		return;
+	}
+	read_frames(c);
 }
 
 static void on_admin_connection(uv_stream_t *server, int status)

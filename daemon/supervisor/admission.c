@@ -50,6 +50,8 @@ static void admitted(struct gp_session *s)
 		    (unsigned long long)s->id, s->tenant, s->program, s->client_pid, devs,
 		    (unsigned long long)s->claim.mem_limit);
 	s->state = GP_SESSION_ACTIVE;
+	s->admitted_ms = gp__wall_ms();
+	s->admitted_at = uv_now(s->d->loop);
 	reply(s, 0, NULL);
 }
 
@@ -65,6 +67,7 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	}
 	snprintf(s->client_host, sizeof(s->client_host), "%s", req->client_host);
 	snprintf(s->program, sizeof(s->program), "%s", req->program);
+	snprintf(s->cert_name, sizeof(s->cert_name), "%s", req->tenant);
 	s->client_pid = req->client_pid;
 	s->claim.want_gpus = req->gpus;
 	s->claim.want_memory = req->memory;

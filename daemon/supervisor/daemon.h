@@ -10,6 +10,8 @@
  * pool.c        the admission core, no I/O: placement, the reservation ledger, tenant
  *               limits, the wait queue (pool.h; tests/unit/test_pool.c)
  * admin.c       the admin socket poolctl talks to
+ * accounting.c  a record per ended session, written and fsync'd by its own thread; the
+ *               sums `poolctl usage` asks for, read on libuv's threadpool (src/acct.h)
  * metrics.c     the Prometheus endpoint (metrics_listen)
  * status.c      the pool's state as one snapshot, for the admin socket and metrics
  * listen.c      listening sockets: TCP for clients, Unix for local clients and admin
@@ -18,17 +20,21 @@
  * a worker process with the client's socket, a control socketpair (read
  * here through the frame decoder) and a shared stats page the worker writes
  * and the supervisor only reads. A session's memory belongs to the worker
- * process; the supervisor keeps only the reservation ledger.
+ * process; the supervisor keeps only the reservation ledger. The one other thread
+ * of ours is accounting.c's writer (it has its own DESIGN block), and usage queries
+ * run on libuv's threadpool; neither touches a session or the pool.
  */
 #ifndef GP_DAEMON_H
 #define GP_DAEMON_H
 
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
 #include <uv.h>
 
+#include "acct.h"
 #include "codec.h"
 #include "config.h"
 #include "frame.h"
@@ -64,6 +70,13 @@ struct gp_session {
 	struct gp_claim claim;
 	time_t started;
 	uint64_t term_at; /* uv_now() when it was asked to end; 0: not asked */
+	/* For its accounting record (accounting.c). */
+	char cert_name[128];  /* the certificate's (on the Unix socket: the user's) name, or "" */
+	int64_t started_ms;   /* unix milliseconds at accept */
+	int64_t admitted_ms;  /* unix milliseconds at admission; 0: never admitted */
+	uint64_t admitted_at; /* uv_now() at admission */
+	const char *end_code; /* why the pool ended it ("evicted", ...); NULL: it did not */
+	bool acct_pending;    /* its record is being written: not freed until it is */
 	struct gp_session *next;
 };
 
@@ -79,6 +92,25 @@ struct gp_pending {
 	char addr[128];	 /* HOST:PORT, or local:uid=U,pid=P */
 	char source[64]; /* what max_pending_per_address counts: HOST, or uid=U */
 	struct gp_pending *next;
+};
+
+/* The accounting file's writer (accounting.c): the settings under lock, the queue. */
+struct gp_acct_job;
+struct gp_acct {
+	pthread_t thread;
+	bool running;
+	pthread_mutex_t lock; /* the fields below it up to `files` */
+	pthread_cond_t cv;
+	struct gp_acct_job *queue, **qtail, *done;
+	bool stop;
+	char *path; /* accounting_file; NULL: records are not kept */
+	uint64_t max_bytes;
+	unsigned keep;
+	/* Held while the files change (a write, a rotation) and while a usage query opens
+	 * them, so the query sees each record in exactly one file and whole. */
+	pthread_mutex_t files;
+	uv_async_t async; /* the writer's "done" to the loop */
+	bool async_open;
 };
 
 struct gp_daemon {
@@ -112,6 +144,8 @@ struct gp_daemon {
 	 * ends on its own, none is started before warm_retry_at (uv_now()). */
 	struct gp_session *warm;
 	uint64_t warm_retry_at;
+	char hostname[128]; /* this host's name, for accounting records */
+	struct gp_acct acct;
 };
 
 /* gpupoold.c */
@@ -144,8 +178,11 @@ unsigned gp__sessions_live(const struct gp_daemon *d);
 /* Of those, how many of one transport are still in TLS and Hello. */
 unsigned gp__sessions_handshaking(const struct gp_daemon *d, enum gp_transport transport);
 void gp__session_kill(struct gp_session *s, int sig);
-/* Asks a session's worker to end (SIGTERM, then SIGKILL if it lingers). */
-void gp__session_end(struct gp_session *s, const char *why);
+/* Asks a session's worker to end (SIGTERM, then SIGKILL if it lingers); code is what its
+ * accounting record says of how it ended ("evicted", "idle_timeout", ...). */
+void gp__session_end(struct gp_session *s, const char *code, const char *why);
+/* Its record is written (or could not be): it may be freed once its handles are closed. */
+void gp__session_accounted(struct gp_session *s);
 int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg);
 
 /* pending.c */
@@ -170,6 +207,23 @@ void gp__admit_expire(struct gp_daemon *d, bool all, const char *why);
 /* admin.c */
 int gp__admin_listen(struct gp_daemon *d);
 void gp__admin_close(struct gp_daemon *d);
+
+/* accounting.c */
+/* Opens the accounting file (if one is configured) and starts the writer: at start, where a
+ * file that cannot be opened is fatal. 0 or a negative code, logged. */
+int gp__acct_start(struct gp_daemon *d);
+/* After a reload: the writer takes the new file and rotation settings for the next record. */
+void gp__acct_configure(struct gp_daemon *d);
+/* A session that was admitted has ended (its worker exited with status or signal sig):
+ * queues its record, and sets s->acct_pending until the record is written. */
+void gp__acct_session_ended(struct gp_session *s, int64_t status, int sig);
+/* The wall clock in unix milliseconds (accounting records' times). */
+int64_t gp__wall_ms(void);
+/* Every record queued is written; the writer ends. */
+void gp__acct_stop(struct gp_daemon *d);
+typedef void (*gp_acct_usage_cb)(void *arg, Gp__AdminReply *rep);
+/* Sums the records for q off the loop thread; cb gets the reply (valid during the call). */
+void gp__acct_usage(struct gp_daemon *d, const Gp__UsageQuery *q, gp_acct_usage_cb cb, void *arg);
 
 /* status.c */
 /* The pool's state as poolctl sees it; pointers into d, valid until the loop runs on. */

@@ -111,6 +111,7 @@ int gp__daemon_reload(struct gp_daemon *d, char *why, size_t whylen)
 	gp_config_free(d->cfg);
 	d->cfg = cfg;
 	gp__warm_fill(d);
+	gp__acct_configure(d);
 	gp_log_set_level(cfg->log_level);
 	gp_log_info("configuration reloaded from %s", cfg->path);
 	/* New limits or defaults may let waiting sessions in. */
@@ -190,6 +191,13 @@ int main(int argc, char **argv)
 	d.loop = uv_default_loop();
 	d.started = time(NULL);
 	d.next_id = 1;
+	if (gethostname(d.hostname, sizeof(d.hostname)) < 0)
+		snprintf(d.hostname, sizeof(d.hostname), "unknown");
+	d.hostname[sizeof(d.hostname) - 1] = '\0';
+	if (gp__acct_start(&d)) {
+		gp_config_free(d.cfg);
+		return 1;
+	}
 	if (gp__supervisor_listen(&d) || gp__admin_listen(&d) || gp__metrics_listen(&d)) {
 		gp_config_free(d.cfg); /* a socket refused (logged): nothing else to undo */
 		return 1;

@@ -83,7 +83,7 @@ static void session_free_if_closed(struct gp_session *s)
 	struct gp_daemon *d = s->d;
 	struct gp_session **pp;
 
-	if (!s->ctl_closed || !s->proc_closed)
+	if (!s->ctl_closed || !s->proc_closed || s->acct_pending)
 		return;
 	if (s->warm) {
 		/* It never had a session: nothing was claimed or counted. */
@@ -112,6 +112,11 @@ static void session_free_if_closed(struct gp_session *s)
 	notify_status(d);
 	if (d->stopping && d->nsessions == 0)
 		gp__supervisor_stop(d);
+}
+
+void gp__session_accounted(struct gp_session *s)
+{
+	session_free_if_closed(s);
 }
 
 static void on_ctl_closed(uv_handle_t *h)
@@ -186,6 +191,8 @@ static void on_worker_exit(uv_process_t *p, int64_t status, int sig)
 		gp_log_debug("session %llu: worker %d exited", (unsigned long long)s->id, p->pid);
 	if (sig || status || s->evicted)
 		log_summary(s, sig, status);
+	/* Before the release: the record names the GPUs the claim holds. */
+	gp__acct_session_ended(s, status, sig);
 	gp__admit_release(s);
 	s->state = GP_SESSION_CLOSING;
 	close_ctl(s);
@@ -202,10 +209,11 @@ void gp__session_kill(struct gp_session *s, int sig)
 
 #define KILL_AFTER_MS 5000
 
-void gp__session_end(struct gp_session *s, const char *why)
+void gp__session_end(struct gp_session *s, const char *code, const char *why)
 {
 	if (s->exited || s->term_at)
 		return;
+	s->end_code = code;
 	gp_log_info("session %llu (tenant %s): ending it: %s", (unsigned long long)s->id,
 		    s->tenant[0] ? s->tenant : "-", why);
 	s->evicted = true;
@@ -499,6 +507,7 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 		return;
 	s->id = d->next_id++;
 	s->started = time(NULL);
+	s->started_ms = gp__wall_ms();
 	atomic_store(&s->stats->last_active, (int64_t)s->started);
 	s->transport = transport;
 	snprintf(s->client_addr, sizeof(s->client_addr), "%s", addr);
@@ -713,6 +722,7 @@ void gp__supervisor_stop(struct gp_daemon *d)
 	gp__warm_drop(d);
 	if (d->nsessions > 0)
 		return;
+	gp__acct_stop(d);
 	gp__admin_close(d);
 	gp__metrics_close(d);
 	if (!uv_is_closing((uv_handle_t *)&d->sigterm)) {
@@ -750,6 +760,7 @@ static void kernel_timeout(struct gp_session *s, unsigned secs)
 		     "ending the session",
 		     (unsigned long long)s->id, s->tenant[0] ? s->tenant : "-", secs);
 	s->evicted = true;
+	s->end_code = "kernel_timeout";
 	s->term_at = uv_now(s->d->loop);
 	gp__session_kill(s, SIGUSR1);
 }
@@ -780,23 +791,22 @@ void gp__supervisor_tick(struct gp_daemon *d)
 			continue;
 		}
 		if (d->stopping && now >= d->drain_deadline) {
-			gp__session_end(s, "drain_grace is over");
+			gp__session_end(s, "drained", "drain_grace is over");
 			continue;
 		}
 		/* The worker enforces handshake_timeout itself; this catches one that does not
 		 * (a client trickling TLS records a byte at a time resets socket timeouts). */
 		if (s->state == GP_SESSION_HANDSHAKE &&
 		    wall - s->started > (int64_t)handshake_limit(d) + 5) {
-			gp__session_end(s, "handshake_timeout reached");
+			gp__session_end(s, "handshake_timeout", "handshake_timeout reached");
 			continue;
 		}
 		/* Idle: no call for idle_timeout seconds, and none running now. */
 		if (d->cfg->idle_timeout && s->claim.state == GP_CLAIM_ADMITTED && s->stats &&
 		    !atomic_load(&s->stats->in_call) &&
 		    wall - atomic_load(&s->stats->last_active) > (int64_t)d->cfg->idle_timeout)
-			gp__session_end(s, "idle_timeout reached");
-		else if (!s->term_at && s->claim.state == GP_CLAIM_ADMITTED && s->stats &&
-			 atomic_load(&s->stats->in_call) &&
+			gp__session_end(s, "idle_timeout", "idle_timeout reached");
+		else if (!s->term_at && s->claim.state == GP_CLAIM_ADMITTED && s->stats && atomic_load(&s->stats->in_call) &&
 			 (kt = gp_config_kernel_timeout(d->cfg, s->tenant)) &&
 			 wall - atomic_load(&s->stats->last_active) > (int64_t)kt)
 			kernel_timeout(s, kt);

@@ -100,6 +100,15 @@ void gp__watch_answer_timeout(struct gp_worker *w, uint64_t request_id)
 static int watch_fd = -1;
 static unsigned long long watch_session;
 
+/* How the session ended, for the accounting record, unless the main thread said first. */
+static void watch_ended(struct gp_worker *w, enum gp_worker_end e)
+{
+	uint32_t none = GP_WORKER_END_UNKNOWN;
+
+	if (w->stats)
+		atomic_compare_exchange_strong(&w->stats->ended, &none, e);
+}
+
 static void *watchdog(void *arg)
 {
 	struct gp_worker *w = arg;
@@ -135,16 +144,19 @@ static void *watchdog(void *arg)
 					gp__watch_answer_timeout(w, watch.request_id);
 				gp__waits_answer_timeout(w);
 			}
+			watch_ended(w, GP_WORKER_END_POOL);
 			_exit(1);
 		}
 		if (hup_at && now - hup_at >= grace) {
 			gp_log_info("session %llu: the client is gone%s; ending the session",
 				    watch_session, watch.busy ? " while a call runs" : "");
+			watch_ended(w, GP_WORKER_END_CLIENT_GONE);
 			_exit(0);
 		}
 		if (stop_at && now - stop_at >= grace) {
 			gp_log_info("session %llu: ended by the pool%s", watch_session,
 				    watch.busy ? " in the middle of a call" : "");
+			watch_ended(w, GP_WORKER_END_POOL);
 			_exit(0);
 		}
 		pthread_mutex_unlock(&watch.lock);

@@ -72,6 +72,24 @@ static void set_state(struct gp_worker *w, enum gp_session_state s)
 		atomic_store_explicit(&w->stats->state, s, memory_order_relaxed);
 }
 
+/* How the session ended, for the supervisor's accounting record (stats.h). */
+static void set_ended(struct gp_worker *w, enum gp_worker_end e)
+{
+	if (w->stats)
+		atomic_store_explicit(&w->stats->ended, e, memory_order_relaxed);
+}
+
+/* The counters as they are at the end: stats_touch runs only after calls, and the record
+ * the supervisor writes should say what this worker logs. */
+static void stats_final(struct gp_worker *w)
+{
+	if (!w->stats)
+		return;
+	atomic_store_explicit(&w->stats->calls, w->calls, memory_order_relaxed);
+	atomic_store_explicit(&w->stats->bytes_in, w->client->bytes_in, memory_order_relaxed);
+	atomic_store_explicit(&w->stats->bytes_out, w->client->bytes_out, memory_order_relaxed);
+}
+
 /* Reads one control frame of the expected type; returns the unpacked body. */
 static ProtobufCMessage *ctl_recv(struct gp_conn *ctl, unsigned type)
 {
@@ -578,6 +596,7 @@ out_ctx:
 static void serve(struct gp_worker *w)
 {
 	struct gp_frame_hdr h;
+	bool goodbye = false; /* nothing more may come but the connection's end */
 	int ret;
 
 	set_state(w, GP_SESSION_ACTIVE);
@@ -599,20 +618,25 @@ static void serve(struct gp_worker *w)
 				     "ending the session",
 				     (unsigned long long)w->session_id);
 			gp__waits_answer_timeout(w);
+			set_ended(w, GP_WORKER_END_POOL);
 			break;
 		}
 		if (ret == -EINTR) {
+			set_ended(w, GP_WORKER_END_POOL);
 			gp_log_info("session %llu: ended by the pool%s",
 				    (unsigned long long)w->session_id,
 				    gp__waits_busy() ? " in the middle of a call" : "");
 			break;
 		}
 		if (ret == GP_EFRAME || ret == GP_ETOOBIG) {
+			set_ended(w, GP_WORKER_END_PROTOCOL);
 			gp_log_warnx("session %llu: closing: %s from the client (%s)",
 				     (unsigned long long)w->session_id, gp_strerror(ret),
 				     w->client->err);
 			break;
 		}
+		if (ret && !goodbye) /* whatever else ended the read: the connection is gone */
+			set_ended(w, GP_WORKER_END_CLIENT_GONE);
 		if (ret && gp__waits_busy()) {
 			/* Work it queued is still running for nobody: it ends with the process. */
 			gp_log_info(
@@ -639,10 +663,22 @@ static void serve(struct gp_worker *w)
 				break;
 			continue;
 		}
+		if (goodbye) {
+			gp_log_warnx("session %llu: closing: %s after the client's goodbye",
+				     (unsigned long long)w->session_id,
+				     gp_msg_name(h.type) ? gp_msg_name(h.type) : "a frame");
+			set_ended(w, GP_WORKER_END_PROTOCOL);
+			break;
+		}
 		if (h.type == GP_MSG_GOODBYE) {
+			/* The interposer says it at exit(): the connection closes when its process
+			 * is gone. Closing first would wake its reader thread while exit() tears
+			 * OpenSSL down under it. */
+			set_ended(w, GP_WORKER_END_GOODBYE);
 			gp_log_debug("session %llu: the client said goodbye",
 				     (unsigned long long)w->session_id);
-			break;
+			goodbye = true;
+			continue;
 		}
 		w->calls++;
 		if (w->stats) {
@@ -655,6 +691,7 @@ static void serve(struct gp_worker *w)
 		pthread_mutex_unlock(&w->lock);
 		stats_touch(w);
 		if (ret) {
+			set_ended(w, GP_WORKER_END_PROTOCOL);
 			gp_log_warnx("session %llu: closing: %s in %s",
 				     (unsigned long long)w->session_id, gp_strerror(ret),
 				     gp_msg_name(h.type) ? gp_msg_name(h.type) : "unknown");
@@ -779,6 +816,7 @@ int main(int argc, char **argv)
 	protobuf_c_message_free_unpacked(&setup->base, NULL);
 
 	secs = difftime(time(NULL), w.started);
+	stats_final(&w);
 	gp_log_info("session %llu ended: tenant %s client %s duration %.0fs peak %llu bytes "
 		    "calls %llu in %llu bytes out %llu bytes",
 		    (unsigned long long)w.session_id, w.tenant[0] ? w.tenant : "-", w.client_addr,

@@ -271,6 +271,36 @@ static void test_admission_key_errors(void **state)
 		     "'token' takes a secret and a tenant name");
 }
 
+/* Metering: the accounting file and its rotation; bad values name file and line. */
+static void test_accounting_keys(void **state)
+{
+	struct gp_config *c = gp_config_parse("tls_cert a\ntls_key b\n", "t", err, sizeof(err));
+
+	assert_non_null(c);
+	assert_null(c->accounting_file); /* off unless the file says so */
+	assert_int_equal(c->accounting_max_bytes, 64u << 20);
+	assert_int_equal(c->accounting_keep, 10);
+	gp_config_free(c);
+	c = gp_config_parse("tls_cert a\ntls_key b\naccounting_file /var/lib/gpupool/acct.jsonl\n"
+			    "accounting_max_bytes 0\naccounting_keep 3\n",
+			    "t", err, sizeof(err));
+	assert_non_null(c);
+	assert_string_equal(c->accounting_file, "/var/lib/gpupool/acct.jsonl");
+	assert_int_equal(c->accounting_max_bytes, 0);
+	assert_int_equal(c->accounting_keep, 3);
+	gp_config_free(c);
+	expect_error("tls_cert a\ntls_key b\naccounting_file acct.jsonl\n",
+		     "test.conf:3: 'accounting_file acct.jsonl': expected the absolute path");
+	expect_error("tls_cert a\ntls_key b\naccounting_file /var/lib/\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\n\naccounting_max_bytes lots\n",
+		     "test.conf:4: 'accounting_max_bytes lots': expected 0");
+	expect_error("tls_cert a\ntls_key b\naccounting_max_bytes 100\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\naccounting_keep 0\n",
+		     "test.conf:3: 'accounting_keep 0': expected a number from 1 to 1000");
+	expect_error("tls_cert a\ntls_key b\naccounting_keep 1001\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\naccounting_keep x\n", "test.conf:3:");
+}
+
 /* The example configuration the project ships parses. */
 static void test_shipped_example(void **state)
 {
@@ -292,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_accounting_keys),
 		cmocka_unit_test(test_all_keys),
 		cmocka_unit_test(test_load_from_file),
 		cmocka_unit_test(test_admission_keys),

@@ -102,6 +102,22 @@ static void test_cut_between_whole_escapes(void **state)
 	assert_int_equal(gp_escape(buf, 5, "a\xe2\x82\xac", NULL), 4);
 }
 
+/* ---- JSON strings ---- */
+
+static void test_json_escape(void **state)
+{
+	char buf[64];
+
+	assert_int_equal(gp_json_escape(buf, sizeof(buf), NULL), 0);
+	assert_string_equal(buf, "");
+	gp_json_escape(buf, sizeof(buf), "a\"b\\c\n\x1b\x7f\xc2\x9b\xff\xc3\xa9");
+	assert_string_equal(buf, "a\\\"b\\\\c\\u000a\\u001b\\u007f\\u009b\\ufffd\xc3\xa9");
+	/* Cut between whole escapes; the return says how much the whole needs. */
+	assert_int_equal(gp_json_escape(buf, 8, "ab\ncd"), 10);
+	assert_string_equal(buf, "ab");
+	assert_int_equal(gp_json_escape(buf, 0, "ab"), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -109,6 +125,7 @@ int main(void)
 		cmocka_unit_test(test_printable_kept),
 		cmocka_unit_test(test_forged_log_line),
 		cmocka_unit_test(test_backslash_escaped),
+		cmocka_unit_test(test_json_escape),
 		cmocka_unit_test(test_c1_controls),
 		cmocka_unit_test(test_malformed_utf8),
 		cmocka_unit_test(test_also),
