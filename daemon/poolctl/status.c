@@ -74,6 +74,16 @@ static void print_json(const Gp__AdminReply *r)
 	json_str(r->listen_plain);
 	printf(",\"listen_unix\":");
 	json_str(r->listen_unix);
+	printf(",\"nvml\":");
+	if (r->nvml_library && r->nvml_library[0]) {
+		printf("{\"library\":");
+		json_str(r->nvml_library);
+		printf(",\"driver_version\":");
+		json_str(r->nvml_driver_version);
+		printf("}");
+	} else {
+		printf("null");
+	}
 	printf(",\"started\":%" PRId64 ",\"draining\":%s,\"gpus\":[", r->started,
 	       r->draining ? "true" : "false");
 	for (size_t i = 0; i < r->n_gpu; i++) {
@@ -84,6 +94,8 @@ static void print_json(const Gp__AdminReply *r)
 		json_str(g->name);
 		printf(",\"uuid\":");
 		json_str(uuid);
+		printf(",\"nvml\":");
+		json_str(g->nvml && g->nvml[0] ? g->nvml : "absent");
 		printf(",\"memory_total\":%" PRIu64 ",\"memory_used\":%" PRIu64
 		       ",\"memory_reserved\":%" PRIu64 ",\"sessions\":%u,\"draining\":%s}",
 		       g->total_mem, g->used_mem, g->reserved_mem, g->sessions,
