@@ -40,6 +40,8 @@
  *                                   flags, so that one retain creates it and
  *                                   the last release destroys it; held across
  *                                   the call that does it
+ *                                   (and across the NVML shim's cuMemGetInfo
+ *                                   through it, gp__ctx_mem_info)
  *   load_lock        api_module.c   a library's lazy load (loaded, load_result,
  *                                   image); held across the upload
  *   the send lock    src/conn.c     the connection's writers: one request (and

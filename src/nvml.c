@@ -25,8 +25,8 @@
  * The library is never unloaded, so the table and entry points stay valid after nvmlShutdown.
  *
  * lock guards refs (init/shutdown pairs) and the per-device utilization samples; the loaded
- * library and its entry points are written once, before the first successful init, and read
- * after an acquire load of refs. Every entry point may run on any thread.
+ * library, its entry points and the handles' ordinals are written once, before the first
+ * successful init, and read after an acquire load of refs. Every entry point may run on any thread.
  */
 
 #define GP_NVML_EXPORT __attribute__((visibility("default")))
@@ -163,6 +163,8 @@ static nvmlReturn_t load(void)
 		 * program itself uses. */
 		return NVML_ERROR_LIBRARY_NOT_FOUND;
 	}
+	for (int i = 0; i < MAX_DEVICES; i++)
+		devices[i].ordinal = i;
 	src = t;
 	return NVML_SUCCESS;
 }
@@ -175,7 +177,6 @@ static void sample_all(void)
 	for (int i = 0; i < MAX_DEVICES; i++) {
 		struct nvmlDevice_st *d = &devices[i];
 
-		d->ordinal = i;
 		d->sampled = i < n && src->busy(i, d->busy, &d->at) == CUDA_SUCCESS;
 	}
 }

@@ -4,11 +4,13 @@
  *   nvml_client cuda BYTES   cuInit, the primary context of device 0 and BYTES allocated; then
  *                            every device as NVML and as CUDA report it
  *   nvml_client nocuda       NVML alone, CUDA never initialized
+ *   nvml_client late BYTES   NVML first (no devices yet), then as `cuda`
  *
  * Prints "nvml ..." and "cuda ..." lines for the test to compare with the pool's own report,
  * then "ready", and waits for a line on stdin before it shuts NVML down and exits (so the test
  * can look at the pool meanwhile). Exits 1 with a reason on any unexpected answer. */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,42 +108,47 @@ static void list_cuda(void)
 	}
 }
 
+static void cuda_setup(const char *bytes)
+{
+	CUcontext ctx;
+	CUdeviceptr p;
+	size_t fr, tot;
+
+	if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx) ||
+	    cuMemAlloc(&p, strtoull(bytes, NULL, 0)))
+		DIE("CUDA setup failed");
+	if (cuMemGetInfo(&fr, &tot))
+		DIE("cuMemGetInfo");
+	printf("cuda meminfo free=%zu total=%zu\n", fr, tot);
+	list_cuda();
+}
+
 int main(int argc, char **argv)
 {
-	char line[16];
-	int cuda;
+	char line[16], v[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+	const char *mode = argc > 1 ? argv[1] : "";
+	bool cuda = strcmp(mode, "cuda") == 0, late = strcmp(mode, "late") == 0;
+	int cv;
 
-	if (argc < 2 || (strcmp(argv[1], "cuda") != 0 && strcmp(argv[1], "nocuda") != 0))
-		DIE("usage: nvml_client cuda BYTES | nocuda");
-	cuda = strcmp(argv[1], "cuda") == 0;
+	if (!cuda && !late && strcmp(mode, "nocuda") != 0)
+		DIE("usage: nvml_client cuda BYTES | late BYTES | nocuda");
+	if ((cuda || late) && argc < 3)
+		DIE("%s needs BYTES", mode);
 	nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW);
 	if (nvml == NULL)
 		DIE("dlopen libnvidia-ml.so.1: %s", dlerror());
-	if (cuda) {
-		CUcontext ctx;
-		CUdeviceptr p;
-		size_t fr, tot;
-
-		if (argc < 3)
-			DIE("cuda needs BYTES");
-		if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx) ||
-		    cuMemAlloc(&p, strtoull(argv[2], NULL, 0)))
-			DIE("CUDA setup failed");
-		if (cuMemGetInfo(&fr, &tot))
-			DIE("cuMemGetInfo");
-		printf("cuda meminfo free=%zu total=%zu\n", fr, tot);
-		list_cuda();
-	}
+	if (cuda)
+		cuda_setup(argv[2]);
 	NV(nvmlInit_v2);
-	{
-		char v[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
-		int cv;
-
-		NV(nvmlSystemGetDriverVersion, v, sizeof(v));
-		NV(nvmlSystemGetCudaDriverVersion, &cv);
-		printf("nvml driver %s cuda %d\n", v, cv);
-	}
+	NV(nvmlSystemGetDriverVersion, v, sizeof(v));
+	NV(nvmlSystemGetCudaDriverVersion, &cv);
+	printf("nvml driver %s cuda %d\n", v, cv);
 	list_nvml();
+	if (late) {
+		/* the session cuInit opens shows up in the NVML already initialized */
+		cuda_setup(argv[2]);
+		list_nvml();
+	}
 	printf("ready\n");
 	fflush(stdout);
 	if (fgets(line, sizeof(line), stdin) == NULL)

@@ -92,5 +92,15 @@ grep -q '^nvml mem 1 unsupported$' "$out" || fail "device 1 memory should be NOT
 grep -q "^nvml driver $(jq -r .version "$T/status.json") cuda " "$out" || fail "driver version"
 nvml_finish B >/dev/null
 wait_for '.sessions | length == 0' 10
+
+# NVML initialized before cuInit: no devices, then the session's once cuInit opened it.
+NVML_ENV=(GPUPOOL_GPUS=1 GPUPOOL_MEMORY=32M)
+nvml_start C late 1048576
+grep -m1 '^nvml count' "$T/C.out" | grep -qx 'nvml count 0' || fail "no devices before cuInit"
+grep '^nvml count' "$T/C.out" | sed -n 2p | grep -qx 'nvml count 1' ||
+	fail "the session's GPU after cuInit: $(cat "$T/C.out")"
+[ "$(field "$T/C.out" "nvml mem 0 " total)" = 33554432 ] || fail "late: the session's limit"
+nvml_finish C >/dev/null
+wait_for '.sessions | length == 0' 10
 gp_stop
 echo PASS
