@@ -175,10 +175,11 @@ static void print_gpus(const Gp__AdminReply *r)
 
 		char name[25];
 
-		printf("%-4u %-24s %12s %12s %12s %8u%s\n", g->index, cell(name, 24, g->name),
+		printf("%-4u %-24s %12s %12s %12s %8u%s%s\n", g->index, cell(name, 24, g->name),
 		       human(g->used_mem, a, sizeof(a)), human(g->reserved_mem, b, sizeof(b)),
 		       human(g->total_mem, c, sizeof(c)), g->sessions,
-		       g->draining ? "  draining" : "");
+		       g->draining ? "  draining" : "",
+		       g->nvml && strcmp(g->nvml, "mismatch") == 0 ? "  NVML disagrees" : "");
 	}
 }
 

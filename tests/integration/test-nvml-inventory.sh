@@ -51,6 +51,7 @@ grep -q "GPU 0 (softgpu, $uuid0): NVML reports 1234 bytes of memory, CUDA 268435
 	fail "warning for GPU 0's memory"
 grep -q "GPU 1 (softgpu, GPU-[0-9a-f-]*): NVML does not list this GPU" "$T/daemon.log" ||
 	fail "warning for GPU 1"
+"$POOLCTL" -s "$T/admin.sock" status | grep -q "^0 .*NVML disagrees$" || fail "poolctl status should flag GPU 0"
 # CUDA's answers stand: the pool still places sessions.
 out=$(run_client "$GP_STAGE/bin/vector_add" 1000) || fail "vector_add with a disagreeing NVML: $out"
 gp_stop
