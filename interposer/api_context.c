@@ -527,3 +527,36 @@ GP_CUDA_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *f
 	pthread_mutex_unlock(&primary_lock);
 	return CUDA_SUCCESS;
 }
+
+/*
+ * cuMemGetInfo for device dev without making any context current or creating one (the NVML
+ * shim, nvml_source.c): asked through the device's primary context while it is retained, else
+ * through the calling thread's current context when that is on dev. CUDA_ERROR_NOT_FOUND when
+ * the session holds neither; primary_lock keeps the primary context alive across the call.
+ */
+CUresult gp__ctx_mem_info(int dev, uint64_t *free_bytes, uint64_t *total_bytes)
+{
+	struct gp_out_mem_get_info out;
+	struct gp_ictx *c, *cur;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (dev < 0 || dev >= gp__client.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	c = &gp__client.primary[dev];
+	cur = gp__ctx_current();
+	pthread_mutex_lock(&primary_lock);
+	if (c->refs == 0 || c->remote == 0)
+		c = gp__ctx_valid(cur) && cur->device == dev && cur->remote ? cur : NULL;
+	if (c == NULL)
+		r = CUDA_ERROR_NOT_FOUND;
+	else
+		r = gp__rpc_mem_get_info(0, &(struct gp_in_mem_get_info){.ctx = c->remote}, &out);
+	pthread_mutex_unlock(&primary_lock);
+	if (r == CUDA_SUCCESS) {
+		*free_bytes = out.free;
+		*total_bytes = out.total;
+	}
+	return r;
+}

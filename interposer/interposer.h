@@ -11,6 +11,7 @@
  * api_stream.c   streams, events, host functions
  * api_graph.c    graphs, stream capture, client memory in graphs (tokens for HOST_CALL)
  * api_ptds.c     the _ptds/_ptsz per-thread-default-stream entry points
+ * nvml_source.c  what the NVML shim (libnvidia-ml.so.1, src/nvml.c) asks of the session
  * (cuGetProcAddress and cuGetExportTable are src/cuda_entry.c's, served locally)
  *
  * DESIGN: one TLS connection per process, opened by cuInit. Any thread may
@@ -39,6 +40,8 @@
  *                                   flags, so that one retain creates it and
  *                                   the last release destroys it; held across
  *                                   the call that does it
+ *                                   (and across the NVML shim's cuMemGetInfo
+ *                                   through it, gp__ctx_mem_info)
  *   load_lock        api_module.c   a library's lazy load (loaded, load_result,
  *                                   image); held across the upload
  *   the send lock    src/conn.c     the connection's writers: one request (and
@@ -286,6 +289,9 @@ CUresult gp__ctx_need(struct gp_ictx **out);
 bool gp__ctx_valid(const struct gp_ictx *c);
 /* The primary context handle of a device (CUDART_INTERFACE slot 2). */
 CUresult gp__primary_ctx(CUcontext *pctx, CUdevice dev);
+/* cuMemGetInfo of device dev through a context the session already holds there (the
+ * retained primary, else this thread's current one); CUDA_ERROR_NOT_FOUND when none. */
+CUresult gp__ctx_mem_info(int dev, uint64_t *free_bytes, uint64_t *total_bytes);
 
 /* api_stream.c */
 /* The wire id of a stream handle, checking it; per_thread maps NULL to the

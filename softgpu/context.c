@@ -35,6 +35,7 @@ static CUresult activate(struct sg_ctx *c)
 	c->heap_used = 0;
 	c->sticky = 0;
 	c->active = true;
+	__atomic_add_fetch(&c->dev->contexts, 1, __ATOMIC_RELAXED);
 	c->id = __atomic_fetch_add(&next_ctx_id, 1, __ATOMIC_RELAXED);
 	return CUDA_SUCCESS;
 }
@@ -83,6 +84,8 @@ void sg_ctx_release_resources(struct sg_ctx *c)
 		m = n;
 	}
 	sg_mem_free_ctx(c);
+	if (c->active)
+		__atomic_sub_fetch(&c->dev->contexts, 1, __ATOMIC_RELAXED);
 	c->active = false;
 }
 

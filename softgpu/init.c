@@ -137,6 +137,7 @@ static void do_init(void)
 		*d = all[map[i]];
 		d->ordinal = i;
 		d->mem_total = sg_cfg.memory;
+		pthread_mutex_init(&d->busy_lock, NULL);
 		if (sg_memory_init(d)) {
 			sg_log("cannot reserve %llu bytes of address space for device %d",
 			       (unsigned long long)d->mem_total, i);

@@ -34,6 +34,8 @@
  *   launch.c     cuLaunchKernel(Ex), parameter marshalling, occupancy
  *   engine.c     the block thread pool that runs a grid
  *   errors.c     cuGetErrorName, cuGetErrorString
+ *   nvml_source.c  what softgpu's libnvidia-ml.so.1 (src/nvml.c) asks of it: memory in
+ *                use, engine busy time, whether this process uses a device
  *   abi.c        what cudart's export tables need of softgpu (the primary context handles)
  *                and the pre-11.0 names it still asks for; the tables themselves are
  *                src/'s, shared with the interposer
@@ -111,6 +113,13 @@ struct sg_device {
 	int pci_bus;
 	struct sg_arena *arena;
 	struct sg_ctx *primary;
+	int contexts; /* active contexts (atomic): this process uses the device */
+	/* Engine time for NVML's utilization (nvml_source.c), under busy_lock: [0] counts
+	 * kernels, [1] kernels, copies and memsets. */
+	pthread_mutex_t busy_lock;
+	unsigned busy_active[2];
+	uint64_t busy_since[2];
+	uint64_t busy_ns[2];
 };
 
 extern struct sg_device *sg_devices;
@@ -466,6 +475,12 @@ struct sg_pout;
 struct sg_pout *sg_pout_new(size_t limit);
 void sg_pout_flush(struct sg_pout *p);
 void sg_pout_free(struct sg_pout *p);
+
+/* ---- nvml_source.c ---- */
+
+/* Around each operation a stream runs: a kernel (kernel true) or a copy or memset. */
+void sg_busy_enter(struct sg_device *dev, bool kernel);
+void sg_busy_leave(struct sg_device *dev, bool kernel);
 
 /* ---- errors.c ---- */
 

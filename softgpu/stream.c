@@ -108,17 +108,25 @@ static void execute(struct sg_stream *s, struct sg_op *op)
 	case SG_OP_LAUNCH:
 		if (sticky)
 			break;
+		sg_busy_enter(ctx->dev, true);
 		rc = sg_engine_run(op->u.launch);
+		sg_busy_leave(ctx->dev, true);
 		if (rc)
 			sg_ctx_set_sticky(ctx, rc);
 		break;
 	case SG_OP_COPY:
-		if (!sticky)
-			sg_copy_run(&op->u.copy);
+		if (sticky)
+			break;
+		sg_busy_enter(ctx->dev, false);
+		sg_copy_run(&op->u.copy);
+		sg_busy_leave(ctx->dev, false);
 		break;
 	case SG_OP_SET:
-		if (!sticky)
-			sg_set_run(&op->u.set);
+		if (sticky)
+			break;
+		sg_busy_enter(ctx->dev, false);
+		sg_set_run(&op->u.set);
+		sg_busy_leave(ctx->dev, false);
 		break;
 	case SG_OP_HOSTFN:
 		if (!sticky)

@@ -19,6 +19,7 @@ static const struct gp__cuda_host host = {
 	.ctx_get_id = cuCtxGetId,
 	.stream_object = gp__stream_object,
 	.stream_object_id = gp__stream_object_id,
+	.nvml_source = &gp__nvml_source,
 };
 
 __attribute__((constructor)) static void host_init(void)

@@ -4,6 +4,8 @@
 
 #include <cuda.h>
 
+struct gp__nvml_source;
+
 /*
  * The library-specific facts behind the export tables and the integrity check, passed to
  * gp__exptables_init() before any CUDA call can arrive (a constructor: cudart asks for export
@@ -44,6 +46,8 @@ struct gp__cuda_host {
 	/* Optional. TOOLS_CONTEXT slot 39: the id (cuStreamGetId's) of a stream object that
 	 * stream_object gave for ctx; CUDA_ERROR_INVALID_HANDLE for anything else. */
 	CUresult (*stream_object_id)(CUcontext ctx, void *obj, unsigned long long *id);
+	/* Optional. gpupool's own table for the NVML library beside this one (nvml_source.h). */
+	const struct gp__nvml_source *nvml_source;
 };
 
 /* CUDART_INTERFACE slot 2, which each library that compiles in cuda_entry.c defines: the
@@ -54,5 +58,7 @@ CUresult gp__stream_object(CUcontext ctx, CUstream h, int per_thread, void **obj
 	__attribute__((weak));
 CUresult gp__stream_object_id(CUcontext ctx, void *obj, unsigned long long *id)
 	__attribute__((weak));
+/* The NVML source table, where the library defines it (weak: NULL if not). */
+extern const struct gp__nvml_source gp__nvml_source __attribute__((weak));
 
 #endif

@@ -1,6 +1,7 @@
 /* exptables.c -- the export tables cudart asks cuGetExportTable for, served in-process. */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "exptables.h"
 #include "integrity.h"
 #include "log.h"
+#include "nvml_source.h"
 
 /*
  * DESIGN: the tables are constant arrays built at compile time; the only state is the host
@@ -396,6 +398,12 @@ void gp__uuid_format(const CUuuid *id, char out[GP_UUID_STRLEN])
 		 b[15]);
 }
 
+/* gpupool's own table (nvml_source.h), served only by a library that defines it. */
+static bool nvml_source_id(const CUuuid *id)
+{
+	return memcmp(id->bytes, GP_NVML_SOURCE_ID_BYTES, sizeof(id->bytes)) == 0;
+}
+
 static int find_table(const CUuuid *id)
 {
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
@@ -425,6 +433,15 @@ CUresult gp__get_export_table(const void **table, const CUuuid *id)
 	if (!id)
 		return CUDA_ERROR_INVALID_VALUE;
 	i = find_table(id);
+	if (i < 0 && nvml_source_id(id)) {
+		const struct gp__cuda_host *h = atomic_load(&host_ops);
+
+		if (h && h->nvml_source) {
+			gp_log_debug("cuGetExportTable: gpupool's NVML source");
+			*table = h->nvml_source;
+			return CUDA_SUCCESS;
+		}
+	}
 	if (i < 0) {
 		/* Debug, not info: cudart probes an unknown id in every process. */
 		if (gp_log_level() >= GP_LOG_DEBUG) {

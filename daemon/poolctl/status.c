@@ -51,6 +51,16 @@ static void print_json(const Gp__AdminReply *r)
 	poolctl_json_str(r->listen_plain);
 	printf(",\"listen_unix\":");
 	poolctl_json_str(r->listen_unix);
+	printf(",\"nvml\":");
+	if (r->nvml_library && r->nvml_library[0]) {
+		printf("{\"library\":");
+		poolctl_json_str(r->nvml_library);
+		printf(",\"driver_version\":");
+		poolctl_json_str(r->nvml_driver_version);
+		printf("}");
+	} else {
+		printf("null");
+	}
 	printf(",\"started\":%" PRId64 ",\"draining\":%s,\"warm_workers\":%u,\"gpus\":[",
 	       r->started, r->draining ? "true" : "false", r->warm_workers);
 	for (size_t i = 0; i < r->n_gpu; i++) {
@@ -61,6 +71,8 @@ static void print_json(const Gp__AdminReply *r)
 		poolctl_json_str(g->name);
 		printf(",\"uuid\":");
 		poolctl_json_str(uuid);
+		printf(",\"nvml\":");
+		poolctl_json_str(g->nvml && g->nvml[0] ? g->nvml : "absent");
 		printf(",\"memory_total\":%" PRIu64 ",\"memory_used\":%" PRIu64
 		       ",\"memory_reserved\":%" PRIu64 ",\"sessions\":%u,\"draining\":%s}",
 		       g->total_mem, g->used_mem, g->reserved_mem, g->sessions,
@@ -140,11 +152,12 @@ static void print_gpus(const Gp__AdminReply *r)
 
 		char name[25];
 
-		printf("%-4u %-24s %12s %12s %12s %8u%s\n", g->index,
+		printf("%-4u %-24s %12s %12s %12s %8u%s%s\n", g->index,
 		       poolctl_cell(name, 24, g->name), poolctl_human(g->used_mem, a, sizeof(a)),
 		       poolctl_human(g->reserved_mem, b, sizeof(b)),
 		       poolctl_human(g->total_mem, c, sizeof(c)), g->sessions,
-		       g->draining ? "  draining" : "");
+		       g->draining ? "  draining" : "",
+		       g->nvml && strcmp(g->nvml, "mismatch") == 0 ? "  NVML disagrees" : "");
 	}
 }
 

@@ -45,6 +45,7 @@
 struct gp_gpu {
 	char name[256];
 	uint8_t uuid[16];
+	char nvml[16]; /* the inventory's NVML cross-check: "match", "mismatch", "" (no NVML) */
 };
 
 struct gp_session {
@@ -132,6 +133,8 @@ struct gp_daemon {
 	uint64_t drain_deadline; /* uv_now() after which draining sessions are ended */
 	time_t started;
 	int driver_version;
+	char nvml_library[512]; /* the NVML the inventory cross-checked with, "" when none */
+	char nvml_driver_version[96];
 	struct gp_gpu gpus[GP_STATS_MAX_DEVICES]; /* names of pool.gpu[0..pool.ngpus) */
 	struct gp_pool pool;			  /* the GPUs' ledger, who holds what, who waits */
 	struct gp_session *sessions;

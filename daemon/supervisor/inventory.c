@@ -72,6 +72,14 @@ int gp__inventory(struct gp_daemon *d)
 		goto out_wait;
 	}
 	d->driver_version = inv->driver_version;
+	snprintf(d->nvml_library, sizeof(d->nvml_library), "%s", inv->nvml_library);
+	snprintf(d->nvml_driver_version, sizeof(d->nvml_driver_version), "%s",
+		 inv->nvml_driver_version);
+	if (d->nvml_library[0])
+		gp_log_info("NVML %s (driver %s) cross-checked the GPUs", d->nvml_library,
+			    d->nvml_driver_version);
+	else
+		gp_log_info("no NVML beside the driver: GPUs from CUDA alone");
 	gp_pool_init(&d->pool);
 	for (size_t i = 0; i < inv->n_gpu && i < GP_STATS_MAX_DEVICES; i++) {
 		struct gp_gpu *g = &d->gpus[d->pool.ngpus];
@@ -82,6 +90,7 @@ int gp__inventory(struct gp_daemon *d)
 		snprintf(g->name, sizeof(g->name), "%s", inv->gpu[i]->name);
 		if (inv->gpu[i]->uuid.len == 16)
 			memcpy(g->uuid, inv->gpu[i]->uuid.data, 16);
+		snprintf(g->nvml, sizeof(g->nvml), "%s", inv->gpu[i]->nvml);
 		if (gp_pool_add_gpu(&d->pool, index, total)) {
 			gp_log_warnx("GPU %u (%s): left out: no memory, or its index twice", index,
 				     g->name);

@@ -52,6 +52,7 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		gs[g].reserved_mem = d->pool.gpu[g].reserved;
 		gs[g].sessions = d->pool.gpu[g].sessions;
 		gs[g].draining = d->pool.gpu[g].draining;
+		gs[g].nvml = d->gpus[g].nvml;
 		rep->gpu[g] = &gs[g];
 	}
 	rep->n_gpu = d->pool.ngpus;
@@ -106,6 +107,8 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 	rep->listen_plain = d->plain_open ? d->plain_addr : "";
 	rep->listen_unix = d->local_open ? d->cfg->listen_unix : "";
 	rep->warm_workers = gp__warm_ready(d);
+	rep->nvml_library = d->nvml_library;
+	rep->nvml_driver_version = d->nvml_driver_version;
 	return 0;
 }
 

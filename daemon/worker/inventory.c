@@ -15,7 +15,7 @@ int gp__worker_inventory(const char *driver)
 	Gp__GpuInfo *infos = NULL, **ptrs = NULL;
 	struct gp_conn *ctl = gp_conn_new(GP_WORKER_FD_CONTROL);
 	struct gp_driver drv;
-	char err[512], names[GP_STATS_MAX_DEVICES][256];
+	char err[512], names[GP_STATS_MAX_DEVICES][256], nvml_lib[4096], nvml_version[96];
 	CUuuid uuids[GP_STATS_MAX_DEVICES];
 	int n = 0, ver = 0, ret;
 	CUresult r;
@@ -67,6 +67,10 @@ int gp__worker_inventory(const char *driver)
 	}
 	inv.n_gpu = (size_t)n;
 	inv.gpu = ptrs;
+	if (gp__nvml_crosscheck(driver, &inv, nvml_lib, sizeof(nvml_lib), nvml_version,
+				sizeof(nvml_version)) > 0)
+		gp_log_warnx("NVML %s disagrees with CUDA (above); the pool uses CUDA's answers",
+			     nvml_lib);
 out_send:
 	ret = gp_conn_send(ctl, GP_MSG_INVENTORY, 0, 0, &inv.base, NULL, 0);
 	if (!ret)

@@ -10,6 +10,7 @@
  * owner.c     the ownership core, no I/O: generation-checked handles, allocation ranges,
  *             per-device charges (owner.h; tests/unit/test_owner.c)
  * inventory.c `--inventory`: the GPUs the driver shows, for the supervisor
+ * nvml.c      the inventory's cross-check of those GPUs with NVML, where it is present
  * waits.c     synchronizing calls wait on waiter threads, which answer them
  * hostfn.c    host functions: run in the client when their stream reaches them
  * graph.c     graphs, graph nodes, executable graphs and stream capture on the driver
@@ -317,6 +318,13 @@ void gp__watch_done(void);
 
 /* inventory.c: lists the driver's GPUs on the control channel; the process's exit code. */
 int gp__worker_inventory(const char *driver);
+/* nvml.c: checks each GPU of inv against the NVML beside driver (GpuInfo.nvml set to one of
+ * these), logging a warning per disagreement, and names the NVML in inv (lib and version are
+ * its storage; lib "" when there is none). The number of GPUs that disagree. */
+#define GP_NVML_MATCH "match"
+#define GP_NVML_MISMATCH "mismatch"
+int gp__nvml_crosscheck(const char *driver, Gp__Inventory *inv, char *lib, size_t liblen,
+			char *version, size_t verlen);
 
 /* mem.c: page-locked staging of asynchronous device-to-host copies that have been sent,
  * freed by the main thread (a driver callback may not call the driver). */
