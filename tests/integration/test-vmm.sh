@@ -12,6 +12,9 @@ gp_config
 gp_start
 out=$(run_client "$GP_TESTBIN/vmm" 2>&1) || fail "pool: $out"
 echo "pool: $out"
+# Addresses, sizes and handles the session does not own, or that wrap, are refused.
+out=$("$GP_TESTBIN/raw_client" vmm 2>&1) || fail "raw vmm calls: $out"
+echo "$out"
 
 # hold_start runs hold_session: run vmm's limit mode the same way, by hand.
 rm -f "$T/L.in" "$T/L.out"
