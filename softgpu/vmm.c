@@ -317,8 +317,9 @@ SG_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t ali
 
 	if (r)
 		return r;
+	/* a hint off the alignment is taken as no hint; off a page it is invalid, as in CUDA */
 	if (ptr == NULL || size == 0 || size % GRANULE || flags != 0 ||
-	    (alignment & (alignment - 1)) || addr % GRANULE)
+	    (alignment & (alignment - 1)) || addr % (uint64_t)sysconf(_SC_PAGESIZE))
 		return CUDA_ERROR_INVALID_VALUE;
 	base = reserve_va(size, align, addr);
 	if (base == 0)
