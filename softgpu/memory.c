@@ -22,6 +22,8 @@
  * read-write lock: kernels (via per-block caches), copies and pointer queries
  * read it; allocation and free write it. Memory is never unmapped while the
  * process lives, so even a racing use of freed memory cannot crash the host.
+ * (vmm.c's mappings are entries too, of kind SG_MEM_VMM, reachable only once
+ * access is set; a reservation's addresses are never taken for host memory.)
  */
 
 #define ALIGN 512
