@@ -17,7 +17,9 @@
  * mappings of one allocation alias, and mappings side by side in a reservation are side by
  * side in host memory too (a copy may span them). Unmapping puts private anonymous memory
  * back over the shadow rather than PROT_NONE, so a kernel racing the unmap reads junk
- * instead of crashing the process.
+ * instead of crashing the process. cuMemAddressFree does unmap the shadow: a kernel
+ * still running over a reservation that was unmapped and freed under it (undefined in CUDA)
+ * can fault the process, which through the pool is only that session's worker.
  *
  * A mapping is an entry of memory.c's allocation table (SG_MEM_VMM) from cuMemMap on, so
  * cuMemGetAddressRange and pointer attributes know it; kernels and copies reach it only
