@@ -169,6 +169,8 @@ GP_CUDA_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size,
 		return r;
 	if (!gp__range_find(dptr, &rg) || rg.kind == GP_MEM_HOST)
 		return CUDA_ERROR_NOT_FOUND;
+	if (rg.kind == GP_MEM_VMM)
+		return gp__vmm_address_range(dptr, base, size);
 	if (base)
 		*base = rg.base;
 	if (size)
@@ -285,6 +287,8 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!known && !lenient)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (known && rg.kind == GP_MEM_VMM)
+		return gp__vmm_pointer_attr(data, attr, ptr, lenient);
 	switch (attr) {
 	case CU_POINTER_ATTRIBUTE_CONTEXT:
 		*(CUcontext *)data = known ? (CUcontext)rg.ctx : NULL;

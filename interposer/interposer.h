@@ -6,6 +6,7 @@
  * api_device.c   cuInit, versions, devices (answered from the snapshot)
  * api_context.c  contexts, primary contexts, the per-thread context stack
  * api_memory.c   allocations, copies, memsets, host memory, pointer attributes
+ * api_vmm.c      virtual memory management: reservations, allocations, mappings, access
  * api_module.c   modules, libraries (loaded lazily), kernels, globals, attributes
  * api_launch.c   kernel launches, occupancy
  * api_stream.c   streams, events, host functions
@@ -56,6 +57,7 @@
  *   the io lock      src/conn.c     the SSL object, around one read or write
  *                                   only, never while waiting for the socket
  *   registry lock    registry.c     (a rwlock) the ranges and reservations
+ *   vmm_lock         api_vmm.c      the mappings and allocation handles it knows (a leaf)
  *   cls_lock         src/cuda_cls.c cudart's context-local storage
  *
  * primary_lock and load_lock are never held together; either may be held
@@ -255,7 +257,8 @@ int gp__reader_start(struct gp_client *c);
 CUresult gp__ready(void);
 
 /* registry.c: what the client tracks locally. */
-enum gp_mem_kind { GP_MEM_DEVICE = 1, GP_MEM_HOST, GP_MEM_GLOBAL };
+/* GP_MEM_VMM: a cuMemAddressReserve range (api_vmm.c knows what is mapped in it). */
+enum gp_mem_kind { GP_MEM_DEVICE = 1, GP_MEM_HOST, GP_MEM_GLOBAL, GP_MEM_VMM };
 struct gp_range {
 	uintptr_t base;
 	size_t size;
@@ -281,6 +284,10 @@ void gp__range_forget_ctx(struct gp_ictx *ctx);
 int gp__range_add_global(uintptr_t base, size_t size, struct gp_ictx *ctx, const void *owner);
 void gp__range_forget_owner(const void *owner);
 unsigned long long gp__next_object_id(void);
+
+/* api_vmm.c: what pointer queries say of an address in a reservation */
+CUresult gp__vmm_pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr ptr, bool lenient);
+CUresult gp__vmm_address_range(CUdeviceptr ptr, CUdeviceptr *base, size_t *size);
 
 /* api_context.c */
 struct gp_ictx *gp__ctx_current(void);

@@ -187,7 +187,7 @@ static int range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct 
 	if (kind != GP_MEM_HOST) {
 		ret = shadow_reserve(base, size);
 		/* A global's address is the module's: taken as it is, collision or not. */
-		if (ret && kind == GP_MEM_DEVICE)
+		if (ret && (kind == GP_MEM_DEVICE || kind == GP_MEM_VMM))
 			goto out_unlock;
 		if (ret)
 			flags |= GP_RANGE_UNSHADOWED;

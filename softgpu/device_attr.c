@@ -310,7 +310,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 0;
 		break;
 	case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-		v = 0;
+		v = 1; /* vmm.c */
 		break;
 	case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
 		v = 0;

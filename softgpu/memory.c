@@ -22,6 +22,8 @@
  * read-write lock: kernels (via per-block caches), copies and pointer queries
  * read it; allocation and free write it. Memory is never unmapped while the
  * process lives, so even a racing use of freed memory cannot crash the host.
+ * (vmm.c's mappings are entries too, of kind SG_MEM_VMM, reachable only once
+ * access is set; a reservation's addresses are never taken for host memory.)
  */
 
 #define ALIGN 512
@@ -42,6 +44,9 @@ static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct sg_alloc *table;
 static uint32_t ntable, cap_table;
 static uint64_t next_id = 1;
+/* vmm.c's address reservations (under table_lock): device addresses even where unmapped. */
+static struct range *reserved;
+static uint32_t nreserved, cap_reserved;
 
 int sg_memory_init(struct sg_device *dev)
 {
@@ -193,6 +198,14 @@ out:
 	return r;
 }
 
+static bool vmm_reserved(uint64_t addr)
+{
+	for (uint32_t i = 0; i < nreserved; i++)
+		if (addr - reserved[i].off < reserved[i].len)
+			return true;
+	return false;
+}
+
 /* Is addr inside a device's reserved address range? */
 static struct sg_device *device_range(uint64_t addr)
 {
@@ -321,6 +334,29 @@ bool sg_mem_find(uint64_t addr, struct sg_alloc *out)
 	return a != NULL;
 }
 
+/*
+ * Whether size bytes at addr lie in accessible VMM mappings that follow each other in
+ * address and in host memory (the mappings side by side in one reservation are), starting
+ * with a, the one containing addr (callers hold table_lock).
+ */
+static bool vmm_run(const struct sg_alloc *a, uint64_t addr, uint64_t size)
+{
+	uint64_t have = a->size - (addr - a->base);
+
+	if (SG_VMM_ACCESS(a->flags) == 0)
+		return false;
+	while (size > have) {
+		const struct sg_alloc *n = a + 1;
+
+		if (n == table + ntable || n->kind != SG_MEM_VMM || !SG_VMM_ACCESS(n->flags) ||
+		    n->base != a->base + a->size || n->host != a->host + a->size)
+			return false;
+		have += n->size;
+		a = n;
+	}
+	return true;
+}
+
 uint8_t *sg_mem_xlate(uint64_t addr, uint64_t size, bool host_ok, CUresult *err)
 {
 	struct sg_alloc *a;
@@ -329,11 +365,13 @@ uint8_t *sg_mem_xlate(uint64_t addr, uint64_t size, bool host_ok, CUresult *err)
 	pthread_rwlock_rdlock(&table_lock);
 	a = lookup(addr);
 	if (a) {
-		if (size <= a->size - (addr - a->base))
+		if (a->kind == SG_MEM_VMM && !vmm_run(a, addr, size))
+			*err = CUDA_ERROR_INVALID_VALUE;
+		else if (a->kind == SG_MEM_VMM || size <= a->size - (addr - a->base))
 			h = a->host + (addr - a->base);
 		else
 			*err = CUDA_ERROR_INVALID_VALUE;
-	} else if (host_ok && addr != 0 && device_range(addr) == NULL) {
+	} else if (host_ok && addr != 0 && device_range(addr) == NULL && !vmm_reserved(addr)) {
 		h = (uint8_t *)(uintptr_t)addr;
 	} else {
 		*err = CUDA_ERROR_INVALID_VALUE;
@@ -350,8 +388,10 @@ uint8_t *sg_mem_kernel_lookup(uint64_t addr, uint64_t size, const void *ctx, str
 	pthread_rwlock_rdlock(&table_lock);
 	a = lookup(addr);
 	if (a && size <= a->size - (addr - a->base) &&
-	    (a->ctx == ctx || a->kind == SG_MEM_HOST || a->kind == SG_MEM_REGISTERED ||
-	     a->kind == SG_MEM_MANAGED)) {
+	    (a->kind == SG_MEM_VMM
+		     ? (SG_VMM_ACCESS(a->flags) >> ((const struct sg_ctx *)ctx)->dev->ordinal) & 1
+		     : (a->ctx == ctx || a->kind == SG_MEM_HOST || a->kind == SG_MEM_REGISTERED ||
+			a->kind == SG_MEM_MANAGED))) {
 		h = a->host + (addr - a->base);
 		fill->lo = a->base;
 		fill->hi = a->base + a->size;
@@ -369,6 +409,72 @@ void sg_mem_info(const struct sg_device *dev, uint64_t *freeb, uint64_t *total)
 	*freeb = a->size - a->used;
 	*total = a->size;
 	pthread_mutex_unlock(&a->lock);
+}
+
+/* ---- for vmm.c ---- */
+
+CUresult sg_mem_charge(struct sg_device *dev, uint64_t size, uint64_t *off)
+{
+	return size <= dev->arena->size && arena_alloc(dev->arena, size, off) == 0
+		       ? CUDA_SUCCESS
+		       : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+void sg_mem_uncharge(struct sg_device *dev, uint64_t off, uint64_t size)
+{
+	arena_free(dev->arena, off, size);
+}
+
+int sg_mem_reserve_add(uint64_t base, uint64_t size)
+{
+	int r = 0;
+
+	pthread_rwlock_wrlock(&table_lock);
+	if (sg_grow(&reserved, &cap_reserved, nreserved, sizeof(*reserved)))
+		r = -ENOMEM;
+	else
+		reserved[nreserved++] = (struct range){base, size};
+	pthread_rwlock_unlock(&table_lock);
+	return r;
+}
+
+void sg_mem_reserve_del(uint64_t base)
+{
+	pthread_rwlock_wrlock(&table_lock);
+	for (uint32_t i = 0; i < nreserved; i++) {
+		if (reserved[i].off != base)
+			continue;
+		reserved[i] = reserved[--nreserved];
+		break;
+	}
+	pthread_rwlock_unlock(&table_lock);
+}
+
+int sg_mem_map_add(const struct sg_alloc *a)
+{
+	return table_insert(a);
+}
+
+int sg_mem_map_del(uint64_t base)
+{
+	struct sg_alloc a;
+
+	return table_remove(base, 1u << SG_MEM_VMM, &a);
+}
+
+int sg_mem_map_flags(uint64_t base, unsigned flags)
+{
+	struct sg_alloc *a;
+	int r = -ENOENT;
+
+	pthread_rwlock_wrlock(&table_lock);
+	a = lookup(base);
+	if (a && a->base == base && a->kind == SG_MEM_VMM) {
+		a->flags = flags;
+		r = 0;
+	}
+	pthread_rwlock_unlock(&table_lock);
+	return r;
 }
 
 /* ---- device-side malloc/free ---- */
@@ -646,6 +752,7 @@ static CUresult attr(const struct sg_alloc *a, bool found, CUpointer_attribute a
 {
 	bool host = found && (a->kind == SG_MEM_HOST || a->kind == SG_MEM_REGISTERED);
 	bool managed = found && a->kind == SG_MEM_MANAGED;
+	bool vmm = found && a->kind == SG_MEM_VMM; /* no context: a device's memory */
 
 	switch (at) {
 	case CU_POINTER_ATTRIBUTE_CONTEXT:
@@ -673,7 +780,7 @@ static CUresult attr(const struct sg_alloc *a, bool found, CUpointer_attribute a
 		*(int *)data = managed;
 		break;
 	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-		*(int *)data = found ? a->ctx->dev->ordinal : -2;
+		*(int *)data = !found ? -2 : vmm ? SG_VMM_DEV(a->flags) : a->ctx->dev->ordinal;
 		break;
 	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
 	case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
@@ -695,7 +802,10 @@ static CUresult attr(const struct sg_alloc *a, bool found, CUpointer_attribute a
 		*(unsigned long long *)data = 0;
 		break;
 	case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-		*(unsigned *)data = found ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : 0;
+		*(unsigned *)data = !found ? 0
+				    : vmm && !SG_VMM_ACCESS(a->flags)
+					    ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE
+					    : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
 		break;
 	case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
 		*(CUmemoryPool *)data = NULL;
@@ -715,7 +825,7 @@ SG_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribu
 		return r;
 	if (data == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!sg_mem_find(ptr, &a) || !sg_handle_ok(a.ctx, SG_K_CTX))
+	if (!sg_mem_find(ptr, &a) || (a.kind != SG_MEM_VMM && !sg_handle_ok(a.ctx, SG_K_CTX)))
 		return CUDA_ERROR_INVALID_VALUE;
 	return attr(&a, true, attribute, data, ptr);
 }
@@ -732,7 +842,7 @@ SG_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
 		return r;
 	if (attributes == NULL || data == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	found = sg_mem_find(ptr, &a) && sg_handle_ok(a.ctx, SG_K_CTX);
+	found = sg_mem_find(ptr, &a) && (a.kind == SG_MEM_VMM || sg_handle_ok(a.ctx, SG_K_CTX));
 	for (unsigned i = 0; i < numAttributes; i++) {
 		if (data[i] == NULL)
 			return CUDA_ERROR_INVALID_VALUE;

@@ -26,6 +26,8 @@
  *   context.c    contexts, primary contexts, the per-thread current-context stack
  *   memory.c     device memory arenas, the allocation table, host-pinned memory,
  *                pointer attributes, device-side malloc
+ *   vmm.c        virtual memory management: reservations, physical allocations (memfds),
+ *                mappings and their access
  *   copy.c       cuMemcpy* and cuMemset*, sync and async, 1-D, 2-D, 3-D and peer
  *   stream.c     streams, events, host functions, legacy default-stream ordering
  *   graph.c      CUDA graphs: nodes, clone, instantiate, launch, update (graph_int.h)
@@ -185,7 +187,12 @@ enum sg_alloc_kind {
 	SG_MEM_MANAGED,
 	SG_MEM_MODULE, /* a module's .global/.const variables */
 	SG_MEM_HEAP,   /* device-side malloc */
+	SG_MEM_VMM,    /* a mapping of a cuMemCreate allocation (vmm.c); flags: SG_VMM_* */
 };
+
+/* A VMM mapping's flags: the devices that may access it (bit per ordinal), and its device. */
+#define SG_VMM_ACCESS(flags) ((flags)&0xffffu)
+#define SG_VMM_DEV(flags) ((int)((flags) >> 16))
 
 struct sg_alloc {
 	uint64_t base;
@@ -215,6 +222,16 @@ bool sg_mem_find(uint64_t addr, struct sg_alloc *out);
  */
 uint8_t *sg_mem_xlate(uint64_t addr, uint64_t size, bool host_ok, CUresult *err);
 void sg_mem_info(const struct sg_device *dev, uint64_t *free, uint64_t *total);
+/* For vmm.c: takes size bytes of dev's memory (*off names them for sg_mem_uncharge); CUresult. */
+CUresult sg_mem_charge(struct sg_device *dev, uint64_t size, uint64_t *off);
+void sg_mem_uncharge(struct sg_device *dev, uint64_t off, uint64_t size);
+/* Device address space reserved by vmm.c: never taken for host memory by copies. */
+int sg_mem_reserve_add(uint64_t base, uint64_t size);
+void sg_mem_reserve_del(uint64_t base);
+/* A mapping's entry (kind SG_MEM_VMM) in the table: added, removed, its flags set. 0 or -errno. */
+int sg_mem_map_add(const struct sg_alloc *a);
+int sg_mem_map_del(uint64_t base);
+int sg_mem_map_flags(uint64_t base, unsigned flags);
 
 /* ---- copy.c ---- */
 

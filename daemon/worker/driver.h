@@ -124,7 +124,18 @@
 	X(cuGraphEventWaitNodeSetEvent, 0)                                         \
 	X(cuGraphExecEventRecordNodeSetEvent, 0)                                   \
 	X(cuGraphExecEventWaitNodeSetEvent, 0)                                     \
-	X(cuGraphExecChildGraphNodeSetParams, 0)
+	X(cuGraphExecChildGraphNodeSetParams, 0)                                   \
+	X(cuMemGetAllocationGranularity, 0)                                        \
+	X(cuMemCreate, 0)                                                          \
+	X(cuMemRelease, 0)                                                         \
+	X(cuMemGetAllocationPropertiesFromHandle, 0)                               \
+	X(cuMemRetainAllocationHandle, 0)                                          \
+	X(cuMemAddressReserve, 0)                                                  \
+	X(cuMemAddressFree, 0)                                                     \
+	X(cuMemMap, 0)                                                             \
+	X(cuMemUnmap, 0)                                                           \
+	X(cuMemSetAccess, 0)                                                       \
+	X(cuMemGetAccess, 0)
 
 /* Calls an optional entry point, or answers NOT_SUPPORTED when the driver lacks it. */
 #define GP_DRV(w, name, ...) ((w)->drv.name ? (w)->drv.name(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)

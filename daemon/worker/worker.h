@@ -14,6 +14,7 @@
  * waits.c     synchronizing calls wait on waiter threads, which answer them
  * hostfn.c    host functions: run in the client when their stream reaches them
  * graph.c     graphs, graph nodes, executable graphs and stream capture on the driver
+ * vmm.c       virtual memory management: reservations, allocations (charged), mappings
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * driver.c    the dlopen'd libcuda
@@ -75,6 +76,7 @@ enum gp_handle_kind {
 	GP_H_GRAPH,	 /* parent: the context it was made in */
 	GP_H_GRAPH_NODE, /* parent: its graph's handle */
 	GP_H_GRAPH_EXEC, /* parent: the context it was made in */
+	GP_H_VMEM,	 /* a cuMemCreate allocation (vmm.c): aux its record, charged */
 };
 
 struct gp_fn_info {

@@ -214,6 +214,50 @@
 	  GP_ARG(CTX, ctx) GP_ARG(EVENT, start) GP_ARG(EVENT, end),                              \
 	  GP_OUT(ms_bits), ,                                                                     \
 	  "cuEventElapsedTime: milliseconds as the bits of a float")                              \
+	/* ---- virtual memory management (daemon/worker/vmm.c) ---- */                        \
+	X(VMM_GRANULARITY, vmm_granularity, 220, 0,                                              \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(DEVICE, device) GP_ARG(U32, option),                       \
+	  GP_OUT(granularity), ,                                                                 \
+	  "cuMemGetAllocationGranularity (pinned memory on a device)")                           \
+	X(VMM_CREATE, vmm_create, 221, 0,                                                        \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(DEVICE, device) GP_ARG(U64, bytes)                         \
+	  GP_ARG(U32, compression) GP_ARG(U32, usage),                                           \
+	  GP_OUT(handle), ,                                                                      \
+	  "cuMemCreate (pinned, on a device, no export handle types): charged to the session")   \
+	X(VMM_RELEASE, vmm_release, 222, 0,                                                      \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, handle), , ,                                          \
+	  "cuMemRelease (the memory and its charge stay while mapped)")                          \
+	X(VMM_PROPS, vmm_props, 223, 0,                                                          \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, handle),                                              \
+	  GP_OUT(type) GP_OUT(device) GP_OUT(compression) GP_OUT(usage), ,                       \
+	  "cuMemGetAllocationPropertiesFromHandle")                                              \
+	X(VMM_RETAIN, vmm_retain, 224, 0,                                                        \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(DPTR, addr),                                               \
+	  GP_OUT(handle), ,                                                                      \
+	  "cuMemRetainAllocationHandle (addr in a mapping of the session)")                      \
+	X(VMM_RESERVE, vmm_reserve, 225, 0,                                                      \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, bytes) GP_ARG(U64, alignment) GP_ARG(U64, addr)       \
+	  GP_ARG(U64, flags),                                                                    \
+	  GP_OUT(ptr), ,                                                                         \
+	  "cuMemAddressReserve (addr: the hint, passed to the pool's driver; bounded per session)") \
+	X(VMM_ADDRESS_FREE, vmm_address_free, 226, 0,                                            \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(DPTR, ptr) GP_ARG(U64, bytes), , ,                         \
+	  "cuMemAddressFree (a reservation of the session, unmapped)")                           \
+	X(VMM_MAP, vmm_map, 227, 0,                                                              \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(DPTR, ptr) GP_ARG(U64, bytes) GP_ARG(U64, offset)          \
+	  GP_ARG(U64, handle) GP_ARG(U64, flags), , ,                                            \
+	  "cuMemMap (inside one reservation of the session, over nothing mapped)")               \
+	X(VMM_UNMAP, vmm_unmap, 228, 0,                                                          \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(DPTR, ptr) GP_ARG(U64, bytes), , ,                         \
+	  "cuMemUnmap (whole mappings): the range leaves the session's allocation table")        \
+	X(VMM_SET_ACCESS, vmm_set_access, 229, 0,                                                \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(DPTR, ptr) GP_ARG(U64, bytes) GP_ARG(U64, rw_devices)      \
+	  GP_ARG(U64, read_devices) GP_ARG(U64, none_devices), , ,                               \
+	  "cuMemSetAccess (device bit masks; whole mappings): accessible ranges join the allocation table") \
+	X(VMM_GET_ACCESS, vmm_get_access, 230, 0,                                                \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(DEVICE, device) GP_ARG(DPTR, ptr),                         \
+	  GP_OUT(flags), ,                                                                       \
+	  "cuMemGetAccess")                                                                      \
 	/* ---- graphs (graph, node, exec: U64 handles the handler checks by kind) ---- */      \
 	X(GRAPH_CREATE, graph_create, 160, 0,                                                    \
 	  GP_ARG(CTX, ctx) GP_ARG(U32, flags),                                                   \

@@ -9,6 +9,8 @@
  *   type      a frame of an unknown type: closed
  *   foreign   pointers and handles the session does not own: refused with
  *             CUDA_ERROR_INVALID_VALUE / INVALID_CONTEXT, session goes on
+ *   vmm       virtual memory calls with addresses, sizes and handles the session does not
+ *             own, or that wrap: refused with CUDA's errors, the session goes on
  *   image     module images that point outside the bytes sent (a cudart
  *             wrapper, a fatbin claiming more): refused with
  *             CUDA_ERROR_INVALID_IMAGE, session goes on
@@ -218,6 +220,115 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "type") == 0) {
 		send_raw_header(0, 4242, GP_FRAME_MAGIC);
 		return expect_closed();
+	}
+	if (strcmp(mode, "vmm") == 0) {
+		const uint64_t g = 2ull << 20;
+		struct gp_out_ctx_create cc;
+		struct gp_out_mem_alloc ma;
+		struct gp_out_vmm_create vc;
+		struct gp_out_vmm_reserve vr;
+		uint64_t ctx, dptr, h, va;
+		int bad = 0;
+
+		if (call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc) != CUDA_SUCCESS)
+			die("CTX_CREATE");
+		ctx = cc.ctx;
+		if (call(mem_alloc, (&(struct gp_in_mem_alloc){ctx, 4096}), &ma) != CUDA_SUCCESS ||
+		    call(vmm_create, (&(struct gp_in_vmm_create){.ctx = ctx, .bytes = g}), &vc) !=
+			    CUDA_SUCCESS ||
+		    call(vmm_reserve, (&(struct gp_in_vmm_reserve){.ctx = ctx, .bytes = 2 * g}),
+			 &vr) != CUDA_SUCCESS)
+			die("VMM setup");
+		dptr = ma.dptr;
+		h = vc.handle;
+		va = vr.ptr;
+#define VMM_EXPECT(what, r, want)               \
+	do {                                    \
+		CUresult got_ = (r);            \
+		printf("%s: %d\n", what, got_); \
+		bad |= got_ != (want);          \
+	} while (0)
+#define MAP(p, n, off, hd)                                                                    \
+	call(vmm_map,                                                                         \
+	     (&(struct gp_in_vmm_map){                                                        \
+		     .ctx = ctx, .ptr = (p), .bytes = (n), .offset = (off), .handle = (hd)}), \
+	     (struct gp_out_vmm_map *)NULL)
+		VMM_EXPECT("map a context's id", MAP(va, g, 0, ctx), CUDA_ERROR_INVALID_VALUE);
+		VMM_EXPECT("map a stale handle", MAP(va, g, 0, h ^ (1ull << 32)),
+			   CUDA_ERROR_INVALID_VALUE);
+		VMM_EXPECT("map over cuMemAlloc memory", MAP(dptr, g, 0, h),
+			   CUDA_ERROR_INVALID_VALUE);
+		VMM_EXPECT("map past the reservation", MAP(va + g, 2 * g, 0, h),
+			   CUDA_ERROR_INVALID_VALUE);
+		VMM_EXPECT("map a size that wraps", MAP(va + g, UINT64_MAX - g + 1, 0, h),
+			   CUDA_ERROR_INVALID_VALUE);
+		VMM_EXPECT("map an offset that wraps", MAP(va, g, UINT64_MAX - g + 1, h),
+			   CUDA_ERROR_INVALID_VALUE);
+		VMM_EXPECT("set access, unmapped",
+			   call(vmm_set_access,
+				(&(struct gp_in_vmm_set_access){
+					.ctx = ctx, .ptr = va, .bytes = g, .rw_devices = 1}),
+				(struct gp_out_vmm_set_access *)NULL),
+			   CUDA_ERROR_INVALID_VALUE);
+		VMM_EXPECT("map", MAP(va, g, 0, h), CUDA_SUCCESS);
+		VMM_EXPECT(
+			"set access for device 63",
+			call(vmm_set_access,
+			     (&(struct gp_in_vmm_set_access){
+				     .ctx = ctx, .ptr = va, .bytes = g, .rw_devices = 1ull << 63}),
+			     (struct gp_out_vmm_set_access *)NULL),
+			CUDA_ERROR_INVALID_DEVICE);
+		VMM_EXPECT("set access both ways",
+			   call(vmm_set_access,
+				(&(struct gp_in_vmm_set_access){.ctx = ctx,
+								.ptr = va,
+								.bytes = g,
+								.rw_devices = 1,
+								.none_devices = 1}),
+				(struct gp_out_vmm_set_access *)NULL),
+			   CUDA_ERROR_INVALID_VALUE);
+		VMM_EXPECT("unmap a size that wraps",
+			   call(vmm_unmap,
+				(&(struct gp_in_vmm_unmap){
+					.ctx = ctx, .ptr = va, .bytes = UINT64_MAX - g + 1}),
+				(struct gp_out_vmm_unmap *)NULL),
+			   CUDA_ERROR_INVALID_VALUE);
+		VMM_EXPECT("free cuMemAlloc memory as a reservation",
+			   call(vmm_address_free,
+				(&(struct gp_in_vmm_address_free){
+					.ctx = ctx, .ptr = dptr, .bytes = g}),
+				(struct gp_out_vmm_address_free *)NULL),
+			   CUDA_ERROR_INVALID_VALUE);
+		VMM_EXPECT("retain a foreign address",
+			   call(vmm_retain,
+				(&(struct gp_in_vmm_retain){.ctx = ctx, .addr = 0x10000}),
+				(struct gp_out_vmm_retain *)NULL),
+			   CUDA_ERROR_INVALID_VALUE);
+		VMM_EXPECT("release a context's id",
+			   call(vmm_release,
+				(&(struct gp_in_vmm_release){.ctx = ctx, .handle = ctx}),
+				(struct gp_out_vmm_release *)NULL),
+			   CUDA_ERROR_INVALID_VALUE);
+		VMM_EXPECT(
+			"access of device 5",
+			call(vmm_get_access,
+			     (&(struct gp_in_vmm_get_access){.ctx = ctx, .device = 5, .ptr = va}),
+			     (struct gp_out_vmm_get_access *)NULL),
+			CUDA_ERROR_INVALID_DEVICE);
+		VMM_EXPECT(
+			"reserve more than a session may",
+			call(vmm_reserve,
+			     (&(struct gp_in_vmm_reserve){.ctx = ctx, .bytes = (1ull << 40) + g}),
+			     (struct gp_out_vmm_reserve *)NULL),
+			CUDA_ERROR_OUT_OF_MEMORY);
+		/* and the session still works */
+		VMM_EXPECT("unmap",
+			   call(vmm_unmap, (&(struct gp_in_vmm_unmap){ctx, va, g}),
+				(struct gp_out_vmm_unmap *)NULL),
+			   CUDA_SUCCESS);
+#undef MAP
+#undef VMM_EXPECT
+		return bad;
 	}
 	if (strcmp(mode, "foreign") == 0) {
 		struct gp_out_ctx_create cc;
