@@ -82,6 +82,7 @@ void sg_ctx_release_resources(struct sg_ctx *c)
 		sg_module_free(m);
 		m = n;
 	}
+	sg_mempool_forget_ctx(c);
 	sg_mem_free_ctx(c);
 	c->active = false;
 }
@@ -308,7 +309,9 @@ SG_EXPORT CUresult cuCtxSynchronize(void)
 		return r;
 	if ((r = sg_capture_unsafe()))
 		return r;
-	return sg_ctx_sync(c);
+	r = sg_ctx_sync(c);
+	sg_mempool_sync_release(); /* pools give back what they hold above their threshold */
+	return r;
 }
 
 SG_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
@@ -320,7 +323,9 @@ SG_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 		return r;
 	if ((r = sg_capture_unsafe()))
 		return r;
-	return sg_ctx_sync(c);
+	r = sg_ctx_sync(c);
+	sg_mempool_sync_release(); /* pools give back what they hold above their threshold */
+	return r;
 }
 
 SG_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)
