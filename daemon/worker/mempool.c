@@ -61,12 +61,39 @@ static void refresh(struct gp_worker *w, struct gp_handle *h)
 	gp__publish_mem(w);
 }
 
+static void pool_forget(struct gp_worker *w, uint64_t id);
+
+/* A destroyed pool's charge made the bytes of its allocations still out (a context that
+ * went took its allocations with it); it goes with the last. */
+static void refresh_destroyed(struct gp_worker *w, struct gp_handle *h, uint64_t id)
+{
+	uint64_t out = 0;
+
+	for (size_t i = 0; i < w->nallocs; i++)
+		if (w->allocs[i].pool == id)
+			out += w->allocs[i].size;
+	if (!out) {
+		pool_forget(w, id);
+		return;
+	}
+	if (out < h->charge &&
+	    gp_owner_charge(&w->own, h->device, -(int64_t)(h->charge - out)) == 0)
+		h->charge = out;
+	gp__publish_mem(w);
+}
+
 void gp__pools_refresh(struct gp_worker *w, int device)
 {
-	for (unsigned i = 0; i < w->npools; i++) {
-		struct gp_handle *h = gp__handle_get(w, w->pools[i], GP_H_MEMPOOL);
+	/* backwards: a destroyed pool may leave the array, the last one taking its place */
+	for (unsigned i = w->npools; i-- > 0;) {
+		uint64_t id = w->pools[i];
+		struct gp_handle *h = gp__handle_get(w, id, GP_H_MEMPOOL);
 
-		if (h && (device < 0 || h->device == device))
+		if (!h || (device >= 0 && h->device != device))
+			continue;
+		if (info_of(h)->destroyed)
+			refresh_destroyed(w, h, id);
+		else
 			refresh(w, h);
 	}
 }
@@ -181,27 +208,13 @@ CUresult gp__serve_mem_alloc_async(struct gp_worker *w, struct gp_req *rq,
 	return CUDA_SUCCESS;
 }
 
-/* An allocation of a destroyed pool was freed: its bytes leave the pool's charge, and the
- * pool's handle goes with its last allocation. */
-static void destroyed_pool_freed(struct gp_worker *w, uint64_t id, uint64_t bytes)
+void gp__pool_alloc_freed(struct gp_worker *w, uint64_t pool)
 {
-	struct gp_handle *h = gp__handle_get(w, id, GP_H_MEMPOOL);
-	uint64_t n = h && h->charge < bytes ? h->charge : bytes;
+	struct gp_handle *h = pool ? gp__handle_get(w, pool, GP_H_MEMPOOL) : NULL;
 
-	if (!h || !info_of(h)->destroyed)
-		return;
-	if (gp_owner_charge(&w->own, h->device, -(int64_t)n) == 0)
-		h->charge -= n;
-	for (size_t i = 0; i < w->nallocs; i++)
-		if (w->allocs[i].pool == id)
-			return;
-	pool_forget(w, id);
-}
-
-void gp__pool_alloc_freed(struct gp_worker *w, uint64_t pool, uint64_t bytes)
-{
-	if (pool)
-		destroyed_pool_freed(w, pool, bytes);
+	/* A destroyed pool's charge follows its allocations; a live one's, the driver. */
+	if (h && info_of(h)->destroyed)
+		refresh_destroyed(w, h, pool);
 }
 
 CUresult gp__serve_mem_free_async(struct gp_worker *w, struct gp_req *rq,
@@ -209,19 +222,18 @@ CUresult gp__serve_mem_free_async(struct gp_worker *w, struct gp_req *rq,
 				  struct gp_out_mem_free_async *o)
 {
 	struct gp_alloc *al = gp__alloc_find(w, a->dptr);
-	uint64_t pool, bytes;
+	uint64_t pool;
 	CUresult r;
 
 	if (!al || al->ptr != a->dptr || al->module)
 		return CUDA_ERROR_INVALID_VALUE;
 	pool = al->pool;
-	bytes = al->size;
 	r = GP_DRV(w, cuMemFreeAsync, a->dptr, a->stream_drv);
 	if (r != CUDA_SUCCESS)
 		return r;
 	/* The range is the session's no more: later work naming it is refused. */
 	gp__alloc_remove(w, al);
-	gp__pool_alloc_freed(w, pool, bytes);
+	gp__pool_alloc_freed(w, pool);
 	return CUDA_SUCCESS;
 }
 
@@ -258,7 +270,6 @@ CUresult gp__serve_pool_destroy(struct gp_worker *w, struct gp_req *rq,
 				struct gp_out_pool_destroy *o)
 {
 	struct gp_handle *h;
-	uint64_t out = 0;
 	CUresult r = pool_get(w, a->pool, &h);
 
 	if (r != CUDA_SUCCESS)
@@ -271,18 +282,8 @@ CUresult gp__serve_pool_destroy(struct gp_worker *w, struct gp_req *rq,
 	if (w->pool_current[h->device] == a->pool)
 		w->pool_current[h->device] = w->pool_default[h->device];
 	/* Allocations still out keep what they use charged until they are freed. */
-	for (size_t i = 0; i < w->nallocs; i++)
-		if (w->allocs[i].pool == a->pool)
-			out += w->allocs[i].size;
-	if (!out) {
-		pool_forget(w, a->pool);
-		return CUDA_SUCCESS;
-	}
 	info_of(h)->destroyed = true;
-	if (out < h->charge &&
-	    gp_owner_charge(&w->own, h->device, -(int64_t)(h->charge - out)) == 0)
-		h->charge = out;
-	gp__publish_mem(w);
+	refresh_destroyed(w, h, a->pool);
 	return CUDA_SUCCESS;
 }
 

@@ -183,8 +183,8 @@ bool gp__stream_capturing(struct gp_worker *w, CUstream s);
 /* Each pool's charge (on device, or every device: -1) made what the driver says it holds;
  * with w->lock held. */
 void gp__pools_refresh(struct gp_worker *w, int device);
-/* An allocation of pool (0: none) of bytes was freed (and removed from the table). */
-void gp__pool_alloc_freed(struct gp_worker *w, uint64_t pool, uint64_t bytes);
+/* An allocation of pool (0: none) was freed (and removed from the table). */
+void gp__pool_alloc_freed(struct gp_worker *w, uint64_t pool);
 
 /* module.c */
 /* A function's parameter layout, asked of the driver on first use. */

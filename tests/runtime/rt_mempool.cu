@@ -197,6 +197,20 @@ int main()
 	for (int i = 0; i < n; i++)
 		EXPECT(h_out[i] == h_in[i] * 3, "destroyed pool's buffer [%d] = %d", i, h_out[i]);
 
+	// ---- cudaFree takes stream-ordered memory too (after the work queued before it) ----
+	{
+		int *d = nullptr;
+		CK(cudaMallocAsync(&d, bytes, s));
+		CK(cudaMemcpyAsync(d, h_in, bytes, cudaMemcpyHostToDevice, s));
+		scale_add<<<(n + 255) / 256, 256, 0, s>>>(d, n, 2, 1);
+		CK(cudaMemcpyAsync(h_out, d, bytes, cudaMemcpyDeviceToHost, s));
+		CK(cudaStreamSynchronize(s));
+		CK(cudaFree(d));
+		for (int i = 0; i < n; i++)
+			EXPECT(h_out[i] == h_in[i] * 2 + 1, "before cudaFree [%d] = %d", i, h_out[i]);
+		expect_error(cudaFreeAsync(d, s), cudaErrorInvalidValue, "a free after cudaFree");
+	}
+
 	// ---- the current pool of the device ----
 	CK(cudaDeviceSetMemPool(0, pool));
 	CK(cudaDeviceGetMemPool(&cur, 0));
