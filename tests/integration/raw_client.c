@@ -317,11 +317,11 @@ int main(int argc, char **argv)
 		    call(pool_create, (&(struct gp_in_pool_create){0, 0}), &pc) != CUDA_SUCCESS)
 			die("setup");
 		ctx = cc.ctx;
-#define EXPECT_R(what, got, want)                                  \
-	do {                                                       \
-		r = (got);                                         \
-		printf("%s: %d\n", what, r);                       \
-		fails += r != (want);                              \
+#define EXPECT_R(what, got, want)            \
+	do {                                 \
+		r = (got);                   \
+		printf("%s: %d\n", what, r); \
+		fails += r != (want);        \
 	} while (0)
 		EXPECT_R("destroy of a context id as a pool",
 			 call(pool_destroy, (&(struct gp_in_pool_destroy){ctx}),
@@ -587,7 +587,8 @@ int main(int argc, char **argv)
 		printf("then PTX text: %d\n", r);
 		return r == CUDA_SUCCESS ? 0 : 1;
 	}
-	fprintf(stderr, "usage: raw_client version|old-version|garbage|oversize|type|foreign|pools|image|"
-			"handles|contexts|caps|bomb|hold\n");
+	fprintf(stderr,
+		"usage: raw_client version|old-version|garbage|oversize|type|foreign|pools|image|"
+		"handles|contexts|caps|bomb|hold\n");
 	return 2;
 }
