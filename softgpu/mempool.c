@@ -38,6 +38,7 @@ struct chunk {
 	uint64_t cap;	      /* bytes of the arena */
 	int state;	      /* CH_* */
 	uint64_t free_stream; /* FREE: the id of the stream whose free released it */
+	uint64_t gen;	      /* moves at each use, so a free queued for an earlier one misses */
 	struct sg_mempool *pool;
 	struct chunk *next;
 };
@@ -222,6 +223,7 @@ static CUresult pool_alloc(struct sg_mempool *p, struct sg_ctx *ctx, struct sg_s
 	if (r)
 		return r; /* the chunk stays FREE in the pool */
 	c->state = CH_LIVE;
+	c->gen++;
 	use(p, c->cap);
 	*dptr = c->base;
 	return CUDA_SUCCESS;
@@ -312,6 +314,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hs, bool pt)
 	if (c && c->state == CH_LIVE) {
 		c->state = CH_FREEING; /* a second free of it is refused from now on */
 		op->u.mfree.pooled = true;
+		op->u.mfree.gen = c->gen;
 	} else if (c || !sg_mem_find(dptr, &a) || a.base != dptr || a.kind != SG_MEM_DEVICE) {
 		r = CUDA_ERROR_INVALID_VALUE;
 	}
@@ -344,7 +347,7 @@ void sg_mempool_free_run(struct sg_op *op)
 	}
 	pthread_mutex_lock(&pool_lock);
 	c = chunk_at(op->u.mfree.dptr, &a);
-	if (c && c->state == CH_FREEING)
+	if (c && c->state == CH_FREEING && c->gen == op->u.mfree.gen)
 		chunk_free(c, op->u.mfree.stream);
 	pthread_mutex_unlock(&pool_lock);
 }
