@@ -105,7 +105,9 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, uint64_t pool, CUst
 		if (r != CUDA_SUCCESS)
 			break;
 		p = out.dptr;
-		ret = gp__range_add((uintptr_t)p, bytes, GP_MEM_DEVICE, c, GP_RANGE_POOLED);
+		/* a pool not seen yet is a default one: created pools have their proxies */
+		ret = gp__range_add_owned((uintptr_t)p, bytes, GP_MEM_DEVICE, c, GP_RANGE_POOLED,
+					  pool_proxy(out.pool, c->device, true));
 		if (ret != -EEXIST)
 			break;
 		aside[naside++] = p;

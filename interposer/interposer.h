@@ -265,7 +265,7 @@ struct gp_range {
 	struct gp_ictx *ctx;
 	unsigned flags; /* host allocations: CU_MEMHOSTALLOC_* */
 	unsigned long long id;
-	const void *owner; /* globals: the module or library they belong to */
+	const void *owner; /* globals: the module or library they belong to; pooled: the pool */
 };
 /* A global whose address could not be reserved here (it shares one with host memory). */
 #define GP_RANGE_UNSHADOWED 0x80000000u
@@ -275,6 +275,9 @@ struct gp_range {
  * -EEXIST when host memory already sits there (the caller should take another). */
 int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
 		  unsigned flags);
+/* The same, for a range that belongs to an object (a pool allocation: its pool's proxy). */
+int gp__range_add_owned(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
+			unsigned flags, const void *owner);
 /* Finds the range containing p; copies it out. */
 bool gp__range_find(uintptr_t p, struct gp_range *out);
 /* Removes the range starting at base; false if there is none of that kind. */

@@ -205,6 +205,7 @@ CUresult gp__serve_mem_alloc_async(struct gp_worker *w, struct gp_req *rq,
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	o->dptr = p;
+	o->pool = id;
 	return CUDA_SUCCESS;
 }
 

@@ -300,8 +300,8 @@
 	/* ---- memory pools (pool: U64 handles the handler checks by kind: mempool.c) ---- */ \
 	X(MEM_ALLOC_ASYNC, mem_alloc_async, 180, 0,                                              \
 	  GP_ARG(CTX, ctx) GP_ARG(U64, bytes) GP_ARG(U64, pool) GP_ARG(STREAM, stream),          \
-	  GP_OUT(dptr), ,                                                                        \
-	  "cuMemAllocAsync (pool 0: the device's current pool), cuMemAllocFromPoolAsync: what the pool holds is charged to the session") \
+	  GP_OUT(dptr) GP_OUT(pool), ,                                                           \
+	  "cuMemAllocAsync (pool 0: the device's current pool), cuMemAllocFromPoolAsync: what the pool holds is charged to the session; out pool: the one it came from") \
 	X(MEM_FREE_ASYNC, mem_free_async, 181, GP_C_ASYNC,                                       \
 	  GP_ARG(CTX, ctx) GP_ARG(DPTR, dptr) GP_ARG(STREAM, stream), , ,                        \
 	  "cuMemFreeAsync (dptr must start an allocation of the session)")                       \

@@ -39,13 +39,20 @@ static void step(const char *say)
 
 static int over(CUstream s)
 {
-	CUmemoryPool pool;
+	CUmemoryPool pool, owner = NULL, def;
 	CUmemPoolProps props;
 	CUdeviceptr a, b, c;
 	cuuint64_t keep = ~0ull, held = 0;
 
 	/* 40 MiB fits in 64; 40 more do not, in the default pool or as a plain allocation. */
 	OK(cuMemAllocAsync(&a, 40 * MIB, s));
+	OK(cuDeviceGetDefaultMemPool(&def, 0));
+	OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, a));
+	if (owner != def) {
+		printf("ERROR the allocation's pool is %p, not the default %p\n", (void *)owner,
+		       (void *)def);
+		return 1;
+	}
 	OK(cuMemsetD8Async(a, 1, 40 * MIB, s));
 	CHECK(cuMemAllocAsync(&b, 40 * MIB, s), CUDA_ERROR_OUT_OF_MEMORY);
 	CHECK(cuMemAlloc(&b, 40 * MIB), CUDA_ERROR_OUT_OF_MEMORY);
@@ -63,6 +70,11 @@ static int over(CUstream s)
 	OK(cuMemPoolCreate(&pool, &props));
 	OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
 	OK(cuMemAllocFromPoolAsync(&c, 40 * MIB, pool, s));
+	OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, c));
+	if (owner != pool) {
+		printf("ERROR the allocation's pool is %p, not %p\n", (void *)owner, (void *)pool);
+		return 1;
+	}
 	OK(cuMemFreeAsync(c, s));
 	OK(cuStreamSynchronize(s));
 	OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &held));
