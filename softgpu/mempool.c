@@ -20,7 +20,8 @@
  * not track event dependencies, so REUSE_FOLLOW_EVENT_DEPENDENCIES and
  * REUSE_ALLOW_INTERNAL_DEPENDENCIES are kept and reported but allow no reuse beyond the
  * above: reusing less is always correct, it only costs memory. A free not yet reached is
- * never reused, not even by its own stream.
+ * reused only by the stream that queued it, for an allocation of the same size (CUDA's
+ * same-stream reuse: whatever follows the allocation in that stream runs after the free).
  *
  * A pool gives back FREE chunks above its release threshold after a stream, event or
  * context synchronize, on cuMemPoolTrimTo, and (every pool of the device, down to nothing)
@@ -37,7 +38,7 @@ struct chunk {
 	uint64_t base;
 	uint64_t cap;	      /* bytes of the arena */
 	int state;	      /* CH_* */
-	uint64_t free_stream; /* FREE: the id of the stream whose free released it */
+	uint64_t free_stream; /* FREEING, FREE: the id of the stream whose free releases it */
 	uint64_t gen;	      /* moves at each use, so a free queued for an earlier one misses */
 	struct sg_mempool *pool;
 	struct chunk *next;
@@ -181,6 +182,21 @@ static void release_device(struct sg_device *dev)
 			pool_release(pools[i], 0);
 }
 
+/* With pool_lock: a chunk being freed on this very stream, by an allocation of the same size:
+ * CUDA's same-stream reuse (everything after the allocation in the stream runs after the
+ * free). The size must match so that the allocation table's entry serves both uses. */
+static struct chunk *pending_reuse(struct sg_mempool *p, uint64_t size, uint64_t stream)
+{
+	for (struct chunk *c = p->chunks; c; c = c->next) {
+		struct sg_alloc a;
+
+		if (c->state == CH_FREEING && c->free_stream == stream && c->cap >= size &&
+		    sg_mem_find(c->base, &a) && a.base == c->base && a.size == size)
+			return c;
+	}
+	return NULL;
+}
+
 static bool fits_max(const struct sg_mempool *p, uint64_t size)
 {
 	return size <= p->max_size && p->reserved <= p->max_size - size;
@@ -189,10 +205,19 @@ static bool fits_max(const struct sg_mempool *p, uint64_t size)
 static CUresult pool_alloc(struct sg_mempool *p, struct sg_ctx *ctx, struct sg_stream *s,
 			   uint64_t size, uint64_t *dptr)
 {
-	struct chunk *c = reusable(p, size, s->id);
+	struct chunk *c = pending_reuse(p, size, s->id);
 	CUresult r = CUDA_SUCCESS;
 	uint64_t base, cap;
 
+	if (c) {
+		/* its entry stays (same base and size) and it was still counted as used; the
+		 * free queued for its last use finds another generation and does nothing */
+		c->state = CH_LIVE;
+		c->gen++;
+		*dptr = c->base;
+		return CUDA_SUCCESS;
+	}
+	c = reusable(p, size, s->id);
 	if (c == NULL) {
 		/* a pool made with a maximum size holds at most that */
 		if (p->max_size && !fits_max(p, size))
@@ -313,6 +338,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hs, bool pt)
 	c = chunk_at(dptr, &a);
 	if (c && c->state == CH_LIVE) {
 		c->state = CH_FREEING; /* a second free of it is refused from now on */
+		c->free_stream = s->id;
 		op->u.mfree.pooled = true;
 		op->u.mfree.gen = c->gen;
 	} else if (c || !sg_mem_find(dptr, &a) || a.base != dptr || a.kind != SG_MEM_DEVICE) {

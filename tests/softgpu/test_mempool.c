@@ -126,6 +126,16 @@ static void test_reuse_in_stream_order(void **state)
 	assert_int_equal(attr(p, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 4096);
 	CK(cuMemAllocFromPoolAsync(&b, 4096, p, s2));
 	assert_true(b != a);
+	{
+		/* the stream that frees it may reuse it at once: its later work follows the free */
+		CUdeviceptr same;
+
+		CK(cuMemAllocFromPoolAsync(&same, 4096, p, s1));
+		assert_true(same == a);
+		assert_int_equal(attr(p, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 8192);
+		CK(cuMemsetD8Async(same, 9, 4096, s1));
+		CK(cuMemFreeAsync(same, s1));
+	}
 	gate_open(&g);
 	CK(cuStreamSynchronize(s1));
 	assert_int_equal(attr(p, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 4096); /* b */
