@@ -332,6 +332,10 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
 	case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
 		*(unsigned *)data = known ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : 0;
 		break;
+	case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+		*(CUmemoryPool *)data =
+			known && (rg.flags & GP_RANGE_POOLED) ? (CUmemoryPool)rg.owner : NULL;
+		break;
 	default:
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}

@@ -211,3 +211,21 @@ GP_CUDA_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStat
 {
 	return cuStreamIsCapturing(s ? s : CU_STREAM_PER_THREAD, status);
 }
+
+GP_CUDA_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s)
+{
+	return gp__mem_alloc_async(dptr, bytes, NULL, s, true);
+}
+
+GP_CUDA_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
+						     CUmemoryPool pool, CUstream s)
+{
+	if (!pool)
+		return CUDA_ERROR_INVALID_VALUE;
+	return gp__mem_alloc_async(dptr, bytes, pool, s, true);
+}
+
+GP_CUDA_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s)
+{
+	return gp__mem_free_async(dptr, s, true);
+}

@@ -11,6 +11,7 @@
  * api_launch.c   kernel launches, occupancy
  * api_stream.c   streams, events, host functions
  * api_graph.c    graphs, stream capture, client memory in graphs (tokens for HOST_CALL)
+ * api_mempool.c  memory pools and stream-ordered allocation (cuMemAllocAsync, cuMemPool*)
  * api_ptds.c     the _ptds/_ptsz per-thread-default-stream entry points
  * nvml_source.c  what the NVML shim (libnvidia-ml.so.1, src/nvml.c) asks of the session
  * (cuGetProcAddress and cuGetExportTable are src/cuda_entry.c's, served locally)
@@ -117,6 +118,7 @@
 #define GP_MAGIC_GRAPH 0x47504752u   /* GPGR */
 #define GP_MAGIC_GNODE 0x47504e44u   /* GPND */
 #define GP_MAGIC_GEXEC 0x47505845u   /* GPXE */
+#define GP_MAGIC_POOL 0x4750504cu    /* GPPL */
 #define GP_MAGIC_DEAD 0xdeadbeefu
 
 /* Stream ids on the wire for the special handles (see wire.h). */
@@ -187,6 +189,14 @@ struct gp_ievent {
 	struct gp_ictx *ctx;
 	unsigned flags;
 	bool recorded;
+};
+
+/* A memory pool of the worker's (api_mempool.c). */
+struct gp_ipool {
+	uint32_t magic;
+	uint64_t remote;
+	int device;
+	bool is_default; /* a device's default pool: not destroyed */
 };
 
 struct gp_idevice {
@@ -266,14 +276,19 @@ struct gp_range {
 	struct gp_ictx *ctx;
 	unsigned flags; /* host allocations: CU_MEMHOSTALLOC_* */
 	unsigned long long id;
-	const void *owner; /* globals: the module or library they belong to */
+	const void *owner; /* globals: the module or library they belong to; pooled: the pool */
 };
 /* A global whose address could not be reserved here (it shares one with host memory). */
 #define GP_RANGE_UNSHADOWED 0x80000000u
+/* A device range from a memory pool (cuMemAllocAsync). */
+#define GP_RANGE_POOLED 0x40000000u
 /* Records a range. Device ranges are reserved in this process's address space first:
  * -EEXIST when host memory already sits there (the caller should take another). */
 int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
 		  unsigned flags);
+/* The same, for a range that belongs to an object (a pool allocation: its pool's proxy). */
+int gp__range_add_owned(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
+			unsigned flags, const void *owner);
 /* Finds the range containing p; copies it out. */
 bool gp__range_find(uintptr_t p, struct gp_range *out);
 /* Removes the range starting at base; false if there is none of that kind. */
@@ -361,6 +376,9 @@ CUresult gp__stream_query(CUstream s, bool pt);
 CUresult gp__launch_host_func(CUstream s, CUhostFn fn, void *data, bool pt);
 CUresult gp__launch_ex(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra,
 		       bool pt);
+CUresult gp__mem_alloc_async(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream s,
+			     bool pt);
+CUresult gp__mem_free_async(CUdeviceptr dptr, CUstream s, bool pt);
 CUresult gp__stream_add_callback(CUstream s, CUstreamCallback cb, void *data, unsigned flags,
 				 bool pt);
 

@@ -210,6 +210,12 @@ int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_
 	return range_add(base, size, kind, ctx, flags, NULL);
 }
 
+int gp__range_add_owned(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
+			unsigned flags, const void *owner)
+{
+	return range_add(base, size, kind, ctx, flags, owner);
+}
+
 int gp__range_add_global(uintptr_t base, size_t size, struct gp_ictx *ctx, const void *owner)
 {
 	return range_add(base, size, GP_MEM_GLOBAL, ctx, 0, owner);

@@ -130,7 +130,8 @@ int sg_capture_op(struct sg_stream *s, struct sg_op *op, bool sync)
 		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
 		goto out;
 	}
-	if (sync || op->kind == SG_OP_CALLBACK) {
+	/* stream-ordered frees would be free nodes: not supported */
+	if (sync || op->kind == SG_OP_CALLBACK || op->kind == SG_OP_MEMFREE) {
 		invalidate(s->cap);
 		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 		goto out;

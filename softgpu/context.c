@@ -83,6 +83,7 @@ void sg_ctx_release_resources(struct sg_ctx *c)
 		sg_module_free(m);
 		m = n;
 	}
+	sg_mempool_forget_ctx(c);
 	sg_mem_free_ctx(c);
 	if (c->active)
 		__atomic_sub_fetch(&c->dev->contexts, 1, __ATOMIC_RELAXED);
@@ -311,7 +312,9 @@ SG_EXPORT CUresult cuCtxSynchronize(void)
 		return r;
 	if ((r = sg_capture_unsafe()))
 		return r;
-	return sg_ctx_sync(c);
+	r = sg_ctx_sync(c);
+	sg_mempool_sync_release(); /* pools give back what they hold above their threshold */
+	return r;
 }
 
 SG_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
@@ -323,7 +326,9 @@ SG_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 		return r;
 	if ((r = sg_capture_unsafe()))
 		return r;
-	return sg_ctx_sync(c);
+	r = sg_ctx_sync(c);
+	sg_mempool_sync_release(); /* pools give back what they hold above their threshold */
+	return r;
 }
 
 SG_EXPORT CUresult cuCtxGetFlags(unsigned int *flags)

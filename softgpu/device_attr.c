@@ -349,7 +349,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 0;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
-		v = 0;
+		v = 1; /* mempool.c */
 		break;
 	case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED:
 		v = 0;

@@ -391,7 +391,8 @@ uint8_t *sg_mem_kernel_lookup(uint64_t addr, uint64_t size, const void *ctx, str
 	    (a->kind == SG_MEM_VMM
 		     ? (SG_VMM_ACCESS(a->flags) >> ((const struct sg_ctx *)ctx)->dev->ordinal) & 1
 		     : (a->ctx == ctx || a->kind == SG_MEM_HOST || a->kind == SG_MEM_REGISTERED ||
-			a->kind == SG_MEM_MANAGED))) {
+			a->kind == SG_MEM_MANAGED ||
+			(a->kind == SG_MEM_POOL && a->ctx->dev == ((const struct sg_ctx *)ctx)->dev)))) {
 		h = a->host + (addr - a->base);
 		fill->lo = a->base;
 		fill->hi = a->base + a->size;
@@ -399,6 +400,49 @@ uint8_t *sg_mem_kernel_lookup(uint64_t addr, uint64_t size, const void *ctx, str
 	}
 	pthread_rwlock_unlock(&table_lock);
 	return h;
+}
+
+CUresult sg_mem_reserve(struct sg_device *dev, uint64_t size, uint64_t *dptr, uint64_t *cap)
+{
+	struct sg_arena *ar = dev->arena;
+	uint64_t off, c;
+
+	if (size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (size > ar->size)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	c = (size + ALIGN - 1) / ALIGN * ALIGN;
+	if (arena_alloc(ar, c, &off))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*dptr = ar->dbase + off;
+	*cap = c;
+	return CUDA_SUCCESS;
+}
+
+void sg_mem_unreserve(struct sg_device *dev, uint64_t dptr, uint64_t cap)
+{
+	arena_free(dev->arena, dptr - dev->arena->dbase, cap);
+}
+
+CUresult sg_mem_map(struct sg_ctx *ctx, uint64_t dptr, uint64_t size, void *owner)
+{
+	struct sg_arena *ar = ctx->dev->arena;
+	struct sg_alloc a = {0};
+
+	a.base = dptr;
+	a.size = size;
+	a.host = ar->hbase + (dptr - ar->dbase);
+	a.kind = SG_MEM_POOL;
+	a.ctx = ctx;
+	a.owner = owner;
+	return table_insert(&a) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+int sg_mem_unmap(uint64_t dptr)
+{
+	struct sg_alloc a;
+
+	return table_remove(dptr, 1u << SG_MEM_POOL, &a);
 }
 
 void sg_mem_info(const struct sg_device *dev, uint64_t *freeb, uint64_t *total)
@@ -540,7 +584,7 @@ SG_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 SG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
 	struct sg_ctx *c;
-	struct sg_alloc a;
+	struct sg_alloc a = {0};
 	CUresult r = sg_ctx_current(&c, true);
 
 	if (r)
@@ -550,6 +594,8 @@ SG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 	/* a GPU frees memory only once the work using it is done */
 	if (sg_mem_find(dptr, &a) && a.base == dptr && sg_handle_ok(a.ctx, SG_K_CTX))
 		sg_ctx_sync(a.ctx);
+	if (a.kind == SG_MEM_POOL && a.base == dptr)
+		return sg_mempool_free_now(dptr); /* memory from cuMemAllocAsync goes back */
 	return sg_mem_free(c, dptr, SG_MEM_DEVICE);
 }
 
@@ -808,7 +854,8 @@ static CUresult attr(const struct sg_alloc *a, bool found, CUpointer_attribute a
 					    : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
 		break;
 	case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-		*(CUmemoryPool *)data = NULL;
+		*(CUmemoryPool *)data =
+			found && a->kind == SG_MEM_POOL ? sg_mempool_of(a->base) : NULL;
 		break;
 	default:
 		return CUDA_ERROR_INVALID_VALUE;

@@ -28,6 +28,7 @@
  *                pointer attributes, device-side malloc
  *   vmm.c        virtual memory management: reservations, physical allocations (memfds),
  *                mappings and their access
+ *   mempool.c    memory pools and stream-ordered allocation (cuMemAllocAsync, cuMemPool*)
  *   copy.c       cuMemcpy* and cuMemset*, sync and async, 1-D, 2-D, 3-D and peer
  *   stream.c     streams, events, host functions, legacy default-stream ordering
  *   graph.c      CUDA graphs: nodes, clone, instantiate, launch, update (graph_int.h)
@@ -95,6 +96,7 @@ enum sg_kind {
 	SG_K_GRAPH,
 	SG_K_GNODE,
 	SG_K_GEXEC,
+	SG_K_MEMPOOL,
 };
 
 int sg_handle_add(const void *p, int kind);
@@ -122,6 +124,8 @@ struct sg_device {
 	unsigned busy_active[2];
 	uint64_t busy_since[2];
 	uint64_t busy_ns[2];
+	/* mempool.c, under its lock: the default pool (made on first use), the current one */
+	struct sg_mempool *default_pool, *mem_pool;
 };
 
 extern struct sg_device *sg_devices;
@@ -188,6 +192,7 @@ enum sg_alloc_kind {
 	SG_MEM_MODULE, /* a module's .global/.const variables */
 	SG_MEM_HEAP,   /* device-side malloc */
 	SG_MEM_VMM,    /* a mapping of a cuMemCreate allocation (vmm.c); flags: SG_VMM_* */
+	SG_MEM_POOL,   /* stream-ordered, from a memory pool (mempool.c); owner: its chunk */
 };
 
 /* A VMM mapping's flags: the devices that may access it (bit per ordinal), and its device. */
@@ -203,6 +208,7 @@ struct sg_alloc {
 	unsigned flags;
 	uint64_t id;
 	uint64_t charged; /* bytes taken from the device arena */
+	void *owner;	  /* SG_MEM_POOL: the pool chunk it lives in */
 };
 
 int sg_memory_init(struct sg_device *dev);
@@ -232,6 +238,32 @@ void sg_mem_reserve_del(uint64_t base);
 int sg_mem_map_add(const struct sg_alloc *a);
 int sg_mem_map_del(uint64_t base);
 int sg_mem_map_flags(uint64_t base, unsigned flags);
+/*
+ * For memory pools: bytes of a device's arena taken (*cap: size rounded up) and given
+ * back, without an allocation table entry; and an entry of kind SG_MEM_POOL made and
+ * removed for an allocation served from such bytes. CUresult / 0 or -ENOENT.
+ */
+CUresult sg_mem_reserve(struct sg_device *dev, uint64_t size, uint64_t *dptr, uint64_t *cap);
+void sg_mem_unreserve(struct sg_device *dev, uint64_t dptr, uint64_t cap);
+CUresult sg_mem_map(struct sg_ctx *ctx, uint64_t dptr, uint64_t size, void *owner);
+int sg_mem_unmap(uint64_t dptr);
+
+/* ---- mempool.c ---- */
+
+struct sg_mempool;
+struct sg_op;
+
+/* Runs a stream-ordered free when its stream reaches it (stream.c's worker). */
+void sg_mempool_free_run(struct sg_op *op);
+/* After a stream, event or context synchronize: pools give back what they hold above their
+ * release threshold. */
+void sg_mempool_sync_release(void);
+/* A context goes: the pool allocations made in it go back to their pools. */
+void sg_mempool_forget_ctx(struct sg_ctx *ctx);
+/* The pool the pool allocation starting at base came from (NULL: none). */
+CUmemoryPool sg_mempool_of(uint64_t base);
+/* cuMemFree of a pool allocation: back to its pool at once (the caller synchronized). */
+CUresult sg_mempool_free_now(uint64_t dptr);
 
 /* ---- copy.c ---- */
 
@@ -279,6 +311,7 @@ enum sg_op_kind {
 	SG_OP_HOSTFN,
 	SG_OP_CALLBACK,
 	SG_OP_NOP,
+	SG_OP_MEMFREE, /* cuMemFreeAsync (mempool.c) */
 };
 
 struct sg_event {
@@ -322,6 +355,13 @@ struct sg_op {
 			CUstreamCallback fn;
 			void *data;
 		} cb;
+		struct {
+			uint64_t dptr;
+			struct sg_ctx *ctx;
+			uint64_t stream; /* the freeing stream's id */
+			uint64_t gen;	 /* the allocation's (a chunk's use), so a stale op does nothing */
+			bool pooled;	 /* from a pool; else a cuMemAlloc allocation */
+		} mfree;
 	} u;
 	void *staging; /* freed when the op completes */
 };

@@ -135,6 +135,9 @@ static void execute(struct sg_stream *s, struct sg_op *op)
 	case SG_OP_CALLBACK:
 		op->u.cb.fn(s->is_null ? NULL : (CUstream)s, (CUresult)sticky, op->u.cb.data);
 		break;
+	case SG_OP_MEMFREE: /* memory goes back even after a fault, as events complete */
+		sg_mempool_free_run(op);
+		break;
 	default:
 		break;
 	}
@@ -655,9 +658,9 @@ static CUresult stream_sync(CUstream h, bool pt)
 	if (__atomic_load_n(&sg_captures_active, __ATOMIC_ACQUIRE) &&
 	    (r = sg_capture_stream_sync(s, false)))
 		return r;
-	if (s->is_null)
-		return legacy_sync(c);
-	return sg_stream_sync(s);
+	r = s->is_null ? legacy_sync(c) : sg_stream_sync(s);
+	sg_mempool_sync_release(); /* pools give back what they hold above their threshold */
+	return r;
 }
 
 SG_EXPORT CUresult cuStreamSynchronize(CUstream hStream)
@@ -1003,6 +1006,7 @@ SG_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
 	while (e->done_gen < gen)
 		pthread_cond_wait(&qcond, &qlock);
 	pthread_mutex_unlock(&qlock);
+	sg_mempool_sync_release();
 	return sticky_of(e->ctx);
 }
 

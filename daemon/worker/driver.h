@@ -135,7 +135,18 @@
 	X(cuMemMap, 0)                                                             \
 	X(cuMemUnmap, 0)                                                           \
 	X(cuMemSetAccess, 0)                                                       \
-	X(cuMemGetAccess, 0)
+	X(cuMemGetAccess, 0)                                                        \
+	X(cuMemAllocFromPoolAsync, 0)                                              \
+	X(cuMemFreeAsync, 0)                                                       \
+	X(cuMemPoolCreate, 0)                                                      \
+	X(cuMemPoolDestroy, 0)                                                     \
+	X(cuMemPoolSetAttribute, 0)                                                \
+	X(cuMemPoolGetAttribute, 0)                                                \
+	X(cuMemPoolTrimTo, 0)                                                      \
+	X(cuMemPoolSetAccess, 0)                                                   \
+	X(cuMemPoolGetAccess, 0)                                                   \
+	X(cuDeviceGetDefaultMemPool, 0)                                            \
+	X(cuDeviceSetMemPool, 0)
 
 /* Calls an optional entry point, or answers NOT_SUPPORTED when the driver lacks it. */
 #define GP_DRV(w, name, ...) ((w)->drv.name ? (w)->drv.name(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)

@@ -95,14 +95,18 @@ CUresult gp__serve_mem_free(struct gp_worker *w, struct gp_req *rq,
 			    const struct gp_wargs_mem_free *a, struct gp_out_mem_free *o)
 {
 	struct gp_alloc *al = gp__alloc_find(w, a->dptr);
+	uint64_t pool;
 	CUresult r;
 
 	if (!al || al->ptr != a->dptr || al->module)
 		return CUDA_ERROR_INVALID_VALUE;
 	/* The driver waits for the device before it frees: a waiter thread makes the call and
 	 * answers. The range is the session's no more from now on (the client waits for the
-	 * answer; a failed free is only logged by the answer's result). */
+	 * answer; a failed free is only logged by the answer's result). Memory from a pool goes
+	 * back to it (cuMemFree takes it too). */
+	pool = al->pool;
 	gp__alloc_remove(w, al);
+	gp__pool_alloc_freed(w, pool);
 	rq->wait = (struct gp_wait){.kind = GP_WAIT_MEM_FREE, .ctx = w->current, .dptr = a->dptr};
 	(void)r;
 	return CUDA_SUCCESS;

@@ -207,7 +207,7 @@ static int insert(struct gp_owner *o, const struct gp_alloc *a)
 
 int gp_owner_alloc_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t ctx, int device)
 {
-	struct gp_alloc a = {ptr, size, ctx, device, 0};
+	struct gp_alloc a = {ptr, size, ctx, device, 0, 0};
 	int ret;
 
 	if (!o || size == 0)
@@ -226,13 +226,23 @@ int gp_owner_alloc_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t
 int gp_owner_global_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t ctx,
 			uint64_t module)
 {
-	struct gp_alloc a = {ptr, size, ctx, -1, module};
+	struct gp_alloc a = {ptr, size, ctx, -1, module, 0};
 
 	if (!o || module == 0)
 		return -EINVAL;
 	for (size_t i = upper_bound(o, ptr); i-- > 0 && o->allocs[i].ptr == ptr;)
 		if (o->allocs[i].module == module)
 			return 0; /* asked for twice */
+	return insert(o, &a);
+}
+
+int gp_owner_pooled_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t ctx, int device,
+			uint64_t pool)
+{
+	struct gp_alloc a = {ptr, size, ctx, device, 0, pool};
+
+	if (!o || size == 0 || pool == 0)
+		return -EINVAL;
 	return insert(o, &a);
 }
 
@@ -265,7 +275,7 @@ void gp_owner_alloc_remove(struct gp_owner *o, struct gp_alloc *a)
 	if (!o || !a || a < o->allocs || a >= o->allocs + o->nallocs)
 		return;
 	at = (size_t)(a - o->allocs);
-	if (a->module == 0) {
+	if (a->module == 0 && a->pool == 0) {
 		if (a->device >= 0 && a->device < GP_STATS_MAX_DEVICES)
 			o->dev_used[a->device] -= a->size;
 		o->mem_used -= a->size;

@@ -55,6 +55,7 @@ struct gp_alloc {
 	uint64_t ctx;
 	int device;
 	uint64_t module; /* a module's global: not freeable, not counted as allocated */
+	uint64_t pool;	 /* from a memory pool: freeable, counted by the pool's charge */
 };
 
 /* A library's module in one context: the driver makes it on first use there, and what it
@@ -122,6 +123,11 @@ int gp_owner_alloc_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t
  * twice is 0. Errors as for gp_owner_alloc_add. A global may be of size 0. */
 int gp_owner_global_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t ctx,
 			uint64_t module);
+/* Records an allocation served by a memory pool (pool != 0): ownable and freeable, not
+ * counted (the pool's handle carries what the pool holds as its charge). Errors as for
+ * gp_owner_alloc_add. */
+int gp_owner_pooled_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t ctx, int device,
+			uint64_t pool);
 /* The allocation or global that contains ptr (a size-0 one only at its ptr), or NULL. */
 struct gp_alloc *gp_owner_alloc_find(const struct gp_owner *o, uint64_t ptr);
 /* Removes an entry gp_owner_alloc_find returned and releases what it counted. */

@@ -30,12 +30,13 @@ static bool is_function(const struct gp_handle *h)
 void gp__handle_release(struct gp_worker *w, uint64_t id)
 {
 	struct gp_handle *h = gp_owner_handle_get(&w->own, id, gp_owner_id_kind(id));
-	bool function;
+	bool function, pool;
 	void *aux;
 
 	if (!h)
 		return;
 	function = is_function(h);
+	pool = h->kind == GP_H_MEMPOOL;
 	if (gp_owner_handle_free(&w->own, id, &aux))
 		return;
 	if (function && aux) {
@@ -45,6 +46,8 @@ void gp__handle_release(struct gp_worker *w, uint64_t id)
 		free(fi->size);
 		free(fi);
 	}
+	if (pool)
+		free(aux);
 	gp__publish_mem(w);
 }
 
@@ -133,6 +136,8 @@ void gp__forget_ctx(struct gp_worker *w, uint64_t ctx)
 			gp__forget_module(w, gp__handle_id(w, h));
 		gp__handle_release(w, gp__handle_id(w, h));
 	}
+	/* The driver freed the context's pool allocations: its pools hold less. */
+	gp__pools_refresh(w, -1);
 	gp__publish_mem(w);
 }
 

@@ -117,6 +117,10 @@ static void *waiter(void *arg)
 		h.type = j->type;
 		h.request_id = j->request_id;
 		pthread_mutex_lock(&w->lock);
+		/* A synchronize (or a free) is where pools give back what they hold above their
+		 * release threshold: what they hold is charged anew before the client hears. */
+		if (j->wait.kind != GP_WAIT_STREAM_DESTROY)
+			gp__pools_refresh(w, -1);
 		ret = gp__send_reply(w, &h, r, NULL, 0, NULL, 0);
 		pthread_mutex_unlock(&w->lock);
 		if (ret)

@@ -15,6 +15,7 @@
  * hostfn.c    host functions: run in the client when their stream reaches them
  * graph.c     graphs, graph nodes, executable graphs and stream capture on the driver
  * vmm.c       virtual memory management: reservations, allocations (charged), mappings
+ * mempool.c   memory pools and stream-ordered allocation; what pools hold is charged
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * driver.c    the dlopen'd libcuda
@@ -77,7 +78,11 @@ enum gp_handle_kind {
 	GP_H_GRAPH_NODE, /* parent: its graph's handle */
 	GP_H_GRAPH_EXEC, /* parent: the context it was made in */
 	GP_H_VMEM,	 /* a cuMemCreate allocation (vmm.c): aux its record, charged */
+	GP_H_MEMPOOL,	 /* a memory pool (the session's, not a context's): mempool.c */
 };
+
+/* Memory pools one session may hold at once (created ones and the devices' default ones). */
+#define GP_POOLS_MAX 256
 
 struct gp_fn_info {
 	uint32_t nparams;
@@ -114,6 +119,11 @@ struct gp_worker {
 	unsigned primary_refs[GP_STATS_MAX_DEVICES];
 	/* Each primary context's default heap and printf buffer, charged while it lives. */
 	uint64_t primary_limits[GP_STATS_MAX_DEVICES][2];
+	/* mempool.c: each device's default and current pool (handles; 0 until asked for), and
+	 * every pool handle of the session. */
+	uint64_t pool_default[GP_STATS_MAX_DEVICES], pool_current[GP_STATS_MAX_DEVICES];
+	uint64_t pools[GP_POOLS_MAX];
+	unsigned npools;
 
 	bool has_deferred;
 	int32_t deferred_result;
@@ -172,6 +182,13 @@ void *gp__hostfn_copy_new(struct gp_worker *w, uint64_t token, uint64_t nbytes, 
 			  uint8_t **staging);
 /* graph.c: whether the driver's stream is capturing now */
 bool gp__stream_capturing(struct gp_worker *w, CUstream s);
+
+/* mempool.c */
+/* Each pool's charge (on device, or every device: -1) made what the driver says it holds;
+ * with w->lock held. */
+void gp__pools_refresh(struct gp_worker *w, int device);
+/* An allocation of pool (0: none) was freed (and removed from the table). */
+void gp__pool_alloc_freed(struct gp_worker *w, uint64_t pool);
 
 /* module.c */
 /* A function's parameter layout, asked of the driver on first use. */

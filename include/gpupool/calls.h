@@ -340,7 +340,46 @@
 	X(STREAM_CAPTURE_INFO, stream_capture_info, 177, 0,                                      \
 	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream),                                               \
 	  GP_OUT(status) GP_OUT(id) GP_OUT(graph) GP_OUT(ndeps), ,                               \
-	  "cuStreamIsCapturing, cuStreamGetCaptureInfo (without the dependency array)")
+	  "cuStreamIsCapturing, cuStreamGetCaptureInfo (without the dependency array)")         \
+	/* ---- memory pools (pool: U64 handles the handler checks by kind: mempool.c) ---- */ \
+	X(MEM_ALLOC_ASYNC, mem_alloc_async, 180, 0,                                              \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, bytes) GP_ARG(U64, pool) GP_ARG(STREAM, stream),          \
+	  GP_OUT(dptr) GP_OUT(pool), ,                                                           \
+	  "cuMemAllocAsync (pool 0: the device's current pool), cuMemAllocFromPoolAsync: what the pool holds is charged to the session; out pool: the one it came from") \
+	X(MEM_FREE_ASYNC, mem_free_async, 181, GP_C_ASYNC,                                       \
+	  GP_ARG(CTX, ctx) GP_ARG(DPTR, dptr) GP_ARG(STREAM, stream), , ,                        \
+	  "cuMemFreeAsync (dptr must start an allocation of the session)")                       \
+	X(POOL_CREATE, pool_create, 182, 0,                                                      \
+	  GP_ARG(DEVICE, device) GP_ARG(U64, max_size),                                          \
+	  GP_OUT(pool), ,                                                                        \
+	  "cuMemPoolCreate (pinned device memory, no shareable handle types)")                   \
+	X(POOL_DESTROY, pool_destroy, 183, 0,                                                    \
+	  GP_ARG(U64, pool), , ,                                                                 \
+	  "cuMemPoolDestroy (not a default pool)")                                               \
+	X(POOL_SET_ATTRIBUTE, pool_set_attribute, 184, GP_C_ASYNC,                               \
+	  GP_ARG(U64, pool) GP_ARG(U32, attribute) GP_ARG(U64, value), , ,                       \
+	  "cuMemPoolSetAttribute (int attributes as 0 or 1)")                                    \
+	X(POOL_GET_ATTRIBUTE, pool_get_attribute, 185, 0,                                        \
+	  GP_ARG(U64, pool) GP_ARG(U32, attribute),                                              \
+	  GP_OUT(value), ,                                                                       \
+	  "cuMemPoolGetAttribute")                                                               \
+	X(POOL_TRIM, pool_trim, 186, GP_C_ASYNC,                                                 \
+	  GP_ARG(U64, pool) GP_ARG(U64, keep), , ,                                               \
+	  "cuMemPoolTrimTo")                                                                     \
+	X(POOL_SET_ACCESS, pool_set_access, 187, 0,                                              \
+	  GP_ARG(U64, pool) GP_ARG(BLOB, map), , ,                                               \
+	  "cuMemPoolSetAccess: map is (u32 device, u32 flags) pairs")                            \
+	X(POOL_GET_ACCESS, pool_get_access, 188, 0,                                              \
+	  GP_ARG(U64, pool) GP_ARG(DEVICE, device),                                              \
+	  GP_OUT(flags), ,                                                                       \
+	  "cuMemPoolGetAccess (a device location)")                                              \
+	X(POOL_OF_DEVICE, pool_of_device, 189, 0,                                                \
+	  GP_ARG(DEVICE, device) GP_ARG(U32, current),                                           \
+	  GP_OUT(pool), ,                                                                        \
+	  "cuDeviceGetDefaultMemPool (current 0), cuDeviceGetMemPool (current 1), and their cuMem*MemPool forms") \
+	X(POOL_SET_CURRENT, pool_set_current, 190, 0,                                            \
+	  GP_ARG(DEVICE, device) GP_ARG(U64, pool), , ,                                          \
+	  "cuDeviceSetMemPool, cuMemSetMemPool")
 /* clang-format on */
 
 #endif

@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 		/* An attribute never promises what then fails: programs trust it. */
 		CUdeviceptr m;
 		void *h = NULL, *hd = NULL;
-		int managed = 0, mapped = 0;
+		int managed = 0, mapped = 0, pools = 0;
 
 		CHECK(cuDeviceGetAttribute(&managed, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, dev) ==
 			      CUDA_SUCCESS,
@@ -106,7 +106,16 @@ int main(int argc, char **argv)
 				      cuMemHostGetDevicePointer((CUdeviceptr *)&hd, h, 0) ==
 					      CUDA_SUCCESS,
 			      "canMapHostMemory=1, so mapped host memory works");
-		printf("managedMemory %d, canMapHostMemory %d\n", managed, mapped);
+		CHECK(cuDeviceGetAttribute(&pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+					   dev) == CUDA_SUCCESS,
+		      "memoryPoolsSupported");
+		if (pools)
+			CHECK(cuMemAllocAsync(&m, 256, NULL) == CUDA_SUCCESS &&
+				      cuMemFreeAsync(m, NULL) == CUDA_SUCCESS &&
+				      cuStreamSynchronize(NULL) == CUDA_SUCCESS,
+			      "memoryPoolsSupported=1, so cuMemAllocAsync works");
+		printf("managedMemory %d, canMapHostMemory %d, memoryPoolsSupported %d\n", managed,
+		       mapped, pools);
 	}
 	{
 		/* A library's module: the same one each time, its functions run, it cannot be

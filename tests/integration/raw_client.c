@@ -11,6 +11,9 @@
  *             CUDA_ERROR_INVALID_VALUE / INVALID_CONTEXT, session goes on
  *   vmm       virtual memory calls with addresses, sizes and handles the session does not
  *             own, or that wrap: refused with CUDA's errors, the session goes on
+ *   pools     memory pool calls with forged, stale and foreign handles, bad attributes,
+ *             sizes and access maps, and pointers freed or not their own: refused with
+ *             CUDA errors, session goes on
  *   image     module images that point outside the bytes sent (a cudart
  *             wrapper, a fatbin claiming more): refused with
  *             CUDA_ERROR_INVALID_IMAGE, session goes on
@@ -409,6 +412,106 @@ int main(int argc, char **argv)
 		printf("free of its own allocation: %d\n", r);
 		return r == CUDA_SUCCESS ? 0 : 1;
 	}
+	if (strcmp(mode, "pools") == 0) {
+		struct gp_out_ctx_create cc;
+		struct gp_out_pool_of_device def;
+		struct gp_out_pool_create pc;
+		struct gp_out_mem_alloc_async aa;
+		uint32_t bad_dev[2] = {5, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+		uint64_t ctx;
+		int fails = 0;
+		CUresult r;
+
+		if (call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc) != CUDA_SUCCESS ||
+		    call(pool_of_device, (&(struct gp_in_pool_of_device){0, 0}), &def) !=
+			    CUDA_SUCCESS ||
+		    call(pool_create, (&(struct gp_in_pool_create){0, 0}), &pc) != CUDA_SUCCESS)
+			die("setup");
+		ctx = cc.ctx;
+#define EXPECT_R(what, got, want)            \
+	do {                                 \
+		r = (got);                   \
+		printf("%s: %d\n", what, r); \
+		fails += r != (want);        \
+	} while (0)
+		EXPECT_R("destroy of a context id as a pool",
+			 call(pool_destroy, (&(struct gp_in_pool_destroy){ctx}),
+			      (struct gp_out_pool_destroy *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		EXPECT_R("destroy of a default pool",
+			 call(pool_destroy, (&(struct gp_in_pool_destroy){def.pool}),
+			      (struct gp_out_pool_destroy *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		EXPECT_R("an unknown attribute",
+			 call(pool_get_attribute, (&(struct gp_in_pool_get_attribute){pc.pool, 99}),
+			      (struct gp_out_pool_get_attribute *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		EXPECT_R("an allocation of 0 bytes",
+			 call(mem_alloc_async, (&(struct gp_in_mem_alloc_async){ctx, 0, 0, 0}),
+			      (struct gp_out_mem_alloc_async *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		EXPECT_R("an allocation from a context id as a pool",
+			 call(mem_alloc_async, (&(struct gp_in_mem_alloc_async){ctx, 64, ctx, 0}),
+			      (struct gp_out_mem_alloc_async *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		EXPECT_R("an access map of 7 bytes",
+			 call(pool_set_access,
+			      (&(struct gp_in_pool_set_access){pc.pool, bad_dev, 7}),
+			      (struct gp_out_pool_set_access *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		EXPECT_R("access for a device the session does not have",
+			 call(pool_set_access,
+			      (&(struct gp_in_pool_set_access){pc.pool, bad_dev, 8}),
+			      (struct gp_out_pool_set_access *)NULL),
+			 CUDA_ERROR_INVALID_DEVICE);
+		if (call(mem_alloc_async, (&(struct gp_in_mem_alloc_async){ctx, 4096, pc.pool, 0}),
+			 &aa) != CUDA_SUCCESS)
+			die("MEM_ALLOC_ASYNC");
+		EXPECT_R("a free of an inner pointer",
+			 call(mem_free_async, (&(struct gp_in_mem_free_async){ctx, aa.dptr + 8, 0}),
+			      (struct gp_out_mem_free_async *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		EXPECT_R("a memset of a pool allocation",
+			 call(memset,
+			      (&(struct gp_in_memset){.ctx = ctx,
+						      .dst = aa.dptr,
+						      .esize = 1,
+						      .width = 4096,
+						      .height = 1}),
+			      (struct gp_out_memset *)NULL),
+			 CUDA_SUCCESS);
+		EXPECT_R("its free",
+			 call(mem_free_async, (&(struct gp_in_mem_free_async){ctx, aa.dptr, 0}),
+			      (struct gp_out_mem_free_async *)NULL),
+			 CUDA_SUCCESS);
+		EXPECT_R("a memset of it once freed",
+			 call(memset,
+			      (&(struct gp_in_memset){.ctx = ctx,
+						      .dst = aa.dptr,
+						      .esize = 1,
+						      .width = 16,
+						      .height = 1}),
+			      (struct gp_out_memset *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		EXPECT_R("a second free",
+			 call(mem_free_async, (&(struct gp_in_mem_free_async){ctx, aa.dptr, 0}),
+			      (struct gp_out_mem_free_async *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		EXPECT_R("destroy of its pool",
+			 call(pool_destroy, (&(struct gp_in_pool_destroy){pc.pool}),
+			      (struct gp_out_pool_destroy *)NULL),
+			 CUDA_SUCCESS);
+		EXPECT_R("a trim of the destroyed pool",
+			 call(pool_trim, (&(struct gp_in_pool_trim){pc.pool, 0}),
+			      (struct gp_out_pool_trim *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		EXPECT_R("the default pool made current again",
+			 call(pool_set_current, (&(struct gp_in_pool_set_current){0, def.pool}),
+			      (struct gp_out_pool_set_current *)NULL),
+			 CUDA_SUCCESS);
+#undef EXPECT_R
+		return fails ? 1 : 0;
+	}
 	if (strcmp(mode, "image") == 0) {
 		static const char ptx[] = ".version 7.0\n.target sm_75\n.address_size 64\n";
 		struct gp_out_ctx_create cc;
@@ -595,7 +698,8 @@ int main(int argc, char **argv)
 		printf("then PTX text: %d\n", r);
 		return r == CUDA_SUCCESS ? 0 : 1;
 	}
-	fprintf(stderr, "usage: raw_client version|old-version|garbage|oversize|type|foreign|image|"
-			"handles|contexts|caps|bomb|hold\n");
+	fprintf(stderr,
+		"usage: raw_client version|old-version|garbage|oversize|type|foreign|pools|image|"
+		"handles|contexts|caps|bomb|hold\n");
 	return 2;
 }

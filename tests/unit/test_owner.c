@@ -390,6 +390,32 @@ static void test_alloc_remove_and_forget(void **state)
 	assert_int_equal(o->mem_peak, 600);
 }
 
+static void test_pooled(void **state)
+{
+	struct gp_owner *o = *state;
+	uint64_t pool = gp_owner_handle_new(o, 11, (void *)0x99);
+	struct gp_handle *h = gp_owner_handle_get(o, pool, 11);
+
+	assert_int_equal(gp_owner_pooled_add(o, 0x1000, 100, 1, 0, 0), -EINVAL); /* no pool */
+	assert_int_equal(gp_owner_pooled_add(o, 0x1000, 0, 1, 0, pool), -EINVAL);
+	/* the pool's charge counts what it holds, its allocations only make ranges ownable */
+	h->device = 0;
+	h->charge = 4096;
+	assert_int_equal(gp_owner_charge(o, 0, 4096), 0);
+	assert_int_equal(gp_owner_pooled_add(o, 0x1000, 100, 1, 0, pool), 0);
+	assert_int_equal(gp_owner_pooled_add(o, 0x1050, 10, 1, 0, pool), -EEXIST);
+	assert_true(gp_owner_range(o, 0x1000, 100));
+	assert_false(gp_owner_range(o, 0x1000, 101));
+	assert_int_equal(o->dev_used[0], 4096);
+	assert_int_equal(gp_owner_alloc_find(o, 0x1010)->pool, pool);
+	gp_owner_alloc_remove(o, gp_owner_alloc_find(o, 0x1000));
+	assert_false(gp_owner_range(o, 0x1000, 1));
+	assert_int_equal(o->dev_used[0], 4096); /* still held by the pool */
+	assert_int_equal(gp_owner_handle_free(o, pool, NULL), 0);
+	assert_int_equal(o->dev_used[0], 0);
+	assert_int_equal(o->mem_used, 0);
+}
+
 /* ---- charges and limits ---- */
 
 static void test_charge_limit(void **state)
@@ -502,6 +528,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_range2d_overflow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_globals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_remove_and_forget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pooled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_charge_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_libinst_charges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handle_limit, setup, teardown),
