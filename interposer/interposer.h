@@ -343,6 +343,10 @@ CUresult gp__stream_query(CUstream s, bool pt);
 CUresult gp__launch_host_func(CUstream s, CUhostFn fn, void *data, bool pt);
 CUresult gp__launch_ex(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra,
 		       bool pt);
+/* cuLaunchCooperativeKernel: waits for the worker's answer (a grid too large is refused). */
+CUresult gp__launch_coop(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			 unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+			 bool pt);
 CUresult gp__stream_add_callback(CUstream s, CUstreamCallback cb, void *data, unsigned flags,
 				 bool pt);
 

@@ -25,7 +25,8 @@ static const struct gp_call_info calls[] = {GP_CALL_MAP(GP__INFO)};
 #define GP__FITS(NAME, n, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)                             \
 	_Static_assert(GP_NARGS_##NAME <= GP_CALL_ARGS_MAX, #NAME ": too many arguments"); \
 	_Static_assert(GP_NOUTS_##NAME <= GP_CALL_OUTS_MAX, #NAME ": too many outputs");   \
-	_Static_assert(NUM >= 100 && NUM < 200, #NAME ": calls are types 100-199");
+	_Static_assert((NUM >= 100 && NUM < 200) || (NUM >= 204 && NUM < 210),             \
+		       #NAME ": calls are types 100-199 and 204-209");
 GP_CALL_MAP(GP__FITS)
 #undef GP__FITS
 

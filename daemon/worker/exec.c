@@ -6,25 +6,101 @@
 #include "log.h"
 #include "worker.h"
 
+/* kernelParams pointing into the request's buffer, which must hold every parameter the
+ * kernel reads; *args NULL for a kernel without parameters. */
+static CUresult launch_args(const struct gp_fn_info *fi, const uint8_t *params, size_t len,
+			    void ***args)
+{
+	*args = NULL;
+	if (!fi || len < fi->param_bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fi->nparams) {
+		*args = calloc(fi->nparams, sizeof(**args));
+		if (!*args)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		for (uint32_t i = 0; i < fi->nparams; i++)
+			(*args)[i] = (void *)(params + fi->offset[i]);
+	}
+	return CUDA_SUCCESS;
+}
+
 CUresult gp__serve_launch(struct gp_worker *w, struct gp_req *rq, const struct gp_wargs_launch *a,
 			  struct gp_out_launch *o)
 {
-	const struct gp_fn_info *fi = a->func_info;
-	void **args = NULL;
-	CUresult r;
+	void **args;
+	CUresult r = launch_args(a->func_info, a->params, a->params_len, &args);
 
-	/* The buffer must hold every parameter the kernel reads. */
-	if (!fi || a->params_len < fi->param_bytes)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (fi->nparams) {
-		args = calloc(fi->nparams, sizeof(*args));
-		if (!args)
-			return CUDA_ERROR_OUT_OF_MEMORY;
-		for (uint32_t i = 0; i < fi->nparams; i++)
-			args[i] = (void *)(a->params + fi->offset[i]);
-	}
+	if (r != CUDA_SUCCESS)
+		return r;
 	r = w->drv.cuLaunchKernel(a->func_drv, a->grid_x, a->grid_y, a->grid_z, a->block_x,
 				  a->block_y, a->block_z, a->shared_mem, a->stream_drv, args, NULL);
+	free(args);
+	return r;
+}
+
+/*
+ * cuLaunchKernelEx with the attributes the client gave: the driver checks them as it would
+ * for a local program (a cooperative grid too large, clusters on a device without them).
+ * Only an access policy window names memory; it must be the session's, though the driver
+ * only uses it as a cache hint.
+ */
+CUresult gp__serve_launch_ex(struct gp_worker *w, struct gp_req *rq,
+			     const struct gp_wargs_launch_ex *a, struct gp_out_launch_ex *o)
+{
+	CUlaunchAttribute attr[5];
+	CUlaunchConfig cfg = {.gridDimX = a->grid_x,
+			      .gridDimY = a->grid_y,
+			      .gridDimZ = a->grid_z,
+			      .blockDimX = a->block_x,
+			      .blockDimY = a->block_y,
+			      .blockDimZ = a->block_z,
+			      .sharedMemBytes = a->shared_mem,
+			      .hStream = a->stream_drv,
+			      .attrs = attr};
+	void **args;
+	CUresult r;
+
+	if (a->attrs & ~(GP_LA_COOPERATIVE | GP_LA_PRIORITY | GP_LA_CLUSTER_DIM |
+			 GP_LA_CLUSTER_POLICY | GP_LA_ACCESS_WINDOW))
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(attr, 0, sizeof(attr));
+	if (a->attrs & GP_LA_COOPERATIVE) {
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		attr[cfg.numAttrs++].value.cooperative = (int)(a->cooperative != 0);
+	}
+	if (a->attrs & GP_LA_PRIORITY) {
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+		attr[cfg.numAttrs++].value.priority = a->priority;
+	}
+	if (a->attrs & GP_LA_CLUSTER_DIM) {
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[cfg.numAttrs].value.clusterDim.x = a->cluster_x;
+		attr[cfg.numAttrs].value.clusterDim.y = a->cluster_y;
+		attr[cfg.numAttrs++].value.clusterDim.z = a->cluster_z;
+	}
+	if (a->attrs & GP_LA_CLUSTER_POLICY) {
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+		attr[cfg.numAttrs++].value.clusterSchedulingPolicyPreference =
+			(CUclusterSchedulingPolicy)a->cluster_policy;
+	}
+	if (a->attrs & GP_LA_ACCESS_WINDOW) {
+		CUaccessPolicyWindow *win = &attr[cfg.numAttrs].value.accessPolicyWindow;
+		float ratio;
+
+		if (a->window_bytes && !gp_owner_range(&w->own, a->window_base, a->window_bytes))
+			return CUDA_ERROR_INVALID_VALUE;
+		memcpy(&ratio, &a->window_hit_ratio, sizeof(ratio));
+		attr[cfg.numAttrs++].id = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+		win->base_ptr = (void *)(uintptr_t)a->window_base;
+		win->num_bytes = a->window_bytes;
+		win->hitRatio = ratio;
+		win->hitProp = (CUaccessProperty)a->window_hit_prop;
+		win->missProp = (CUaccessProperty)a->window_miss_prop;
+	}
+	r = launch_args(a->func_info, a->params, a->params_len, &args);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = GP_DRV(w, cuLaunchKernelEx, &cfg, a->func_drv, args, NULL);
 	free(args);
 	return r;
 }

@@ -55,6 +55,13 @@
 /* The reply lists the functions or kernels of what was loaded (Reply.function). */
 #define GP_C_FUNCTIONS 0x4u
 
+/* LAUNCH_EX: which launch attributes a request carries (CUlaunchAttributeID each). */
+#define GP_LA_COOPERATIVE 0x1u	  /* cooperative */
+#define GP_LA_PRIORITY 0x2u	  /* priority */
+#define GP_LA_CLUSTER_DIM 0x4u	  /* cluster_x, cluster_y, cluster_z */
+#define GP_LA_CLUSTER_POLICY 0x8u /* cluster_policy */
+#define GP_LA_ACCESS_WINDOW 0x10u /* window_*: its range must be the session's memory */
+
 #define GP_NAME_MAX 4096u
 #define GP_BLOB_MAX 32768u /* CUDA's kernel parameter limit is 32764 bytes */
 
@@ -172,6 +179,15 @@
 	  GP_ARG(U32, grid_z) GP_ARG(U32, block_x) GP_ARG(U32, block_y) GP_ARG(U32, block_z)     \
 	  GP_ARG(U32, shared_mem) GP_ARG(STREAM, stream) GP_ARG(BLOB, params), , ,               \
 	  "cuLaunchKernel[Ex]: params laid out as the load reply described")                     \
+	X(LAUNCH_EX, launch_ex, 204, GP_C_ASYNC,                                                 \
+	  GP_ARG(CTX, ctx) GP_ARG(FUNC, func) GP_ARG(U32, grid_x) GP_ARG(U32, grid_y)            \
+	  GP_ARG(U32, grid_z) GP_ARG(U32, block_x) GP_ARG(U32, block_y) GP_ARG(U32, block_z)     \
+	  GP_ARG(U32, shared_mem) GP_ARG(STREAM, stream) GP_ARG(U32, attrs)                      \
+	  GP_ARG(U32, cooperative) GP_ARG(I32, priority) GP_ARG(U32, cluster_x)                  \
+	  GP_ARG(U32, cluster_y) GP_ARG(U32, cluster_z) GP_ARG(U32, cluster_policy)              \
+	  GP_ARG(DPTR, window_base) GP_ARG(U64, window_bytes) GP_ARG(U32, window_hit_ratio)      \
+	  GP_ARG(U32, window_hit_prop) GP_ARG(U32, window_miss_prop) GP_ARG(BLOB, params), , ,   \
+	  "cuLaunchKernelEx with attributes, cuLaunchCooperativeKernel: attrs is a GP_LA_* set of those given (hit ratio: the float's bits)") \
 	/* ---- streams ---- */                                                                  \
 	X(STREAM_CREATE, stream_create, 140, 0,                                                  \
 	  GP_ARG(CTX, ctx) GP_ARG(U32, flags) GP_ARG(I32, priority),                             \

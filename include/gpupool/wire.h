@@ -38,7 +38,8 @@
 #define GP_F_KNOWN (GP_F_NO_REPLY | GP_F_MORE)
 
 /*
- * Message types that are not calls. The calls (types 100-199) are described in
+ * Message types that are not calls. The calls (types 100-199, and 204-209 when
+ * those ran out) are described in
  * <gpupool/calls.h>; their bodies are Call messages.
  * X(name, number, protobuf message of the frame body)
  */

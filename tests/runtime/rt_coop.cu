@@ -149,15 +149,20 @@ int main()
 	CK(cudaMemcpyAsync(d_y, ys.data(), ns * sizeof(unsigned), cudaMemcpyHostToDevice, st));
 	{
 		cudaLaunchConfig_t cfg = {};
-		cudaLaunchAttribute attr[1];
+		cudaLaunchAttribute attr[2];
+		int lo = 0, hi = 0;
 
+		// A priority travels with it (the pool forwards both).
+		CK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
 		attr[0].id = cudaLaunchAttributeCooperative;
 		attr[0].val.cooperative = 1;
+		attr[1].id = cudaLaunchAttributePriority;
+		attr[1].val.priority = hi;
 		cfg.gridDim = dim3(small_blocks);
 		cfg.blockDim = dim3(BLOCK);
 		cfg.stream = st;
 		cfg.attrs = attr;
-		cfg.numAttrs = 1;
+		cfg.numAttrs = 2;
 		CK(cudaLaunchKernelEx(&cfg, phases, (const unsigned *)d_x, d_partial, d_total, d_y,
 				      ns));
 	}
