@@ -11,6 +11,7 @@ gp_start
 "$GP_TESTBIN/raw_client" type || fail "an unknown message type must close the session"
 "$GP_TESTBIN/raw_client" foreign || fail "pointers and handles the session does not own must be refused"
 "$GP_TESTBIN/raw_client" image || fail "images reaching outside the bytes sent must be refused"
+"$GP_TESTBIN/raw_client" launch-ex || fail "launch attributes the worker cannot honour must be refused"
 
 # Device and host addresses never alias in the client (unified copies depend on it).
 out=$(run_client "$GP_TESTBIN/alias" 2>&1) || fail "alias: $out"
