@@ -270,6 +270,105 @@ GP_CUDA_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx,
 	return gp__launch_coop(f, gx, gy, gz, bx, by, bz, shmem, s, params, false);
 }
 
+/* ---- tensor maps ------------------------------------------------------------------------ */
+
+/*
+ * Encoded by the pool's driver (TENSOR_MAP_ENCODE), which knows its GPU's format, on a
+ * device that has tensor map access (compute capability 9.0+); elsewhere NOT_SUPPORTED,
+ * as there is nothing that could use the map.
+ */
+static CUresult tensor_map_encode(CUtensorMap *map, uint32_t kind, void *global,
+				  const struct gp_tensor_desc *d)
+{
+	struct gp_ictx *c;
+	CUresult r;
+
+	if (!map || !global || d->rank < 1 || d->rank > 5)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!gp__client.dev[c->device].attr[CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED])
+		return CUDA_ERROR_NOT_SUPPORTED;
+	return gp__rpc_tensor_map_encode(
+		0,
+		&(struct gp_in_tensor_map_encode){.ctx = c->remote,
+						  .kind = kind,
+						  .global = (uint64_t)(uintptr_t)global,
+						  .desc = (const uint8_t *)d,
+						  .desc_len = sizeof(*d),
+						  .map = map,
+						  .map_len = sizeof(*map)},
+		NULL);
+}
+
+/* The arrays every encoding has: rank dimensions, rank - 1 strides, rank element strides. */
+static CUresult tensor_desc(struct gp_tensor_desc *d, CUtensorMapDataType type, cuuint32_t rank,
+			    const cuuint64_t *dim, const cuuint64_t *stride,
+			    const cuuint32_t *estride, CUtensorMapInterleave il,
+			    CUtensorMapSwizzle sw, CUtensorMapL2promotion l2,
+			    CUtensorMapFloatOOBfill oob)
+{
+	memset(d, 0, sizeof(*d));
+	if (rank < 1 || rank > 5 || !dim || (rank > 1 && !stride) || !estride)
+		return CUDA_ERROR_INVALID_VALUE;
+	d->data_type = (uint32_t)type;
+	d->rank = rank;
+	for (cuuint32_t i = 0; i < rank; i++) {
+		d->dim[i] = dim[i];
+		d->elem_stride[i] = estride[i];
+		if (i + 1 < rank)
+			d->stride[i] = stride[i];
+	}
+	d->interleave = (uint32_t)il;
+	d->swizzle = (uint32_t)sw;
+	d->l2_promotion = (uint32_t)l2;
+	d->oob_fill = (uint32_t)oob;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type,
+					       cuuint32_t rank, void *global, const cuuint64_t *dim,
+					       const cuuint64_t *stride, const cuuint32_t *box,
+					       const cuuint32_t *estride, CUtensorMapInterleave il,
+					       CUtensorMapSwizzle sw, CUtensorMapL2promotion l2,
+					       CUtensorMapFloatOOBfill oob)
+{
+	struct gp_tensor_desc d;
+	CUresult r = tensor_desc(&d, type, rank, dim, stride, estride, il, sw, l2, oob);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!box)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (cuuint32_t i = 0; i < rank; i++)
+		d.box[i] = box[i];
+	return tensor_map_encode(map, 0, global, &d);
+}
+
+GP_CUDA_EXPORT CUresult cuTensorMapEncodeIm2col(
+	CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *global,
+	const cuuint64_t *dim, const cuuint64_t *stride, const int *lower, const int *upper,
+	cuuint32_t channels, cuuint32_t pixels, const cuuint32_t *estride, CUtensorMapInterleave il,
+	CUtensorMapSwizzle sw, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob)
+{
+	struct gp_tensor_desc d;
+	CUresult r = tensor_desc(&d, type, rank, dim, stride, estride, il, sw, l2, oob);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	/* rank - 2 spatial dimensions: the corners have one entry each */
+	if (rank < 3 || !lower || !upper)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (cuuint32_t i = 0; i + 2 < rank; i++) {
+		d.lower[i] = lower[i];
+		d.upper[i] = upper[i];
+	}
+	d.channels = channels;
+	d.pixels = pixels;
+	return tensor_map_encode(map, 1, global, &d);
+}
+
 /* ---- occupancy -------------------------------------------------------------------------- */
 
 static CUresult max_active_blocks(int *n, CUfunction func, int block, size_t smem, unsigned flags)

@@ -21,7 +21,9 @@
  *   launch-ex LAUNCH_EX with attributes the worker must refuse (unknown ones, an
  *             access window over memory not the session's, a cooperative grid too
  *             large, clusters softgpu lacks, parameters too short), each with its
- *             CUDA error; a window over its own memory works; session goes on
+ *             CUDA error; a window over its own memory works; then TENSOR_MAP_ENCODE
+ *             of tensors not in the session's memory (INVALID_VALUE) and of one in it
+ *             (softgpu cannot: NOT_SUPPORTED); session goes on
  *
  * RAW_MEMORY (bytes) is the memory the Hello asks for; RAW_PROGRAM and RAW_HOST
  * replace the program name and client host it sends.
@@ -578,6 +580,58 @@ int main(int argc, char **argv)
 			printf("%s: %d\n", cases[i].what, r);
 			if (r != cases[i].want)
 				return 1;
+		}
+		{
+			static uint8_t map[GP_TENSOR_MAP_BYTES];
+			/* 32 x 32 floats, rows 128 bytes apart: 4 KiB */
+			struct gp_tensor_desc d = {.dim = {32, 32},
+						   .stride = {128},
+						   .data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+						   .rank = 2,
+						   .box = {8, 8},
+						   .elem_stride = {1, 1}};
+			struct gp_tensor_desc tall = d, huge = d, bad = d;
+			struct {
+				const char *what;
+				uint64_t global;
+				const struct gp_tensor_desc *d;
+				size_t len;
+				CUresult want;
+			} maps[] = {
+				{"a tensor map description of the wrong size", ma.dptr, &d, 8,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a tensor map of foreign memory", 0x10000, &d, sizeof(d),
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a tensor map past its allocation", ma.dptr, &tall, sizeof(d),
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a tensor map whose extent wraps", ma.dptr, &huge, sizeof(d),
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a tensor map of rank 0", ma.dptr, &bad, sizeof(d),
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a tensor map of its own memory on softgpu", ma.dptr, &d,
+				 sizeof(d), CUDA_ERROR_NOT_SUPPORTED},
+			};
+
+			tall.dim[1] = 33;
+			huge.rank = 3;
+			huge.dim[2] = 1ull << 32;
+			huge.stride[1] = (1ull << 40) - 1;
+			bad.rank = 0;
+			for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+				struct gp_in_tensor_map_encode in = {
+					.ctx = cc.ctx,
+					.global = maps[i].global,
+					.desc = (const uint8_t *)maps[i].d,
+					.desc_len = maps[i].len,
+					.map = map,
+					.map_len = sizeof(map)};
+
+				r = call(tensor_map_encode, &in,
+					 (struct gp_out_tensor_map_encode *)NULL);
+				printf("%s: %d\n", maps[i].what, r);
+				if (r != maps[i].want)
+					return 1;
+			}
 		}
 		r = call(ctx_synchronize, (&(struct gp_in_ctx_synchronize){cc.ctx}),
 			 (struct gp_out_ctx_synchronize *)NULL);

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include <cuda.h>
+
 #include "rt_check.h"
 
 namespace cg = cooperative_groups;
@@ -209,6 +211,32 @@ int main()
 		}
 		CK(cudaDeviceSynchronize());
 		CK(cudaFree(d_out));
+	}
+
+	// Tensor maps need compute capability 9.0 (TMA): encoding one is refused where the
+	// device says it has no tensor map access.
+	{
+		int tma = -1;
+		void *fn = NULL;
+		cudaDriverEntryPointQueryResult q;
+		alignas(64) CUtensorMap map;
+		cuuint64_t dim[2] = {64, 64}, stride[1] = {64 * sizeof(float)};
+		cuuint32_t box[2] = {16, 16}, es[2] = {1, 1};
+
+		CK(cudaDeviceGetAttribute(
+			&tma, (cudaDeviceAttr)CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED,
+			dev));
+		CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000,
+						    cudaEnableDefault, &q));
+		EXPECT(fn && q == cudaDriverEntryPointSuccess, "cuTensorMapEncodeTiled found");
+		CUresult r = ((decltype(&cuTensorMapEncodeTiled))fn)(
+			&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, d_x, dim, stride, box, es,
+			CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+			CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+		if (tma == 0)
+			EXPECT(r == CUDA_ERROR_NOT_SUPPORTED, "tensor map without TMA: %d", (int)r);
+		else
+			EXPECT(r == CUDA_SUCCESS, "tensor map: %d", (int)r);
 	}
 
 	CK(cudaStreamDestroy(st));
