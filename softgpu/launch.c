@@ -270,12 +270,30 @@ static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **ker
 			coop = a->value.cooperative != 0;
 			break;
 		case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+		case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
 			if (a->value.clusterDim.x > 1 || a->value.clusterDim.y > 1 ||
 			    a->value.clusterDim.z > 1)
 				return CUDA_ERROR_NOT_SUPPORTED; /* no clusters before sm_90 */
 			break;
+		case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+		case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+		case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
+			return CUDA_ERROR_NOT_SUPPORTED; /* would be an event never recorded */
+		case CU_LAUNCH_ATTRIBUTE_IGNORE:
+		case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+		case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+		case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+		case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+		case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+		case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+		case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+		case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+		case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+			/* Hints, or permissions to overlap, that change no result: grids
+			 * run in stream order, one stream's kernels one after another. */
+			break;
 		default:
-			break; /* priorities, access policies, sync domains: hints */
+			return CUDA_ERROR_INVALID_VALUE;
 		}
 	}
 	return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,

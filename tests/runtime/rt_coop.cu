@@ -213,6 +213,32 @@ int main()
 		CK(cudaFree(d_out));
 	}
 
+	// An attribute whose effect would be missing is refused, not dropped: a launch
+	// completion event that nothing would record.
+	{
+		int *d_out;
+		cudaEvent_t ev;
+		cudaLaunchConfig_t cfg = {};
+		cudaLaunchAttribute attr[1];
+
+		CK(cudaMalloc(&d_out, 8 * sizeof(int)));
+		CK(cudaEventCreate(&ev));
+		attr[0].id = cudaLaunchAttributeLaunchCompletionEvent;
+		attr[0].val.launchCompletionEvent.event = ev;
+		attr[0].val.launchCompletionEvent.flags = 0;
+		cfg.gridDim = dim3(8);
+		cfg.blockDim = dim3(32);
+		cfg.attrs = attr;
+		cfg.numAttrs = 1;
+		cudaError_t e = cudaLaunchKernelEx(&cfg, cluster_kernel, d_out);
+		EXPECT(e == cudaErrorNotSupported, "launch completion event: %s",
+		       cudaGetErrorName(e));
+		(void)cudaGetLastError();
+		CK(cudaDeviceSynchronize());
+		CK(cudaEventDestroy(ev));
+		CK(cudaFree(d_out));
+	}
+
 	// Tensor maps need compute capability 9.0 (TMA): encoding one is refused where the
 	// device says it has no tensor map access.
 	{
