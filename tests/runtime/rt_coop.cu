@@ -174,6 +174,27 @@ int main()
 		check(w, d_total, d_y, ns, "cudaLaunchKernelEx cooperative");
 	}
 
+	// A cooperative launch captured into a graph stays cooperative when the graph runs.
+	{
+		cudaGraph_t g;
+		cudaGraphExec_t ge;
+		unsigned nc = ns;
+
+		CK(cudaMemcpy(d_y, ys.data(), ns * sizeof(unsigned), cudaMemcpyHostToDevice));
+		CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+		void *cargs[] = {&d_x, &d_partial, &d_total, &d_y, &nc};
+		CK(cudaLaunchCooperativeKernel((void *)phases, dim3(small_blocks), dim3(BLOCK),
+					       cargs, 0, st));
+		CK(cudaStreamEndCapture(st, &g));
+		CK(cudaGraphInstantiate(&ge, g, 0));
+		CK(cudaGraphLaunch(ge, st));
+		CK(cudaStreamSynchronize(st));
+		result w = cpu(std::vector<unsigned>(x.begin(), x.begin() + ns), ys);
+		check(w, d_total, d_y, ns, "a captured cooperative launch");
+		CK(cudaGraphExecDestroy(ge));
+		CK(cudaGraphDestroy(g));
+	}
+
 	// One block more than fits at once: refused, and the context stays usable.
 	{
 		cudaError_t e = cudaLaunchCooperativeKernel((void *)phases, dim3(blocks + 1),
@@ -270,6 +291,17 @@ int main()
 	CK(cudaFree(d_partial));
 	CK(cudaFree(d_total));
 	CK(cudaFree(d_y));
+	// grid.sync() in a grid not launched cooperatively has no workspace: the kernel traps
+	// (the context is unusable afterwards, so this comes last).
+	{
+		unsigned *d_b;
+
+		CK(cudaMalloc(&d_b, (BLOCK * 2 + 1) * sizeof(unsigned)));
+		phases<<<1, BLOCK>>>(d_b, d_b, d_b, d_b, 1);
+		cudaError_t e = cudaDeviceSynchronize();
+		EXPECT(e == cudaErrorLaunchFailure, "grid.sync() without a cooperative launch: %s",
+		       cudaGetErrorName(e));
+	}
 	std::printf("rt_coop: %u blocks of %u threads, %d rounds: PASSED\n", blocks, BLOCK, ROUNDS);
 	return 0;
 }
