@@ -75,16 +75,20 @@ static CUresult check_config(const struct gp_ifunc *f, int dev, unsigned gx, uns
 	return CUDA_SUCCESS;
 }
 
-CUresult gp__launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-		    unsigned bz, unsigned shmem, CUstream s, void **params, void **extra, bool pt)
+/* The cuLaunchKernelEx attributes a launch forwards (LAUNCH_EX), as its request carries them. */
+struct launch_attrs {
+	uint32_t mask; /* GP_LA_* */
+	uint32_t cooperative;
+	int32_t priority;
+	uint32_t cluster[3];
+	uint32_t cluster_policy;
+	CUaccessPolicyWindow window;
+};
+
+static CUresult launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+		       unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+		       void **extra, bool pt, const struct launch_attrs *la)
 {
-	struct gp_in_launch in = {.grid_x = gx,
-				  .grid_y = gy,
-				  .grid_z = gz,
-				  .block_x = bx,
-				  .block_y = by,
-				  .block_z = bz,
-				  .shared_mem = shmem};
 	struct gp_ifunc *f;
 	struct gp_ictx *c;
 	uint8_t *buf = NULL;
@@ -108,14 +112,64 @@ CUresult gp__launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsign
 		free(buf);
 		return CUDA_ERROR_INVALID_VALUE; /* past CUDA's own parameter limit */
 	}
-	in.ctx = c->remote;
-	in.func = f->remote;
-	in.stream = sid;
-	in.params = buf;
-	in.params_len = len;
-	r = gp__rpc_launch(GP_F_NO_REPLY, &in, NULL);
+	if (!la) {
+		r = gp__rpc_launch(GP_F_NO_REPLY,
+				   &(struct gp_in_launch){.ctx = c->remote,
+							  .func = f->remote,
+							  .grid_x = gx,
+							  .grid_y = gy,
+							  .grid_z = gz,
+							  .block_x = bx,
+							  .block_y = by,
+							  .block_z = bz,
+							  .shared_mem = shmem,
+							  .stream = sid,
+							  .params = buf,
+							  .params_len = len},
+				   NULL);
+	} else {
+		uint32_t ratio;
+
+		memcpy(&ratio, &la->window.hitRatio, sizeof(ratio));
+		/* A cooperative launch waits for its answer: CUDA refuses a grid too large for
+		 * the device from the launch call itself, and only the worker's driver knows. */
+		r = gp__rpc_launch_ex(
+			la->cooperative ? 0 : GP_F_NO_REPLY,
+			&(struct gp_in_launch_ex){.ctx = c->remote,
+						  .func = f->remote,
+						  .grid_x = gx,
+						  .grid_y = gy,
+						  .grid_z = gz,
+						  .block_x = bx,
+						  .block_y = by,
+						  .block_z = bz,
+						  .shared_mem = shmem,
+						  .stream = sid,
+						  .attrs = la->mask,
+						  .cooperative = la->cooperative,
+						  .priority = la->priority,
+						  .cluster_x = la->cluster[0],
+						  .cluster_y = la->cluster[1],
+						  .cluster_z = la->cluster[2],
+						  .cluster_policy = la->cluster_policy,
+						  .window_base =
+							  (uint64_t)(uintptr_t)la->window.base_ptr,
+						  .window_bytes = la->window.num_bytes,
+						  .window_hit_ratio = ratio,
+						  .window_hit_prop = (uint32_t)la->window.hitProp,
+						  .window_miss_prop = (uint32_t)la->window.missProp,
+						  .params = buf,
+						  .params_len = len},
+			NULL);
+	}
 	free(buf);
 	return r;
+}
+
+CUresult gp__launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+		    unsigned bz, unsigned shmem, CUstream s, void **params, void **extra, bool pt)
+{
+	return launch(fn, gx, gy, gz, bx, by, bz, shmem, s, params, extra, pt, NULL);
 }
 
 GP_CUDA_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
@@ -126,42 +180,193 @@ GP_CUDA_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned i
 	return gp__launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra, false);
 }
 
-/* cuLaunchKernelEx: the attributes that only tune scheduling are accepted; those that change
- * what a launch means (clusters, cooperative grids, programmatic events) are not forwarded. */
+/*
+ * cuLaunchKernelEx: the attributes the pool forwards go to the worker's driver, which checks
+ * them as CUDA does; clusters only where the pool's device has them (compute capability 9.0).
+ * Any other attribute is refused rather than dropped.
+ */
 CUresult gp__launch_ex(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra,
 		       bool pt)
 {
-	if (!cfg)
+	struct launch_attrs la;
+	struct gp_ictx *c;
+	CUresult r;
+
+	if (!cfg || (cfg->numAttrs && !cfg->attrs))
 		return CUDA_ERROR_INVALID_VALUE;
+	memset(&la, 0, sizeof(la));
 	for (unsigned i = 0; i < cfg->numAttrs; i++) {
+		const CUlaunchAttributeValue *v = &cfg->attrs[i].value;
+
 		switch (cfg->attrs[i].id) {
 		case CU_LAUNCH_ATTRIBUTE_IGNORE:
-		case CU_LAUNCH_ATTRIBUTE_PRIORITY:
-		case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
 			break;
 		case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
-			if (cfg->attrs[i].value.cooperative)
-				return CUDA_ERROR_NOT_SUPPORTED;
+			la.mask |= GP_LA_COOPERATIVE;
+			la.cooperative = v->cooperative != 0;
+			break;
+		case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+			la.mask |= GP_LA_PRIORITY;
+			la.priority = v->priority;
+			break;
+		case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+			la.mask |= GP_LA_ACCESS_WINDOW;
+			la.window = v->accessPolicyWindow;
 			break;
 		case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
-			if (cfg->attrs[i].value.clusterDim.x * cfg->attrs[i].value.clusterDim.y *
-				    cfg->attrs[i].value.clusterDim.z >
-			    1)
-				return CUDA_ERROR_NOT_SUPPORTED;
+			la.mask |= GP_LA_CLUSTER_DIM;
+			la.cluster[0] = v->clusterDim.x;
+			la.cluster[1] = v->clusterDim.y;
+			la.cluster[2] = v->clusterDim.z;
+			break;
+		case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+			la.mask |= GP_LA_CLUSTER_POLICY;
+			la.cluster_policy = (uint32_t)v->clusterSchedulingPolicyPreference;
 			break;
 		default:
-			return CUDA_ERROR_NOT_SUPPORTED;
+			return CUDA_ERROR_NOT_SUPPORTED; /* not forwarded by the pool */
 		}
 	}
-	return gp__launch(f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX,
-			  cfg->blockDimY, cfg->blockDimZ, cfg->sharedMemBytes, cfg->hStream, params,
-			  extra, pt);
+	if (la.mask & (GP_LA_CLUSTER_DIM | GP_LA_CLUSTER_POLICY)) {
+		r = gp__ctx_need(&c);
+		if (r != CUDA_SUCCESS)
+			return r;
+		/* A device without clusters is refused here as its driver would refuse it;
+		 * dimensions of 1 are a launch without clusters anywhere. */
+		if (!gp__client.dev[c->device].attr[CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH]) {
+			if ((la.mask & GP_LA_CLUSTER_POLICY) ||
+			    (uint64_t)la.cluster[0] * la.cluster[1] * la.cluster[2] > 1)
+				return CUDA_ERROR_NOT_SUPPORTED;
+			la.mask &= ~GP_LA_CLUSTER_DIM;
+		}
+	}
+	if (la.mask & GP_LA_COOPERATIVE && !la.cooperative)
+		la.mask &= ~GP_LA_COOPERATIVE;
+	return launch(f, cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX,
+		      cfg->blockDimY, cfg->blockDimZ, cfg->sharedMemBytes, cfg->hStream, params,
+		      extra, pt, la.mask ? &la : NULL);
 }
 
 GP_CUDA_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params,
 					 void **extra)
 {
 	return gp__launch_ex(config, f, params, extra, false);
+}
+
+CUresult gp__launch_coop(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			 unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+			 bool pt)
+{
+	struct launch_attrs la = {.mask = GP_LA_COOPERATIVE, .cooperative = 1};
+
+	return launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, NULL, pt, &la);
+}
+
+GP_CUDA_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+						  unsigned int gz, unsigned int bx, unsigned int by,
+						  unsigned int bz, unsigned int shmem, CUstream s,
+						  void **params)
+{
+	return gp__launch_coop(f, gx, gy, gz, bx, by, bz, shmem, s, params, false);
+}
+
+/* ---- tensor maps ------------------------------------------------------------------------ */
+
+/*
+ * Encoded by the pool's driver (TENSOR_MAP_ENCODE), which knows its GPU's format, on a
+ * device that has tensor map access (compute capability 9.0+); elsewhere NOT_SUPPORTED,
+ * as there is nothing that could use the map.
+ */
+static CUresult tensor_map_encode(CUtensorMap *map, uint32_t kind, void *global,
+				  const struct gp_tensor_desc *d)
+{
+	struct gp_ictx *c;
+	CUresult r;
+
+	if (!map || !global || d->rank < 1 || d->rank > 5)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!gp__client.dev[c->device].attr[CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED])
+		return CUDA_ERROR_NOT_SUPPORTED;
+	return gp__rpc_tensor_map_encode(
+		0,
+		&(struct gp_in_tensor_map_encode){.ctx = c->remote,
+						  .kind = kind,
+						  .global = (uint64_t)(uintptr_t)global,
+						  .desc = (const uint8_t *)d,
+						  .desc_len = sizeof(*d),
+						  .map = map,
+						  .map_len = sizeof(*map)},
+		NULL);
+}
+
+/* The arrays every encoding has: rank dimensions, rank - 1 strides, rank element strides. */
+static CUresult tensor_desc(struct gp_tensor_desc *d, CUtensorMapDataType type, cuuint32_t rank,
+			    const cuuint64_t *dim, const cuuint64_t *stride,
+			    const cuuint32_t *estride, CUtensorMapInterleave il,
+			    CUtensorMapSwizzle sw, CUtensorMapL2promotion l2,
+			    CUtensorMapFloatOOBfill oob)
+{
+	memset(d, 0, sizeof(*d));
+	if (rank < 1 || rank > 5 || !dim || (rank > 1 && !stride) || !estride)
+		return CUDA_ERROR_INVALID_VALUE;
+	d->data_type = (uint32_t)type;
+	d->rank = rank;
+	for (cuuint32_t i = 0; i < rank; i++) {
+		d->dim[i] = dim[i];
+		d->elem_stride[i] = estride[i];
+		if (i + 1 < rank)
+			d->stride[i] = stride[i];
+	}
+	d->interleave = (uint32_t)il;
+	d->swizzle = (uint32_t)sw;
+	d->l2_promotion = (uint32_t)l2;
+	d->oob_fill = (uint32_t)oob;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type,
+					       cuuint32_t rank, void *global, const cuuint64_t *dim,
+					       const cuuint64_t *stride, const cuuint32_t *box,
+					       const cuuint32_t *estride, CUtensorMapInterleave il,
+					       CUtensorMapSwizzle sw, CUtensorMapL2promotion l2,
+					       CUtensorMapFloatOOBfill oob)
+{
+	struct gp_tensor_desc d;
+	CUresult r = tensor_desc(&d, type, rank, dim, stride, estride, il, sw, l2, oob);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!box)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (cuuint32_t i = 0; i < rank; i++)
+		d.box[i] = box[i];
+	return tensor_map_encode(map, 0, global, &d);
+}
+
+GP_CUDA_EXPORT CUresult cuTensorMapEncodeIm2col(
+	CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *global,
+	const cuuint64_t *dim, const cuuint64_t *stride, const int *lower, const int *upper,
+	cuuint32_t channels, cuuint32_t pixels, const cuuint32_t *estride, CUtensorMapInterleave il,
+	CUtensorMapSwizzle sw, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob)
+{
+	struct gp_tensor_desc d;
+	CUresult r = tensor_desc(&d, type, rank, dim, stride, estride, il, sw, l2, oob);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	/* rank - 2 spatial dimensions: the corners have one entry each */
+	if (rank < 3 || !lower || !upper)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (cuuint32_t i = 0; i + 2 < rank; i++) {
+		d.lower[i] = lower[i];
+		d.upper[i] = upper[i];
+	}
+	d.channels = channels;
+	d.pixels = pixels;
+	return tensor_map_encode(map, 1, global, &d);
 }
 
 /* ---- occupancy -------------------------------------------------------------------------- */

@@ -144,6 +144,15 @@ GP_CUDA_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfu
 	return gp__launch_ex(config, f, params, extra, true);
 }
 
+GP_CUDA_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx,
+						       unsigned int gy, unsigned int gz,
+						       unsigned int bx, unsigned int by,
+						       unsigned int bz, unsigned int shmem,
+						       CUstream s, void **params)
+{
+	return gp__launch_coop(f, gx, gy, gz, bx, by, bz, shmem, s, params, true);
+}
+
 GP_CUDA_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *data)
 {
 	return gp__launch_host_func(s, fn, data, true);

@@ -379,6 +379,10 @@ CUresult gp__launch_ex(const CUlaunchConfig *cfg, CUfunction f, void **params, v
 CUresult gp__mem_alloc_async(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream s,
 			     bool pt);
 CUresult gp__mem_free_async(CUdeviceptr dptr, CUstream s, bool pt);
+/* cuLaunchCooperativeKernel: waits for the worker's answer (a grid too large is refused). */
+CUresult gp__launch_coop(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			 unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+			 bool pt);
 CUresult gp__stream_add_callback(CUstream s, CUstreamCallback cb, void *data, unsigned flags,
 				 bool pt);
 

@@ -289,7 +289,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 0;
 		break;
 	case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
-		v = 0;
+		v = 1; /* engine.c runs a cooperative grid's blocks all at once */
 		break;
 	case CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH:
 		v = 0;

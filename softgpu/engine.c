@@ -16,9 +16,34 @@
  * reports that fault. Each host thread keeps its scratch (thread states,
  * registers, local, shared memory) across blocks and grids.
  *
+ * A cooperative grid's blocks must all be resident at once (grid.sync()
+ * waits for every block), and there are more of them than host threads. Each
+ * of its blocks gets scratch of its own and is run in turns: a host thread
+ * takes a block from the grid's run queue, runs it until a round in which
+ * one of its threads yielded (a spin loop, such as grid.sync()'s wait, used
+ * up its budget: exec.c), and puts it back at the tail. A block so moves
+ * between host threads, handed over under qlock; between turns no thread
+ * touches it. The launch's limit (cuOccupancy... x SMs blocks, launch.c)
+ * bounds the memory this takes.
+ *
  * plock guards the job list and each job's `inside` count; blocks are taken
- * with atomics.
+ * with atomics, a cooperative grid's under its qlock (taken after plock,
+ * never with it held). A cooperative job's qlen is written under qlock and
+ * read without it (atomics) to decide whether to join the job.
  */
+
+struct scratch {
+	struct sg_thread *threads;
+	uint32_t cap_threads;
+	uint8_t *regs, *local, *frames, *shared;
+	size_t cap_regs, cap_local, cap_frames, cap_shared;
+};
+
+/* A block of a cooperative grid, alive from its first turn to its end. */
+struct cblock {
+	struct sg_block b;
+	struct scratch s;
+};
 
 struct job {
 	struct sg_launch *l;
@@ -29,13 +54,14 @@ struct job {
 	char msg[200];
 	uint64_t icount; /* atomic */
 	struct job *link;
-};
-
-struct scratch {
-	struct sg_thread *threads;
-	uint32_t cap_threads;
-	uint8_t *regs, *local, *frames, *shared;
-	size_t cap_regs, cap_local, cap_frames, cap_shared;
+	/* cooperative grids only (qlock) */
+	bool coop;
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;	/* a block was queued or ended, or the grid failed */
+	struct cblock **blocks; /* by index; NULL before its first turn and after its end */
+	uint64_t *queue;	/* ring of block indexes waiting for a turn */
+	uint64_t qhead, qlen;	/* qlen: also read atomically without qlock */
+	uint64_t running;	/* blocks taking a turn now */
 };
 
 static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
@@ -47,12 +73,8 @@ static __thread struct scratch *tls_scratch;
 static __thread unsigned tls_worker;
 static pthread_key_t scratch_key;
 
-static void scratch_free(void *p)
+static void scratch_deinit(struct scratch *s)
 {
-	struct scratch *s = p;
-
-	if (s == NULL)
-		return;
 	for (uint32_t i = 0; i < s->cap_threads; i++) {
 		free(s->threads[i].cs.mem);
 		free(s->threads[i].cs.frames);
@@ -62,7 +84,14 @@ static void scratch_free(void *p)
 	free(s->local);
 	free(s->frames);
 	free(s->shared);
-	free(s);
+}
+
+static void scratch_free(void *p)
+{
+	if (p == NULL)
+		return;
+	scratch_deinit(p);
+	free(p);
 }
 
 static int fit(uint8_t **p, size_t *cap, size_t need)
@@ -79,23 +108,16 @@ static int fit(uint8_t **p, size_t *cap, size_t need)
 	return 0;
 }
 
-static struct scratch *scratch_get(const struct sg_grid *g)
+/* Grows s to what a block of g needs; 0 or -1. */
+static int scratch_fit(struct scratch *s, const struct sg_grid *g)
 {
-	struct scratch *s = tls_scratch;
 	uint32_t n = g->nthreads;
 
-	if (s == NULL) {
-		s = calloc(1, sizeof(*s));
-		if (s == NULL)
-			return NULL;
-		tls_scratch = s;
-		pthread_setspecific(scratch_key, s);
-	}
 	if (n > s->cap_threads) {
 		struct sg_thread *t = realloc(s->threads, n * sizeof(*t));
 
 		if (t == NULL)
-			return NULL;
+			return -1;
 		memset(t + s->cap_threads, 0, (n - s->cap_threads) * sizeof(*t));
 		s->threads = t;
 		s->cap_threads = n;
@@ -104,26 +126,38 @@ static struct scratch *scratch_get(const struct sg_grid *g)
 	    fit(&s->local, &s->cap_local, (size_t)n * g->local_size + 16) ||
 	    fit(&s->frames, &s->cap_frames, (size_t)n * g->entry->frame_size + 16) ||
 	    fit(&s->shared, &s->cap_shared, (size_t)g->shared_size + 16))
-		return NULL;
-	return s;
+		return -1;
+	return 0;
 }
 
-static int run_block(struct job *j, struct scratch *s, uint64_t index, uint64_t *icount)
+static struct scratch *scratch_get(const struct sg_grid *g)
 {
-	const struct sg_grid *g = &j->l->g;
-	struct sg_block b;
-	int rc;
+	struct scratch *s = tls_scratch;
 
-	memset(&b, 0, sizeof(b));
-	b.grid = g;
-	b.ctaid[0] = (uint32_t)(index % g->grid[0]);
-	b.ctaid[1] = (uint32_t)((index / g->grid[0]) % g->grid[1]);
-	b.ctaid[2] = (uint32_t)(index / ((uint64_t)g->grid[0] * g->grid[1]));
-	b.shared = s->shared;
-	b.shared_size = g->shared_size;
-	b.threads = s->threads;
-	b.nthreads = g->nthreads;
-	b.worker = tls_worker;
+	if (s == NULL) {
+		s = calloc(1, sizeof(*s));
+		if (s == NULL)
+			return NULL;
+		tls_scratch = s;
+		pthread_setspecific(scratch_key, s);
+	}
+	return scratch_fit(s, g) ? NULL : s;
+}
+
+/* Sets up block `index` of g to run in s. */
+static void block_init(struct sg_block *b, const struct sg_grid *g, struct scratch *s,
+		       uint64_t index)
+{
+	memset(b, 0, sizeof(*b));
+	b->grid = g;
+	b->ctaid[0] = (uint32_t)(index % g->grid[0]);
+	b->ctaid[1] = (uint32_t)((index / g->grid[0]) % g->grid[1]);
+	b->ctaid[2] = (uint32_t)(index / ((uint64_t)g->grid[0] * g->grid[1]));
+	b->shared = s->shared;
+	b->shared_size = g->shared_size;
+	b->threads = s->threads;
+	b->nthreads = g->nthreads;
+	b->worker = tls_worker;
 	for (uint32_t i = 0; i < g->nthreads; i++) {
 		struct sg_thread *t = &s->threads[i];
 
@@ -131,29 +165,115 @@ static int run_block(struct job *j, struct scratch *s, uint64_t index, uint64_t 
 		t->pframe0 = s->frames + (size_t)i * g->entry->frame_size;
 		t->local = s->local + (size_t)i * g->local_size;
 	}
+}
+
+static void job_fail(struct job *j, int rc, const char *msg)
+{
+	int zero = 0;
+
+	if (__atomic_compare_exchange_n(&j->err, &zero, rc, false, __ATOMIC_SEQ_CST,
+					__ATOMIC_SEQ_CST) &&
+	    msg)
+		memcpy(j->msg, msg, sizeof(j->msg));
+}
+
+static int run_block(struct job *j, struct scratch *s, uint64_t index, uint64_t *icount)
+{
+	struct sg_block b;
+	int rc;
+
+	block_init(&b, &j->l->g, s, index);
 	rc = sg_block_run(&b);
 	*icount += b.icount;
-	if (rc) {
-		int zero = 0;
-
-		if (__atomic_compare_exchange_n(&j->err, &zero, rc, false, __ATOMIC_SEQ_CST,
-						__ATOMIC_SEQ_CST))
-			memcpy(j->msg, b.errmsg, sizeof(j->msg));
-	}
+	if (rc)
+		job_fail(j, rc, b.errmsg);
 	return rc;
+}
+
+/* One turn of block `index` of cooperative job j: SG_BLOCK_PAUSED, 0 or a CUresult. */
+static int coop_turn(struct job *j, uint64_t index, uint64_t *icount)
+{
+	const struct sg_grid *g = &j->l->g;
+	struct cblock *cb = j->blocks[index];
+	int rc;
+
+	if (cb == NULL) {
+		cb = calloc(1, sizeof(*cb));
+		if (cb == NULL || scratch_fit(&cb->s, g)) {
+			if (cb)
+				scratch_deinit(&cb->s);
+			free(cb);
+			job_fail(j, CUDA_ERROR_OUT_OF_MEMORY, NULL);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		block_init(&cb->b, g, &cb->s, index);
+		sg_block_start(&cb->b);
+		j->blocks[index] = cb;
+	}
+	cb->b.worker = tls_worker;
+	rc = sg_block_resume(&cb->b, true);
+	*icount += cb->b.icount;
+	cb->b.icount = 0;
+	if (rc == SG_BLOCK_PAUSED)
+		return rc;
+	if (rc)
+		job_fail(j, rc, cb->b.errmsg);
+	scratch_deinit(&cb->s);
+	free(cb);
+	j->blocks[index] = NULL;
+	return rc;
+}
+
+/* Takes turns of j's blocks until every block ended or the grid failed. */
+static void work_on_coop(struct job *j)
+{
+	uint64_t icount = 0;
+
+	pthread_mutex_lock(&j->qlock);
+	for (;;) {
+		uint64_t index;
+		int rc;
+
+		if (__atomic_load_n(&j->err, __ATOMIC_RELAXED))
+			break;
+		if (j->qlen == 0) {
+			if (j->running == 0)
+				break; /* every block ended */
+			pthread_cond_wait(&j->qcond, &j->qlock);
+			continue;
+		}
+		index = j->queue[j->qhead];
+		j->qhead = (j->qhead + 1) % j->nblocks;
+		__atomic_store_n(&j->qlen, j->qlen - 1, __ATOMIC_RELAXED);
+		j->running++;
+		pthread_mutex_unlock(&j->qlock);
+		rc = coop_turn(j, index, &icount);
+		pthread_mutex_lock(&j->qlock);
+		j->running--;
+		if (rc == SG_BLOCK_PAUSED) {
+			j->queue[(j->qhead + j->qlen) % j->nblocks] = index;
+			__atomic_store_n(&j->qlen, j->qlen + 1, __ATOMIC_RELAXED);
+		}
+		pthread_cond_broadcast(&j->qcond);
+	}
+	pthread_cond_broadcast(&j->qcond);
+	pthread_mutex_unlock(&j->qlock);
+	__atomic_fetch_add(&j->icount, icount, __ATOMIC_RELAXED);
 }
 
 /* Takes blocks of j until none are left or the grid failed. */
 static void work_on(struct job *j)
 {
-	struct scratch *s = scratch_get(&j->l->g);
+	struct scratch *s;
 	uint64_t icount = 0;
 
+	if (j->coop) {
+		work_on_coop(j);
+		return;
+	}
+	s = scratch_get(&j->l->g);
 	if (s == NULL) {
-		int zero = 0;
-
-		__atomic_compare_exchange_n(&j->err, &zero, CUDA_ERROR_OUT_OF_MEMORY, false,
-					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		job_fail(j, CUDA_ERROR_OUT_OF_MEMORY, NULL);
 		return;
 	}
 	while (__atomic_load_n(&j->err, __ATOMIC_RELAXED) == 0) {
@@ -169,8 +289,11 @@ static void work_on(struct job *j)
 
 static bool has_work(const struct job *j)
 {
-	return __atomic_load_n(&j->err, __ATOMIC_RELAXED) == 0 &&
-	       __atomic_load_n(&j->next, __ATOMIC_RELAXED) < j->nblocks;
+	if (__atomic_load_n(&j->err, __ATOMIC_RELAXED))
+		return false;
+	if (j->coop)
+		return __atomic_load_n(&j->qlen, __ATOMIC_RELAXED) > 0;
+	return __atomic_load_n(&j->next, __ATOMIC_RELAXED) < j->nblocks;
 }
 
 static void *worker(void *arg)
@@ -213,6 +336,53 @@ static void start_pool(void)
 	}
 }
 
+/*
+ * A cooperative grid's queue (every block waiting for its first turn) and its
+ * workspace: the {size, barrier} pair grid.sync() counts arrivals in, in
+ * device memory of the launch's context for the launch's duration.
+ */
+static int coop_prepare(struct job *j, struct sg_launch *l)
+{
+	struct sg_alloc a;
+	uint32_t ws[2] = {sizeof(ws), 0};
+
+	j->coop = true;
+	pthread_mutex_init(&j->qlock, NULL);
+	pthread_cond_init(&j->qcond, NULL);
+	j->blocks = calloc(j->nblocks, sizeof(*j->blocks));
+	j->queue = malloc(j->nblocks * sizeof(*j->queue));
+	if (j->blocks == NULL || j->queue == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (uint64_t i = 0; i < j->nblocks; i++)
+		j->queue[i] = i;
+	j->qlen = j->nblocks;
+	if (sg_mem_alloc(l->ctx, sizeof(ws), SG_MEM_HEAP, &l->g.coop_ws) != CUDA_SUCCESS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!sg_mem_find(l->g.coop_ws, &a))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	__atomic_store_n((uint32_t *)a.host, ws[0], __ATOMIC_RELAXED);
+	__atomic_store_n((uint32_t *)a.host + 1, ws[1], __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void coop_finish(struct job *j, struct sg_launch *l)
+{
+	if (j->blocks) {
+		for (uint64_t i = 0; i < j->nblocks; i++) {
+			if (j->blocks[i]) /* left when the grid failed */
+				scratch_deinit(&j->blocks[i]->s);
+			free(j->blocks[i]);
+		}
+	}
+	free(j->blocks);
+	free(j->queue);
+	if (l->g.coop_ws)
+		sg_mem_free(l->ctx, l->g.coop_ws, SG_MEM_HEAP);
+	l->g.coop_ws = 0;
+	pthread_cond_destroy(&j->qcond);
+	pthread_mutex_destroy(&j->qlock);
+}
+
 int sg_engine_run(struct sg_launch *l)
 {
 	struct job j, **pp;
@@ -222,6 +392,16 @@ int sg_engine_run(struct sg_launch *l)
 	memset(&j, 0, sizeof(j));
 	j.l = l;
 	j.nblocks = (uint64_t)g->grid[0] * g->grid[1] * g->grid[2];
+	if (g->coop) {
+		int rc = coop_prepare(&j, l);
+
+		if (rc) {
+			coop_finish(&j, l);
+			sg_log("launch of %s failed: %s: no memory for its blocks", g->entry->name,
+			       sg_error_name(rc));
+			return rc;
+		}
+	}
 	pthread_mutex_lock(&plock);
 	if (!started) {
 		started = true;
@@ -246,6 +426,8 @@ int sg_engine_run(struct sg_launch *l)
 		}
 	}
 	pthread_mutex_unlock(&plock);
+	if (j.coop)
+		coop_finish(&j, l);
 	sg_pout_flush(l->out);
 	if (j.err)
 		sg_log("launch of %s failed: %s: %s", g->entry->name, sg_error_name(j.err), j.msg);

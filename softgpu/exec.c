@@ -8,8 +8,9 @@
 #include "ptx.h"
 
 /*
- * DESIGN: a block runs on one OS thread (engine.c hands blocks to workers),
- * so nothing here locks. Threads are scheduled cooperatively, with
+ * DESIGN: a block runs on one OS thread at a time (engine.c hands blocks to
+ * workers; a cooperative grid's block may pause and go on on another, handed
+ * over under the grid's lock), so nothing here locks. Threads are scheduled cooperatively, with
  * independent thread scheduling as on sm_70+: each thread has its own pc and
  * registers and runs until it exits, yields (a spin loop used up its budget)
  * or reaches a synchronizing instruction. bar.sync waits for the block;
@@ -25,6 +26,12 @@
  */
 
 #define SG_YIELD_BUDGET 4096
+/*
+ * A block of a cooperative grid pauses after a round in which a thread
+ * yielded (engine.c then runs another block): a short budget keeps what a
+ * block spinning at grid.sync() costs before it pauses small.
+ */
+#define SG_COOP_YIELD_BUDGET 256
 
 int sg_fault(struct sg_thread *t, int cuerr, const char *fmt, ...)
 {
@@ -156,7 +163,7 @@ static int run_thread(struct sg_thread *t)
 	uint64_t n = 0;
 	int rc;
 
-	t->budget = SG_YIELD_BUDGET;
+	t->budget = t->blk->grid->coop ? SG_COOP_YIELD_BUDGET : SG_YIELD_BUDGET;
 	for (;;) {
 		const struct sg_insn *in = t->code + t->pc++;
 
@@ -496,11 +503,9 @@ static void init_thread(struct sg_block *b, struct sg_thread *t, uint32_t i)
 	t->cs.nframes = 0;
 }
 
-int sg_block_run(struct sg_block *b)
+void sg_block_start(struct sg_block *b)
 {
-	uint32_t nwarps = (b->nthreads + 31) / 32;
-
-	b->nwarps = nwarps;
+	b->nwarps = (b->nthreads + 31) / 32;
 	b->err = 0;
 	b->errmsg[0] = 0;
 	b->nexited = 0;
@@ -509,8 +514,14 @@ int sg_block_run(struct sg_block *b)
 	b->xnext = 0;
 	for (uint32_t i = 0; i < b->nthreads; i++)
 		init_thread(b, &b->threads[i], i);
+}
+
+int sg_block_resume(struct sg_block *b, bool pause)
+{
+	uint32_t nwarps = b->nwarps;
+
 	for (;;) {
-		bool progress = false;
+		bool progress = false, any_yield = false;
 
 		for (uint32_t w = 0; w < nwarps; w++) {
 			struct sg_thread *base = &b->threads[w * 32];
@@ -536,6 +547,7 @@ int sg_block_run(struct sg_block *b)
 						yielded = true;
 					}
 				}
+				any_yield |= yielded;
 				if (!resolve_warp(b, w) || yielded)
 					break;
 			}
@@ -544,6 +556,8 @@ int sg_block_run(struct sg_block *b)
 			return 0;
 		if (resolve_bars(b))
 			progress = true;
+		if (pause && any_yield)
+			return SG_BLOCK_PAUSED;
 		if (!progress) {
 			struct sg_thread *t = NULL;
 
@@ -557,4 +571,10 @@ int sg_block_run(struct sg_block *b)
 				 : 0;
 		}
 	}
+}
+
+int sg_block_run(struct sg_block *b)
+{
+	sg_block_start(b);
+	return sg_block_resume(b, false);
 }

@@ -193,9 +193,30 @@ struct sg_launch *sg_launch_dup(const struct sg_launch *t)
 	return l;
 }
 
+static int occupancy(const struct sg_function *f, int block, size_t dyn);
+
+CUresult sg_launch_make_coop(struct sg_launch *l)
+{
+	struct sg_function *f;
+	const struct sg_grid *g = &l->g;
+	uint64_t blocks = (uint64_t)g->grid[0] * g->grid[1] * g->grid[2], fit;
+	CUresult r = sg_function_resolve(l->func, l->ctx, &f);
+
+	if (r)
+		return r;
+	/* CUDA's rule: every block must be resident at once, as the occupancy says. */
+	fit = (uint64_t)occupancy(f, (int)g->nthreads, g->dyn_shared) * sg_cfg.sm_count;
+	if (blocks > fit)
+		return refuse(pfunc(f), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+			      "a cooperative grid of %llu blocks, at most %llu fit at once",
+			      (unsigned long long)blocks, (unsigned long long)fit);
+	l->g.coop = true;
+	return CUDA_SUCCESS;
+}
+
 static CUresult launch(CUfunction hf, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 		       unsigned by, unsigned bz, unsigned shmem, CUstream hs, void **params,
-		       void **extra, bool pt)
+		       void **extra, bool pt, bool coop)
 {
 	struct sg_ctx *ctx;
 	struct sg_stream *s;
@@ -211,6 +232,10 @@ static CUresult launch(CUfunction hf, unsigned gx, unsigned gy, unsigned gz, uns
 			  params, extra, &l);
 	if (r)
 		return r;
+	if (coop && (r = sg_launch_make_coop(l))) {
+		sg_launch_free(l);
+		return r;
+	}
 	op = sg_op_new(SG_OP_LAUNCH);
 	if (op == NULL) {
 		sg_launch_free(l);
@@ -227,34 +252,53 @@ SG_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned 
 				  void **kernelParams, void **extra)
 {
 	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-		      sharedMemBytes, hStream, kernelParams, extra, false);
+		      sharedMemBytes, hStream, kernelParams, extra, false, false);
 }
 
 static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
 			  void **extra, bool pt)
 {
-	if (config == NULL)
+	bool coop = false;
+
+	if (config == NULL || (config->numAttrs && config->attrs == NULL))
 		return CUDA_ERROR_INVALID_VALUE;
 	for (unsigned i = 0; i < config->numAttrs; i++) {
 		const CUlaunchAttribute *a = &config->attrs[i];
 
 		switch (a->id) {
 		case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
-			if (a->value.cooperative)
-				return CUDA_ERROR_NOT_SUPPORTED;
+			coop = a->value.cooperative != 0;
 			break;
 		case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+		case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
 			if (a->value.clusterDim.x > 1 || a->value.clusterDim.y > 1 ||
 			    a->value.clusterDim.z > 1)
 				return CUDA_ERROR_NOT_SUPPORTED; /* no clusters before sm_90 */
 			break;
+		case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+		case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+		case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
+			return CUDA_ERROR_NOT_SUPPORTED; /* would be an event never recorded */
+		case CU_LAUNCH_ATTRIBUTE_IGNORE:
+		case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+		case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+		case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+		case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+		case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+		case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+		case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+		case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+		case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+			/* Hints, or permissions to overlap, that change no result: grids
+			 * run in stream order, one stream's kernels one after another. */
+			break;
 		default:
-			break; /* priorities, access policies, sync domains: hints */
+			return CUDA_ERROR_INVALID_VALUE;
 		}
 	}
 	return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
 		      config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
-		      kernelParams, extra, pt);
+		      kernelParams, extra, pt, coop);
 }
 
 SG_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
@@ -275,7 +319,7 @@ SG_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsi
 				       void **kernelParams, void **extra)
 {
 	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-		      sharedMemBytes, hStream, kernelParams, extra, true);
+		      sharedMemBytes, hStream, kernelParams, extra, true, false);
 }
 
 SG_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
@@ -284,6 +328,34 @@ SG_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunctio
 					 void **kernelParams, void **extra)
 {
 	return launch_ex(config, f, kernelParams, extra, true);
+}
+
+/* Cooperative launches: their blocks run all at once, so grid.sync() can complete. */
+SG_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+					     unsigned int gridDimY, unsigned int gridDimZ,
+					     unsigned int blockDimX, unsigned int blockDimY,
+					     unsigned int blockDimZ, unsigned int sharedMemBytes,
+					     CUstream hStream, void **kernelParams)
+{
+	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+		      sharedMemBytes, hStream, kernelParams, NULL, false, true);
+}
+
+SG_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+						  unsigned int gridDimY, unsigned int gridDimZ,
+						  unsigned int blockDimX, unsigned int blockDimY,
+						  unsigned int blockDimZ,
+						  unsigned int sharedMemBytes, CUstream hStream,
+						  void **kernelParams);
+SG_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+						  unsigned int gridDimY, unsigned int gridDimZ,
+						  unsigned int blockDimX, unsigned int blockDimY,
+						  unsigned int blockDimZ,
+						  unsigned int sharedMemBytes, CUstream hStream,
+						  void **kernelParams)
+{
+	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+		      sharedMemBytes, hStream, kernelParams, NULL, true, true);
 }
 
 /* ---- occupancy ---- */

@@ -171,6 +171,12 @@ int sg_op_mov_sreg(struct sg_thread *t, const struct sg_insn *in)
 	case SG_SR_DYNAMIC_SMEM:
 		v = g->dyn_shared;
 		break;
+	case SG_SR_ENVREG1:
+		v = g->coop_ws >> 32;
+		break;
+	case SG_SR_ENVREG2:
+		v = (uint32_t)g->coop_ws;
+		break;
 	default:
 		v = 0;
 		break;

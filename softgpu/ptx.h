@@ -524,6 +524,12 @@ struct sg_grid {
 	uint32_t sm_count;
 	uint64_t gridid;
 	void *out; /* device printf output (printf.c) */
+	bool coop; /* a cooperative launch: its blocks all run at once (engine.c) */
+	/*
+	 * A cooperative grid's workspace, read through %envreg1/%envreg2 by CUDA's
+	 * grid.sync(): {u32 size; u32 barrier}, in device memory; 0 otherwise.
+	 */
+	uint64_t coop_ws;
 };
 
 /* Device memory for kernels (memory.c): host address of [addr, addr+size) or NULL. */
@@ -546,6 +552,15 @@ int sg_fault(struct sg_thread *t, int cuerr, const char *fmt, ...)
 void *sg_addr(struct sg_thread *t, int space, uint64_t addr, uint32_t size, bool write);
 /* Runs the block to completion: 0 or a CUresult. */
 int sg_block_run(struct sg_block *b);
+/* Sets the block's threads at their start, to be run by sg_block_resume. */
+void sg_block_start(struct sg_block *b);
+/*
+ * Runs a started block: 0 when it finished, a CUresult when it faulted, or
+ * SG_BLOCK_PAUSED (with `pause`) after a round in which a thread yielded, so
+ * that the blocks of a cooperative grid it may be waiting for can run.
+ */
+int sg_block_resume(struct sg_block *b, bool pause);
+#define SG_BLOCK_PAUSED (-1)
 
 /* ---- lowering (ptx_lower.c) ---- */
 
@@ -617,7 +632,9 @@ enum sg_sreg {
 	SG_SR_GLOBALTIMER_HI,
 	SG_SR_TOTAL_SMEM,
 	SG_SR_DYNAMIC_SMEM,
-	SG_SR_ENVREG,
+	SG_SR_ENVREG,  /* %envreg0, %envreg3..31: 0 */
+	SG_SR_ENVREG1, /* high half of the grid workspace address (cooperative grids) */
+	SG_SR_ENVREG2, /* low half */
 	SG_SR_PM,
 	SG_SR_TID,
 	SG_SR_NTID,

@@ -85,6 +85,10 @@ static int find_sreg(const char *p, size_t len)
 	for (size_t i = 0; i < sizeof(sregs) / sizeof(sregs[0]); i++)
 		if (strlen(sregs[i].name) == len && memcmp(sregs[i].name, p, len) == 0)
 			return sregs[i].id;
+	if (len == 8 && memcmp(p, "%envreg1", 8) == 0)
+		return SG_SR_ENVREG1;
+	if (len == 8 && memcmp(p, "%envreg2", 8) == 0)
+		return SG_SR_ENVREG2;
 	if (len > 7 && memcmp(p, "%envreg", 7) == 0)
 		return SG_SR_ENVREG;
 	if (len == 4 && memcmp(p, "%pm", 3) == 0 && p[3] >= '0' && p[3] <= '7')

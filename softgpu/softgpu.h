@@ -519,6 +519,11 @@ struct sg_launch {
 CUresult sg_launch_new(struct sg_ctx *ctx, CUfunction hf, const unsigned grid[3],
 		       const unsigned block[3], unsigned shmem, void **params, void **extra,
 		       struct sg_launch **out);
+/*
+ * Makes l a cooperative launch: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE when its blocks do
+ * not all fit at once (occupancy x SMs); its blocks then run all at once (engine.c).
+ */
+CUresult sg_launch_make_coop(struct sg_launch *l);
 /* A copy of a launch with its own parameter buffer and printf buffer (graph launches). */
 struct sg_launch *sg_launch_dup(const struct sg_launch *l);
 /* Runs a grid on the block pool; 0 or a CUresult (the launch's fault). */

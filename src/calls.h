@@ -21,7 +21,7 @@
 #include "codec.h"
 
 /* Most Call.arg slots any call has (checked at compile time in calls.c). */
-#define GP_CALL_ARGS_MAX 16
+#define GP_CALL_ARGS_MAX 24
 #define GP_CALL_OUTS_MAX 4
 
 /* Kinds that are not a plain Call.arg slot, as bits (struct gp_call_info.kinds). */

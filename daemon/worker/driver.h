@@ -36,6 +36,9 @@
 	X(cuLaunchKernel, 1)                                                       \
 	/* Optional: a driver without one answers that call with NOT_SUPPORTED. */ \
 	X(cuDevicePrimaryCtxRetain, 0)                                             \
+	X(cuLaunchKernelEx, 0)                                                     \
+	X(cuTensorMapEncodeTiled, 0)                                               \
+	X(cuTensorMapEncodeIm2col, 0)                                              \
 	X(cuDevicePrimaryCtxRelease_v2, 0)                                         \
 	X(cuDevicePrimaryCtxReset_v2, 0)                                           \
 	X(cuDevicePrimaryCtxSetFlags_v2, 0)                                        \

@@ -1,4 +1,4 @@
-/* exec.c -- kernel launches, streams and events. */
+/* exec.c -- kernel launches (and the tensor maps they take), streams and events. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,27 +6,191 @@
 #include "log.h"
 #include "worker.h"
 
+/* kernelParams pointing into the request's buffer, which must hold every parameter the
+ * kernel reads; *args NULL for a kernel without parameters. */
+static CUresult launch_args(const struct gp_fn_info *fi, const uint8_t *params, size_t len,
+			    void ***args)
+{
+	*args = NULL;
+	if (!fi || len < fi->param_bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fi->nparams) {
+		*args = calloc(fi->nparams, sizeof(**args));
+		if (!*args)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		for (uint32_t i = 0; i < fi->nparams; i++)
+			(*args)[i] = (void *)(params + fi->offset[i]);
+	}
+	return CUDA_SUCCESS;
+}
+
 CUresult gp__serve_launch(struct gp_worker *w, struct gp_req *rq, const struct gp_wargs_launch *a,
 			  struct gp_out_launch *o)
 {
-	const struct gp_fn_info *fi = a->func_info;
-	void **args = NULL;
-	CUresult r;
+	void **args;
+	CUresult r = launch_args(a->func_info, a->params, a->params_len, &args);
 
-	/* The buffer must hold every parameter the kernel reads. */
-	if (!fi || a->params_len < fi->param_bytes)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (fi->nparams) {
-		args = calloc(fi->nparams, sizeof(*args));
-		if (!args)
-			return CUDA_ERROR_OUT_OF_MEMORY;
-		for (uint32_t i = 0; i < fi->nparams; i++)
-			args[i] = (void *)(a->params + fi->offset[i]);
-	}
+	if (r != CUDA_SUCCESS)
+		return r;
 	r = w->drv.cuLaunchKernel(a->func_drv, a->grid_x, a->grid_y, a->grid_z, a->block_x,
 				  a->block_y, a->block_z, a->shared_mem, a->stream_drv, args, NULL);
 	free(args);
 	return r;
+}
+
+/*
+ * cuLaunchKernelEx with the attributes the client gave: the driver checks them as it would
+ * for a local program (a cooperative grid too large, clusters on a device without them).
+ * Only an access policy window names memory; it must be the session's, though the driver
+ * only uses it as a cache hint.
+ */
+CUresult gp__serve_launch_ex(struct gp_worker *w, struct gp_req *rq,
+			     const struct gp_wargs_launch_ex *a, struct gp_out_launch_ex *o)
+{
+	CUlaunchAttribute attr[5];
+	CUlaunchConfig cfg = {.gridDimX = a->grid_x,
+			      .gridDimY = a->grid_y,
+			      .gridDimZ = a->grid_z,
+			      .blockDimX = a->block_x,
+			      .blockDimY = a->block_y,
+			      .blockDimZ = a->block_z,
+			      .sharedMemBytes = a->shared_mem,
+			      .hStream = a->stream_drv,
+			      .attrs = attr};
+	void **args;
+	CUresult r;
+
+	if (a->attrs & ~(GP_LA_COOPERATIVE | GP_LA_PRIORITY | GP_LA_CLUSTER_DIM |
+			 GP_LA_CLUSTER_POLICY | GP_LA_ACCESS_WINDOW))
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(attr, 0, sizeof(attr));
+	if (a->attrs & GP_LA_COOPERATIVE) {
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		attr[cfg.numAttrs++].value.cooperative = (int)(a->cooperative != 0);
+	}
+	if (a->attrs & GP_LA_PRIORITY) {
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+		attr[cfg.numAttrs++].value.priority = a->priority;
+	}
+	if (a->attrs & GP_LA_CLUSTER_DIM) {
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[cfg.numAttrs].value.clusterDim.x = a->cluster_x;
+		attr[cfg.numAttrs].value.clusterDim.y = a->cluster_y;
+		attr[cfg.numAttrs++].value.clusterDim.z = a->cluster_z;
+	}
+	if (a->attrs & GP_LA_CLUSTER_POLICY) {
+		attr[cfg.numAttrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+		attr[cfg.numAttrs++].value.clusterSchedulingPolicyPreference =
+			(CUclusterSchedulingPolicy)a->cluster_policy;
+	}
+	if (a->attrs & GP_LA_ACCESS_WINDOW) {
+		CUaccessPolicyWindow *win = &attr[cfg.numAttrs].value.accessPolicyWindow;
+		float ratio;
+
+		if (a->window_bytes && !gp_owner_range(&w->own, a->window_base, a->window_bytes))
+			return CUDA_ERROR_INVALID_VALUE;
+		memcpy(&ratio, &a->window_hit_ratio, sizeof(ratio));
+		attr[cfg.numAttrs++].id = CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW;
+		win->base_ptr = (void *)(uintptr_t)a->window_base;
+		win->num_bytes = a->window_bytes;
+		win->hitRatio = ratio;
+		win->hitProp = (CUaccessProperty)a->window_hit_prop;
+		win->missProp = (CUaccessProperty)a->window_miss_prop;
+	}
+	r = launch_args(a->func_info, a->params, a->params_len, &args);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = GP_DRV(w, cuLaunchKernelEx, &cfg, a->func_drv, args, NULL);
+	free(args);
+	return r;
+}
+
+/* ---- tensor maps --------------------------------------------------------------- */
+
+/* Bytes per 16 elements of each CUtensorMapDataType cuda.h 13.0 knows (sub-byte types pack). */
+static const uint8_t tensor_bytes16[] = {16,  32, 64, 64, 128, 128, 32, 64,
+					 128, 32, 64, 64, 64,  8,   16, 16};
+
+/* The bytes the tensor spans from its base, or 0 when the description is impossible. */
+static uint64_t tensor_extent(const struct gp_tensor_desc *d)
+{
+	uint64_t end, last;
+
+	if (d->data_type >= sizeof(tensor_bytes16) || d->rank < 1 || d->rank > 5)
+		return 0;
+	for (uint32_t i = 0; i < d->rank; i++)
+		if (d->dim[i] == 0 || d->dim[i] > (1ull << 32))
+			return 0; /* CUDA's limit: at most 2^32 elements a dimension */
+	/* dimension 0 is packed; each further one adds (dim - 1) strides */
+	end = (d->dim[0] * tensor_bytes16[d->data_type] + 15) / 16;
+	for (uint32_t i = 1; i < d->rank; i++) {
+		if (d->stride[i - 1] >= (1ull << 40))
+			return 0; /* CUDA's limit: strides below 2^40 */
+		/* may wrap: checked below */
+		last = (d->dim[i] - 1) * d->stride[i - 1];
+		if (d->dim[i] - 1 && last / (d->dim[i] - 1) != d->stride[i - 1])
+			return 0;
+		if (end + last < end)
+			return 0;
+		end += last;
+	}
+	return end;
+}
+
+static const uint8_t *tensor_map_read(void *arg, uint64_t off, size_t n, int *err)
+{
+	*err = 0;
+	return (const uint8_t *)arg + off;
+}
+
+/*
+ * A tensor map is encoded on the host by the driver; only the pool's driver knows the
+ * encoding of its GPU, so it runs here. The map holds the tensor's address, which must lie
+ * in the session's memory with the whole tensor the description spans.
+ */
+CUresult gp__serve_tensor_map_encode(struct gp_worker *w, struct gp_req *rq,
+				     const struct gp_wargs_tensor_map_encode *a,
+				     struct gp_out_tensor_map_encode *o)
+{
+	struct gp_tensor_desc d;
+	CUtensorMap map;
+	struct gp_bulk_source src = {.read = tensor_map_read, .arg = &map};
+	uint64_t bytes;
+	CUresult r;
+	int ret;
+
+	_Static_assert(sizeof(map) == GP_TENSOR_MAP_BYTES, "CUtensorMap is 128 bytes");
+	if (a->desc_len != sizeof(d) || a->map_len != sizeof(map) || a->kind > 1)
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(&d, a->desc, sizeof(d));
+	bytes = tensor_extent(&d);
+	if (bytes == 0 || !gp_owner_range(&w->own, a->global, bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(&map, 0, sizeof(map));
+	if (a->kind == 0)
+		r = GP_DRV(w, cuTensorMapEncodeTiled, &map, (CUtensorMapDataType)d.data_type,
+			   d.rank, (void *)(uintptr_t)a->global, d.dim, d.stride, d.box,
+			   d.elem_stride, (CUtensorMapInterleave)d.interleave,
+			   (CUtensorMapSwizzle)d.swizzle, (CUtensorMapL2promotion)d.l2_promotion,
+			   (CUtensorMapFloatOOBfill)d.oob_fill);
+	else if (d.rank < 3)
+		r = CUDA_ERROR_INVALID_VALUE; /* im2col: at least one spatial dimension */
+	else
+		r = GP_DRV(w, cuTensorMapEncodeIm2col, &map, (CUtensorMapDataType)d.data_type,
+			   d.rank, (void *)(uintptr_t)a->global, d.dim, d.stride, d.lower, d.upper,
+			   d.channels, d.pixels, d.elem_stride, (CUtensorMapInterleave)d.interleave,
+			   (CUtensorMapSwizzle)d.swizzle, (CUtensorMapL2promotion)d.l2_promotion,
+			   (CUtensorMapFloatOOBfill)d.oob_fill);
+	if (r != CUDA_SUCCESS)
+		return r;
+	gp_conn_send_lock(w->client);
+	ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, rq->h->request_id, NULL, sizeof(map), &src);
+	gp_conn_send_unlock(w->client);
+	if (ret) {
+		rq->err = ret;
+		return CUDA_ERROR_UNKNOWN;
+	}
+	return CUDA_SUCCESS;
 }
 
 /* ---- streams ------------------------------------------------------------------ */

@@ -5,7 +5,7 @@
  * ctx.c       contexts, primary contexts, limits
  * mem.c       allocations, copies, memsets
  * module.c    modules, libraries, kernels, globals, occupancy
- * exec.c      launches, streams, events
+ * exec.c      launches, tensor maps, streams, events
  * state.c     what the session owns, for the handlers: owner.c's tables and the stats page
  * owner.c     the ownership core, no I/O: generation-checked handles, allocation ranges,
  *             per-device charges (owner.h; tests/unit/test_owner.c)

@@ -48,12 +48,38 @@
 #ifndef GPUPOOL_CALLS_H
 #define GPUPOOL_CALLS_H
 
+#include <stdint.h>
+
 /* The call reports an error of earlier asynchronous work (as CUDA's synchronizing calls do). */
 #define GP_C_SYNC 0x1u
 /* The client may send it with GP_F_NO_REPLY (CUDA's asynchronous calls). */
 #define GP_C_ASYNC 0x2u
 /* The reply lists the functions or kernels of what was loaded (Reply.function). */
 #define GP_C_FUNCTIONS 0x4u
+
+/* LAUNCH_EX: which launch attributes a request carries (CUlaunchAttributeID each). */
+#define GP_LA_COOPERATIVE 0x1u	  /* cooperative */
+#define GP_LA_PRIORITY 0x2u	  /* priority */
+#define GP_LA_CLUSTER_DIM 0x4u	  /* cluster_x, cluster_y, cluster_z */
+#define GP_LA_CLUSTER_POLICY 0x8u /* cluster_policy */
+#define GP_LA_ACCESS_WINDOW 0x10u /* window_*: its range must be the session's memory */
+
+/*
+ * TENSOR_MAP_ENCODE's desc: the encode call's arrays, native-endian, unused entries 0.
+ * Element counts as in cuda.h; the worker checks that the tensor lies in session memory.
+ */
+struct gp_tensor_desc {
+	uint64_t dim[5];	   /* globalDim */
+	uint64_t stride[4];	   /* globalStrides (bytes, dimensions 1..rank-1) */
+	uint32_t data_type;	   /* CUtensorMapDataType */
+	uint32_t rank;
+	uint32_t box[5];	   /* tiled: boxDim */
+	uint32_t elem_stride[5];   /* elementStrides */
+	uint32_t interleave, swizzle, l2_promotion, oob_fill;
+	int32_t lower[3], upper[3]; /* im2col: pixelBoxLowerCorner, pixelBoxUpperCorner */
+	uint32_t channels, pixels;  /* im2col: channelsPerPixel, pixelsPerColumn */
+};
+#define GP_TENSOR_MAP_BYTES 128u
 
 #define GP_NAME_MAX 4096u
 #define GP_BLOB_MAX 32768u /* CUDA's kernel parameter limit is 32764 bytes */
@@ -172,6 +198,19 @@
 	  GP_ARG(U32, grid_z) GP_ARG(U32, block_x) GP_ARG(U32, block_y) GP_ARG(U32, block_z)     \
 	  GP_ARG(U32, shared_mem) GP_ARG(STREAM, stream) GP_ARG(BLOB, params), , ,               \
 	  "cuLaunchKernel[Ex]: params laid out as the load reply described")                     \
+	X(LAUNCH_EX, launch_ex, 204, GP_C_ASYNC,                                                 \
+	  GP_ARG(CTX, ctx) GP_ARG(FUNC, func) GP_ARG(U32, grid_x) GP_ARG(U32, grid_y)            \
+	  GP_ARG(U32, grid_z) GP_ARG(U32, block_x) GP_ARG(U32, block_y) GP_ARG(U32, block_z)     \
+	  GP_ARG(U32, shared_mem) GP_ARG(STREAM, stream) GP_ARG(U32, attrs)                      \
+	  GP_ARG(U32, cooperative) GP_ARG(I32, priority) GP_ARG(U32, cluster_x)                  \
+	  GP_ARG(U32, cluster_y) GP_ARG(U32, cluster_z) GP_ARG(U32, cluster_policy)              \
+	  GP_ARG(DPTR, window_base) GP_ARG(U64, window_bytes) GP_ARG(U32, window_hit_ratio)      \
+	  GP_ARG(U32, window_hit_prop) GP_ARG(U32, window_miss_prop) GP_ARG(BLOB, params), , ,   \
+	  "cuLaunchKernelEx with attributes, cuLaunchCooperativeKernel: attrs is a GP_LA_* set of those given (hit ratio: the float's bits)") \
+	X(TENSOR_MAP_ENCODE, tensor_map_encode, 205, 0,                                         \
+	  GP_ARG(CTX, ctx) GP_ARG(U32, kind) GP_ARG(DPTR, global) GP_ARG(BLOB, desc)             \
+	  GP_ARG(BULK_OUT, map), , ,                                                             \
+	  "cuTensorMapEncodeTiled (kind 0), cuTensorMapEncodeIm2col (kind 1): desc is a struct gp_tensor_desc; the 128-byte CUtensorMap comes back") \
 	/* ---- streams ---- */                                                                  \
 	X(STREAM_CREATE, stream_create, 140, 0,                                                  \
 	  GP_ARG(CTX, ctx) GP_ARG(U32, flags) GP_ARG(I32, priority),                             \

@@ -23,6 +23,12 @@
  *   contexts  retains device 0's primary context, then creates contexts until one is
  *             refused: prints how many and the error, then "held" (ends at EOF on stdin)
  *   hold      a session with a context: prints "held", ends at EOF on stdin
+ *   launch-ex LAUNCH_EX with attributes the worker must refuse (unknown ones, an
+ *             access window over memory not the session's, a cooperative grid too
+ *             large, clusters softgpu lacks, parameters too short), each with its
+ *             CUDA error; a window over its own memory works; then TENSOR_MAP_ENCODE
+ *             of tensors not in the session's memory (INVALID_VALUE) and of one in it
+ *             (softgpu cannot: NOT_SUPPORTED); session goes on
  *
  * RAW_MEMORY (bytes) is the memory the Hello asks for; RAW_PROGRAM and RAW_HOST
  * replace the program name and client host it sends.
@@ -152,6 +158,35 @@ static CUresult module_load(uint64_t ctx, const void *image, size_t len)
 	struct gp_in_module_load in = {.ctx = ctx, .image = image, .image_len = len};
 
 	return call(module_load, &in, (struct gp_out_module_load *)NULL);
+}
+
+/* MODULE_LOAD of PTX; *fn: the handle of its first function. */
+static CUresult module_load_fn(uint64_t ctx, const char *ptx, size_t len, uint64_t *fn)
+{
+	struct gp_in_module_load in = {.ctx = ctx, .image = ptx, .image_len = len};
+	Gp__Call call = GP__CALL__INIT;
+	uint64_t args[GP_CALL_ARGS_MAX], id = next_id++;
+	struct gp_bulk_ref b;
+	struct gp_frame_hdr fh;
+	Gp__Reply *rep;
+	CUresult r;
+
+	gp_call_pack_module_load(&in, &call, args, &b);
+	if (gp_conn_send(c, GP_MSG_MODULE_LOAD, 0, id, &call.base, b.src, b.len) ||
+	    gp_conn_recv(c, &fh))
+		die("MODULE_LOAD");
+	if (fh.type != GP_MSG_REPLY || fh.request_id != id)
+		die("unexpected reply");
+	rep = gp__reply__unpack(NULL, fh.msg_len, c->msg);
+	if (!rep)
+		die("reply does not decode");
+	r = (CUresult)rep->result;
+	if (r == CUDA_SUCCESS && rep->n_function < 1)
+		die("MODULE_LOAD listed no function");
+	if (r == CUDA_SUCCESS)
+		*fn = rep->function[0]->handle;
+	protobuf_c_message_free_unpacked(&rep->base, NULL);
+	return r;
 }
 
 /* PTX text with a global of `bytes` bytes into buf; its length. */
@@ -698,8 +733,126 @@ int main(int argc, char **argv)
 		printf("then PTX text: %d\n", r);
 		return r == CUDA_SUCCESS ? 0 : 1;
 	}
-	fprintf(stderr,
-		"usage: raw_client version|old-version|garbage|oversize|type|foreign|pools|image|"
-		"handles|contexts|caps|bomb|hold\n");
+	if (strcmp(mode, "launch-ex") == 0) {
+		static char ptx[512];
+		struct gp_out_ctx_create cc;
+		struct gp_out_mem_alloc ma;
+		uint64_t fn, param = 0;
+		CUresult r;
+
+		if (call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc) != CUDA_SUCCESS)
+			die("CTX_CREATE");
+		if (call(mem_alloc, (&(struct gp_in_mem_alloc){cc.ctx, 4096}), &ma) != CUDA_SUCCESS)
+			die("MEM_ALLOC");
+		if (module_load_fn(cc.ctx, ptx, module_with(64, ptx, sizeof(ptx)), &fn))
+			die("MODULE_LOAD");
+		struct {
+			const char *what;
+			uint32_t grid, attrs, cluster;
+			uint64_t base, bytes;
+			size_t params_len;
+			CUresult want;
+		} cases[] = {
+			{"an unknown attribute", 1, 0x100, 0, 0, 0, 8, CUDA_ERROR_INVALID_VALUE},
+			{"a window over foreign memory", 1, GP_LA_ACCESS_WINDOW, 0, 0x10000, 4096,
+			 8, CUDA_ERROR_INVALID_VALUE},
+			{"a window past its allocation", 1, GP_LA_ACCESS_WINDOW, 0, ma.dptr, 8192,
+			 8, CUDA_ERROR_INVALID_VALUE},
+			{"a window over its own memory", 1, GP_LA_ACCESS_WINDOW, 0, ma.dptr, 4096,
+			 8, CUDA_SUCCESS},
+			{"a cooperative grid too large", 1u << 20, GP_LA_COOPERATIVE, 0, 0, 0, 8,
+			 CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE},
+			{"a cooperative grid that fits", 2, GP_LA_COOPERATIVE, 0, 0, 0, 8,
+			 CUDA_SUCCESS},
+			{"clusters on softgpu", 2, GP_LA_CLUSTER_DIM, 2, 0, 0, 8,
+			 CUDA_ERROR_NOT_SUPPORTED},
+			{"parameters too short", 1, GP_LA_PRIORITY, 0, 0, 0, 4,
+			 CUDA_ERROR_INVALID_VALUE},
+		};
+
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			struct gp_in_launch_ex in = {
+				.ctx = cc.ctx,
+				.func = fn,
+				.grid_x = cases[i].grid,
+				.grid_y = 1,
+				.grid_z = 1,
+				.block_x = 32,
+				.block_y = 1,
+				.block_z = 1,
+				.attrs = cases[i].attrs,
+				.cooperative = 1,
+				.cluster_x = cases[i].cluster ? cases[i].cluster : 1,
+				.cluster_y = 1,
+				.cluster_z = 1,
+				.window_base = cases[i].base,
+				.window_bytes = cases[i].bytes,
+				.params = (const uint8_t *)&param,
+				.params_len = cases[i].params_len};
+
+			r = call(launch_ex, &in, (struct gp_out_launch_ex *)NULL);
+			printf("%s: %d\n", cases[i].what, r);
+			if (r != cases[i].want)
+				return 1;
+		}
+		{
+			static uint8_t map[GP_TENSOR_MAP_BYTES];
+			/* 32 x 32 floats, rows 128 bytes apart: 4 KiB */
+			struct gp_tensor_desc d = {.dim = {32, 32},
+						   .stride = {128},
+						   .data_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+						   .rank = 2,
+						   .box = {8, 8},
+						   .elem_stride = {1, 1}};
+			struct gp_tensor_desc tall = d, huge = d, bad = d;
+			struct {
+				const char *what;
+				uint64_t global;
+				const struct gp_tensor_desc *d;
+				size_t len;
+				CUresult want;
+			} maps[] = {
+				{"a tensor map description of the wrong size", ma.dptr, &d, 8,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a tensor map of foreign memory", 0x10000, &d, sizeof(d),
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a tensor map past its allocation", ma.dptr, &tall, sizeof(d),
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a tensor map whose extent wraps", ma.dptr, &huge, sizeof(d),
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a tensor map of rank 0", ma.dptr, &bad, sizeof(d),
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a tensor map of its own memory on softgpu", ma.dptr, &d,
+				 sizeof(d), CUDA_ERROR_NOT_SUPPORTED},
+			};
+
+			tall.dim[1] = 33;
+			huge.rank = 3;
+			huge.dim[2] = 1ull << 32;
+			huge.stride[1] = (1ull << 40) - 1;
+			bad.rank = 0;
+			for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+				struct gp_in_tensor_map_encode in = {
+					.ctx = cc.ctx,
+					.global = maps[i].global,
+					.desc = (const uint8_t *)maps[i].d,
+					.desc_len = maps[i].len,
+					.map = map,
+					.map_len = sizeof(map)};
+
+				r = call(tensor_map_encode, &in,
+					 (struct gp_out_tensor_map_encode *)NULL);
+				printf("%s: %d\n", maps[i].what, r);
+				if (r != maps[i].want)
+					return 1;
+			}
+		}
+		r = call(ctx_synchronize, (&(struct gp_in_ctx_synchronize){cc.ctx}),
+			 (struct gp_out_ctx_synchronize *)NULL);
+		printf("then the context synchronizes: %d\n", r);
+		return r == CUDA_SUCCESS ? 0 : 1;
+	}
+	fprintf(stderr, "usage: raw_client version|old-version|garbage|oversize|type|foreign|pools|"
+			"vmm|image|handles|contexts|caps|bomb|hold|launch-ex\n");
 	return 2;
 }

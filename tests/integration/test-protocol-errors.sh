@@ -12,6 +12,7 @@ gp_start
 "$GP_TESTBIN/raw_client" foreign || fail "pointers and handles the session does not own must be refused"
 "$GP_TESTBIN/raw_client" pools || fail "pool calls with handles and pointers the session does not own must be refused"
 "$GP_TESTBIN/raw_client" image || fail "images reaching outside the bytes sent must be refused"
+"$GP_TESTBIN/raw_client" launch-ex || fail "launch attributes the worker cannot honour must be refused"
 
 # Device and host addresses never alias in the client (unified copies depend on it).
 out=$(run_client "$GP_TESTBIN/alias" 2>&1) || fail "alias: $out"
