@@ -3,7 +3,7 @@
  * Spawned by gpupoold with the accepted client socket on fd 3, a control
  * socketpair to the supervisor on fd 4 and the session's stats page on fd 5.
  * `gpupool-worker --warm --driver PATH` is started ahead of any client: it loads
- * and initialises the driver, then waits for its client socket, which the
+ * the driver (not cuInit: that follows the placement), then waits for its client socket, which the
  * supervisor passes over fd 4 (one byte with SCM_RIGHTS) when a connection comes;
  * from there it is any session's worker, and ends with it as every worker does.
  * `gpupool-worker --inventory --driver PATH` instead lists the GPUs the driver
@@ -302,42 +302,37 @@ out_free:
 	return ret;
 }
 
-/* Loads and initialises the driver: what a warm worker does ahead of its session. Returns
- * 0, or -1 with err set. */
-static int driver_start(struct gp_worker *w, const char *path, char *err, size_t errlen)
+/* Loads the driver (dlopen and its entry points): what a warm worker does ahead of its
+ * session. Not cuInit: the driver reads CUDA_VISIBLE_DEVICES there, and that is the
+ * session's placement, known only at admission. Returns 0, or -1 with err set. */
+static int driver_open(struct gp_worker *w, const char *path, char *err, size_t errlen)
 {
-	CUresult r;
-
 	/* Device printf goes to stdout: to the client, not the daemon's log. */
 	if (gp__output_capture())
 		gp_log_warn("device output stays in the log");
 	if (gp_driver_load(&w->drv, path, err, errlen))
 		return -1;
 	w->driver_loaded = true;
-	r = w->drv.cuInit(0);
-	if (r == CUDA_SUCCESS)
-		r = w->drv.cuDeviceGetCount(&w->driver_ndev);
-	if (r != CUDA_SUCCESS) {
-		snprintf(err, errlen, "the pool's driver failed: %s",
-			 gp_driver_err_name(&w->drv, r));
-		return -1;
-	}
 	return 0;
 }
 
-/* The driver, started now unless this worker was warm, must show the devices placed. */
+/* The driver, loaded now unless this worker was warm, initialised with only the placement's
+ * devices visible (admit() set CUDA_VISIBLE_DEVICES), must show them all. */
 static int load_driver(struct gp_worker *w, const char *path)
 {
 	char err[512];
+	CUresult r;
 
-	if (!w->driver_loaded && driver_start(w, path, err, sizeof(err))) {
+	if (!w->driver_loaded && driver_open(w, path, err, sizeof(err))) {
 		gp_log_error("%s", err);
-		return refuse(w, GP_ENOTREADY,
-			      w->driver_loaded ? err : "the pool's GPU driver cannot be loaded");
+		return refuse(w, GP_ENOTREADY, "the pool's GPU driver cannot be loaded");
 	}
-	if (w->driver_ndev < w->ndev) {
-		snprintf(err, sizeof(err), "the pool's driver shows %d devices, %d placed",
-			 w->driver_ndev, w->ndev);
+	r = w->drv.cuInit(0);
+	if (r == CUDA_SUCCESS)
+		r = w->drv.cuDeviceGetCount(&w->driver_ndev);
+	if (r != CUDA_SUCCESS || w->driver_ndev < w->ndev) {
+		snprintf(err, sizeof(err), "the pool's driver failed: %s (%d devices, %d placed)",
+			 gp_driver_err_name(&w->drv, r), w->driver_ndev, w->ndev);
 		gp_log_error("%s", err);
 		return refuse(w, GP_ENOTREADY, err);
 	}
@@ -777,9 +772,9 @@ int main(int argc, char **argv)
 			close(nul);
 		}
 
-		/* A driver that cannot start ends this worker: the supervisor then starts
+		/* A driver that cannot be loaded ends this worker: the supervisor then starts
 		 * sessions' workers cold, whose clients are told why. */
-		if (driver_start(&w, driver, err, sizeof(err))) {
+		if (driver_open(&w, driver, err, sizeof(err))) {
 			gp_log_error("warm worker: %s", err);
 			return 1;
 		}

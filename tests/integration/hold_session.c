@@ -71,7 +71,22 @@ int main(int argc, char **argv)
 		}
 	}
 	CHECK(cuMemGetInfo(&fr, &tot));
-	printf("READY %zu free %zu total %zu\n", bytes * (size_t)count, fr, tot);
+	{
+		/* Which GPU of the pool this is, as poolctl spells it. */
+		CUuuid u;
+		char id[48];
+		int k = sprintf(id, "GPU-");
+
+		CHECK(cuDeviceGetUuid(&u, dev));
+		for (int i = 0; i < 16; i++) {
+			k += sprintf(id + k, "%02x", (unsigned char)u.bytes[i]);
+			if (i == 3 || i == 5 || i == 7 || i == 9)
+				id[k++] = '-';
+		}
+		id[k] = '\0';
+		printf("READY %zu free %zu total %zu uuid %s\n", bytes * (size_t)count, fr, tot,
+		       id);
+	}
 	fflush(stdout);
 	while (loop)
 		CHECK(cuMemcpyHtoD(d[0], h, bytes));

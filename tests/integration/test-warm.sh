@@ -13,10 +13,21 @@ case "$out" in *PASSED*) ;; *) fail "vector_add: $out" ;; esac
 grep -q "session 1: warm worker [0-9]* for" "$T/daemon.log" || fail "session 1 should get a warm worker"
 wait_for '.warm_workers == 4 and (.sessions | length) == 0' 20
 
-# A used worker ends with its session: the next session is another process.
+# A used worker ends with its session: the next session is another process. And a warm
+# worker runs its session on the GPU it was placed on (spread: the second session on the
+# second GPU): its driver starts only once the placement is known.
 hold A 1048576
 assert_status '.sessions | length == 1' "one session held"
 pid=$(jq -r '.sessions[0].worker_pid' "$T/status.json")
+hold C 1048576
+assert_status '.sessions | length == 2' "two sessions held"
+for s in A C; do
+	line=$(head -n 1 "$T/$s.out")
+	gpu=$(jq -r --arg p "$(eval echo \$${s}_PID)" '.sessions[] | select(.client_pid == ($p | tonumber)) | .gpus[0]' "$T/status.json")
+	want=$(jq -r --argjson g "$gpu" '.gpus[] | select(.index == $g) | .uuid' "$T/status.json")
+	case "$line" in *"uuid $want") ;; *) fail "session $s placed on GPU $gpu ($want) runs elsewhere: $line" ;; esac
+done
+release C
 release A
 wait_for '.sessions | length == 0' 10
 for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
