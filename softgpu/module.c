@@ -83,6 +83,26 @@ static CUresult image_load(const void *image, struct sg_image **out, char *err, 
 	case GP_IMAGE_ELF:
 		snprintf(err, errlen, "cubin (SASS) images cannot run on softgpu; embed PTX");
 		return CUDA_ERROR_NO_BINARY_FOR_GPU;
+	case GP_IMAGE_LINK: {
+		/* a linked image (cuLinkComplete's): its texts parsed as one program */
+		struct sg_link_texts t = {0};
+		size_t size;
+
+		if (gp_image_size(image, &size)) {
+			snprintf(err, errlen, "malformed link bundle");
+			return CUDA_ERROR_INVALID_IMAGE;
+		}
+		r = sg_link_collect(&t, CU_JIT_INPUT_CUBIN, image, size, "bundle", err, errlen);
+		if (r == 0 && t.n == 0) {
+			snprintf(err, errlen, "empty link bundle");
+			r = CUDA_ERROR_INVALID_IMAGE;
+		}
+		if (r == 0)
+			r = sg_ptx_link((const char *const *)t.text, (const char *const *)t.name,
+					t.n, &prog, err, errlen);
+		sg_link_texts_deinit(&t);
+		break;
+	}
 	default:
 		return CUDA_ERROR_INVALID_IMAGE;
 	}
@@ -295,8 +315,8 @@ static void jit_log_one(unsigned n, CUjit_option *opts, void **vals, CUjit_optio
 /* The JIT outputs of a load: the error (if any) in the error log, an empty info log (softgpu
  * compiles nothing ahead: PTX is interpreted), and the load's wall time in milliseconds (a
  * float in the option value's bytes). */
-static void jit_outputs(unsigned n, CUjit_option *opts, void **vals, const char *err,
-			const struct timespec *t0)
+void sg_jit_outputs(unsigned n, CUjit_option *opts, void **vals, const char *err,
+		    const struct timespec *t0)
 {
 	struct timespec t1;
 
@@ -333,12 +353,12 @@ static CUresult load(CUmodule *mod, const void *image, unsigned n, CUjit_option 
 	r = image_load(image, &img, err, sizeof(err));
 	if (r) {
 		sg_log("module load failed (%s): %s", sg_error_name(r), err);
-		jit_outputs(n, opts, vals, err, &t0);
+		sg_jit_outputs(n, opts, vals, err, &t0);
 		return r;
 	}
 	r = instantiate(c, img, &m);
 	image_unref(img);
-	jit_outputs(n, opts, vals, r ? sg_error_name(r) : "", &t0);
+	sg_jit_outputs(n, opts, vals, r ? sg_error_name(r) : "", &t0);
 	if (r)
 		return r;
 	*mod = (CUmodule)m;
@@ -361,7 +381,7 @@ SG_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
 	return load(module, fatCubin, 0, NULL, NULL);
 }
 
-static void *read_file(const char *path)
+void *sg_read_file(const char *path, size_t *size)
 {
 	FILE *f = fopen(path, "rb");
 	char *buf = NULL;
@@ -376,6 +396,8 @@ static void *read_file(const char *path)
 			buf = NULL;
 		} else if (buf) {
 			buf[n] = 0;
+			if (size)
+				*size = (size_t)n;
 		}
 	}
 	fclose(f);
@@ -392,7 +414,7 @@ SG_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 		return r;
 	if (module == NULL || fname == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	data = read_file(fname);
+	data = sg_read_file(fname, NULL);
 	if (data == NULL)
 		return CUDA_ERROR_FILE_NOT_FOUND;
 	r = load(module, data, 0, NULL, NULL);
@@ -785,7 +807,7 @@ SG_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit
 		return CUDA_ERROR_INVALID_VALUE;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = image_load(code, &img, err, sizeof(err));
-	jit_outputs(numJitOptions, jitOptions, jitOptionsValues, r ? err : "", &t0);
+	sg_jit_outputs(numJitOptions, jitOptions, jitOptionsValues, r ? err : "", &t0);
 	if (r) {
 		sg_log("library load failed (%s): %s", sg_error_name(r), err);
 		return r;
@@ -833,7 +855,7 @@ SG_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileNam
 		return r;
 	if (fileName == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	data = read_file(fileName);
+	data = sg_read_file(fileName, NULL);
 	if (data == NULL)
 		return CUDA_ERROR_FILE_NOT_FOUND;
 	r = cuLibraryLoadData(library, data, jitOptions, jitOptionsValues, numJitOptions,
