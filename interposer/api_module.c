@@ -147,8 +147,7 @@ GP_CUDA_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, 
 	return r;
 }
 
-/* An image file of this process's, read whole (one NUL past the end: PTX text is a string). */
-static CUresult read_image_file(const char *fname, uint8_t **out)
+CUresult gp__read_image_file(const char *fname, uint8_t **out, size_t *len)
 {
 	uint8_t *buf = NULL;
 	FILE *f = fopen(fname, "rb");
@@ -163,6 +162,8 @@ static CUresult read_image_file(const char *fname, uint8_t **out)
 	if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
 		buf[n] = '\0';
 		*out = buf;
+		if (len)
+			*len = (size_t)n;
 		fclose(f);
 		return CUDA_SUCCESS;
 	}
@@ -181,7 +182,7 @@ GP_CUDA_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 		return r;
 	if (!module || !fname)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = read_image_file(fname, &buf);
+	r = gp__read_image_file(fname, &buf, NULL);
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = cuModuleLoadData(module, buf);
@@ -421,7 +422,7 @@ GP_CUDA_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fn
 		return r;
 	if (!library || !fname)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = read_image_file(fname, &buf);
+	r = gp__read_image_file(fname, &buf, NULL);
 	if (r != CUDA_SUCCESS)
 		return r;
 	/* Not preserved whatever the options say: the buffer is ours and goes now. */

@@ -40,8 +40,8 @@ int sg_lower_error(struct sg_lower *L, int cuerr, const char *fmt, ...)
 			n = snprintf(L->err, L->errlen, "%s, line %u: ", L->scopes[L->text].name,
 				     L->insn_line ? L->insn_line : L->tok.line);
 		else
-			n = snprintf(L->err, L->errlen, "line %u: ",
-				     L->insn_line ? L->insn_line : L->tok.line);
+			n = snprintf(L->err, L->errlen,
+				     "line %u: ", L->insn_line ? L->insn_line : L->tok.line);
 		if (n < 0 || (size_t)n >= L->errlen)
 			return cuerr;
 		va_start(ap, fmt);
@@ -526,7 +526,8 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 						      "module-scope .local/.param variables");
 			/* a link joins functions only: an .extern variable (but each text's
 			 * view of dynamic shared memory) would silently be a second one */
-			if (!in_func && L->ntexts > 1 && is_extern && !(space == SG_SP_SHARED && unsized))
+			if (!in_func && L->ntexts > 1 && is_extern &&
+			    !(space == SG_SP_SHARED && unsized))
 				return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
 						      ".extern variable '%.*s' (softgpu's linker "
 						      "resolves functions only)",
@@ -570,7 +571,8 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 
 				if (unsized || (is_extern && size == 0))
 					return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
-							      "extern variable '%s' (softgpu links functions only)",
+							      "extern variable '%s' (softgpu links "
+							      "functions only)",
 							      v->name);
 				v->offset = align_up(P->global_size, a.align);
 				if (v->offset + size > VAR_MAX)
@@ -588,8 +590,8 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 							      "function-scope .global/.const");
 				if (add_lsym(L, name.p, name.len, s))
 					return L->errcode;
-			} else if (sg_map_put(decl_vars(L, visible && space != SG_SP_SHARED), name.p,
-					      name.len, vi)) {
+			} else if (sg_map_put(decl_vars(L, visible && space != SG_SP_SHARED),
+					      name.p, name.len, vi)) {
 				return oom(L);
 			}
 			if (sg_tok_punct(sg_lex_peek(L), '=')) {
@@ -1074,8 +1076,8 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 	if (f->defined) {
 		if (L->ntexts > 1 && f->text != L->text)
 			sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
-				       "multiple definition of '%s', first defined in '%s'", f->name,
-				       L->scopes[f->text].name);
+				       "multiple definition of '%s', first defined in '%s'",
+				       f->name, L->scopes[f->text].name);
 		else
 			sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'%s' defined twice", f->name);
 		goto out_err;
@@ -1364,8 +1366,8 @@ static void lower_state_free(struct sg_lower *L)
  * parser's state (the source, the name maps) stays with the program so that
  * sg_prog_lower can lower each function when it is first used.
  */
-static int parse_texts(const char *const *texts, const char *const *names, uint32_t n,
-		       bool link, struct sg_prog **out, char *err, size_t errlen);
+static int parse_texts(const char *const *texts, const char *const *names, uint32_t n, bool link,
+		       struct sg_prog **out, char *err, size_t errlen);
 
 int sg_ptx_load(const char *text, struct sg_prog **out, char *err, size_t errlen)
 {
@@ -1425,8 +1427,8 @@ static char *join_texts(const char *const *texts, uint32_t n, size_t *starts)
 	return src;
 }
 
-static int parse_texts(const char *const *texts, const char *const *names, uint32_t n,
-		       bool link, struct sg_prog **out, char *err, size_t errlen)
+static int parse_texts(const char *const *texts, const char *const *names, uint32_t n, bool link,
+		       struct sg_prog **out, char *err, size_t errlen)
 {
 	struct sg_lower *L = calloc(1, sizeof(*L));
 	struct sg_prog *P = calloc(1, sizeof(*P));

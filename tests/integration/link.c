@@ -127,6 +127,33 @@ static int link_fails(const char *const *texts, int n, const char *symbol, int p
 	return 0;
 }
 
+/*
+ * A link bundle made by hand (docs/protocol.md, "Link bundles"): one entry of `type` holding
+ * ptx_lib; `slack` extra bytes claimed by the total that no entry fills.
+ */
+static size_t make_bundle(unsigned char *b, unsigned type, unsigned slack)
+{
+	unsigned magic = 0x4B4E4C47u, count = 1, zero = 0, name_len = 4;
+	unsigned short version = 1, hs = 24;
+	unsigned long long data_len = sizeof(ptx_lib), total;
+	size_t off = 24;
+
+	memcpy(b + off, &type, 4);
+	memcpy(b + off + 4, &name_len, 4);
+	memcpy(b + off + 8, &data_len, 8);
+	memcpy(b + off + 16, "bad", 4);
+	memcpy(b + off + 20, ptx_lib, sizeof(ptx_lib));
+	total = off + 20 + sizeof(ptx_lib) + slack;
+	memset(b + off + 20 + sizeof(ptx_lib), 0, slack);
+	memcpy(b, &magic, 4);
+	memcpy(b + 4, &version, 2);
+	memcpy(b + 6, &hs, 2);
+	memcpy(b + 8, &count, 4);
+	memcpy(b + 12, &zero, 4);
+	memcpy(b + 16, &total, 8);
+	return (size_t)total;
+}
+
 int main(int argc, char **argv)
 {
 	int pool = argc > 1 && strcmp(argv[1], "pool") == 0;
@@ -221,6 +248,23 @@ int main(int argc, char **argv)
 		if (link_fails(alone, 1, "twice_plus", pool) ||
 		    link_fails(twice, 3, "twice_plus", pool))
 			return 1;
+	}
+	{
+		/* malformed bundles fail their load, never crash it */
+		static unsigned char b[sizeof(ptx_lib) + 128];
+
+		make_bundle(b, CU_JIT_INPUT_PTX, 0);
+		CHECK(cuModuleLoadData(&mod, b) == CUDA_SUCCESS, "a hand-made bundle loads");
+		CHECK(cuModuleUnload(mod) == CUDA_SUCCESS, "cuModuleUnload");
+		make_bundle(b, 99, 0);
+		CHECK(cuModuleLoadData(&mod, b) != CUDA_SUCCESS, "a bundle entry of no known type");
+		make_bundle(b, CU_JIT_INPUT_PTX, 16);
+		CHECK(cuModuleLoadData(&mod, b) == CUDA_ERROR_INVALID_IMAGE,
+		      "a bundle whose total the entries do not fill");
+		make_bundle(b, CU_JIT_INPUT_PTX, 0);
+		b[24 + 8] = 0xff; /* the entry claims more bytes than the bundle has */
+		CHECK(cuModuleLoadData(&mod, b) == CUDA_ERROR_INVALID_IMAGE,
+		      "a bundle entry past the total");
 	}
 	CHECK(cuLinkCreate(0, NULL, NULL, &ls) == CUDA_SUCCESS, "cuLinkCreate");
 	CHECK(cuLinkAddData(ls, CU_JIT_INPUT_NVVM, (void *)ptx_lib, sizeof(ptx_lib), "x", 0, NULL,

@@ -395,8 +395,17 @@ static void test_link_bundle(void **state)
 /* Each length field set to values around and past what holds: refused, or still exact. */
 static void test_link_bundle_lengths(void **state)
 {
-	static const uint64_t vals[] = {0, 1, 23, 24, 25, 0x7fffffff, 0xffffffff, 1ull << 30,
-					(1ull << 30) + 1, UINT64_MAX - 8, UINT64_MAX};
+	static const uint64_t vals[] = {0,
+					1,
+					23,
+					24,
+					25,
+					0x7fffffff,
+					0xffffffff,
+					1ull << 30,
+					(1ull << 30) + 1,
+					UINT64_MAX - 8,
+					UINT64_MAX};
 	/* offsets of: count, zero word, total, entry 0 name length, entry 0 data length,
 	 * entry 1 name length (entry 0 is 16 + 6 + sizeof(PTX75) bytes) */
 	const size_t e1 = GP_LINK_HEADER_SIZE + GP_LINK_ENTRY_HEADER + 6 + sizeof(PTX75);
