@@ -239,6 +239,8 @@ SG_EXPORT CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void
 		return CUDA_ERROR_INVALID_VALUE;
 	if (l->out)
 		return CUDA_ERROR_INVALID_VALUE; /* completed: nothing more goes in */
+	sg_log("link %p: input '%s', type %d, %zu bytes", (void *)l, name ? name : "input",
+	       (int)type, size);
 	before = l->t.n;
 	r = sg_link_collect(&l->t, (int)type, data, size ? size : strlen(data) + 1,
 			    name ? name : "input", err, sizeof(err));
@@ -321,6 +323,7 @@ SG_EXPORT CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *si
 		link_outputs(l, "no input to link");
 		return CUDA_ERROR_INVALID_VALUE;
 	}
+	sg_log("link %p: complete, %u PTX text(s)", (void *)l, l->t.n);
 	if (l->out == NULL) {
 		r = (CUresult)sg_ptx_link((const char *const *)l->t.text,
 					  (const char *const *)l->t.name, l->t.n, &p, err,

@@ -30,6 +30,57 @@ static void image_unref(struct sg_image *img)
 	}
 }
 
+static CUresult image_new(struct sg_prog *prog, struct sg_image **out)
+{
+	struct sg_image *img = calloc(1, sizeof(*img));
+
+	if (img == NULL) {
+		sg_prog_free(prog);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	img->prog = prog;
+	img->refs = 1;
+	*out = img;
+	return CUDA_SUCCESS;
+}
+
+/*
+ * An nvcc -rdc=true program's image: its device-linked fatbin holds SASS only (nvlink's
+ * output), so the PTX of each translation unit's own fatbin is linked here, as a driver
+ * JIT-links them for a device the SASS is not for. The fatbins are this process's, sized
+ * from their headers.
+ */
+static CUresult prelinked_load(const void *const *fatbins, struct sg_image **out, char *err,
+			       size_t errlen)
+{
+	struct sg_link_texts t = {0};
+	struct sg_prog *prog;
+	char name[32];
+	size_t size;
+	CUresult r = CUDA_SUCCESS;
+
+	for (unsigned i = 0; r == CUDA_SUCCESS && fatbins[i]; i++) {
+		snprintf(name, sizeof(name), "translation unit %u", i);
+		if (gp_image_kind(fatbins[i]) != GP_IMAGE_FATBIN ||
+		    gp_image_size(fatbins[i], &size)) {
+			snprintf(err, errlen, "%s: malformed fatbin", name);
+			r = CUDA_ERROR_INVALID_IMAGE;
+		} else {
+			r = sg_link_collect(&t, CU_JIT_INPUT_FATBINARY, fatbins[i], size, name, err,
+					    errlen);
+		}
+	}
+	if (r == CUDA_SUCCESS && t.n == 0) {
+		snprintf(err, errlen, "the -rdc image has no translation unit");
+		r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+	}
+	if (r == CUDA_SUCCESS)
+		r = (CUresult)sg_ptx_link((const char *const *)t.text, (const char *const *)t.name,
+					  t.n, &prog, err, errlen);
+	sg_link_texts_deinit(&t);
+	return r ? r : image_new(prog, out);
+}
+
 /* Parses an image; on failure err holds the reason. */
 static CUresult image_load(const void *image, struct sg_image **out, char *err, size_t errlen)
 {
@@ -39,7 +90,6 @@ static CUresult image_load(const void *image, struct sg_image **out, char *err, 
 	uint8_t *text = NULL;
 	size_t tlen;
 	struct sg_prog *prog;
-	struct sg_image *img;
 	int r;
 
 	err[0] = 0;
@@ -65,6 +115,8 @@ static CUresult image_load(const void *image, struct sg_image **out, char *err, 
 		r = gp_fatbin_best_ptx(fatbin, fsize, SG_SM, &e);
 		if (r == 0)
 			r = gp_fatbin_best_ptx(fatbin, fsize, UINT_MAX, &e);
+		if (r == 0 && gp_image_prelinked(image))
+			return prelinked_load(gp_image_prelinked(image), out, err, errlen);
 		if (r < 0) {
 			snprintf(err, errlen, "malformed fatbin entry");
 			return CUDA_ERROR_INVALID_IMAGE;
@@ -108,15 +160,7 @@ static CUresult image_load(const void *image, struct sg_image **out, char *err, 
 	}
 	if (r)
 		return (CUresult)r;
-	img = calloc(1, sizeof(*img));
-	if (img == NULL) {
-		sg_prog_free(prog);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	img->prog = prog;
-	img->refs = 1;
-	*out = img;
-	return CUDA_SUCCESS;
+	return image_new(prog, out);
 }
 
 void sg_module_free(struct sg_module *m)

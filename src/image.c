@@ -264,6 +264,17 @@ int gp_image_fatbin(const void *p, const uint8_t **fatbin, size_t *size)
 	}
 }
 
+const void *const *gp_image_prelinked(const void *p)
+{
+	const uint8_t *b = p;
+	const void *const *fatbins;
+
+	if (b == NULL || gp_image_kind(p) != GP_IMAGE_WRAPPER || rd32(b + 4) != 2)
+		return NULL;
+	memcpy(&fatbins, b + 8 + sizeof(void *), sizeof(fatbins));
+	return fatbins;
+}
+
 int gp_fatbin_next(const uint8_t *fatbin, size_t size, size_t *off, struct gp_fatbin_entry *e)
 {
 	const uint8_t *h;

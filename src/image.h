@@ -79,6 +79,14 @@ int gp_image_size_within(const void *p, size_t len, size_t *size);
 int gp_image_fatbin(const void *p, const uint8_t **fatbin, size_t *size);
 
 /*
+ * The translation units' fatbins of a cudart wrapper of version 2 (what an nvcc -rdc=true
+ * program registers: its `data` is the device-linked fatbin, its fourth field a
+ * NULL-terminated array of each unit's own fatbin, which a driver links when `data` holds
+ * nothing it can run); NULL for any other image. The array is the caller's process's.
+ */
+const void *const *gp_image_prelinked(const void *p);
+
+/*
  * Walks the entries of a fatbin of `size` bytes (header included). *off starts
  * at 0. Returns 1 and fills *e while there is an entry, 0 at the end,
  * GP_EIMAGE when an entry does not fit.

@@ -452,6 +452,27 @@ static void test_link_bundle_lengths(void **state)
 	free(bundle);
 }
 
+/* An -rdc program's wrapper (version 2) names its units' fatbins; others name none. */
+static void test_prelinked(void **state)
+{
+	static uint8_t fb[4096];
+	struct entry_spec es[] = {{1, 75, GP_FATBIN_PLAIN, PTX75, sizeof(PTX75)}};
+	const void *units[] = {fb, NULL};
+	struct {
+		int magic, version;
+		const void *data;
+		const void *fatbins;
+	} w = {(int)GP_FATBIN_WRAPPER_MAGIC, 2, fb, units};
+
+	make_fatbin(fb, es, 1);
+	assert_null(gp_image_prelinked(NULL));
+	assert_null(gp_image_prelinked(PTX75));
+	assert_null(gp_image_prelinked(fb));
+	assert_ptr_equal(gp_image_prelinked(&w), units);
+	w.version = 1;
+	assert_null(gp_image_prelinked(&w));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -465,6 +486,7 @@ int main(void)
 		cmocka_unit_test(test_size_within),
 		cmocka_unit_test(test_link_bundle),
 		cmocka_unit_test(test_link_bundle_lengths),
+		cmocka_unit_test(test_prelinked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
