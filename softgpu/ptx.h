@@ -350,6 +350,7 @@ struct sg_func {
 	uint32_t maxnreg;
 	uint32_t line;
 	uint32_t text; /* the link input it was first declared in (sg_ptx_link) */
+	bool weak;     /* defined .weak: another input's .weak definition is dropped */
 	/* lowering on first use (sg_prog_lower): where the body is, how it went */
 	size_t body_pos; /* just after its '{' in the program's source */
 	uint32_t body_line;

@@ -943,7 +943,7 @@ static int uint_directive(struct sg_lower *L, uint32_t *v, int max)
 }
 
 /* .entry / .func; the current token is the directive. */
-static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool visible)
+static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool visible, bool weak)
 {
 	struct sg_param *rets = NULL, *params = NULL;
 	uint32_t nrets = 0, nparams = 0;
@@ -1073,6 +1073,11 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 		}
 	}
 	sg_lex_next(L); /* '{' */
+	if (f->defined && L->ntexts > 1 && f->weak && weak) {
+		/* another input's .weak definition came first: a linker keeps one of them (nvcc
+		 * writes a template or inline function used in several units into each) */
+		return skip_braces(L) ? L->errcode : 0;
+	}
 	if (f->defined) {
 		if (L->ntexts > 1 && f->text != L->text)
 			sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
@@ -1090,6 +1095,7 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 	L->fn = f;
 	L->fn_index = fi;
 	f->defined = true;
+	f->weak = weak;
 	f->text = L->text; /* its body, and the names it uses, are this text's */
 	f->body_pos = L->pos;
 	f->body_line = L->line;
@@ -1205,7 +1211,7 @@ static int parse_module(struct sg_lower *L)
 	bool seen_version = false;
 
 	for (;;) {
-		bool is_extern = false, visible = false;
+		bool is_extern = false, visible = false, weak = false;
 		const struct sg_tok *t;
 
 		sg_lex_next(L);
@@ -1258,10 +1264,12 @@ static int parse_module(struct sg_lower *L)
 				is_extern = true;
 			else
 				visible = true;
+			if (is_dir(t, ".weak"))
+				weak = true;
 			sg_lex_next(L);
 		}
 		if (is_dir(t, ".entry") || is_dir(t, ".func")) {
-			if (parse_func(L, is_dir(t, ".entry"), is_extern, visible))
+			if (parse_func(L, is_dir(t, ".entry"), is_extern, visible, weak))
 				return L->errcode;
 		} else if (is_dir(t, ".global")) {
 			if (parse_var(L, SG_SP_GLOBAL, is_extern, visible, false))
@@ -1466,14 +1474,14 @@ static int parse_texts(const char *const *texts, const char *const *names, uint3
 		L->scopes = calloc(n, sizeof(*L->scopes));
 		if (L->scopes == NULL)
 			r = CUDA_ERROR_OUT_OF_MEMORY;
+		else
+			L->ntexts = n; /* so that the scopes are freed with the rest */
 		for (uint32_t i = 0; r == 0 && i < n; i++) {
 			L->scopes[i].name =
 				sg_strdup_printf("%s", names && names[i] ? names[i] : "input");
 			if (L->scopes[i].name == NULL)
 				r = CUDA_ERROR_OUT_OF_MEMORY;
 		}
-		if (r == 0)
-			L->ntexts = n;
 	}
 	for (uint32_t i = 0; r == 0 && i < n; i++) {
 		L->text = i;

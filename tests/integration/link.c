@@ -2,7 +2,7 @@
  * defines, linked (cuLinkAddData twice, and cuLinkAddFile), loaded as a module and as a
  * library, launched and checked against the CPU; an unresolved and a twice-defined function
  * fail naming the function. Each text also has a file-local helper of the same name, which
- * must stay its own.
+ * must stay its own, and the same .weak function, kept once.
  * usage: link [pool]   (through the pool a link error surfaces at the load of the image) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +23,8 @@
 static const char ptx_main[] =
 	".version 7.0\n.target sm_52\n.address_size 64\n"
 	".extern .func (.param .b32 r) twice_plus(.param .b32 x);\n"
+	".weak .func (.param .b32 r) same(.param .b32 x)\n"
+	"{\n .reg .b32 %a;\n ld.param.b32 %a, [x];\n st.param.b32 [r], %a;\n ret;\n}\n"
 	".func (.param .b32 r) local_one(.param .b32 x)\n"
 	"{\n .reg .b32 %a;\n ld.param.b32 %a, [x];\n add.s32 %a, %a, 1;\n"
 	" st.param.b32 [r], %a;\n ret;\n}\n"
@@ -37,7 +39,10 @@ static const char ptx_main[] =
 	" call.uni (retval0), local_one, (param0);\n ld.param.b32 %r6, [retval0];\n }\n"
 	" {\n .param .b32 param1;\n st.param.b32 [param1], %r5;\n .param .b32 retval1;\n"
 	" call.uni (retval1), twice_plus, (param1);\n ld.param.b32 %r7, [retval1];\n }\n"
-	" add.s32 %r6, %r6, %r7;\n add.s64 %rd5, %rd2, %rd3;\n st.global.u32 [%rd5], %r6;\n"
+	" add.s32 %r6, %r6, %r7;\n"
+	" {\n .param .b32 param2;\n st.param.b32 [param2], %r6;\n .param .b32 retval2;\n"
+	" call.uni (retval2), same, (param2);\n ld.param.b32 %r6, [retval2];\n }\n"
+	" add.s64 %rd5, %rd2, %rd3;\n st.global.u32 [%rd5], %r6;\n"
 	"DONE:\n ret;\n}\n";
 
 /* twice_plus(x) = 2 * local_one(x), this text's local_one(x) = x + 100 */
