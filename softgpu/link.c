@@ -30,20 +30,9 @@ struct sg_link {
 	uint8_t *out; /* the answer of cuLinkComplete */
 };
 
-/* One handle kind is not worth a registry entry: a live state is on this list. */
-static pthread_mutex_t links_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sg_link **links;
-static size_t nlinks, cap_links;
-
 static bool link_live(const struct sg_link *l)
 {
-	bool ok = false;
-
-	pthread_mutex_lock(&links_lock);
-	for (size_t i = 0; l && i < nlinks && !ok; i++)
-		ok = links[i] == l;
-	pthread_mutex_unlock(&links_lock);
-	return ok;
+	return sg_handle_ok(l, SG_K_LINK);
 }
 
 void sg_link_texts_deinit(struct sg_link_texts *t)
@@ -196,21 +185,10 @@ SG_EXPORT CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *option
 		l->nopts = numOptions;
 		l->vals = optionValues;
 	}
-	pthread_mutex_lock(&links_lock);
-	if (nlinks == cap_links) {
-		size_t cap = cap_links ? cap_links * 2 : 8;
-		struct sg_link **nl = realloc(links, cap * sizeof(*nl));
-
-		if (nl == NULL) {
-			pthread_mutex_unlock(&links_lock);
-			link_free(l);
-			return CUDA_ERROR_OUT_OF_MEMORY;
-		}
-		links = nl;
-		cap_links = cap;
+	if (sg_handle_add(l, SG_K_LINK)) {
+		link_free(l);
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	links[nlinks++] = l;
-	pthread_mutex_unlock(&links_lock);
 	*stateOut = (CUlinkState)l;
 	return CUDA_SUCCESS;
 }
@@ -356,19 +334,10 @@ SG_EXPORT CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *si
 SG_EXPORT CUresult cuLinkDestroy(CUlinkState state)
 {
 	struct sg_link *l = (struct sg_link *)state;
-	bool found = false;
 
-	pthread_mutex_lock(&links_lock);
-	for (size_t i = 0; l && i < nlinks; i++) {
-		if (links[i] == l) {
-			links[i] = links[--nlinks];
-			found = true;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&links_lock);
-	if (!found)
+	if (!link_live(l))
 		return CUDA_ERROR_INVALID_HANDLE;
+	sg_handle_del(l);
 	link_free(l);
 	return CUDA_SUCCESS;
 }

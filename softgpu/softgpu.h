@@ -93,6 +93,7 @@ enum sg_kind {
 	SG_K_GRAPH,
 	SG_K_GNODE,
 	SG_K_GEXEC,
+	SG_K_LINK,
 };
 
 int sg_handle_add(const void *p, int kind);
