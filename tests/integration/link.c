@@ -245,6 +245,35 @@ int main(int argc, char **argv)
 	CHECK(cuModuleUnload(mod) == CUDA_SUCCESS, "cuModuleUnload");
 	CHECK(cuLinkDestroy(ls) == CUDA_SUCCESS, "cuLinkDestroy");
 
+	/* an earlier link's output as an input: its texts join this link */
+	{
+		CUlinkState first;
+		void *part = NULL;
+		size_t part_size = 0;
+
+		CHECK(cuLinkCreate(0, NULL, NULL, &first) == CUDA_SUCCESS, "cuLinkCreate");
+		CHECK(cuLinkAddData(first, CU_JIT_INPUT_PTX, (void *)ptx_lib, sizeof(ptx_lib),
+				    "lib.ptx", 0, NULL, NULL) == CUDA_SUCCESS,
+		      "cuLinkAddData lib");
+		CHECK(cuLinkComplete(first, &part, &part_size) == CUDA_SUCCESS && part_size > 0,
+		      "cuLinkComplete of the part");
+		CHECK(cuLinkCreate(0, NULL, NULL, &ls) == CUDA_SUCCESS, "cuLinkCreate");
+		CHECK(cuLinkAddData(ls, CU_JIT_INPUT_PTX, (void *)ptx_main, sizeof(ptx_main),
+				    "main.ptx", 0, NULL, NULL) == CUDA_SUCCESS,
+		      "cuLinkAddData main");
+		CHECK(cuLinkAddData(ls, CU_JIT_INPUT_CUBIN, part, part_size, "part", 0, NULL,
+				    NULL) == CUDA_SUCCESS,
+		      "cuLinkAddData of a link's output");
+		CHECK(cuLinkDestroy(first) == CUDA_SUCCESS, "cuLinkDestroy of the part");
+		CHECK(cuLinkComplete(ls, &img, &size) == CUDA_SUCCESS, "cuLinkComplete");
+		CHECK(cuModuleLoadData(&mod, img) == CUDA_SUCCESS, "cuModuleLoadData");
+		CHECK(cuModuleGetFunction(&f, mod, "combine") == CUDA_SUCCESS, "its kernel");
+		if (run_combine(f, "module from a PTX text and a link's output"))
+			return 1;
+		CHECK(cuModuleUnload(mod) == CUDA_SUCCESS, "cuModuleUnload");
+		CHECK(cuLinkDestroy(ls) == CUDA_SUCCESS, "cuLinkDestroy");
+	}
+
 	/* what cannot link */
 	{
 		const char *alone[] = {ptx_main};
