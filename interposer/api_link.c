@@ -175,10 +175,12 @@ GP_CUDA_EXPORT CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type,
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!data || (numOptions && (!options || !optionValues)) || l->out)
 		return CUDA_ERROR_INVALID_VALUE;
-	/* LTO-IR needs link options (CU_JIT_LTO) that the bundle does not carry */
-	if ((unsigned)type >= CU_JIT_NUM_INPUT_TYPES || type == CU_JIT_INPUT_NVVM)
-		return type == CU_JIT_INPUT_NVVM ? CUDA_ERROR_NOT_SUPPORTED
-						 : CUDA_ERROR_INVALID_VALUE;
+	/* LTO-IR needs link options (CU_JIT_LTO) that the bundle does not carry; an archive's
+	 * members cannot be sized for the worker's checks (daemon/worker/module.c) */
+	if ((unsigned)type >= CU_JIT_NUM_INPUT_TYPES)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type == CU_JIT_INPUT_NVVM || type == CU_JIT_INPUT_LIBRARY)
+		return CUDA_ERROR_NOT_SUPPORTED;
 	if (type == CU_JIT_INPUT_PTX && size == 0)
 		size = strlen(data) + 1;
 	if (size == 0)

@@ -47,12 +47,37 @@ static CUresult recv_image(struct gp_worker *w, struct gp_req *rq, uint64_t len,
 }
 
 /*
+ * Whether a bundle entry may go to the driver, which sizes an image from its own headers as
+ * a module load does: PTX with its NUL, a fatbin or ELF (cubin, host object) that lies within
+ * the entry's bytes. Archives, NVVM, nested bundles and unknown types are refused.
+ */
+static bool entry_ok(const struct gp_link_entry *e)
+{
+	size_t n;
+
+	if (e->size == 0)
+		return false;
+	switch (e->type) {
+	case CU_JIT_INPUT_PTX:
+		return e->data[e->size - 1] == 0;
+	case CU_JIT_INPUT_CUBIN:
+	case CU_JIT_INPUT_FATBINARY:
+	case CU_JIT_INPUT_OBJECT:
+		if (e->size < 4 || gp_image_size_within(e->data, e->size, &n))
+			return false;
+		return gp_image_kind(e->data) == GP_IMAGE_FATBIN ||
+		       gp_image_kind(e->data) == GP_IMAGE_ELF;
+	default:
+		return false;
+	}
+}
+
+/*
  * A link bundle (what the interposer's cuLinkComplete answers) is linked here by the driver's
  * own cuLink*, and the linked image loaded in its place: *use is the image to load, owned by
  * *ls (destroyed by the caller after the load; the drivers copy what they load). Anything
  * else is loaded as it came (*ls NULL). recv_image checked that every entry lies within the
- * image; the entries' contents are the driver's to judge, except that PTX must hold its NUL
- * and only the types a bundle may carry are passed on.
+ * image, and entry_ok checks each entry's own headers as recv_image checks a module's.
  */
 static CUresult link_bundle(struct gp_worker *w, const uint8_t *image, uint64_t len,
 			    CUlinkState *ls, const void **use)
@@ -81,8 +106,7 @@ static CUresult link_bundle(struct gp_worker *w, const uint8_t *image, uint64_t 
 		return r;
 	}
 	while (r == CUDA_SUCCESS && (more = gp_link_next(image, size, &off, &e)) == 1) {
-		if (e.type >= CU_JIT_NUM_INPUT_TYPES || e.type == CU_JIT_INPUT_NVVM ||
-		    e.size == 0 || (e.type == CU_JIT_INPUT_PTX && e.data[e.size - 1] != 0))
+		if (!entry_ok(&e))
 			r = CUDA_ERROR_INVALID_IMAGE;
 		else
 			r = w->drv.cuLinkAddData_v2(*ls, (CUjitInputType)e.type, (void *)e.data,
