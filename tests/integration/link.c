@@ -134,22 +134,23 @@ static int link_fails(const char *const *texts, int n, const char *symbol, int p
 
 /*
  * A link bundle made by hand (docs/protocol.md, "Link bundles"): one entry of `type` holding
- * ptx_lib; `slack` extra bytes claimed by the total that no entry fills.
+ * len bytes of data; `slack` extra bytes claimed by the total that no entry fills.
  */
-static size_t make_bundle(unsigned char *b, unsigned type, unsigned slack)
+static size_t make_bundle(unsigned char *b, unsigned type, const void *data, size_t len,
+			  unsigned slack)
 {
 	unsigned magic = 0x4B4E4C47u, count = 1, zero = 0, name_len = 4;
 	unsigned short version = 1, hs = 24;
-	unsigned long long data_len = sizeof(ptx_lib), total;
+	unsigned long long data_len = len, total;
 	size_t off = 24;
 
 	memcpy(b + off, &type, 4);
 	memcpy(b + off + 4, &name_len, 4);
 	memcpy(b + off + 8, &data_len, 8);
 	memcpy(b + off + 16, "bad", 4);
-	memcpy(b + off + 20, ptx_lib, sizeof(ptx_lib));
-	total = off + 20 + sizeof(ptx_lib) + slack;
-	memset(b + off + 20 + sizeof(ptx_lib), 0, slack);
+	memcpy(b + off + 20, data, len);
+	total = off + 20 + len + slack;
+	memset(b + off + 20 + len, 0, slack);
 	memcpy(b, &magic, 4);
 	memcpy(b + 4, &version, 2);
 	memcpy(b + 6, &hs, 2);
@@ -286,16 +287,21 @@ int main(int argc, char **argv)
 	{
 		/* malformed bundles fail their load, never crash it */
 		static unsigned char b[sizeof(ptx_lib) + 128];
+		/* a fatbin header that claims 4096 bytes after it, with none there */
+		static const unsigned char fat[16] = {0x50, 0xed, 0x55, 0xba, 1, 0, 16, 0, 0, 0x10};
 
-		make_bundle(b, CU_JIT_INPUT_PTX, 0);
+		make_bundle(b, CU_JIT_INPUT_PTX, ptx_lib, sizeof(ptx_lib), 0);
 		CHECK(cuModuleLoadData(&mod, b) == CUDA_SUCCESS, "a hand-made bundle loads");
 		CHECK(cuModuleUnload(mod) == CUDA_SUCCESS, "cuModuleUnload");
-		make_bundle(b, 99, 0);
+		make_bundle(b, 99, ptx_lib, sizeof(ptx_lib), 0);
 		CHECK(cuModuleLoadData(&mod, b) != CUDA_SUCCESS, "a bundle entry of no known type");
-		make_bundle(b, CU_JIT_INPUT_PTX, 16);
+		make_bundle(b, CU_JIT_INPUT_FATBINARY, fat, sizeof(fat), 0);
+		CHECK(cuModuleLoadData(&mod, b) == CUDA_ERROR_INVALID_IMAGE,
+		      "a fatbin entry that claims more than it holds");
+		make_bundle(b, CU_JIT_INPUT_PTX, ptx_lib, sizeof(ptx_lib), 16);
 		CHECK(cuModuleLoadData(&mod, b) == CUDA_ERROR_INVALID_IMAGE,
 		      "a bundle whose total the entries do not fill");
-		make_bundle(b, CU_JIT_INPUT_PTX, 0);
+		make_bundle(b, CU_JIT_INPUT_PTX, ptx_lib, sizeof(ptx_lib), 0);
 		b[24 + 8] = 0xff; /* the entry claims more bytes than the bundle has */
 		CHECK(cuModuleLoadData(&mod, b) == CUDA_ERROR_INVALID_IMAGE,
 		      "a bundle entry past the total");
