@@ -122,7 +122,7 @@ GP_CUDA_EXPORT CUresult cuLinkCreate(unsigned int numOptions, CUjit_option *opti
 
 /* One input into the bundle; a bundle (an earlier link's output) adds its entries. */
 static CUresult add_input(struct gp_ilink *l, CUjitInputType type, const void *data, size_t size,
-			  const char *name)
+			  const char *name, bool nested)
 {
 	size_t n;
 	int ret;
@@ -146,10 +146,12 @@ static CUresult add_input(struct gp_ilink *l, CUjitInputType type, const void *d
 		struct gp_link_entry e;
 		size_t off = 0;
 
-		if (gp_image_size_within(data, size, &n))
+		/* a link's output holds no bundle (inputs are flattened as they are added) */
+		if (nested || gp_image_size_within(data, size, &n))
 			return CUDA_ERROR_INVALID_IMAGE;
 		while ((ret = gp_link_next(data, n, &off, &e)) == 1) {
-			CUresult r = add_input(l, (CUjitInputType)e.type, e.data, e.size, e.name);
+			CUresult r =
+				add_input(l, (CUjitInputType)e.type, e.data, e.size, e.name, true);
 
 			if (r != CUDA_SUCCESS)
 				return r;
@@ -185,7 +187,7 @@ GP_CUDA_EXPORT CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type,
 		size = strlen(data) + 1;
 	if (size == 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = add_input(l, type, data, size, name ? name : "input");
+	r = add_input(l, type, data, size, name ? name : "input", false);
 	if (r != CUDA_SUCCESS)
 		link_outputs(l, "the input cannot be added to the link");
 	return r;

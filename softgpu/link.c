@@ -101,8 +101,8 @@ static CUresult add_fatbin(struct sg_link_texts *t, const uint8_t *fb, size_t si
 	return cr;
 }
 
-CUresult sg_link_collect(struct sg_link_texts *t, int type, const void *data, size_t size,
-			 const char *name, char *err, size_t errlen)
+static CUresult collect(struct sg_link_texts *t, int type, const void *data, size_t size,
+			const char *name, bool nested, char *err, size_t errlen)
 {
 	const uint8_t *b = data;
 	size_t n;
@@ -121,13 +121,14 @@ CUresult sg_link_collect(struct sg_link_texts *t, int type, const void *data, si
 		size_t off = 0;
 		int r;
 
-		if (gp_image_size_within(b, size, &n)) {
+		/* a link's output holds no bundle (inputs are flattened as they are added) */
+		if (nested || gp_image_size_within(b, size, &n)) {
 			snprintf(err, errlen, "'%s': malformed link bundle", name);
 			return CUDA_ERROR_INVALID_IMAGE;
 		}
 		while ((r = gp_link_next(b, n, &off, &e)) == 1) {
-			CUresult cr = sg_link_collect(t, (int)e.type, e.data, e.size, e.name, err,
-						      errlen);
+			CUresult cr =
+				collect(t, (int)e.type, e.data, e.size, e.name, true, err, errlen);
 
 			if (cr)
 				return cr;
@@ -143,6 +144,12 @@ CUresult sg_link_collect(struct sg_link_texts *t, int type, const void *data, si
 	}
 	snprintf(err, errlen, "'%s': cubin (SASS) and object inputs cannot run on softgpu", name);
 	return CUDA_ERROR_NO_BINARY_FOR_GPU;
+}
+
+CUresult sg_link_collect(struct sg_link_texts *t, int type, const void *data, size_t size,
+			 const char *name, char *err, size_t errlen)
+{
+	return collect(t, type, data, size, name, false, err, errlen);
 }
 
 /* The log options of the link: the latest error, an empty info log, the time since create. */
