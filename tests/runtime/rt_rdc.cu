@@ -1,14 +1,19 @@
 // rt_rdc.cu -- relocatable device code (-rdc=true): the kernel calls a device function
-// defined in rt_rdc_dev.cu, resolved by a device link.
+// defined in rt_rdc_dev.cu, resolved by a device link; both units instantiate twice<>.
 #include "rt_check.h"
 
 extern __device__ int rdc_mix(int x);
+
+template <class T> __noinline__ __device__ T twice(T x)
+{
+	return x * 2;
+}
 
 __global__ void rdc_kernel(const int *in, int *out, int n)
 {
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < n)
-		out[i] = rdc_mix(in[i]);
+		out[i] = rdc_mix(in[i]) + twice(in[i]);
 }
 
 int main()
@@ -24,7 +29,7 @@ int main()
 	CK(cudaGetLastError());
 	CK(cudaMemcpy(r, out, n * sizeof(int), cudaMemcpyDeviceToHost));
 	for (int i = 0; i < n; i++)
-		EXPECT(r[i] == h[i] * 3 + 7, "out[%d] = %d, expected %d", i, r[i], h[i] * 3 + 7);
+		EXPECT(r[i] == h[i] * 5 + 7, "out[%d] = %d, expected %d", i, r[i], h[i] * 5 + 7);
 	CK(cudaFree(in));
 	CK(cudaFree(out));
 	std::printf("rt_rdc: PASSED (%d results match the CPU)\n", n);
