@@ -281,6 +281,7 @@ struct sg_var {
 	bool visible;
 	bool dynamic; /* the .extern .shared array */
 	bool managed; /* .attribute(.managed): __managed__ */
+	bool weak;    /* defined .weak: another link input's .weak definition is dropped */
 	int func;     /* owning function, -1 at module scope */
 	uint64_t
 		offset; /* shared: module-wide offset; global/const: offset in the instance block */

@@ -458,7 +458,8 @@ static int func_shared_var(struct sg_lower *L, const struct sg_tok *name)
  * function, .local a slot in the function's local frame, .param a slot in its
  * parameter frame.
  */
-static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible, bool in_func)
+static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible, bool weak,
+		     bool in_func)
 {
 	struct decl_attrs a;
 
@@ -519,7 +520,8 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 						      "initializer on a .shared variable");
 		} else {
 			struct sg_var *v = NULL;
-			int vi;
+			bool dropped = false;
+			int vi, prev;
 
 			if (space == SG_SP_LOCAL || space == SG_SP_PARAM)
 				return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
@@ -533,10 +535,16 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 						      "resolves functions only)",
 						      (int)name.len, name.p);
 			if (!in_func && L->ntexts > 1 && visible && space != SG_SP_SHARED &&
-			    sg_map_get(&L->vars, name.p, name.len) >= 0)
-				return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
-						      "'%.*s' is defined in two link inputs",
-						      (int)name.len, name.p);
+			    (prev = sg_map_get(&L->vars, name.p, name.len)) >= 0) {
+				/* two .weak definitions: the first is kept, as a linker keeps one
+				 * (this one is parsed into storage nothing names) */
+				if (!weak || !L->prog->vars[prev].weak)
+					return sg_lower_error(
+						L, CUDA_ERROR_INVALID_PTX,
+						"'%.*s' is defined in two link inputs",
+						(int)name.len, name.p);
+				dropped = true;
+			}
 			if (new_var(L, &v))
 				return L->errcode;
 			vi = (int)L->prog->nvars - 1;
@@ -548,6 +556,7 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 			v->is_extern = is_extern;
 			v->visible = visible;
 			v->managed = a.managed;
+			v->weak = weak;
 			if (a.managed)
 				L->prog->has_managed = true;
 			v->func = in_func ? L->fn_index : -1;
@@ -590,7 +599,8 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 							      "function-scope .global/.const");
 				if (add_lsym(L, name.p, name.len, s))
 					return L->errcode;
-			} else if (sg_map_put(decl_vars(L, visible && space != SG_SP_SHARED),
+			} else if (!dropped &&
+				   sg_map_put(decl_vars(L, visible && space != SG_SP_SHARED),
 					      name.p, name.len, vi)) {
 				return oom(L);
 			}
@@ -696,13 +706,13 @@ static int parse_body(struct sg_lower *L)
 			if (parse_reg(L))
 				return L->errcode;
 		} else if (is_dir(t, ".local")) {
-			if (parse_var(L, SG_SP_LOCAL, false, false, true))
+			if (parse_var(L, SG_SP_LOCAL, false, false, false, true))
 				return L->errcode;
 		} else if (is_dir(t, ".shared")) {
-			if (parse_var(L, SG_SP_SHARED, false, false, true))
+			if (parse_var(L, SG_SP_SHARED, false, false, false, true))
 				return L->errcode;
 		} else if (is_dir(t, ".param")) {
-			if (parse_var(L, SG_SP_PARAM, false, false, true))
+			if (parse_var(L, SG_SP_PARAM, false, false, false, true))
 				return L->errcode;
 		} else if (is_dir(t, ".loc") || is_dir(t, ".file")) {
 			skip_line(L);
@@ -807,7 +817,7 @@ static int scan_body(struct sg_lower *L)
 			L->pos = i;
 			L->line = line;
 			sg_lex_next(L);
-			if (parse_var(L, SG_SP_SHARED, false, false, true))
+			if (parse_var(L, SG_SP_SHARED, false, false, false, true))
 				return L->errcode;
 			i = L->pos;
 			line = L->line;
@@ -1272,13 +1282,13 @@ static int parse_module(struct sg_lower *L)
 			if (parse_func(L, is_dir(t, ".entry"), is_extern, visible, weak))
 				return L->errcode;
 		} else if (is_dir(t, ".global")) {
-			if (parse_var(L, SG_SP_GLOBAL, is_extern, visible, false))
+			if (parse_var(L, SG_SP_GLOBAL, is_extern, visible, weak, false))
 				return L->errcode;
 		} else if (is_dir(t, ".const")) {
-			if (parse_var(L, SG_SP_CONST, is_extern, visible, false))
+			if (parse_var(L, SG_SP_CONST, is_extern, visible, weak, false))
 				return L->errcode;
 		} else if (is_dir(t, ".shared")) {
-			if (parse_var(L, SG_SP_SHARED, is_extern, visible, false))
+			if (parse_var(L, SG_SP_SHARED, is_extern, visible, weak, false))
 				return L->errcode;
 		} else if (t->kind == SG_TK_DIR) {
 			L->insn_line = t->line;

@@ -2,7 +2,7 @@
  * defines, linked (cuLinkAddData twice, and cuLinkAddFile), loaded as a module and as a
  * library, launched and checked against the CPU; an unresolved and a twice-defined function
  * fail naming the function. Each text also has a file-local helper of the same name, which
- * must stay its own, and the same .weak function, kept once.
+ * must stay its own, and the same .weak function and variable, kept once.
  * usage: link [pool]   (through the pool a link error surfaces at the load of the image) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +19,17 @@
 		}                                     \
 	} while (0)
 
-/* out[i] = local_one(in[i]) + twice_plus(in[i]); here local_one(x) = x + 1 */
+/* What both texts define .weak, identically: a variable and a function that adds it. */
+#define WEAK_PART                                                                      \
+	".weak .global .align 4 .b32 bias = 0;\n"                                      \
+	".weak .func (.param .b32 r) same(.param .b32 x)\n"                            \
+	"{\n .reg .b32 %a<3>;\n ld.param.b32 %a1, [x];\n ld.global.u32 %a2, [bias];\n" \
+	" add.s32 %a1, %a1, %a2;\n st.param.b32 [r], %a1;\n ret;\n}\n"
+
+/* out[i] = same(local_one(in[i]) + twice_plus(in[i])); here local_one(x) = x + 1 */
 static const char ptx_main[] =
 	".version 7.0\n.target sm_52\n.address_size 64\n"
-	".extern .func (.param .b32 r) twice_plus(.param .b32 x);\n"
-	".weak .func (.param .b32 r) same(.param .b32 x)\n"
-	"{\n .reg .b32 %a;\n ld.param.b32 %a, [x];\n st.param.b32 [r], %a;\n ret;\n}\n"
+	".extern .func (.param .b32 r) twice_plus(.param .b32 x);\n" WEAK_PART
 	".func (.param .b32 r) local_one(.param .b32 x)\n"
 	"{\n .reg .b32 %a;\n ld.param.b32 %a, [x];\n add.s32 %a, %a, 1;\n"
 	" st.param.b32 [r], %a;\n ret;\n}\n"
@@ -45,8 +50,8 @@ static const char ptx_main[] =
 	" add.s64 %rd5, %rd2, %rd3;\n st.global.u32 [%rd5], %r6;\n"
 	"DONE:\n ret;\n}\n";
 
-/* twice_plus(x) = 2 * local_one(x), this text's local_one(x) = x + 100 */
-static const char ptx_lib[] = ".version 7.0\n.target sm_52\n.address_size 64\n"
+/* twice_plus(x) = same(2 * local_one(x)), this text's local_one(x) = x + 100 */
+static const char ptx_lib[] = ".version 7.0\n.target sm_52\n.address_size 64\n" WEAK_PART
 			      ".func (.param .b32 r) local_one(.param .b32 x)\n"
 			      "{\n .reg .b32 %a;\n ld.param.b32 %a, [x];\n add.s32 %a, %a, 100;\n"
 			      " st.param.b32 [r], %a;\n ret;\n}\n"
@@ -54,13 +59,19 @@ static const char ptx_lib[] = ".version 7.0\n.target sm_52\n.address_size 64\n"
 			      "{\n .reg .b32 %a<3>;\n ld.param.b32 %a1, [x];\n"
 			      " {\n .param .b32 p0;\n st.param.b32 [p0], %a1;\n .param .b32 q0;\n"
 			      " call.uni (q0), local_one, (p0);\n ld.param.b32 %a2, [q0];\n }\n"
-			      " shl.b32 %a2, %a2, 1;\n st.param.b32 [r], %a2;\n ret;\n}\n";
+			      " shl.b32 %a2, %a2, 1;\n"
+			      " {\n .param .b32 p1;\n st.param.b32 [p1], %a2;\n .param .b32 q1;\n"
+			      " call.uni (q1), same, (p1);\n ld.param.b32 %a2, [q1];\n }\n"
+			      " st.param.b32 [r], %a2;\n ret;\n}\n";
 
 #define N 1000
 
+/* the value of bias, as the test set it */
+static int bias;
+
 static int expect(int x)
 {
-	return (x + 1) + 2 * (x + 100);
+	return (x + 1) + 2 * (x + 100) + 2 * bias;
 }
 
 /* Launches combine from f on N inputs and compares with the CPU. */
@@ -215,6 +226,19 @@ int main(int argc, char **argv)
 	CHECK(cuModuleGetFunction(&f, mod, "combine") == CUDA_SUCCESS, "its kernel");
 	if (run_combine(f, "module from cuLinkAddData x2"))
 		return 1;
+	{
+		/* one bias for both texts: the .weak variable is kept once */
+		CUdeviceptr d;
+		size_t sz = 0;
+
+		bias = 10;
+		CHECK(cuModuleGetGlobal(&d, &sz, mod, "bias") == CUDA_SUCCESS && sz == 4,
+		      "cuModuleGetGlobal of the .weak variable");
+		CHECK(cuMemcpyHtoD(d, &bias, sizeof(bias)) == CUDA_SUCCESS, "cuMemcpyHtoD");
+		if (run_combine(f, "the same with bias 10"))
+			return 1;
+		bias = 0;
+	}
 	CHECK(cuModuleUnload(mod) == CUDA_SUCCESS, "cuModuleUnload");
 	/* the image is the link state's until destroy: a library of it works as well */
 	CHECK(cuLibraryLoadData(&lib, img, NULL, NULL, 0, NULL, NULL, 0) == CUDA_SUCCESS,
