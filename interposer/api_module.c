@@ -1,5 +1,6 @@
 /* api_module.c -- modules and libraries: images are shipped once (libraries on first use),
  * then functions, kernels and their attributes are answered locally. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,17 +14,56 @@
 #include "interposer.h"
 
 /*
- * The bytes to ship for an image passed without a length: a cudart wrapper is
- * followed to its fatbin (the wrapper holds pointers into this process); a
- * fatbin, cubin or PTX text is sized from its own header or terminator.
+ * An nvcc -rdc=true program's image (a version-2 wrapper) ships as a link bundle of its
+ * translation units' fatbins, which the worker links with its driver (docs/conformance.md):
+ * its device-linked fatbin may hold nothing the pool's device runs (none at all for PTX-only
+ * builds, SASS only on softgpu), and the units' PTX is what a driver JIT-links then.
  */
-static CUresult image_bytes(const void *image, const void **out, size_t *len)
+static CUresult prelinked_bundle(const void *const *fatbins, uint8_t **out, size_t *len)
 {
+	struct gp_link_builder b;
+	char name[32];
+	size_t size;
+	int ret = 0;
+
+	gp_link_builder_init(&b);
+	for (unsigned i = 0; ret == 0 && fatbins[i]; i++) {
+		snprintf(name, sizeof(name), "translation unit %u", i);
+		if (gp_image_kind(fatbins[i]) != GP_IMAGE_FATBIN ||
+		    gp_image_size(fatbins[i], &size))
+			ret = GP_EIMAGE;
+		else
+			ret = gp_link_add(&b, CU_JIT_INPUT_FATBINARY, name, fatbins[i], size);
+	}
+	if (ret == 0)
+		ret = gp_link_finish(&b, out, len);
+	gp_link_builder_deinit(&b);
+	if (ret == -ENOMEM)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	return ret ? CUDA_ERROR_INVALID_IMAGE : CUDA_SUCCESS;
+}
+
+/*
+ * The bytes to ship for an image passed without a length: a cudart wrapper is
+ * followed to its fatbin (the wrapper holds pointers into this process), or made
+ * a link bundle (-rdc; *owned is then the caller's to free); a fatbin, cubin,
+ * link bundle or PTX text is sized from its own header or terminator.
+ */
+static CUresult image_bytes(const void *image, const void **out, size_t *len, uint8_t **owned)
+{
+	const void *const *prelinked = gp_image_prelinked(image);
 	const uint8_t *fb;
 	int ret;
 
+	*owned = NULL;
 	if (!image)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (prelinked && prelinked[0]) {
+		CUresult r = prelinked_bundle(prelinked, owned, len);
+
+		*out = *owned;
+		return r;
+	}
 	if (gp_image_kind(image) == GP_IMAGE_WRAPPER) {
 		ret = gp_image_fatbin(image, &fb, len);
 		*out = fb;
@@ -61,6 +101,7 @@ GP_CUDA_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	struct gp_imodule *m;
 	struct gp_ictx *c;
 	const void *bytes;
+	uint8_t *owned;
 	size_t len;
 	CUresult r;
 
@@ -69,15 +110,18 @@ GP_CUDA_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	r = gp__ctx_need(&c);
 	if (r != CUDA_SUCCESS)
 		return r;
-	r = image_bytes(image, &bytes, &len);
+	r = image_bytes(image, &bytes, &len, &owned);
 	if (r != CUDA_SUCCESS)
 		return r;
 	m = calloc(1, sizeof(*m));
-	if (!m)
+	if (!m) {
+		free(owned);
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	m->magic = GP_MAGIC_MODULE;
 	m->ctx = c;
 	r = gp__image_load(false, c->remote, bytes, len, m);
+	free(owned); /* shipped */
 	if (r != CUDA_SUCCESS) {
 		module_free_funcs(m);
 		free(m->funcs);
@@ -147,8 +191,7 @@ GP_CUDA_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, 
 	return r;
 }
 
-/* An image file of this process's, read whole (one NUL past the end: PTX text is a string). */
-static CUresult read_image_file(const char *fname, uint8_t **out)
+CUresult gp__read_image_file(const char *fname, uint8_t **out, size_t *len)
 {
 	uint8_t *buf = NULL;
 	FILE *f = fopen(fname, "rb");
@@ -163,6 +206,8 @@ static CUresult read_image_file(const char *fname, uint8_t **out)
 	if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
 		buf[n] = '\0';
 		*out = buf;
+		if (len)
+			*len = (size_t)n;
 		fclose(f);
 		return CUDA_SUCCESS;
 	}
@@ -181,7 +226,7 @@ GP_CUDA_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 		return r;
 	if (!module || !fname)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = read_image_file(fname, &buf);
+	r = gp__read_image_file(fname, &buf, NULL);
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = cuModuleLoadData(module, buf);
@@ -361,6 +406,7 @@ GP_CUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 	struct gp_imodule *m;
 	bool preserved = false;
 	const void *bytes;
+	uint8_t *owned;
 	size_t len;
 	CUresult r;
 
@@ -369,7 +415,7 @@ GP_CUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 	r = gp__ready();
 	if (r != CUDA_SUCCESS)
 		return r;
-	r = image_bytes(code, &bytes, &len);
+	r = image_bytes(code, &bytes, &len, &owned);
 	if (r != CUDA_SUCCESS)
 		return r;
 	for (unsigned i = 0; i < numLibraryOptions && libraryOptions; i++)
@@ -377,11 +423,16 @@ GP_CUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 		if (libraryOptions[i] == CU_LIBRARY_BINARY_IS_PRESERVED && libraryOptionValues)
 			preserved = (uintptr_t)libraryOptionValues[i] != 0;
 	m = calloc(1, sizeof(*m));
-	if (!m)
+	if (!m) {
+		free(owned);
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	m->magic = GP_MAGIC_LIBRARY;
 	m->image_len = len;
-	if (preserved) {
+	if (owned) {
+		m->image_copy = owned; /* made here: the library's until it ships */
+		m->image = owned;
+	} else if (preserved) {
 		m->image = bytes; /* the caller keeps it alive until cuLibraryUnload */
 	} else {
 		m->image_copy = malloc(len);
@@ -421,7 +472,7 @@ GP_CUDA_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fn
 		return r;
 	if (!library || !fname)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = read_image_file(fname, &buf);
+	r = gp__read_image_file(fname, &buf, NULL);
 	if (r != CUDA_SUCCESS)
 		return r;
 	/* Not preserved whatever the options say: the buffer is ours and goes now. */

@@ -8,6 +8,7 @@
  * api_memory.c   allocations, copies, memsets, host memory, pointer attributes
  * api_vmm.c      virtual memory management: reservations, allocations, mappings, access
  * api_module.c   modules, libraries (loaded lazily), kernels, globals, attributes
+ * api_link.c     JIT linking: inputs collected into a link bundle the pool links at load
  * api_launch.c   kernel launches, occupancy
  * api_stream.c   streams, events, host functions
  * api_graph.c    graphs, stream capture, client memory in graphs (tokens for HOST_CALL)
@@ -119,6 +120,7 @@
 #define GP_MAGIC_GNODE 0x47504e44u   /* GPND */
 #define GP_MAGIC_GEXEC 0x47505845u   /* GPXE */
 #define GP_MAGIC_POOL 0x4750504cu    /* GPPL */
+#define GP_MAGIC_LINK 0x47504c4bu    /* GPLK */
 #define GP_MAGIC_DEAD 0xdeadbeefu
 
 /* Stream ids on the wire for the special handles (see wire.h). */
@@ -356,6 +358,9 @@ CUresult gp__func_check(CUfunction f, struct gp_ifunc **out);
 CUresult gp__func_described(CUfunction f, struct gp_ifunc **out);
 /* Fills a function's layout and attributes from a load's or FUNC_DESCRIBE's entry. */
 CUresult gp__func_fill(struct gp_ifunc *f, const Gp__Function *src);
+/* An image file of this process's, read whole (one NUL past its *len bytes: PTX text is a
+ * string); len may be NULL. */
+CUresult gp__read_image_file(const char *fname, uint8_t **out, size_t *len);
 
 /* Shared bodies of the legacy and per-thread entry points. */
 CUresult gp__memcpy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, bool async,

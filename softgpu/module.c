@@ -30,6 +30,57 @@ static void image_unref(struct sg_image *img)
 	}
 }
 
+static CUresult image_new(struct sg_prog *prog, struct sg_image **out)
+{
+	struct sg_image *img = calloc(1, sizeof(*img));
+
+	if (img == NULL) {
+		sg_prog_free(prog);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	img->prog = prog;
+	img->refs = 1;
+	*out = img;
+	return CUDA_SUCCESS;
+}
+
+/*
+ * An nvcc -rdc=true program's image: its device-linked fatbin holds SASS only (nvlink's
+ * output), so the PTX of each translation unit's own fatbin is linked here, as a driver
+ * JIT-links them for a device the SASS is not for. The fatbins are this process's, sized
+ * from their headers.
+ */
+static CUresult prelinked_load(const void *const *fatbins, struct sg_image **out, char *err,
+			       size_t errlen)
+{
+	struct sg_link_texts t = {0};
+	struct sg_prog *prog;
+	char name[32];
+	size_t size;
+	CUresult r = CUDA_SUCCESS;
+
+	for (unsigned i = 0; r == CUDA_SUCCESS && fatbins[i]; i++) {
+		snprintf(name, sizeof(name), "translation unit %u", i);
+		if (gp_image_kind(fatbins[i]) != GP_IMAGE_FATBIN ||
+		    gp_image_size(fatbins[i], &size)) {
+			snprintf(err, errlen, "%s: malformed fatbin", name);
+			r = CUDA_ERROR_INVALID_IMAGE;
+		} else {
+			r = sg_link_collect(&t, CU_JIT_INPUT_FATBINARY, fatbins[i], size, name, err,
+					    errlen);
+		}
+	}
+	if (r == CUDA_SUCCESS && t.n == 0) {
+		snprintf(err, errlen, "the -rdc image has no translation unit");
+		r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+	}
+	if (r == CUDA_SUCCESS)
+		r = (CUresult)sg_ptx_link((const char *const *)t.text, (const char *const *)t.name,
+					  t.n, &prog, err, errlen);
+	sg_link_texts_deinit(&t);
+	return r ? r : image_new(prog, out);
+}
+
 /* Parses an image; on failure err holds the reason. */
 static CUresult image_load(const void *image, struct sg_image **out, char *err, size_t errlen)
 {
@@ -39,7 +90,6 @@ static CUresult image_load(const void *image, struct sg_image **out, char *err, 
 	uint8_t *text = NULL;
 	size_t tlen;
 	struct sg_prog *prog;
-	struct sg_image *img;
 	int r;
 
 	err[0] = 0;
@@ -65,6 +115,8 @@ static CUresult image_load(const void *image, struct sg_image **out, char *err, 
 		r = gp_fatbin_best_ptx(fatbin, fsize, SG_SM, &e);
 		if (r == 0)
 			r = gp_fatbin_best_ptx(fatbin, fsize, UINT_MAX, &e);
+		if (r == 0 && gp_image_prelinked(image))
+			return prelinked_load(gp_image_prelinked(image), out, err, errlen);
 		if (r < 0) {
 			snprintf(err, errlen, "malformed fatbin entry");
 			return CUDA_ERROR_INVALID_IMAGE;
@@ -83,20 +135,32 @@ static CUresult image_load(const void *image, struct sg_image **out, char *err, 
 	case GP_IMAGE_ELF:
 		snprintf(err, errlen, "cubin (SASS) images cannot run on softgpu; embed PTX");
 		return CUDA_ERROR_NO_BINARY_FOR_GPU;
+	case GP_IMAGE_LINK: {
+		/* a linked image (cuLinkComplete's): its texts parsed as one program */
+		struct sg_link_texts t = {0};
+		size_t size;
+
+		if (gp_image_size(image, &size)) {
+			snprintf(err, errlen, "malformed link bundle");
+			return CUDA_ERROR_INVALID_IMAGE;
+		}
+		r = sg_link_collect(&t, CU_JIT_INPUT_CUBIN, image, size, "bundle", err, errlen);
+		if (r == 0 && t.n == 0) {
+			snprintf(err, errlen, "empty link bundle");
+			r = CUDA_ERROR_INVALID_IMAGE;
+		}
+		if (r == 0)
+			r = sg_ptx_link((const char *const *)t.text, (const char *const *)t.name,
+					t.n, &prog, err, errlen);
+		sg_link_texts_deinit(&t);
+		break;
+	}
 	default:
 		return CUDA_ERROR_INVALID_IMAGE;
 	}
 	if (r)
 		return (CUresult)r;
-	img = calloc(1, sizeof(*img));
-	if (img == NULL) {
-		sg_prog_free(prog);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	img->prog = prog;
-	img->refs = 1;
-	*out = img;
-	return CUDA_SUCCESS;
+	return image_new(prog, out);
 }
 
 void sg_module_free(struct sg_module *m)
@@ -295,8 +359,8 @@ static void jit_log_one(unsigned n, CUjit_option *opts, void **vals, CUjit_optio
 /* The JIT outputs of a load: the error (if any) in the error log, an empty info log (softgpu
  * compiles nothing ahead: PTX is interpreted), and the load's wall time in milliseconds (a
  * float in the option value's bytes). */
-static void jit_outputs(unsigned n, CUjit_option *opts, void **vals, const char *err,
-			const struct timespec *t0)
+void sg_jit_outputs(unsigned n, CUjit_option *opts, void **vals, const char *err,
+		    const struct timespec *t0)
 {
 	struct timespec t1;
 
@@ -333,12 +397,12 @@ static CUresult load(CUmodule *mod, const void *image, unsigned n, CUjit_option 
 	r = image_load(image, &img, err, sizeof(err));
 	if (r) {
 		sg_log("module load failed (%s): %s", sg_error_name(r), err);
-		jit_outputs(n, opts, vals, err, &t0);
+		sg_jit_outputs(n, opts, vals, err, &t0);
 		return r;
 	}
 	r = instantiate(c, img, &m);
 	image_unref(img);
-	jit_outputs(n, opts, vals, r ? sg_error_name(r) : "", &t0);
+	sg_jit_outputs(n, opts, vals, r ? sg_error_name(r) : "", &t0);
 	if (r)
 		return r;
 	*mod = (CUmodule)m;
@@ -361,7 +425,7 @@ SG_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
 	return load(module, fatCubin, 0, NULL, NULL);
 }
 
-static void *read_file(const char *path)
+void *sg_read_file(const char *path, size_t *size)
 {
 	FILE *f = fopen(path, "rb");
 	char *buf = NULL;
@@ -376,6 +440,8 @@ static void *read_file(const char *path)
 			buf = NULL;
 		} else if (buf) {
 			buf[n] = 0;
+			if (size)
+				*size = (size_t)n;
 		}
 	}
 	fclose(f);
@@ -392,7 +458,7 @@ SG_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
 		return r;
 	if (module == NULL || fname == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	data = read_file(fname);
+	data = sg_read_file(fname, NULL);
 	if (data == NULL)
 		return CUDA_ERROR_FILE_NOT_FOUND;
 	r = load(module, data, 0, NULL, NULL);
@@ -785,7 +851,7 @@ SG_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit
 		return CUDA_ERROR_INVALID_VALUE;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = image_load(code, &img, err, sizeof(err));
-	jit_outputs(numJitOptions, jitOptions, jitOptionsValues, r ? err : "", &t0);
+	sg_jit_outputs(numJitOptions, jitOptions, jitOptionsValues, r ? err : "", &t0);
 	if (r) {
 		sg_log("library load failed (%s): %s", sg_error_name(r), err);
 		return r;
@@ -833,7 +899,7 @@ SG_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileNam
 		return r;
 	if (fileName == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	data = read_file(fileName);
+	data = sg_read_file(fileName, NULL);
 	if (data == NULL)
 		return CUDA_ERROR_FILE_NOT_FOUND;
 	r = cuLibraryLoadData(library, data, jitOptions, jitOptionsValues, numJitOptions,

@@ -281,6 +281,7 @@ struct sg_var {
 	bool visible;
 	bool dynamic; /* the .extern .shared array */
 	bool managed; /* .attribute(.managed): __managed__ */
+	bool weak;    /* defined .weak: another link input's .weak definition is dropped */
 	int func;     /* owning function, -1 at module scope */
 	uint64_t
 		offset; /* shared: module-wide offset; global/const: offset in the instance block */
@@ -349,6 +350,8 @@ struct sg_func {
 	uint32_t minctas;
 	uint32_t maxnreg;
 	uint32_t line;
+	uint32_t text; /* the link input it was first declared in (sg_ptx_link) */
+	bool weak;     /* defined .weak: another input's .weak definition is dropped */
 	/* lowering on first use (sg_prog_lower): where the body is, how it went */
 	size_t body_pos; /* just after its '{' in the program's source */
 	uint32_t body_line;
@@ -399,6 +402,15 @@ struct sg_prog {
  * and construct into err.
  */
 int sg_ptx_load(const char *text, struct sg_prog **out, char *err, size_t errlen);
+/*
+ * Parses n PTX texts as one program, as a linker joins them: a function declared
+ * .extern in one is the .visible one another defines, other module-scope names stay
+ * their own text's. Fails (INVALID_PTX) on a function defined twice or an .extern
+ * function nobody defines, naming it and its input (names[i]); NOT_SUPPORTED on an
+ * .extern variable (only functions are resolved across inputs).
+ */
+int sg_ptx_link(const char *const *texts, const char *const *names, uint32_t n,
+		struct sg_prog **out, char *err, size_t errlen);
 /*
  * Lowers entry fi and every function it reaches, once per program (safe from
  * any thread). 0 when it can run; else the CUresult (NOT_SUPPORTED for an

@@ -67,6 +67,20 @@ struct sg_lower {
 	struct sg_map vars;  /* module-scope variable -> index */
 	struct sg_map funcs; /* function -> index */
 
+	/*
+	 * Link inputs (sg_ptx_link): the source holds each text after the one before,
+	 * NUL-terminated. Names of .visible (and .extern) symbols are the link's, in vars and
+	 * funcs; every other module-scope name is its own text's, in scopes[text]. With one
+	 * text there are no scopes and every name is in vars and funcs, as always.
+	 */
+	uint32_t text;
+	uint32_t ntexts;
+	struct sg_scope {
+		struct sg_map vars;
+		struct sg_map funcs;
+		char *name;
+	} * scopes;
+
 	/* data relocations in initializers: var bytes at offset <- address of target */
 	uint32_t cap_dre;
 
@@ -134,6 +148,10 @@ int sg_parse_oom(struct sg_lower *L);
 int sg_parse_expect_punct(struct sg_lower *L, char c);
 int sg_parse_expect_int(struct sg_lower *L, uint64_t *v);
 char *sg_parse_tokdup(const struct sg_tok *t);
+/* A module-scope variable or function by name, as the text being parsed or lowered sees it
+ * (its own names first, then the link's); -1 if none. */
+int sg_parse_find_var(const struct sg_lower *L, const char *p, size_t len);
+int sg_parse_find_func(const struct sg_lower *L, const char *p, size_t len);
 
 /* ptx_operand.c */
 int sg_find_reg(struct sg_lower *L, const char *p, size_t len); /* slot, -1 if undeclared */

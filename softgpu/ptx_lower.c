@@ -803,7 +803,8 @@ int sg_lower_finish_lowered(struct sg_lower *L, int fi)
 			L->insn_line = f->line;
 			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
 					      "'%s' calls '%s', which is not defined "
-					      "(no device library or linker in softgpu)",
+					      "(softgpu has no device library: link a definition "
+					      "with cuLink*)",
 					      f->name, g->name);
 		}
 	}

@@ -190,13 +190,13 @@ static int resolve_name(struct sg_lower *L, struct sg_operand *o, const struct s
 		o->slot = v; /* index into L->ls */
 		return 0;
 	}
-	v = sg_map_get(&L->vars, t->p, t->len);
+	v = sg_parse_find_var(L, t->p, t->len);
 	if (v >= 0) {
 		o->kind = SG_O_SYM;
 		o->var = v;
 		return 0;
 	}
-	v = sg_map_get(&L->funcs, t->p, t->len);
+	v = sg_parse_find_func(L, t->p, t->len);
 	if (v >= 0) {
 		o->kind = SG_O_SYM;
 		o->func = v;

@@ -36,8 +36,12 @@ int sg_lower_error(struct sg_lower *L, int cuerr, const char *fmt, ...)
 		return L->errcode;
 	L->errcode = cuerr;
 	if (L->err && L->errlen) {
-		n = snprintf(L->err, L->errlen,
-			     "line %u: ", L->insn_line ? L->insn_line : L->tok.line);
+		if (L->ntexts > 1)
+			n = snprintf(L->err, L->errlen, "%s, line %u: ", L->scopes[L->text].name,
+				     L->insn_line ? L->insn_line : L->tok.line);
+		else
+			n = snprintf(L->err, L->errlen,
+				     "line %u: ", L->insn_line ? L->insn_line : L->tok.line);
 		if (n < 0 || (size_t)n >= L->errlen)
 			return cuerr;
 		va_start(ap, fmt);
@@ -81,6 +85,31 @@ int sg_parse_expect_int(struct sg_lower *L, uint64_t *v)
 		return syntax(L, "a number");
 	*v = L->tok.i;
 	return 0;
+}
+
+int sg_parse_find_var(const struct sg_lower *L, const char *p, size_t len)
+{
+	int v = L->ntexts > 1 ? sg_map_get(&L->scopes[L->text].vars, p, len) : -1;
+
+	return v >= 0 ? v : sg_map_get(&L->vars, p, len);
+}
+
+int sg_parse_find_func(const struct sg_lower *L, const char *p, size_t len)
+{
+	int v = L->ntexts > 1 ? sg_map_get(&L->scopes[L->text].funcs, p, len) : -1;
+
+	return v >= 0 ? v : sg_map_get(&L->funcs, p, len);
+}
+
+/* Where a module-scope name is declared: the link's names, or its own text's. */
+static struct sg_map *decl_vars(struct sg_lower *L, bool linked)
+{
+	return L->ntexts > 1 && !linked ? &L->scopes[L->text].vars : &L->vars;
+}
+
+static struct sg_map *decl_funcs(struct sg_lower *L, bool linked)
+{
+	return L->ntexts > 1 && !linked ? &L->scopes[L->text].funcs : &L->funcs;
 }
 
 static bool is_dir(const struct sg_tok *t, const char *name)
@@ -345,7 +374,7 @@ static int parse_init(struct sg_lower *L, int vi, int type, uint64_t *idx, uint6
 				return L->errcode;
 			sg_lex_next(L);
 		}
-		target = sg_map_get(&L->vars, L->tok.p, L->tok.len);
+		target = sg_parse_find_var(L, L->tok.p, L->tok.len);
 		if (target < 0)
 			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
 					      "initializer names '%.*s', which is not a variable",
@@ -429,7 +458,8 @@ static int func_shared_var(struct sg_lower *L, const struct sg_tok *name)
  * function, .local a slot in the function's local frame, .param a slot in its
  * parameter frame.
  */
-static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible, bool in_func)
+static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible, bool weak,
+		     bool in_func)
 {
 	struct decl_attrs a;
 
@@ -490,11 +520,31 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 						      "initializer on a .shared variable");
 		} else {
 			struct sg_var *v = NULL;
-			int vi;
+			bool dropped = false;
+			int vi, prev;
 
 			if (space == SG_SP_LOCAL || space == SG_SP_PARAM)
 				return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
 						      "module-scope .local/.param variables");
+			/* a link joins functions only: an .extern variable (but each text's
+			 * view of dynamic shared memory) would silently be a second one */
+			if (!in_func && L->ntexts > 1 && is_extern &&
+			    !(space == SG_SP_SHARED && unsized))
+				return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+						      ".extern variable '%.*s' (softgpu's linker "
+						      "resolves functions only)",
+						      (int)name.len, name.p);
+			if (!in_func && L->ntexts > 1 && visible && space != SG_SP_SHARED &&
+			    (prev = sg_map_get(&L->vars, name.p, name.len)) >= 0) {
+				/* two .weak definitions: the first is kept, as a linker keeps one
+				 * (this one is parsed into storage nothing names) */
+				if (!weak || !L->prog->vars[prev].weak)
+					return sg_lower_error(
+						L, CUDA_ERROR_INVALID_PTX,
+						"'%.*s' is defined in two link inputs",
+						(int)name.len, name.p);
+				dropped = true;
+			}
 			if (new_var(L, &v))
 				return L->errcode;
 			vi = (int)L->prog->nvars - 1;
@@ -506,6 +556,7 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 			v->is_extern = is_extern;
 			v->visible = visible;
 			v->managed = a.managed;
+			v->weak = weak;
 			if (a.managed)
 				L->prog->has_managed = true;
 			v->func = in_func ? L->fn_index : -1;
@@ -529,7 +580,8 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 
 				if (unsized || (is_extern && size == 0))
 					return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
-							      "extern variable '%s' (no linker)",
+							      "extern variable '%s' (softgpu links "
+							      "functions only)",
 							      v->name);
 				v->offset = align_up(P->global_size, a.align);
 				if (v->offset + size > VAR_MAX)
@@ -547,7 +599,9 @@ static int parse_var(struct sg_lower *L, int space, bool is_extern, bool visible
 							      "function-scope .global/.const");
 				if (add_lsym(L, name.p, name.len, s))
 					return L->errcode;
-			} else if (sg_map_put(&L->vars, name.p, name.len, vi)) {
+			} else if (!dropped &&
+				   sg_map_put(decl_vars(L, visible && space != SG_SP_SHARED),
+					      name.p, name.len, vi)) {
 				return oom(L);
 			}
 			if (sg_tok_punct(sg_lex_peek(L), '=')) {
@@ -652,13 +706,13 @@ static int parse_body(struct sg_lower *L)
 			if (parse_reg(L))
 				return L->errcode;
 		} else if (is_dir(t, ".local")) {
-			if (parse_var(L, SG_SP_LOCAL, false, false, true))
+			if (parse_var(L, SG_SP_LOCAL, false, false, false, true))
 				return L->errcode;
 		} else if (is_dir(t, ".shared")) {
-			if (parse_var(L, SG_SP_SHARED, false, false, true))
+			if (parse_var(L, SG_SP_SHARED, false, false, false, true))
 				return L->errcode;
 		} else if (is_dir(t, ".param")) {
-			if (parse_var(L, SG_SP_PARAM, false, false, true))
+			if (parse_var(L, SG_SP_PARAM, false, false, false, true))
 				return L->errcode;
 		} else if (is_dir(t, ".loc") || is_dir(t, ".file")) {
 			skip_line(L);
@@ -763,7 +817,7 @@ static int scan_body(struct sg_lower *L)
 			L->pos = i;
 			L->line = line;
 			sg_lex_next(L);
-			if (parse_var(L, SG_SP_SHARED, false, false, true))
+			if (parse_var(L, SG_SP_SHARED, false, false, false, true))
 				return L->errcode;
 			i = L->pos;
 			line = L->line;
@@ -899,7 +953,7 @@ static int uint_directive(struct sg_lower *L, uint32_t *v, int max)
 }
 
 /* .entry / .func; the current token is the directive. */
-static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool visible)
+static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool visible, bool weak)
 {
 	struct sg_param *rets = NULL, *params = NULL;
 	uint32_t nrets = 0, nparams = 0;
@@ -925,7 +979,7 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 		if (parse_params(L, &params, &nparams))
 			goto out_err;
 	}
-	fi = sg_map_get(&L->funcs, name.p, name.len);
+	fi = sg_map_get(decl_funcs(L, visible || is_extern), name.p, name.len);
 	if (fi < 0) {
 		if (sg_grow(&P->funcs, &L->cap_funcs, P->nfuncs, sizeof(*P->funcs))) {
 			oom(L);
@@ -935,11 +989,13 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 		f = &P->funcs[fi];
 		memset(f, 0, sizeof(*f));
 		f->name = tokdup(&name);
-		if (f->name == NULL || sg_map_put(&L->funcs, name.p, name.len, fi)) {
+		if (f->name == NULL ||
+		    sg_map_put(decl_funcs(L, visible || is_extern), name.p, name.len, fi)) {
 			oom(L);
 			goto out_err;
 		}
 		f->line = line;
+		f->text = L->text;
 	} else {
 		f = &P->funcs[fi];
 		if (f->is_entry != is_entry || f->nparams != nparams || f->nrets != nrets) {
@@ -1027,8 +1083,18 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 		}
 	}
 	sg_lex_next(L); /* '{' */
+	if (f->defined && L->ntexts > 1 && f->weak && weak) {
+		/* another input's .weak definition came first: a linker keeps one of them (nvcc
+		 * writes a template or inline function used in several units into each) */
+		return skip_braces(L) ? L->errcode : 0;
+	}
 	if (f->defined) {
-		sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'%s' defined twice", f->name);
+		if (L->ntexts > 1 && f->text != L->text)
+			sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+				       "multiple definition of '%s', first defined in '%s'",
+				       f->name, L->scopes[f->text].name);
+		else
+			sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'%s' defined twice", f->name);
 		goto out_err;
 	}
 	if (is_extern) {
@@ -1039,6 +1105,8 @@ static int parse_func(struct sg_lower *L, bool is_entry, bool is_extern, bool vi
 	L->fn = f;
 	L->fn_index = fi;
 	f->defined = true;
+	f->weak = weak;
+	f->text = L->text; /* its body, and the names it uses, are this text's */
 	f->body_pos = L->pos;
 	f->body_line = L->line;
 	if (scan_body(L))
@@ -1153,7 +1221,7 @@ static int parse_module(struct sg_lower *L)
 	bool seen_version = false;
 
 	for (;;) {
-		bool is_extern = false, visible = false;
+		bool is_extern = false, visible = false, weak = false;
 		const struct sg_tok *t;
 
 		sg_lex_next(L);
@@ -1206,19 +1274,21 @@ static int parse_module(struct sg_lower *L)
 				is_extern = true;
 			else
 				visible = true;
+			if (is_dir(t, ".weak"))
+				weak = true;
 			sg_lex_next(L);
 		}
 		if (is_dir(t, ".entry") || is_dir(t, ".func")) {
-			if (parse_func(L, is_dir(t, ".entry"), is_extern, visible))
+			if (parse_func(L, is_dir(t, ".entry"), is_extern, visible, weak))
 				return L->errcode;
 		} else if (is_dir(t, ".global")) {
-			if (parse_var(L, SG_SP_GLOBAL, is_extern, visible, false))
+			if (parse_var(L, SG_SP_GLOBAL, is_extern, visible, weak, false))
 				return L->errcode;
 		} else if (is_dir(t, ".const")) {
-			if (parse_var(L, SG_SP_CONST, is_extern, visible, false))
+			if (parse_var(L, SG_SP_CONST, is_extern, visible, weak, false))
 				return L->errcode;
 		} else if (is_dir(t, ".shared")) {
-			if (parse_var(L, SG_SP_SHARED, is_extern, visible, false))
+			if (parse_var(L, SG_SP_SHARED, is_extern, visible, weak, false))
 				return L->errcode;
 		} else if (t->kind == SG_TK_DIR) {
 			L->insn_line = t->line;
@@ -1290,6 +1360,12 @@ static void lower_state_free(struct sg_lower *L)
 	reset_func_state(L);
 	sg_map_deinit(&L->vars);
 	sg_map_deinit(&L->funcs);
+	for (uint32_t i = 0; L->scopes && i < L->ntexts; i++) {
+		sg_map_deinit(&L->scopes[i].vars);
+		sg_map_deinit(&L->scopes[i].funcs);
+		free(L->scopes[i].name);
+	}
+	free(L->scopes);
 	if (L->fx) {
 		for (uint32_t i = 0; i < L->cap_fx; i++) {
 			free(L->fx[i].shared_used);
@@ -1308,18 +1384,90 @@ static void lower_state_free(struct sg_lower *L)
  * parser's state (the source, the name maps) stays with the program so that
  * sg_prog_lower can lower each function when it is first used.
  */
+static int parse_texts(const char *const *texts, const char *const *names, uint32_t n, bool link,
+		       struct sg_prog **out, char *err, size_t errlen);
+
 int sg_ptx_load(const char *text, struct sg_prog **out, char *err, size_t errlen)
+{
+	return parse_texts(&text, NULL, 1, false, out, err, errlen);
+}
+
+int sg_ptx_link(const char *const *texts, const char *const *names, uint32_t n,
+		struct sg_prog **out, char *err, size_t errlen)
+{
+	return parse_texts(texts, names, n, true, out, err, errlen);
+}
+
+/*
+ * After every input of a link is parsed: each .extern function some input defines (or is a
+ * builtin). A lone module keeps such a call, and fails only the kernel that makes it.
+ */
+static int check_resolved(struct sg_lower *L, const char *const *names)
+{
+	struct sg_prog *P = L->prog;
+
+	for (uint32_t i = 0; i < P->nfuncs; i++) {
+		const struct sg_func *f = &P->funcs[i];
+
+		if (f->defined || f->builtin || !f->is_extern)
+			continue;
+		L->text = f->text;
+		L->insn_line = f->line;
+		if (L->ntexts > 1) /* the message starts with the input's name */
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+					      "undefined reference to '%s'", f->name);
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+				      "undefined reference to '%s' in '%s'", f->name,
+				      names && names[0] ? names[0] : "input");
+	}
+	return 0;
+}
+
+/* The texts one after another, each with its NUL (the lexer's end of input). */
+static char *join_texts(const char *const *texts, uint32_t n, size_t *starts)
+{
+	size_t total = 0;
+	char *src;
+
+	for (uint32_t i = 0; i < n; i++)
+		total += strlen(texts[i]) + 1;
+	src = malloc(total ? total : 1);
+	if (src == NULL)
+		return NULL;
+	total = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len = strlen(texts[i]) + 1;
+
+		starts[i] = total;
+		memcpy(src + total, texts[i], len);
+		total += len;
+	}
+	return src;
+}
+
+static int parse_texts(const char *const *texts, const char *const *names, uint32_t n, bool link,
+		       struct sg_prog **out, char *err, size_t errlen)
 {
 	struct sg_lower *L = calloc(1, sizeof(*L));
 	struct sg_prog *P = calloc(1, sizeof(*P));
-	char *src = strdup(text);
-	int r;
+	size_t *starts = calloc(n ? n : 1, sizeof(*starts));
+	char *src = NULL;
+	int r = 0;
 
 	if (err && errlen)
 		err[0] = 0;
+	if (n == 0 || texts == NULL) {
+		free(L);
+		free(P);
+		free(starts);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (L && P && starts)
+		src = join_texts(texts, n, starts);
 	if (L == NULL || P == NULL || src == NULL) {
 		free(L);
 		free(P);
+		free(starts);
 		free(src);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -1332,12 +1480,36 @@ int sg_ptx_load(const char *text, struct sg_prog **out, char *err, size_t errlen
 	P->shared_align = 16;
 	P->global_align = 16;
 	sg_lex_init(L, src);
-	r = parse_module(L);
+	if (n > 1) {
+		L->scopes = calloc(n, sizeof(*L->scopes));
+		if (L->scopes == NULL)
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		else
+			L->ntexts = n; /* so that the scopes are freed with the rest */
+		for (uint32_t i = 0; r == 0 && i < n; i++) {
+			L->scopes[i].name =
+				sg_strdup_printf("%s", names && names[i] ? names[i] : "input");
+			if (L->scopes[i].name == NULL)
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+		}
+	}
+	for (uint32_t i = 0; r == 0 && i < n; i++) {
+		L->text = i;
+		L->pos = starts[i];
+		L->line = 1;
+		L->have_ahead = false;
+		memset(&L->tok, 0, sizeof(L->tok));
+		L->insn_line = 0;
+		r = parse_module(L);
+	}
 	if (r == 0)
 		r = sg_lower_finish_prog(L);
+	if (r == 0 && link)
+		r = check_resolved(L, names);
 	reset_func_state(L);
 	L->err = NULL;
 	L->errlen = 0;
+	free(starts);
 	if (r) {
 		sg_prog_free(P);
 		return r;
@@ -1360,6 +1532,7 @@ static void lower_one(struct sg_lower *L, int fi)
 	reset_func_state(L);
 	L->fn = f;
 	L->fn_index = fi;
+	L->text = f->text;
 	L->pos = f->body_pos;
 	L->line = f->body_line;
 	L->have_ahead = false;

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <time.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,7 @@
  *   graph.c      CUDA graphs: nodes, clone, instantiate, launch, update (graph_int.h)
  *   capture.c    stream capture: a capturing stream's ops become graph nodes
  *   module.c     modules, libraries, functions, kernels, globals, parameter info
+ *   link.c       JIT linking (cuLink*): PTX inputs joined, answered as a link bundle
  *   launch.c     cuLaunchKernel(Ex), parameter marshalling, occupancy
  *   engine.c     the block thread pool that runs a grid
  *   errors.c     cuGetErrorName, cuGetErrorString
@@ -97,6 +99,7 @@ enum sg_kind {
 	SG_K_GNODE,
 	SG_K_GEXEC,
 	SG_K_MEMPOOL,
+	SG_K_LINK,
 };
 
 int sg_handle_add(const void *p, int kind);
@@ -500,6 +503,32 @@ CUresult sg_function_resolve(CUfunction f, struct sg_ctx *ctx, struct sg_functio
 /* Lowers f (and what it calls) on first use and makes its module's templates; the result is kept. */
 CUresult sg_function_ready(struct sg_function *f);
 void sg_module_free(struct sg_module *m);
+
+/*
+ * The JIT outputs of a load or link: err (if any) in the error log, an empty info log, the
+ * wall time since t0 (a float in the option value's bytes).
+ */
+void sg_jit_outputs(unsigned n, CUjit_option *opts, void **vals, const char *err,
+		    const struct timespec *t0);
+/* A file read whole, with a NUL after its *size bytes; NULL if it cannot be read. */
+void *sg_read_file(const char *path, size_t *size);
+
+/* ---- link.c ---- */
+
+/* The PTX texts of a link, each NUL-terminated, with the names its messages use. */
+struct sg_link_texts {
+	char **text;
+	char **name;
+	uint32_t n, cap;
+};
+
+/*
+ * Adds what one input holds: PTX, a fatbin's PTX, a link bundle's entries (size bytes at
+ * data, all of it checked). On failure err says why, naming the input.
+ */
+CUresult sg_link_collect(struct sg_link_texts *t, int type, const void *data, size_t size,
+			 const char *name, char *err, size_t errlen);
+void sg_link_texts_deinit(struct sg_link_texts *t);
 
 /* ---- launch.c, engine.c ---- */
 

@@ -63,6 +63,8 @@ enum gp_image_kind gp_image_kind(const void *p)
 		return GP_IMAGE_FATBIN;
 	if (b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F')
 		return GP_IMAGE_ELF;
+	if (has_magic(b, GP_LINK_MAGIC))
+		return GP_IMAGE_LINK;
 	return GP_IMAGE_PTX;
 }
 
@@ -138,6 +140,63 @@ static int fatbin_size(const uint8_t *b, size_t avail, size_t *size)
 	return 0;
 }
 
+/* The most a link bundle may hold: what the worker takes as one image. */
+#define LINK_MAX (1ull << 30)
+
+/* One bundle entry at off of a bundle of size bytes, checked to lie within it. */
+static int link_entry(const uint8_t *b, size_t size, size_t off, struct gp_link_entry *e,
+		      size_t *next)
+{
+	uint32_t name_len;
+	uint64_t data_len;
+
+	if (size - off < GP_LINK_ENTRY_HEADER)
+		return GP_EIMAGE;
+	name_len = rd32(b + off + 4);
+	data_len = rd64(b + off + 8);
+	off += GP_LINK_ENTRY_HEADER;
+	if (name_len == 0 || name_len > GP_LINK_MAX_NAME || name_len > size - off)
+		return GP_EIMAGE;
+	if (b[off + name_len - 1] != 0 || memchr(b + off, 0, name_len - 1) != NULL)
+		return GP_EIMAGE; /* one NUL, at the end */
+	if (data_len > size - off - name_len)
+		return GP_EIMAGE;
+	e->type = rd32(b + off - GP_LINK_ENTRY_HEADER);
+	e->name = (const char *)(b + off);
+	e->data = b + off + name_len;
+	e->size = (size_t)data_len;
+	*next = off + name_len + (size_t)data_len;
+	return 0;
+}
+
+/*
+ * A bundle's length from its header, every entry checked to lie within it and the last to
+ * end at it, and all of it within avail: the worker hands the entries to its driver.
+ */
+static int link_size(const uint8_t *b, size_t avail, size_t *size)
+{
+	struct gp_link_entry e;
+	uint64_t total;
+	uint32_t count;
+	size_t off = GP_LINK_HEADER_SIZE;
+
+	if (avail < GP_LINK_HEADER_SIZE || rd16(b + 4) != GP_LINK_VERSION ||
+	    rd16(b + 6) != GP_LINK_HEADER_SIZE || rd32(b + 12) != 0)
+		return GP_EIMAGE;
+	count = rd32(b + 8);
+	total = rd64(b + 16);
+	if (count > GP_LINK_MAX_ENTRIES || total < GP_LINK_HEADER_SIZE || total > LINK_MAX ||
+	    total > avail)
+		return GP_EIMAGE;
+	for (uint32_t i = 0; i < count; i++)
+		if (link_entry(b, (size_t)total, off, &e, &off))
+			return GP_EIMAGE;
+	if (off != total)
+		return GP_EIMAGE;
+	*size = (size_t)total;
+	return 0;
+}
+
 /* The image's length, all of it within avail bytes (UNBOUNDED: the caller does not know). */
 static int image_size(const uint8_t *b, size_t avail, size_t *size)
 {
@@ -154,6 +213,8 @@ static int image_size(const uint8_t *b, size_t avail, size_t *size)
 		return fatbin_size(b, avail, size);
 	case GP_IMAGE_ELF:
 		return elf_size(b, avail, size);
+	case GP_IMAGE_LINK:
+		return link_size(b, avail, size);
 	case GP_IMAGE_PTX:
 		n = avail == UNBOUNDED ? strlen((const char *)b) : strnlen((const char *)b, avail);
 		if (n == avail)
@@ -201,6 +262,17 @@ int gp_image_fatbin(const void *p, const uint8_t **fatbin, size_t *size)
 	default:
 		return GP_EIMAGE;
 	}
+}
+
+const void *const *gp_image_prelinked(const void *p)
+{
+	const uint8_t *b = p;
+	const void *const *fatbins;
+
+	if (b == NULL || gp_image_kind(p) != GP_IMAGE_WRAPPER || rd32(b + 4) != 2)
+		return NULL;
+	memcpy(&fatbins, b + 8 + sizeof(void *), sizeof(fatbins));
+	return fatbins;
 }
 
 int gp_fatbin_next(const uint8_t *fatbin, size_t size, size_t *off, struct gp_fatbin_entry *e)
@@ -315,4 +387,106 @@ int gp_fatbin_best_ptx(const uint8_t *fatbin, size_t size, unsigned sm, struct g
 		}
 	}
 	return r < 0 ? r : found;
+}
+
+/* ---- link bundles ---------------------------------------------------------------- */
+
+int gp_link_next(const uint8_t *bundle, size_t size, size_t *off, struct gp_link_entry *e)
+{
+	if (bundle == NULL || off == NULL || e == NULL)
+		return -EINVAL;
+	if (size < GP_LINK_HEADER_SIZE)
+		return GP_EIMAGE;
+	if (*off == 0)
+		*off = GP_LINK_HEADER_SIZE;
+	if (*off >= size)
+		return 0;
+	return link_entry(bundle, size, *off, e, off) ? GP_EIMAGE : 1;
+}
+
+void gp_link_builder_init(struct gp_link_builder *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void gp_link_builder_deinit(struct gp_link_builder *b)
+{
+	if (b == NULL)
+		return;
+	free(b->buf);
+	memset(b, 0, sizeof(*b));
+}
+
+static void wr32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static void wr64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+int gp_link_add(struct gp_link_builder *b, unsigned type, const char *name, const void *data,
+		size_t size)
+{
+	size_t name_len, need;
+
+	if (b == NULL || name == NULL || (data == NULL && size))
+		return -EINVAL;
+	name_len = strlen(name) + 1;
+	if (name_len > GP_LINK_MAX_NAME || b->count >= GP_LINK_MAX_ENTRIES || size > LINK_MAX)
+		return -EINVAL;
+	if (b->len == 0)
+		b->len = GP_LINK_HEADER_SIZE;
+	need = b->len + GP_LINK_ENTRY_HEADER + name_len + size;
+	if (need > LINK_MAX)
+		return -EINVAL;
+	if (need > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		uint8_t *nb;
+
+		while (cap < need)
+			cap *= 2;
+		nb = realloc(b->buf, cap);
+		if (nb == NULL)
+			return -ENOMEM;
+		b->buf = nb;
+		b->cap = cap;
+	}
+	wr32(b->buf + b->len, type);
+	wr32(b->buf + b->len + 4, (uint32_t)name_len);
+	wr64(b->buf + b->len + 8, size);
+	memcpy(b->buf + b->len + GP_LINK_ENTRY_HEADER, name, name_len);
+	if (size)
+		memcpy(b->buf + b->len + GP_LINK_ENTRY_HEADER + name_len, data, size);
+	b->len = need;
+	b->count++;
+	return 0;
+}
+
+int gp_link_finish(struct gp_link_builder *b, uint8_t **out, size_t *size)
+{
+	uint16_t v16;
+
+	if (b == NULL || out == NULL || size == NULL)
+		return -EINVAL;
+	if (b->buf == NULL) {
+		b->buf = malloc(GP_LINK_HEADER_SIZE);
+		if (b->buf == NULL)
+			return -ENOMEM;
+		b->len = b->cap = GP_LINK_HEADER_SIZE;
+	}
+	wr32(b->buf, GP_LINK_MAGIC);
+	v16 = GP_LINK_VERSION;
+	memcpy(b->buf + 4, &v16, 2);
+	v16 = GP_LINK_HEADER_SIZE;
+	memcpy(b->buf + 6, &v16, 2);
+	wr32(b->buf + 8, b->count);
+	wr32(b->buf + 12, 0);
+	wr64(b->buf + 16, b->len);
+	*out = b->buf;
+	*size = b->len;
+	memset(b, 0, sizeof(*b));
+	return 0;
 }

@@ -64,6 +64,10 @@
 	X(cuMemsetD2D32Async, 0)                                                   \
 	X(cuModuleGetGlobal_v2, 0)                                                 \
 	X(cuLibraryLoadData, 0)                                                    \
+	X(cuLinkCreate_v2, 0)                                                      \
+	X(cuLinkAddData_v2, 0)                                                     \
+	X(cuLinkComplete, 0)                                                       \
+	X(cuLinkDestroy, 0)                                                        \
 	X(cuLibraryUnload, 0)                                                      \
 	X(cuLibraryGetKernelCount, 0)                                              \
 	X(cuLibraryEnumerateKernels, 0)                                            \

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "escape.h"
 #include "image.h"
 #include "log.h"
 #include "worker.h"
@@ -43,6 +44,94 @@ static CUresult recv_image(struct gp_worker *w, struct gp_req *rq, uint64_t len,
 	}
 	*out = sink.dst;
 	return CUDA_SUCCESS;
+}
+
+/*
+ * Whether a bundle entry may go to the driver, which sizes an image from its own headers as
+ * a module load does: PTX with its NUL, a fatbin or ELF (cubin, host object) that lies within
+ * the entry's bytes. Archives, NVVM, nested bundles and unknown types are refused.
+ */
+static bool entry_ok(const struct gp_link_entry *e)
+{
+	size_t n;
+
+	if (e->size == 0)
+		return false;
+	switch (e->type) {
+	case CU_JIT_INPUT_PTX:
+		return e->data[e->size - 1] == 0;
+	case CU_JIT_INPUT_CUBIN:
+	case CU_JIT_INPUT_FATBINARY:
+	case CU_JIT_INPUT_OBJECT:
+		if (e->size < 4 || gp_image_size_within(e->data, e->size, &n))
+			return false;
+		return gp_image_kind(e->data) == GP_IMAGE_FATBIN ||
+		       gp_image_kind(e->data) == GP_IMAGE_ELF;
+	default:
+		return false;
+	}
+}
+
+/*
+ * A link bundle (what the interposer's cuLinkComplete answers) is linked here by the driver's
+ * own cuLink*, and the linked image loaded in its place: *use is the image to load, owned by
+ * *ls (destroyed by the caller after the load; the drivers copy what they load). Anything
+ * else is loaded as it came (*ls NULL). recv_image checked that every entry lies within the
+ * image, and entry_ok checks each entry's own headers as recv_image checks a module's.
+ */
+static CUresult link_bundle(struct gp_worker *w, const uint8_t *image, uint64_t len,
+			    CUlinkState *ls, const void **use)
+{
+	char log[1024] = "", esc[1024];
+	CUjit_option o[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+	void *ov[] = {log, (void *)sizeof(log)};
+	struct gp_link_entry e;
+	size_t size, off = 0, cubin_size = 0;
+	void *cubin = NULL;
+	CUresult r;
+	int more;
+
+	*ls = NULL;
+	*use = image;
+	if (gp_image_kind(image) != GP_IMAGE_LINK)
+		return CUDA_SUCCESS;
+	if (gp_image_size_within(image, (size_t)len + 1, &size))
+		return CUDA_ERROR_INVALID_IMAGE;
+	if (!w->drv.cuLinkCreate_v2 || !w->drv.cuLinkAddData_v2 || !w->drv.cuLinkComplete ||
+	    !w->drv.cuLinkDestroy)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	r = w->drv.cuLinkCreate_v2(2, o, ov, ls);
+	if (r != CUDA_SUCCESS) {
+		*ls = NULL;
+		return r;
+	}
+	while (r == CUDA_SUCCESS && (more = gp_link_next(image, size, &off, &e)) == 1) {
+		if (!entry_ok(&e))
+			r = CUDA_ERROR_INVALID_IMAGE;
+		else
+			r = w->drv.cuLinkAddData_v2(*ls, (CUjitInputType)e.type, (void *)e.data,
+						    e.size, e.name, 0, NULL, NULL);
+	}
+	if (r == CUDA_SUCCESS && more < 0)
+		r = CUDA_ERROR_INVALID_IMAGE;
+	if (r == CUDA_SUCCESS)
+		r = w->drv.cuLinkComplete(*ls, &cubin, &cubin_size);
+	if (r != CUDA_SUCCESS) {
+		gp_escape(esc, sizeof(esc), log, NULL);
+		gp_log_debug("session %llu: link failed: %s: %s", (unsigned long long)w->session_id,
+			     gp_driver_err_name(&w->drv, r), esc);
+		w->drv.cuLinkDestroy(*ls);
+		*ls = NULL;
+		return r;
+	}
+	*use = cubin;
+	return CUDA_SUCCESS;
+}
+
+static void link_done(struct gp_worker *w, CUlinkState ls)
+{
+	if (ls)
+		w->drv.cuLinkDestroy(ls);
 }
 
 /* The parameter layout of one function or kernel, into fi (once). */
@@ -305,6 +394,8 @@ CUresult gp__serve_module_load(struct gp_worker *w, struct gp_req *rq,
 	CUfunction *fns = NULL;
 	uint8_t *image;
 	CUmodule mod = NULL;
+	CUlinkState ls;
+	const void *use;
 	size_t before = 0;
 	CUresult r = recv_image(w, rq, a->image_len, &image);
 
@@ -314,10 +405,16 @@ CUresult gp__serve_module_load(struct gp_worker *w, struct gp_req *rq,
 		free(image); /* read all the same, to stay in step */
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	r = link_bundle(w, image, a->image_len, &ls, &use);
+	if (r != CUDA_SUCCESS) {
+		free(image);
+		return r;
+	}
 	before = free_now(w);
-	r = w->drv.cuModuleLoadData(&mod, image);
+	r = w->drv.cuModuleLoadData(&mod, use);
 	/* Drivers copy what they need (NVIDIA's, softgpu): the image goes at once, so a session
 	 * holds at most one image's worth of host memory on the GPU host. */
+	link_done(w, ls);
 	free(image);
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -429,6 +526,8 @@ CUresult gp__serve_library_load(struct gp_worker *w, struct gp_req *rq,
 	CUkernel *ks = NULL;
 	CUlibrary lib = NULL;
 	uint8_t *image;
+	CUlinkState ls;
+	const void *use;
 	size_t before = 0;
 	CUresult r;
 	int device = a->ctx_dev < 0 ? 0 : a->ctx_dev;
@@ -459,9 +558,16 @@ CUresult gp__serve_library_load(struct gp_worker *w, struct gp_req *rq,
 		free(image);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	r = link_bundle(w, image, a->image_len, &ls, &use);
+	if (r != CUDA_SUCCESS) {
+		free(image);
+		return r;
+	}
 	before = free_now(w);
-	r = w->drv.cuLibraryLoadData(&lib, image, NULL, NULL, 0, NULL, NULL, 0);
-	free(image); /* not CU_LIBRARY_BINARY_IS_PRESERVED: the driver keeps its own copy */
+	r = w->drv.cuLibraryLoadData(&lib, use, NULL, NULL, 0, NULL, NULL, 0);
+	/* not CU_LIBRARY_BINARY_IS_PRESERVED: the driver keeps its own copy */
+	link_done(w, ls);
+	free(image);
 	if (r != CUDA_SUCCESS)
 		return r;
 	lib_id = gp__handle_new(w, GP_H_LIBRARY, lib);

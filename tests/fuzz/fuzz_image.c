@@ -1,4 +1,5 @@
-/* fuzz_image.c -- recognising, sizing and walking module images (fatbin, cubin, PTX).
+/* fuzz_image.c -- recognising, sizing and walking module images (fatbin, cubin, PTX, link
+ * bundles).
  *
  * The input is the image, followed by a NUL so that PTX text ends: a copy of
  * exactly that size, so any read past it is a sanitizer report. A cudart
@@ -37,6 +38,22 @@ static void check_unpack(const struct gp_fatbin_entry *e)
 	if (e->compression == GP_FATBIN_PLAIN)
 		FUZZ_CHECK(memcmp(out, e->payload, n) == 0);
 	free(out);
+}
+
+/* A link bundle that sized: every entry lies inside it, the walk ends at its total. */
+static void check_link(const uint8_t *b, size_t size)
+{
+	struct gp_link_entry e;
+	size_t off = 0;
+	int r;
+
+	while ((r = gp_link_next(b, size, &off, &e)) == 1) {
+		FUZZ_CHECK(e.data >= b + GP_LINK_HEADER_SIZE + GP_LINK_ENTRY_HEADER);
+		FUZZ_CHECK(e.size <= size && e.data + e.size == b + off && off <= size);
+		FUZZ_CHECK(e.name > (const char *)b && e.name[strlen(e.name)] == 0 &&
+			   (const uint8_t *)e.name + strlen(e.name) < e.data);
+	}
+	FUZZ_CHECK(r == 0 && off == size);
 }
 
 /* Device capabilities to pick PTX for: none, softgpu's, any. */
@@ -143,6 +160,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case GP_IMAGE_ELF:
 		if (r == 0)
 			FUZZ_CHECK(gp_image_size(img, &n) == 0 && n == isize);
+		FUZZ_CHECK(gp_image_fatbin(img, &fb, &fsize) == GP_EIMAGE);
+		break;
+	case GP_IMAGE_LINK:
+		if (r == 0) {
+			FUZZ_CHECK(gp_image_size(img, &n) == 0 && n == isize);
+			check_link(img, isize);
+		}
 		FUZZ_CHECK(gp_image_fatbin(img, &fb, &fsize) == GP_EIMAGE);
 		break;
 	case GP_IMAGE_WRAPPER:

@@ -27,6 +27,16 @@ va=$kernels/vector_add.cu
 "$nvcc" -fatbin -gencode arch=compute_75,code=sm_75 "$va" -o "$corpus/image/sass.fatbin"
 "$nvcc" -cubin -arch=sm_75 "$va" -o "$corpus/image/vector_add.cubin"
 cp "$corpus/ptx/vector_add.ptx" "$corpus/image/vector_add.ptx"
+# a link bundle (docs/protocol.md): the PTX text and the plain fatbin as its two entries
+python3 - "$corpus/image" <<'PY'
+import struct, sys
+d = sys.argv[1]
+ptx = open(d + "/vector_add.ptx", "rb").read() + b"\0"
+ents = [(1, b"a.ptx\0", ptx), (2, b"b.fatbin\0", open(d + "/plain.fatbin", "rb").read())]
+body = b"".join(struct.pack("<IIQ", t, len(n), len(x)) + n + x for t, n, x in ents)
+hdr = struct.pack("<IHHIIQ", 0x4B4E4C47, 1, 24, len(ents), 0, 24 + len(body))
+open(d + "/link.bundle", "wb").write(hdr + body)
+PY
 
 # config: the example and one with every kind of line.
 cp "$top/examples/gpupoold.conf" "$corpus/config/example.conf"

@@ -329,6 +329,150 @@ static void test_size_within(void **state)
 	assert_int_equal(gp_image_fatbin(buf, &f, &n), GP_EIMAGE);
 }
 
+/* A bundle of two PTX inputs, as the interposer's cuLinkComplete makes it. */
+static void make_bundle(uint8_t **out, size_t *size)
+{
+	struct gp_link_builder b;
+
+	gp_link_builder_init(&b);
+	assert_int_equal(gp_link_add(&b, 1, "a.ptx", PTX75, sizeof(PTX75)), 0);
+	assert_int_equal(gp_link_add(&b, 1, "b.ptx", PTX70, sizeof(PTX70)), 0);
+	assert_int_equal(gp_link_finish(&b, out, size), 0);
+	assert_null(b.buf);
+}
+
+static void test_link_bundle(void **state)
+{
+	struct gp_link_builder b;
+	struct gp_link_entry e;
+	uint8_t *bundle, *empty;
+	size_t size, n, off = 0;
+	char longname[GP_LINK_MAX_NAME + 1];
+
+	/* invalid arguments first */
+	assert_int_equal(gp_link_next(NULL, 0, &off, &e), -EINVAL);
+	gp_link_builder_init(&b);
+	assert_int_equal(gp_link_add(&b, 1, NULL, "x", 1), -EINVAL);
+	assert_int_equal(gp_link_add(&b, 1, "x", NULL, 1), -EINVAL);
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	assert_int_equal(gp_link_add(&b, 1, longname, "x", 1), -EINVAL);
+	assert_int_equal(gp_link_finish(&b, &empty, &size), 0);
+	assert_int_equal(size, GP_LINK_HEADER_SIZE);
+	assert_int_equal(gp_image_kind(empty), GP_IMAGE_LINK);
+	assert_int_equal(gp_image_size_within(empty, size, &n), 0);
+	assert_int_equal(gp_link_next(empty, size, &off, &e), 0);
+	free(empty);
+	gp_link_builder_deinit(NULL);
+
+	make_bundle(&bundle, &size);
+	assert_int_equal(gp_image_kind(bundle), GP_IMAGE_LINK);
+	assert_int_equal(gp_image_size(bundle, &n), 0);
+	assert_int_equal(n, size);
+	assert_int_equal(gp_image_size_within(bundle, size, &n), 0);
+	off = 0;
+	assert_int_equal(gp_link_next(bundle, size, &off, &e), 1);
+	assert_int_equal(e.type, 1);
+	assert_string_equal(e.name, "a.ptx");
+	assert_int_equal(e.size, sizeof(PTX75));
+	assert_memory_equal(e.data, PTX75, sizeof(PTX75));
+	assert_int_equal(gp_link_next(bundle, size, &off, &e), 1);
+	assert_string_equal(e.name, "b.ptx");
+	assert_memory_equal(e.data, PTX70, sizeof(PTX70));
+	assert_int_equal(gp_link_next(bundle, size, &off, &e), 0);
+
+	/* every truncation is refused, never read past */
+	for (size_t cut = 0; cut < size; cut++) {
+		uint8_t *t = malloc(cut ? cut : 1);
+
+		memcpy(t, bundle, cut);
+		assert_int_equal(gp_image_size_within(t, cut, &n), GP_EIMAGE);
+		free(t);
+	}
+	free(bundle);
+}
+
+/* Each length field set to values around and past what holds: refused, or still exact. */
+static void test_link_bundle_lengths(void **state)
+{
+	static const uint64_t vals[] = {0,
+					1,
+					23,
+					24,
+					25,
+					0x7fffffff,
+					0xffffffff,
+					1ull << 30,
+					(1ull << 30) + 1,
+					UINT64_MAX - 8,
+					UINT64_MAX};
+	/* offsets of: count, zero word, total, entry 0 name length, entry 0 data length,
+	 * entry 1 name length (entry 0 is 16 + 6 + sizeof(PTX75) bytes) */
+	const size_t e1 = GP_LINK_HEADER_SIZE + GP_LINK_ENTRY_HEADER + 6 + sizeof(PTX75);
+	const struct {
+		size_t off, width;
+	} fields[] = {{8, 4}, {12, 4}, {16, 8}, {28, 4}, {32, 8}, {e1 + 4, 4}, {e1 + 8, 8}};
+	uint8_t *bundle, *t;
+	size_t size, n;
+
+	make_bundle(&bundle, &size);
+	t = malloc(size);
+	for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
+		for (size_t v = 0; v < sizeof(vals) / sizeof(vals[0]); v++) {
+			uint32_t v32 = (uint32_t)vals[v];
+			struct gp_link_entry e;
+			size_t off = 0;
+			int r;
+
+			memcpy(t, bundle, size);
+			if (fields[f].width == 4)
+				memcpy(t + fields[f].off, &v32, 4);
+			else
+				memcpy(t + fields[f].off, &vals[v], 8);
+			r = gp_image_size_within(t, size, &n);
+			if (memcmp(t, bundle, size) == 0) {
+				assert_int_equal(r, 0); /* the value it had */
+				continue;
+			}
+			assert_int_equal(r, GP_EIMAGE);
+			/* the walker alone stays within the bytes too */
+			while ((r = gp_link_next(t, size, &off, &e)) == 1)
+				assert_true(e.data + e.size <= t + size);
+			assert_true(r == 0 || r == GP_EIMAGE);
+		}
+	}
+	/* a name without its NUL, and a version we do not know */
+	memcpy(t, bundle, size);
+	t[GP_LINK_HEADER_SIZE + GP_LINK_ENTRY_HEADER + 5] = 'x';
+	assert_int_equal(gp_image_size_within(t, size, &n), GP_EIMAGE);
+	memcpy(t, bundle, size);
+	t[4] = 2;
+	assert_int_equal(gp_image_size_within(t, size, &n), GP_EIMAGE);
+	free(t);
+	free(bundle);
+}
+
+/* An -rdc program's wrapper (version 2) names its units' fatbins; others name none. */
+static void test_prelinked(void **state)
+{
+	static uint8_t fb[4096];
+	struct entry_spec es[] = {{1, 75, GP_FATBIN_PLAIN, PTX75, sizeof(PTX75)}};
+	const void *units[] = {fb, NULL};
+	struct {
+		int magic, version;
+		const void *data;
+		const void *fatbins;
+	} w = {(int)GP_FATBIN_WRAPPER_MAGIC, 2, fb, units};
+
+	make_fatbin(fb, es, 1);
+	assert_null(gp_image_prelinked(NULL));
+	assert_null(gp_image_prelinked(PTX75));
+	assert_null(gp_image_prelinked(fb));
+	assert_ptr_equal(gp_image_prelinked(&w), units);
+	w.version = 1;
+	assert_null(gp_image_prelinked(&w));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -340,6 +484,9 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_elf_size),
 		cmocka_unit_test(test_size_within),
+		cmocka_unit_test(test_link_bundle),
+		cmocka_unit_test(test_link_bundle_lengths),
+		cmocka_unit_test(test_prelinked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
