@@ -156,21 +156,18 @@ static void jit_log(unsigned n, const CUjit_option *options, void **values, CUji
 		values[size_at] = (void *)(uintptr_t)len;
 }
 
-/* JIT options only tune a compilation the pool does; none change what the module computes.
- * The outputs are filled in: the pool's driver's own logs do not come back, so the info log
- * is empty and the error log names the error; the wall time is the load's, as seen here. */
-GP_CUDA_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
-					   CUjit_option *options, void **values)
+/* The JIT outputs of a load that began at t0 and gave r: the pool's driver's own logs do
+ * not come back, so the info log is empty and the error log names the error; the wall
+ * time is the load's, as seen here. */
+static void jit_outputs(unsigned n, CUjit_option *options, void **values, CUresult r,
+			const struct timespec *t0)
 {
-	struct timespec t0, t1;
+	struct timespec t1;
 	const char *name = NULL;
 	char err[128] = "";
-	CUresult r;
 
-	if (n && (!options || !values))
-		return CUDA_ERROR_INVALID_VALUE;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	r = cuModuleLoadData(module, image);
+	if (!n)
+		return;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (r != CUDA_SUCCESS) {
 		cuGetErrorName(r, &name);
@@ -182,12 +179,26 @@ GP_CUDA_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, 
 		err);
 	for (unsigned i = 0; i < n; i++) {
 		if (options[i] == CU_JIT_WALL_TIME) {
-			float ms = (float)((double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-					   (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+			float ms = (float)((double)(t1.tv_sec - t0->tv_sec) * 1e3 +
+					   (double)(t1.tv_nsec - t0->tv_nsec) / 1e6);
 
 			memcpy(&values[i], &ms, sizeof(ms)); /* a float in the pointer's bytes */
 		}
 	}
+}
+
+/* JIT options only tune a compilation the pool does; none change what the module computes. */
+GP_CUDA_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
+					   CUjit_option *options, void **values)
+{
+	struct timespec t0;
+	CUresult r;
+
+	if (n && (!options || !values))
+		return CUDA_ERROR_INVALID_VALUE;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = cuModuleLoadData(module, image);
+	jit_outputs(n, options, values, r, &t0);
 	return r;
 }
 
@@ -396,12 +407,31 @@ static CUresult library_need(CUlibrary lib, struct gp_imodule **out)
 	return r;
 }
 
+static CUresult library_load(CUlibrary *library, const void *code, CUlibraryOption *libraryOptions,
+			     void **libraryOptionValues, unsigned int numLibraryOptions);
+
+/* The JIT outputs as cuModuleLoadDataEx fills them; loaded lazily (the default), a library's
+ * error comes at its first use, and the logs here stay empty. */
 GP_CUDA_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 					  CUjit_option *jitOptions, void **jitOptionsValues,
 					  unsigned int numJitOptions,
 					  CUlibraryOption *libraryOptions,
 					  void **libraryOptionValues,
 					  unsigned int numLibraryOptions)
+{
+	struct timespec t0;
+	CUresult r;
+
+	if (numJitOptions && (!jitOptions || !jitOptionsValues))
+		return CUDA_ERROR_INVALID_VALUE;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = library_load(library, code, libraryOptions, libraryOptionValues, numLibraryOptions);
+	jit_outputs(numJitOptions, jitOptions, jitOptionsValues, r, &t0);
+	return r;
+}
+
+static CUresult library_load(CUlibrary *library, const void *code, CUlibraryOption *libraryOptions,
+			     void **libraryOptionValues, unsigned int numLibraryOptions)
 {
 	struct gp_imodule *m;
 	bool preserved = false;

@@ -89,6 +89,8 @@ CUresult gp__ready(void)
 		return c->init_result;
 	if (atomic_load_explicit(&c->lost, memory_order_relaxed))
 		return CUDA_ERROR_DEVICE_UNAVAILABLE;
+	if (atomic_load_explicit(&c->said_goodbye, memory_order_acquire))
+		return CUDA_ERROR_DEINITIALIZED;
 	return CUDA_SUCCESS;
 }
 
@@ -126,6 +128,7 @@ static void say_goodbye(void)
 		return;
 	if (conn->concurrent && pthread_mutex_trylock(&conn->send) != 0)
 		return;
+	atomic_store_explicit(&c->said_goodbye, true, memory_order_release);
 	if (gp_conn_send(conn, GP_MSG_GOODBYE, 0, 0, NULL, NULL, 0) == 0)
 		gp_conn_flush(conn);
 	if (conn->concurrent)
@@ -165,6 +168,11 @@ static const CUdevice_attribute not_forwarded[] = {
 	CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
 	CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
 	CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED,
+	/* memory pools are forwarded (api_mempool.c), but not shareable or host-located ones */
+	CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES,
+	CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED,
+	CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED,
+	CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED,
 };
 
 static CUresult take_snapshot(struct gp_client *c, const Gp__HelloReply *rep)

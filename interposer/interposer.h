@@ -218,6 +218,9 @@ struct gp_client {
 	CUresult init_result; /* cuInit's sticky answer once tried */
 	atomic_bool init_tried;
 	atomic_bool lost; /* the connection broke: every call fails (set under lock) */
+	/* GOODBYE went at exit(): exit handlers that run after ours (cudart's unregistration,
+	 * static destructors) get CUDA_ERROR_DEINITIALIZED, and send nothing after it. */
+	atomic_bool said_goodbye;
 	uint64_t next_id;
 	uint64_t session_id;
 	int driver_version; /* the pool's */

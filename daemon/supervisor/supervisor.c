@@ -384,9 +384,10 @@ out_free:
 }
 
 /* ---- warm workers -------------------------------------------------------------------
- * A session's setup costs a fork, an exec, the TLS handshake, loading the driver and cuInit;
- * on NVIDIA's driver the last two take the longest. Warm workers have done those two ahead,
- * so a connection is handed to one at once (its socket passed with SCM_RIGHTS). They serve
+ * A session's setup costs a fork, an exec, the TLS handshake, loading the driver and cuInit.
+ * Warm workers have started and loaded the driver ahead (not cuInit: the driver reads
+ * CUDA_VISIBLE_DEVICES there, which is the placement, known at admission), so a connection
+ * is handed to one at once (its socket passed with SCM_RIGHTS). They serve
  * no tenant before that, and a worker serves one session only: used, it ends with it. They
  * are counted per GPU but belong to none: placement comes later, at admission. */
 

@@ -112,8 +112,13 @@ CUresult gp__serve_primary_retain(struct gp_worker *w, struct gp_req *rq,
 	uint64_t d = a->device;
 	struct gp_handle *h;
 	CUcontext ctx;
-	CUresult r = GP_DRV(w, cuDevicePrimaryCtxRetain, &ctx, a->device_drv);
+	CUresult r;
 
+	/* Retained while the driver is still to destroy it (a waiter has the last release), it
+	 * would outlive its release with nothing of it the session's: refused until then. */
+	if (w->primary_ending[d])
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	r = GP_DRV(w, cuDevicePrimaryCtxRetain, &ctx, a->device_drv);
 	if (r != CUDA_SUCCESS)
 		return r;
 	h = gp__handle_get(w, w->primary[d], GP_H_CTX);
@@ -155,9 +160,14 @@ CUresult gp__serve_primary_release(struct gp_worker *w, struct gp_req *rq,
 
 	if (w->primary_refs[d] == 0)
 		return CUDA_ERROR_INVALID_CONTEXT;
+	if (w->primary_ending[d])
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED; /* a reset is under way */
 	if (w->primary_refs[d] > 1) {
-		w->primary_refs[d]--;
-		return GP_DRV(w, cuDevicePrimaryCtxRelease_v2, a->device_drv);
+		CUresult r = GP_DRV(w, cuDevicePrimaryCtxRelease_v2, a->device_drv);
+
+		if (r == CUDA_SUCCESS)
+			w->primary_refs[d]--;
+		return r;
 	}
 	/* The last release: the driver waits for the context's work, then destroys it and all
 	 * it held. A waiter thread makes the call and answers (waits.c); the context is the
@@ -172,7 +182,9 @@ CUresult gp__serve_primary_release(struct gp_worker *w, struct gp_req *rq,
 	gp__forget_ctx(w, w->primary[d]);
 	gp__handle_release(w, w->primary[d]);
 	w->primary[d] = 0;
-	rq->wait = (struct gp_wait){.kind = GP_WAIT_PRIMARY_RELEASE, .device = a->device_drv};
+	w->primary_ending[d] = true;
+	rq->wait = (struct gp_wait){
+		.kind = GP_WAIT_PRIMARY_RELEASE, .device = a->device_drv, .session_device = (int)d};
 	return CUDA_SUCCESS;
 }
 
@@ -186,7 +198,11 @@ CUresult gp__serve_primary_reset(struct gp_worker *w, struct gp_req *rq,
 	 * the call and answers (waits.c). Everything the primary context held is the session's
 	 * no more from now on, its limits back to their defaults (still charged, as when it was
 	 * first retained); its handle stays for its retainers. */
-	rq->wait = (struct gp_wait){.kind = GP_WAIT_PRIMARY_RESET, .device = a->device_drv};
+	if (w->primary_ending[d])
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED; /* a release or reset is under way */
+	w->primary_ending[d] = true;
+	rq->wait = (struct gp_wait){
+		.kind = GP_WAIT_PRIMARY_RESET, .device = a->device_drv, .session_device = (int)d};
 	if (w->primary[d]) {
 		struct gp_handle *ph;
 

@@ -177,6 +177,10 @@ CUresult gp__serve_mem_alloc_async(struct gp_worker *w, struct gp_req *rq,
 
 	if (a->bytes == 0)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* Captured, it would be a graph memory node, from memory no pool attribute counts: the
+	 * interposer refuses it, and so does the worker for a client that is not ours. */
+	if (gp__stream_capturing(w, a->stream_drv))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (!id) {
 		if ((r = w->drv.cuDeviceGet(&drv, dev)) != CUDA_SUCCESS ||
 		    (r = device_pool(w, dev, drv, true, &id)) != CUDA_SUCCESS)
@@ -228,6 +232,8 @@ CUresult gp__serve_mem_free_async(struct gp_worker *w, struct gp_req *rq,
 
 	if (!al || al->ptr != a->dptr || al->module)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (gp__stream_capturing(w, a->stream_drv))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* a graph memory-free node: as above */
 	pool = al->pool;
 	r = GP_DRV(w, cuMemFreeAsync, a->dptr, a->stream_drv);
 	if (r != CUDA_SUCCESS)

@@ -301,9 +301,12 @@ CUresult gp__serve_vmm_reserve(struct gp_worker *w, struct gp_req *rq,
 		   (CUdeviceptr)a->addr, a->flags);
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (resv_find(p, a->bytes) || resv_find(p + a->bytes - 1, 0)) {
-		gp_log_warnx("cuMemAddressReserve: the driver returned a reserved range");
-		return CUDA_ERROR_UNKNOWN;
+	for (size_t i = 0; i < nresv; i++) {
+		if (p < resv[i].base + resv[i].bytes && resv[i].base < p + a->bytes) {
+			gp_log_warnx("cuMemAddressReserve: the driver returned a reserved range");
+			GP_DRV(w, cuMemAddressFree, p, (size_t)a->bytes);
+			return CUDA_ERROR_UNKNOWN;
+		}
 	}
 	resv[nresv++] = (struct vresv){.base = p, .bytes = a->bytes};
 	va_total += a->bytes;
@@ -337,8 +340,8 @@ CUresult gp__serve_vmm_map(struct gp_worker *w, struct gp_req *rq, const struct 
 	size_t at = 0;
 	CUresult r;
 
-	if (!rv || !m)
-		return CUDA_ERROR_INVALID_VALUE;
+	if (!rv || !m || a->offset > m->bytes || a->bytes > m->bytes - a->offset)
+		return CUDA_ERROR_INVALID_VALUE; /* outside its reservation or its allocation */
 	while (at < rv->nmaps && rv->maps[at].va < a->ptr)
 		at++;
 	/* a range is mapped once: nothing before it reaches into it, nothing starts inside */

@@ -3,8 +3,10 @@
  *
  * DESIGN: the main thread reads every request and runs it under w->lock (the session's
  * tables and the driver calls that change them). A handler whose call would wait for the
- * device (stream, event or context synchronize) does not wait: it hands the wait to
- * gp__wait_start(), and the main thread goes on reading. A waiter thread makes the call's
+ * device (stream, event or context synchronize; and frees, unloads, destroys and a primary
+ * context's reset and last release, which the driver makes wait: worker.h, enum
+ * gp_wait_kind) does not wait: it hands the wait to gp__wait_start(), and the main thread
+ * goes on reading. A waiter thread makes the call's
  * context current, waits without any lock, then takes w->lock (to take a kept deferred
  * error) and the connection's send lock and sends the call's reply. Lock order: w->lock,
  * then jobs_lock or the send lock; jobs_lock is never held while taking another.
@@ -117,6 +119,9 @@ static void *waiter(void *arg)
 		h.type = j->type;
 		h.request_id = j->request_id;
 		pthread_mutex_lock(&w->lock);
+		if (j->wait.kind == GP_WAIT_PRIMARY_RELEASE ||
+		    j->wait.kind == GP_WAIT_PRIMARY_RESET)
+			w->primary_ending[j->wait.session_device] = false;
 		/* A synchronize (or a free) is where pools give back what they hold above their
 		 * release threshold: what they hold is charged anew before the client hears. */
 		if (j->wait.kind != GP_WAIT_STREAM_DESTROY)

@@ -482,7 +482,9 @@ static bool wrong_kind(struct gp_worker *w, bool tls)
 	} while (n < 0 && errno == EINTR && !gp__worker_stop);
 	if (n < 2)
 		return false; /* nothing yet: the handshake's own reads say what happened */
-	if (!tls && b[0] == 0x16 && b[1] == 0x03) {
+	/* A TLS record starts 16 03; so may a frame's length: a whole valid header is a frame. */
+	if (!tls && b[0] == 0x16 && b[1] == 0x03 &&
+	    !(n == (ssize_t)sizeof(b) && gp_frame_hdr_decode(b, &h) == 0)) {
 		gp_log_info("session %llu from %s: a TLS client on a listener without TLS",
 			    (unsigned long long)w->session_id, w->client_addr);
 		if (write(w->client->fd, alert, sizeof(alert)) < 0)

@@ -117,6 +117,9 @@ struct gp_worker {
 	CUcontext current;			/* what the worker made current last */
 	uint64_t primary[GP_STATS_MAX_DEVICES]; /* handle of each device's primary context */
 	unsigned primary_refs[GP_STATS_MAX_DEVICES];
+	/* A last release or a reset handed to a waiter and not done yet: a retain, or a call in
+	 * that primary context, until then would race the driver's destroy (ctx.c). */
+	bool primary_ending[GP_STATS_MAX_DEVICES];
 	/* Each primary context's default heap and printf buffer, charged while it lives. */
 	uint64_t primary_limits[GP_STATS_MAX_DEVICES][2];
 	/* mempool.c: each device's default and current pool (handles; 0 until asked for), and
@@ -238,6 +241,7 @@ struct gp_wait {
 	CUmodule module;
 	CUlibrary library;
 	CUdevice device;
+	int session_device; /* PRIMARY_*: the session's device index (primary_ending) */
 };
 
 struct gp_req {

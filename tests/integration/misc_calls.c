@@ -64,6 +64,20 @@ int main(int argc, char **argv)
 		CHECK(memchr(err, 0, sizeof(err)) && (size_t)ov[3] == strlen(err) + 1 && err[0],
 		      "the error log says something");
 		printf("error log: %s\n", err);
+		{
+			/* A library's load fills them too (its errors come at first use). */
+			CUlibrary jl;
+
+			ov[1] = (void *)sizeof(info);
+			ov[3] = (void *)sizeof(err);
+			memset(info, 'x', sizeof(info));
+			CHECK(cuLibraryLoadData(&jl, fill_ptx, o, ov, 5, NULL, NULL, 0) ==
+					      CUDA_SUCCESS &&
+				      memchr(info, 0, sizeof(info)) &&
+				      (size_t)ov[1] == strlen(info) + 1 &&
+				      cuLibraryUnload(jl) == CUDA_SUCCESS,
+			      "cuLibraryLoadData fills the JIT outputs");
+		}
 	}
 	CHECK(cuDeviceGetCount(&n) == CUDA_SUCCESS, "cuDeviceGetCount");
 	if (n > 1) {
