@@ -15,6 +15,7 @@
 
 #include "interposer.h"
 #include "log.h"
+#include "grow.h"
 
 #define RESERVE_RETRIES 8
 
@@ -37,22 +38,6 @@ static size_t nmaps, cap_maps;
 static struct vhandle *handles;
 static size_t nhandles, cap_handles;
 
-static bool grow(void *arr, size_t *cap, size_t n, size_t elem)
-{
-	void **a = arr;
-	size_t ncap;
-	void *na;
-
-	if (n < *cap)
-		return true;
-	ncap = *cap ? *cap * 2 : 16;
-	na = realloc(*a, ncap * elem);
-	if (!na)
-		return false;
-	*a = na;
-	*cap = ncap;
-	return true;
-}
 
 /* The current context's pool id, or 0: these calls need none, but run in it when there is. */
 static uint64_t ctx_opt(void)
@@ -101,7 +86,7 @@ static void handle_ref(uint64_t h, int device)
 
 	if (vh)
 		vh->refs++;
-	else if (grow(&handles, &cap_handles, nhandles, sizeof(*handles)))
+	else if (GP_GROW(handles, cap_handles, nhandles))
 		handles[nhandles++] = (struct vhandle){h, device, 1};
 }
 
@@ -327,7 +312,7 @@ GP_CUDA_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 		return r;
 	/* room for the record first: a mapping the pool made must be known here */
 	pthread_mutex_lock(&vmm_lock);
-	if (!grow(&maps, &cap_maps, nmaps, sizeof(*maps))) {
+	if (!GP_GROW(maps, cap_maps, nmaps)) {
 		pthread_mutex_unlock(&vmm_lock);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -343,7 +328,7 @@ GP_CUDA_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	if (r != CUDA_SUCCESS)
 		return r;
 	pthread_mutex_lock(&vmm_lock);
-	if (grow(&maps, &cap_maps, nmaps, sizeof(*maps))) {
+	if (GP_GROW(maps, cap_maps, nmaps)) {
 		while (at < nmaps && maps[at].va < ptr)
 			at++;
 		vh = handle_find(handle);

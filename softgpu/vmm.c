@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "softgpu.h"
+#include "grow.h"
 
 /*
  * DESIGN: as everywhere in softgpu, a device address is not a host address. A reservation
@@ -63,22 +64,6 @@ static struct resv *resv;
 static size_t nresv, cap_resv;
 static uint64_t next_handle = 1;
 
-static bool grow(void *arr, size_t *cap, size_t n, size_t elem)
-{
-	void **a = arr;
-	size_t ncap;
-	void *na;
-
-	if (n < *cap)
-		return true;
-	ncap = *cap ? *cap * 2 : 16;
-	na = realloc(*a, ncap * elem);
-	if (!na)
-		return false;
-	*a = na;
-	*cap = ncap;
-	return true;
-}
 
 /* A live handle (one the program still holds), or NULL. */
 static struct phys *phys_get(uint64_t handle)
@@ -207,7 +192,7 @@ SG_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 		goto out_close;
 	}
 	pthread_mutex_lock(&vmm_lock);
-	if (!grow(&phys, &cap_phys, nphys, sizeof(*phys))) {
+	if (!GP_GROW(phys, cap_phys, nphys)) {
 		pthread_mutex_unlock(&vmm_lock);
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out_close;
@@ -331,7 +316,7 @@ SG_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t ali
 	if (shadow == MAP_FAILED)
 		goto out_va;
 	pthread_mutex_lock(&vmm_lock);
-	if (!grow(&resv, &cap_resv, nresv, sizeof(*resv)) || sg_mem_reserve_add(base, size)) {
+	if (!GP_GROW(resv, cap_resv, nresv) || sg_mem_reserve_add(base, size)) {
 		pthread_mutex_unlock(&vmm_lock);
 		munmap(shadow, size);
 		goto out_va;
@@ -399,7 +384,7 @@ SG_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	    (at < rv->nmaps && rv->maps[at].va < ptr + size))
 		goto out_unlock;
 	r = CUDA_ERROR_OUT_OF_MEMORY;
-	if (!grow(&rv->maps, &rv->cap, rv->nmaps, sizeof(*rv->maps)))
+	if (!GP_GROW(rv->maps, rv->cap, rv->nmaps))
 		goto out_unlock;
 	h = rv->shadow + (ptr - rv->base);
 	if (mmap(h, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, p->fd, (off_t)offset) !=

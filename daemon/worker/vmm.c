@@ -19,6 +19,7 @@
 
 #include "log.h"
 #include "worker.h"
+#include "grow.h"
 
 /* What one session may reserve: reservations and bytes of address space together. */
 #define GP_VMM_RESV_MAX 4096u
@@ -51,22 +52,6 @@ static struct vresv *resv;
 static size_t nresv, cap_resv;
 static uint64_t va_total;
 
-static bool grow(void *arr, size_t *cap, size_t n, size_t elem)
-{
-	void **a = arr;
-	size_t ncap;
-	void *na;
-
-	if (n < *cap)
-		return true;
-	ncap = *cap ? *cap * 2 : 16;
-	na = realloc(*a, ncap * elem);
-	if (!na)
-		return false;
-	*a = na;
-	*cap = ncap;
-	return true;
-}
 
 /* An allocation the client still holds a handle to, or NULL. */
 static struct vmem *mem_get(struct gp_worker *w, uint64_t id)
@@ -198,7 +183,7 @@ CUresult gp__serve_vmm_create(struct gp_worker *w, struct gp_req *rq,
 	prop.allocFlags.compressionType = (unsigned char)a->compression;
 	prop.allocFlags.usage = (unsigned short)a->usage;
 	m = calloc(1, sizeof(*m));
-	if (!m || !grow(&mems, &cap_mems, nmems, sizeof(*mems))) {
+	if (!m || !GP_GROW(mems, cap_mems, nmems)) {
 		free(m);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -293,7 +278,7 @@ CUresult gp__serve_vmm_reserve(struct gp_worker *w, struct gp_req *rq,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (nresv >= GP_VMM_RESV_MAX || a->bytes > GP_VMM_VA_MAX - va_total)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	if (!grow(&resv, &cap_resv, nresv, sizeof(*resv)))
+	if (!GP_GROW(resv, cap_resv, nresv))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	/* The hint goes to the driver as it came: a window at one address in the client and
 	 * here depends on it. */
@@ -348,7 +333,7 @@ CUresult gp__serve_vmm_map(struct gp_worker *w, struct gp_req *rq, const struct 
 	if ((at > 0 && rv->maps[at - 1].va + rv->maps[at - 1].bytes > a->ptr) ||
 	    (at < rv->nmaps && rv->maps[at].va - a->ptr < a->bytes))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!grow(&rv->maps, &rv->cap, rv->nmaps, sizeof(*rv->maps)))
+	if (!GP_GROW(rv->maps, rv->cap, rv->nmaps))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = GP_DRV(w, cuMemMap, a->ptr, (size_t)a->bytes, (size_t)a->offset, m->drv, a->flags);
 	if (r != CUDA_SUCCESS)
