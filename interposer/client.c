@@ -221,6 +221,7 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 
 	hello->protocol_version = GP_PROTOCOL_VERSION;
 	hello->cuda_version = CUDA_VERSION;
+	hello->stderr_output = true;
 	if (gethostname(host, hostlen) != 0)
 		snprintf(host, hostlen, "unknown");
 	host[hostlen - 1] = '\0';
@@ -525,7 +526,7 @@ static struct waiter *find_waiter(struct gp_client *c, uint64_t id, bool take)
  * is blocked around the write and one it raised is taken back (the way libpq does). A
  * closed stdout drops the output; the session goes on.
  */
-static void write_stdout(const uint8_t *p, size_t n)
+static void write_out(int fd, const uint8_t *p, size_t n)
 {
 	sigset_t pipe_set, old, pending;
 	struct timespec zero = {0, 0};
@@ -537,7 +538,7 @@ static void write_stdout(const uint8_t *p, size_t n)
 	was_pending = sigismember(&pending, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
 	while (n > 0) {
-		ssize_t w = write(STDOUT_FILENO, p, n);
+		ssize_t w = write(fd, p, n);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -553,18 +554,19 @@ static void write_stdout(const uint8_t *p, size_t n)
 }
 
 /* Copies an OUTPUT frame's bytes to stdout, after whatever the program itself buffered. */
-static int print_output(struct gp_client *c, uint32_t n)
+/* What the pool's driver wrote to stdout (fd 1) or stderr (fd 2), to this process's. */
+static int print_output(struct gp_client *c, uint32_t n, int fd)
 {
 	uint8_t buf[8192];
 	int ret = 0;
 
-	fflush(stdout);
+	fflush(fd == STDOUT_FILENO ? stdout : stderr);
 	while (!ret && n > 0) {
 		size_t k = n < sizeof(buf) ? n : sizeof(buf);
 
 		ret = gp_conn_read(c->conn, buf, k);
 		if (!ret)
-			write_stdout(buf, k);
+			write_out(fd, buf, k);
 		n -= (uint32_t)k;
 	}
 	return ret;
@@ -881,9 +883,11 @@ static void *reader(void *arg)
 		ret = gp_conn_recv(c->conn, &h);
 		if (ret)
 			break;
-		if (h.type == GP_MSG_OUTPUT && !h.msg_len) {
-			/* What the kernels printed, for this process's stdout, in order. */
-			ret = print_output(c, h.bulk_len);
+		if ((h.type == GP_MSG_OUTPUT || h.type == GP_MSG_OUTPUT_ERR) && !h.msg_len) {
+			/* What the kernels printed (stdout) or the driver said (stderr: device
+			 * asserts), for this process's, in order. */
+			ret = print_output(c, h.bulk_len,
+					   h.type == GP_MSG_OUTPUT ? STDOUT_FILENO : STDERR_FILENO);
 			if (ret)
 				break;
 			continue;

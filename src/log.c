@@ -10,6 +10,7 @@
 
 static char log_tag[64] = "gpupool";
 static int log_level = GP_LOG_INFO;
+static FILE *log_out; /* NULL: stderr */
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -18,6 +19,11 @@ void gp_log_init(const char *tag, int level)
 	if (tag)
 		snprintf(log_tag, sizeof(log_tag), "%s", tag);
 	log_level = level;
+}
+
+void gp_log_to(FILE *f)
+{
+	log_out = f;
 }
 
 void gp_log_set_level(int level)
@@ -61,7 +67,9 @@ void gp_vlog(int level, const char *fmt, va_list ap)
 		n = 0;
 	gp_escape(line + n, sizeof(line) - (size_t)n, msg, NULL);
 	/* One write per line so lines from several processes do not interleave. */
-	fprintf(stderr, "%s\n", line);
+	fprintf(log_out ? log_out : stderr, "%s\n", line);
+	if (log_out)
+		fflush(log_out);
 }
 
 void gp_log(int level, const char *fmt, ...)

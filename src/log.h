@@ -3,6 +3,7 @@
 #define GP_LOG_H
 
 #include <stdarg.h>
+#include <stdio.h>
 
 enum gp_log_level {
 	GP_LOG_NONE = -1, /* nothing at all: the interposer's default */
@@ -17,6 +18,8 @@ enum gp_log_level {
 /* Sets the tag printed before each line ("gpupoold", "worker 12") and the level. */
 void gp_log_init(const char *tag, int level);
 void gp_log_set_level(int level);
+/* Log lines go to f from now on (NULL: stderr again), e.g. when fd 2 becomes a pipe. */
+void gp_log_to(FILE *f);
 int gp_log_level(void);
 /* Parses "error", "warn", "info", "debug" or a digit; -1 when unknown. */
 int gp_log_parse_level(const char *s);

@@ -1,12 +1,18 @@
 /* output.c -- what the session's kernels print goes back to the client.
  *
- * A driver writes device printf output to its process's stdout. The worker points its
- * stdout at a pipe before the driver loads; a reader thread drains the pipe into a buffer
- * (so a kernel that prints a lot never blocks on a full pipe while the main thread waits
- * for it), and the main thread sends what is buffered as OUTPUT frames just before each
- * answer, so the client prints it before the call that waited for the kernel returns.
+ * A driver writes device printf output to its process's stdout, and device assert messages
+ * to its stderr. The worker points both at pipes before the driver loads (its own log goes
+ * to a copy of the original stderr: the daemon's log); a reader thread drains the pipes
+ * into buffers (so a kernel that prints a lot never blocks on a full pipe while the main
+ * thread waits for it), and whoever sends an answer sends what is buffered first, as
+ * OUTPUT (stdout) and OUTPUT_ERR (stderr) frames, so the client prints it before the call
+ * that waited for the kernel returns. A client whose Hello does not take OUTPUT_ERR gets
+ * the driver's stderr in the daemon's log, as before.
  *
- * DESIGN: the reader thread owns the pipe's read end; the buffer is shared under `lock`;
+ * Under AddressSanitizer the worker's stderr stays the log's: a report written there just
+ * before the process aborts would otherwise sit unread in a pipe.
+ *
+ * DESIGN: the reader thread owns the pipes' read ends; the buffers are shared under `lock`;
  * whoever sends an answer (the main thread, a waiter) sends what is buffered first, under
  * the connection's send lock.
  */
@@ -22,118 +28,180 @@
 #include "log.h"
 #include "worker.h"
 
-/* Most output held for the client; beyond it the rest is dropped, and the client told. */
+/* Most output held for the client, per stream; beyond it the rest is dropped, and the
+ * client told. */
 #define OUTPUT_MAX (16u << 20)
 
+/* The driver's stdout, then its stderr. */
+struct stream {
+	int read_fd;
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t dropped;
+};
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *buf;
-static size_t len, cap;
-static uint64_t dropped;
-static int read_fd = -1;
+static struct stream streams[2] = {{.read_fd = -1}, {.read_fd = -1}};
+static FILE *log_file; /* the daemon's log, where fd 2 was */
 
 /* Moves what the pipe holds into the buffer; with `lock` held. Non-blocking reads. */
-static void drain_locked(void)
+static void drain_locked(struct stream *st)
 {
 	uint8_t chunk[16384];
 
+	if (st->read_fd < 0)
+		return;
 	for (;;) {
-		ssize_t n = read(read_fd, chunk, sizeof(chunk));
+		ssize_t n = read(st->read_fd, chunk, sizeof(chunk));
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return; /* empty (EAGAIN), or closed */
-		if (len + (size_t)n > OUTPUT_MAX) {
-			dropped += (uint64_t)n;
+		if (st->len + (size_t)n > OUTPUT_MAX) {
+			st->dropped += (uint64_t)n;
 			continue;
 		}
-		if (len + (size_t)n > cap) {
-			size_t ncap = cap ? cap : 65536;
+		if (st->len + (size_t)n > st->cap) {
+			size_t ncap = st->cap ? st->cap : 65536;
 			uint8_t *nb;
 
-			while (ncap < len + (size_t)n)
+			while (ncap < st->len + (size_t)n)
 				ncap *= 2;
-			nb = realloc(buf, ncap);
+			nb = realloc(st->buf, ncap);
 			if (!nb) {
-				dropped += (uint64_t)n;
+				st->dropped += (uint64_t)n;
 				continue;
 			}
-			buf = nb;
-			cap = ncap;
+			st->buf = nb;
+			st->cap = ncap;
 		}
-		memcpy(buf + len, chunk, (size_t)n);
-		len += (size_t)n;
+		memcpy(st->buf + st->len, chunk, (size_t)n);
+		st->len += (size_t)n;
 	}
 }
 
-/* Keeps the pipe from filling while the main thread waits inside the driver. */
+/* Keeps the pipes from filling while the main thread waits inside the driver. */
 static void *reader(void *arg)
 {
-	struct pollfd pfd = {.events = POLLIN};
+	struct pollfd pfd[2];
 
-	pfd.fd = read_fd;
+	for (int i = 0; i < 2; i++)
+		pfd[i] = (struct pollfd){.fd = streams[i].read_fd, .events = POLLIN};
 	for (;;) {
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
 			return NULL;
 		pthread_mutex_lock(&lock);
-		drain_locked();
+		for (int i = 0; i < 2; i++)
+			drain_locked(&streams[i]);
 		pthread_mutex_unlock(&lock);
-		if (pfd.revents & (POLLHUP | POLLERR))
+		for (int i = 0; i < 2; i++)
+			if (pfd[i].revents & (POLLHUP | POLLERR))
+				pfd[i].fd = -1; /* poll ignores it from now on */
+		if (pfd[0].fd < 0 && pfd[1].fd < 0)
 			return NULL;
 	}
 }
 
-int gp__output_capture(void)
+/* Points fd at a new pipe whose read end becomes st's. */
+static int capture(int fd, struct stream *st)
 {
-	pthread_t th;
 	int fds[2];
 
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
-	/* Log lines go to stderr; stdout is the kernels'. */
-	if (dup2(fds[1], STDOUT_FILENO) < 0) {
+	if (dup2(fds[1], fd) < 0) {
 		close(fds[0]);
 		close(fds[1]);
 		return -errno;
 	}
 	close(fds[1]);
-	read_fd = fds[0];
-	fcntl(read_fd, F_SETFL, fcntl(read_fd, F_GETFL) | O_NONBLOCK);
+	st->read_fd = fds[0];
+	fcntl(st->read_fd, F_SETFL, fcntl(st->read_fd, F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+
+int gp__output_capture(void)
+{
+	pthread_t th;
+	int r = capture(STDOUT_FILENO, &streams[0]);
+
+	if (r)
+		return r;
+#ifndef __SANITIZE_ADDRESS__
+	{
+		int logfd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+
+		log_file = logfd >= 0 ? fdopen(logfd, "w") : NULL;
+		if (log_file) {
+			setvbuf(log_file, NULL, _IOLBF, 0);
+			gp_log_to(log_file);
+			if (capture(STDERR_FILENO, &streams[1])) {
+				gp_log_to(NULL);
+				fclose(log_file);
+				log_file = NULL;
+			}
+		} else if (logfd >= 0) {
+			close(logfd);
+		}
+	}
+#endif
 	if (pthread_create(&th, NULL, reader, NULL)) {
-		close(read_fd);
-		read_fd = -1;
+		for (int i = 0; i < 2; i++) {
+			if (streams[i].read_fd >= 0)
+				close(streams[i].read_fd);
+			streams[i].read_fd = -1;
+		}
 		return -EAGAIN;
 	}
 	pthread_detach(th);
 	return 0;
 }
 
-int gp__output_flush(struct gp_worker *w)
+/* Sends (or, for a client without OUTPUT_ERR, logs) what stream i holds. */
+static int flush_stream(struct gp_worker *w, int i)
 {
 	static const char note[] = "\n[gpupool: device output beyond 16 MiB was dropped]\n";
+	struct stream *st = &streams[i];
+	unsigned type = i ? GP_MSG_OUTPUT_ERR : GP_MSG_OUTPUT;
 	uint8_t *out;
 	size_t n;
 	bool lost;
 	int ret = 0;
 
-	if (read_fd < 0)
-		return 0;
-	fflush(stdout); /* anything the driver left in stdio's buffer */
 	pthread_mutex_lock(&lock);
 	/* Whatever the driver wrote before this answer, even if the reader has not seen it. */
-	drain_locked();
-	out = buf;
-	n = len;
-	lost = dropped != 0;
-	buf = NULL;
-	len = cap = 0;
-	dropped = 0;
+	drain_locked(st);
+	out = st->buf;
+	n = st->len;
+	lost = st->dropped != 0;
+	st->buf = NULL;
+	st->len = st->cap = 0;
+	st->dropped = 0;
 	pthread_mutex_unlock(&lock);
+	if (i && !w->client_stderr) {
+		if (n && log_file)
+			fwrite(out, 1, n, log_file);
+		free(out);
+		return 0;
+	}
 	for (size_t off = 0; !ret && off < n; off += GP_CHUNK_SIZE)
-		ret = gp_conn_send(w->client, GP_MSG_OUTPUT, 0, 0, NULL, out + off,
+		ret = gp_conn_send(w->client, type, 0, 0, NULL, out + off,
 				   n - off < GP_CHUNK_SIZE ? n - off : GP_CHUNK_SIZE);
 	if (!ret && lost)
-		ret = gp_conn_send(w->client, GP_MSG_OUTPUT, 0, 0, NULL, note, sizeof(note) - 1);
+		ret = gp_conn_send(w->client, type, 0, 0, NULL, note, sizeof(note) - 1);
 	free(out);
 	return ret;
+}
+
+int gp__output_flush(struct gp_worker *w)
+{
+	int ret;
+
+	if (streams[0].read_fd < 0)
+		return 0;
+	fflush(stdout); /* anything the driver left in stdio's buffers */
+	fflush(stderr);
+	ret = flush_stream(w, 0);
+	return ret ? ret : flush_stream(w, 1);
 }

@@ -576,6 +576,7 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 			    : ctx	  ? ", certificate "
 					  : ", user ",
 			    w->tenant);
+		w->client_stderr = hello->stderr_output;
 		ret = admit(w, hello);
 	}
 	protobuf_c_message_free_unpacked(&hello->base, NULL);

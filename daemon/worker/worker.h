@@ -99,6 +99,7 @@ struct gp_worker {
 	struct gp_stats *stats;
 	struct gp_driver drv;
 	bool driver_loaded;
+	bool client_stderr; /* its Hello takes OUTPUT_ERR: the driver's stderr is the client's */
 	int driver_ndev; /* devices the driver shows */
 
 	uint64_t session_id;
@@ -374,9 +375,11 @@ bool gp__waits_busy(void);
 void gp__waits_answer_timeout(struct gp_worker *w);
 
 /* output.c */
-/* Points stdout at a pipe drained by a thread; before the driver is loaded. */
+/* Points stdout and stderr at pipes drained by a thread (the log keeps the old stderr);
+ * before the driver is loaded. */
 int gp__output_capture(void);
-/* Sends what the kernels printed since the last call, ahead of an answer. */
+/* Sends what the kernels printed (and the driver's stderr) since the last call, ahead of an
+ * answer. */
 int gp__output_flush(struct gp_worker *w);
 
 #endif

@@ -61,6 +61,9 @@
 	X(HOST_CALL, 7, call)                                                                    \
 	/* HOST_DONE: client -> worker, that host function returned; the stream goes on */       \
 	X(HOST_DONE, 8, none)                                                                    \
+	/* OUTPUT_ERR: bulk only; what the driver wrote to stderr (device assert messages), */   \
+	/* for the client's stderr; sent only to a client whose Hello says stderr_output */      \
+	X(OUTPUT_ERR, 9, none)                                                                   \
 	/* supervisor <-> worker */                                                              \
 	X(WORKER_SETUP, 200, worker_setup)                                                       \
 	X(ADMIT_REQUEST, 201, admit_request)                                                     \
