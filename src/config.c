@@ -359,6 +359,8 @@ static const struct {
 	{"max_pending", set_positive, offsetof(struct gp_config, max_pending)},
 	{"max_pending_per_address", set_positive,
 	 offsetof(struct gp_config, max_pending_per_address)},
+	{"max_handshakes_per_address", set_positive,
+	 offsetof(struct gp_config, max_handshakes_per_address)},
 	{"max_queued_per_tenant", set_uint, offsetof(struct gp_config, max_queued_per_tenant)},
 	{"handshake_timeout", set_uint, offsetof(struct gp_config, handshake_timeout)},
 	{"admin_group", set_string, offsetof(struct gp_config, admin_group)},
@@ -437,6 +439,7 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->first_byte_timeout = 5;
 	cfg->max_pending = 256;
 	cfg->max_pending_per_address = 128;
+	cfg->max_handshakes_per_address = 8;
 	cfg->max_queued_per_tenant = 32;
 	cfg->placement = GP_PLACE_SPREAD;
 	cfg->queue_timeout = 60;

@@ -59,6 +59,7 @@ struct gp_config {
 	unsigned first_byte_timeout;	  /* seconds a connection has to send its first message */
 	unsigned max_pending;		  /* per listener: connections without a worker yet */
 	unsigned max_pending_per_address; /* of those, from one address (or one local user) */
+	unsigned max_handshakes_per_address; /* of a listener's handshakes, from one address */
 	unsigned max_queued_per_tenant;	  /* sessions of one tenant waiting for room at once */
 	enum gp_placement placement;
 	unsigned max_contexts, max_streams, max_events, max_modules; /* per session */

@@ -10,7 +10,8 @@
  * for the network) and a session slot (max_sessions), at most queue_timeout seconds.
  *
  * Each listener holds at most max_pending of them and each source address (on the Unix
- * socket, each user) max_pending_per_address. At either limit the oldest connection that
+ * socket, each user) max_pending_per_address; of a listener's handshake slots one source
+ * holds at most max_handshakes_per_address. At either limit the oldest connection that
  * has not finished its first message gives way to the new one; when all have, the new one
  * is closed and its client retries. A flood of silent sockets thus only ever displaces
  * itself, and a real client, whose first message follows its connect at once, gets in.
@@ -49,6 +50,22 @@ static void source_of(const char *addr, char *out, size_t len)
 	}
 	n = colon ? (size_t)(colon - addr) : strlen(addr);
 	snprintf(out, len, "%.*s", (int)n, addr);
+}
+
+/* Workers in TLS or Hello for connections from source (source_of): one address, or one
+ * local user, may hold only max_handshakes_per_address of them. */
+static unsigned handshaking_from(const struct gp_daemon *d, const char *source)
+{
+	unsigned n = 0;
+	char src[64];
+
+	for (const struct gp_session *s = d->sessions; s; s = s->next) {
+		if (s->exited || s->refused || s->state != GP_SESSION_HANDSHAKE)
+			continue;
+		source_of(s->client_addr, src, sizeof(src));
+		n += strcmp(src, source) == 0;
+	}
+	return n;
 }
 
 static void on_pending_closed(uv_handle_t *h)
@@ -239,6 +256,11 @@ void gp__pending_pump(struct gp_daemon *d)
 
 		next = p->next;
 		if (!p->ready || busy[l] >= cfg->max_handshakes)
+			continue;
+		/* A peer whose TLS stalls after its first record holds its slot until
+		 * handshake_timeout: one address never holds them all, and its later
+		 * connections wait while others' go ahead. */
+		if (handshaking_from(d, p->source) >= cfg->max_handshakes_per_address)
 			continue;
 		/* Past max_sessions only while others wait: one of them may give way to it
 		 * (gp_pool_displace), so waiters never shut a tenant out. */
