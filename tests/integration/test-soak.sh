@@ -1,0 +1,200 @@
+#!/bin/bash
+# Soak with chaos: GP_SOAK_CLIENTS loops (4) of clients arriving and leaving (vector_add, or
+# hold_session holding a moment) over TLS, plain TCP and the Unix socket as three tenants, for
+# GP_SOAK_SECONDS (30, the short mode CI runs; set e.g. 1800 for a long soak), while the test
+# in turn, at random moments and on random victims, SIGKILLs a session's worker, SIGKILLs a
+# client, reloads the configuration (SIGHUP, warm_workers changed) and drains a GPU (or both,
+# briefly) and undrains it.
+#
+# Every client that was not killed must have passed, or failed with
+# CUDA_ERROR_DEVICE_UNAVAILABLE (the interposer's answer once its connection is lost) because
+# the test killed its worker. A drain never refuses anyone here: sessions wait (queue_timeout
+# is long) and are admitted at the undrain. At the end no session, reservation or worker
+# process is left, the supervisor is back to its descriptor count at the start, and every
+# accounting record is valid JSON.
+. "$(dirname "$0")/lib.sh"
+SECS=${GP_SOAK_SECONDS:-30}
+LOOPS=${GP_SOAK_CLIENTS:-4}
+export SOFTGPU_DEVICES=2 SOFTGPU_MEMORY=2G GPUPOOL_MEMORY=32M
+A=aaaaaaaaaaaaaaaaaaaa B=bbbbbbbbbbbbbbbbbbbb
+ACCT=$T/usage.jsonl
+me=$(id -un)
+
+# conf WARM: the configuration, with WARM warm workers per GPU.
+conf() {
+	gp_config "listen_unix $T/pool.sock" "listen_plain 127.0.0.1:0" "token $A alice" \
+		"token $B bob" "queue_timeout 120" "accounting_file $ACCT" "log_level info" \
+		"warm_workers $1"
+}
+conf 1
+gp_start
+tls=$GPUPOOL_SERVER
+plain=$(jq -r .listen_plain "$T/status.json")
+nfds() { ls "/proc/$1/fd" | wc -l; }
+wait_for '.warm_workers == 2' 30
+fd0=$(nfds "$DAEMON_PID")
+mkdir "$T/c"
+
+# client_loop L: clients one after another until $T/stop exists; one line per client in
+# $T/results.L: "ID PID KIND SIZE RC".
+client_loop() {
+	local L=$1 n=0 id kind size srv tok pid rc
+	while [ ! -e "$T/stop" ]; do
+		n=$((n + 1)) id=$L.$n
+		case $((RANDOM % 3)) in
+		0) srv=$tls tok=$A ;; 1) srv=plain:$plain tok=$B ;; 2) srv=unix:$T/pool.sock tok= ;;
+		esac
+		if [ $((RANDOM % 2)) = 0 ]; then
+			kind=vector_add size=$((1000 + RANDOM % 50000))
+			env GPUPOOL_SERVER="$srv" GPUPOOL_TOKEN="$tok" LD_PRELOAD="$CLIENT_PRELOAD" \
+				"$CLIENT_ASAN" "$GP_STAGE/bin/vector_add" "$size" \
+				>"$T/c/$id.out" 2>&1 &
+		else
+			kind=hold size=$((4096 + RANDOM % 65536))
+			{ sleep "0.$((RANDOM % 6))"; echo; } |
+				env GPUPOOL_SERVER="$srv" GPUPOOL_TOKEN="$tok" \
+					LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" \
+					"$GP_TESTBIN/hold_session" "$size" >"$T/c/$id.out" 2>&1 &
+		fi
+		pid=$!
+		rc=0
+		wait "$pid" || rc=$?
+		echo "$id $pid $kind $size $rc" >>"$T/results.$L"
+	done
+}
+loops=()
+for L in $(seq 1 "$LOOPS"); do
+	client_loop "$L" &
+	loops+=($!)
+done
+trap 'touch "$T/stop"; kill "${loops[@]}" 2>/dev/null || true; cleanup' EXIT
+
+# The chaos: one event after another, in turn, 0.3 to 1.2 s apart.
+# $T/chaos: "worker WPID CLIENT_PID", "client PID", "reload WARM", "drain GPUS", "undrain".
+: >"$T/chaos"
+: >"$T/workers.seen"
+drained=
+pick_active() { # a random active session's "WORKER_PID CLIENT_PID", or nothing
+	status_json >"$T/chaos.json" || fail "poolctl status during the soak"
+	jq -r '.sessions[] | "\(.worker_pid)"' "$T/chaos.json" >>"$T/workers.seen"
+	jq -r '.sessions[] | select(.state == "active" and .worker_pid > 0) |
+		"\(.worker_pid) \(.client_pid)"' "$T/chaos.json" | shuf -n 1
+}
+end=$(($(date +%s) + SECS))
+k=0
+while [ "$(date +%s)" -lt "$end" ]; do
+	r=$((3 + RANDOM % 10))
+	sleep "$((r / 10)).$((r % 10))"
+	case $((k % 4)) in
+	0)
+		v=$(pick_active)
+		if [ -n "$v" ]; then
+			echo "worker $v" >>"$T/chaos"
+			kill -KILL "${v% *}" 2>/dev/null || true
+		fi
+		;;
+	1)
+		v=$(pick_active)
+		if [ -n "$v" ]; then
+			echo "client ${v#* }" >>"$T/chaos"
+			kill -KILL "${v#* }" 2>/dev/null || true
+		fi
+		;;
+	2)
+		w=$((RANDOM % 3))
+		conf "$w"
+		echo "reload $w" >>"$T/chaos"
+		kill -HUP "$DAEMON_PID"
+		;;
+	3)
+		if [ -n "$drained" ]; then
+			for g in $drained; do
+				"$POOLCTL" -s "$T/admin.sock" undrain "$g" >/dev/null || fail "undrain $g"
+			done
+			echo "undrain $drained" >>"$T/chaos"
+			drained=
+		else
+			# Mostly one GPU (the other takes the sessions), sometimes both (they wait).
+			if [ $((RANDOM % 3)) = 0 ]; then drained="0 1"; else drained=$((RANDOM % 2)); fi
+			for g in $drained; do
+				"$POOLCTL" -s "$T/admin.sock" drain "$g" >/dev/null || fail "drain $g"
+			done
+			echo "drain $drained" >>"$T/chaos"
+		fi
+		;;
+	esac
+	kill -0 "$DAEMON_PID" 2>/dev/null || fail "the daemon died during the soak"
+	k=$((k + 1))
+done
+for g in $drained; do "$POOLCTL" -s "$T/admin.sock" undrain "$g" >/dev/null || fail "undrain"; done
+touch "$T/stop"
+wait "${loops[@]}"
+conf 1
+kill -HUP "$DAEMON_PID"
+
+# Nothing left: no session, no reservation, no worker but the warm ones.
+wait_for '.sessions | length == 0' 60
+wait_for 'all(.gpus[]; .memory_reserved == 0 and .memory_used == 0 and .sessions == 0)' 10
+wait_for '.warm_workers == 2' 30
+for _ in $(seq 1 100); do
+	kids=$(pgrep -P "$DAEMON_PID" | wc -l)
+	[ "$kids" -gt 2 ] || break
+	sleep 0.1
+done
+[ "$kids" -le 2 ] || { pgrep -a -P "$DAEMON_PID" >&2; fail "$kids worker processes left, 2 warm"; }
+live=0
+for w in $(sort -u "$T/workers.seen"); do
+	[ "$w" -gt 0 ] || continue
+	# A session's worker seen during the soak must be gone (its pid not one of the warm ones).
+	if pgrep -P "$DAEMON_PID" | grep -qx "$w"; then live=$((live + 1)); fi
+done
+[ "$live" = 0 ] || fail "$live workers of ended sessions are still running"
+for _ in $(seq 1 100); do
+	fd1=$(nfds "$DAEMON_PID")
+	[ "$fd1" -gt "$fd0" ] || break
+	sleep 0.1
+done
+[ "$fd1" -le "$fd0" ] ||
+	{ ls -l "/proc/$DAEMON_PID/fd" >&2; fail "the supervisor holds $fd1 fds, $fd0 at the start"; }
+
+# Every client's result, explained.
+killed_clients=$(awk '$1 == "client" { print $2 }' "$T/chaos")
+killed_worker_clients=$(awk '$1 == "worker" { print $3 }' "$T/chaos")
+passed=0 lost=0 killed=0 total=0
+while read -r id pid kind size rc; do
+	total=$((total + 1))
+	out=$T/c/$id.out
+	if echo "$killed_clients" | grep -qx "$pid"; then
+		killed=$((killed + 1))
+		continue
+	fi
+	ok=0
+	if [ "$rc" = 0 ]; then
+		case $kind in
+		vector_add) grep -q "^vector_add: $size elements on .*: PASSED" "$out" && ok=1 ;;
+		hold) grep -q "^READY $size " "$out" && grep -q "^DONE" "$out" && ok=1 ;;
+		esac
+		[ $ok = 1 ] || fail "client $id ($kind $size) exited 0 without its result: $(cat "$out")"
+		passed=$((passed + 1))
+		continue
+	fi
+	echo "$killed_worker_clients" | grep -qx "$pid" ||
+		fail "client $id ($kind $size, pid $pid) failed and no chaos event explains it: $(cat "$out")"
+	grep -q "CUDA_ERROR_DEVICE_UNAVAILABLE" "$out" ||
+		fail "client $id: its worker was killed, but it says: $(cat "$out")"
+	lost=$((lost + 1))
+done < <(cat "$T"/results.*)
+echo "soak ${SECS} s, $LOOPS client loops, $k chaos events" \
+	"($(grep -c '^worker' "$T/chaos") worker kills, $(grep -c '^client' "$T/chaos") client kills," \
+	"$(grep -c '^reload' "$T/chaos") reloads, $(grep -c '^drain' "$T/chaos") drains):" \
+	"$total clients: $passed passed, $lost lost their killed worker" \
+	"(CUDA_ERROR_DEVICE_UNAVAILABLE), $killed killed"
+[ "$passed" -gt 0 ] || fail "no client passed"
+[ $((passed + lost + killed)) = "$total" ] || fail "clients unaccounted for"
+
+# The records: one valid JSON object per line, however the sessions ended.
+jq -e . "$ACCT" >/dev/null || fail "the accounting file holds a line that is not JSON"
+echo "accounting: $(jq -r .ended "$ACCT" | sort | uniq -c | tr -s ' \n' ' ')"
+kill -0 "$DAEMON_PID" || fail "the daemon died"
+gp_stop
+echo PASS
