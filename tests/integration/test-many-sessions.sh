@@ -37,6 +37,21 @@ WARM=2 # warm_workers 1 (the default) on each of the 2 GPUs
 settled
 rss0=$(rss_kib "$DAEMON_PID") fd0=$(nfds "$DAEMON_PID")
 echo "supervisor at start: RSS ${rss0} KiB, $fd0 fds, $WARM warm workers ready"
+# poolctl_lat MIN_SESSIONS: ten `poolctl status --json`, each within its own timeout and
+# showing at least MIN_SESSIONS; their latencies, µs, sorted, in $LAT.
+poolctl_lat() {
+	local k s lat=()
+	for k in $(seq 1 10); do
+		s=$(date +%s%N)
+		timeout 10 "$POOLCTL" -s "$T/admin.sock" status --json >"$T/lat.json" ||
+			fail "poolctl status --json did not answer within 10 s (call $k)"
+		lat+=($(( ($(date +%s%N) - s) / 1000 )))
+		jq -e ".sessions | length >= $1" "$T/lat.json" >/dev/null || fail "status under load"
+	done
+	LAT=$(printf '%s\n' "${lat[@]}" | sort -n)
+}
+poolctl_lat 0
+idle_lat=$LAT
 
 # Client i's transport and tenant: i mod 4.
 tenant_of() {
@@ -92,15 +107,8 @@ for k in 1 2; do
 	pids+=($!)
 done
 
-# poolctl while they are held: every call answers within its own timeout.
-lat=()
-for k in $(seq 1 10); do
-	s=$(date +%s%N)
-	timeout 10 "$POOLCTL" -s "$T/admin.sock" status --json >"$T/lat.json" ||
-		fail "poolctl status --json did not answer within 10 s under load (call $k)"
-	lat+=($(( ($(date +%s%N) - s) / 1000 )))
-	jq -e ".sessions | length >= $N" "$T/lat.json" >/dev/null || fail "status under load"
-done
+# poolctl while they are held (and the programs run): every call answers in time.
+poolctl_lat "$N"
 s=$(date +%s%N)
 timeout 10 "$POOLCTL" -s "$T/admin.sock" status >/dev/null || fail "poolctl status under load"
 text_us=$(( ($(date +%s%N) - s) / 1000 ))
@@ -128,15 +136,14 @@ for j in $(seq 1 "$N"); do
 	r=$(rss_kib "$p" 2>/dev/null) || continue
 	crss=$((crss + r))
 done
-sorted=$(printf '%s\n' "${lat[@]}" | sort -n)
 echo "at $N sessions: supervisor RSS ${rssN} KiB ($(( (rssN - rss0) / N )) KiB/session)," \
 	"$fdN fds ($(( (fdN - fd0) )) more: $(awk -v a="$fdN" -v b="$fd0" -v n="$N" \
 	'BEGIN { printf "%.2f", (a - b) / n }') per session)"
 echo "worker RSS: $((wrss / nw)) KiB mean over $nw; client RSS: $((crss / N)) KiB mean;" \
 	"$(( (wrss + crss) / 1024 )) MiB in all"
-echo "poolctl status --json under load: min $(echo "$sorted" | head -1) µs," \
-	"median $(echo "$sorted" | sed -n 5p) µs, max $(echo "$sorted" | tail -1) µs;" \
-	"poolctl status (text) $text_us µs"
+lat3() { echo "min $(echo "$1" | head -1), median $(echo "$1" | sed -n 5p), max $(echo "$1" | tail -1) µs"; }
+echo "poolctl status --json: idle $(lat3 "$idle_lat"); at $N sessions $(lat3 "$LAT");" \
+	"poolctl status (text) at $N $text_us µs"
 
 # Release them all: each finishes cleanly.
 for j in $(seq 1 "$N"); do

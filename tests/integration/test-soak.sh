@@ -38,27 +38,29 @@ mkdir "$T/c"
 # client_loop L: clients one after another until $T/stop exists; one line per client in
 # $T/results.L: "ID PID KIND SIZE RC".
 client_loop() {
-	local L=$1 n=0 id kind size srv tok pid rc
+	local L=$1 n=0 id kind size srv tok pid rc hold
 	while [ ! -e "$T/stop" ]; do
 		n=$((n + 1)) id=$L.$n
 		case $((RANDOM % 3)) in
 		0) srv=$tls tok=$A ;; 1) srv=plain:$plain tok=$B ;; 2) srv=unix:$T/pool.sock tok= ;;
 		esac
-		if [ $((RANDOM % 2)) = 0 ]; then
+		# Loop 1 holds its sessions a while, so that the chaos always finds some to hit.
+		if [ "$L" != 1 ] && [ $((RANDOM % 2)) = 0 ]; then
 			kind=vector_add size=$((1000 + RANDOM % 50000))
 			env GPUPOOL_SERVER="$srv" GPUPOOL_TOKEN="$tok" LD_PRELOAD="$CLIENT_PRELOAD" \
 				"$CLIENT_ASAN" "$GP_STAGE/bin/vector_add" "$size" \
 				>"$T/c/$id.out" 2>&1 &
 		else
 			kind=hold size=$((4096 + RANDOM % 65536))
-			{ sleep "0.$((RANDOM % 6))"; echo; } |
+			if [ "$L" = 1 ]; then hold="1.$((RANDOM % 10))"; else hold="0.$((RANDOM % 6))"; fi
+			{ sleep "$hold"; echo; } |
 				env GPUPOOL_SERVER="$srv" GPUPOOL_TOKEN="$tok" \
 					LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" \
 					"$GP_TESTBIN/hold_session" "$size" >"$T/c/$id.out" 2>&1 &
 		fi
 		pid=$!
 		rc=0
-		wait "$pid" || rc=$?
+		wait "$pid" 2>/dev/null || rc=$?
 		echo "$id $pid $kind $size $rc" >>"$T/results.$L"
 	done
 }
@@ -70,15 +72,15 @@ done
 trap 'touch "$T/stop"; kill "${loops[@]}" 2>/dev/null || true; cleanup' EXIT
 
 # The chaos: one event after another, in turn, 0.3 to 1.2 s apart.
-# $T/chaos: "worker WPID CLIENT_PID", "client PID", "reload WARM", "drain GPUS", "undrain".
+# $T/chaos: "worker WPID CLIENT_PID SESSION", "client PID WPID SESSION", "reload WARM", "drain GPUS", "undrain".
 : >"$T/chaos"
 : >"$T/workers.seen"
 drained=
 pick_active() { # a random active session's "WORKER_PID CLIENT_PID", or nothing
 	status_json >"$T/chaos.json" || fail "poolctl status during the soak"
-	jq -r '.sessions[] | "\(.worker_pid)"' "$T/chaos.json" >>"$T/workers.seen"
-	jq -r '.sessions[] | select(.state == "active" and .worker_pid > 0) |
-		"\(.worker_pid) \(.client_pid)"' "$T/chaos.json" | shuf -n 1
+	jq -r '.sessions[] | "\(.worker_pid) \(.client_pid) \(.state) \(.id)"' "$T/chaos.json" |
+		tee -a "$T/workers.seen" | awk '$3 == "active" && $1 > 0 { print $1, $2, $4 }' |
+		shuf -n 1
 }
 end=$(($(date +%s) + SECS))
 k=0
@@ -90,14 +92,15 @@ while [ "$(date +%s)" -lt "$end" ]; do
 		v=$(pick_active)
 		if [ -n "$v" ]; then
 			echo "worker $v" >>"$T/chaos"
-			kill -KILL "${v% *}" 2>/dev/null || true
+			kill -KILL "${v%% *}" 2>/dev/null || true
 		fi
 		;;
 	1)
 		v=$(pick_active)
 		if [ -n "$v" ]; then
-			echo "client ${v#* }" >>"$T/chaos"
-			kill -KILL "${v#* }" 2>/dev/null || true
+			set -- $v
+			echo "client $2 $1 $3" >>"$T/chaos"
+			kill -KILL "$2" 2>/dev/null || true
 		fi
 		;;
 	2)
@@ -143,7 +146,7 @@ for _ in $(seq 1 100); do
 done
 [ "$kids" -le 2 ] || { pgrep -a -P "$DAEMON_PID" >&2; fail "$kids worker processes left, 2 warm"; }
 live=0
-for w in $(sort -u "$T/workers.seen"); do
+for w in $(awk '{ print $1 }' "$T/workers.seen" | sort -u); do
 	[ "$w" -gt 0 ] || continue
 	# A session's worker seen during the soak must be gone (its pid not one of the warm ones).
 	if pgrep -P "$DAEMON_PID" | grep -qx "$w"; then live=$((live + 1)); fi
@@ -157,19 +160,21 @@ done
 [ "$fd1" -le "$fd0" ] ||
 	{ ls -l "/proc/$DAEMON_PID/fd" >&2; fail "the supervisor holds $fd1 fds, $fd0 at the start"; }
 
-# Every client's result, explained.
+# Every client's result, explained. A kill may come too late (the session ended between the
+# status the test read and the kill): that client is judged like any other.
 killed_clients=$(awk '$1 == "client" { print $2 }' "$T/chaos")
 killed_worker_clients=$(awk '$1 == "worker" { print $3 }' "$T/chaos")
 passed=0 lost=0 killed=0 total=0
 while read -r id pid kind size rc; do
 	total=$((total + 1))
 	out=$T/c/$id.out
-	if echo "$killed_clients" | grep -qx "$pid"; then
+	if [ "$rc" = 137 ] && echo "$killed_clients" | grep -qx "$pid"; then
 		killed=$((killed + 1))
+		echo "$pid" >>"$T/clients.killed"
 		continue
 	fi
-	ok=0
 	if [ "$rc" = 0 ]; then
+		ok=0
 		case $kind in
 		vector_add) grep -q "^vector_add: $size elements on .*: PASSED" "$out" && ok=1 ;;
 		hold) grep -q "^READY $size " "$out" && grep -q "^DONE" "$out" && ok=1 ;;
@@ -179,21 +184,39 @@ while read -r id pid kind size rc; do
 		continue
 	fi
 	echo "$killed_worker_clients" | grep -qx "$pid" ||
-		fail "client $id ($kind $size, pid $pid) failed and no chaos event explains it: $(cat "$out")"
+		fail "client $id ($kind $size, pid $pid) exited $rc and no chaos event explains it: $(cat "$out")"
 	grep -q "CUDA_ERROR_DEVICE_UNAVAILABLE" "$out" ||
 		fail "client $id: its worker was killed, but it says: $(cat "$out")"
 	lost=$((lost + 1))
+	echo "$pid" >>"$T/workers.killed"
 done < <(cat "$T"/results.*)
-echo "soak ${SECS} s, $LOOPS client loops, $k chaos events" \
-	"($(grep -c '^worker' "$T/chaos") worker kills, $(grep -c '^client' "$T/chaos") client kills," \
-	"$(grep -c '^reload' "$T/chaos") reloads, $(grep -c '^drain' "$T/chaos") drains):" \
-	"$total clients: $passed passed, $lost lost their killed worker" \
-	"(CUDA_ERROR_DEVICE_UNAVAILABLE), $killed killed"
+nworker=$(grep -c '^worker' "$T/chaos") nclient=$(grep -c '^client' "$T/chaos")
+echo "soak ${SECS} s, $LOOPS client loops, $k chaos events ($nworker worker kills, $nclient" \
+	"client kills, $(grep -c '^reload' "$T/chaos") reloads, $(grep -c '^drain' "$T/chaos")" \
+	"drains): $total clients: $passed passed, $lost failed with CUDA_ERROR_DEVICE_UNAVAILABLE" \
+	"(worker killed), $killed killed; $((nworker - lost)) worker and $((nclient - killed))" \
+	"client kills came after the session had ended"
 [ "$passed" -gt 0 ] || fail "no client passed"
 [ $((passed + lost + killed)) = "$total" ] || fail "clients unaccounted for"
+[ "$lost" -gt 0 ] && [ "$killed" -gt 0 ] || fail "the chaos hit no worker or no client"
 
-# The records: one valid JSON object per line, however the sessions ended.
+# The records: one valid JSON object per line, however the sessions ended; a killed worker's
+# session is "killed", a killed client's "client_gone".
 jq -e . "$ACCT" >/dev/null || fail "the accounting file holds a line that is not JSON"
+# record P WHAT ENDED: the record of the session whose WHAT (worker, client) the test killed
+# while client P ran (the session ids the chaos noted: a pid may come back in a long soak).
+record() {
+	local sids
+	sids=$(awk -v p="$1" -v w="$2" '$1 == w && ($1 == "worker" ? $3 : $2) == p { print $4 }' \
+		"$T/chaos" | paste -sd, -)
+	jq -se --argjson p "$1" --argjson s "[$sids]" --arg e "$3" \
+		'map(select(.client_pid == $p and (.session as $x | $s | index($x)))) |
+		length == 1 and .[0].ended == $e' "$ACCT" >/dev/null ||
+		fail "client $1's session (one of $sids) should have ended $3: $(jq -c \
+			--argjson p "$1" 'select(.client_pid == $p)' "$ACCT")"
+}
+for p in $(cat "$T/workers.killed"); do record "$p" worker killed; done
+for p in $(cat "$T/clients.killed"); do record "$p" client client_gone; done
 echo "accounting: $(jq -r .ended "$ACCT" | sort | uniq -c | tr -s ' \n' ' ')"
 kill -0 "$DAEMON_PID" || fail "the daemon died"
 gp_stop
