@@ -8,9 +8,11 @@
 # clients' RSS and poolctl's latency under load are printed as figures (never asserted).
 #
 # Sizing: one session costs a worker (~6.5 MiB RSS on softgpu) and a client (~6 MiB):
-# 128 are ~1.6 GiB and ~15 s here, 256 ~3.2 GiB. See docs/performance.md, "Many sessions".
+# 128 are ~1.6 GiB and ~10 s here, 256 ~3.1 GiB and ~20 s. See docs/performance.md, "Many
+# sessions".
 . "$(dirname "$0")/lib.sh"
-N=${GP_LOAD_SESSIONS:-128}
+# Sanitizer builds' processes are several times larger (and slower): fewer by default.
+if [ -n "${GP_SAN_RUNTIME:-}" ]; then N=${GP_LOAD_SESSIONS:-32}; else N=${GP_LOAD_SESSIONS:-128}; fi
 BATCH=${GP_LOAD_BATCH:-16}
 export SOFTGPU_DEVICES=2 SOFTGPU_MEMORY=8G GPUPOOL_MEMORY=16M
 A=aaaaaaaaaaaaaaaaaaaa B=bbbbbbbbbbbbbbbbbbbb C=cccccccccccccccccccc

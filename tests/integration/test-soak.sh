@@ -69,7 +69,9 @@ for L in $(seq 1 "$LOOPS"); do
 	client_loop "$L" &
 	loops+=($!)
 done
-trap 'touch "$T/stop"; kill "${loops[@]}" 2>/dev/null || true; cleanup' EXIT
+# GP_SOAK_KEEP=DIR keeps the test's files (logs, every client's output) there.
+trap 'touch "$T/stop"; kill "${loops[@]}" 2>/dev/null || true
+	[ -z "${GP_SOAK_KEEP:-}" ] || cp -r "$T" "$GP_SOAK_KEEP"; cleanup' EXIT
 
 # The chaos: one event after another, in turn, 0.3 to 1.2 s apart.
 # $T/chaos: "worker WPID CLIENT_PID SESSION", "client PID WPID SESSION", "reload WARM", "drain GPUS", "undrain".
@@ -201,7 +203,8 @@ echo "soak ${SECS} s, $LOOPS client loops, $k chaos events ($nworker worker kill
 [ "$lost" -gt 0 ] && [ "$killed" -gt 0 ] || fail "the chaos hit no worker or no client"
 
 # The records: one valid JSON object per line, however the sessions ended; a killed worker's
-# session is "killed", a killed client's "client_gone".
+# session is "killed", a killed client's "client_gone" ("client_closed" if it was killed in
+# exit(), after the interposer said goodbye).
 jq -e . "$ACCT" >/dev/null || fail "the accounting file holds a line that is not JSON"
 # record P WHAT ENDED: the record of the session whose WHAT (worker, client) the test killed
 # while client P ran (the session ids the chaos noted: a pid may come back in a long soak).
@@ -211,12 +214,13 @@ record() {
 		"$T/chaos" | paste -sd, -)
 	jq -se --argjson p "$1" --argjson s "[$sids]" --arg e "$3" \
 		'map(select(.client_pid == $p and (.session as $x | $s | index($x)))) |
-		length == 1 and .[0].ended == $e' "$ACCT" >/dev/null ||
+		length == 1 and (.[0].ended | IN($e | split(",")[]))' "$ACCT" >/dev/null ||
 		fail "client $1's session (one of $sids) should have ended $3: $(jq -c \
 			--argjson p "$1" 'select(.client_pid == $p)' "$ACCT")"
 }
 for p in $(cat "$T/workers.killed"); do record "$p" worker killed; done
-for p in $(cat "$T/clients.killed"); do record "$p" client client_gone; done
+# A client killed in exit(), after the interposer's goodbye, ended its session itself.
+for p in $(cat "$T/clients.killed"); do record "$p" client client_gone,client_closed; done
 echo "accounting: $(jq -r .ended "$ACCT" | sort | uniq -c | tr -s ' \n' ' ')"
 kill -0 "$DAEMON_PID" || fail "the daemon died"
 gp_stop
