@@ -64,6 +64,8 @@ client_loop() {
 		echo "$id $pid $kind $size $rc" >>"$T/results.$L"
 	done
 }
+# The interposer's warnings and errors go to each client's output: a failure says why.
+export GPUPOOL_LOG=warn
 loops=()
 for L in $(seq 1 "$LOOPS"); do
 	client_loop "$L" &
