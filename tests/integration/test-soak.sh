@@ -18,7 +18,6 @@ LOOPS=${GP_SOAK_CLIENTS:-4}
 export SOFTGPU_DEVICES=2 SOFTGPU_MEMORY=2G GPUPOOL_MEMORY=32M
 A=aaaaaaaaaaaaaaaaaaaa B=bbbbbbbbbbbbbbbbbbbb
 ACCT=$T/usage.jsonl
-me=$(id -un)
 
 # conf WARM: the configuration, with WARM warm workers per GPU.
 conf() {
@@ -78,12 +77,11 @@ trap 'touch "$T/stop"; kill "${loops[@]}" 2>/dev/null || true
 # The chaos: one event after another, in turn, 0.3 to 1.2 s apart.
 # $T/chaos: "worker WPID CLIENT_PID SESSION", "client PID WPID SESSION", "reload WARM", "drain GPUS", "undrain".
 : >"$T/chaos"
-: >"$T/workers.seen"
 drained=
 pick_active() { # a random active session's "WORKER_PID CLIENT_PID", or nothing
 	status_json >"$T/chaos.json" || fail "poolctl status during the soak"
 	jq -r '.sessions[] | "\(.worker_pid) \(.client_pid) \(.state) \(.id)"' "$T/chaos.json" |
-		tee -a "$T/workers.seen" | awk '$3 == "active" && $1 > 0 { print $1, $2, $4 }' |
+		awk '$3 == "active" && $1 > 0 { print $1, $2, $4 }' |
 		shuf -n 1
 }
 end=$(($(date +%s) + SECS))
@@ -149,13 +147,17 @@ for _ in $(seq 1 100); do
 	sleep 0.1
 done
 [ "$kids" -le 2 ] || { pgrep -a -P "$DAEMON_PID" >&2; fail "$kids worker processes left, 2 warm"; }
-live=0
-for w in $(awk '{ print $1 }' "$T/workers.seen" | sort -u); do
-	[ "$w" -gt 0 ] || continue
-	# A session's worker seen during the soak must be gone (its pid not one of the warm ones).
-	if pgrep -P "$DAEMON_PID" | grep -qx "$w"; then live=$((live + 1)); fi
+# Nor anywhere else: every process of this build's worker binary started since the daemon
+# did is one of the daemon's (warm) children, none left behind, reparented.
+wbin=$(readlink -f "$GP_STAGE/libexec/gpupool/gpupool-worker")
+dstart=$(awk '{ print $22 }' "/proc/$DAEMON_PID/stat")
+kids=$(pgrep -P "$DAEMON_PID" || true)
+for p in /proc/[0-9]*; do
+	[ "$(readlink "$p/exe" 2>/dev/null)" = "$wbin" ] || continue
+	[ "$(awk '{ print $22 }' "$p/stat" 2>/dev/null || echo 0)" -ge "$dstart" ] || continue
+	echo "$kids" | grep -qx "${p#/proc/}" ||
+		fail "worker ${p#/proc/} is left over: $(tr '\0' ' ' <"$p/cmdline")"
 done
-[ "$live" = 0 ] || fail "$live workers of ended sessions are still running"
 for _ in $(seq 1 100); do
 	fd1=$(nfds "$DAEMON_PID")
 	[ "$fd1" -gt "$fd0" ] || break
