@@ -48,14 +48,31 @@ static uint64_t next_id = 1;
 static struct range *reserved;
 static uint32_t nreserved, cap_reserved;
 
+/*
+ * Device addresses live in a window of their own: the arena's reservation is asked for at
+ * 32 TiB + 1 TiB per device, where processes map nothing of their own (glibc maps top down
+ * from 0x7f..., ASan's allocator is at 0x6000..., Go's heap at 0xc0...). Through the pool
+ * the client must have nothing at a device address (interposer/api_memory.c); in the mmap
+ * area, a worker's device addresses kept landing on a client's own mappings. A hint only:
+ * taken elsewhere it still works. Not under ThreadSanitizer, whose application ranges leave
+ * that window out.
+ */
+#define SG_DEVICE_WINDOW (32ull << 40)
+#define SG_DEVICE_STRIDE (1ull << 40)
+
 int sg_memory_init(struct sg_device *dev)
 {
 	struct sg_arena *a = calloc(1, sizeof(*a));
-	void *res, *back;
+	void *res, *back, *hint = NULL;
 
 	if (a == NULL)
 		return -ENOMEM;
-	res = mmap(NULL, dev->mem_total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+#ifndef __SANITIZE_THREAD__
+	if (dev->mem_total <= SG_DEVICE_STRIDE)
+		hint = (void *)(uintptr_t)(SG_DEVICE_WINDOW +
+					   (uint64_t)dev->ordinal * SG_DEVICE_STRIDE);
+#endif
+	res = mmap(hint, dev->mem_total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 		   0);
 	back = mmap(NULL, dev->mem_total, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
