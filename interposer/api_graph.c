@@ -25,6 +25,7 @@
  * the caller's, as CUDA's are.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -348,6 +349,77 @@ GP_CUDA_EXPORT CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphN
 						     size_t *numDependentNodes)
 {
 	return neighbours(hNode, dependentNodes, NULL, numDependentNodes, true);
+}
+
+static const char *type_name(CUgraphNodeType t)
+{
+	switch (t) {
+	case CU_GRAPH_NODE_TYPE_KERNEL:
+		return "kernel";
+	case CU_GRAPH_NODE_TYPE_MEMCPY:
+		return "memcpy";
+	case CU_GRAPH_NODE_TYPE_MEMSET:
+		return "memset";
+	case CU_GRAPH_NODE_TYPE_HOST:
+		return "host";
+	case CU_GRAPH_NODE_TYPE_GRAPH:
+		return "graph";
+	case CU_GRAPH_NODE_TYPE_EMPTY:
+		return "empty";
+	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+		return "event_wait";
+	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		return "event_record";
+	default:
+		return "other";
+	}
+}
+
+/*
+ * Written here, from the graph's structure as queried (the pool's driver would write its
+ * file on the pool's host): each node by index and type, each edge; a child graph node's
+ * graph is not drawn, and flags add nothing.
+ */
+GP_CUDA_EXPORT CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	uint64_t *nodes = NULL, *edges = NULL, nn, ne;
+	CUresult r;
+	FILE *f;
+
+	(void)flags;
+	if (!g || !path)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = query(g, 0, 0, true, &nodes, &nn)) || (r = query(g, 0, 2, true, &edges, &ne)))
+		goto out;
+	f = fopen(path, "w");
+	if (!f) {
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+		goto out;
+	}
+	fprintf(f, "digraph gpupool {\n");
+	for (uint64_t i = 0; i < nn; i++)
+		fprintf(f, "\"n%llu\" [label=\"%llu: %s\"];\n", (unsigned long long)i,
+			(unsigned long long)i, type_name((CUgraphNodeType)nodes[3 * i + 2]));
+	for (uint64_t i = 0; i < ne; i++) {
+		uint64_t a = nn, b = nn;
+
+		for (uint64_t j = 0; j < nn; j++) {
+			if (nodes[3 * j] == edges[6 * i])
+				a = j;
+			if (nodes[3 * j] == edges[6 * i + 3])
+				b = j;
+		}
+		if (a < nn && b < nn)
+			fprintf(f, "\"n%llu\" -> \"n%llu\";\n", (unsigned long long)a,
+				(unsigned long long)b);
+	}
+	fprintf(f, "}\n");
+	r = fclose(f) ? CUDA_ERROR_OPERATING_SYSTEM : CUDA_SUCCESS;
+out:
+	free(nodes);
+	free(edges);
+	return r;
 }
 
 static CUresult node_op(struct gp_inode *n, struct gp_iexec *x, struct gp_igraph *clone,

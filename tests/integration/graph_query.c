@@ -2,10 +2,11 @@
  * each node's dependencies both ways, node types and parameters, for a graph made here
  * (kernel, memset, host, device-to-device and host-memory copy nodes), its clone (nodes
  * found in it, destroyed in it) and a captured graph; nodes enabled and disabled in an
- * executable graph; CUDA's answers to wrong arguments. */
+ * executable graph; the dot file; CUDA's answers to wrong arguments. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cuda.h>
 
@@ -296,6 +297,26 @@ int main(void)
 	NO_DEPS(Y, 0);
 	NO_DEPS(Y, 1);
 
+	/* the dot file is written here, one line per node and per edge */
+	{
+		char path[64], line[256];
+		int nlabel = 0, nedge = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/tmp/graph_query.%d.dot", (int)getpid());
+		WANT(cuGraphDebugDotPrint(g, NULL, 0), CUDA_ERROR_INVALID_VALUE);
+		CK(cuGraphDebugDotPrint(g, path, 0));
+		f = fopen(path, "r");
+		CHECK(f, "no dot file at %s", path);
+		while (fgets(line, sizeof(line), f)) {
+			nlabel += strstr(line, "[label") != NULL;
+			nedge += strstr(line, "->") != NULL;
+		}
+		fclose(f);
+		unlink(path);
+		CHECK(nlabel == 6 && nedge == 4, "dot file: %d nodes, %d edges", nlabel, nedge);
+	}
+
 	/* parameters, as given */
 	{
 		CUDA_KERNEL_NODE_PARAMS kp;
@@ -308,6 +329,16 @@ int main(void)
 		CHECK(kp.kernelParams && *(CUdeviceptr *)kp.kernelParams[0] == d &&
 			      *(int *)kp.kernelParams[1] == N,
 		      "kernel arguments");
+		CUDA_MEMCPY3D cp;
+
+		CK(cuGraphMemcpyNodeGetParams(C, &cp));
+		CHECK(cp.srcDevice == d && cp.dstDevice == d3 && cp.WidthInBytes == N * 4,
+		      "device copy params");
+		CK(cuGraphMemcpyNodeGetParams(X, &cp));
+		CHECK(cp.srcDevice == d2 && cp.dstMemoryType == CU_MEMORYTYPE_HOST &&
+			      cp.dstHost == h && cp.WidthInBytes == N * 4,
+		      "host-memory copy params");
+		WANT(cuGraphMemcpyNodeGetParams(K, &cp), CUDA_ERROR_INVALID_VALUE);
 		CK(cuGraphMemsetNodeGetParams(M, &mp));
 		CHECK(mp.dst == d2 && mp.value == 5 && mp.elementSize == 4 && mp.width == N &&
 			      mp.height == 1,
