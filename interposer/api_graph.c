@@ -15,10 +15,17 @@
  * live as long as the process. A stream callback in a capture is refused
  * (STREAM_CAPTURE_UNSUPPORTED) and ends the capture invalidated, as in CUDA.
  *
+ * Queries (GRAPH_QUERY) list what the worker names: each node as (first, last, type), a
+ * client-memory copy's two worker nodes as one MEMCPY node. A node this process never made
+ * (a clone's, a captured graph's) gets its object here on first sight, kept in the graph's
+ * list and found there again by its first handle; its parameters are unknown (`known`)
+ * until set here, so its get-params calls answer NOT_SUPPORTED.
+ *
  * DESIGN: `caps` (the captures this process began) is under `cap_lock`; graph objects are
  * the caller's, as CUDA's are.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +46,18 @@ struct gp_inode {
 	uint64_t remote_last; /* where edges out of it leave (a client-memory copy: two nodes) */
 	struct gp_igraph *graph;
 	CUgraphNodeType type;
-	CUDA_HOST_NODE_PARAMS host; /* host nodes: answered locally */
-	CUevent event;		    /* event nodes: answered locally */
+	/* Made here: the parameters below are its own, answered locally. A node first seen
+	 * in a query (a clone's, a captured graph's) has only its type. */
+	bool known;
+	CUDA_HOST_NODE_PARAMS host; /* host nodes */
+	CUevent event;		    /* event nodes */
+	CUDA_MEMSET_NODE_PARAMS memset;
+	CUDA_MEMCPY3D copy;
+	/* kernel nodes: kernelParams points into kbuf, both the node's, as CUDA keeps them
+	 * until the node is destroyed or its parameters set again */
+	CUDA_KERNEL_NODE_PARAMS kernel;
+	uint8_t *kbuf;
+	void **kargs;
 	struct gp_inode *next;
 };
 
@@ -74,6 +91,28 @@ static struct gp_iexec *exec_obj(CUgraphExec h)
 	struct gp_iexec *x = (struct gp_iexec *)h;
 
 	return x && x->magic == GP_MAGIC_GEXEC && gp__ctx_valid(x->ctx) ? x : NULL;
+}
+
+static void node_free(struct gp_inode *n)
+{
+	if (!n)
+		return;
+	free(n->kbuf);
+	free(n->kargs);
+	n->magic = GP_MAGIC_DEAD;
+	free(n);
+}
+
+static void graph_free(struct gp_igraph *g)
+{
+	while (g->nodes) {
+		struct gp_inode *n = g->nodes;
+
+		g->nodes = n->next;
+		node_free(n);
+	}
+	g->magic = GP_MAGIC_DEAD;
+	free(g);
 }
 
 static CUresult graph_wrap(struct gp_ictx *c, uint64_t remote, CUgraph *out)
@@ -117,15 +156,7 @@ GP_CUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
 		0, &(struct gp_in_graph_destroy){.ctx = g->ctx->remote, .graph = g->remote}, NULL);
 	if (r)
 		return r;
-	while (g->nodes) {
-		struct gp_inode *n = g->nodes;
-
-		g->nodes = n->next;
-		n->magic = GP_MAGIC_DEAD;
-		free(n);
-	}
-	g->magic = GP_MAGIC_DEAD;
-	free(g);
+	graph_free(g);
 	return CUDA_SUCCESS;
 }
 
@@ -142,36 +173,334 @@ GP_CUDA_EXPORT CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGrap
 	return r ? r : graph_wrap(g->ctx, out.graph, phGraphClone);
 }
 
-/* Counts only: the clone's and a captured graph's nodes have no handles here. */
-static CUresult node_count(CUgraph h, CUgraphNode *nodes, size_t *num, bool roots)
+/* ---- queries ---- */
+
+/* Most entries one query brings (the worker's cap): 65,536 nodes or 32,768 edges. */
+#define QUERY_MAX (1u << 16)
+
+/*
+ * The graph's nodes, roots, edges or a node's neighbours as the worker lists them: count
+ * entries of (first, last, type), an edge two of them. *list (of room entries, freed by the
+ * caller) is asked for only when want; one round trip when at most 64 entries.
+ */
+static CUresult query(struct gp_igraph *g, uint64_t node, uint32_t what, bool want, uint64_t **list,
+		      uint64_t *count)
 {
-	struct gp_igraph *g = graph_obj(h);
-	struct gp_out_graph_node_count out;
+	uint64_t per = what == 2 ? 2 : 1, room = want ? 64 : 0;
+	struct gp_out_graph_query o;
 	CUresult r;
 
-	if (!g || !num)
+	*list = NULL;
+	for (;;) {
+		uint64_t *l = room ? calloc(room * per, 24) : NULL;
+
+		if (room && !l)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		r = gp__rpc_graph_query(0,
+					&(struct gp_in_graph_query){.ctx = g->ctx->remote,
+								    .graph = g->remote,
+								    .what = what,
+								    .node = node,
+								    .list = l,
+								    .list_len = room * per * 24},
+					&o);
+		if (r || !want || o.count <= room) {
+			if (r)
+				free(l);
+			else
+				*list = l;
+			*count = o.count;
+			return r;
+		}
+		free(l);
+		if (o.count * per > QUERY_MAX)
+			return CUDA_ERROR_NOT_SUPPORTED; /* docs/conformance.md */
+		room = o.count;
+	}
+}
+
+/* The object of a node the worker named: the one given out, or (first sight) a new one. */
+static struct gp_inode *node_found(struct gp_igraph *g, const uint64_t *e)
+{
+	struct gp_inode *n;
+
+	for (n = g->nodes; n; n = n->next)
+		if (n->remote == e[0])
+			return n;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	*n = (struct gp_inode){.magic = GP_MAGIC_GNODE,
+			       .remote = e[0],
+			       .remote_last = e[1],
+			       .graph = g,
+			       .type = (CUgraphNodeType)e[2],
+			       .next = g->nodes};
+	g->nodes = n;
+	return n;
+}
+
+/*
+ * As CUDA: with no array, how many; with one, *num entries, those past the last NULL and
+ * *num lowered to how many there are (an array too small holds the first *num).
+ */
+static CUresult node_list(struct gp_igraph *g, uint64_t node, uint32_t what, CUgraphNode *a,
+			  CUgraphNode *b, CUgraphEdgeData *ed, size_t *num)
+{
+	uint64_t *list, count;
+	CUresult r;
+
+	if (!num || (what == 2 && !a != !b))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (nodes)
-		return CUDA_ERROR_NOT_SUPPORTED;
-	r = gp__rpc_graph_node_count(0,
-				     &(struct gp_in_graph_node_count){.ctx = g->ctx->remote,
-								      .graph = g->remote,
-								      .roots = roots},
-				     &out);
-	if (r == CUDA_SUCCESS)
-		*num = out.count;
+	r = query(g, node, what, a != NULL, &list, &count);
+	if (r)
+		return r;
+	if (!a) {
+		*num = count;
+		return CUDA_SUCCESS;
+	}
+	for (size_t i = 0; i < *num && r == CUDA_SUCCESS; i++) {
+		a[i] = NULL;
+		if (b)
+			b[i] = NULL;
+		if (ed)
+			memset(&ed[i], 0, sizeof(ed[i]));
+		if (i >= count)
+			continue;
+		if (what == 2) {
+			a[i] = (CUgraphNode)node_found(g, list + 6 * i);
+			b[i] = (CUgraphNode)node_found(g, list + 6 * i + 3);
+			if (!a[i] || !b[i])
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else if (!(a[i] = (CUgraphNode)node_found(g, list + 3 * i))) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		}
+	}
+	if (r == CUDA_SUCCESS && count < *num)
+		*num = count;
+	free(list);
 	return r;
+}
+
+static CUresult graph_list(CUgraph h, CUgraphNode *nodes, size_t *num, bool roots)
+{
+	struct gp_igraph *g = graph_obj(h);
+
+	return g ? node_list(g, 0, roots, nodes, NULL, NULL, num) : CUDA_ERROR_INVALID_VALUE;
 }
 
 GP_CUDA_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
 {
-	return node_count(hGraph, nodes, numNodes, false);
+	return graph_list(hGraph, nodes, numNodes, false);
 }
 
 GP_CUDA_EXPORT CUresult cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes,
 					    size_t *numRootNodes)
 {
-	return node_count(hGraph, rootNodes, numRootNodes, true);
+	return graph_list(hGraph, rootNodes, numRootNodes, true);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+					   CUgraphEdgeData *edgeData, size_t *numEdges)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+
+	return g ? node_list(g, 0, 2, from, to, edgeData, numEdges) : CUDA_ERROR_INVALID_VALUE;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+					size_t *numEdges)
+{
+	return cuGraphGetEdges_v2(hGraph, from, to, NULL, numEdges);
+}
+
+static CUresult neighbours(CUgraphNode h, CUgraphNode *a, CUgraphEdgeData *ed, size_t *num,
+			   bool outs)
+{
+	struct gp_inode *n = node_obj(h);
+
+	if (!n || !graph_obj((CUgraph)n->graph))
+		return CUDA_ERROR_INVALID_VALUE;
+	return node_list(n->graph, n->remote, outs ? 4 : 3, a, NULL, ed, num);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *dependencies,
+						      CUgraphEdgeData *edgeData,
+						      size_t *numDependencies)
+{
+	return neighbours(hNode, dependencies, edgeData, numDependencies, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies,
+						   size_t *numDependencies)
+{
+	return neighbours(hNode, dependencies, NULL, numDependencies, false);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode,
+							CUgraphNode *dependentNodes,
+							CUgraphEdgeData *edgeData,
+							size_t *numDependentNodes)
+{
+	return neighbours(hNode, dependentNodes, edgeData, numDependentNodes, true);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes,
+						     size_t *numDependentNodes)
+{
+	return neighbours(hNode, dependentNodes, NULL, numDependentNodes, true);
+}
+
+static const char *type_name(CUgraphNodeType t)
+{
+	switch (t) {
+	case CU_GRAPH_NODE_TYPE_KERNEL:
+		return "kernel";
+	case CU_GRAPH_NODE_TYPE_MEMCPY:
+		return "memcpy";
+	case CU_GRAPH_NODE_TYPE_MEMSET:
+		return "memset";
+	case CU_GRAPH_NODE_TYPE_HOST:
+		return "host";
+	case CU_GRAPH_NODE_TYPE_GRAPH:
+		return "graph";
+	case CU_GRAPH_NODE_TYPE_EMPTY:
+		return "empty";
+	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+		return "event_wait";
+	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		return "event_record";
+	default:
+		return "other";
+	}
+}
+
+/*
+ * Written here, from the graph's structure as queried (the pool's driver would write its
+ * file on the pool's host): each node by index and type, each edge; a child graph node's
+ * graph is not drawn, and flags add nothing.
+ */
+GP_CUDA_EXPORT CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	uint64_t *nodes = NULL, *edges = NULL, nn, ne;
+	CUresult r;
+	FILE *f;
+
+	(void)flags;
+	if (!g || !path)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = query(g, 0, 0, true, &nodes, &nn)) || (r = query(g, 0, 2, true, &edges, &ne)))
+		goto out;
+	f = fopen(path, "w");
+	if (!f) {
+		r = CUDA_ERROR_OPERATING_SYSTEM;
+		goto out;
+	}
+	fprintf(f, "digraph gpupool {\n");
+	for (uint64_t i = 0; i < nn; i++)
+		fprintf(f, "\"n%llu\" [label=\"%llu: %s\"];\n", (unsigned long long)i,
+			(unsigned long long)i, type_name((CUgraphNodeType)nodes[3 * i + 2]));
+	for (uint64_t i = 0; i < ne; i++) {
+		uint64_t a = nn, b = nn;
+
+		for (uint64_t j = 0; j < nn; j++) {
+			if (nodes[3 * j] == edges[6 * i])
+				a = j;
+			if (nodes[3 * j] == edges[6 * i + 3])
+				b = j;
+		}
+		if (a < nn && b < nn)
+			fprintf(f, "\"n%llu\" -> \"n%llu\";\n", (unsigned long long)a,
+				(unsigned long long)b);
+	}
+	fprintf(f, "}\n");
+	r = fclose(f) ? CUDA_ERROR_OPERATING_SYSTEM : CUDA_SUCCESS;
+out:
+	free(nodes);
+	free(edges);
+	return r;
+}
+
+static CUresult node_op(struct gp_inode *n, struct gp_iexec *x, struct gp_igraph *clone,
+			uint32_t op, uint32_t value, struct gp_out_graph_node_op *o)
+{
+	return gp__rpc_graph_node_op(
+		0,
+		&(struct gp_in_graph_node_op){.ctx = n->graph->ctx->remote,
+					      .node = n->remote,
+					      .exec = x ? x->remote : 0,
+					      .graph = clone ? clone->remote : 0,
+					      .op = op,
+					      .value = value},
+		o);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
+{
+	struct gp_inode *n = node_obj(hNode), **p;
+	CUresult r;
+
+	if (!n || !graph_obj((CUgraph)n->graph))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = node_op(n, NULL, NULL, 0, 0, NULL);
+	if (r)
+		return r;
+	for (p = &n->graph->nodes; *p; p = &(*p)->next) {
+		if (*p == n) {
+			*p = n->next;
+			break;
+		}
+	}
+	node_free(n);
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+					      unsigned int isEnabled)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!x || !n || !graph_obj((CUgraph)n->graph))
+		return CUDA_ERROR_INVALID_VALUE;
+	return node_op(n, x, NULL, 2, isEnabled != 0, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+					      unsigned int *isEnabled)
+{
+	struct gp_iexec *x = exec_obj(hGraphExec);
+	struct gp_inode *n = node_obj(hNode);
+	struct gp_out_graph_node_op o;
+	CUresult r;
+
+	if (!x || !n || !isEnabled || !graph_obj((CUgraph)n->graph))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = node_op(n, x, NULL, 1, 0, &o);
+	if (r == CUDA_SUCCESS)
+		*isEnabled = (unsigned int)o.value;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode,
+					       CUgraph hClonedGraph)
+{
+	struct gp_inode *n = node_obj(hOriginalNode), *c;
+	struct gp_igraph *clone = graph_obj(hClonedGraph);
+	struct gp_out_graph_node_op o;
+	CUresult r;
+
+	if (!phNode || !n || !clone || !graph_obj((CUgraph)n->graph))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = node_op(n, NULL, clone, 3, 0, &o);
+	if (r)
+		return r;
+	c = node_found(clone, (const uint64_t[3]){o.value, o.last, o.type});
+	if (!c)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*phNode = (CUgraphNode)c;
+	return CUDA_SUCCESS;
 }
 
 /* ---- nodes ---- */
@@ -226,13 +555,15 @@ static CUresult node_finish2(struct gp_igraph *g, uint64_t remote, uint64_t last
 	struct gp_inode **from, **to;
 	CUresult r = CUDA_SUCCESS;
 
+	*out = NULL;
 	if (!n)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*n = (struct gp_inode){.magic = GP_MAGIC_GNODE,
 			       .remote = remote,
 			       .remote_last = last,
 			       .graph = g,
-			       .type = type};
+			       .type = type,
+			       .known = true};
 	if (ndeps) {
 		from = calloc(ndeps, sizeof(*from));
 		to = calloc(ndeps, sizeof(*to));
@@ -261,10 +592,33 @@ static CUresult node_finish(struct gp_igraph *g, uint64_t remote, CUgraphNodeTyp
 	return node_finish2(g, remote, remote, type, deps, ndeps, out);
 }
 
-/* Kernel parameters as a launch lays them out; node/exec select SetParams forms. */
+/* The node keeps its parameters, kernelParams pointing into buf (its layout is f's). */
+static CUresult kernel_keep(struct gp_inode *n, const CUDA_KERNEL_NODE_PARAMS *p,
+			    const struct gp_ifunc *f, uint8_t *buf)
+{
+	void **args = NULL;
+
+	if (f->nparams && !(args = calloc(f->nparams, sizeof(*args))))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (uint32_t i = 0; i < f->nparams; i++)
+		args[i] = buf + f->offset[i];
+	free(n->kbuf);
+	free(n->kargs);
+	n->kbuf = buf;
+	n->kargs = args;
+	n->kernel = *p;
+	n->kernel.kernelParams = args;
+	n->kernel.extra = NULL;
+	return CUDA_SUCCESS;
+}
+
+/*
+ * Kernel parameters as a launch lays them out; node/exec select SetParams forms. With
+ * keep, the node keeps what was set (not an executable's copy: exec 0).
+ */
 static CUresult kernel_call(struct gp_igraph *g, struct gp_ictx *c,
 			    const CUDA_KERNEL_NODE_PARAMS *p, uint64_t node, uint64_t exec,
-			    uint64_t *out)
+			    uint64_t *out, struct gp_inode *keep)
 {
 	struct gp_out_graph_add_kernel o;
 	struct gp_ifunc *f;
@@ -308,6 +662,11 @@ static CUresult kernel_call(struct gp_igraph *g, struct gp_ictx *c,
 						 .params = buf,
 						 .params_len = len},
 		&o);
+	if (r == CUDA_SUCCESS && keep && kernel_keep(keep, p, f, buf) == CUDA_SUCCESS) {
+		buf = NULL;
+		keep->known = true;
+	} else if (r == CUDA_SUCCESS && keep)
+		keep->known = false; /* its parameters are no longer known here */
 	free(buf);
 	if (r == CUDA_SUCCESS && out)
 		*out = o.node;
@@ -325,11 +684,25 @@ GP_CUDA_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgrap
 
 	if (!g || !phGraphNode)
 		return CUDA_ERROR_INVALID_VALUE;
+	struct gp_inode k = {0};
+
 	if ((r = deps_check(g, dependencies, numDependencies)) ||
-	    (r = kernel_call(g, g->ctx, nodeParams, 0, 0, &remote)))
+	    (r = kernel_call(g, g->ctx, nodeParams, 0, 0, &remote, &k)))
 		return r;
-	return node_finish(g, remote, CU_GRAPH_NODE_TYPE_KERNEL, dependencies, numDependencies,
-			   phGraphNode);
+	r = node_finish(g, remote, CU_GRAPH_NODE_TYPE_KERNEL, dependencies, numDependencies,
+			phGraphNode);
+	if (*phGraphNode) {
+		struct gp_inode *n = (struct gp_inode *)*phGraphNode;
+
+		n->kernel = k.kernel;
+		n->kbuf = k.kbuf;
+		n->kargs = k.kargs;
+		n->known = k.known;
+	} else {
+		free(k.kbuf);
+		free(k.kargs);
+	}
+	return r;
 }
 
 GP_CUDA_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
@@ -339,7 +712,7 @@ GP_CUDA_EXPORT CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
 
 	if (!n || n->type != CU_GRAPH_NODE_TYPE_KERNEL)
 		return CUDA_ERROR_INVALID_VALUE;
-	return kernel_call(n->graph, n->graph->ctx, nodeParams, n->remote, 0, NULL);
+	return kernel_call(n->graph, n->graph->ctx, nodeParams, n->remote, 0, NULL, n);
 }
 
 GP_CUDA_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
@@ -350,7 +723,7 @@ GP_CUDA_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec
 
 	if (!x || !n || n->type != CU_GRAPH_NODE_TYPE_KERNEL)
 		return CUDA_ERROR_INVALID_VALUE;
-	return kernel_call(NULL, x->ctx, nodeParams, n->remote, x->remote, NULL);
+	return kernel_call(NULL, x->ctx, nodeParams, n->remote, x->remote, NULL, NULL);
 }
 
 static CUDA_KERNEL_NODE_PARAMS kernel_v2(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
@@ -411,6 +784,10 @@ static CUresult memset_call(struct gp_ictx *c, struct gp_igraph *g, struct gp_in
 						 .node = n ? n->remote : 0,
 						 .exec = x ? x->remote : 0},
 		&o);
+	if (r == CUDA_SUCCESS && n && !x) {
+		n->memset = *p;
+		n->known = true;
+	}
 	if (r == CUDA_SUCCESS && out)
 		*out = o.node;
 	return r;
@@ -431,8 +808,11 @@ GP_CUDA_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph h
 	if ((r = deps_check(g, dependencies, numDependencies)) ||
 	    (r = memset_call(g->ctx, g, NULL, NULL, p, &remote)))
 		return r;
-	return node_finish(g, remote, CU_GRAPH_NODE_TYPE_MEMSET, dependencies, numDependencies,
-			   phGraphNode);
+	r = node_finish(g, remote, CU_GRAPH_NODE_TYPE_MEMSET, dependencies, numDependencies,
+			phGraphNode);
+	if (*phGraphNode)
+		((struct gp_inode *)*phGraphNode)->memset = *p;
+	return r;
 }
 
 GP_CUDA_EXPORT CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode,
@@ -518,9 +898,13 @@ GP_CUDA_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph h
 		r = client_copy(g->ctx, 0, g->remote, shost ? dst : src, shost ? dp : sp,
 				(void *)(uintptr_t)(shost ? src : dst), shost ? sp : dp,
 				p->WidthInBytes, h, shost, &cc);
-		return r ? r
-			 : node_finish2(g, cc.first, cc.last, CU_GRAPH_NODE_TYPE_MEMCPY,
-					dependencies, numDependencies, phGraphNode);
+		if (r)
+			return r;
+		r = node_finish2(g, cc.first, cc.last, CU_GRAPH_NODE_TYPE_MEMCPY, dependencies,
+				 numDependencies, phGraphNode);
+		if (*phGraphNode)
+			((struct gp_inode *)*phGraphNode)->copy = *p;
+		return r;
 	}
 	r = gp__rpc_graph_add_copy(
 		0,
@@ -533,9 +917,13 @@ GP_CUDA_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph h
 					       .dst_pitch = p->Height > 1 ? dp : 0,
 					       .src_pitch = p->Height > 1 ? sp : 0},
 		&o);
-	return r ? r
-		 : node_finish(g, o.node, CU_GRAPH_NODE_TYPE_MEMCPY, dependencies, numDependencies,
-			       phGraphNode);
+	if (r)
+		return r;
+	r = node_finish(g, o.node, CU_GRAPH_NODE_TYPE_MEMCPY, dependencies, numDependencies,
+			phGraphNode);
+	if (*phGraphNode)
+		((struct gp_inode *)*phGraphNode)->copy = *p;
+	return r;
 }
 
 /* A device-to-device node's new parameters; a copy with client memory is not re-aimed. */
@@ -558,7 +946,7 @@ static CUresult memcpy_set(struct gp_ictx *c, struct gp_inode *n, struct gp_iexe
 	dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
 	src += p->srcY * sp + p->srcXInBytes;
 	dst += p->dstY * dp + p->dstXInBytes;
-	return gp__rpc_graph_add_copy(
+	r = gp__rpc_graph_add_copy(
 		0,
 		&(struct gp_in_graph_add_copy){.ctx = c->remote,
 					       .dst = dst,
@@ -570,6 +958,11 @@ static CUresult memcpy_set(struct gp_ictx *c, struct gp_inode *n, struct gp_iexe
 					       .node = n->remote,
 					       .exec = x ? x->remote : 0},
 		NULL);
+	if (r == CUDA_SUCCESS && !x) {
+		n->copy = *p;
+		n->known = true;
+	}
+	return r;
 }
 
 GP_CUDA_EXPORT CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *p)
@@ -633,8 +1026,10 @@ static CUresult host_set(struct gp_ictx *c, struct gp_inode *n, struct gp_iexec 
 					       .node = n->remote,
 					       .exec = x ? x->remote : 0},
 		NULL);
-	if (r == CUDA_SUCCESS && !x)
+	if (r == CUDA_SUCCESS && !x) {
 		n->host = *p;
+		n->known = true;
+	}
 	return r;
 }
 
@@ -659,7 +1054,58 @@ GP_CUDA_EXPORT CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NO
 
 	if (!n || n->type != CU_GRAPH_NODE_TYPE_HOST || !p)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (!n->known)
+		return CUDA_ERROR_NOT_SUPPORTED; /* a clone's, a captured graph's: docs/conformance.md */
 	*p = n->host;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *p)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_KERNEL || !p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!n->known)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	*p = n->kernel;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	CUDA_KERNEL_NODE_PARAMS k;
+	CUresult r;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cuGraphKernelNodeGetParams_v2(hNode, &k);
+	if (r == CUDA_SUCCESS)
+		memcpy(p, &k, sizeof(*p)); /* v2 begins with v1's fields */
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *p)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_MEMSET || !p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!n->known)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	*p = n->memset;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *p)
+{
+	struct gp_inode *n = node_obj(hNode);
+
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_MEMCPY || !p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!n->known)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	*p = n->copy;
 	return CUDA_SUCCESS;
 }
 
@@ -722,8 +1168,10 @@ static CUresult other_set(CUgraphExec hx, CUgraphNode hn, CUgraphNodeType type, 
 						.node = n->remote,
 						.exec = x ? x->remote : 0},
 		NULL);
-	if (r == CUDA_SUCCESS && !x && ev)
+	if (r == CUDA_SUCCESS && !x && ev) {
 		n->event = ev;
+		n->known = true;
+	}
 	return r;
 }
 
@@ -763,6 +1211,8 @@ static CUresult event_get(CUgraphNode hNode, CUgraphNodeType type, CUevent *out)
 
 	if (!n || n->type != type || !out)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (!n->known)
+		return CUDA_ERROR_NOT_SUPPORTED;
 	*out = n->event;
 	return CUDA_SUCCESS;
 }
@@ -1280,8 +1730,7 @@ static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
 		pthread_mutex_unlock(&cap_lock);
 		if (r && named) {
 			/* no graph came of the capture: the object given out names nothing */
-			((struct gp_igraph *)named)->magic = GP_MAGIC_DEAD;
-			free(named);
+			graph_free((struct gp_igraph *)named);
 			named = NULL;
 		}
 	}

@@ -132,6 +132,15 @@
 	X(cuGraphExecEventRecordNodeSetEvent, 0)                                   \
 	X(cuGraphExecEventWaitNodeSetEvent, 0)                                     \
 	X(cuGraphExecChildGraphNodeSetParams, 0)                                   \
+	X(cuGraphGetEdges_v2, 0)                                                   \
+	X(cuGraphNodeGetDependencies_v2, 0)                                        \
+	X(cuGraphNodeGetDependentNodes_v2, 0)                                      \
+	X(cuGraphDestroyNode, 0)                                                   \
+	X(cuGraphNodeSetEnabled, 0)                                                \
+	X(cuGraphNodeGetEnabled, 0)                                                \
+	X(cuGraphNodeFindInClone, 0)                                               \
+	X(cuGraphHostNodeGetParams, 0)                                             \
+	X(cuGraphNodeGetType, 0)                                                   \
 	X(cuMemGetAllocationGranularity, 0)                                        \
 	X(cuMemCreate, 0)                                                          \
 	X(cuMemRelease, 0)                                                         \

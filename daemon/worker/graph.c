@@ -8,6 +8,10 @@
  * sends HOST_CALL at every run (hostfn.c). Copies between client memory and the device are
  * refused by the client before they are sent (docs/conformance.md).
  *
+ * Queries (GRAPH_QUERY, GRAPH_NODE_OP) show the client a client-memory copy (a host node
+ * whose function moves client memory, and its memcpy node) as one node, named by its first
+ * node's handle; nodes the client never made are named on first sight, once each.
+ *
  * Capture: the driver's stream captures what this worker queues on it; a capture always
  * runs on the worker's main thread, so for the driver every client thread is the capturing
  * thread.
@@ -646,4 +650,328 @@ CUresult gp__serve_stream_capture_info(struct gp_worker *w, struct gp_req *rq,
 	if (r == CUDA_SUCCESS && g)
 		r = graph_named(w, g, a->ctx, &o->graph);
 	return r;
+}
+
+/* ---- queries ---- */
+
+/*
+ * What the client sees of a graph: its nodes, except that a client-memory copy (a copy
+ * host node and its memcpy node, first -> last) is one node of type MEMCPY, named by its
+ * first node's handle; edges into it reach first, edges out of it leave last. Nodes the
+ * client never made (a clone's, a captured graph's) are named on first sight, once each.
+ */
+struct lnode {
+	CUgraphNode first, last;
+	CUgraphNodeType type;
+};
+
+/* The node's only neighbour on one side, when it has exactly one. */
+static CUgraphNode only_neighbour(struct gp_worker *w, CUgraphNode n, bool outs)
+{
+	CUgraphNode one[2] = {0};
+	size_t k = 2;
+	CUresult r = outs ? GP_DRV(w, cuGraphNodeGetDependentNodes_v2, n, one, NULL, &k)
+			  : GP_DRV(w, cuGraphNodeGetDependencies_v2, n, one, NULL, &k);
+
+	return r == CUDA_SUCCESS && k == 1 ? one[0] : NULL;
+}
+
+static bool copy_host(struct gp_worker *w, CUgraphNode n, bool *fetch)
+{
+	CUgraphNodeType t;
+	CUDA_HOST_NODE_PARAMS p;
+
+	if (GP_DRV(w, cuGraphNodeGetType, n, &t) || t != CU_GRAPH_NODE_TYPE_HOST ||
+	    GP_DRV(w, cuGraphHostNodeGetParams, n, &p) || p.fn != gp__hostfn_node_run)
+		return false;
+	return gp__hostfn_is_copy(p.userData, fetch);
+}
+
+static CUresult logical(struct gp_worker *w, CUgraphNode n, struct lnode *l)
+{
+	CUgraphNode o;
+	bool fetch;
+	CUresult r = GP_DRV(w, cuGraphNodeGetType, n, &l->type);
+
+	l->first = l->last = n;
+	if (r)
+		return r;
+	if (l->type == CU_GRAPH_NODE_TYPE_HOST && copy_host(w, n, &fetch)) {
+		/* to the device: host -> memcpy; from it: memcpy -> host */
+		o = only_neighbour(w, n, fetch);
+		if (o) {
+			l->type = CU_GRAPH_NODE_TYPE_MEMCPY;
+			if (fetch)
+				l->last = o;
+			else
+				l->first = o;
+		}
+	} else if (l->type == CU_GRAPH_NODE_TYPE_MEMCPY) {
+		if ((o = only_neighbour(w, n, false)) && copy_host(w, o, &fetch) && fetch &&
+		    only_neighbour(w, o, true) == n)
+			l->first = o;
+		else if ((o = only_neighbour(w, n, true)) && copy_host(w, o, &fetch) && !fetch &&
+			 only_neighbour(w, o, false) == n)
+			l->last = o;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* The handle of a node of graph: the one given out, or a new one. */
+static uint64_t node_name(struct gp_worker *w, CUgraphNode n, uint64_t graph)
+{
+	for (uint32_t i = 0; i < w->nhandles; i++) {
+		struct gp_handle *h = &w->handles[i];
+
+		if (h->kind == GP_H_GRAPH_NODE && h->ptr == n && h->parent == graph)
+			return gp__handle_id(w, h);
+	}
+	return new_handle(w, GP_H_GRAPH_NODE, n, graph);
+}
+
+/* Appends the logical node of n, as (first, last, type), if there is room. */
+static CUresult put_node(struct gp_worker *w, uint64_t graph, const struct lnode *l, uint64_t *out,
+			 uint64_t room, uint64_t *count)
+{
+	if (*count < room) {
+		uint64_t *e = out + 3 * *count;
+
+		e[0] = node_name(w, l->first, graph);
+		e[1] = node_name(w, l->last, graph);
+		e[2] = (uint64_t)l->type;
+		if (!e[0] || !e[1])
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	(*count)++;
+	return CUDA_SUCCESS;
+}
+
+/* The driver's list of nodes (what 0, 1) or edges (2) or a node's neighbours (3, 4). */
+static CUresult driver_list(struct gp_worker *w, CUgraph g, CUgraphNode n, uint32_t what,
+			    CUgraphNode **from, CUgraphNode **to, size_t *num)
+{
+	CUgraphEdgeData *ed = NULL;
+	CUresult r;
+
+	*from = *to = NULL;
+	*num = 0;
+	switch (what) {
+	case 0:
+		r = GP_DRV(w, cuGraphGetNodes, g, NULL, num);
+		break;
+	case 1:
+		r = GP_DRV(w, cuGraphGetRootNodes, g, NULL, num);
+		break;
+	case 2:
+		r = GP_DRV(w, cuGraphGetEdges_v2, g, NULL, NULL, NULL, num);
+		break;
+	case 3:
+		r = GP_DRV(w, cuGraphNodeGetDependencies_v2, n, NULL, NULL, num);
+		break;
+	default:
+		r = GP_DRV(w, cuGraphNodeGetDependentNodes_v2, n, NULL, NULL, num);
+		break;
+	}
+	if (r || *num == 0)
+		return r;
+	*from = calloc(*num, sizeof(**from));
+	*to = calloc(*num, sizeof(**to));
+	ed = calloc(*num, sizeof(*ed));
+	if (!*from || !*to || !ed) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	switch (what) {
+	case 0:
+		r = GP_DRV(w, cuGraphGetNodes, g, *from, num);
+		break;
+	case 1:
+		r = GP_DRV(w, cuGraphGetRootNodes, g, *from, num);
+		break;
+	case 2:
+		r = GP_DRV(w, cuGraphGetEdges_v2, g, *from, *to, ed, num);
+		break;
+	case 3:
+		r = GP_DRV(w, cuGraphNodeGetDependencies_v2, n, *from, ed, num);
+		break;
+	default:
+		r = GP_DRV(w, cuGraphNodeGetDependentNodes_v2, n, *from, ed, num);
+		break;
+	}
+	for (size_t i = 0; r == CUDA_SUCCESS && i < *num; i++) {
+		static const CUgraphEdgeData zero;
+
+		if (memcmp(&ed[i], &zero, sizeof(zero)))
+			r = CUDA_ERROR_NOT_SUPPORTED; /* programmatic edges: not forwarded */
+	}
+out:
+	free(ed);
+	if (r) {
+		free(*from);
+		free(*to);
+		*from = *to = NULL;
+	}
+	return r;
+}
+
+/* Sent in full: an answer of list_len bytes, its entries past count zero. */
+#define QUERY_MAX (24u << 16)
+
+static const uint8_t *query_read(void *arg, uint64_t off, size_t n, int *err)
+{
+	(void)n;
+	*err = 0;
+	return (const uint8_t *)arg + off;
+}
+
+CUresult gp__serve_graph_query(struct gp_worker *w, struct gp_req *rq,
+			       const struct gp_wargs_graph_query *a, struct gp_out_graph_query *o)
+{
+	struct gp_bulk_source src = {.read = query_read};
+	struct gp_handle *h;
+	CUgraphNode *from = NULL, *to = NULL, n = NULL;
+	uint64_t graph = a->graph, room, count = 0, *list = NULL;
+	struct lnode l, lt;
+	size_t num;
+	CUgraph g;
+	CUresult r;
+	int ret;
+
+	if (a->what > 4 || a->list_len % 24 || a->list_len > QUERY_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (a->what >= 3) {
+		/* a node's neighbours: its dependencies reach first, its dependents leave last */
+		if (!(h = gp__handle_get(w, a->node, GP_H_GRAPH_NODE)))
+			return CUDA_ERROR_INVALID_VALUE;
+		graph = h->parent;
+		if ((r = logical(w, (CUgraphNode)h->ptr, &l)))
+			return r;
+		n = a->what == 3 ? l.first : l.last;
+	}
+	if (!(g = graph_of(w, graph)))
+		return CUDA_ERROR_INVALID_VALUE;
+	room = a->list_len / 24;
+	if (a->what == 2)
+		room /= 2;
+	list = calloc(1, a->list_len ? a->list_len : 1);
+	if (!list)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = driver_list(w, g, n, a->what, &from, &to, &num);
+	for (size_t i = 0; r == CUDA_SUCCESS && i < num; i++) {
+		if ((r = logical(w, from[i], &l)))
+			break;
+		if (a->what == 2) {
+			/* an edge leaves its node's last and reaches the other's first */
+			if ((r = logical(w, to[i], &lt)) || l.first == lt.first)
+				continue; /* inside a client-memory copy */
+			if (l.last != from[i] || lt.first != to[i])
+				continue;
+			if (count < room) {
+				uint64_t c2 = 2 * count;
+
+				if ((r = put_node(w, graph, &l, list, 2 * room, &c2)) ||
+				    (r = put_node(w, graph, &lt, list, 2 * room, &c2)))
+					break;
+			}
+			count++;
+			continue;
+		}
+		if (a->what <= 1 && l.first != from[i])
+			continue; /* the second half of a client-memory copy */
+		r = put_node(w, graph, &l, list, room, &count);
+	}
+	free(from);
+	free(to);
+	if (r == CUDA_SUCCESS && a->list_len) {
+		src.arg = list;
+		gp_conn_send_lock(w->client);
+		ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, rq->h->request_id, NULL, a->list_len,
+				   &src);
+		gp_conn_send_unlock(w->client);
+		if (ret) {
+			rq->err = ret;
+			r = CUDA_ERROR_UNKNOWN;
+		}
+	}
+	free(list);
+	o->count = count;
+	return r;
+}
+
+/* Releases the handles naming n (a node of graph). */
+static void node_unname(struct gp_worker *w, CUgraphNode n, uint64_t graph)
+{
+	for (uint32_t i = 0; i < w->nhandles; i++) {
+		struct gp_handle *h = &w->handles[i];
+
+		if (h->kind == GP_H_GRAPH_NODE && h->ptr == n && h->parent == graph)
+			gp__handle_release(w, gp__handle_id(w, h));
+	}
+}
+
+CUresult gp__serve_graph_node_op(struct gp_worker *w, struct gp_req *rq,
+				 const struct gp_wargs_graph_node_op *a,
+				 struct gp_out_graph_node_op *o)
+{
+	struct gp_handle *h = gp__handle_get(w, a->node, GP_H_GRAPH_NODE);
+	CUgraphExec x = NULL;
+	CUgraph clone;
+	CUgraphNode found;
+	unsigned int v = 0;
+	uint64_t graph;
+	struct lnode l;
+	CUresult r;
+
+	(void)rq;
+	if (!h || a->op > 3 || (a->op == 2 && a->value > 1))
+		return CUDA_ERROR_INVALID_VALUE;
+	graph = h->parent;
+	if ((a->op == 1 || a->op == 2) && !(x = exec_of(w, a->exec)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = logical(w, (CUgraphNode)h->ptr, &l)))
+		return r;
+	switch (a->op) {
+	case 0:
+		/* a client-memory copy goes whole */
+		if (l.last != l.first && (r = GP_DRV(w, cuGraphDestroyNode, l.last)))
+			return r;
+		if ((r = GP_DRV(w, cuGraphDestroyNode, l.first)))
+			return r;
+		node_unname(w, l.last, graph);
+		node_unname(w, l.first, graph);
+		return CUDA_SUCCESS;
+	case 1:
+	case 2:
+		/*
+		 * A client-memory copy is enabled or not by its memcpy node. Disabled, a copy
+		 * to the device still fetches the bytes (into staging only); one from it would
+		 * still push staging's old bytes to the client, so it is not disabled.
+		 */
+		if (l.last != l.first) {
+			CUgraphNodeType t = CU_GRAPH_NODE_TYPE_HOST;
+			bool push;
+
+			if ((r = GP_DRV(w, cuGraphNodeGetType, l.first, &t)))
+				return r;
+			push = t == CU_GRAPH_NODE_TYPE_MEMCPY;
+			if (a->op == 2 && push)
+				return CUDA_ERROR_NOT_SUPPORTED; /* docs/conformance.md */
+			l.first = push ? l.first : l.last;
+		}
+		if (a->op == 2)
+			return GP_DRV(w, cuGraphNodeSetEnabled, x, l.first, a->value);
+		r = GP_DRV(w, cuGraphNodeGetEnabled, x, l.first, &v);
+		o->value = v;
+		return r;
+	default:
+		if (!(clone = graph_of(w, a->graph)))
+			return CUDA_ERROR_INVALID_VALUE;
+		if ((r = GP_DRV(w, cuGraphNodeFindInClone, &found, l.first, clone)) ||
+		    (r = logical(w, found, &l)))
+			return r;
+		o->value = node_name(w, l.first, a->graph);
+		o->last = node_name(w, l.last, a->graph);
+		o->type = (uint64_t)l.type;
+		return o->value && o->last ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	}
 }

@@ -140,6 +140,14 @@ void *gp__hostfn_copy_new(struct gp_worker *w, uint64_t token, uint64_t nbytes, 
 	return n;
 }
 
+bool gp__hostfn_is_copy(void *node, bool *fetch)
+{
+	const struct hostnode *n = node;
+
+	*fetch = n->kind == 2;
+	return n->kind == 2 || n->kind == 3;
+}
+
 void CUDA_CB gp__hostfn_node_run(void *arg)
 {
 	struct hostnode *n = arg;

@@ -184,6 +184,9 @@ void CUDA_CB gp__hostfn_node_run(void *node);
  * brings them into it, a push sends them from it; the client checks token and size. */
 void *gp__hostfn_copy_new(struct gp_worker *w, uint64_t token, uint64_t nbytes, bool fetch,
 			  uint8_t **staging);
+/* Whether a repeatable host function (one gp__hostfn_node_run is given) moves client memory;
+ * *fetch: to the device. */
+bool gp__hostfn_is_copy(void *node, bool *fetch);
 /* graph.c: whether the driver's stream is capturing now */
 bool gp__stream_capturing(struct gp_worker *w, CUstream s);
 

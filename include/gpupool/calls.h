@@ -368,6 +368,16 @@ struct gp_tensor_desc {
 	  GP_OUT(first) GP_OUT(last),                                                            \
 	  GP_RANGE(dev, width, height, pitch),                                                   \
 	  "a copy between client memory (named by the client's token) and the device, captured on a capturing stream (graph 0) or as nodes of graph (first, last): HOST_CALL fetches or pushes the bytes each time it runs") \
+	X(GRAPH_QUERY, graph_query, 240, 0,                                                      \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(U32, what) GP_ARG(U64, node)                \
+	  GP_ARG(BULK_OUT, list),                                                                \
+	  GP_OUT(count), ,                                                                       \
+	  "cuGraphGetNodes (what 0), cuGraphGetRootNodes (1), cuGraphGetEdges (2: from, to pairs), cuGraphNodeGetDependencies (3), cuGraphNodeGetDependentNodes (4) of node: count entries of (first, last, type), each a client-memory copy's two nodes as one; list: a multiple of 24 bytes, zero-filled past count") \
+	X(GRAPH_NODE_OP, graph_node_op, 241, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, node) GP_ARG(U64, exec) GP_ARG(U64, graph)                \
+	  GP_ARG(U32, op) GP_ARG(U32, value),                                                    \
+	  GP_OUT(value) GP_OUT(last) GP_OUT(type), ,                                             \
+	  "cuGraphDestroyNode (op 0), cuGraphNodeGetEnabled (1, exec), cuGraphNodeSetEnabled (2, exec, value), cuGraphNodeFindInClone (3, graph: the clone; value: the node found, with last and type)") \
 	/* ---- stream capture ---- */                                                          \
 	X(STREAM_BEGIN_CAPTURE, stream_begin_capture, 175, 0,                                    \
 	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(U32, mode), , ,                         \
