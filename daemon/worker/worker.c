@@ -502,6 +502,19 @@ static bool wrong_kind(struct gp_worker *w, bool tls)
 	return false;
 }
 
+/* no_new_privs, once the driver is initialised (cuInit may run the setuid nvidia-modprobe to
+ * create device nodes) and before the tenant's first call: nothing the worker or anything it
+ * starts execs gains privileges (setuid, file capabilities). It cannot be cleared, and
+ * survives fork and exec: the supervisor refuses admin connections that carry it. */
+static int no_new_privs(struct gp_worker *w)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		gp_log_warn("session %llu: PR_SET_NO_NEW_PRIVS", (unsigned long long)w->session_id);
+		return refuse(w, GP_ENOTREADY, "the pool's worker cannot drop its privileges");
+	}
+	return 0;
+}
+
 static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 {
 	struct sigaction sa = {.sa_handler = on_alarm};
@@ -581,6 +594,8 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	protobuf_c_message_free_unpacked(&hello->base, NULL);
 	if (ret == 0)
 		ret = load_driver(w, setup->driver);
+	if (ret == 0)
+		ret = no_new_privs(w);
 	if (ret == 0)
 		ret = send_hello_reply(w);
 out_ctx:
