@@ -550,10 +550,12 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 		goto out_ctx;
 	}
 	/* Who it is: the certificate's name, or on this host the user the kernel names. */
-	if (ctx)
+	if (ctx) {
 		gp_conn_peer_name(w->client, setup->tenant_from, w->tenant, sizeof(w->tenant),
 				  badname, sizeof(badname));
-	else if (setup->transport == GP_TRANSPORT_UNIX)
+		/* The pool's key served its one handshake: no copy stays for a tenant to read. */
+		gp_conn_tls_forget_key(w->client);
+	} else if (setup->transport == GP_TRANSPORT_UNIX)
 		local_user(w->client->fd, w->tenant, sizeof(w->tenant));
 	if (gp_conn_recv(w->client, &h) || h.type != GP_MSG_HELLO || h.bulk_len) {
 		gp_log_info("session %llu from %s: no Hello: %s", (unsigned long long)w->session_id,
