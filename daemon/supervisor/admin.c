@@ -249,7 +249,11 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
  * Workers run as the daemon's user and run tenants' code, so the daemon's user alone proves
  * nothing: a process the daemon started (its parent chain reaches the daemon) or one that
  * carries no_new_privs, which every worker sets before its tenant's first call and which
- * no process can clear or shed by forking or exec, is refused whatever its user.
+ * no process can clear or shed by forking or exec, is refused whatever its user. Under systemd
+ * (the daemon's parent is PID 1, its cgroup a .service's; the unit sets NoNewPrivileges, so
+ * the daemon has no_new_privs too and the mark says nothing) a process in the daemon's own
+ * cgroup is refused: it is a worker or a child of one, and without write access to the
+ * cgroup tree (ProtectControlGroups) it cannot move out.
  */
 
 /* The parent of pid, from /proc; -1 when it is gone. */
@@ -293,6 +297,28 @@ static int has_nnp(pid_t pid)
 	return v;
 }
 
+/* The text of /proc/PID/cgroup (pid 0: this process), in buf; false if it cannot be read. */
+static bool cgroup_of(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/cgroup");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0 || (size_t)n == len - 1)
+		return false;
+	buf[n] = 0;
+	return true;
+}
+
 static bool in_group(int fd, const struct ucred *cr, gid_t gid)
 {
 	gid_t groups[256];
@@ -332,6 +358,16 @@ static int admin_peer_check(struct gp_daemon *d, int fd, struct ucred *cr, char 
 		p = parent_of(p);
 		if (p < 0) {
 			snprintf(why, len, "its process is gone");
+			return -EACCES;
+		}
+	}
+	if (d->unit_cgroup) {
+		char cg[4096];
+
+		if (!cgroup_of(cr->pid, cg, sizeof(cg)) || strcmp(cg, d->unit_cgroup) == 0) {
+			snprintf(why, len,
+				 "it runs in gpupoold's own cgroup, as its workers do (run poolctl "
+				 "outside the gpupoold unit)");
 			return -EACCES;
 		}
 	}
@@ -402,6 +438,12 @@ int gp__admin_listen(struct gp_daemon *d)
 	int r;
 
 	d->own_nnp = has_nnp(getpid()) == 1;
+	if (getppid() == 1) {
+		char cg[4096];
+
+		if (cgroup_of(0, cg, sizeof(cg)) && strstr(cg, ".service\n"))
+			d->unit_cgroup = strdup(cg);
+	}
 	r = gp__unix_listen(d, &d->admin, d->cfg->admin_socket, d->cfg->admin_group, false,
 			    on_admin_connection, "admin socket");
 	if (r)
@@ -425,6 +467,8 @@ int gp__admin_listen(struct gp_daemon *d)
 
 void gp__admin_close(struct gp_daemon *d)
 {
+	free(d->unit_cgroup);
+	d->unit_cgroup = NULL;
 	if (!d->admin_open)
 		return;
 	uv_close((uv_handle_t *)&d->admin, NULL);
