@@ -515,6 +515,19 @@ static int no_new_privs(struct gp_worker *w)
 	return 0;
 }
 
+/* worker_seccomp: after no_new_privs, which an unprivileged filter needs. */
+static int seccomp_filter(struct gp_worker *w)
+{
+	int r = gp__worker_seccomp();
+
+	if (r) {
+		gp_log_error("session %llu: worker_seccomp: %s", (unsigned long long)w->session_id,
+			     strerror(-r));
+		return refuse(w, GP_ENOTREADY, "the pool's worker cannot set its syscall filter");
+	}
+	return 0;
+}
+
 static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 {
 	struct sigaction sa = {.sa_handler = on_alarm};
@@ -598,6 +611,8 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 		ret = load_driver(w, setup->driver);
 	if (ret == 0)
 		ret = no_new_privs(w);
+	if (ret == 0 && setup->seccomp)
+		ret = seccomp_filter(w);
 	if (ret == 0)
 		ret = send_hello_reply(w);
 out_ctx:

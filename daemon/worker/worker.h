@@ -19,6 +19,7 @@
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * driver.c    the dlopen'd libcuda
+ * seccomp.c   worker_seccomp: the syscall filter set before the tenant's first call
  *
  * DESIGN: the main thread reads every frame from the client, in order, and runs
  * each call on the driver under w->lock (the session's tables, state.c/owner.c,
@@ -376,6 +377,9 @@ void gp__waits_answer_timeout(struct gp_worker *w);
 /* output.c */
 /* Points stdout at a pipe drained by a thread; before the driver is loaded. */
 int gp__output_capture(void);
+
+/* seccomp.c: installs the filter (no_new_privs must be set). 0 or -errno. */
+int gp__worker_seccomp(void);
 /* Sends what the kernels printed since the last call, ahead of an answer. */
 int gp__output_flush(struct gp_worker *w);
 
