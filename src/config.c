@@ -231,6 +231,21 @@ static int set_placement(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
+static int set_onoff(struct parse *p, char **words, int n, size_t off)
+{
+	unsigned *slot = (unsigned *)((char *)p->cfg + off);
+
+	if (n != 2)
+		return perr(p, "'%s' takes exactly one value", words[0]);
+	if (strcmp(words[1], "on") == 0)
+		*slot = 1;
+	else if (strcmp(words[1], "off") == 0)
+		*slot = 0;
+	else
+		return perr(p, "'%s %s': expected on or off", words[0], words[1]);
+	return 0;
+}
+
 static int set_tenant_from(struct parse *p, char **words, int n, size_t off)
 {
 	if (n != 2)
@@ -374,6 +389,7 @@ static const struct {
 	{"max_streams", set_positive, offsetof(struct gp_config, max_streams)},
 	{"max_events", set_positive, offsetof(struct gp_config, max_events)},
 	{"max_modules", set_positive, offsetof(struct gp_config, max_modules)},
+	{"worker_seccomp", set_onoff, offsetof(struct gp_config, worker_seccomp)},
 	{"default_memory", set_size, offsetof(struct gp_config, default_memory)},
 	{"queue_timeout", set_uint, offsetof(struct gp_config, queue_timeout)},
 	{"idle_timeout", set_uint, offsetof(struct gp_config, idle_timeout)},

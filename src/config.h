@@ -63,6 +63,7 @@ struct gp_config {
 	unsigned max_queued_per_tenant;	  /* sessions of one tenant waiting for room at once */
 	enum gp_placement placement;
 	unsigned max_contexts, max_streams, max_events, max_modules; /* per session */
+	unsigned worker_seccomp; /* 1: workers set their syscall filter (daemon/worker/seccomp.c) */
 	unsigned tenant_from; /* enum gp_name_from (conn.h): where a certificate names its tenant */
 	uint64_t default_memory; /* per GPU for sessions that ask for none; 0: a whole GPU */
 	unsigned queue_timeout;	 /* seconds a session may wait for room; 0: refuse at once */

@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
 #include "conn.h"
@@ -76,10 +78,98 @@ static int load_pair(SSL_CTX *ctx, const char *cert, const char *key, char *err,
 	return 0;
 }
 
+/* ---- the server's private key ------------------------------------------------------
+ *
+ * A server context does not hold its private key where connections would copy it (each SSL
+ * keeps the context's certificates and key for its whole life): the context keeps it aside,
+ * in its ex data, and a cert_cb hands it to a connection's handshake only. Once the handshake
+ * is done gp_conn_tls_forget_key drops both, and the key is freed (OpenSSL clears a private
+ * key's numbers as it frees them). TLS 1.3 only: nothing after the handshake signs again. The
+ * file is read with read(2), not stdio, into a buffer that is cleansed, so no copy of its text
+ * stays in freed memory.
+ */
+#define KEY_FILE_MAX (1u << 20)
+
+static int key_index = -1;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void key_ex_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
+{
+	EVP_PKEY_free(ptr);
+}
+
+static void key_index_init(void)
+{
+	key_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, key_ex_free);
+}
+
+static int give_key(SSL *ssl, void *arg)
+{
+	EVP_PKEY *pkey = SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), key_index);
+
+	return pkey && SSL_use_PrivateKey(ssl, pkey) == 1;
+}
+
+static EVP_PKEY *key_load(const char *path, char *err, size_t errlen)
+{
+	EVP_PKEY *pkey = NULL;
+	char what[512];
+	size_t len = 0;
+	ssize_t n;
+	char *buf;
+	BIO *bio;
+	int fd;
+
+	snprintf(what, sizeof(what), "private key %s", path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", what, strerror(errno));
+		return NULL;
+	}
+	buf = OPENSSL_malloc(KEY_FILE_MAX);
+	if (!buf) {
+		snprintf(err, errlen, "%s: out of memory", what);
+		goto out_close;
+	}
+	while (len < KEY_FILE_MAX && (n = read(fd, buf + len, KEY_FILE_MAX - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			snprintf(err, errlen, "%s: %s", what, strerror(errno));
+			goto out_free;
+		}
+		len += (size_t)n;
+	}
+	bio = BIO_new_mem_buf(buf, (int)len);
+	if (bio)
+		pkey = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+	BIO_free(bio);
+	if (!pkey)
+		tls_err(err, errlen, what);
+out_free:
+	OPENSSL_clear_free(buf, KEY_FILE_MAX);
+out_close:
+	close(fd);
+	return pkey;
+}
+
+void gp_conn_tls_forget_key(struct gp_conn *c)
+{
+	SSL_CTX *ctx;
+
+	if (!c || !c->ssl || key_index < 0)
+		return;
+	SSL_certs_clear(c->ssl);
+	ctx = SSL_get_SSL_CTX(c->ssl);
+	EVP_PKEY_free(SSL_CTX_get_ex_data(ctx, key_index));
+	SSL_CTX_set_ex_data(ctx, key_index, NULL);
+}
+
 SSL_CTX *gp_tls_server_ctx_new(const char *cert, const char *key, const char *ca, char *err,
 			       size_t errlen)
 {
 	SSL_CTX *ctx = ctx_new(TLS_server_method(), err, errlen);
+	EVP_PKEY *pkey;
 	char what[512];
 
 	if (!ctx)
@@ -88,8 +178,27 @@ SSL_CTX *gp_tls_server_ctx_new(const char *cert, const char *key, const char *ca
 		snprintf(err, errlen, "a server needs tls_cert and tls_key");
 		goto out_free;
 	}
-	if (load_pair(ctx, cert, key, err, errlen))
+	pthread_once(&key_once, key_index_init);
+	if (key_index < 0) {
+		tls_err(err, errlen, "SSL_CTX_get_ex_new_index");
 		goto out_free;
+	}
+	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+		snprintf(what, sizeof(what), "certificate %s", cert);
+		tls_err(err, errlen, what);
+		goto out_free;
+	}
+	pkey = key_load(key, err, errlen);
+	if (!pkey)
+		goto out_free;
+	if (X509_check_private_key(SSL_CTX_get0_certificate(ctx), pkey) != 1) {
+		snprintf(what, sizeof(what), "key %s does not match certificate %s", key, cert);
+		tls_err(err, errlen, what);
+		EVP_PKEY_free(pkey);
+		goto out_free;
+	}
+	SSL_CTX_set_ex_data(ctx, key_index, pkey); /* freed with ctx, or when forgotten */
+	SSL_CTX_set_cert_cb(ctx, give_key, NULL);
 	if (ca && *ca) {
 		if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
 			snprintf(what, sizeof(what), "CA file %s", ca);

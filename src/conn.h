@@ -53,6 +53,10 @@ void gp_conn_free(struct gp_conn *c);
 /* Runs the TLS handshake. A client checks the server's certificate against
  * host (a name or an address literal). Returns 0 or GP_ETLS with c->err set. */
 int gp_conn_tls_accept(struct gp_conn *c, SSL_CTX *ctx);
+/* After an accept, for a process that serves this one connection (a worker): drops the
+ * server's private key from the connection and from its context (gp_tls_server_ctx_new keeps
+ * it apart for handshakes), so that no copy stays. */
+void gp_conn_tls_forget_key(struct gp_conn *c);
 int gp_conn_tls_connect(struct gp_conn *c, SSL_CTX *ctx, const char *host);
 /* Where a client certificate's tenant name comes from (config key tenant_from). */
 enum gp_name_from {

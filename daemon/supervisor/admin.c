@@ -1,11 +1,13 @@
 /* admin.c -- the admin socket: poolctl asks, the supervisor answers from its own state. */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@ struct admin_conn {
 	bool querying; /* a usage query runs on the threadpool: reading waits for it */
 	bool closed;   /* the pipe is closed; freed when no query still holds it */
 	bool starting; /* in gp__acct_usage, which may answer at once */
+	bool refused;  /* told why it may not ask: what it sends is dropped until it goes */
 };
 
 static void on_conn_closed(uv_handle_t *h)
@@ -225,6 +228,12 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct admin_conn *c = stream->data;
 
+	if (c->refused) {
+		/* Read to its end, so that the reason reaches it rather than a reset. */
+		if (nread < 0)
+			uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
+		return;
+	}
 	if (nread < 0 || gp_frame_decoder_feed(&c->dec, buf->base, (size_t)nread)) {
 		uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
 		return;
@@ -232,10 +241,177 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	read_frames(c);
 }
 
+/* ---- who may ask ---------------------------------------------------------------
+ *
+ * The socket's mode (0660, its group admin_group) keeps most users out; each connection is
+ * then checked by the credentials the kernel gives (SO_PEERCRED, SO_PEERGROUPS), which the
+ * peer cannot choose. Allowed: root, the daemon's own user and members of admin_group.
+ * Workers run as the daemon's user and run tenants' code, so the daemon's user alone proves
+ * nothing: a process the daemon started (its parent chain reaches the daemon) or one that
+ * carries no_new_privs, which every worker sets before its tenant's first call and which
+ * no process can clear or shed by forking or exec, is refused whatever its user. Under systemd
+ * (the daemon's parent is PID 1, its cgroup a .service's; the unit sets NoNewPrivileges, so
+ * the daemon has no_new_privs too and the mark says nothing) a process in the daemon's own
+ * cgroup is refused: it is a worker or a child of one, and without write access to the
+ * cgroup tree (ProtectControlGroups) it cannot move out.
+ */
+
+/* The parent of pid, from /proc; -1 when it is gone. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd, ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	/* "pid (comm) S ppid ...": comm may hold anything, ')' included. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return ppid;
+}
+
+/* 1 if pid runs with no_new_privs, 0 if not, -1 when it is gone. */
+static int has_nnp(pid_t pid)
+{
+	char path[64], line[256];
+	FILE *f;
+	int v = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "NoNewPrivs: %d", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* The text of /proc/PID/cgroup (pid 0: this process), in buf; false if it cannot be read. */
+static bool cgroup_of(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/cgroup");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0 || (size_t)n == len - 1)
+		return false;
+	buf[n] = 0;
+	return true;
+}
+
+static bool in_group(int fd, const struct ucred *cr, gid_t gid)
+{
+	gid_t groups[256];
+	socklen_t len = sizeof(groups);
+
+	if (cr->gid == gid)
+		return true;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) != 0)
+		return false; /* more than 256 groups, or no SO_PEERGROUPS: its primary only */
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* 0 if the peer on fd may use the admin socket; otherwise why not, in why. */
+static int admin_peer_check(struct gp_daemon *d, int fd, struct ucred *cr, char *why, size_t len)
+{
+	socklen_t crlen = sizeof(*cr);
+	pid_t self = getpid(), p;
+	int depth;
+
+	memset(cr, 0, sizeof(*cr));
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &crlen) != 0) {
+		snprintf(why, len, "its credentials cannot be read: %s", strerror(errno));
+		return -EACCES;
+	}
+	if (cr->pid <= 0) {
+		snprintf(why, len, "its process is not visible from the daemon's pid namespace");
+		return -EACCES;
+	}
+	for (p = cr->pid, depth = 0; p > 1 && depth < 4096; depth++) {
+		if (p == self) {
+			snprintf(why, len, "it is a process gpupoold started (a worker)");
+			return -EACCES;
+		}
+		p = parent_of(p);
+		if (p < 0) {
+			snprintf(why, len, "its process is gone");
+			return -EACCES;
+		}
+	}
+	if (d->unit_cgroup) {
+		char cg[4096];
+
+		if (!cgroup_of(cr->pid, cg, sizeof(cg)) || strcmp(cg, d->unit_cgroup) == 0) {
+			snprintf(why, len,
+				 "it runs in gpupoold's own cgroup, as its workers do (run poolctl "
+				 "outside the gpupoold unit)");
+			return -EACCES;
+		}
+	}
+	if (!d->own_nnp && has_nnp(cr->pid) != 0) {
+		snprintf(why, len,
+			 "it runs with no_new_privs, as every worker does (run poolctl without "
+			 "NoNewPrivileges)");
+		return -EACCES;
+	}
+	if (cr->uid == 0 || cr->uid == geteuid())
+		return 0;
+	if (d->admin_has_gid && in_group(fd, cr, (gid_t)d->admin_gid))
+		return 0;
+	if (d->admin_has_gid)
+		snprintf(why, len, "only root, uid %u and group %s may use it", (unsigned)geteuid(),
+			 d->cfg->admin_group);
+	else
+		snprintf(why, len, "only root and uid %u may use it (no admin_group is set)",
+			 (unsigned)geteuid());
+	return -EACCES;
+}
+
+static void admin_refuse(struct admin_conn *c, int status, const struct ucred *cr, const char *why)
+{
+	Gp__AdminReply rep = GP__ADMIN_REPLY__INIT;
+	char msg[512];
+
+	gp_log_warnx("admin socket: refused uid %u gid %u pid %d: %s", (unsigned)cr->uid,
+		     (unsigned)cr->gid, (int)cr->pid, why);
+	snprintf(msg, sizeof(msg), "admin socket refused: %s", why);
+	rep.status = status;
+	rep.message = msg;
+	c->refused = true;
+	gp__uv_send((uv_stream_t *)&c->pipe, GP_MSG_ADMIN_REPLY, &rep.base);
+}
+
 static void on_admin_connection(uv_stream_t *server, int status)
 {
 	struct gp_daemon *d = server->data;
 	struct admin_conn *c;
+	struct ucred cr;
+	char why[256];
+	uv_os_fd_t fd;
+	int r;
 
 	if (status < 0)
 		return;
@@ -246,26 +422,53 @@ static void on_admin_connection(uv_stream_t *server, int status)
 	gp_frame_decoder_init(&c->dec, ADMIN_MAX_FRAME);
 	uv_pipe_init(d->loop, &c->pipe, 0);
 	c->pipe.data = c;
-	if (uv_accept(server, (uv_stream_t *)&c->pipe)) {
+	if (uv_accept(server, (uv_stream_t *)&c->pipe) || uv_fileno((uv_handle_t *)&c->pipe, &fd)) {
 		uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
 		return;
 	}
+	r = admin_peer_check(d, fd, &cr, why, sizeof(why));
+	if (r)
+		admin_refuse(c, r, &cr, why);
 	uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
 }
 
 int gp__admin_listen(struct gp_daemon *d)
 {
-	/* Root and the admin group only. */
-	int r = gp__unix_listen(d, &d->admin, d->cfg->admin_socket, d->cfg->admin_group, false,
-				on_admin_connection, "admin socket");
+	/* Root and the admin group only: by the socket's mode, then each peer's credentials. */
+	int r;
 
-	if (!r)
-		d->admin_open = true;
-	return r;
+	d->own_nnp = has_nnp(getpid()) == 1;
+	if (getppid() == 1) {
+		char cg[4096];
+
+		if (cgroup_of(0, cg, sizeof(cg)) && strstr(cg, ".service\n"))
+			d->unit_cgroup = strdup(cg);
+	}
+	r = gp__unix_listen(d, &d->admin, d->cfg->admin_socket, d->cfg->admin_group, false,
+			    on_admin_connection, "admin socket");
+	if (r)
+		return r;
+	d->admin_open = true;
+	/* The socket was given the group (or the start failed, saying why): it exists. */
+	if (d->cfg->admin_group) {
+		struct group *gr = getgrnam(d->cfg->admin_group);
+
+		if (!gr) {
+			gp_log_error("admin socket %s: cannot give it to group %s: no such group",
+				     d->cfg->admin_socket, d->cfg->admin_group);
+			gp__admin_close(d);
+			return -EINVAL;
+		}
+		d->admin_has_gid = true;
+		d->admin_gid = (unsigned)gr->gr_gid;
+	}
+	return 0;
 }
 
 void gp__admin_close(struct gp_daemon *d)
 {
+	free(d->unit_cgroup);
+	d->unit_cgroup = NULL;
 	if (!d->admin_open)
 		return;
 	uv_close((uv_handle_t *)&d->admin, NULL);

@@ -130,6 +130,10 @@ struct gp_daemon {
 	uv_signal_t sigterm, sigint, sighup;
 	uv_timer_t tick;
 	bool listening, admin_open, stopping;
+	bool admin_has_gid; /* admin_group was given: admin_gid may use the admin socket */
+	unsigned admin_gid;
+	bool own_nnp;		 /* the daemon itself runs with no_new_privs: it marks no worker */
+	char *unit_cgroup;	 /* /proc/self/cgroup when a systemd unit's main process, or NULL */
 	uint64_t drain_deadline; /* uv_now() after which draining sessions are ended */
 	time_t started;
 	int driver_version;

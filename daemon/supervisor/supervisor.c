@@ -530,6 +530,7 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 	setup.max_streams = d->cfg->max_streams;
 	setup.max_events = d->cfg->max_events;
 	setup.max_modules = d->cfg->max_modules;
+	setup.seccomp = d->cfg->worker_seccomp;
 	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_WORKER_SETUP, &setup.base);
 	gp_log_debug("session %llu: %s worker %d for %s", (unsigned long long)s->id,
 		     warm ? "warm" : "new", s->proc.pid, addr);

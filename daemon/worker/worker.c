@@ -502,6 +502,32 @@ static bool wrong_kind(struct gp_worker *w, bool tls)
 	return false;
 }
 
+/* no_new_privs, once the driver is initialised (cuInit may run the setuid nvidia-modprobe to
+ * create device nodes) and before the tenant's first call: nothing the worker or anything it
+ * starts execs gains privileges (setuid, file capabilities). It cannot be cleared, and
+ * survives fork and exec: the supervisor refuses admin connections that carry it. */
+static int no_new_privs(struct gp_worker *w)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+		gp_log_warn("session %llu: PR_SET_NO_NEW_PRIVS", (unsigned long long)w->session_id);
+		return refuse(w, GP_ENOTREADY, "the pool's worker cannot drop its privileges");
+	}
+	return 0;
+}
+
+/* worker_seccomp: after no_new_privs, which an unprivileged filter needs. */
+static int seccomp_filter(struct gp_worker *w)
+{
+	int r = gp__worker_seccomp();
+
+	if (r) {
+		gp_log_error("session %llu: worker_seccomp: %s", (unsigned long long)w->session_id,
+			     strerror(-r));
+		return refuse(w, GP_ENOTREADY, "the pool's worker cannot set its syscall filter");
+	}
+	return 0;
+}
+
 static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 {
 	struct sigaction sa = {.sa_handler = on_alarm};
@@ -537,10 +563,12 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 		goto out_ctx;
 	}
 	/* Who it is: the certificate's name, or on this host the user the kernel names. */
-	if (ctx)
+	if (ctx) {
 		gp_conn_peer_name(w->client, setup->tenant_from, w->tenant, sizeof(w->tenant),
 				  badname, sizeof(badname));
-	else if (setup->transport == GP_TRANSPORT_UNIX)
+		/* The pool's key served its one handshake: no copy stays for a tenant to read. */
+		gp_conn_tls_forget_key(w->client);
+	} else if (setup->transport == GP_TRANSPORT_UNIX)
 		local_user(w->client->fd, w->tenant, sizeof(w->tenant));
 	if (gp_conn_recv(w->client, &h) || h.type != GP_MSG_HELLO || h.bulk_len) {
 		gp_log_info("session %llu from %s: no Hello: %s", (unsigned long long)w->session_id,
@@ -582,6 +610,10 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	protobuf_c_message_free_unpacked(&hello->base, NULL);
 	if (ret == 0)
 		ret = load_driver(w, setup->driver);
+	if (ret == 0)
+		ret = no_new_privs(w);
+	if (ret == 0 && setup->seccomp)
+		ret = seccomp_filter(w);
 	if (ret == 0)
 		ret = send_hello_reply(w);
 out_ctx:

@@ -19,6 +19,7 @@
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * driver.c    the dlopen'd libcuda
+ * seccomp.c   worker_seccomp: the syscall filter set before the tenant's first call
  *
  * DESIGN: the main thread reads every frame from the client, in order, and runs
  * each call on the driver under w->lock (the session's tables, state.c/owner.c,
@@ -384,5 +385,8 @@ int gp__output_capture(void);
 /* Sends what the kernels printed (and the driver's stderr) since the last call, ahead of an
  * answer. */
 int gp__output_flush(struct gp_worker *w);
+
+/* seccomp.c: installs the filter (no_new_privs must be set). 0 or -errno. */
+int gp__worker_seccomp(void);
 
 #endif

@@ -196,7 +196,8 @@ static void test_admission_keys(void **state)
 			   "max_pending_per_address 20\n"
 			   "max_queued_per_tenant 7\n"
 			   "tenant_from san-uri\n"
-			   "max_streams 8\nmax_events 9\nmax_modules 10\nmax_contexts 3\n";
+			   "max_streams 8\nmax_events 9\nmax_modules 10\nmax_contexts 3\n"
+			   "worker_seccomp on\n";
 	struct gp_config *c = gp_config_parse(text, "t", err, sizeof(err));
 	const struct gp_tenant *t;
 
@@ -207,6 +208,7 @@ static void test_admission_keys(void **state)
 	assert_int_equal(c->max_events, 9);
 	assert_int_equal(c->max_modules, 10);
 	assert_int_equal(c->max_contexts, 3);
+	assert_true(c->worker_seccomp);
 	assert_int_equal(c->default_memory, 2ull << 30);
 	assert_int_equal(c->queue_timeout, 5);
 	assert_int_equal(c->idle_timeout, 600);
@@ -251,6 +253,8 @@ static void test_admission_key_errors(void **state)
 	expect_error("tls_cert a\ntls_key b\nmax_streams lots\n", "test.conf:3:");
 	expect_error("tls_cert a\ntls_key b\ntenant_from email\n",
 		     "test.conf:3: 'tenant_from email': expected cn, san-uri or san-dns");
+	expect_error("tls_cert a\ntls_key b\nworker_seccomp yes\n",
+		     "test.conf:3: 'worker_seccomp yes': expected on or off");
 	expect_error("tls_cert a\ntls_key b\n\ntenant_from\n",
 		     "test.conf:4: 'tenant_from' takes exactly one value");
 	expect_error("tls_cert a\ntls_key b\ndefault_memory lots\n", "test.conf:3:");
