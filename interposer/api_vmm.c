@@ -38,7 +38,6 @@ static size_t nmaps, cap_maps;
 static struct vhandle *handles;
 static size_t nhandles, cap_handles;
 
-
 /* The current context's pool id, or 0: these calls need none, but run in it when there is. */
 static uint64_t ctx_opt(void)
 {

@@ -409,7 +409,8 @@ uint8_t *sg_mem_kernel_lookup(uint64_t addr, uint64_t size, const void *ctx, str
 		     ? (SG_VMM_ACCESS(a->flags) >> ((const struct sg_ctx *)ctx)->dev->ordinal) & 1
 		     : (a->ctx == ctx || a->kind == SG_MEM_HOST || a->kind == SG_MEM_REGISTERED ||
 			a->kind == SG_MEM_MANAGED ||
-			(a->kind == SG_MEM_POOL && a->ctx->dev == ((const struct sg_ctx *)ctx)->dev)))) {
+			(a->kind == SG_MEM_POOL &&
+			 a->ctx->dev == ((const struct sg_ctx *)ctx)->dev)))) {
 		h = a->host + (addr - a->base);
 		fill->lo = a->base;
 		fill->hi = a->base + a->size;

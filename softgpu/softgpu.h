@@ -362,8 +362,9 @@ struct sg_op {
 			uint64_t dptr;
 			struct sg_ctx *ctx;
 			uint64_t stream; /* the freeing stream's id */
-			uint64_t gen;	 /* the allocation's (a chunk's use), so a stale op does nothing */
-			bool pooled;	 /* from a pool; else a cuMemAlloc allocation */
+			uint64_t
+				gen; /* the allocation's (a chunk's use), so a stale op does nothing */
+			bool pooled; /* from a pool; else a cuMemAlloc allocation */
 		} mfree;
 	} u;
 	void *staging; /* freed when the op completes */

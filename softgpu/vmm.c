@@ -64,7 +64,6 @@ static struct resv *resv;
 static size_t nresv, cap_resv;
 static uint64_t next_handle = 1;
 
-
 /* A live handle (one the program still holds), or NULL. */
 static struct phys *phys_get(uint64_t handle)
 {

@@ -60,7 +60,7 @@ struct gp_config {
 	unsigned max_pending;		  /* per listener: connections without a worker yet */
 	unsigned max_pending_per_address; /* of those, from one address (or one local user) */
 	unsigned max_handshakes_per_address; /* of a listener's handshakes, from one address */
-	unsigned max_queued_per_tenant;	  /* sessions of one tenant waiting for room at once */
+	unsigned max_queued_per_tenant;	     /* sessions of one tenant waiting for room at once */
 	enum gp_placement placement;
 	unsigned max_contexts, max_streams, max_events, max_modules; /* per session */
 	unsigned worker_seccomp; /* 1: workers set their syscall filter (daemon/worker/seccomp.c) */

@@ -808,7 +808,8 @@ void gp__supervisor_tick(struct gp_daemon *d)
 		    !atomic_load(&s->stats->in_call) &&
 		    wall - atomic_load(&s->stats->last_active) > (int64_t)d->cfg->idle_timeout)
 			gp__session_end(s, "idle_timeout", "idle_timeout reached");
-		else if (!s->term_at && s->claim.state == GP_CLAIM_ADMITTED && s->stats && atomic_load(&s->stats->in_call) &&
+		else if (!s->term_at && s->claim.state == GP_CLAIM_ADMITTED && s->stats &&
+			 atomic_load(&s->stats->in_call) &&
 			 (kt = gp_config_kernel_timeout(d->cfg, s->tenant)) &&
 			 wall - atomic_load(&s->stats->last_active) > (int64_t)kt)
 			kernel_timeout(s, kt);

@@ -52,7 +52,6 @@ static struct vresv *resv;
 static size_t nresv, cap_resv;
 static uint64_t va_total;
 
-
 /* An allocation the client still holds a handle to, or NULL. */
 static struct vmem *mem_get(struct gp_worker *w, uint64_t id)
 {

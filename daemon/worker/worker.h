@@ -101,7 +101,7 @@ struct gp_worker {
 	struct gp_driver drv;
 	bool driver_loaded;
 	bool client_stderr; /* its Hello takes OUTPUT_ERR: the driver's stderr is the client's */
-	int driver_ndev; /* devices the driver shows */
+	int driver_ndev;    /* devices the driver shows */
 
 	uint64_t session_id;
 	char tenant[128];
