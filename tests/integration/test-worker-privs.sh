@@ -15,7 +15,12 @@ wpid=$(jq -r '.sessions[0].worker_pid' "$T/status.json")
 [ -n "$wpid" ] && [ "$wpid" != null ] && [ -d "/proc/$wpid" ] || fail "no worker pid: $wpid"
 grep -q '^NoNewPrivs:[[:space:]]*1' "/proc/$wpid/status" ||
 	fail "the worker should run with no_new_privs: $(grep NoNewPrivs "/proc/$wpid/status")"
-if [ "$(id -u)" -eq 0 ]; then
+if [ -n "${GP_SAN_RUNTIME:-}" ]; then
+	# Known (docs/security.md): OpenSSL's key decoder frees copies of the key's text and
+	# number without wiping them; ASan's quarantine keeps freed memory unreused, so they
+	# are found there for the whole session. Not checked in the sanitizer builds.
+	echo "SKIP (key part): freed memory is never reused under AddressSanitizer"
+elif [ "$(id -u)" -eq 0 ]; then
 	# In hex: the key file's base64 lines, and its private scalar as stored (big-endian,
 	# and little-endian as a BIGNUM's words hold it on x86-64 and arm64).
 	grep -v '^-----' "$T/certs/server.key" | while read -r l; do
@@ -30,13 +35,13 @@ if [ "$(id -u)" -eq 0 ]; then
 	echo "$priv" | fold -w2 | tac | tr -d '\n' >>"$T/key.lines"
 	echo >>"$T/key.lines"
 	set +e
-	"$GP_TESTBIN/memgrep" "$wpid" "$T/key.lines" >"$T/memgrep.out" 2>&1
+	env "$CLIENT_ASAN" "$GP_TESTBIN/memgrep" "$wpid" "$T/key.lines" >"$T/memgrep.out" 2>&1
 	rc=$?
 	set -e
 	cat "$T/memgrep.out"
 	case $rc in
 	0) ;;
-	1) fail "the worker still holds the TLS private key after the handshake" ;;
+	3) fail "the worker still holds the TLS private key after the handshake" ;;
 	*) echo "SKIP (key part): the worker's memory cannot be read here" ;;
 	esac
 else
