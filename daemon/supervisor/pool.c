@@ -311,9 +311,10 @@ struct gp_claim *gp_pool_admit_next(struct gp_pool *p, const struct gp_config *c
 			p->admitted = c;
 			return c;
 		}
+		/* WAIT_CAPACITY: the oldest waiter for capacity goes first. WAIT_TENANT: its own
+		 * limits hold it; later ones may go. */
 		if (r == WAIT_CAPACITY)
-			return NULL; /* the oldest waiter for capacity goes first */
-		/* WAIT_TENANT: its own limits hold it; later ones may go. */
+			return NULL;
 	}
 	return NULL;
 }

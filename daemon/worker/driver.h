@@ -151,7 +151,7 @@
 	X(cuMemMap, 0)                                                             \
 	X(cuMemUnmap, 0)                                                           \
 	X(cuMemSetAccess, 0)                                                       \
-	X(cuMemGetAccess, 0)                                                        \
+	X(cuMemGetAccess, 0)                                                       \
 	X(cuMemAllocFromPoolAsync, 0)                                              \
 	X(cuMemFreeAsync, 0)                                                       \
 	X(cuMemPoolCreate, 0)                                                      \

@@ -69,12 +69,12 @@
  * Element counts as in cuda.h; the worker checks that the tensor lies in session memory.
  */
 struct gp_tensor_desc {
-	uint64_t dim[5];	   /* globalDim */
-	uint64_t stride[4];	   /* globalStrides (bytes, dimensions 1..rank-1) */
-	uint32_t data_type;	   /* CUtensorMapDataType */
+	uint64_t dim[5];    /* globalDim */
+	uint64_t stride[4]; /* globalStrides (bytes, dimensions 1..rank-1) */
+	uint32_t data_type; /* CUtensorMapDataType */
 	uint32_t rank;
-	uint32_t box[5];	   /* tiled: boxDim */
-	uint32_t elem_stride[5];   /* elementStrides */
+	uint32_t box[5];	 /* tiled: boxDim */
+	uint32_t elem_stride[5]; /* elementStrides */
 	uint32_t interleave, swizzle, l2_promotion, oob_fill;
 	int32_t lower[3], upper[3]; /* im2col: pixelBoxLowerCorner, pixelBoxUpperCorner */
 	uint32_t channels, pixels;  /* im2col: channelsPerPixel, pixelsPerColumn */
