@@ -158,6 +158,28 @@ int gp__output_capture(void)
 	return 0;
 }
 
+/* The driver's stderr for a client that does not take it: into the log a line at a time,
+ * escaped as every logged string is (the text can hold what the client chose, e.g. the names
+ * in its PTX), so it can neither forge a log line nor drive a terminal. */
+static void log_lines(struct gp_worker *w, const uint8_t *p, size_t n)
+{
+	char line[1024];
+
+	while (n > 0) {
+		const uint8_t *nl = memchr(p, '\n', n);
+		size_t len = nl ? (size_t)(nl - p) : n;
+		size_t k = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
+
+		memcpy(line, p, k);
+		line[k] = '\0';
+		gp_log_info("session %llu: the driver says: %s", (unsigned long long)w->session_id,
+			    line);
+		len += nl != NULL;
+		p += len;
+		n -= len;
+	}
+}
+
 /* Sends (or, for a client without OUTPUT_ERR, logs) what stream i holds. */
 static int flush_stream(struct gp_worker *w, int i)
 {
@@ -180,8 +202,7 @@ static int flush_stream(struct gp_worker *w, int i)
 	st->dropped = 0;
 	pthread_mutex_unlock(&lock);
 	if (i && !w->client_stderr) {
-		if (n && log_file)
-			fwrite(out, 1, n, log_file);
+		log_lines(w, out, n);
 		free(out);
 		return 0;
 	}
