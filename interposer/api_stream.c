@@ -5,6 +5,7 @@
 
 #include <gpupool/wire.h>
 
+#include "cuda_host.h"
 #include "interposer.h"
 
 /* ---- per-thread default streams ----------------------------------------------------
@@ -264,6 +265,50 @@ STREAM_GETTER(cuStreamGetPriority, int, st->priority)
 STREAM_GETTER(cuStreamGetCtx, CUcontext, (CUcontext)st->ctx)
 STREAM_GETTER(cuStreamGetId, unsigned long long, st->id)
 STREAM_GETTER(cuStreamGetDevice, CUdevice, st->ctx->device)
+
+/*
+ * TOOLS_CONTEXT slots 51 and 39 (src/cuda_host.h): cuBLAS asks for the driver's object of
+ * the stream it runs on, then for that object's 64-bit key, to find its per-stream workspace.
+ * A stream's object is its handle here; the default streams' are the context's, with the ids
+ * cuStreamGetId gives them (1 legacy, 2 per-thread).
+ */
+CUresult gp__stream_object(CUcontext hctx, CUstream h, int per_thread, void **obj)
+{
+	struct gp_ictx *c = (struct gp_ictx *)hctx;
+	struct gp_istream *st = (struct gp_istream *)h;
+
+	if (!gp__ctx_valid(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (h == CU_STREAM_LEGACY || (!h && !per_thread)) {
+		*obj = &c->default_stream_obj[0];
+		return CUDA_SUCCESS;
+	}
+	if (!h || h == CU_STREAM_PER_THREAD) {
+		*obj = &c->default_stream_obj[1];
+		return CUDA_SUCCESS;
+	}
+	if (st->magic != GP_MAGIC_STREAM || st->ctx != c)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*obj = st;
+	return CUDA_SUCCESS;
+}
+
+CUresult gp__stream_object_id(CUcontext hctx, void *obj, unsigned long long *id)
+{
+	struct gp_ictx *c = (struct gp_ictx *)hctx;
+	struct gp_istream *st = obj;
+
+	if (!gp__ctx_valid(c))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (obj == &c->default_stream_obj[0] || obj == &c->default_stream_obj[1]) {
+		*id = obj == &c->default_stream_obj[0] ? 1 : 2;
+		return CUDA_SUCCESS;
+	}
+	if (st->magic != GP_MAGIC_STREAM || st->ctx != c)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*id = st->id;
+	return CUDA_SUCCESS;
+}
 
 /* ---- events ------------------------------------------------------------------------ */
 

@@ -140,6 +140,9 @@ struct gp_ictx {
 	/* Bumped whenever the pool's context (and every stream in it) goes: destroy, the last
 	 * primary release, a primary reset. Threads' default streams are made per epoch. */
 	_Atomic unsigned epoch;
+	/* TOOLS_CONTEXT slot 51's objects for the legacy and the per-thread default stream
+	 * (api_stream.c): only their addresses mean anything. */
+	char default_stream_obj[2];
 };
 
 struct gp_ifunc {

@@ -14,7 +14,10 @@
  * SOFTGPU_NAME     device name (default "softgpu")
  * SOFTGPU_LOG      any value but "0": diagnostics on stderr
  * SOFTGPU_THREADS  host threads that run blocks (default: online CPUs)
- * SOFTGPU_SMS      multiprocessors reported (default 40, as a Tesla T4)
+ * SOFTGPU_CC       compute capability presented, "7.5" (default), "8.0", "8.6", "8.9", "9.0",
+ *                  "12.0" or "13.0", with the limits of that architecture (device_attr.c)
+ * SOFTGPU_SMS      multiprocessors reported (default: as the GPU SOFTGPU_CC models, 40 for 7.5
+ *                  and 13.0)
  * SOFTGPU_STATS    per-launch instruction counts on stderr
  * softgpu prints nothing else: stdout belongs to the program (and device printf).
  */
@@ -79,9 +82,18 @@ int sg_config_load(void)
 	}
 	v = getenv("SOFTGPU_NAME");
 	snprintf(sg_cfg.name, sizeof(sg_cfg.name), "%s", v && *v ? v : "softgpu");
+	v = getenv("SOFTGPU_CC");
+	sg_cfg.arch = sg_arch_find(v && *v ? v : "7.5");
+	if (sg_cfg.arch == NULL) {
+		char list[128];
+
+		sg_arch_list(list, sizeof(list));
+		sg_log("SOFTGPU_CC=%s: softgpu presents compute capability %s", v, list);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	if (env_uint("SOFTGPU_THREADS", ncpu > 0 ? (unsigned)ncpu : 1, 1, 1024, &sg_cfg.threads) ||
-	    env_uint("SOFTGPU_SMS", 40, 1, 1024, &sg_cfg.sm_count))
+	    env_uint("SOFTGPU_SMS", (unsigned)sg_cfg.arch->sm_count, 1, 1024, &sg_cfg.sm_count))
 		return CUDA_ERROR_INVALID_VALUE;
 	return 0;
 }

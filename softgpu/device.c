@@ -114,8 +114,8 @@ SG_EXPORT CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice de
 		return r;
 	if (major == NULL || minor == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	*major = SG_CC_MAJOR;
-	*minor = SG_CC_MINOR;
+	*major = sg_arch()->major;
+	*minor = sg_arch()->minor;
 	return CUDA_SUCCESS;
 }
 

@@ -1,8 +1,66 @@
-/* device_attr.c -- every CUdevice_attribute, with the values of a compute-capability 7.5 GPU (a Tesla T4). */
+/* device_attr.c -- the architecture softgpu presents (SOFTGPU_CC) and every CUdevice_attribute. */
+#include <stdio.h>
+#include <string.h>
+
 #include "softgpu.h"
+
+/*
+ * Each compute capability softgpu can present takes its limits from the CUDA C++ Programming
+ * Guide's table of technical specifications per compute capability (shared memory per SM and
+ * per block with opt-in, resident threads and blocks per SM, registers) and its other numbers
+ * (L2, clocks, bus width, multiprocessors, PCI id) from one shipping GPU of that architecture,
+ * named here; 13.0 is no GPU's (below). What softgpu cannot do is reported absent whatever the architecture has: thread
+ * block clusters, tensor-map (TMA) access, persisting L2 and access-policy windows, more than one
+ * memory synchronization domain. Libraries choose their kernels by the compute capability, so
+ * this is what decides which of their images they load (module.c takes a fatbin's newest PTX
+ * that is not newer than it; docs/softgpu.md).
+ */
+/* clang-format off */
+static const struct sg_arch archs[] = {
+	/* CC     model                 smem/SM  opt-in  resv thr/SM blk  L2 bytes   clock kHz mem kHz bus  SMs fp64 PCI device id */
+	{7, 5,  "Tesla T4",               65536,  65536,    0, 1024, 16,   4194304, 1590000,  5001000,  256,  40, 32, 0x1eb810de, 0x12a210de},
+	{8, 0,  "A100-SXM4-40GB",        167936, 166912, 1024, 2048, 32,  41943040, 1410000,  1215000, 5120, 108,  2, 0x20b010de, 0},
+	{8, 6,  "A10",                   102400, 101376, 1024, 1536, 16,   6291456, 1695000,  6251000,  384,  72, 64, 0x223610de, 0},
+	{8, 9,  "L4",                    102400, 101376, 1024, 1536, 24,  50331648, 2040000,  6251000,  192,  58, 64, 0x27b810de, 0},
+	{9, 0,  "H100-SXM5-80GB",        233472, 232448, 1024, 2048, 32,  52428800, 1980000,  2619000, 5120, 132,  2, 0x233010de, 0},
+	{12, 0, "GeForce RTX 5090",      102400, 101376, 1024, 1536, 32, 100663296, 2407000, 14001000,  512, 170, 64, 0x2b8510de, 0},
+	/* No GPU: the next major architecture, with 12.0's limits. Libraries built with CUDA 13
+	 * ship SASS up to sm_121 at most, so on it they take their PTX (forward compatibility),
+	 * the only code softgpu runs: cuBLAS's GEMM and GEMV need this (docs/softgpu.md). */
+	{13, 0, "none (after 12.x)",     102400, 101376, 1024, 1536, 32, 100663296, 2407000, 14001000,  512,  40, 64, 0, 0},
+};
+/* clang-format on */
+
+const struct sg_arch *sg_arch_find(const char *cc)
+{
+	int major, minor, n = 0;
+
+	if (cc == NULL || sscanf(cc, "%d.%d%n", &major, &minor, &n) != 2 || cc[n] != 0)
+		return NULL;
+	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
+		if (archs[i].major == major && archs[i].minor == minor)
+			return &archs[i];
+	return NULL;
+}
+
+const struct sg_arch *sg_arch(void)
+{
+	return sg_cfg.arch ? sg_cfg.arch : &archs[0];
+}
+
+void sg_arch_list(char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]) && n < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, "%s%d.%d", i ? ", " : "", archs[i].major,
+				      archs[i].minor);
+}
 
 CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 {
+	const struct sg_arch *a = sg_arch();
 	int v;
 
 	switch ((CUdevice_attribute)attr) {
@@ -43,7 +101,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 65536;
 		break;
 	case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
-		v = 1590000;
+		v = a->clock_khz;
 		break;
 	case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
 		v = 512;
@@ -112,16 +170,16 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 0;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
-		v = 5001000;
+		v = a->mem_clock_khz;
 		break;
 	case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
-		v = 256;
+		v = a->bus_width;
 		break;
 	case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
-		v = 4194304;
+		v = a->l2_size;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
-		v = 1024;
+		v = a->threads_per_sm;
 		break;
 	case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
 		v = 3;
@@ -229,10 +287,10 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 32768;
 		break;
 	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-		v = SG_CC_MAJOR;
+		v = a->major;
 		break;
 	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-		v = SG_CC_MINOR;
+		v = a->minor;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH:
 		v = 32768;
@@ -247,7 +305,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 1;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
-		v = 65536;
+		v = a->smem_per_sm;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
 		v = 65536;
@@ -265,7 +323,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 0;
 		break;
 	case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO:
-		v = 32;
+		v = a->fp32_per_fp64;
 		break;
 	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
 		v = 0;
@@ -295,7 +353,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 0;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-		v = 65536;
+		v = a->smem_optin;
 		break;
 	case CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES:
 		v = 0;
@@ -322,7 +380,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 0;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
-		v = 16;
+		v = a->blocks_per_sm;
 		break;
 	case CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED:
 		v = 0;
@@ -337,7 +395,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 0;
 		break;
 	case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
-		v = 0;
+		v = a->smem_reserved;
 		break;
 	case CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED:
 		v = 0;
@@ -364,7 +422,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 0;
 		break;
 	case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
-		v = 0;
+		v = 0; /* not even at 9.0+: softgpu has no thread block clusters */
 		break;
 	case CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED:
 		v = 0;
@@ -385,7 +443,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 1;
 		break;
 	case CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED:
-		v = 0;
+		v = 0; /* no TMA (cp.async.bulk.tensor) at any CC */
 		break;
 	case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
 		v = 0;
@@ -421,10 +479,10 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 0;
 		break;
 	case CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID:
-		v = 0x1eb810de;
+		v = (int)a->pci_device_id;
 		break;
 	case CU_DEVICE_ATTRIBUTE_GPU_PCI_SUBSYSTEM_ID:
-		v = 0x12a210de;
+		v = (int)a->pci_subsystem_id;
 		break;
 	case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
 		v = 0;

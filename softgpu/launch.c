@@ -360,11 +360,13 @@ SG_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gri
 
 /* ---- occupancy ---- */
 
-/* Resident blocks per multiprocessor of a CC 7.5 device (1024 threads, 16 blocks, 64K regs, 64K smem). */
+/* Resident blocks per multiprocessor of the presented architecture (device_attr.c): its
+ * threads, blocks and shared memory per SM, 64K registers at 32 per thread. */
 static int occupancy(const struct sg_function *f, int block, size_t dyn)
 {
 	const struct sg_func *pf = pfunc(f);
-	int warps = (block + 31) / 32, n = 16;
+	const struct sg_arch *a = sg_arch();
+	int warps = (block + 31) / 32, n = a->blocks_per_sm;
 	int maxt = 1024;
 	size_t smem = pf->shared_static + dyn;
 
@@ -373,17 +375,17 @@ static int occupancy(const struct sg_function *f, int block, size_t dyn)
 			     (pf->maxntid[2] ? pf->maxntid[2] : 1));
 	if (block <= 0 || block > maxt || block > 1024)
 		return 0;
-	if (32 / warps < n)
-		n = 32 / warps;
+	if (a->threads_per_sm / 32 / warps < n)
+		n = a->threads_per_sm / 32 / warps;
 	if (65536 / (32 * 32 * warps) < n) /* 32 registers per thread */
 		n = 65536 / (32 * 32 * warps);
 	if (smem) {
-		size_t per = (smem + 255) / 256 * 256;
+		size_t per = (smem + (size_t)a->smem_reserved + 255) / 256 * 256;
 
-		if (smem > 65536)
+		if (smem > (size_t)a->smem_optin)
 			return 0;
-		if ((int)(65536 / per) < n)
-			n = (int)(65536 / per);
+		if ((int)((size_t)a->smem_per_sm / per) < n)
+			n = (int)((size_t)a->smem_per_sm / per);
 	}
 	return n;
 }
@@ -473,8 +475,9 @@ SG_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSi
 	    occupancy(f, blockSize, 0) < numBlocks)
 		return dynamicSmemSize ? (*dynamicSmemSize = 0, CUDA_SUCCESS)
 				       : CUDA_ERROR_INVALID_VALUE;
-	per = 65536 / (size_t)numBlocks / 256 * 256;
-	per = per > 65536 ? 65536 : per;
+	per = (size_t)sg_arch()->smem_per_sm / (size_t)numBlocks / 256 * 256;
+	per = per > (size_t)sg_arch()->smem_reserved ? per - (size_t)sg_arch()->smem_reserved : 0;
+	per = per > (size_t)sg_arch()->smem_optin ? (size_t)sg_arch()->smem_optin : per;
 	per = per > pfunc(f)->shared_static ? per - pfunc(f)->shared_static : 0;
 	*dynamicSmemSize = per;
 	return CUDA_SUCCESS;

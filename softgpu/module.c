@@ -763,7 +763,7 @@ static CUresult func_set_attr(struct sg_function *f, CUfunction_attribute a, int
 
 	switch (a) {
 	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-		if (v < 0 || v + (int)pf->shared_static > 65536)
+		if (v < 0 || v + (int)pf->shared_static > sg_arch()->smem_optin)
 			return CUDA_ERROR_INVALID_VALUE;
 		f->max_dyn_shared = v;
 		return CUDA_SUCCESS;

@@ -23,7 +23,8 @@
  *   config.c     SOFTGPU_* environment, diagnostics to stderr (SOFTGPU_LOG)
  *   handle.c     registry of live handles, so stale ones are errors, not crashes
  *   init.c       cuInit, driver version, the device table
- *   device.c     cuDevice* queries; device_attr.c: every CUdevice_attribute
+ *   device.c     cuDevice* queries; device_attr.c: the architectures softgpu can present
+ *                (SOFTGPU_CC) and every CUdevice_attribute
  *   context.c    contexts, primary contexts, the per-thread current-context stack
  *   memory.c     device memory arenas, the allocation table, host-pinned memory,
  *                pointer attributes, device-side malloc
@@ -61,22 +62,44 @@
 
 #define SG_EXPORT __attribute__((visibility("default")))
 
-/* Compute capability of every softgpu device. */
-#define SG_CC_MAJOR 7
-#define SG_CC_MINOR 5
-#define SG_SM (SG_CC_MAJOR * 10 + SG_CC_MINOR)
 #define SG_DRIVER_VERSION 13000
 
-/* ---- config.c ---- */
+/* ---- config.c, device_attr.c: the architecture every softgpu device presents ---- */
+
+/* A compute capability softgpu can present (SOFTGPU_CC) and the limits that go with it. */
+struct sg_arch {
+	int major, minor;
+	const char *model; /* the GPU the other numbers come from */
+	int smem_per_sm;   /* bytes */
+	int smem_optin;	   /* per block, with cuFuncSetAttribute's opt-in */
+	int smem_reserved; /* per block, reserved by the system */
+	int threads_per_sm;
+	int blocks_per_sm;
+	int l2_size;
+	int clock_khz, mem_clock_khz, bus_width;
+	int sm_count;	   /* SOFTGPU_SMS's default */
+	int fp32_per_fp64; /* SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO */
+	unsigned pci_device_id, pci_subsystem_id;
+};
+
+/* The entry for "MAJOR.MINOR", or NULL when softgpu does not present that one. */
+const struct sg_arch *sg_arch_find(const char *cc);
+/* The configured architecture (7.5 before cuInit). */
+const struct sg_arch *sg_arch(void);
+/* "7.5, 8.0, ..." into buf. */
+void sg_arch_list(char *buf, size_t size);
+/* The configured compute capability as PTX and fatbins number it (75, 120). */
+#define SG_SM ((unsigned)(sg_arch()->major * 10 + sg_arch()->minor))
 
 struct sg_config {
 	int devices;
 	uint64_t memory;
 	char name[256];
 	bool log;
-	unsigned threads;  /* block workers (SOFTGPU_THREADS, default: online CPUs) */
-	unsigned sm_count; /* reported multiprocessors */
-	bool stats;	   /* SOFTGPU_STATS: per-launch instruction counts */
+	unsigned threads;	    /* block workers (SOFTGPU_THREADS, default: online CPUs) */
+	unsigned sm_count;	    /* reported multiprocessors */
+	bool stats;		    /* SOFTGPU_STATS: per-launch instruction counts */
+	const struct sg_arch *arch; /* SOFTGPU_CC */
 };
 
 extern struct sg_config sg_cfg;
