@@ -127,11 +127,11 @@ static int cstack_reserve(struct sg_thread *t, size_t need)
 	return 0;
 }
 
-static int op_call(struct sg_thread *t, const struct sg_insn *in)
+/* A call of function fi from call site c: a new frame, the arguments copied in. */
+static int enter(struct sg_thread *t, const struct sg_call *c, int fi)
 {
-	const struct sg_call *c = &t->fn->calls[in->aux];
 	const struct sg_grid *g = t->blk->grid;
-	const struct sg_func *f = &g->prog->funcs[c->callee];
+	const struct sg_func *f = &g->prog->funcs[fi];
 	uint32_t local = t->local_base + ((t->fn->local_size + 15) & ~15u);
 	size_t rsize = (size_t)f->nslots * 8, need = rsize + f->frame_size;
 	struct sg_frame *fr;
@@ -156,7 +156,7 @@ static int op_call(struct sg_thread *t, const struct sg_insn *in)
 	regs = t->cs.mem + t->cs.top;
 	frame = regs + rsize;
 	t->cs.top += (need + 15) & ~(size_t)15;
-	memcpy(regs, g->tmpl[c->callee], rsize);
+	memcpy(regs, g->tmpl[fi], rsize);
 	memset(frame, 0, f->frame_size);
 	for (uint32_t k = 0; k < c->nargs; k++)
 		memcpy(frame + f->params[k].offset, t->pframe + c->arg_off[k], f->params[k].size);
@@ -168,6 +168,52 @@ static int op_call(struct sg_thread *t, const struct sg_insn *in)
 	t->local_base = local;
 	t->depth++;
 	return 0;
+}
+
+static int op_call(struct sg_thread *t, const struct sg_insn *in)
+{
+	const struct sg_call *c = &t->fn->calls[in->aux];
+
+	return enter(t, c, c->callee);
+}
+
+/*
+ * call through a register: the value must be a function's address (SG_FUNC_ADDR) of this
+ * program, lowered with the kernel (sg_lower_call), whose parameters and return values
+ * match the call's in number and fit in their sizes; else the launch faults, as a call
+ * through a bad pointer does on a GPU.
+ */
+static int op_call_indirect(struct sg_thread *t, const struct sg_insn *in)
+{
+	const struct sg_call *c = &t->fn->calls[in->aux];
+	const struct sg_grid *g = t->blk->grid;
+	uint64_t a = t->r[in->s[0]];
+	int64_t fi = SG_FUNC_INDEX(a);
+	const struct sg_func *f;
+	int st;
+
+	if (fi < 0 || (uint64_t)fi >= g->prog->nfuncs)
+		return sg_fault(t, CUDA_ERROR_ILLEGAL_ADDRESS,
+				"indirect call of 0x%llx, which is no function's address",
+				(unsigned long long)a);
+	f = &g->prog->funcs[fi];
+	st = __atomic_load_n(&f->lstate, __ATOMIC_ACQUIRE);
+	if (f->builtin || f->is_entry || (st != SG_FN_LOWERED && st != SG_FN_READY) ||
+	    __atomic_load_n(&g->tmpl[fi], __ATOMIC_ACQUIRE) == NULL)
+		return sg_fault(t, CUDA_ERROR_LAUNCH_FAILED,
+				"indirect call of '%s', which the kernel does not reach", f->name);
+	if (c->nargs != f->nparams || c->nrets != f->nrets)
+		goto mismatch;
+	for (uint32_t k = 0; k < c->nargs; k++)
+		if (c->arg_off[c->nargs + k] < f->params[k].size)
+			goto mismatch;
+	for (uint32_t k = 0; k < c->nrets; k++)
+		if (c->ret_off[c->nrets + k] < f->rets[k].size)
+			goto mismatch;
+	return enter(t, c, (int)fi);
+mismatch:
+	return sg_fault(t, CUDA_ERROR_LAUNCH_FAILED,
+			"indirect call of '%s' with a prototype that does not match it", f->name);
 }
 
 int sg_op_ret(struct sg_thread *t, const struct sg_insn *in)
@@ -204,8 +250,10 @@ int sg_lower_ctrl(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 		in->fn = op_bra;
 		return sg_lower_label(L, &ops[0], in);
 	case SG_B_CALL:
-		in->fn = op_call;
-		return sg_lower_call(L, o, ops, nops, in);
+		if (sg_lower_call(L, o, ops, nops, in))
+			return L->errcode;
+		in->fn = L->calls[in->aux].callee < 0 ? op_call_indirect : op_call;
+		return 0;
 	case SG_B_RET:
 		in->fn = sg_op_ret;
 		return 0;

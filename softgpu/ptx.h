@@ -71,6 +71,17 @@ enum sg_space {
 #define SG_WIN_SHARED (1ull << SG_WIN_SHIFT)
 #define SG_WIN_LOCAL (2ull << SG_WIN_SHIFT)
 #define SG_WIN_PARAM (3ull << SG_WIN_SHIFT)
+/*
+ * A function's address (mov of a function's name, an initializer naming one) is a value of
+ * this window, which no access reaches: SG_FUNC_ADDR(index in its program). It means that
+ * function in the program that took it; an indirect call decodes it with SG_FUNC_INDEX.
+ */
+#define SG_WIN_FUNC (4ull << SG_WIN_SHIFT)
+#define SG_FUNC_ADDR(fi) (SG_WIN_FUNC + ((uint64_t)(fi) + 1) * 16)
+#define SG_FUNC_INDEX(a)                                                      \
+	((a) > SG_WIN_FUNC && (a)-SG_WIN_FUNC < (1ull << 40) && (a) % 16 == 0 \
+		 ? (int64_t)(((a)-SG_WIN_FUNC) / 16) - 1                      \
+		 : -1)
 
 enum sg_rnd {
 	SG_RND_NONE = 0,
@@ -298,11 +309,12 @@ struct sg_param {
 
 /* One call site: what to copy in and out. */
 struct sg_call {
-	int callee; /* function index */
+	int callee; /* function index; -1: indirect, through the register in the insn's s[0] */
 	uint32_t nargs;
 	uint32_t nrets;
-	uint32_t *arg_off; /* caller frame offsets of the arguments */
-	uint32_t *ret_off; /* caller frame offsets of the return values */
+	/* caller frame offsets of the arguments, then (arg_off[nargs + k]) their sizes */
+	uint32_t *arg_off;
+	uint32_t *ret_off; /* the same for the return values */
 };
 
 /* A relocation: register-template slot <- address of a variable + addend. */
@@ -350,8 +362,9 @@ struct sg_func {
 	uint32_t minctas;
 	uint32_t maxnreg;
 	uint32_t line;
-	uint32_t text; /* the link input it was first declared in (sg_ptx_link) */
-	bool weak;     /* defined .weak: another input's .weak definition is dropped */
+	uint32_t text;	 /* the link input it was first declared in (sg_ptx_link) */
+	bool weak;	 /* defined .weak: another input's .weak definition is dropped */
+	bool addr_taken; /* a variable's initializer holds its address (an indirect call's target) */
 	/* lowering on first use (sg_prog_lower): where the body is, how it went */
 	size_t body_pos; /* just after its '{' in the program's source */
 	uint32_t body_line;

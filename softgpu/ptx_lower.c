@@ -172,14 +172,36 @@ static uint64_t imm_bits(const struct sg_operand *o, int type)
 }
 
 /* The value of a symbol used as an operand: its address in its own space. */
+/* Function fi is reached from the function being lowered (sg_prog_lower lowers it too). */
+static int add_callee(struct sg_lower *L, int fi)
+{
+	for (uint32_t k = 0; k < L->ncallees; k++)
+		if (L->callees[k] == fi)
+			return 0;
+	if (sg_grow(&L->callees, &L->cap_callees, L->ncallees, sizeof(int)))
+		return oom(L);
+	L->callees[L->ncallees++] = fi;
+	return 0;
+}
+
 static int sym_slot(struct sg_lower *L, const struct sg_operand *o, int64_t extra, uint32_t *slot,
 		    int *space)
 {
 	int64_t off = (int64_t)((uint64_t)o->off + (uint64_t)extra); /* wraps, as addresses do */
 
-	if (o->func >= 0)
-		return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
-				      "function addresses ('%s') are not supported", o->name);
+	if (o->func >= 0) {
+		const struct sg_func *f = &L->prog->funcs[o->func];
+
+		/* a function's address (mov.u64 %rd, f): it may be called from here on */
+		if (f->builtin || f->is_entry || off != 0)
+			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED, "the address of '%s'",
+					      o->name);
+		*space = SG_SP_GENERIC;
+		if (add_callee(L, o->func))
+			return L->errcode;
+		*slot = sg_lower_const(L, SG_FUNC_ADDR(o->func));
+		return L->errcode;
+	}
 	if (o->var < 0 && o->slot >= 0) {
 		const struct sg_lsym *ls = &L->ls[o->slot];
 
@@ -398,12 +420,34 @@ static int frame_param_offset(struct sg_lower *L, const struct sg_operand *o, ui
 	return 0;
 }
 
+/* The caller-frame offsets and sizes of a call's argument or return list (sg_call). */
+static int call_list(struct sg_lower *L, const struct sg_operand *list, uint32_t n, uint32_t **out)
+{
+	uint32_t *off = calloc(2 * (size_t)n + 1, sizeof(uint32_t));
+
+	*out = off;
+	if (off == NULL)
+		return oom(L);
+	for (uint32_t k = 0; k < n; k++)
+		if (frame_param_offset(L, &list->vec[k], &off[k], &off[n + k]))
+			return L->errcode;
+	return 0;
+}
+
+/*
+ * call (rets), f, (args); and the indirect form call (rets), %rd, (args), proto; (or a
+ * .calltargets list, ignored too): the callee's signature is checked against the call's
+ * arguments when it is made. The possible targets of an indirect call are the functions
+ * whose address the program takes: those named in initializers (vtables, tables of function
+ * pointers) and those this function's code takes (sym_slot), all lowered with it.
+ */
 int sg_lower_call(struct sg_lower *L, const struct sg_opc *op, const struct sg_operand *ops,
 		  int nops, struct sg_insn *in)
 {
 	const struct sg_operand *rets = NULL, *fn = NULL, *args = NULL;
-	const struct sg_func *callee;
+	const struct sg_func *callee = NULL;
 	struct sg_call *c;
+	uint32_t nargs, nrets;
 	int i = 0;
 
 	if (i < nops && ops[i].kind == SG_O_LIST)
@@ -414,59 +458,58 @@ int sg_lower_call(struct sg_lower *L, const struct sg_opc *op, const struct sg_o
 		args = &ops[i++];
 	if (fn == NULL)
 		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "call without a target");
-	if (fn->kind == SG_O_REG || i < nops)
-		return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED, "indirect calls ('%s')",
-				      op->text);
-	if (fn->kind != SG_O_SYM || fn->func < 0)
-		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "call of unknown function '%s'",
-				      fn->name ? fn->name : "?");
-	callee = &L->prog->funcs[fn->func];
-	if (callee->is_entry)
-		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "call of kernel '%s'",
-				      callee->name);
-	if ((args ? (uint32_t)args->nvec : 0) != callee->nparams ||
-	    (rets ? (uint32_t)rets->nvec : 0) != callee->nrets)
-		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
-				      "call of '%s' with the wrong number of arguments",
-				      callee->name);
+	nargs = args ? (uint32_t)args->nvec : 0;
+	nrets = rets ? (uint32_t)rets->nvec : 0;
+	if (fn->kind == SG_O_REG) {
+		if (i + 1 != nops || (ops[i].kind != SG_O_LABEL && ops[i].kind != SG_O_LIST))
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+					      "indirect call without a prototype");
+		if (L->narrow[fn->slot])
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+					      "indirect call through a 32-bit register");
+		for (uint32_t k = 0; k < L->prog->nfuncs; k++)
+			if (L->prog->funcs[k].addr_taken && add_callee(L, (int)k))
+				return L->errcode;
+		in->s[0] = (uint32_t)fn->slot;
+		in->ns = 1;
+	} else {
+		if (i < nops)
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+					      "unexpected operand after a call's arguments");
+		if (fn->kind != SG_O_SYM || fn->func < 0)
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+					      "call of unknown function '%s'",
+					      fn->name ? fn->name : "?");
+		callee = &L->prog->funcs[fn->func];
+		if (callee->is_entry)
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "call of kernel '%s'",
+					      callee->name);
+		if (nargs != callee->nparams || nrets != callee->nrets)
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+					      "call of '%s' with the wrong number of arguments",
+					      callee->name);
+	}
 	if (sg_grow(&L->calls, &L->cap_calls, L->ncalls, sizeof(*L->calls)))
 		return oom(L);
 	c = &L->calls[L->ncalls];
 	memset(c, 0, sizeof(*c));
-	c->callee = fn->func;
-	c->nargs = callee->nparams;
-	c->nrets = callee->nrets;
-	c->arg_off = calloc(c->nargs + 1, sizeof(uint32_t));
-	c->ret_off = calloc(c->nrets + 1, sizeof(uint32_t));
+	c->callee = callee ? fn->func : -1;
+	c->nargs = nargs;
+	c->nrets = nrets;
 	L->ncalls++;
-	if (c->arg_off == NULL || c->ret_off == NULL)
-		return oom(L);
-	for (uint32_t k = 0; k < c->nargs; k++) {
-		uint32_t size;
-
-		if (frame_param_offset(L, &args->vec[k], &c->arg_off[k], &size))
-			return L->errcode;
-		if (size < callee->params[k].size)
+	if (call_list(L, args, nargs, &c->arg_off) || call_list(L, rets, nrets, &c->ret_off))
+		return L->errcode;
+	for (uint32_t k = 0; callee && k < nargs; k++)
+		if (c->arg_off[nargs + k] < callee->params[k].size)
 			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
 					      "argument %u of '%s' is too small", k, callee->name);
-	}
-	for (uint32_t k = 0; k < c->nrets; k++) {
-		uint32_t size;
-
-		if (frame_param_offset(L, &rets->vec[k], &c->ret_off[k], &size))
-			return L->errcode;
-		if (size < callee->rets[k].size)
+	for (uint32_t k = 0; callee && k < nrets; k++)
+		if (c->ret_off[nrets + k] < callee->rets[k].size)
 			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
 					      "return value %u of '%s' is too small", k,
 					      callee->name);
-	}
-	for (uint32_t k = 0; k < L->ncallees; k++)
-		if (L->callees[k] == fn->func)
-			goto done;
-	if (sg_grow(&L->callees, &L->cap_callees, L->ncallees, sizeof(int)))
-		return oom(L);
-	L->callees[L->ncallees++] = fn->func;
-done:
+	if (callee && add_callee(L, fn->func))
+		return L->errcode;
 	in->aux = L->ncalls - 1;
 	return 0;
 }
@@ -797,8 +840,11 @@ int sg_lower_finish_lowered(struct sg_lower *L, int fi)
 
 	/* calls of undefined functions that are not builtins cannot be linked */
 	for (uint32_t c = 0; c < f->ncalls; c++) {
-		struct sg_func *g = &P->funcs[f->calls[c].callee];
+		struct sg_func *g;
 
+		if (f->calls[c].callee < 0) /* indirect: its target is checked at the call */
+			continue;
+		g = &P->funcs[f->calls[c].callee];
 		if (!g->defined && !g->builtin) {
 			L->insn_line = f->line;
 			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,

@@ -328,7 +328,28 @@ static void store_elem(uint8_t *dst, int type, const struct sg_tok *t, bool neg)
 	memcpy(dst, &bits, size < sizeof(bits) ? size : sizeof(bits));
 }
 
-/* Initializer: scalar, {list}, nested {{...}}, generic(var), var[+off]. */
+/*
+ * An initializer element naming a function: its address (SG_FUNC_ADDR), the same in every
+ * context, so no relocation. Such a function may be the target of any indirect call in the
+ * program (sg_lower_call adds it to the callees of a function making one). Builtins are
+ * known only once the module is parsed: a call through one's address faults (op_call_indirect).
+ */
+static int init_func_addr(struct sg_lower *L, struct sg_var *v, int fi, unsigned esz, uint64_t *idx)
+{
+	struct sg_func *f = &L->prog->funcs[fi];
+	uint64_t a = SG_FUNC_ADDR(fi);
+
+	if (esz != 8)
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX,
+				      "function address '%s' in a %u-byte element", f->name, esz);
+	memcpy(v->init + *idx * esz, &a, sizeof(a));
+	/* a kernel's address is data (the device runtime's tables): no call can reach it */
+	f->addr_taken = !f->is_entry;
+	(*idx)++;
+	return 0;
+}
+
+/* Initializer: scalar, {list}, nested {{...}}, generic(var), var[+off], a function's name. */
 static int parse_init(struct sg_lower *L, int vi, int type, uint64_t *idx, uint64_t count,
 		      unsigned depth)
 {
@@ -375,6 +396,12 @@ static int parse_init(struct sg_lower *L, int vi, int type, uint64_t *idx, uint6
 			sg_lex_next(L);
 		}
 		target = sg_parse_find_var(L, L->tok.p, L->tok.len);
+		if (target < 0 && !generic) {
+			int fi = sg_parse_find_func(L, L->tok.p, L->tok.len);
+
+			if (fi >= 0)
+				return init_func_addr(L, v, fi, esz, idx);
+		}
 		if (target < 0)
 			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
 					      "initializer names '%.*s', which is not a variable",

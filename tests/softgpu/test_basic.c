@@ -590,6 +590,60 @@ static void test_devfunc(void **state)
 	CK(cuModuleUnload(m));
 }
 
+/* Function pointers: a .global table of them, virtual calls, a pointer chosen in a register. */
+static void test_funcptr(void **state)
+{
+	enum { N = 96 };
+	float in[N], b[N], out[N], area[N];
+	int which[N], sides[N];
+	CUmodule m = sgt_module("funcptr.ptx");
+	uint32_t seed = 7;
+	int n = N;
+
+	for (int i = 0; i < N; i++) {
+		in[i] = sgt_randf(&seed, -4, 4);
+		b[i] = sgt_randf(&seed, 0, 3);
+		which[i] = (int)(sgt_rand(&seed) % 1000);
+	}
+	CUdeviceptr din = dbuf(in, sizeof(in)), db = dbuf(b, sizeof(b)),
+		    dout = dbuf(NULL, sizeof(out)), dwhich = dbuf(which, sizeof(which)),
+		    dsides = dbuf(NULL, sizeof(sides));
+
+	/* table[which % 3](x): twice, square, negate */
+	launch(sgt_function(m, "call_table"), 2, 1, 64, 1, 0, (void *[]){&din, &dout, &dwhich, &n});
+	CK(cuMemcpyDtoH(out, dout, sizeof(out)));
+	for (int i = 0; i < N; i++) {
+		float x = in[i], want = which[i] % 3 == 0 ? 2 * x : which[i] % 3 == 1 ? x * x : -x;
+
+		assert_true(out[i] == want);
+	}
+	/* rect (even i) and tri (odd i) made with new, area() and sides() virtual, deleted */
+	launch(sgt_function(m, "virtuals"), 2, 1, 64, 1, 0,
+	       (void *[]){&din, &db, &dout, &dsides, &n});
+	CK(cuMemcpyDtoH(area, dout, sizeof(area)));
+	CK(cuMemcpyDtoH(sides, dsides, sizeof(sides)));
+	for (int i = 0; i < N; i++) {
+		assert_true(area[i] == ((i & 1) ? 0.5f * in[i] * b[i] : in[i] * b[i]));
+		assert_int_equal(sides[i], (i & 1) ? 3 : 4);
+	}
+	/* the pointer picked by a kernel argument, in a register */
+	for (int pick = 0; pick < 3; pick++) {
+		launch(sgt_function(m, "call_reg"), 2, 1, 64, 1, 0,
+		       (void *[]){&din, &dout, &n, &pick});
+		CK(cuMemcpyDtoH(out, dout, sizeof(out)));
+		for (int i = 0; i < N; i++)
+			assert_true(out[i] == (pick == 0   ? 2 * in[i]
+					       : pick == 1 ? in[i] * in[i]
+							   : -in[i]));
+	}
+	CK(cuMemFree(din));
+	CK(cuMemFree(db));
+	CK(cuMemFree(dout));
+	CK(cuMemFree(dwhich));
+	CK(cuMemFree(dsides));
+	CK(cuModuleUnload(m));
+}
+
 static int cmp_int(const void *a, const void *b)
 {
 	return *(const int *)a - *(const int *)b;
@@ -736,15 +790,25 @@ static void test_debug_builds(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_saxpy),	     cmocka_unit_test(test_matmul),
-		cmocka_unit_test(test_stencil),	     cmocka_unit_test(test_transpose),
-		cmocka_unit_test(test_grid3d),	     cmocka_unit_test(test_vecload),
-		cmocka_unit_test(test_localmem),     cmocka_unit_test(test_constmem),
-		cmocka_unit_test(test_structs),	     cmocka_unit_test(test_param_attributes),
-		cmocka_unit_test(test_addr32_wrap),  cmocka_unit_test(test_dynshared),
-		cmocka_unit_test(test_divergence),   cmocka_unit_test(test_devfunc),
-		cmocka_unit_test(test_bitonic),	     cmocka_unit_test(test_nbody),
-		cmocka_unit_test(test_prng),	     cmocka_unit_test(test_device_heap),
+		cmocka_unit_test(test_funcptr),
+		cmocka_unit_test(test_saxpy),
+		cmocka_unit_test(test_matmul),
+		cmocka_unit_test(test_stencil),
+		cmocka_unit_test(test_transpose),
+		cmocka_unit_test(test_grid3d),
+		cmocka_unit_test(test_vecload),
+		cmocka_unit_test(test_localmem),
+		cmocka_unit_test(test_constmem),
+		cmocka_unit_test(test_structs),
+		cmocka_unit_test(test_param_attributes),
+		cmocka_unit_test(test_addr32_wrap),
+		cmocka_unit_test(test_dynshared),
+		cmocka_unit_test(test_divergence),
+		cmocka_unit_test(test_devfunc),
+		cmocka_unit_test(test_bitonic),
+		cmocka_unit_test(test_nbody),
+		cmocka_unit_test(test_prng),
+		cmocka_unit_test(test_device_heap),
 		cmocka_unit_test(test_debug_builds),
 	};
 

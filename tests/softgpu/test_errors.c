@@ -98,6 +98,33 @@ static void test_use_after_free(void **state)
 	expect_fault(CUDA_ERROR_ILLEGAL_ADDRESS);
 }
 
+/* A call through a value that is no function's address faults like a wild pointer. */
+static void test_call_bad_pointer(void **state)
+{
+	CUmodule m = sgt_module("funcptr.ptx");
+	CUdeviceptr p;
+	unsigned long long bad = 0x1234560;
+
+	fn("trap_kernel"); /* loaded before the fault, for expect_fault */
+	CK(cuMemAlloc(&p, 64 * sizeof(float)));
+	CK(cuLaunchKernel(sgt_function(m, "call_bad"), 1, 1, 1, 32, 1, 1, 0, NULL,
+			  (void *[]){&p, &bad}, NULL));
+	expect_fault(CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+
+/* A call whose prototype does not match the function the pointer names. */
+static void test_call_prototype_mismatch(void **state)
+{
+	CUmodule m = sgt_module("funcptr.ptx");
+	CUdeviceptr p;
+
+	fn("trap_kernel");
+	CK(cuMemAlloc(&p, 64 * sizeof(int)));
+	CK(cuLaunchKernel(sgt_function(m, "call_mismatch"), 1, 1, 1, 32, 1, 1, 0, NULL,
+			  (void *[]){&p}, NULL));
+	expect_fault(CUDA_ERROR_LAUNCH_FAILED);
+}
+
 static void test_null_pointer(void **state)
 {
 	CUdeviceptr p = 0;
@@ -662,6 +689,8 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_oob_write, fresh, drop),
+		cmocka_unit_test_setup_teardown(test_call_bad_pointer, fresh, drop),
+		cmocka_unit_test_setup_teardown(test_call_prototype_mismatch, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_oob_read_far, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_in_bounds_ok, fresh, drop),
 		cmocka_unit_test_setup_teardown(test_use_after_free, fresh, drop),
