@@ -27,7 +27,7 @@ static const struct sg_arch archs[] = {
 	/* No GPU: the next major architecture, with 12.0's limits. Libraries built with CUDA 13
 	 * ship SASS up to sm_121 at most, so on it they take their PTX (forward compatibility),
 	 * the only code softgpu runs: cuBLAS's GEMM and GEMV need this (docs/softgpu.md). */
-	{13, 0, "none (after 12.x)",     102400, 101376, 1024, 1536, 32, 100663296, 2407000, 14001000,  512,  40, 64, 0, 0},
+	{13, 0, "no GPU: 12.0's limits", 102400, 101376, 1024, 1536, 32, 100663296, 2407000, 14001000,  512,  40, 64, 0, 0},
 };
 /* clang-format on */
 

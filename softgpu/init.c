@@ -150,8 +150,10 @@ static void do_init(void)
 	free(all);
 	free(map);
 	sg_ndevices = nvis;
-	sg_log("%d device(s) \"%s\", %llu MiB each, %u block thread(s)", sg_ndevices, sg_cfg.name,
-	       (unsigned long long)(sg_cfg.memory >> 20), sg_cfg.threads);
+	sg_log("%d device(s) \"%s\", compute capability %d.%d (%s), %u SMs, %llu MiB each, "
+	       "%u block thread(s)",
+	       sg_ndevices, sg_cfg.name, sg_cfg.arch->major, sg_cfg.arch->minor, sg_cfg.arch->model,
+	       sg_cfg.sm_count, (unsigned long long)(sg_cfg.memory >> 20), sg_cfg.threads);
 	init_result = CUDA_SUCCESS;
 	__atomic_store_n(&inited, 1, __ATOMIC_RELEASE);
 }
