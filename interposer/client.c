@@ -1,6 +1,7 @@
 /* client.c -- the interposer's session with the pool: connect, Hello, calls, bulk copies. */
 #include <assert.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,9 @@ static pthread_cond_t reader_cv; /* the reader thread waits here (CLOCK_MONOTONI
 static bool reading;		 /* a thread holds the read token */
 static unsigned long activity;	 /* calls sent and frames read by calling threads */
 static bool host_fns_given;	 /* a host function was handed over: HOST_CALL may come */
+/* Frames read by waiting calls and by the reader thread, said at exit (GPUPOOL_LOG=debug):
+ * tests check that a lone caller reads its own answers. */
+static atomic_ulong frames_by_calls, frames_by_reader;
 
 /*
  * The one place where transport and protocol failures become a CUresult.
@@ -133,6 +137,9 @@ static void say_goodbye(void)
 
 	if (!conn || !c->ready || atomic_load_explicit(&c->lost, memory_order_relaxed))
 		return;
+	gp_log_debug("frames read: %lu by waiting calls, %lu by the reader thread",
+		     atomic_load_explicit(&frames_by_calls, memory_order_relaxed),
+		     atomic_load_explicit(&frames_by_reader, memory_order_relaxed));
 	if (conn->concurrent && pthread_mutex_trylock(&conn->send) != 0)
 		return;
 	atomic_store_explicit(&c->said_goodbye, true, memory_order_release);
@@ -964,10 +971,12 @@ static int read_frame(struct gp_client *c)
  * wakes one other waiting call, which takes it up.
  *
  * Frames can also come when no call waits: a host function's HOST_CALL, the answer to a
- * copy nobody waits for (gp__rpc_later), what kernels printed. The reader thread reads
- * those. It takes the token at once when either of the first two can come (`urgent`: a
- * host function was handed over, or such a copy is outstanding) and otherwise only after
- * READ_IDLE_MS without any call reading, so that a program busy with calls never wakes it.
+ * copy nobody waits for (gp__rpc_later). The reader thread reads those: it takes the
+ * token whenever it is down while either can come (`urgent`: a host function was handed
+ * over, or such a copy is outstanding). Otherwise it only looks every READ_IDLE_MS, and
+ * reads when no call has been made meanwhile and bytes are waiting (nothing else should
+ * come unasked: the worker sends what kernels print before the answer to the call that
+ * waited), so that a program busy with calls never has its answers handed over.
  */
 
 #define READ_IDLE_MS 5
@@ -993,6 +1002,15 @@ static void pass_token(struct gp_client *c)
 		pthread_cond_signal(&reader_cv);
 }
 
+/* With c->lock held and the token down: bytes wait to be read, in the connection's buffer
+ * or the socket (a TLS record's rest that OpenSSL holds is not seen: the next call reads it). */
+static bool frame_came(struct gp_client *c)
+{
+	struct pollfd pfd = {.fd = c->conn->fd, .events = POLLIN};
+
+	return c->conn->rlen > c->conn->rpos || poll(&pfd, 1, 0) > 0;
+}
+
 /* Reads one frame with the token; c->lock held on entry and on return. A failure ends the
  * session: every waiter is completed with it (and c->lost is set). */
 static int read_with_token(struct gp_client *c, bool caller)
@@ -1010,6 +1028,8 @@ static int read_with_token(struct gp_client *c, bool caller)
 	reading = false;
 	if (caller)
 		activity++;
+	atomic_fetch_add_explicit(caller ? &frames_by_calls : &frames_by_reader, 1,
+				  memory_order_relaxed);
 	return ret;
 }
 
@@ -1050,9 +1070,9 @@ static void *reader(void *arg)
 			until.tv_nsec -= 1000000000L;
 		}
 		pthread_cond_timedwait(&reader_cv, &c->lock, &until);
-		if (reading || c->lost || urgent() || activity != seen)
-			continue; /* a call is reading, or did lately: the program is busy */
-		/* Idle: nothing waits, so whatever comes now is output; read it as it comes. */
+		if (reading || c->lost || urgent() || activity != seen || !frame_came(c))
+			continue; /* a call reads, or did lately, or nothing came */
+		/* Idle, and a frame came that no call waits for: read it. */
 		if (read_with_token(c, false))
 			break;
 		pass_token(c);

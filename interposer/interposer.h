@@ -30,8 +30,8 @@
  *
  * THREADS. The interposer runs on the program's threads, plus three of its
  * own: the reader (client.c, started by cuInit), which reads the pool's frames
- * when no call does (a host function's HOST_CALL, a copy nobody waits for,
- * output while the program is idle); the flusher
+ * when no call does (a host function's HOST_CALL, the answer to a copy nobody
+ * waits for, anything that comes unasked while no call is made); the flusher
  * (client.c), which sends calls batched without waiting at most 50 us after
  * the first of them; and the host-function thread (client.c, started on the
  * first HOST_CALL), which runs the program's host functions and stream
