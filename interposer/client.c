@@ -1060,7 +1060,8 @@ static void *reader(void *arg)
 		if (!reading && urgent()) {
 			if (read_with_token(c, false))
 				break;
-			pass_token(c);
+			if (!urgent()) /* else it reads on, and the waiting calls stay asleep */
+				pass_token(c);
 			continue;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &until);
