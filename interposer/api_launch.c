@@ -6,9 +6,17 @@
 
 #include "interposer.h"
 
-/* Lays kernelParams (one pointer per parameter, no sizes) out as the kernel reads them. */
-CUresult gp__launch_pack(const struct gp_ifunc *f, void **params, void **extra, uint8_t **buf,
-			 size_t *len)
+/* Parameter bytes a launch lays out on its own stack: most kernels take far fewer, and
+ * only a larger list costs a heap allocation (freed by the launch). */
+#define PARAMS_LOCAL 1024
+
+/*
+ * Lays kernelParams (one pointer per parameter, no sizes) or `extra`'s buffer out as the
+ * kernel reads them: in local (local_len bytes) when it fits, else in a buffer malloc'd for
+ * the caller to free. *buf is where they are.
+ */
+static CUresult pack_params(const struct gp_ifunc *f, void **params, void **extra, uint8_t *local,
+			    size_t local_len, uint8_t **buf, size_t *len)
 {
 	void *ebuf = NULL;
 	size_t esize = 0;
@@ -29,7 +37,7 @@ CUresult gp__launch_pack(const struct gp_ifunc *f, void **params, void **extra, 
 		}
 		if (!ebuf || !has_size || esize < f->param_bytes)
 			return CUDA_ERROR_INVALID_VALUE;
-		*buf = malloc(esize ? esize : 1);
+		*buf = local && esize <= local_len ? local : malloc(esize ? esize : 1);
 		if (!*buf)
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		memcpy(*buf, ebuf, esize);
@@ -38,18 +46,27 @@ CUresult gp__launch_pack(const struct gp_ifunc *f, void **params, void **extra, 
 	}
 	if (f->nparams && !params)
 		return CUDA_ERROR_INVALID_VALUE;
-	*buf = calloc(1, f->param_bytes ? f->param_bytes : 1);
-	if (!*buf)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	for (uint32_t i = 0; i < f->nparams; i++) {
-		if (!params[i]) {
-			free(*buf);
+	for (uint32_t i = 0; i < f->nparams; i++)
+		if (!params[i])
 			return CUDA_ERROR_INVALID_VALUE;
-		}
-		memcpy(*buf + f->offset[i], params[i], f->size[i]);
+	if (local && f->param_bytes <= local_len) {
+		*buf = local;
+		memset(local, 0, f->param_bytes); /* the padding between parameters */
+	} else {
+		*buf = calloc(1, f->param_bytes ? f->param_bytes : 1);
+		if (!*buf)
+			return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	for (uint32_t i = 0; i < f->nparams; i++)
+		memcpy(*buf + f->offset[i], params[i], f->size[i]);
 	*len = f->param_bytes;
 	return CUDA_SUCCESS;
+}
+
+CUresult gp__launch_pack(const struct gp_ifunc *f, void **params, void **extra, uint8_t **buf,
+			 size_t *len)
+{
+	return pack_params(f, params, extra, NULL, 0, buf, len);
 }
 
 /* What the client can check exactly itself, so these errors come from the launch as on a
@@ -89,6 +106,7 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, uns
 		       unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
 		       void **extra, bool pt, const struct launch_attrs *la)
 {
+	uint8_t local[PARAMS_LOCAL] __attribute__((aligned(16)));
 	struct gp_ifunc *f;
 	struct gp_ictx *c;
 	uint8_t *buf = NULL;
@@ -105,11 +123,12 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, uns
 		return CUDA_ERROR_INVALID_CONTEXT;
 	r = check_config(f, c->device, gx, gy, gz, bx, by, bz, shmem);
 	if (r == CUDA_SUCCESS)
-		r = gp__launch_pack(f, params, extra, &buf, &len);
+		r = pack_params(f, params, extra, local, sizeof(local), &buf, &len);
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (len > GP_BLOB_MAX) {
-		free(buf);
+		if (buf != local)
+			free(buf);
 		return CUDA_ERROR_INVALID_VALUE; /* past CUDA's own parameter limit */
 	}
 	if (!la) {
@@ -162,7 +181,8 @@ static CUresult launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, uns
 						  .params_len = len},
 			NULL);
 	}
-	free(buf);
+	if (buf != local)
+		free(buf);
 	return r;
 }
 

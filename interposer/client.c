@@ -1,6 +1,7 @@
 /* client.c -- the interposer's session with the pool: connect, Hello, calls, bulk copies. */
 #include <assert.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,15 @@
 #define CONNECT_TIMEOUT_MS 10000
 
 struct gp_client gp__client = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Who reads the connection ("who reads", below), all under gp__client.lock. */
+static pthread_cond_t reader_cv; /* the reader thread waits here (CLOCK_MONOTONIC) */
+static bool reading;		 /* a thread holds the read token */
+static unsigned long activity;	 /* calls sent and frames read by calling threads */
+static bool host_fns_given;	 /* a host function was handed over: HOST_CALL may come */
+/* Frames read by waiting calls and by the reader thread, said at exit (GPUPOOL_LOG=debug):
+ * tests check that a lone caller reads its own answers. */
+static atomic_ulong frames_by_calls, frames_by_reader;
 
 /*
  * The one place where transport and protocol failures become a CUresult.
@@ -108,6 +118,7 @@ static void after_fork_child(void)
 		close(gp__client.conn->fd);
 	gp__client.conn = NULL;
 	gp__client.waiting = NULL; /* their threads are the parent's */
+	reading = false;
 	if (gp__client.ready)
 		atomic_store_explicit(&gp__client.lost, true, memory_order_relaxed);
 	pthread_mutex_init(&gp__client.lock, NULL);
@@ -126,6 +137,9 @@ static void say_goodbye(void)
 
 	if (!conn || !c->ready || atomic_load_explicit(&c->lost, memory_order_relaxed))
 		return;
+	gp_log_debug("frames read: %lu by waiting calls, %lu by the reader thread",
+		     atomic_load_explicit(&frames_by_calls, memory_order_relaxed),
+		     atomic_load_explicit(&frames_by_reader, memory_order_relaxed));
 	if (conn->concurrent && pthread_mutex_trylock(&conn->send) != 0)
 		return;
 	atomic_store_explicit(&c->said_goodbye, true, memory_order_release);
@@ -768,6 +782,14 @@ void gp__host_fn_allow(uint64_t fn, uint64_t data)
 	host_fns[n_host_fns][1] = data;
 	n_host_fns++;
 	pthread_mutex_unlock(&host_lock);
+	/* From now on HOST_CALL may come while no call waits: the reader thread reads. */
+	pthread_mutex_lock(&gp__client.lock);
+	if (!host_fns_given) {
+		host_fns_given = true;
+		if (!reading)
+			pthread_cond_signal(&reader_cv);
+	}
+	pthread_mutex_unlock(&gp__client.lock);
 }
 
 /* With host_lock held. */
@@ -866,93 +888,197 @@ out:
 }
 
 /*
- * The reader thread: every frame from the worker comes through here. Output goes to stdout
- * in order, bulk answers into the buffer their waiter named, replies to their waiter. A
- * frame nobody waits for, or that breaks the protocol, ends the session.
+ * Reads one frame from the worker and delivers it: output to stdout in order, a HOST_CALL
+ * to the host-function thread, bulk answers into the buffer their waiter named, a reply to
+ * its waiter. Called by whichever thread holds the read token (below), without c->lock.
+ * Returns 0, or why the session ends: a frame nobody waits for, or that breaks the
+ * protocol, ends it as a failed read does.
  */
+static int read_frame(struct gp_client *c)
+{
+	struct gp_frame_hdr h;
+	struct waiter *wt;
+	Gp__Reply *rep;
+	int ret;
+
+	ret = gp_conn_recv(c->conn, &h);
+	if (ret)
+		return ret;
+	if ((h.type == GP_MSG_OUTPUT || h.type == GP_MSG_OUTPUT_ERR) && !h.msg_len) {
+		/* What the kernels printed (stdout) or the driver said (stderr: device
+		 * asserts), for this process's, in order. */
+		return print_output(c, h.bulk_len,
+				    h.type == GP_MSG_OUTPUT ? STDOUT_FILENO : STDERR_FILENO);
+	}
+	if (h.type == GP_MSG_HOST_CALL)
+		return host_call(c, &h);
+	if (h.type == GP_MSG_DATA) {
+		struct gp_bulk_sink sink = {0};
+
+		pthread_mutex_lock(&c->lock);
+		wt = find_waiter(c, h.request_id, false);
+		if (wt && wt->dst && !wt->data_seen) {
+			wt->data_seen = true;
+			sink.dst = wt->dst;
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (!sink.dst) {
+			snprintf(c->conn->err, sizeof(c->conn->err),
+				 "bulk for request %llu, which expects none",
+				 (unsigned long long)h.request_id);
+			return GP_ETYPE;
+		}
+		/* The waiter stays registered until its Reply, which only a reader (this
+		 * thread, now) delivers: its buffer is ours meanwhile. */
+		ret = gp_bulk_recv(c->conn, &h, wt->dst_len, &sink);
+		if (!ret)
+			wt->got = sink.got;
+		return ret;
+	}
+	rep = h.type == GP_MSG_REPLY && !h.bulk_len
+		      ? gp__reply__unpack(NULL, h.msg_len, c->conn->msg)
+		      : NULL;
+	pthread_mutex_lock(&c->lock);
+	wt = rep ? find_waiter(c, h.request_id, true) : NULL;
+	if (wt && wt->detached) {
+		ret = complete_detached(c, wt, rep);
+		pthread_mutex_unlock(&c->lock);
+		return ret;
+	}
+	if (wt) {
+		wt->rep = rep;
+		wt->done = true;
+		pthread_cond_signal(&wt->done_cv);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!wt) {
+		if (rep)
+			protobuf_c_message_free_unpacked(&rep->base, NULL);
+		snprintf(c->conn->err, sizeof(c->conn->err), "unexpected %s for request %llu",
+			 gp_msg_name(h.type) ? gp_msg_name(h.type) : "message type",
+			 (unsigned long long)h.request_id);
+		return rep ? GP_ETYPE : GP_EDECODE;
+	}
+	return 0;
+}
+
+/* ---- who reads: the read token ---------------------------------------------------
+ * One thread at a time reads the connection: the one holding the read token (`reading`,
+ * under c->lock). A call that waits takes the token itself when nobody holds it and reads
+ * until its own answer has come, delivering whatever else arrives on the way (leader and
+ * followers): so a lone synchronous call is answered on its own thread, with no thread
+ * woken on either side of it. When the leader has its answer it puts the token down and
+ * wakes one other waiting call, which takes it up.
+ *
+ * Frames can also come when no call waits: a host function's HOST_CALL, the answer to a
+ * copy nobody waits for (gp__rpc_later). The reader thread reads those: it takes the
+ * token whenever it is down while either can come (`urgent`: a host function was handed
+ * over, or such a copy is outstanding). Otherwise it only looks every READ_IDLE_MS, and
+ * reads when no call has been made meanwhile and bytes are waiting (nothing else should
+ * come unasked: the worker sends what kernels print before the answer to the call that
+ * waited), so that a program busy with calls never has its answers handed over.
+ */
+
+#define READ_IDLE_MS 5
+
+/* With c->lock held: frames may come that no call waits for. */
+static bool urgent(void)
+{
+	return detached > 0 || host_fns_given;
+}
+
+/* With c->lock held, after a reader put the token down: wakes the next one. */
+static void pass_token(struct gp_client *c)
+{
+	if (reading)
+		return;
+	for (struct waiter *wt = c->waiting; wt; wt = wt->next) {
+		if (!wt->detached && !wt->done) {
+			pthread_cond_signal(&wt->done_cv);
+			return;
+		}
+	}
+	if (urgent())
+		pthread_cond_signal(&reader_cv);
+}
+
+/* With c->lock held and the token down: bytes wait to be read, in the connection's buffer
+ * or the socket (a TLS record's rest that OpenSSL holds is not seen: the next call reads it). */
+static bool frame_came(struct gp_client *c)
+{
+	struct pollfd pfd = {.fd = c->conn->fd, .events = POLLIN};
+
+	return c->conn->rlen > c->conn->rpos || poll(&pfd, 1, 0) > 0;
+}
+
+/* Reads one frame with the token; c->lock held on entry and on return. A failure ends the
+ * session: every waiter is completed with it (and c->lost is set). */
+static int read_with_token(struct gp_client *c, bool caller)
+{
+	int ret;
+
+	reading = true;
+	pthread_mutex_unlock(&c->lock);
+	ret = read_frame(c);
+	if (ret) {
+		transport_failed(ret, "a read"); /* says so the first time only */
+		fail_waiters(c, ret);
+	}
+	pthread_mutex_lock(&c->lock);
+	reading = false;
+	if (caller)
+		activity++;
+	atomic_fetch_add_explicit(caller ? &frames_by_calls : &frames_by_reader, 1,
+				  memory_order_relaxed);
+	return ret;
+}
+
+/* Waits for a registered call's answer, reading it (and others') when nobody else does. */
+static void await_answer(struct gp_client *c, struct waiter *wt)
+{
+	pthread_mutex_lock(&c->lock);
+	while (!wt->done) {
+		if (reading)
+			pthread_cond_wait(&wt->done_cv, &c->lock);
+		else
+			read_with_token(c, true);
+	}
+	pass_token(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* The reader thread: reads when no call does (above). Ends with the session. */
 static void *reader(void *arg)
 {
 	struct gp_client *c = arg;
-	struct gp_frame_hdr h;
-	int ret;
 
-	for (;;) {
-		struct waiter *wt;
-		Gp__Reply *rep;
+	pthread_mutex_lock(&c->lock);
+	while (!c->lost) {
+		unsigned long seen = activity;
+		struct timespec until;
 
-		ret = gp_conn_recv(c->conn, &h);
-		if (ret)
+		if (!reading && urgent()) {
+			if (read_with_token(c, false))
+				break;
+			if (!urgent()) /* else it reads on, and the waiting calls stay asleep */
+				pass_token(c);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += READ_IDLE_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&reader_cv, &c->lock, &until);
+		if (reading || c->lost || urgent() || activity != seen || !frame_came(c))
+			continue; /* a call reads, or did lately, or nothing came */
+		/* Idle, and a frame came that no call waits for: read it. */
+		if (read_with_token(c, false))
 			break;
-		if ((h.type == GP_MSG_OUTPUT || h.type == GP_MSG_OUTPUT_ERR) && !h.msg_len) {
-			/* What the kernels printed (stdout) or the driver said (stderr: device
-			 * asserts), for this process's, in order. */
-			ret = print_output(c, h.bulk_len,
-					   h.type == GP_MSG_OUTPUT ? STDOUT_FILENO : STDERR_FILENO);
-			if (ret)
-				break;
-			continue;
-		}
-		if (h.type == GP_MSG_HOST_CALL) {
-			ret = host_call(c, &h);
-			if (ret)
-				break;
-			continue;
-		}
-		if (h.type == GP_MSG_DATA) {
-			struct gp_bulk_sink sink = {0};
-
-			pthread_mutex_lock(&c->lock);
-			wt = find_waiter(c, h.request_id, false);
-			if (wt && wt->dst && !wt->data_seen) {
-				wt->data_seen = true;
-				sink.dst = wt->dst;
-			}
-			pthread_mutex_unlock(&c->lock);
-			if (!sink.dst) {
-				ret = GP_ETYPE;
-				snprintf(c->conn->err, sizeof(c->conn->err),
-					 "bulk for request %llu, which expects none",
-					 (unsigned long long)h.request_id);
-				break;
-			}
-			/* The waiter is blocked until its Reply: its buffer is ours meanwhile. */
-			ret = gp_bulk_recv(c->conn, &h, wt->dst_len, &sink);
-			if (ret)
-				break;
-			wt->got = sink.got;
-			continue;
-		}
-		rep = h.type == GP_MSG_REPLY && !h.bulk_len
-			      ? gp__reply__unpack(NULL, h.msg_len, c->conn->msg)
-			      : NULL;
-		pthread_mutex_lock(&c->lock);
-		wt = rep ? find_waiter(c, h.request_id, true) : NULL;
-		if (wt && wt->detached) {
-			ret = complete_detached(c, wt, rep);
-			pthread_mutex_unlock(&c->lock);
-			if (ret)
-				break;
-			continue;
-		}
-		if (wt) {
-			wt->rep = rep;
-			wt->done = true;
-			pthread_cond_signal(&wt->done_cv);
-		}
-		pthread_mutex_unlock(&c->lock);
-		if (!wt) {
-			if (rep)
-				protobuf_c_message_free_unpacked(&rep->base, NULL);
-			ret = rep ? GP_ETYPE : GP_EDECODE;
-			snprintf(c->conn->err, sizeof(c->conn->err),
-				 "unexpected %s for request %llu",
-				 gp_msg_name(h.type) ? gp_msg_name(h.type) : "message type",
-				 (unsigned long long)h.request_id);
-			break;
-		}
+		pass_token(c);
 	}
-	transport_failed(ret, "a read"); /* says so the first time only */
-	fail_waiters(c, ret);
+	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
 
@@ -1007,12 +1133,17 @@ static void flush_soon(struct gp_client *c)
 
 int gp__reader_start(struct gp_client *c)
 {
+	pthread_condattr_t ca;
 	sigset_t all, old;
 	pthread_t t;
 	int ret;
 
 	if (gp_conn_concurrent(c->conn))
 		return -1;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&reader_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	/* The thread takes no signal: they are the program's. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1089,6 +1220,7 @@ CUresult gp__rpc(unsigned type, unsigned flags, const Gp__Call *call, const stru
 		wt.next = c->waiting;
 		c->waiting = &wt;
 	}
+	activity++;
 	pthread_mutex_unlock(&c->lock);
 	ret = gp_bulk_send(c->conn, type, flags, wt.id, &call->base, b->src ? b->len : 0, &src);
 	/* A call that waits goes now, with whatever was batched before it. */
@@ -1106,10 +1238,7 @@ CUresult gp__rpc(unsigned type, unsigned flags, const Gp__Call *call, const stru
 	}
 	if (!wait)
 		return CUDA_SUCCESS;
-	pthread_mutex_lock(&c->lock);
-	while (!wt.done)
-		pthread_cond_wait(&wt.done_cv, &c->lock);
-	pthread_mutex_unlock(&c->lock);
+	await_answer(c, &wt);
 	if (wt.err || !wt.rep)
 		r = transport_failed(wt.err ? wt.err : GP_ECLOSED, what);
 	else
@@ -1147,8 +1276,9 @@ CUresult gp__rpc_later(unsigned type, const Gp__Call *call, const struct gp_bulk
 		return CUDA_ERROR_DEVICE_UNAVAILABLE;
 	}
 	wt->next = c->waiting;
-	c->waiting = wt; /* the reader's from here on */
-	detached++;
+	c->waiting = wt; /* whoever reads completes it from here on */
+	if (detached++ == 0 && !reading)
+		pthread_cond_signal(&reader_cv); /* urgent now: the reader thread reads */
 	pthread_mutex_unlock(&c->lock);
 	ret = gp_bulk_send(c->conn, type, 0, id, &call->base, b->src ? b->len : 0, &src);
 	if (!ret)

@@ -19,8 +19,8 @@
  *
  * DESIGN: one TLS connection per process, opened by cuInit. Any thread may
  * call, and threads do not wait on each other's calls: a request goes out whole
- * under the connection's send lock and its answer comes back to its thread
- * through the reader thread (THREADS below). Calls CUDA defines as
+ * under the connection's send lock, and its answer is read by whichever waiting
+ * thread holds the read token, often the caller itself (THREADS below). Calls CUDA defines as
  * asynchronous (launches, async copies and memsets, event records, stream
  * waits) are sent without waiting; the worker reports their errors in the
  * next reply. Device and function attributes come from snapshots the worker
@@ -29,15 +29,20 @@
  * the user's program.
  *
  * THREADS. The interposer runs on the program's threads, plus three of its
- * own: the reader (client.c, started by cuInit), which reads every frame from
- * the pool and hands each answer to the thread waiting for it; the flusher
+ * own: the reader (client.c, started by cuInit), which reads the pool's frames
+ * when no call does (a host function's HOST_CALL, the answer to a copy nobody
+ * waits for, anything that comes unasked while no call is made); the flusher
  * (client.c), which sends calls batched without waiting at most 50 us after
  * the first of them; and the host-function thread (client.c, started on the
  * first HOST_CALL), which runs the program's host functions and stream
  * callbacks in the order the pool asks for them, with no lock of ours held.
- * None takes a signal. A thread
- * that waits for an answer waits on its own condition variable and holds no
- * lock, so other threads' calls go on meanwhile. The locks, outermost first:
+ * None takes a signal. One thread at a time reads the connection, the one that
+ * holds the read token (`reading`, under gp__client.lock): a thread that waits
+ * for an answer takes it when it is free and reads until its answer has come,
+ * delivering the others' on the way; otherwise it waits on its own condition
+ * variable until its answer comes or the token is passed to it. Either way it
+ * holds no lock of ours while it waits, so other threads' calls go on
+ * meanwhile. The locks, outermost first:
  *
  *   primary_lock     api_context.c  each primary context's refs, remote and
  *                                   flags, so that one retain creates it and
@@ -64,9 +69,11 @@
  *
  * primary_lock and load_lock are never held together; either may be held
  * while taking those below. A caller takes the send lock, then gp__client.lock
- * to register its wait, releases both once sent, and waits. The reader takes
- * gp__client.lock, host_lock (for HOST_CALL) and stdout's lock (for OUTPUT), one
- * at a time (and the io lock inside reads). gp__client.lock,
+ * to register its wait, releases both once sent, and waits (or reads). Whoever
+ * holds the read token takes gp__client.lock, host_lock (for HOST_CALL) and
+ * stdout's lock (for OUTPUT), one at a time (and the io lock inside reads), and
+ * no lock while it waits for the socket. gp__host_fn_allow takes
+ * gp__client.lock after host_lock is dropped, never inside it. gp__client.lock,
  * host_lock, flush_lock (taken under the send lock), the registry lock and
  * cls_lock are leaves: nothing else of ours is taken while one is held. A CLS destructor (cudart's) runs after cls_lock
  * is dropped, but with primary_lock still held when a primary release or reset
@@ -80,8 +87,8 @@
  *     primary array is; its entries' refs, remote and flags are primary_lock's);
  *   - gp__client.lost, an atomic flag, never cleared; it carries no data, and
  *     a call checks it again under gp__client.lock before it registers;
- *   - a waiting call's buffer for bulk answers: the reader writes it while the
- *     call is registered and its owner is blocked waiting;
+ *   - a waiting call's buffer for bulk answers: the token's holder writes it
+ *     while the call is registered and its owner is waiting (or is the holder);
  *   - each thread's context stack and capture mode (thread-local);
  *   - object ids (registry.c, an atomic counter) and the exported hooks'
  *     host vtable (src/exptables.c, an atomic pointer);
@@ -353,7 +360,8 @@ struct gp_cmem {
 bool gp__cmem_get(uint64_t token, bool fetch, uint64_t nbytes, struct gp_cmem *out);
 
 /* api_launch.c */
-/* kernelParams or `extra` laid out as the kernel reads them (malloc'd into *buf). */
+/* kernelParams or `extra` laid out as the kernel reads them (malloc'd into *buf); a launch
+ * lays them out on its own stack instead (api_launch.c). */
 CUresult gp__launch_pack(const struct gp_ifunc *f, void **params, void **extra, uint8_t **buf,
 			 size_t *len);
 

@@ -1,6 +1,8 @@
 /* calls.c -- the request path: each call of <gpupool/calls.h> decoded, checked by argument
  * kind and device range, handed to its handler, and answered; deferred errors. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -395,6 +397,65 @@ GP_CALL_MAP(GP__DECODE)
 
 /* ---- dispatch ------------------------------------------------------------------- */
 
+/*
+ * A request's Call is unpacked into an arena that is emptied when the call ends, so a call
+ * costs no heap allocation on the way in: protobuf-c asks for the message and its arrays,
+ * the arena hands out ARENA_SIZE bytes in turn and mallocs only what does not fit (a large
+ * blob or name), which goes at the reset too. Used by the main thread alone (DESIGN).
+ */
+#define ARENA_SIZE (64u * 1024)
+
+struct arena_big {
+	struct arena_big *next;
+	max_align_t data[];
+};
+
+static struct {
+	ProtobufCAllocator pa;
+	size_t used;
+	struct arena_big *big;
+	max_align_t buf[ARENA_SIZE / sizeof(max_align_t)];
+} arena;
+
+static void *arena_alloc(void *data, size_t n)
+{
+	size_t k = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+	struct arena_big *b;
+
+	(void)data;
+	if (k >= n && k <= sizeof(arena.buf) - arena.used) {
+		void *p = (uint8_t *)arena.buf + arena.used;
+
+		arena.used += k;
+		return p;
+	}
+	if (n > SIZE_MAX - sizeof(*b))
+		return NULL;
+	b = malloc(sizeof(*b) + n);
+	if (!b)
+		return NULL;
+	b->next = arena.big;
+	arena.big = b;
+	return b->data;
+}
+
+static void arena_free(void *data, void *p)
+{
+	(void)data; /* everything goes at arena_reset */
+	(void)p;
+}
+
+static void arena_reset(void)
+{
+	while (arena.big) {
+		struct arena_big *b = arena.big;
+
+		arena.big = b->next;
+		free(b);
+	}
+	arena.used = 0;
+}
+
 typedef int (*serve_fn)(struct gp_worker *w, struct gp_req *rq, const Gp__Call *c);
 
 static serve_fn server_of(unsigned type)
@@ -431,8 +492,10 @@ int gp__worker_dispatch(struct gp_worker *w, const struct gp_frame_hdr *h)
 		gp_log_warnx("%s carries no bulk", what);
 		return GP_EFRAME;
 	}
-	c = gp__call__unpack(NULL, h->msg_len, w->client->msg);
+	arena.pa = (ProtobufCAllocator){.alloc = arena_alloc, .free = arena_free};
+	c = gp__call__unpack(&arena.pa, h->msg_len, w->client->msg);
 	if (!c) {
+		arena_reset();
 		gp_log_warnx("%s: body does not decode", what);
 		return GP_EDECODE;
 	}
@@ -440,7 +503,7 @@ int gp__worker_dispatch(struct gp_worker *w, const struct gp_frame_hdr *h)
 	    (c->blob.len && !(ci->kinds & GP_K_BLOB)) || c->blob.len > GP_BLOB_MAX) {
 		gp_log_warnx("%s: %zu arguments (expected %u), name %zu bytes, blob %zu bytes",
 			     what, c->n_arg, ci->nargs, strlen(c->name), c->blob.len);
-		protobuf_c_message_free_unpacked(&c->base, NULL);
+		arena_reset();
 		return GP_EDECODE;
 	}
 	/* A BULK_IN argument is a call's last (a test checks the table): the bytes to read even
@@ -448,6 +511,6 @@ int gp__worker_dispatch(struct gp_worker *w, const struct gp_frame_hdr *h)
 	if (ci->kinds & GP_K_BULK_IN)
 		rq.bulk_total = c->arg[c->n_arg - 1];
 	ret = serve(w, &rq, c);
-	protobuf_c_message_free_unpacked(&c->base, NULL);
+	arena_reset(); /* the Call, unpacked there */
 	return ret;
 }

@@ -6,16 +6,20 @@
 #include "log.h"
 #include "worker.h"
 
+/* Parameters a launch points at from its own stack; a kernel with more costs an allocation. */
+#define ARGS_LOCAL 64
+
 /* kernelParams pointing into the request's buffer, which must hold every parameter the
- * kernel reads; *args NULL for a kernel without parameters. */
+ * kernel reads: in local (ARGS_LOCAL entries) when they fit, else calloc'd (freed by
+ * free_args); *args NULL for a kernel without parameters. */
 static CUresult launch_args(const struct gp_fn_info *fi, const uint8_t *params, size_t len,
-			    void ***args)
+			    void **local, void ***args)
 {
 	*args = NULL;
 	if (!fi || len < fi->param_bytes)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (fi->nparams) {
-		*args = calloc(fi->nparams, sizeof(**args));
+		*args = fi->nparams <= ARGS_LOCAL ? local : calloc(fi->nparams, sizeof(**args));
 		if (!*args)
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		for (uint32_t i = 0; i < fi->nparams; i++)
@@ -24,17 +28,23 @@ static CUresult launch_args(const struct gp_fn_info *fi, const uint8_t *params, 
 	return CUDA_SUCCESS;
 }
 
+static void free_args(void **args, void **local)
+{
+	if (args != local)
+		free(args);
+}
+
 CUresult gp__serve_launch(struct gp_worker *w, struct gp_req *rq, const struct gp_wargs_launch *a,
 			  struct gp_out_launch *o)
 {
-	void **args;
-	CUresult r = launch_args(a->func_info, a->params, a->params_len, &args);
+	void *local[ARGS_LOCAL], **args;
+	CUresult r = launch_args(a->func_info, a->params, a->params_len, local, &args);
 
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = w->drv.cuLaunchKernel(a->func_drv, a->grid_x, a->grid_y, a->grid_z, a->block_x,
 				  a->block_y, a->block_z, a->shared_mem, a->stream_drv, args, NULL);
-	free(args);
+	free_args(args, local);
 	return r;
 }
 
@@ -57,7 +67,7 @@ CUresult gp__serve_launch_ex(struct gp_worker *w, struct gp_req *rq,
 			      .sharedMemBytes = a->shared_mem,
 			      .hStream = a->stream_drv,
 			      .attrs = attr};
-	void **args;
+	void *local[ARGS_LOCAL], **args;
 	CUresult r;
 
 	if (a->attrs & ~(GP_LA_COOPERATIVE | GP_LA_PRIORITY | GP_LA_CLUSTER_DIM |
@@ -97,11 +107,11 @@ CUresult gp__serve_launch_ex(struct gp_worker *w, struct gp_req *rq,
 		win->hitProp = (CUaccessProperty)a->window_hit_prop;
 		win->missProp = (CUaccessProperty)a->window_miss_prop;
 	}
-	r = launch_args(a->func_info, a->params, a->params_len, &args);
+	r = launch_args(a->func_info, a->params, a->params_len, local, &args);
 	if (r != CUDA_SUCCESS)
 		return r;
 	r = GP_DRV(w, cuLaunchKernelEx, &cfg, a->func_drv, args, NULL);
-	free(args);
+	free_args(args, local);
 	return r;
 }
 
@@ -233,6 +243,35 @@ CUresult gp__serve_stream_destroy(struct gp_worker *w, struct gp_req *rq,
 		.kind = GP_WAIT_STREAM_DESTROY, .ctx = w->current, .stream = a->stream_drv};
 	(void)r;
 	return CUDA_SUCCESS;
+}
+
+/*
+ * Whether the context's work is all done: no waiter is busy, and the context's default
+ * streams and every stream of the session in it say so. Then a synchronize returns at
+ * once, and the main thread can make it itself without a waiter thread's hand-over. A
+ * session with very many streams is left to a waiter.
+ */
+#define IDLE_SCAN_STREAMS 64
+
+bool gp__ctx_idle(struct gp_worker *w, uint64_t ctx)
+{
+	uint32_t seen = 0;
+
+	if (gp__waits_busy() || gp_owner_count(&w->own, GP_H_STREAM) > IDLE_SCAN_STREAMS)
+		return false;
+	if (GP_DRV(w, cuStreamQuery, CU_STREAM_LEGACY) != CUDA_SUCCESS ||
+	    GP_DRV(w, cuStreamQuery, CU_STREAM_PER_THREAD) != CUDA_SUCCESS)
+		return false;
+	for (uint32_t i = 0; i < w->nhandles && seen < w->live[GP_H_STREAM]; i++) {
+		const struct gp_handle *h = &w->handles[i];
+
+		if (h->kind != GP_H_STREAM)
+			continue;
+		seen++;
+		if (h->parent == ctx && GP_DRV(w, cuStreamQuery, h->ptr) != CUDA_SUCCESS)
+			return false;
+	}
+	return true;
 }
 
 CUresult gp__serve_stream_synchronize(struct gp_worker *w, struct gp_req *rq,

@@ -23,9 +23,13 @@
  *
  * DESIGN: the main thread reads every frame from the client, in order, and runs
  * each call on the driver under w->lock (the session's tables, state.c/owner.c,
- * and the driver calls that change them). Other threads of ours: waiter threads
+ * and the driver calls that change them). It decodes a call into an arena that
+ * is emptied when the call ends (calls.c), so a call costs no heap allocation;
+ * frames come out of the connection's 64 KiB read buffer, so a batch of calls
+ * costs one read. Other threads of ours: waiter threads
  * (waits.c), which wait for the device on the main thread's behalf and answer
- * those calls; the driver's own threads running host-function callbacks
+ * those calls (a synchronize of work already done is answered by the main thread
+ * itself, gp__ctx_idle); the driver's own threads running host-function callbacks
  * (hostfn.c), which send HOST_CALL and wait for the client; the watchdog
  * (watchdog.c), which ends the session when the client is gone or a call runs
  * past kernel_timeout; output.c's reader, which drains the stdout pipe. Every
@@ -375,6 +379,8 @@ bool gp__host_calls_pending(void);
 CUresult gp__wait_start(struct gp_worker *w, const struct gp_req *rq);
 /* Whether a waiter is inside the driver (the process then ends without unloading it). */
 bool gp__waits_busy(void);
+/* exec.c: every stream of the context (and its default ones) is idle, no waiter busy. */
+bool gp__ctx_idle(struct gp_worker *w, uint64_t ctx);
 /* Answers every call being waited for with CUDA_ERROR_LAUNCH_TIMEOUT (kernel_timeout). */
 void gp__waits_answer_timeout(struct gp_worker *w);
 
