@@ -583,6 +583,16 @@ static sg_lower_fn family(const struct sg_opc *o)
 	case SG_B_VMIN4:
 	case SG_B_VMAX4:
 		return sg_lower_simd;
+	case SG_B_LDMATRIX:
+	case SG_B_STMATRIX:
+	case SG_B_MMA:
+	case SG_B_WMMA:
+		return sg_lower_matrix;
+	case SG_B_CP:
+	case SG_B_CREATEPOLICY:
+		return sg_lower_mem;
+	case SG_B_GRIDDEPCONTROL:
+		return sg_lower_ctrl;
 	default:
 		return NULL;
 	}
