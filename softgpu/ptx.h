@@ -225,7 +225,9 @@ struct sg_opc {
 	X(VMIN2, "vmin2") X(VMAX2, "vmax2") X(VADD4, "vadd4") X(VSUB4, "vsub4") \
 	X(VAVRG4, "vavrg4") X(VABSDIFF4, "vabsdiff4") X(VMIN4, "vmin4") X(VMAX4, "vmax4") \
 	X(CP, "cp") X(LDMATRIX, "ldmatrix") X(STMATRIX, "stmatrix") X(MMA, "mma") \
-	X(WMMA, "wmma") X(GRIDDEPCONTROL, "griddepcontrol") X(CREATEPOLICY, "createpolicy")
+	X(WMMA, "wmma") X(GRIDDEPCONTROL, "griddepcontrol") X(CREATEPOLICY, "createpolicy") \
+	X(VADD, "vadd") X(VSUB, "vsub") X(VABSDIFF, "vabsdiff") X(VMIN, "vmin") \
+	X(VMAX, "vmax") X(VSHL, "vshl") X(VSHR, "vshr") X(VSET, "vset")
 /* clang-format on */
 
 /* Bases whose modifiers their family reads from sg_opc.text itself (ops_mma.c, cp.async). */

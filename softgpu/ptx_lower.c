@@ -582,6 +582,14 @@ static sg_lower_fn family(const struct sg_opc *o)
 	case SG_B_VABSDIFF4:
 	case SG_B_VMIN4:
 	case SG_B_VMAX4:
+	case SG_B_VADD:
+	case SG_B_VSUB:
+	case SG_B_VABSDIFF:
+	case SG_B_VMIN:
+	case SG_B_VMAX:
+	case SG_B_VSHL:
+	case SG_B_VSHR:
+	case SG_B_VSET:
 		return sg_lower_simd;
 	case SG_B_LDMATRIX:
 	case SG_B_STMATRIX:
