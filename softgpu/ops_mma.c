@@ -474,15 +474,15 @@ OP(op_movn)
 
 /*
  * wmma.load / wmma.store of up to 4 register slots of a fragment. in->aux:
- * rows/8 | cols/8 << 3 | P << 6 | type << 12 | .col << 16 | first slot << 17;
+ * rows/4 | cols/4 << 4 | P << 8 | type << 14 | .col << 18 | first slot << 19;
  * in->flags: space | F_ADDR32; s[0] address, s[1] stride (elements); data in d[].
  */
-#define WM_ROWS(a) (((a)&7) * 8)
-#define WM_COLS(a) ((((a) >> 3) & 7) * 8)
-#define WM_P(a) (((a) >> 6) & 0x3f)
-#define WM_TYPE(a) ((int)(((a) >> 12) & 0xf))
-#define WM_COLMAJ(a) (((a) >> 16) & 1)
-#define WM_FIRST(a) (((a) >> 17) & 0x1f)
+#define WM_ROWS(a) (((a)&0xf) * 4)
+#define WM_COLS(a) ((((a) >> 4) & 0xf) * 4)
+#define WM_P(a) (((a) >> 8) & 0x3f)
+#define WM_TYPE(a) ((int)(((a) >> 14) & 0xf))
+#define WM_COLMAJ(a) (((a) >> 18) & 1)
+#define WM_FIRST(a) (((a) >> 19) & 0x1f)
 
 static int wmma_ldst(struct sg_thread *t, const struct sg_insn *in, bool store)
 {
@@ -846,8 +846,8 @@ static int lower_wmma_ldst(struct sg_lower *L, const struct sg_opc *o, const str
 			e->d[j] = slots[i + j];
 		e->imm = off;
 		e->flags = (uint8_t)(space | (wrap32 ? F_ADDR32 : 0));
-		e->aux = rows / 8 | (cols / 8) << 3 | (n * et_per(type)) << 6 |
-			 (uint32_t)type << 12 | (colmaj ? 1u : 0) << 16 | i << 17;
+		e->aux = rows / 4 | (cols / 4) << 4 | (n * et_per(type)) << 8 |
+			 (uint32_t)type << 14 | (colmaj ? 1u : 0) << 18 | i << 19;
 	}
 	return 0;
 }

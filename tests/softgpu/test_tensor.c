@@ -592,6 +592,56 @@ static void test_wmma(void **state)
 	}
 }
 
+/* wmma f64 m8n8k4 and tf32 m16n16k8, with the other layouts */
+static void test_wmma_f64_tf32(void **state)
+{
+	static double A[32], B[32], C[64], D[64];
+	static float fa[128], fb[128], fc[256], fd[256];
+	CUdeviceptr da, db, dc, dd;
+
+	for (int i = 0; i < 32; i++) {
+		A[i] = val(i, 80) * 1e9 + i; /* exact in f64, not in f32 */
+		B[i] = val(i, 81);
+	}
+	for (int i = 0; i < 64; i++)
+		C[i] = val(i, 82) * 7;
+	da = dbuf(A, sizeof(A));
+	db = dbuf(B, sizeof(B));
+	dc = dbuf(C, sizeof(C));
+	dd = dbuf(NULL, sizeof(D));
+	run("wmma_f64", 1, 32, (void *[]){&da, &db, &dc, &dd});
+	CK(cuMemcpyDtoH(D, dd, sizeof(D)));
+	for (int r = 0; r < 8; r++)
+		for (int c = 0; c < 8; c++) {
+			double s = C[r * 8 + c];
+
+			for (int k = 0; k < 4; k++) /* A row-major 8x4, B col-major 4x8 */
+				s += A[r * 4 + k] * B[c * 4 + k];
+			assert_true(D[r * 8 + c] == s);
+		}
+	for (int i = 0; i < 128; i++) {
+		fa[i] = (float)(val(i, 83) * 127 / 4);
+		fb[i] = (float)val(i, 84);
+	}
+	for (int i = 0; i < 256; i++)
+		fc[i] = (float)val(i, 85);
+	da = dbuf(fa, sizeof(fa));
+	db = dbuf(fb, sizeof(fb));
+	dc = dbuf(fc, sizeof(fc));
+	dd = dbuf(NULL, sizeof(fd));
+	run("wmma_tf32", 1, 32, (void *[]){&da, &db, &dc, &dd});
+	CK(cuMemcpyDtoH(fd, dd, sizeof(fd)));
+	for (int r = 0; r < 16; r++)
+		for (int c = 0; c < 16; c++) {
+			double s = fc[r * 16 + c];
+
+			for (int k = 0; k < 8;
+			     k++) /* A col-major 16x8 (ldm 16), B row-major 8x16 */
+				s += (double)fa[k * 16 + r] * fb[k * 16 + c];
+			assert_true(fd[r * 16 + c] == (float)s);
+		}
+}
+
 /* ---- conversions ---- */
 
 static uint32_t ref_tf32(float x, int mode) /* 0 rn, 1 rna, 2 rz */
@@ -777,6 +827,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mma_partial_warp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mma_unsupported, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wmma, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wmma_f64_tf32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cvt_tf32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cvt_fp8, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_griddepcontrol, setup, teardown),

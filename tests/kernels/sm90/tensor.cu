@@ -449,3 +449,33 @@ extern "C" __global__ void pdl_first(unsigned *out)
 	out[threadIdx.x] = threadIdx.x * 3;
 	asm volatile("griddepcontrol.launch_dependents;");
 }
+
+// The other wmma element types: f64 m8n8k4 (A 8x4 row-major, B 4x8 col-major, C and D 8x8
+// row-major) and tf32 m16n16k8 (A 16x8 col-major, B 8x16 row-major, C and D 16x16 row-major).
+extern "C" __global__ void wmma_f64(const double *A, const double *B, const double *C, double *D)
+{
+	using namespace nvcuda;
+	wmma::fragment<wmma::matrix_a, 8, 8, 4, double, wmma::row_major> a;
+	wmma::fragment<wmma::matrix_b, 8, 8, 4, double, wmma::col_major> b;
+	wmma::fragment<wmma::accumulator, 8, 8, 4, double> c;
+
+	wmma::load_matrix_sync(a, A, 4);
+	wmma::load_matrix_sync(b, B, 4);
+	wmma::load_matrix_sync(c, C, 8, wmma::mem_row_major);
+	wmma::mma_sync(c, a, b, c);
+	wmma::store_matrix_sync(D, c, 8, wmma::mem_row_major);
+}
+
+extern "C" __global__ void wmma_tf32(const float *A, const float *B, const float *C, float *D)
+{
+	using namespace nvcuda;
+	wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::col_major> a;
+	wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b;
+	wmma::fragment<wmma::accumulator, 16, 16, 8, float> c;
+
+	wmma::load_matrix_sync(a, A, 16);
+	wmma::load_matrix_sync(b, B, 16);
+	wmma::load_matrix_sync(c, C, 16, wmma::mem_row_major);
+	wmma::mma_sync(c, a, b, c);
+	wmma::store_matrix_sync(D, c, 16, wmma::mem_row_major);
+}
