@@ -1,4 +1,5 @@
-/* fp.c -- floating-point helpers: directed rounding, flush-to-zero, f16/bf16 conversions. */
+/* fp.c -- floating-point helpers: directed rounding, flush-to-zero, f16, bf16, tf32 and FP8
+ * conversions. */
 #include <fenv.h>
 #include <math.h>
 #include <string.h>

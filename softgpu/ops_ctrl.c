@@ -1,4 +1,5 @@
-/* ops_ctrl.c -- control flow: bra, call (with the builtin device functions), ret, exit, trap. */
+/* ops_ctrl.c -- control flow: bra, call (with the builtin device functions), ret, exit, trap;
+ * griddepcontrol. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,5 @@
-/* ops_cvt.c -- cvt between every integer and floating type, with PTX's rounding, .sat, .ftz, .relu. */
+/* ops_cvt.c -- cvt between every integer and floating type, with PTX's rounding, .sat, .ftz, .relu;
+ * tf32 and FP8 (e4m3x2, e5m2x2). */
 #include <math.h>
 #include <string.h>
 

@@ -1,4 +1,5 @@
-/* ops_mem.c -- ld, ldu, st, prefetch in every state space, scalar and vector; cp.async, createpolicy. */
+/* ops_mem.c -- ld, ldu, st, prefetch in every state space, scalar and vector; cp.async,
+ * createpolicy. */
 #include <string.h>
 
 #include <cuda.h>

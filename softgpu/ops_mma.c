@@ -1,4 +1,5 @@
-/* ops_mma.c -- warp matrix instructions: ldmatrix, stmatrix, mma.sync and wmma (load, store, mma). */
+/* ops_mma.c -- warp matrix instructions: ldmatrix, stmatrix, mma.sync and wmma (load, store,
+ * mma). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

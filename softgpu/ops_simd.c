@@ -1,6 +1,7 @@
-/* ops_simd.c -- video instructions: the SIMD ones on 2x16 and 4x8 lanes (vadd2/4, vsub, vavrg, vabsdiff,
- * vmin, vmax with lane selectors, saturation, merge masks, .add), and the scalar ones (vadd, vsub,
- * vabsdiff, vmin, vmax, vshl, vshr, vset with byte/half selectors, .sat, .add/.min/.max, merge). */
+/* ops_simd.c -- video instructions: the SIMD ones on 2x16 and 4x8 lanes (vadd2/4, vsub, vavrg,
+ * vabsdiff, vmin, vmax with lane selectors, saturation, merge masks, .add), and the scalar ones
+ * (vadd, vsub, vabsdiff, vmin, vmax, vshl, vshr, vset with byte/half selectors, .sat,
+ * .add/.min/.max, merge). */
 #include <stdlib.h>
 #include <string.h>
 
