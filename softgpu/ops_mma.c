@@ -559,7 +559,7 @@ static int split(const struct sg_opc *o, struct words *ws)
 
 static bool is(const struct words *ws, int i, const char *s)
 {
-	return strlen(s) == ws->n[i] && memcmp(ws->w[i], s, ws->n[i]) == 0;
+	return i < ws->count && strlen(s) == ws->n[i] && memcmp(ws->w[i], s, ws->n[i]) == 0;
 }
 
 static bool has(const struct words *ws, const char *s)

@@ -540,20 +540,64 @@ static void test_mma_partial_warp(void **state)
 	CK_EQ(cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED);
 }
 
-/* Shapes and types softgpu does not implement fail their kernel, naming the instruction. */
-static void test_mma_unsupported(void **state)
+/* The body of kernel k with registers declared; its lowering's result. */
+static CUresult lower_body(const char *body)
 {
-	static const char ptx[] =
-		".version 8.0\n.target sm_90\n.address_size 64\n"
-		".visible .entry k()\n{\n\t.reg .b32 %r<12>;\n"
-		"\tmma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32 {%r1,%r2,%r3,%r4}, "
-		"{%r5,%r6,%r7,%r8}, {%r9,%r10}, {%r1,%r2,%r3,%r4};\n\tret;\n}\n";
+	char ptx[1024];
 	CUmodule m;
 	CUfunction f;
+	CUresult r;
 
+	snprintf(ptx, sizeof(ptx),
+		 ".version 8.0\n.target sm_90\n.address_size 64\n"
+		 ".visible .entry k()\n{\n\t.reg .b32 %%r<12>;\n\t.reg .b64 %%rd<4>;\n"
+		 "\t.reg .f32 %%f<8>;\n\t%s\n\tret;\n}\n",
+		 body);
 	CK(cuModuleLoadData(&m, ptx));
-	CK_EQ(cuModuleGetFunction(&f, m, "k"), CUDA_ERROR_NOT_SUPPORTED);
+	r = cuModuleGetFunction(&f, m, "k");
 	CK(cuModuleUnload(m));
+	return r;
+}
+
+/* Shapes and types softgpu does not implement fail their kernel (NOT_SUPPORTED, the log names
+ * the instruction); malformed operands are INVALID_PTX. */
+static void test_matrix_bad_ptx(void **state)
+{
+	assert_int_equal(lower_body("mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32 "
+				    "{%r1,%r2,%r3,%r4}, {%r5,%r6,%r7,%r8}, {%r9,%r10}, "
+				    "{%r1,%r2,%r3,%r4};"),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	/* f16 C with an f32 D is not an mma the ISA has */
+	assert_int_equal(lower_body("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f16 "
+				    "{%f1,%f2,%f3,%f4}, {%r5,%r6,%r7,%r8}, {%r9,%r10}, {%r1,%r2};"),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	assert_int_equal(lower_body("mma.sync.aligned.m16n8k16.row.row.f32.f16.f16.f32 "
+				    "{%f1,%f2,%f3,%f4}, {%r5,%r6,%r7,%r8}, {%r9,%r10}, "
+				    "{%f1,%f2,%f3,%f4};"),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	assert_int_equal(lower_body("mma.sync.aligned;"), CUDA_ERROR_NOT_SUPPORTED);
+	/* a fragment of the wrong size */
+	assert_int_equal(lower_body("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+				    "{%f1,%f2}, {%r5,%r6,%r7,%r8}, {%r9,%r10}, {%f1,%f2,%f3,%f4};"),
+			 CUDA_ERROR_INVALID_PTX);
+	assert_int_equal(lower_body("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1,%r2}, [%r3];"),
+			 CUDA_ERROR_INVALID_PTX);
+	assert_int_equal(lower_body("ldmatrix.sync.aligned.m16n16.x1.shared.b8 {%r1}, [%r3];"),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	/* .cg copies 16 bytes only; the wait count is an immediate */
+	assert_int_equal(lower_body("cp.async.cg.shared.global [%r1], [%rd1], 8;"),
+			 CUDA_ERROR_INVALID_PTX);
+	assert_int_equal(lower_body("cp.async.wait_group %r1;"), CUDA_ERROR_INVALID_PTX);
+	assert_int_equal(lower_body("cp.async.ca.shared.global [%r1], [%rd1], 4, 4, 4, 4;"),
+			 CUDA_ERROR_INVALID_PTX);
+	/* .satfinite is mandatory for f32 to FP8 */
+	assert_int_equal(lower_body("{ .reg .b16 %h; cvt.rn.e4m3x2.f32 %h, %f1, %f2; }"),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	/* and a well-formed one lowers */
+	assert_int_equal(lower_body("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+				    "{%f1,%f2,%f3,%f4}, {%r5,%r6,%r7,%r8}, {%r9,%r10}, "
+				    "{%f1,%f2,%f3,%f4};"),
+			 CUDA_SUCCESS);
 }
 
 /* ---- wmma ---- */
@@ -825,7 +869,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mma_f64, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mma_8bit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mma_partial_warp, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mma_unsupported, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_matrix_bad_ptx, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wmma, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wmma_f64_tf32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cvt_tf32, setup, teardown),
