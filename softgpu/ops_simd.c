@@ -1,7 +1,7 @@
 /* ops_simd.c -- video instructions: the SIMD ones on 2x16 and 4x8 lanes (vadd2/4, vsub, vavrg,
  * vabsdiff, vmin, vmax with lane selectors, saturation, merge masks, .add), and the scalar ones
  * (vadd, vsub, vabsdiff, vmin, vmax, vshl, vshr, vset with byte/half selectors, .sat,
- * .add/.min/.max, merge). */
+ * .add/.min/.max, merge; vmad with negation, .po and scaling). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -349,6 +349,104 @@ static int lower_video(struct sg_lower *L, const struct sg_opc *o, const struct 
 	return 0;
 }
 
+/*
+ * vmad.dtype.atype.btype{.po}{.sat}{.shr7,.shr15} d, {-}a{.asel}, {-}b{.bsel}, {-}c, by the
+ * PTX ISA's pseudo-code: the product of the selected parts in 128 bits, negated as ~p + 1
+ * when exactly one of a and b is (or c as ~c + 1 when it is), c sign-extended when the final
+ * result is signed, .po adding 1; then the scale shift, .sat's clamp to the s32 or u32 range,
+ * and the low 32 bits. in->aux = a signed | b signed << 1 | product negated << 2 | c negated
+ * << 3 | .po << 4 | .sat << 5 | shift << 8; in->imm = asel | bsel << 4.
+ */
+static int op_vmad(struct sg_thread *t, const struct sg_insn *in)
+{
+	uint32_t a = (uint32_t)t->r[in->s[0]], b = (uint32_t)t->r[in->s[1]];
+	uint32_t c = (uint32_t)t->r[in->s[2]], aux = in->aux;
+	bool as = aux & 1, bs = aux & 2, pneg = aux & 4, cneg = aux & 8, po = aux & 16;
+	bool sgn = as || bs || pneg || cneg;
+	__int128 p = (__int128)part(a, in->imm & 0xf, as) * part(b, (in->imm >> 4) & 0xf, bs);
+	int lsb = 0;
+	int64_t r;
+
+	if (po) {
+		lsb = 1;
+	} else if (pneg) {
+		p = ~p;
+		lsb = 1;
+	} else if (cneg) {
+		c = ~c;
+		lsb = 1;
+	}
+	p += (sgn ? (__int128)(int32_t)c : (__int128)c) + lsb;
+	r = (int64_t)(p >> (aux >> 8)); /* the low 64 bits */
+	if (aux & 32) {
+		if (sgn)
+			r = r > INT32_MAX ? INT32_MAX : r < INT32_MIN ? INT32_MIN : r;
+		else
+			r = (uint64_t)r > UINT32_MAX ? UINT32_MAX : r;
+	}
+	t->r[in->d[0]] = (uint32_t)r;
+	return 0;
+}
+
+static int lower_vmad(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		      int nops, struct sg_insn *in)
+{
+	const char *p = strchr(o->text, '.');
+	int types[3], nt = 0, asel, bsel;
+	unsigned shift = 0;
+	bool po = false, sat = false, pneg, cneg;
+	struct sg_operand plain[4];
+
+	while (p) {
+		const char *w = p + 1, *e = strchr(w, '.');
+		size_t n = e ? (size_t)(e - w) : strlen(w);
+
+		if (nt < 3 && n == 3 && (memcmp(w, "u32", 3) == 0 || memcmp(w, "s32", 3) == 0))
+			types[nt++] = w[0] == 's' ? SG_S32 : SG_U32;
+		else if (nt == 3 && n == 2 && memcmp(w, "po", 2) == 0)
+			po = true;
+		else if (nt == 3 && n == 3 && memcmp(w, "sat", 3) == 0)
+			sat = true;
+		else if (nt == 3 && shift == 0 && n == 4 && memcmp(w, "shr7", 4) == 0)
+			shift = 7;
+		else if (nt == 3 && shift == 0 && n == 5 && memcmp(w, "shr15", 5) == 0)
+			shift = 15;
+		else
+			return sg_lower_unsupported(L, o);
+		p = e;
+	}
+	if (nt != 3)
+		return sg_lower_unsupported(L, o);
+	if (nops != 4)
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s: wrong operands", o->text);
+	pneg = ops[1].minus != ops[2].minus;
+	cneg = ops[3].minus;
+	/* the ISA negates the product or c, not both, and nothing in .po mode */
+	if ((pneg && cneg) || (po && (ops[1].minus || ops[2].minus || cneg)))
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s: negated operands", o->text);
+	asel = scalar_sel(ops[1].name);
+	bsel = scalar_sel(ops[2].name);
+	if (asel < 0 || bsel < 0 || ops[0].name || (ops[3].kind == SG_O_REG && ops[3].name))
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "bad selector in %s", o->text);
+	for (int i = 0; i < 4; i++) {
+		plain[i] = ops[i];
+		plain[i].minus = false;
+		if (plain[i].kind == SG_O_REG)
+			plain[i].name = NULL;
+	}
+	if (sg_lower_dst(L, &ops[0], &in->d[0]) || sg_lower_src(L, &plain[1], SG_U32, &in->s[0]) ||
+	    sg_lower_src(L, &plain[2], SG_U32, &in->s[1]) ||
+	    sg_lower_src(L, &plain[3], SG_U32, &in->s[2]))
+		return L->errcode;
+	in->nd = 1;
+	in->ns = 3;
+	in->aux = (types[1] == SG_S32 ? 1u : 0) | (types[2] == SG_S32 ? 2u : 0) | (pneg ? 4u : 0) |
+		  (cneg ? 8u : 0) | (po ? 16u : 0) | (sat ? 32u : 0) | shift << 8;
+	in->imm = asel | bsel << 4;
+	in->fn = op_vmad;
+	return 0;
+}
+
 int sg_lower_simd(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
 		  int nops, struct sg_insn *in)
 {
@@ -356,6 +454,8 @@ int sg_lower_simd(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 	bool add = o->aop == SG_AOP_ADD;
 	struct sg_operand plain[4];
 
+	if (o->base == SG_B_VMAD)
+		return lower_vmad(L, o, ops, nops, in);
 	if (o->base >= SG_B_VADD && o->base <= SG_B_VSET)
 		return lower_video(L, o, ops, nops, in);
 	switch (o->base) {

@@ -227,13 +227,14 @@ struct sg_opc {
 	X(CP, "cp") X(LDMATRIX, "ldmatrix") X(STMATRIX, "stmatrix") X(MMA, "mma") \
 	X(WMMA, "wmma") X(GRIDDEPCONTROL, "griddepcontrol") X(CREATEPOLICY, "createpolicy") \
 	X(VADD, "vadd") X(VSUB, "vsub") X(VABSDIFF, "vabsdiff") X(VMIN, "vmin") \
-	X(VMAX, "vmax") X(VSHL, "vshl") X(VSHR, "vshr") X(VSET, "vset")
+	X(VMAX, "vmax") X(VSHL, "vshl") X(VSHR, "vshr") X(VSET, "vset") X(VMAD, "vmad")
 /* clang-format on */
 
 /* Bases whose modifiers their family reads from sg_opc.text itself (ops_mma.c, cp.async). */
 #define SG_BASE_OWN_MODS(b)                                                                   \
 	((b) == SG_B_CP || (b) == SG_B_LDMATRIX || (b) == SG_B_STMATRIX || (b) == SG_B_MMA || \
-	 (b) == SG_B_WMMA || (b) == SG_B_GRIDDEPCONTROL || (b) == SG_B_CREATEPOLICY)
+	 (b) == SG_B_WMMA || (b) == SG_B_GRIDDEPCONTROL || (b) == SG_B_CREATEPOLICY ||        \
+	 (b) == SG_B_VMAD)
 
 enum sg_base {
 	SG_B_UNKNOWN = 0,
@@ -609,6 +610,7 @@ enum sg_okind {
 struct sg_operand {
 	int kind;
 	bool neg;		/* !p */
+	bool minus;		/* -%r: only vmad takes a negated register */
 	int slot;		/* REG */
 	int sreg;		/* SREG id */
 	int64_t i;		/* IMM; FIMM bits (0d) */

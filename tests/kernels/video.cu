@@ -1,5 +1,5 @@
 // video.cu -- the scalar video instructions as inline PTX: vadd vsub vabsdiff vmin vmax vshl vshr vset
-// with byte/half-word selectors, .sat, secondary .add/.min/.max and the merge into a selected part.
+// vmad, with byte/half-word selectors, .sat, secondary .add/.min/.max and the merge into a selected part.
 // test_math.c's table lists the same forms in the same order.
 extern "C" __global__ void video(const unsigned *in, unsigned *out, int n)
 {
@@ -7,7 +7,7 @@ extern "C" __global__ void video(const unsigned *in, unsigned *out, int n)
 
 	if (i >= n)
 		return;
-	unsigned a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2], *o = out + 18 * i;
+	unsigned a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2], *o = out + 24 * i;
 
 	asm("vadd.u32.u32.u32 %0, %1, %2;" : "=r"(o[0]) : "r"(a), "r"(b));
 	asm("vadd.s32.s32.s32.sat %0, %1, %2;" : "=r"(o[1]) : "r"(a), "r"(b));
@@ -27,4 +27,10 @@ extern "C" __global__ void video(const unsigned *in, unsigned *out, int n)
 	asm("vset.u32.u32.ne.add %0, %1.b0, %2.b0, %3;" : "=r"(o[15]) : "r"(a), "r"(b), "r"(c));
 	asm("vset.s32.s32.ge %0.h1, %1.h1, %2.h0, %3;" : "=r"(o[16]) : "r"(a), "r"(b), "r"(c));
 	asm("vmax.s32.s32.s32.sat %0, %1, %2;" : "=r"(o[17]) : "r"(a), "r"(b));
+	asm("vmad.u32.u32.u32 %0, %1, %2, %3;" : "=r"(o[18]) : "r"(a), "r"(b), "r"(c));
+	asm("vmad.s32.s32.s32.sat %0, %1.h0, %2.h1, %3;" : "=r"(o[19]) : "r"(a), "r"(b), "r"(c));
+	asm("vmad.s32.u32.s32.shr7 %0, -%1.b0, %2.h0, %3;" : "=r"(o[20]) : "r"(a), "r"(b), "r"(c));
+	asm("vmad.s32.u32.u32.sat %0, %1.h1, %2.b2, -%3;" : "=r"(o[21]) : "r"(a), "r"(b), "r"(c));
+	asm("vmad.u32.u32.u32.po.shr15 %0, %1.h0, %2.h1, %3;" : "=r"(o[22]) : "r"(a), "r"(b), "r"(c));
+	asm("vmad.s32.s32.u32.sat.shr15 %0, %1, -%2.b3, %3;" : "=r"(o[23]) : "r"(a), "r"(b), "r"(c));
 }

@@ -825,10 +825,41 @@ static uint32_t vref(const struct vform *f, uint32_t a, uint32_t b, uint32_t c)
 	return (uint32_t)r;
 }
 
+/* vmad forms 18-23 of video.cu: the product of the selected parts, negated when exactly one
+ * of a and b is (or c when it is), plus c and .po's 1; shifted, clamped, the low 32 bits */
+static const struct vmadform {
+	bool as, bs, sat, po, na, nb, nc;
+	int asel, bsel, shift;
+} vmadforms[6] = {
+	{0, 0, 0, 0, 0, 0, 0, 0, 0, 0},	 {1, 1, 1, 0, 0, 0, 0, 5, 6, 0},
+	{0, 1, 0, 0, 1, 0, 0, 1, 5, 7},	 {0, 0, 1, 0, 0, 0, 1, 6, 3, 0},
+	{0, 0, 0, 1, 0, 0, 0, 5, 6, 15}, {1, 0, 1, 0, 0, 1, 0, 0, 4, 15},
+};
+
+static uint32_t vmadref(const struct vmadform *f, uint32_t a, uint32_t b, uint32_t c)
+{
+	bool sgn = f->as || f->bs || (f->na != f->nb) || f->nc;
+	__int128 p = (__int128)vpart(a, f->asel, f->as) * vpart(b, f->bsel, f->bs);
+	__int128 cc = sgn ? (__int128)(int32_t)c : (__int128)c;
+	long long r;
+
+	if (f->na != f->nb)
+		p = -p;
+	if (f->nc) /* the ISA's ~c + 1 on the 32-bit c, then extended */
+		cc = (__int128)(int32_t)~c + 1;
+	p += cc + (f->po ? 1 : 0);
+	r = (long long)(p >> f->shift);
+	if (f->sat && sgn)
+		r = r > INT32_MAX ? INT32_MAX : r < INT32_MIN ? INT32_MIN : r;
+	else if (f->sat)
+		r = (unsigned long long)r > UINT32_MAX ? UINT32_MAX : r;
+	return (uint32_t)r;
+}
+
 static void test_video(void **state)
 {
 	enum { T = 256 };
-	static unsigned in[3 * T], o[18 * T];
+	static unsigned in[3 * T], o[24 * T];
 	static const unsigned edge[] = {0,	    0x7fffffff, 0x80000000, 0xffffffff, 0x80808080,
 					0x7f7f7f7f, 0x00ff00ff, 0x8000ffff, 31,		32,
 					33,	    0x21,	0xff,	    0x100};
@@ -849,13 +880,17 @@ static void test_video(void **state)
 		for (int k = 0; k < 18; k++) {
 			uint32_t want = vref(&vforms[k], in[3 * i], in[3 * i + 1], in[3 * i + 2]);
 
-			if (o[18 * i + k] != want)
+			if (o[24 * i + k] != want)
 				fprintf(stderr,
 					"video form %d: a %08x b %08x c %08x: %08x want %08x\n", k,
-					in[3 * i], in[3 * i + 1], in[3 * i + 2], o[18 * i + k],
+					in[3 * i], in[3 * i + 1], in[3 * i + 2], o[24 * i + k],
 					want);
-			assert_int_equal(o[18 * i + k], want);
+			assert_int_equal(o[24 * i + k], want);
 		}
+	for (int i = 0; i < T; i++)
+		for (int k = 0; k < 6; k++)
+			assert_int_equal(o[24 * i + 18 + k], vmadref(&vmadforms[k], in[3 * i],
+								     in[3 * i + 1], in[3 * i + 2]));
 	CK(cuModuleUnload(m));
 }
 

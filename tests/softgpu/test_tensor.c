@@ -593,6 +593,13 @@ static void test_matrix_bad_ptx(void **state)
 	/* .satfinite is mandatory for f32 to FP8 */
 	assert_int_equal(lower_body("{ .reg .b16 %h; cvt.rn.e4m3x2.f32 %h, %f1, %f2; }"),
 			 CUDA_ERROR_NOT_SUPPORTED);
+	/* a negated register is vmad's alone, and not in its .po mode */
+	assert_int_equal(lower_body("add.s32 %r1, -%r2, 1;"), CUDA_ERROR_INVALID_PTX);
+	assert_int_equal(lower_body("vmad.u32.u32.u32.po %r1, -%r2, %r3, %r4;"),
+			 CUDA_ERROR_INVALID_PTX);
+	assert_int_equal(lower_body("vmad.s32.s32.s32 %r1, -%r2, %r3, -%r4;"),
+			 CUDA_ERROR_INVALID_PTX);
+	assert_int_equal(lower_body("vmad.s32.s32.s32 %r1, -%r2, -%r3, -%r4;"), CUDA_SUCCESS);
 	/* and a well-formed one lowers */
 	assert_int_equal(lower_body("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
 				    "{%f1,%f2,%f3,%f4}, {%r5,%r6,%r7,%r8}, {%r9,%r10}, "
