@@ -287,6 +287,14 @@ static void collective(struct sg_thread **lanes, uint32_t group, int kind)
 	int first = __builtin_ctz(group);
 	const struct sg_insn *in0 = lanes[first]->wait_insn;
 
+	if (kind == SG_W_MATRIX) { /* a fault stays on the block: sg_block_resume returns it */
+		sg_matrix_collective(lanes, group);
+		for (int l = 0; l < 32; l++)
+			if (group & (1u << l))
+				lanes[l]->state = SG_T_READY;
+		return;
+	}
+
 	for (int l = 0; l < 32; l++) {
 		if (!(group & (1u << l)))
 			continue;
@@ -528,7 +536,7 @@ int sg_block_resume(struct sg_block *b, bool pause)
 			uint32_t n = b->nthreads - w * 32 < 32 ? b->nthreads - w * 32 : 32;
 
 			for (;;) {
-				bool yielded = false;
+				bool yielded = false, released;
 
 				for (uint32_t l = 0; l < n; l++) {
 					struct sg_thread *t = &base[l];
@@ -548,7 +556,10 @@ int sg_block_resume(struct sg_block *b, bool pause)
 					}
 				}
 				any_yield |= yielded;
-				if (!resolve_warp(b, w) || yielded)
+				released = resolve_warp(b, w);
+				if (b->err) /* a warp collective faulted */
+					return b->err;
+				if (!released || yielded)
 					break;
 			}
 		}

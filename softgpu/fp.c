@@ -1,4 +1,5 @@
-/* fp.c -- floating-point helpers: directed rounding, flush-to-zero, f16/bf16 conversions. */
+/* fp.c -- floating-point helpers: directed rounding, flush-to-zero, f16, bf16, tf32 and FP8
+ * conversions. */
 #include <fenv.h>
 #include <math.h>
 #include <string.h>
@@ -249,4 +250,83 @@ float sg_bf16_to_f32(uint16_t h)
 
 	memcpy(&f, &bits, 4);
 	return f;
+}
+
+/*
+ * FP8 (OCP formats the PTX ISA uses): e4m3 has 4 exponent bits (bias 7), 3
+ * fraction bits, no infinities, NaN as S.1111.111, 448 the largest finite;
+ * e5m2 has 5 (bias 15) and 2, IEEE-like with infinities, 57344 the largest.
+ */
+double sg_fp8_to_f64(uint8_t v, bool e5m2)
+{
+	int mant = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7, emax = e5m2 ? 31 : 15;
+	int e = (v & 0x7f) >> mant, m = v & ((1 << mant) - 1);
+	double r;
+
+	if (e == emax && (e5m2 || m == 7)) {
+		if (e5m2 && m == 0)
+			return (v & 0x80) ? -INFINITY : INFINITY;
+		return NAN;
+	}
+	r = e ? ldexp((double)((1 << mant) | m), e - bias - mant)
+	      : ldexp((double)m, 1 - bias - mant);
+	return (v & 0x80) ? -r : r;
+}
+
+uint8_t sg_f64_to_fp8(double x, bool e5m2, bool satfinite)
+{
+	int mant = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7, e, exp;
+	uint8_t sign = signbit(x) ? 0x80 : 0, maxf = e5m2 ? 0x7b : 0x7e;
+	uint8_t over = e5m2 ? 0x7c : 0x7f; /* e4m3 has no infinity: NaN */
+	double a = fabs(x);
+	uint64_t m;
+	uint32_t code;
+
+	if (isnan(x))
+		return 0x7f;
+	if (isinf(a))
+		return satfinite ? sign | maxf : (e5m2 ? sign | over : over);
+	if (a == 0)
+		return sign;
+	frexp(a, &e);
+	exp = e - 1;
+	if (exp < 1 - bias) {
+		m = (uint64_t)round_mag(ldexp(a, mant - (1 - bias)), SG_RN, false);
+		return sign | (uint8_t)m; /* m == 1 << mant is the smallest normal */
+	}
+	m = (uint64_t)round_mag(ldexp(a, mant - exp), SG_RN, false);
+	if (m == (2ull << mant)) {
+		m >>= 1;
+		exp++;
+	}
+	code = exp + bias > 31 ? 0xff
+			       : (uint32_t)(exp + bias) << mant | (uint32_t)(m - (1ull << mant));
+	if (code > maxf)
+		return satfinite ? sign | maxf : (e5m2 ? sign | over : over);
+	return sign | (uint8_t)code;
+}
+
+uint32_t sg_f32_to_tf32(uint32_t b, int rnd, bool satfinite)
+{
+	uint32_t r;
+
+	if ((b & 0x7fffffffu) > 0x7f800000u)
+		return 0x7fffffffu;
+	if ((b & 0x7fffffffu) == 0x7f800000u)
+		return satfinite ? (b & 0x80000000u) | 0x7f7fe000u : b;
+	switch (rnd) {
+	case SG_RZ:
+		r = b;
+		break;
+	case SG_RNA:
+		r = b + 0x1000u;
+		break;
+	default: /* rn: ties to even */
+		r = b + 0xfffu + ((b >> 13) & 1);
+		break;
+	}
+	r &= ~0x1fffu;
+	if (satfinite && (r & 0x7fffffffu) == 0x7f800000u)
+		r = (r & 0x80000000u) | 0x7f7fe000u;
+	return r;
 }

@@ -1,4 +1,5 @@
-/* ops_ctrl.c -- control flow: bra, call (with the builtin device functions), ret, exit, trap. */
+/* ops_ctrl.c -- control flow: bra, call (with the builtin device functions), ret, exit, trap;
+ * griddepcontrol. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,6 +269,18 @@ int sg_lower_ctrl(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 		in->fn = op_nanosleep;
 		return 0;
 	case SG_B_PMEVENT:
+		in->fn = op_nop;
+		return 0;
+	case SG_B_GRIDDEPCONTROL:
+		/*
+		 * Programmatic dependent launch: a stream runs its grids one after
+		 * another, each starting after the one before has finished (stream.c),
+		 * so the grid a .wait waits for has completed, and .launch_dependents
+		 * has nothing to start early.
+		 */
+		if (nops != 0 || (strcmp(o->text, "griddepcontrol.wait") != 0 &&
+				  strcmp(o->text, "griddepcontrol.launch_dependents") != 0))
+			return sg_lower_unsupported(L, o);
 		in->fn = op_nop;
 		return 0;
 	default:

@@ -1,4 +1,5 @@
-/* ops_cvt.c -- cvt between every integer and floating type, with PTX's rounding, .sat, .ftz, .relu. */
+/* ops_cvt.c -- cvt between every integer and floating type, with PTX's rounding, .sat, .ftz, .relu;
+ * tf32 and FP8 (e4m3x2, e5m2x2). */
 #include <math.h>
 #include <string.h>
 
@@ -242,9 +243,106 @@ OP(cvt_pack)
 	return 0;
 }
 
+/* cvt.{rn,rna,rz}.tf32.f32 d, a: imm = rounding (.relu and .satfinite, sm_100's, are not taken) */
+OP(cvt_tf32)
+{
+	DST = sg_f32_to_tf32((uint32_t)A(0), (int)in->imm, false);
+	return 0;
+}
+
+/* FP8 pairs: aux = destination type; .relu makes negative inputs (not NaN) +0. */
+static uint8_t to_fp8(double x, bool e5m2, unsigned fl)
+{
+	if ((fl & F_RELU) && x < 0)
+		x = 0;
+	return sg_f64_to_fp8(x, e5m2, true);
+}
+
+/* cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f32 d, a, b: a to the upper byte, b to the lower */
+OP(cvt_fp8_f32)
+{
+	bool e5 = in->aux == SG_E5M2X2;
+
+	DST = (uint32_t)to_fp8(sg_f32(A(0)), e5, in->flags) << 8 |
+	      to_fp8(sg_f32(A(1)), e5, in->flags);
+	return 0;
+}
+
+/* cvt.rn.satfinite{.relu}.{e4m3x2,e5m2x2}.f16x2 d, a: each half to the byte in its place */
+OP(cvt_fp8_f16x2)
+{
+	bool e5 = in->aux == SG_E5M2X2;
+	uint32_t a = (uint32_t)A(0);
+
+	DST = (uint32_t)to_fp8(sg_f16_to_f32((uint16_t)(a >> 16)), e5, in->flags) << 8 |
+	      to_fp8(sg_f16_to_f32((uint16_t)a), e5, in->flags);
+	return 0;
+}
+
+/* cvt.rn{.relu}.f16x2.{e4m3x2,e5m2x2} d, a: exact; aux = source type */
+OP(cvt_f16x2_fp8)
+{
+	bool e5 = in->aux == SG_E5M2X2;
+	uint32_t a = (uint32_t)A(0), r = 0;
+
+	for (int i = 0; i < 2; i++) {
+		double x = sg_fp8_to_f64((uint8_t)(a >> (8 * i)), e5);
+
+		if ((in->flags & F_RELU) && x < 0)
+			x = 0;
+		r |= (uint32_t)sg_f64_to_f16(x, SG_RN) << (16 * i);
+	}
+	DST = r;
+	return 0;
+}
+
+/* tf32 and FP8 conversions; 1 when the opcode is none of them */
+static int lower_narrow(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+			int nops, struct sg_insn *in)
+{
+	int dt = o->types[0], at = o->types[1];
+	bool f8d = dt == SG_E4M3X2 || dt == SG_E5M2X2, f8s = at == SG_E4M3X2 || at == SG_E5M2X2;
+	unsigned allowed = SG_F_RELU | SG_F_SATFINITE;
+
+	if (dt != SG_TF32 && !f8d && !f8s)
+		return 1;
+	if (o->f & ~allowed)
+		return sg_lower_unsupported(L, o);
+	in->flags = (uint8_t)(((o->f & SG_F_RELU) ? F_RELU : 0) |
+			      ((o->f & SG_F_SATFINITE) ? F_SAT : 0));
+	if (dt == SG_TF32 && at == SG_F32) {
+		if ((o->rnd != SG_RN && o->rnd != SG_RNA && o->rnd != SG_RZ) || o->f)
+			return sg_lower_unsupported(L, o);
+		in->imm = o->rnd;
+		in->fn = cvt_tf32;
+	} else if (f8d && (at == SG_F32 || at == SG_F16X2)) {
+		/* the ISA makes .satfinite mandatory here */
+		if (o->rnd != SG_RN || !(o->f & SG_F_SATFINITE))
+			return sg_lower_unsupported(L, o);
+		in->aux = (uint32_t)dt;
+		in->fn = at == SG_F32 ? cvt_fp8_f32 : cvt_fp8_f16x2;
+	} else if (dt == SG_F16X2 && f8s) {
+		if (o->rnd != SG_RN || (o->f & SG_F_SATFINITE))
+			return sg_lower_unsupported(L, o);
+		in->aux = (uint32_t)at;
+		in->fn = cvt_f16x2_fp8;
+	} else {
+		return sg_lower_unsupported(L, o);
+	}
+	if (nops != (in->fn == cvt_fp8_f32 ? 3 : 2))
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s: wrong operands", o->text);
+	if (sg_lower_dst(L, &ops[0], &in->d[0]) ||
+	    sg_lower_src(L, &ops[1], at == SG_F32 ? SG_F32 : SG_B32, &in->s[0]) ||
+	    (nops == 3 && sg_lower_src(L, &ops[2], SG_F32, &in->s[1])))
+		return L->errcode;
+	in->nd = 1;
+	in->ns = (uint8_t)(nops - 1);
+	return 0;
+}
+
 static bool valid_type(int t)
 {
-	return t != SG_NOTYPE && t != SG_PRED && t != SG_B128 && t != SG_F16X2 && t != SG_BF16X2 &&
+	return t != SG_NOTYPE && t < SG_PRED && t != SG_B128 && t != SG_F16X2 && t != SG_BF16X2 &&
 	       !(t >= SG_B8 && t <= SG_B64);
 }
 
@@ -257,6 +355,8 @@ int sg_lower_cvt(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 
 	if (o->ntypes != 2)
 		return sg_lower_unsupported(L, o);
+	if (lower_narrow(L, o, ops, nops, in) != 1)
+		return L->errcode;
 	if ((dt == SG_F16X2 || dt == SG_BF16X2) && at == SG_F32) {
 		if (nops != 3 || (rnd != SG_RN && rnd != SG_RZ && rnd != SG_RM && rnd != SG_RP) ||
 		    (o->f & ~SG_F_RELU))

@@ -1,9 +1,10 @@
-/* ops_mem.c -- ld, ldu, st, prefetch in every state space, scalar and vector. */
+/* ops_mem.c -- ld, ldu, st, prefetch in every state space, scalar and vector; cp.async,
+ * createpolicy. */
 #include <string.h>
 
 #include <cuda.h>
 
-#include "ptx_int.h"
+#include "ops.h"
 
 /*
  * in->flags: state space (SG_SP_*) | LOCALREL | ADDR32; in->aux: element size | signed
@@ -147,6 +148,12 @@ static int op_nop(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
+OP(op_movpolicy)
+{
+	DST = A(0);
+	return 0;
+}
+
 /* Chooses the state space from the opcode and what the address names. */
 static int final_space(struct sg_lower *L, const struct sg_opc *o, int hint, bool store,
 		       uint8_t *flags)
@@ -189,6 +196,173 @@ static int final_space(struct sg_lower *L, const struct sg_opc *o, int hint, boo
 	return 0;
 }
 
+/* ---- cp.async ---- */
+
+/*
+ * cp.async copies at issue time: the ISA makes the data visible only after
+ * cp.async.wait_group/wait_all, so a correct program cannot tell (it does not
+ * read the destination, nor write the source, before the wait), and
+ * commit_group/wait_group/wait_all have nothing left to wait for. Faults (an
+ * out-of-bounds or misaligned source or destination) are reported at the
+ * cp.async itself.
+ *
+ * in->s[0] destination base, in->imm its offset; s[1] source base, in->aux its
+ * offset (32 bits); s[2] the src-size, or the ignore-src predicate with
+ * CP_IGNORE; in->flags: copy size (4, 8, 16) | CP_* bits.
+ */
+#define CP_SIZE(in) ((in)->flags & 0x1f)
+#define CP_DST32 0x20
+#define CP_SRC32 0x40
+#define CP_IGNORE 0x80
+
+OP(op_cp_async)
+{
+	uint32_t n = CP_SIZE(in), have;
+	uint64_t d = t->r[in->s[0]] + (uint64_t)in->imm;
+	uint64_t s = t->r[in->s[1]] + (uint64_t)(int64_t)(int32_t)in->aux;
+	uint8_t *dp, buf[16];
+	const uint8_t *sp;
+
+	if (in->flags & CP_DST32)
+		d = (uint32_t)d;
+	if (in->flags & CP_SRC32)
+		s = (uint32_t)s;
+	if (in->flags & CP_IGNORE)
+		have = (t->r[in->s[2]] & 1) ? 0 : n;
+	else
+		have = (uint32_t)t->r[in->s[2]];
+	if (have > n)
+		return sg_fault(t, CUDA_ERROR_ILLEGAL_INSTRUCTION,
+				"cp.async src-size %u larger than the copy size %u", have, n);
+	dp = sg_addr(t, SG_SP_SHARED, d, n, true);
+	if (dp == NULL)
+		return SG_STOP_FAULT;
+	if (s & (n - 1))
+		return sg_fault(t, CUDA_ERROR_MISALIGNED_ADDRESS,
+				"misaligned cp.async global read of %u bytes at 0x%llx", n,
+				(unsigned long long)s);
+	memset(buf, 0, sizeof(buf));
+	if (have) { /* aligned to n, so aligned to have's alignment as sg_addr checks it */
+		sp = sg_addr(t, SG_SP_GLOBAL, s, have, false);
+		if (sp == NULL)
+			return SG_STOP_FAULT;
+		for (uint32_t i = 0; i < have; i++)
+			buf[i] = __atomic_load_n(sp + i, __ATOMIC_RELAXED);
+	}
+	memcpy(dp, buf, n);
+	return 0;
+}
+
+/* The words of an opcode after its base; 0 on success. */
+static bool word_is(const char *w, size_t n, const char *s)
+{
+	return strlen(s) == n && memcmp(w, s, n) == 0;
+}
+
+static int lower_cp(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		    int nops, struct sg_insn *in)
+{
+	const char *p = strchr(o->text, '.');
+	bool async = false, ca = false, cg = false, dst_sh = false, src_gl = false, hint = false;
+	bool commit = false, waitg = false, waitall = false, wrap32;
+	int sp, extra;
+	int64_t off;
+	uint64_t size;
+
+	for (int i = 0; p; i++) {
+		const char *w = p + 1, *e = strchr(w, '.');
+		size_t n = e ? (size_t)(e - w) : strlen(w);
+
+		if (i == 0 && word_is(w, n, "async"))
+			async = true;
+		else if (i == 1 && word_is(w, n, "ca"))
+			ca = true;
+		else if (i == 1 && word_is(w, n, "cg"))
+			cg = true;
+		else if (i == 1 && word_is(w, n, "commit_group"))
+			commit = true;
+		else if (i == 1 && word_is(w, n, "wait_group"))
+			waitg = true;
+		else if (i == 1 && word_is(w, n, "wait_all"))
+			waitall = true;
+		else if (i == 2 && (word_is(w, n, "shared") || word_is(w, n, "shared::cta")))
+			dst_sh = true;
+		else if (i == 3 && word_is(w, n, "global"))
+			src_gl = true;
+		else if (i >= 4 && word_is(w, n, "L2::cache_hint"))
+			hint = true;
+		else if (!(i >= 4 && (word_is(w, n, "L2::64B") || word_is(w, n, "L2::128B") ||
+				      word_is(w, n, "L2::256B"))))
+			return sg_lower_unsupported(L, o);
+		p = e;
+	}
+	if (!async)
+		return sg_lower_unsupported(L, o);
+	if (commit || waitall || waitg) { /* the copies are complete already (see above) */
+		if (dst_sh || src_gl || hint || nops != (waitg ? 1 : 0) ||
+		    (waitg && ops[0].kind != SG_O_IMM))
+			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s: wrong operands",
+					      o->text);
+		in->fn = op_nop;
+		return 0;
+	}
+	if (!(ca || cg) || !dst_sh || !src_gl)
+		return sg_lower_unsupported(L, o);
+	extra = nops - 3 - (hint ? 1 : 0);
+	if (extra < 0 || extra > 1 || ops[2].kind != SG_O_IMM)
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s: wrong operands", o->text);
+	size = (uint64_t)ops[2].i;
+	if ((size != 4 && size != 8 && size != 16) || (cg && size != 16))
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s: copy size %llu", o->text,
+				      (unsigned long long)size);
+	if (sg_lower_addr(L, &ops[0], &sp, &in->s[0], &in->imm, &wrap32))
+		return L->errcode;
+	if (sp != SG_SP_GENERIC && sp != SG_SP_SHARED)
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s: destination not .shared",
+				      o->text);
+	in->flags = (uint8_t)(size | (wrap32 ? CP_DST32 : 0));
+	if (sg_lower_addr(L, &ops[1], &sp, &in->s[1], &off, &wrap32))
+		return L->errcode;
+	if ((sp != SG_SP_GENERIC && sp != SG_SP_GLOBAL) || off != (int32_t)off)
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s: source not .global", o->text);
+	in->aux = (uint32_t)(int32_t)off;
+	in->flags |= wrap32 ? CP_SRC32 : 0;
+	if (extra == 0) {
+		in->s[2] = sg_lower_const(L, size);
+	} else if (ops[3].kind == SG_O_REG && !L->narrow[ops[3].slot]) {
+		/* a .pred register (src-size is a .u32): the ignore-src form */
+		bool neg;
+
+		if (sg_lower_pred(L, &ops[3], &in->s[2], &neg))
+			return L->errcode;
+		if (neg)
+			return sg_lower_unsupported(L, o);
+		in->flags |= CP_IGNORE;
+	} else if (sg_lower_src(L, &ops[3], SG_U32, &in->s[2])) {
+		return L->errcode;
+	}
+	/* the cache-policy operand, when there is one, is a hint: not read */
+	in->ns = 3;
+	in->fn = op_cp_async;
+	return 0;
+}
+
+/* createpolicy: an L2 eviction policy for .L2::cache_hint operands, which softgpu does not
+ * read; every policy is the same opaque value 0. */
+static int lower_createpolicy(struct sg_lower *L, const struct sg_opc *o,
+			      const struct sg_operand *ops, int nops, struct sg_insn *in)
+{
+	if (!strstr(o->text, ".b64") || nops < 2 || nops > 4)
+		return sg_lower_unsupported(L, o);
+	if (sg_lower_dst(L, &ops[0], &in->d[0]))
+		return L->errcode;
+	in->s[0] = sg_lower_const(L, 0);
+	in->ns = 1;
+	in->nd = 1;
+	in->fn = op_movpolicy;
+	return 0;
+}
+
 int sg_lower_mem(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops, int nops,
 		 struct sg_insn *in)
 {
@@ -198,10 +372,17 @@ int sg_lower_mem(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 	unsigned es = sg_type_size(type);
 	bool wrap32;
 
+	if (o->base == SG_B_CP)
+		return lower_cp(L, o, ops, nops, in);
+	if (o->base == SG_B_CREATEPOLICY)
+		return lower_createpolicy(L, o, ops, nops, in);
 	if (o->base == SG_B_PREFETCH || o->base == SG_B_PREFETCHU) {
 		in->fn = op_nop;
 		return 0;
 	}
+	/* ld/st.L2::cache_hint: the last operand is a cache policy, a hint not read */
+	if (nops == 3 && strstr(o->text, ".L2::cache_hint"))
+		nops = 2;
 	if (nops != 2 || o->ntypes != 1)
 		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s takes two operands", o->text);
 	if (es == 0 || es > 8 || type == SG_PRED)

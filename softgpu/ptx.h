@@ -44,6 +44,9 @@ enum sg_type {
 	SG_F32,
 	SG_F64,
 	SG_PRED,
+	SG_TF32,   /* an f32 with 10 mantissa bits, in a .b32 register */
+	SG_E4M3X2, /* two FP8 values, in a .b16 register */
+	SG_E5M2X2,
 	SG_NTYPES
 };
 
@@ -231,8 +234,18 @@ struct sg_opc {
 	X(TESTP, "testp") X(TRAP, "trap") X(VOTE, "vote") X(XOR, "xor") \
 	X(VADD2, "vadd2") X(VSUB2, "vsub2") X(VAVRG2, "vavrg2") X(VABSDIFF2, "vabsdiff2") \
 	X(VMIN2, "vmin2") X(VMAX2, "vmax2") X(VADD4, "vadd4") X(VSUB4, "vsub4") \
-	X(VAVRG4, "vavrg4") X(VABSDIFF4, "vabsdiff4") X(VMIN4, "vmin4") X(VMAX4, "vmax4")
+	X(VAVRG4, "vavrg4") X(VABSDIFF4, "vabsdiff4") X(VMIN4, "vmin4") X(VMAX4, "vmax4") \
+	X(CP, "cp") X(LDMATRIX, "ldmatrix") X(STMATRIX, "stmatrix") X(MMA, "mma") \
+	X(WMMA, "wmma") X(GRIDDEPCONTROL, "griddepcontrol") X(CREATEPOLICY, "createpolicy") \
+	X(VADD, "vadd") X(VSUB, "vsub") X(VABSDIFF, "vabsdiff") X(VMIN, "vmin") \
+	X(VMAX, "vmax") X(VSHL, "vshl") X(VSHR, "vshr") X(VSET, "vset") X(VMAD, "vmad")
 /* clang-format on */
+
+/* Bases whose modifiers their family reads from sg_opc.text itself (ops_mma.c, cp.async). */
+#define SG_BASE_OWN_MODS(b)                                                                   \
+	((b) == SG_B_CP || (b) == SG_B_LDMATRIX || (b) == SG_B_STMATRIX || (b) == SG_B_MMA || \
+	 (b) == SG_B_WMMA || (b) == SG_B_GRIDDEPCONTROL || (b) == SG_B_CREATEPOLICY ||        \
+	 (b) == SG_B_VMAD)
 
 enum sg_base {
 	SG_B_UNKNOWN = 0,
@@ -469,6 +482,7 @@ enum sg_wait_kind {
 	SG_W_REDUX,
 	SG_W_WARPSYNC,
 	SG_W_ACTIVEMASK,
+	SG_W_MATRIX, /* ldmatrix, stmatrix, mma, wmma.mma (ops_mma.c) */
 };
 
 struct sg_thread {
@@ -609,6 +623,7 @@ enum sg_okind {
 struct sg_operand {
 	int kind;
 	bool neg;		/* !p */
+	bool minus;		/* -%r: only vmad takes a negated register */
 	int slot;		/* REG */
 	int sreg;		/* SREG id */
 	int64_t i;		/* IMM; FIMM bits (0d) */
@@ -727,6 +742,15 @@ int sg_lower_sync(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 		  int nops, struct sg_insn *in); /* ops_warp.c */
 int sg_lower_simd(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
 		  int nops, struct sg_insn *in); /* ops_simd.c */
+int sg_lower_matrix(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
+		    int nops, struct sg_insn *in); /* ops_mma.c */
+
+/*
+ * A warp's matrix collective (ops_mma.c): the lanes in group wait at the same
+ * SG_W_MATRIX instruction; performs it for all of them. 0, or SG_STOP_FAULT
+ * after sg_fault() on one of them.
+ */
+int sg_matrix_collective(struct sg_thread **lanes, uint32_t group);
 
 /* Handlers other files refer to. */
 int sg_op_mov_sreg(struct sg_thread *t, const struct sg_insn *in);	/* ops_mov.c */
@@ -784,6 +808,12 @@ double sg_round_f64(int rnd, int op, double a, double b, double c);
 float sg_f64_to_f32_rnd(double x, int rnd);
 float sg_i64_to_f32_rnd(int64_t x, bool is_signed, int rnd);
 double sg_i64_to_f64_rnd(int64_t x, bool is_signed, int rnd);
+/* FP8 (e4m3, or e5m2) to double, exactly; and from double, rounded to nearest even
+ * (satfinite: beyond the largest finite, infinities included, gives the largest finite). */
+double sg_fp8_to_f64(uint8_t v, bool e5m2);
+uint8_t sg_f64_to_fp8(double x, bool e5m2, bool satfinite);
+/* f32 bits to tf32 bits (the low 13 fraction bits zero): SG_RN, SG_RNA or SG_RZ. */
+uint32_t sg_f32_to_tf32(uint32_t b, int rnd, bool satfinite);
 
 /* Operations for sg_round_*: computed under a non-default rounding mode. */
 enum sg_fop { SG_FOP_ADD, SG_FOP_SUB, SG_FOP_MUL, SG_FOP_DIV, SG_FOP_FMA, SG_FOP_SQRT, SG_FOP_RCP };

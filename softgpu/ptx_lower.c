@@ -245,6 +245,8 @@ int sg_lower_src(struct sg_lower *L, const struct sg_operand *o, int type, uint3
 
 	if (o->neg && o->kind != SG_O_REG)
 		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'!' on a non-register operand");
+	if (o->minus)
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'-' on a register operand");
 	switch (o->kind) {
 	case SG_O_REG:
 		if (o->neg)
@@ -293,7 +295,7 @@ int sg_lower_dst(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot)
 		*slot = SG_SLOT_SINK;
 		return 0;
 	}
-	if (o->kind != SG_O_REG || o->neg)
+	if (o->kind != SG_O_REG || o->neg || o->minus)
 		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "destination is not a register");
 	if (o->name)
 		return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
@@ -305,6 +307,8 @@ int sg_lower_dst(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot)
 int sg_lower_pred(struct sg_lower *L, const struct sg_operand *o, uint32_t *slot, bool *neg)
 {
 	*neg = o->neg;
+	if (o->minus)
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "'-' on a predicate");
 	if (o->kind == SG_O_REG && o->name)
 		return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
 				      "operand selector '%s' is not supported here", o->name);
@@ -625,7 +629,26 @@ static sg_lower_fn family(const struct sg_opc *o)
 	case SG_B_VABSDIFF4:
 	case SG_B_VMIN4:
 	case SG_B_VMAX4:
+	case SG_B_VADD:
+	case SG_B_VSUB:
+	case SG_B_VABSDIFF:
+	case SG_B_VMIN:
+	case SG_B_VMAX:
+	case SG_B_VSHL:
+	case SG_B_VSHR:
+	case SG_B_VSET:
+	case SG_B_VMAD:
 		return sg_lower_simd;
+	case SG_B_LDMATRIX:
+	case SG_B_STMATRIX:
+	case SG_B_MMA:
+	case SG_B_WMMA:
+		return sg_lower_matrix;
+	case SG_B_CP:
+	case SG_B_CREATEPOLICY:
+		return sg_lower_mem;
+	case SG_B_GRIDDEPCONTROL:
+		return sg_lower_ctrl;
 	default:
 		return NULL;
 	}

@@ -20,11 +20,12 @@ static const struct {
 	const char *name;
 	int type;
 } type_names[] = {
-	{"b8", SG_B8},	       {"b16", SG_B16}, {"b32", SG_B32},     {"b64", SG_B64},
-	{"b128", SG_B128},     {"u8", SG_U8},	{"u16", SG_U16},     {"u32", SG_U32},
-	{"u64", SG_U64},       {"s8", SG_S8},	{"s16", SG_S16},     {"s32", SG_S32},
-	{"s64", SG_S64},       {"f16", SG_F16}, {"f16x2", SG_F16X2}, {"bf16", SG_BF16},
-	{"bf16x2", SG_BF16X2}, {"f32", SG_F32}, {"f64", SG_F64},     {"pred", SG_PRED},
+	{"b8", SG_B8},	       {"b16", SG_B16},	      {"b32", SG_B32},	     {"b64", SG_B64},
+	{"b128", SG_B128},     {"u8", SG_U8},	      {"u16", SG_U16},	     {"u32", SG_U32},
+	{"u64", SG_U64},       {"s8", SG_S8},	      {"s16", SG_S16},	     {"s32", SG_S32},
+	{"s64", SG_S64},       {"f16", SG_F16},	      {"f16x2", SG_F16X2},   {"bf16", SG_BF16},
+	{"bf16x2", SG_BF16X2}, {"f32", SG_F32},	      {"f64", SG_F64},	     {"pred", SG_PRED},
+	{"tf32", SG_TF32},     {"e4m3x2", SG_E4M3X2}, {"e5m2x2", SG_E5M2X2},
 };
 
 int sg_type_from_name(const char *s, size_t n)
@@ -51,12 +52,15 @@ unsigned sg_type_size(int type)
 	case SG_S8:
 		return 1;
 	case SG_B16:
+	case SG_E4M3X2:
+	case SG_E5M2X2:
 	case SG_U16:
 	case SG_S16:
 	case SG_F16:
 	case SG_BF16:
 		return 2;
 	case SG_B32:
+	case SG_TF32:
 	case SG_U32:
 	case SG_S32:
 	case SG_F32:
@@ -241,6 +245,8 @@ int sg_opc_parse(struct sg_lower *L, const char *word, size_t len, struct sg_opc
 	}
 	if (o->base == SG_B_UNKNOWN)
 		return -1;
+	if (SG_BASE_OWN_MODS(o->base))
+		return 0;
 	p += n;
 	while (p < end) {
 		const char *m = p + 1;

@@ -251,8 +251,10 @@ static int parse_operand(struct sg_lower *L, struct sg_operand *o, unsigned dept
 				o->i ^= (int64_t)0x8000000000000000ull;
 			else
 				o->f = -o->f;
+		} else if (o->kind == SG_O_REG && !o->minus) {
+			o->minus = true; /* sg_lower_src refuses it; vmad reads it */
 		} else {
-			return syntax(L, "a number after '-'");
+			return syntax(L, "a number or register after '-'");
 		}
 		return 0;
 	}

@@ -55,6 +55,7 @@
  *   ptx_lower.c  parsed instructions to register-slot form; the helpers the families share
  *   ops_*.c      one instruction family each (int, bits, float, math, half, simd, cmp, cvt,
  *                mov, mem, atom, warp, ctrl): its lowering and its handlers
+ *   ops_mma.c    warp matrix instructions: ldmatrix, stmatrix, mma.sync, wmma
  *   exec.c       one thread block: the interpreter loop, barriers, warp exchanges
  *   fp.c         rounding, flush-to-zero, f16/bf16 conversions
  *   util.c       a string map and a growable array (util.h)

@@ -12,9 +12,11 @@ mkdir -p "$corpus/frame" "$corpus/config" "$corpus/image" "$corpus/ptx"
 # ptx: nvcc's PTX for kernels that between them use most of what the parser knows
 # (initializers.ptx is hand-written: nvcc writes initial values as bytes).
 for k in vector_add constmem atomics half devfunc warp asmops simd intops heap localmem \
-	printf managed structs types8 rounding; do
+	printf managed structs types8 rounding video; do
 	"$nvcc" -ptx -arch=compute_75 "$kernels/$k.cu" -o "$corpus/ptx/$k.ptx"
 done
+# the sm_80+ instructions (cp.async, ldmatrix, mma, wmma, FP8): compute_90 PTX
+"$nvcc" -ptx -arch=compute_90 "$kernels/sm90/tensor.cu" -o "$corpus/ptx/tensor.ptx"
 
 # image: one kernel as nvcc packs it: zstd, LZ4 and plain fatbins, two PTX versions,
 # SASS only, a cubin, PTX text.

@@ -319,9 +319,9 @@ static void test_unsupported_kernel_only(void **state)
 {
 	static const char ptx[] =
 		".version 9.0\n.target sm_120\n.address_size 64\n"
-		".func helper()\n{\n\twmma.load.a.sync.aligned.row.m16n16k16.f16 {%r1}, [%rd1];\n"
+		".func helper()\n{\n\tmbarrier.init.shared.b64 [%rd1], 1;\n"
 		"\tret;\n}\n"
-		".visible .entry bad()\n{\n\tcp.async.wait_all;\n\tret;\n}\n"
+		".visible .entry bad()\n{\n\tcp.async.bulk.commit_group;\n\tret;\n}\n"
 		".visible .entry calls_bad()\n{\n\tcall.uni helper, ();\n\tret;\n}\n"
 		".visible .entry good(.param .u64 out)\n{\n\t.reg .b32 %r<2>;\n"
 		"\t.reg .b64 %rd<2>;\n\tld.param.u64 %rd1, [out];\n\tmov.u32 %r1, 42;\n"
@@ -334,9 +334,9 @@ static void test_unsupported_kernel_only(void **state)
 	int v = 0;
 
 	expect_kernel(ptx, "bad", CUDA_ERROR_NOT_SUPPORTED, "'bad': line 11: ");
-	expect_kernel(ptx, "bad", CUDA_ERROR_NOT_SUPPORTED, "cp.async.wait_all");
+	expect_kernel(ptx, "bad", CUDA_ERROR_NOT_SUPPORTED, "cp.async.bulk.commit_group");
 	expect_kernel(ptx, "calls_bad", CUDA_ERROR_NOT_SUPPORTED, "'calls_bad' calls 'helper'");
-	expect_kernel(ptx, "calls_bad", CUDA_ERROR_NOT_SUPPORTED, "wmma");
+	expect_kernel(ptx, "calls_bad", CUDA_ERROR_NOT_SUPPORTED, "mbarrier.init.shared.b64");
 	CK(cuModuleLoadData(&m, ptx));
 	CK(cuModuleGetFunctionCount(&count, m));
 	assert_int_equal(count, 3);
@@ -391,10 +391,11 @@ static void test_bad_ptx(void **state)
 	expect_load(".version 10.0\n.target sm_75\n.address_size 64\n",
 		    CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "10.0");
 	snprintf(buf, sizeof(buf),
-		 "%s.visible .entry k()\n{\n\twmma.load.a.sync.aligned.row."
-		 "m16n16k16.f16 {%%r1}, [%%rd1];\n}\n",
+		 "%s.visible .entry k()\n{\n\t.reg .b32 %%r<2>;\n\t.reg .b64 %%rd<2>;\n"
+		 "\twmma.load.a.sync.aligned.row.m8n8k32.s4 {%%r1}, [%%rd1], 32;\n}\n",
 		 hdr);
-	expect_kernel(buf, "k", CUDA_ERROR_NOT_SUPPORTED, "wmma");
+	expect_kernel(buf, "k", CUDA_ERROR_NOT_SUPPORTED,
+		      "wmma.load.a.sync.aligned.row.m8n8k32.s4");
 }
 
 /* Lowers every kernel of m (each may fail, none may crash), then unloads it. */

@@ -1,6 +1,8 @@
 /* test_math.c -- arithmetic kernels: f64, integers of every width, rounding modes, f16, libm, inline PTX. */
 #include <fenv.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -734,6 +736,164 @@ static void test_simd(void **state)
 	CK(cuModuleUnload(m));
 }
 
+/*
+ * The scalar video forms of video.cu, in its order, computed by the PTX ISA's stages:
+ * extend the selected parts (33 bits), operate, clamp with .sat (to the merged part's
+ * range when d has a selector), then the secondary operation or the merge into c.
+ * sel: 0 word, 1-4 .b0-.b3, 5-6 .h0/.h1. op2: 0, '+', '<' (min), '>' (max).
+ */
+enum { VADD, VSUB, VABSD, VMIN, VMAX, VSHL, VSHR, VSET };
+
+static const struct vform {
+	int op;
+	bool ds, as, bs, sat;
+	int asel, bsel, dsel;
+	char op2;
+	int shmode; /* 1 clamp, 2 wrap */
+	int cmp;    /* vset: 1 lt, 2 ne, 3 ge */
+} vforms[18] = {
+	{VADD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},	 {VADD, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0},
+	{VADD, 1, 0, 1, 1, 1, 6, 0, 0, 0, 0},	 {VSUB, 0, 1, 0, 1, 6, 3, 0, 0, 0, 0},
+	{VABSD, 0, 1, 1, 0, 4, 2, 0, '+', 0, 0}, {VMIN, 1, 1, 0, 0, 0, 5, 0, '>', 0, 0},
+	{VMAX, 0, 0, 1, 0, 5, 0, 0, '<', 0, 0},	 {VADD, 0, 0, 0, 1, 3, 4, 2, 0, 0, 0},
+	{VSUB, 1, 1, 1, 1, 5, 6, 6, 0, 0, 0},	 {VABSD, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0},
+	{VSHL, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0},	 {VSHL, 1, 1, 0, 1, 5, 1, 0, 0, 1, 0},
+	{VSHR, 1, 1, 0, 0, 0, 0, 0, 0, 2, 0},	 {VSHR, 0, 1, 0, 0, 4, 2, 0, '+', 1, 0},
+	{VSET, 0, 1, 0, 0, 2, 0, 0, 0, 0, 1},	 {VSET, 0, 0, 0, 0, 1, 1, 0, '+', 0, 2},
+	{VSET, 0, 1, 1, 0, 6, 5, 6, 0, 0, 3},	 {VMAX, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0},
+};
+
+static long long vpart(uint32_t v, int sel, bool sgn)
+{
+	if (sel == 0)
+		return sgn ? (long long)(int32_t)v : (long long)v;
+	if (sel <= 4)
+		return sgn ? (int8_t)(v >> (8 * (sel - 1))) : (uint8_t)(v >> (8 * (sel - 1)));
+	return sgn ? (int16_t)(v >> (16 * (sel - 5))) : (uint16_t)(v >> (16 * (sel - 5)));
+}
+
+static uint32_t vref(const struct vform *f, uint32_t a, uint32_t b, uint32_t c)
+{
+	long long ta = vpart(a, f->asel, f->as), tb = vpart(b, f->bsel, f->bs), tc;
+	__int128 r = 0;
+
+	switch (f->op) {
+	case VADD:
+		r = ta + tb;
+		break;
+	case VSUB:
+		r = ta - tb;
+		break;
+	case VABSD:
+		r = ta > tb ? ta - tb : tb - ta;
+		break;
+	case VMIN:
+		r = ta < tb ? ta : tb;
+		break;
+	case VMAX:
+		r = ta > tb ? ta : tb;
+		break;
+	case VSET:
+		r = f->cmp == 1 ? ta < tb : f->cmp == 2 ? ta != tb : ta >= tb;
+		break;
+	default:
+		tb = f->shmode == 2 ? tb % 32 : tb > 32 ? 32 : tb;
+		r = f->op == VSHL ? (__int128)ta * ((__int128)1 << tb) : (__int128)(ta >> tb);
+		break;
+	}
+	if (f->sat) {
+		int w = f->dsel == 0 ? 32 : f->dsel <= 4 ? 8 : 16;
+		__int128 lo = f->ds ? -((__int128)1 << (w - 1)) : 0;
+		__int128 hi = f->ds ? ((__int128)1 << (w - 1)) - 1 : ((__int128)1 << w) - 1;
+
+		r = r < lo ? lo : r > hi ? hi : r;
+	}
+	tc = f->ds ? (long long)(int32_t)c : (long long)c;
+	if (f->op2 == '+')
+		r += tc;
+	else if (f->op2 == '<')
+		r = r < tc ? r : tc;
+	else if (f->op2 == '>')
+		r = r > tc ? r : tc;
+	if (f->dsel) {
+		int w = f->dsel <= 4 ? 8 : 16,
+		    sh = f->dsel <= 4 ? 8 * (f->dsel - 1) : 16 * (f->dsel - 5);
+		uint32_t m = ((1u << w) - 1) << sh;
+
+		return (((uint32_t)r << sh) & m) | (c & ~m);
+	}
+	return (uint32_t)r;
+}
+
+/* vmad forms 18-23 of video.cu: the product of the selected parts, negated when exactly one
+ * of a and b is (or c when it is), plus c and .po's 1; shifted, clamped, the low 32 bits */
+static const struct vmadform {
+	bool as, bs, sat, po, na, nb, nc;
+	int asel, bsel, shift;
+} vmadforms[6] = {
+	{0, 0, 0, 0, 0, 0, 0, 0, 0, 0},	 {1, 1, 1, 0, 0, 0, 0, 5, 6, 0},
+	{0, 1, 0, 0, 1, 0, 0, 1, 5, 7},	 {0, 0, 1, 0, 0, 0, 1, 6, 3, 0},
+	{0, 0, 0, 1, 0, 0, 0, 5, 6, 15}, {1, 0, 1, 0, 0, 1, 0, 0, 4, 15},
+};
+
+static uint32_t vmadref(const struct vmadform *f, uint32_t a, uint32_t b, uint32_t c)
+{
+	bool sgn = f->as || f->bs || (f->na != f->nb) || f->nc;
+	__int128 p = (__int128)vpart(a, f->asel, f->as) * vpart(b, f->bsel, f->bs);
+	__int128 cc = sgn ? (__int128)(int32_t)c : (__int128)c;
+	long long r;
+
+	if (f->na != f->nb)
+		p = -p;
+	if (f->nc) /* the ISA's ~c + 1 on the 32-bit c, then extended */
+		cc = (__int128)(int32_t)~c + 1;
+	p += cc + (f->po ? 1 : 0);
+	r = (long long)(p >> f->shift);
+	if (f->sat && sgn)
+		r = r > INT32_MAX ? INT32_MAX : r < INT32_MIN ? INT32_MIN : r;
+	else if (f->sat)
+		r = (unsigned long long)r > UINT32_MAX ? UINT32_MAX : r;
+	return (uint32_t)r;
+}
+
+static void test_video(void **state)
+{
+	enum { T = 256 };
+	static unsigned in[3 * T], o[24 * T];
+	static const unsigned edge[] = {0,	    0x7fffffff, 0x80000000, 0xffffffff, 0x80808080,
+					0x7f7f7f7f, 0x00ff00ff, 0x8000ffff, 31,		32,
+					33,	    0x21,	0xff,	    0x100};
+	uint32_t seed = 777;
+	int n = T;
+	CUmodule m = sgt_module("video.ptx");
+
+	for (int i = 0; i < 3 * T; i++)
+		in[i] = i < 3 * 14 * 14
+				? (i % 3 == 2 ? sgt_rand(&seed)
+					      : edge[(i % 3 == 0 ? i / 3 / 14 : i / 3) % 14])
+				: sgt_rand(&seed) >> (i % 29);
+	CUdeviceptr din = dbuf(in, sizeof(in)), dout = dbuf(NULL, sizeof(o));
+	void *args[] = {&din, &dout, &n};
+	run(m, "video", 1, T, args);
+	CK(cuMemcpyDtoH(o, dout, sizeof(o)));
+	for (int i = 0; i < T; i++)
+		for (int k = 0; k < 18; k++) {
+			uint32_t want = vref(&vforms[k], in[3 * i], in[3 * i + 1], in[3 * i + 2]);
+
+			if (o[24 * i + k] != want)
+				fprintf(stderr,
+					"video form %d: a %08x b %08x c %08x: %08x want %08x\n", k,
+					in[3 * i], in[3 * i + 1], in[3 * i + 2], o[24 * i + k],
+					want);
+			assert_int_equal(o[24 * i + k], want);
+		}
+	for (int i = 0; i < T; i++)
+		for (int k = 0; k < 6; k++)
+			assert_int_equal(o[24 * i + 18 + k], vmadref(&vmadforms[k], in[3 * i],
+								     in[3 * i + 1], in[3 * i + 2]));
+	CK(cuModuleUnload(m));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -741,7 +901,7 @@ int main(void)
 		cmocka_unit_test(test_int64), cmocka_unit_test(test_types8),
 		cmocka_unit_test(test_mathf), cmocka_unit_test(test_rounding),
 		cmocka_unit_test(test_half),  cmocka_unit_test(test_asmops),
-		cmocka_unit_test(test_simd),
+		cmocka_unit_test(test_simd),  cmocka_unit_test(test_video),
 	};
 
 	return cmocka_run_group_tests(tests, sgt_setup, sgt_teardown);
