@@ -13,6 +13,7 @@
 #include "error.h"
 #include "conn.h"
 #include "log.h"
+#include "stats.h"
 
 #define MAX_WORDS 16
 
@@ -272,13 +273,60 @@ static int set_size(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
-/* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] [queue=N] [kernel_timeout=SECONDS] */
+/*
+ * A tenant's shares of the pool (docs/scheduling.md): guarantee_gpus=N, guarantee_memory=SIZE.
+ * 1: the key was one of these and is set; 0: not one of these; GP_ECONFIG: a bad value.
+ */
+static int tenant_share(struct parse *p, struct gp_tenant *t, const char *tenant, const char *key,
+			const char *value)
+{
+	unsigned long long v;
+	char *end;
+
+	if (strcmp(key, "guarantee_memory") == 0) {
+		if (gp_parse_size(value, &t->guarantee_memory))
+			return perr(p, "tenant %s: guarantee_memory=%s is not a size", tenant,
+				    value);
+		return 1;
+	}
+	if (strcmp(key, "guarantee_gpus") == 0) {
+		errno = 0;
+		v = strtoull(value, &end, 10);
+		if (errno || *end || !isdigit((unsigned char)*value) || v > GP_STATS_MAX_DEVICES)
+			return perr(p,
+				    "tenant %s: guarantee_gpus=%s is not a number of GPUs (0-%u)",
+				    tenant, value, GP_STATS_MAX_DEVICES);
+		t->guarantee_gpus = v;
+		return 1;
+	}
+	return 0;
+}
+
+/* A guarantee above the tenant's own limit could never be held. */
+static int tenant_share_check(struct parse *p, const struct gp_tenant *t)
+{
+	if (t->gpus != GP_LIMIT_NONE && t->guarantee_gpus > t->gpus)
+		return perr(p, "tenant %s: guarantee_gpus=%llu is more than its gpus=%llu", t->name,
+			    (unsigned long long)t->guarantee_gpus, (unsigned long long)t->gpus);
+	if (t->memory != GP_LIMIT_NONE && t->guarantee_memory > t->memory)
+		return perr(p, "tenant %s: guarantee_memory=%llu is more than its memory=%llu",
+			    t->name, (unsigned long long)t->guarantee_memory,
+			    (unsigned long long)t->memory);
+	return 0;
+}
+
+/* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] [queue=N] [kernel_timeout=SECONDS]
+ *	      [guarantee_gpus=N] [guarantee_memory=SIZE] */
 static int add_tenant(struct parse *p, char **words, int n, size_t off)
 {
 	struct gp_config *cfg = p->cfg;
-	struct gp_tenant t = {NULL,	     GP_LIMIT_NONE, GP_LIMIT_NONE,
-			      GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE};
+	struct gp_tenant t = {.sessions = GP_LIMIT_NONE,
+			      .gpus = GP_LIMIT_NONE,
+			      .memory = GP_LIMIT_NONE,
+			      .kernel_timeout = GP_LIMIT_NONE,
+			      .queue = GP_LIMIT_NONE};
 	struct gp_tenant *nt;
+	int r;
 
 	if (n < 2)
 		return perr(p, "'tenant' needs a name");
@@ -292,6 +340,11 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 		if (!eq || eq[1] == '\0')
 			return perr(p, "tenant %s: '%s' is not key=value", words[1], words[i]);
 		*eq = '\0';
+		r = tenant_share(p, &t, words[1], words[i], eq + 1);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			continue;
 		if (strcmp(words[i], "memory") == 0) {
 			if (gp_parse_size(eq + 1, &t.memory))
 				return perr(p, "tenant %s: memory=%s is not a size", words[1],
@@ -318,10 +371,14 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 		} else {
 			return perr(p,
 				    "tenant %s: unknown limit '%s' (sessions, gpus, memory, queue, "
-				    "kernel_timeout)",
+				    "kernel_timeout, guarantee_gpus, guarantee_memory)",
 				    words[1], words[i]);
 		}
 	}
+	t.name = words[1];
+	r = tenant_share_check(p, &t);
+	if (r)
+		return r;
 	nt = realloc(cfg->tenants, (cfg->ntenants + 1) * sizeof(*nt));
 	if (!nt)
 		return -ENOMEM;

@@ -30,6 +30,10 @@ struct gp_tenant {
 	uint64_t memory;	 /* bytes reserved at once, summed over sessions and GPUs */
 	uint64_t kernel_timeout; /* seconds one call may run (a kernel, a wait for one) */
 	uint64_t queue; /* sessions waiting at once; GP_LIMIT_NONE: max_queued_per_tenant */
+	/* Shares (docs/scheduling.md): what the tenant is guaranteed of the pool; it may
+	 * borrow what is idle beyond it. 0: no guarantee of that kind. */
+	uint64_t guarantee_gpus;
+	uint64_t guarantee_memory; /* bytes, summed over sessions and GPUs */
 };
 
 /* A bearer token that names a tenant (for clients without certificates). */

@@ -1,5 +1,6 @@
 /* pool.c -- admission policy with no I/O: placement, the ledger, tenant limits, the queue. */
 #include <errno.h>
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -162,12 +163,13 @@ static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const s
 	return true;
 }
 
-/* Places the claim now if it fits; PLACED, WAIT_TENANT or WAIT_CAPACITY. */
-static int try_place(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c)
+/* Could the claim be placed now? PLACED (on chosen, mem each), WAIT_TENANT or WAIT_CAPACITY. */
+static int fit(const struct gp_pool *p, const struct gp_config *cfg, const struct gp_claim *c,
+	       uint32_t *chosen, uint64_t *mem)
 {
 	const struct gp_tenant *t = gp_config_tenant(cfg, c->tenant);
-	uint32_t n = gpus_asked(c), chosen[GP_STATS_MAX_DEVICES];
-	uint64_t mem, budget = UINT64_MAX;
+	uint32_t n = gpus_asked(c);
+	uint64_t budget = UINT64_MAX;
 	struct gp_pool_usage u;
 
 	gp_pool_tenant_usage(p, c->tenant, &u);
@@ -177,10 +179,22 @@ static int try_place(struct gp_pool *p, const struct gp_config *cfg, struct gp_c
 	 * placed only on GPUs the tenant can afford. */
 	if (t && t->memory != GP_LIMIT_NONE)
 		budget = u.memory < t->memory ? (t->memory - u.memory) / n : 0;
-	if (!choose(p, cfg, c, n, budget, chosen, &mem))
-		return budget != UINT64_MAX && choose(p, cfg, c, n, UINT64_MAX, chosen, &mem)
+	if (!choose(p, cfg, c, n, budget, chosen, mem))
+		return budget != UINT64_MAX && choose(p, cfg, c, n, UINT64_MAX, chosen, mem)
 			       ? WAIT_TENANT
 			       : WAIT_CAPACITY;
+	return PLACED;
+}
+
+/* Places the claim now if it fits; PLACED, WAIT_TENANT or WAIT_CAPACITY. */
+static int try_place(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c)
+{
+	uint32_t n = gpus_asked(c), chosen[GP_STATS_MAX_DEVICES];
+	uint64_t mem;
+	int r = fit(p, cfg, c, chosen, &mem);
+
+	if (r != PLACED)
+		return r;
 	for (uint32_t k = 0; k < n; k++) {
 		struct gp_pool_gpu *gpu = &p->gpu[chosen[k]];
 
@@ -191,6 +205,147 @@ static int try_place(struct gp_pool *p, const struct gp_config *cfg, struct gp_c
 	c->ndev = n;
 	c->mem_limit = mem;
 	return PLACED;
+}
+
+/* ---- the queue's order: shares and borrowing ---- */
+
+static bool has_guarantee(const struct gp_tenant *t)
+{
+	return t && (t->guarantee_gpus || t->guarantee_memory);
+}
+
+/* Would the tenant, holding u and n GPUs with mem bytes more, be within its guarantee? */
+static bool within(const struct gp_tenant *t, const struct gp_pool_usage *u, uint64_t n,
+		   uint64_t mem)
+{
+	if (!has_guarantee(t))
+		return false;
+	if (t->guarantee_gpus && u->gpus + n > t->guarantee_gpus)
+		return false;
+	return !t->guarantee_memory || u->memory + mem <= t->guarantee_memory;
+}
+
+/* What the tenant holds as a fraction of its guarantee (the larger of GPUs' and memory's):
+ * the weight of weighted fair queueing. DBL_MAX without a guarantee. */
+static double held_share(const struct gp_tenant *t, const struct gp_pool_usage *u)
+{
+	double s = 0, m;
+
+	if (!has_guarantee(t))
+		return DBL_MAX;
+	if (t->guarantee_gpus)
+		s = (double)u->gpus / (double)t->guarantee_gpus;
+	if (t->guarantee_memory) {
+		m = (double)u->memory / (double)t->guarantee_memory;
+		if (m > s)
+			s = m;
+	}
+	return s;
+}
+
+bool gp_pool_tenant_entitled(const struct gp_pool *p, const struct gp_config *cfg,
+			     const char *tenant)
+{
+	struct gp_pool_usage u;
+
+	if (!p || !cfg || !tenant)
+		return false;
+	gp_pool_tenant_usage(p, tenant, &u);
+	return within(gp_config_tenant(cfg, tenant), &u, 0, 0);
+}
+
+/* Sets each waiter's tenant tier and share, from the tenant's oldest waiter, and clears the
+ * marks next_in_order leaves. */
+static void rank(struct gp_pool *p, const struct gp_config *cfg)
+{
+	for (struct gp_claim *c = p->queue; c; c = c->qnext) {
+		struct gp_claim *head = p->queue;
+		const struct gp_tenant *t;
+		struct gp_pool_usage u;
+
+		while (strcmp(head->tenant, c->tenant) != 0)
+			head = head->qnext;
+		c->ord_seen = false;
+		if (head != c) {
+			c->ord_tier = head->ord_tier;
+			c->ord_share = head->ord_share;
+			continue;
+		}
+		t = gp_config_tenant(cfg, c->tenant);
+		gp_pool_tenant_usage(p, c->tenant, &u);
+		c->ord_tier = within(t, &u, gpus_asked(c), least_per_gpu(p, cfg, c) * gpus_asked(c))
+				      ? 0
+				      : 1;
+		c->ord_share = held_share(t, &u);
+	}
+}
+
+static bool before(const struct gp_claim *a, const struct gp_claim *b)
+{
+	if (a->ord_tier != b->ord_tier)
+		return a->ord_tier < b->ord_tier;
+	if (a->ord_share < b->ord_share)
+		return true;
+	if (a->ord_share > b->ord_share)
+		return false;
+	return a->seq < b->seq;
+}
+
+/* The first waiter in the queue's order that it has not returned since rank(). */
+static struct gp_claim *next_in_order(struct gp_pool *p)
+{
+	struct gp_claim *best = NULL;
+
+	for (struct gp_claim *c = p->queue; c; c = c->qnext)
+		if (!c->ord_seen && (!best || before(c, best)))
+			best = c;
+	if (best)
+		best->ord_seen = true;
+	return best;
+}
+
+enum gp_pool_wait gp_pool_waiting_for(struct gp_pool *p, const struct gp_config *cfg,
+				      const struct gp_claim *c, unsigned *place)
+{
+	uint32_t chosen[GP_STATS_MAX_DEVICES];
+	struct gp_claim *x;
+	uint64_t mem;
+	unsigned n = 0;
+
+	if (place)
+		*place = 0;
+	if (!p || !cfg || !c || c->state != GP_CLAIM_QUEUED)
+		return GP_POOL_WAIT_NONE;
+	rank(p, cfg);
+	while ((x = next_in_order(p)) != NULL) {
+		n++;
+		if (x == c)
+			break;
+	}
+	if (place)
+		*place = n;
+	switch (fit(p, cfg, c, chosen, &mem)) {
+	case WAIT_TENANT:
+		return GP_POOL_WAIT_TENANT;
+	case WAIT_CAPACITY:
+		return GP_POOL_WAIT_CAPACITY;
+	default:
+		return GP_POOL_WAIT_BEHIND;
+	}
+}
+
+const char *gp_pool_wait_name(enum gp_pool_wait w)
+{
+	switch (w) {
+	case GP_POOL_WAIT_TENANT:
+		return "tenant";
+	case GP_POOL_WAIT_CAPACITY:
+		return "capacity";
+	case GP_POOL_WAIT_BEHIND:
+		return "behind";
+	default:
+		return "";
+	}
 }
 
 static void dequeue(struct gp_pool *p, struct gp_claim *c)
@@ -288,9 +443,10 @@ int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_cl
 	c->ndev = 0;
 	c->mem_limit = 0;
 	c->queued_at = now;
+	c->seq = p->next_seq++;
 	c->qnext = c->anext = NULL;
 	c->state = GP_CLAIM_QUEUED;
-	/* In arrival order: nobody overtakes a claim already waiting for capacity. */
+	/* Kept in arrival order; gp_pool_admit_next serves it in the queue's order. */
 	for (pp = &p->queue; *pp; pp = &(*pp)->qnext)
 		;
 	*pp = c;
@@ -299,9 +455,12 @@ int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_cl
 
 struct gp_claim *gp_pool_admit_next(struct gp_pool *p, const struct gp_config *cfg)
 {
+	struct gp_claim *c;
+
 	if (!p || !cfg)
 		return NULL;
-	for (struct gp_claim *c = p->queue; c; c = c->qnext) {
+	rank(p, cfg);
+	while ((c = next_in_order(p)) != NULL) {
 		int r = try_place(p, cfg, c);
 
 		if (r == PLACED) {
@@ -311,8 +470,8 @@ struct gp_claim *gp_pool_admit_next(struct gp_pool *p, const struct gp_config *c
 			p->admitted = c;
 			return c;
 		}
-		/* WAIT_CAPACITY: the oldest waiter for capacity goes first. WAIT_TENANT: its own
-		 * limits hold it; later ones may go. */
+		/* WAIT_CAPACITY: the first waiter for capacity in the order goes first.
+		 * WAIT_TENANT: its own limits hold it; later ones may go. */
 		if (r == WAIT_CAPACITY)
 			return NULL;
 	}

@@ -5,13 +5,23 @@
  * GPU when that is 0). It is admitted when its tenant's limits allow it and N GPUs that are
  * not draining each have M bytes unreserved; the memory is then reserved on each until the
  * claim is released. A claim that could never fit is refused at once. One that does not fit
- * now waits, in arrival order; a waiter held back only by its own tenant's limits does not
- * hold up the others. A tenant has at most its queue limit waiting (queue=N on its line,
- * else max_queued_per_tenant); past it a claim is refused, and a tenant whose queue limit is
- * 0 is admitted at once or not at all. When the pool is at max_sessions, a newcomer may take
- * the place of the newest waiter of the tenant with the most waiters, so that one tenant's
- * waiters never lock another out (gp_pool_displace). spread places on the GPUs with the most room left, binpack on those
- * with the least that still fit; ties go to fewer sessions, then the lower slot.
+ * now waits. A tenant has at most its queue limit waiting (queue=N on its line, else
+ * max_queued_per_tenant); past it a claim is refused, and a tenant whose queue limit is 0 is
+ * admitted at once or not at all. When the pool is at max_sessions, a newcomer may take the
+ * place of the newest waiter of the tenant with the most waiters, so that one tenant's
+ * waiters never lock another out (gp_pool_displace). spread places on the GPUs with the most
+ * room left, binpack on those with the least that still fit; ties go to fewer sessions, then
+ * the lower slot.
+ *
+ * The queue's order (docs/scheduling.md): a tenant may have a guaranteed share of the pool
+ * (guarantee_gpus, guarantee_memory) and borrow what is idle beyond it. Waiters are served
+ * tenant by tenant in this order: first tenants whose oldest waiter, admitted, would keep
+ * them within their guarantee ("entitled"), then the others ("borrowing"); within each, the
+ * tenant holding the least of its guarantee first (weighted fair queueing, the guarantee
+ * being the weight; a tenant without one comes after those with one), then arrival. Within
+ * one tenant, arrival order. The first waiter in that order that waits for capacity holds up
+ * those after it (so a large claim is not starved by small ones); a waiter held back only by
+ * its own tenant's limits holds up nobody.
  *
  * Nothing here sends, logs or reads a clock: time comes in as an argument, decisions come
  * back as values, and admission.c does the I/O (tests/unit/test_pool.c tests this alone).
@@ -50,10 +60,15 @@ struct gp_claim {
 	/* The pool's, read-only to the caller. */
 	enum gp_claim_state state;
 	uint64_t queued_at; /* the `now` it was queued at */
+	uint64_t seq;	    /* arrival order in the queue */
 	uint32_t ndev;
 	uint32_t dev[GP_STATS_MAX_DEVICES]; /* struct gp_pool_gpu.index of each */
 	uint64_t mem_limit;		    /* per GPU, as reserved */
 	struct gp_claim *qnext, *anext;
+	/* Its tenant's place in the queue's order, set afresh on each look at the queue. */
+	unsigned ord_tier; /* 0: entitled, 1: borrowing */
+	double ord_share;  /* what its tenant holds over its guarantee; DBL_MAX: none */
+	bool ord_seen;
 };
 
 struct gp_pool {
@@ -61,6 +76,15 @@ struct gp_pool {
 	uint32_t ngpus;
 	struct gp_claim *queue;	   /* waiting, oldest first */
 	struct gp_claim *admitted; /* holding reservations */
+	uint64_t next_seq;
+};
+
+/* Why a waiter waits (gp_pool_waiting_for). */
+enum gp_pool_wait {
+	GP_POOL_WAIT_NONE = 0, /* not queued, or would go now */
+	GP_POOL_WAIT_TENANT,   /* its own tenant's limits (sessions, gpus, memory) */
+	GP_POOL_WAIT_CAPACITY, /* no room on enough GPUs */
+	GP_POOL_WAIT_BEHIND,   /* room, but a waiter before it in the queue's order waits */
 };
 
 /* What a tenant holds now, summed over its admitted claims. */
@@ -108,5 +132,14 @@ struct gp_claim *gp_pool_expire_next(struct gp_pool *p, uint64_t now, uint64_t t
 /* Ends a claim whatever its state: out of the queue, its reservation returned. Idempotent. */
 void gp_pool_release(struct gp_pool *p, struct gp_claim *c);
 void gp_pool_tenant_usage(const struct gp_pool *p, const char *tenant, struct gp_pool_usage *u);
+/* Does the tenant hold no more than its guarantee (and has one)? */
+bool gp_pool_tenant_entitled(const struct gp_pool *p, const struct gp_config *cfg,
+			     const char *tenant);
+/* Why a queued claim waits now, and its place in the queue's order (1: next; 0 when not
+ * queued). */
+enum gp_pool_wait gp_pool_waiting_for(struct gp_pool *p, const struct gp_config *cfg,
+				      const struct gp_claim *c, unsigned *place);
+/* "tenant", "capacity", "behind", "" */
+const char *gp_pool_wait_name(enum gp_pool_wait w);
 
 #endif

@@ -531,6 +531,153 @@ static void test_displace(void **state)
 	gp_config_free(cfg);
 }
 
+/* ---- shares and borrowing ---- */
+
+/* A tenant within its guarantee is served before a borrowing tenant queued earlier. */
+static void test_guarantee_first(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=12G\n");
+	struct gp_pool p;
+	struct gp_claim hold = claim("bob", 1, 16 * G), bob = claim("bob", 1, 8 * G),
+			alice = claim("alice", 1, 12 * G);
+	unsigned place;
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_int_equal(ask(&p, cfg, &hold, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &bob, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &alice, 2), GP_CLAIM_QUEUED);
+	assert_true(gp_pool_tenant_entitled(&p, cfg, "alice")); /* holds 0 of 12G */
+	assert_false(gp_pool_tenant_entitled(&p, cfg, "bob"));	/* has no guarantee */
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &alice, &place), GP_POOL_WAIT_CAPACITY);
+	assert_int_equal(place, 1); /* queued last, served first */
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &bob, &place), GP_POOL_WAIT_CAPACITY);
+	assert_int_equal(place, 2);
+	gp_pool_release(&p, &hold);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &alice);
+	assert_null(gp_pool_admit_next(&p, cfg)); /* 4G left: bob's 8G waits */
+	assert_int_equal(bob.state, GP_CLAIM_QUEUED);
+	assert_true(gp_pool_tenant_entitled(&p, cfg, "alice")); /* 12G of 12G */
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &alice, &place), GP_POOL_WAIT_NONE);
+	assert_int_equal(place, 0);
+	gp_pool_release(&p, &alice);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &bob);
+	gp_pool_release(&p, &bob);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* Idle room may be borrowed past a guarantee; a borrower then comes after the entitled,
+ * and the entitled one's wait for capacity holds up a borrower that would fit. */
+static void test_borrowing(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=4G\n"
+				     "tenant bob guarantee_memory=8G guarantee_gpus=1\n");
+	struct gp_pool p;
+	struct gp_claim a1 = claim("alice", 1, 12 * G), a2 = claim("alice", 1, 2 * G),
+			b1 = claim("bob", 1, 8 * G), a3 = claim("alice", 1, 2 * G);
+	unsigned place;
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_int_equal(ask(&p, cfg, &a1, 0), GP_CLAIM_ADMITTED); /* 12G on a 4G guarantee */
+	assert_false(gp_pool_tenant_entitled(&p, cfg, "alice"));
+	assert_int_equal(ask(&p, cfg, &a2, 1), GP_CLAIM_ADMITTED); /* still idle room: borrows */
+	assert_int_equal(ask(&p, cfg, &b1, 2), GP_CLAIM_QUEUED);   /* 2G free */
+	assert_int_equal(ask(&p, cfg, &a3, 3), GP_CLAIM_QUEUED);   /* would fit, but bob's first */
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &a3, &place), GP_POOL_WAIT_BEHIND);
+	assert_int_equal(place, 2);
+	assert_string_equal(gp_pool_wait_name(GP_POOL_WAIT_BEHIND), "behind");
+	gp_pool_release(&p, &a2);
+	assert_null(gp_pool_admit_next(&p, cfg)); /* 4G free: bob still waits, and so does a3 */
+	gp_pool_release(&p, &a1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &b1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a3);
+	gp_pool_release(&p, &b1);
+	gp_pool_release(&p, &a3);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* Between tenants, the one holding the least of its guarantee goes first, whatever the
+ * arrival; a tenant without a guarantee comes after those with one; within one tenant,
+ * arrival order. */
+static void test_weighted_fair(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=16G\n"
+				     "tenant bob guarantee_memory=8G\n");
+	struct gp_pool p;
+	struct gp_claim x1 = claim("x", 1, 14 * G), x2 = claim("x", 1, 2 * G),
+			x3 = claim("x", 1, 2 * G), a1 = claim("alice", 1, 12 * G),
+			b1 = claim("bob", 1, 2 * G), c1 = claim("carol", 1, 2 * G),
+			a2 = claim("alice", 1, 2 * G), b2 = claim("bob", 1, 2 * G),
+			b3 = claim("bob", 1, 2 * G);
+
+	pool_of(&p, 1, (uint64_t[]){32 * G});
+	assert_int_equal(ask(&p, cfg, &a1, 0), GP_CLAIM_ADMITTED); /* alice at 12/16 */
+	assert_int_equal(ask(&p, cfg, &b1, 0), GP_CLAIM_ADMITTED); /* bob at 2/8 */
+	assert_int_equal(ask(&p, cfg, &x1, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &x2, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &x3, 0), GP_CLAIM_ADMITTED); /* 32G of 32G */
+	assert_int_equal(ask(&p, cfg, &c1, 1), GP_CLAIM_QUEUED);   /* no guarantee: last */
+	assert_int_equal(ask(&p, cfg, &a2, 2), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &b2, 3), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &b3, 4), GP_CLAIM_QUEUED);
+	/* 2G free: bob (2/8) before alice (12/16), who came first */
+	gp_pool_release(&p, &x3);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &b2);
+	assert_null(gp_pool_admit_next(&p, cfg));
+	/* bob at 4/8 now, alice at 12/16: bob's next, in his own arrival order */
+	gp_pool_release(&p, &x2);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &b3);
+	/* bob has no more waiting: alice (within her guarantee) before carol (none) */
+	gp_pool_release(&p, &b1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a2);
+	/* carol, first to come, last to go */
+	assert_null(gp_pool_admit_next(&p, cfg));
+	gp_pool_release(&p, &x1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &c1);
+	gp_pool_release(&p, &a1);
+	gp_pool_release(&p, &a2);
+	gp_pool_release(&p, &b2);
+	gp_pool_release(&p, &b3);
+	gp_pool_release(&p, &c1);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* A guarantee of GPUs: whole-GPU claims are entitled up to guarantee_gpus, and the
+ * waiter's reasons say what holds each one back. */
+static void test_guarantee_gpus(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_gpus=1 gpus=2 sessions=1\n");
+	struct gp_pool p;
+	struct gp_claim hold = claim("x", 2, 0), a1 = claim("alice", 2, 0),
+			a2 = claim("alice", 1, 0), c1 = claim("carol", 1, 0);
+	unsigned place;
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 16 * G});
+	assert_int_equal(ask(&p, cfg, &hold, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &c1, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &a1, 2), GP_CLAIM_QUEUED); /* 2 GPUs: past its guarantee */
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &a1, &place), GP_POOL_WAIT_CAPACITY);
+	assert_int_equal(place, 1); /* borrowing, but a guarantee beats none */
+	gp_pool_release(&p, &hold);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a1);
+	assert_null(gp_pool_admit_next(&p, cfg));
+	/* alice's second waits for her own sessions=1, carol for a GPU */
+	assert_int_equal(ask(&p, cfg, &a2, 3), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &a2, &place), GP_POOL_WAIT_TENANT);
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &c1, &place), GP_POOL_WAIT_CAPACITY);
+	gp_pool_release(&p, &a1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a2); /* entitled now: before carol */
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &c1);
+	gp_pool_release(&p, &a2);
+	gp_pool_release(&p, &c1);
+	assert_empty(&p);
+	assert_false(gp_pool_tenant_entitled(NULL, cfg, "alice"));
+	assert_int_equal(gp_pool_waiting_for(NULL, cfg, &a2, &place), GP_POOL_WAIT_NONE);
+	gp_config_free(cfg);
+}
+
 /* ---- release on every way a session ends ---- */
 
 static void test_release_every_way(void **state)
@@ -588,6 +735,10 @@ int main(void)
 		cmocka_unit_test(test_tenant_queue_limit),
 		cmocka_unit_test(test_may_wait),
 		cmocka_unit_test(test_displace),
+		cmocka_unit_test(test_guarantee_first),
+		cmocka_unit_test(test_borrowing),
+		cmocka_unit_test(test_weighted_fair),
+		cmocka_unit_test(test_guarantee_gpus),
 		cmocka_unit_test(test_release_every_way),
 	};
 
