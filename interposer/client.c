@@ -1,5 +1,6 @@
 /* client.c -- the interposer's session with the pool: connect, Hello, calls, bulk copies. */
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -236,6 +237,21 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 		if (gp_parse_size(s, &mem))
 			gp_log_warnx("GPUPOOL_MEMORY=%s is not a size; asking for the default", s);
 		hello->memory = mem;
+	}
+	s = getenv("GPUPOOL_COMPUTE");
+	if (s && *s) {
+		char *end;
+		unsigned long v = strtoul(s, &end, 10);
+
+		if (*end == '%')
+			end++;
+		if (!isdigit((unsigned char)*s) || *end || v < 1 || v > 100)
+			gp_log_warnx(
+				"GPUPOOL_COMPUTE=%s is not a share of 1%% to 100%%; asking for "
+				"none",
+				s);
+		else
+			hello->compute = (uint32_t)v;
 	}
 	s = getenv("GPUPOOL_TOKEN");
 	hello->token = (char *)(s ? s : "");

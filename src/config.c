@@ -273,9 +273,28 @@ static int set_size(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
+/* "25%" or "25": a share of a GPU's compute, 1 to 100 percent. 0 or GP_ECONFIG. */
+static int parse_percent(const char *s, unsigned *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return GP_ECONFIG;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*end == '%')
+		end++;
+	if (errno || *end || v < 1 || v > 100)
+		return GP_ECONFIG;
+	*out = (unsigned)v;
+	return 0;
+}
+
 /*
- * A tenant's shares of the pool (docs/scheduling.md): guarantee_gpus=N, guarantee_memory=SIZE.
- * 1: the key was one of these and is set; 0: not one of these; GP_ECONFIG: a bad value.
+ * A tenant's shares (docs/scheduling.md): guarantee_gpus=N, guarantee_memory=SIZE,
+ * compute=P%, default_compute=P%. 1: the key was one of these and is set; 0: not one of
+ * these; GP_ECONFIG: a bad value.
  */
 static int tenant_share(struct parse *p, struct gp_tenant *t, const char *tenant, const char *key,
 			const char *value)
@@ -299,6 +318,12 @@ static int tenant_share(struct parse *p, struct gp_tenant *t, const char *tenant
 		t->guarantee_gpus = v;
 		return 1;
 	}
+	if (strcmp(key, "compute") == 0 || strcmp(key, "default_compute") == 0) {
+		if (parse_percent(value, key[0] == 'c' ? &t->compute : &t->default_compute))
+			return perr(p, "tenant %s: %s=%s is not a share of 1%% to 100%%", tenant,
+				    key, value);
+		return 1;
+	}
 	return 0;
 }
 
@@ -312,11 +337,14 @@ static int tenant_share_check(struct parse *p, const struct gp_tenant *t)
 		return perr(p, "tenant %s: guarantee_memory=%llu is more than its memory=%llu",
 			    t->name, (unsigned long long)t->guarantee_memory,
 			    (unsigned long long)t->memory);
+	if (t->compute && t->default_compute > t->compute)
+		return perr(p, "tenant %s: default_compute=%u%% is more than its compute=%u%%",
+			    t->name, t->default_compute, t->compute);
 	return 0;
 }
 
 /* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] [queue=N] [kernel_timeout=SECONDS]
- *	      [guarantee_gpus=N] [guarantee_memory=SIZE] */
+ *	      [guarantee_gpus=N] [guarantee_memory=SIZE] [compute=P%] [default_compute=P%] */
 static int add_tenant(struct parse *p, char **words, int n, size_t off)
 {
 	struct gp_config *cfg = p->cfg;
@@ -371,7 +399,8 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 		} else {
 			return perr(p,
 				    "tenant %s: unknown limit '%s' (sessions, gpus, memory, queue, "
-				    "kernel_timeout, guarantee_gpus, guarantee_memory)",
+				    "kernel_timeout, guarantee_gpus, guarantee_memory, compute, "
+				    "default_compute)",
 				    words[1], words[i]);
 		}
 	}

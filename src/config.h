@@ -34,6 +34,11 @@ struct gp_tenant {
 	 * borrow what is idle beyond it. 0: no guarantee of that kind. */
 	uint64_t guarantee_gpus;
 	uint64_t guarantee_memory; /* bytes, summed over sessions and GPUs */
+	/* Compute shares, in percent of a GPU: the most one session may have on each of its
+	 * GPUs (a larger request is cut to it; 0: 100), and what a session that asks for none
+	 * gets (0: none, it is not limited). */
+	unsigned compute;
+	unsigned default_compute;
 };
 
 /* A bearer token that names a tenant (for clients without certificates). */

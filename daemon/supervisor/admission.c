@@ -25,6 +25,7 @@ static void reply(struct gp_session *s, int status, const char *msg)
 		rep.n_device = s->claim.ndev;
 		rep.device = s->claim.dev;
 		rep.memory_limit = s->claim.mem_limit;
+		rep.compute = s->claim.compute;
 	}
 	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_ADMIT_REPLY, &rep.base);
 }
@@ -46,9 +47,13 @@ static void admitted(struct gp_session *s)
 
 		snprintf(devs + l, sizeof(devs) - l, "%s%u", i ? "," : "", s->claim.dev[i]);
 	}
-	gp_log_info("session %llu (tenant %s, %s pid %u) admitted on GPU %s, %llu bytes each",
+	char share[48] = "";
+
+	if (s->claim.compute)
+		snprintf(share, sizeof(share), ", %u%% of the compute", s->claim.compute);
+	gp_log_info("session %llu (tenant %s, %s pid %u) admitted on GPU %s, %llu bytes each%s",
 		    (unsigned long long)s->id, s->tenant, s->program, s->client_pid, devs,
-		    (unsigned long long)s->claim.mem_limit);
+		    (unsigned long long)s->claim.mem_limit, share);
 	s->state = GP_SESSION_ACTIVE;
 	s->admitted_ms = gp__wall_ms();
 	s->admitted_at = uv_now(s->d->loop);
@@ -71,6 +76,7 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	s->client_pid = req->client_pid;
 	s->claim.want_gpus = req->gpus;
 	s->claim.want_memory = req->memory;
+	s->claim.want_compute = req->compute;
 	s->claim.tenant = s->tenant;
 	/* The tenant: the certificate's name (or on the Unix socket the user's), else what a
 	 * known token names, else default. Plain TCP proves nothing else: a token is required. */

@@ -7,8 +7,9 @@
  * pending.c     connections before their worker: the first-message watch, per-listener
  *               and per-address budgets, the FIFO to handshake slots
  * admission.c   admission's I/O: who the tenant is, replies and logs over pool.c's decisions
- * pool.c        the admission core, no I/O: placement, the reservation ledger, tenant
- *               limits, the wait queue (pool.h; tests/unit/test_pool.c)
+ * pool.c        the admission core, no I/O: placement (memory and compute shares), the
+ *               reservation ledger, tenant limits and guarantees, the wait queue and its
+ *               order (pool.h; docs/scheduling.md; tests/unit/test_pool.c)
  * admin.c       the admin socket poolctl talks to
  * accounting.c  a record per ended session, written and fsync'd by its own thread; the
  *               sums `poolctl usage` asks for, read on libuv's threadpool (src/acct.h)

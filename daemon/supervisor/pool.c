@@ -53,6 +53,19 @@ static uint64_t free_on(const struct gp_pool_gpu *g)
 	return g->total_mem - g->reserved;
 }
 
+uint32_t gp_pool_compute_share(const struct gp_config *cfg, const struct gp_claim *c)
+{
+	const struct gp_tenant *t = cfg && c ? gp_config_tenant(cfg, c->tenant) : NULL;
+	uint32_t want;
+
+	if (!c)
+		return 0;
+	want = c->want_compute ? c->want_compute : (t ? t->default_compute : 0);
+	if (t && t->compute && want > t->compute)
+		want = t->compute;
+	return want;
+}
+
 /* The least the claim reserves per GPU, whichever GPUs it gets (for tenant limits). */
 static uint64_t least_per_gpu(const struct gp_pool *p, const struct gp_config *cfg,
 			      const struct gp_claim *c)
@@ -95,6 +108,11 @@ static bool could_fit(const struct gp_pool *p, const struct gp_config *cfg,
 		snprintf(why, len, "asked for %u GPUs; the pool has %u", n, p->ngpus);
 		return false;
 	}
+	if (gp_pool_compute_share(cfg, c) > 100) {
+		snprintf(why, len, "asked for %u%% of a GPU's compute; a share is 1%% to 100%%",
+			 gp_pool_compute_share(cfg, c));
+		return false;
+	}
 	if (fits < n) {
 		snprintf(why, len, "asked for %llu bytes per GPU; the largest GPU has %llu",
 			 (unsigned long long)least_per_gpu(p, cfg, c), (unsigned long long)biggest);
@@ -120,14 +138,16 @@ static bool could_fit(const struct gp_pool *p, const struct gp_config *cfg,
 }
 
 /*
- * Chooses n GPUs that are not draining and have the claim's memory unreserved, none
- * reserving more than per_gpu_budget. spread: the most room left first; binpack: the least.
- * Ties: fewer sessions, then the lower slot. Returns false when there are not n such GPUs.
+ * Chooses n GPUs that are not draining and have the claim's memory unreserved and its
+ * compute share ungranted, none reserving more than per_gpu_budget. spread: the most memory
+ * left first; binpack: the least. Ties: fewer sessions, then the lower slot. Returns false
+ * when there are not n such GPUs.
  */
 static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const struct gp_claim *c,
 		   uint32_t n, uint64_t per_gpu_budget, uint32_t *chosen, uint64_t *mem)
 {
 	bool taken[GP_STATS_MAX_DEVICES] = {false};
+	uint32_t share = gp_pool_compute_share(cfg, c);
 
 	*mem = 0;
 	for (uint32_t k = 0; k < n; k++) {
@@ -137,7 +157,8 @@ static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const s
 			const struct gp_pool_gpu *gpu = &p->gpu[g], *b;
 			uint64_t m = per_gpu(cfg, c, gpu);
 
-			if (taken[g] || gpu->draining || m > free_on(gpu) || m > per_gpu_budget)
+			if (taken[g] || gpu->draining || m > free_on(gpu) || m > per_gpu_budget ||
+			    gpu->compute + share > 100)
 				continue;
 			if (best < 0) {
 				best = (int)g;
@@ -190,6 +211,7 @@ static int fit(const struct gp_pool *p, const struct gp_config *cfg, const struc
 static int try_place(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c)
 {
 	uint32_t n = gpus_asked(c), chosen[GP_STATS_MAX_DEVICES];
+	uint32_t share = gp_pool_compute_share(cfg, c);
 	uint64_t mem;
 	int r = fit(p, cfg, c, chosen, &mem);
 
@@ -200,10 +222,12 @@ static int try_place(struct gp_pool *p, const struct gp_config *cfg, struct gp_c
 
 		c->dev[k] = gpu->index;
 		gpu->reserved += mem;
+		gpu->compute += share;
 		gpu->sessions++;
 	}
 	c->ndev = n;
 	c->mem_limit = mem;
+	c->compute = share;
 	return PLACED;
 }
 
@@ -442,6 +466,7 @@ int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_cl
 	}
 	c->ndev = 0;
 	c->mem_limit = 0;
+	c->compute = 0;
 	c->queued_at = now;
 	c->seq = p->next_seq++;
 	c->qnext = c->anext = NULL;
@@ -508,6 +533,7 @@ void gp_pool_release(struct gp_pool *p, struct gp_claim *c)
 			if (!g)
 				continue;
 			g->reserved -= c->mem_limit;
+			g->compute -= c->compute;
 			g->sessions--;
 		}
 		c->anext = NULL;

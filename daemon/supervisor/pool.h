@@ -13,6 +13,11 @@
  * room left, binpack on those with the least that still fit; ties go to fewer sessions, then
  * the lower slot.
  *
+ * A compute share (percent of a GPU, docs/scheduling.md) is the claim's own, cut to its
+ * tenant's compute=, else its tenant's default_compute; a claim with one is placed only on
+ * GPUs whose granted shares leave room for it (no GPU is promised more than 100%). A claim
+ * without one is not counted and not limited.
+ *
  * The queue's order (docs/scheduling.md): a tenant may have a guaranteed share of the pool
  * (guarantee_gpus, guarantee_memory) and borrow what is idle beyond it. Waiters are served
  * tenant by tenant in this order: first tenants whose oldest waiter, admitted, would keep
@@ -43,7 +48,8 @@ struct gp_pool_gpu {
 	uint64_t total_mem;
 	uint64_t reserved; /* sum of the memory limits of claims placed here */
 	unsigned sessions;
-	bool draining; /* takes no new claims */
+	unsigned compute; /* percent of its compute granted to claims placed here, at most 100 */
+	bool draining;	  /* takes no new claims */
 };
 
 enum gp_claim_state {
@@ -54,9 +60,10 @@ enum gp_claim_state {
 
 struct gp_claim {
 	/* The request, set by the caller before gp_pool_enqueue. */
-	const char *tenant;   /* must outlive the claim */
-	uint32_t want_gpus;   /* 0: 1 */
-	uint64_t want_memory; /* per GPU; 0: the pool's default_memory, or a whole GPU */
+	const char *tenant;    /* must outlive the claim */
+	uint32_t want_gpus;    /* 0: 1 */
+	uint64_t want_memory;  /* per GPU; 0: the pool's default_memory, or a whole GPU */
+	uint32_t want_compute; /* percent of each GPU's compute; 0: its tenant's default_compute */
 	/* The pool's, read-only to the caller. */
 	enum gp_claim_state state;
 	uint64_t queued_at; /* the `now` it was queued at */
@@ -64,6 +71,7 @@ struct gp_claim {
 	uint32_t ndev;
 	uint32_t dev[GP_STATS_MAX_DEVICES]; /* struct gp_pool_gpu.index of each */
 	uint64_t mem_limit;		    /* per GPU, as reserved */
+	uint32_t compute;		    /* percent of each GPU's compute, as granted; 0: none */
 	struct gp_claim *qnext, *anext;
 	/* Its tenant's place in the queue's order, set afresh on each look at the queue. */
 	unsigned ord_tier; /* 0: entitled, 1: borrowing */
@@ -112,6 +120,9 @@ int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_cl
  * it. */
 bool gp_pool_may_wait(const struct gp_pool *p, const struct gp_config *cfg,
 		      const struct gp_claim *c);
+/* The compute share the claim gets (percent; 0: none): its own request cut to its tenant's
+ * compute=, or its tenant's default_compute. */
+uint32_t gp_pool_compute_share(const struct gp_config *cfg, const struct gp_claim *c);
 /* How many claims of the tenant wait now. */
 unsigned gp_pool_tenant_waiting(const struct gp_pool *p, const char *tenant);
 /*

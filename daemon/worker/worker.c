@@ -259,6 +259,7 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello)
 	req.token = hello->token;
 	req.gpus = hello->gpus;
 	req.memory = hello->memory;
+	req.compute = hello->compute;
 	req.client_host = hello->client_host;
 	req.client_pid = hello->client_pid;
 	req.program = hello->program;
@@ -294,8 +295,19 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello)
 	setenv("CUDA_VISIBLE_DEVICES", vis, 1);
 	w->ndev = (int)rep->n_device;
 	w->mem_limit = rep->memory_limit;
-	gp_log_debug("session %llu placed on devices %s, limit %llu bytes",
-		     (unsigned long long)w->session_id, vis, (unsigned long long)w->mem_limit);
+	/* A compute share: the MPS client limit NVIDIA's driver (under an MPS control daemon)
+	 * and softgpu read at cuInit. Without one the session is not limited. */
+	if (rep->compute > 0 && rep->compute < 100) {
+		char pct[16];
+
+		snprintf(pct, sizeof(pct), "%u", rep->compute);
+		setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct, 1);
+	} else {
+		unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+	}
+	gp_log_debug("session %llu placed on devices %s, limit %llu bytes, compute %u%%",
+		     (unsigned long long)w->session_id, vis, (unsigned long long)w->mem_limit,
+		     rep->compute ? rep->compute : 100);
 	ret = 0;
 out_free:
 	protobuf_c_message_free_unpacked(&rep->base, NULL);

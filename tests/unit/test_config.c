@@ -302,6 +302,22 @@ static void test_share_keys(void **state)
 		     "test.conf:4: tenant a: guarantee_gpus=2 is more than its gpus=1");
 	expect_error("tls_cert a\ntls_key b\ntenant a guarantee_memory=2G memory=1G\n",
 		     "tenant a: guarantee_memory=2147483648 is more than its memory=1073741824");
+	/* compute shares: P% or P, 1 to 100 */
+	c = gp_config_parse("tls_cert a\ntls_key b\ntenant alice compute=50% default_compute=20\n",
+			    "t", err, sizeof(err));
+	assert_non_null(c);
+	t = gp_config_tenant(c, "alice");
+	assert_int_equal(t->compute, 50);
+	assert_int_equal(t->default_compute, 20);
+	gp_config_free(c);
+	expect_error("tls_cert a\ntls_key b\ntenant a compute=0%\n",
+		     "test.conf:3: tenant a: compute=0% is not a share of 1% to 100%");
+	expect_error("tls_cert a\ntls_key b\ntenant a compute=101\n", "compute=101 is not a share");
+	expect_error("tls_cert a\ntls_key b\ntenant a default_compute=half\n",
+		     "default_compute=half is not a share");
+	expect_error("tls_cert a\ntls_key b\ntenant a compute=25%% \n", "compute=25%% is not");
+	expect_error("tls_cert a\ntls_key b\ntenant a compute=25 default_compute=50\n",
+		     "test.conf:3: tenant a: default_compute=50% is more than its compute=25%");
 }
 
 /* Metering: the accounting file and its rotation; bad values name file and line. */

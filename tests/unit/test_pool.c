@@ -678,6 +678,89 @@ static void test_guarantee_gpus(void **state)
 	gp_config_free(cfg);
 }
 
+/* ---- compute shares ---- */
+
+/* Placement fits memory and compute: no GPU is granted more than 100%; a claim without a
+ * share is neither counted nor held back; release gives the share back. */
+static void test_compute_fit(void **state)
+{
+	struct gp_config *cfg = conf("");
+	struct gp_pool p;
+	struct gp_claim a = claim("t", 1, G), b = claim("u", 1, G), c = claim("v", 1, G),
+			d = claim("w", 1, G), e = claim("x", 2, G);
+	unsigned place;
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 16 * G});
+	a.want_compute = 75;
+	b.want_compute = 50;
+	c.want_compute = 50;
+	d.want_compute = 30;
+	assert_int_equal(ask(&p, cfg, &a, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(a.compute, 75);
+	assert_int_equal(ask(&p, cfg, &b, 0), GP_CLAIM_ADMITTED);
+	assert_int_not_equal(b.dev[0], a.dev[0]); /* 75% + 50% would not fit on a's GPU */
+	assert_int_equal(ask(&p, cfg, &c, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c.dev[0], b.dev[0]); /* 50% + 50% */
+	assert_int_equal(gp_pool_gpu(&p, a.dev[0])->compute, 75);
+	assert_int_equal(gp_pool_gpu(&p, b.dev[0])->compute, 100);
+	/* 30%: 25% left on one GPU, none on the other; memory there is plenty */
+	assert_int_equal(ask(&p, cfg, &d, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &d, &place), GP_POOL_WAIT_CAPACITY);
+	/* without a share: not counted, not held back (but behind d in the queue) */
+	gp_pool_release(&p, &c);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &d);
+	assert_int_equal(d.dev[0], b.dev[0]);
+	assert_int_equal(ask(&p, cfg, &e, 2), GP_CLAIM_ADMITTED);
+	assert_int_equal(e.compute, 0);
+	assert_int_equal(gp_pool_gpu(&p, b.dev[0])->compute, 80);
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &b);
+	gp_pool_release(&p, &d);
+	gp_pool_release(&p, &e);
+	assert_empty(&p);
+	for (uint32_t g = 0; g < p.ngpus; g++)
+		assert_int_equal(p.gpu[g].compute, 0);
+	gp_config_free(cfg);
+}
+
+/* A client's share is cut to its tenant's compute=; a tenant's default_compute is what a
+ * session that asks for none gets; a share over 100% is refused (a hostile client). */
+static void test_compute_tenant(void **state)
+{
+	struct gp_config *cfg = conf("tenant small compute=25% default_compute=10%\n"
+				     "tenant * default_compute=50\n");
+	struct gp_pool p;
+	struct gp_claim a = claim("small", 1, G), b = claim("small", 1, G),
+			c = claim("other", 1, G), d = claim("other", 1, G),
+			e = claim("small", 1, G);
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	a.want_compute = 80;
+	assert_int_equal(gp_pool_compute_share(cfg, &a), 25);
+	assert_int_equal(gp_pool_compute_share(cfg, &b), 10);
+	assert_int_equal(gp_pool_compute_share(cfg, &c), 50);
+	assert_int_equal(gp_pool_compute_share(NULL, &b), 0);
+	assert_int_equal(gp_pool_compute_share(cfg, NULL), 0);
+	assert_int_equal(ask(&p, cfg, &a, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(a.compute, 25);
+	assert_int_equal(a.want_compute, 80); /* what it asked for stays, for the reports */
+	assert_int_equal(ask(&p, cfg, &b, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &c, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(p.gpu[0].compute, 85);
+	assert_int_equal(ask(&p, cfg, &d, 0), GP_CLAIM_QUEUED); /* another 50% */
+	e.want_compute = 1000000;				/* cut to 25%, not refused */
+	assert_int_equal(gp_pool_compute_share(cfg, &e), 25);
+	d.want_compute = 101; /* "other" has no cap: refused */
+	gp_pool_release(&p, &d);
+	assert_int_equal(gp_pool_enqueue(&p, cfg, &d, 0, why, sizeof(why)), GP_EREFUSED);
+	assert_non_null(strstr(why, "asked for 101% of a GPU's compute"));
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &b);
+	gp_pool_release(&p, &c);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
 /* ---- release on every way a session ends ---- */
 
 static void test_release_every_way(void **state)
@@ -739,6 +822,8 @@ int main(void)
 		cmocka_unit_test(test_borrowing),
 		cmocka_unit_test(test_weighted_fair),
 		cmocka_unit_test(test_guarantee_gpus),
+		cmocka_unit_test(test_compute_fit),
+		cmocka_unit_test(test_compute_tenant),
 		cmocka_unit_test(test_release_every_way),
 	};
 
