@@ -253,6 +253,10 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 		else
 			hello->compute = (uint32_t)v;
 	}
+	s = getenv("GPUPOOL_PREEMPTIBLE");
+	if (s && *s && strcmp(s, "1") != 0 && strcmp(s, "0") != 0)
+		gp_log_warnx("GPUPOOL_PREEMPTIBLE=%s: expected 1 or 0; not preemptible", s);
+	hello->preemptible = s && strcmp(s, "1") == 0;
 	s = getenv("GPUPOOL_TOKEN");
 	hello->token = (char *)(s ? s : "");
 }

@@ -293,7 +293,7 @@ static int parse_percent(const char *s, unsigned *out)
 
 /*
  * A tenant's shares (docs/scheduling.md): guarantee_gpus=N, guarantee_memory=SIZE,
- * compute=P%, default_compute=P%. 1: the key was one of these and is set; 0: not one of
+ * compute=P%, default_compute=P%, preemptible=yes|no. 1: the key was one of these and is set; 0: not one of
  * these; GP_ECONFIG: a bad value.
  */
 static int tenant_share(struct parse *p, struct gp_tenant *t, const char *tenant, const char *key,
@@ -316,6 +316,13 @@ static int tenant_share(struct parse *p, struct gp_tenant *t, const char *tenant
 				    "tenant %s: guarantee_gpus=%s is not a number of GPUs (0-%u)",
 				    tenant, value, GP_STATS_MAX_DEVICES);
 		t->guarantee_gpus = v;
+		return 1;
+	}
+	if (strcmp(key, "preemptible") == 0) {
+		if (strcmp(value, "yes") != 0 && strcmp(value, "no") != 0)
+			return perr(p, "tenant %s: preemptible=%s: expected yes or no", tenant,
+				    value);
+		t->preemptible = value[0] == 'y' ? GP_PREEMPT_YES : GP_PREEMPT_NO;
 		return 1;
 	}
 	if (strcmp(key, "compute") == 0 || strcmp(key, "default_compute") == 0) {
@@ -344,7 +351,8 @@ static int tenant_share_check(struct parse *p, const struct gp_tenant *t)
 }
 
 /* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] [queue=N] [kernel_timeout=SECONDS]
- *	      [guarantee_gpus=N] [guarantee_memory=SIZE] [compute=P%] [default_compute=P%] */
+ *	      [guarantee_gpus=N] [guarantee_memory=SIZE] [compute=P%] [default_compute=P%]
+ *	      [preemptible=yes|no] */
 static int add_tenant(struct parse *p, char **words, int n, size_t off)
 {
 	struct gp_config *cfg = p->cfg;
@@ -400,7 +408,7 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 			return perr(p,
 				    "tenant %s: unknown limit '%s' (sessions, gpus, memory, queue, "
 				    "kernel_timeout, guarantee_gpus, guarantee_memory, compute, "
-				    "default_compute)",
+				    "default_compute, preemptible)",
 				    words[1], words[i]);
 		}
 	}
@@ -480,6 +488,7 @@ static const struct {
 	{"queue_timeout", set_uint, offsetof(struct gp_config, queue_timeout)},
 	{"idle_timeout", set_uint, offsetof(struct gp_config, idle_timeout)},
 	{"drain_grace", set_uint, offsetof(struct gp_config, drain_grace)},
+	{"preempt_grace", set_uint, offsetof(struct gp_config, preempt_grace)},
 	{"kernel_timeout", set_uint, offsetof(struct gp_config, kernel_timeout)},
 	{"warm_workers", set_warm, offsetof(struct gp_config, warm_workers)},
 	{"accounting_file", set_file, offsetof(struct gp_config, accounting_file)},
@@ -546,6 +555,7 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->placement = GP_PLACE_SPREAD;
 	cfg->queue_timeout = 60;
 	cfg->drain_grace = 30;
+	cfg->preempt_grace = 30;
 	cfg->max_contexts = GP_DEFAULT_MAX_CONTEXTS;
 	cfg->max_streams = GP_DEFAULT_MAX_STREAMS;
 	cfg->max_events = GP_DEFAULT_MAX_EVENTS;

@@ -22,6 +22,8 @@ enum gp_placement {
 #define GP_DEFAULT_MAX_EVENTS 65536
 #define GP_DEFAULT_MAX_MODULES 4096 /* modules and libraries together */
 
+enum { GP_PREEMPT_CLIENT = 0, GP_PREEMPT_YES, GP_PREEMPT_NO };
+
 /* Per-tenant limits; GP_LIMIT_NONE where the file sets none. */
 struct gp_tenant {
 	char *name; /* "*" matches every tenant without a line of its own */
@@ -39,6 +41,10 @@ struct gp_tenant {
 	 * gets (0: none, it is not limited). */
 	unsigned compute;
 	unsigned default_compute;
+	/* May its sessions be ended to admit an entitled one? GP_PREEMPT_CLIENT: as each
+	 * client says (GPUPOOL_PREEMPTIBLE); _YES: all of them (preemptible=yes); _NO: none,
+	 * whatever the client says (preemptible=no). */
+	unsigned preemptible;
 };
 
 /* A bearer token that names a tenant (for clients without certificates). */
@@ -78,6 +84,7 @@ struct gp_config {
 	unsigned queue_timeout;	 /* seconds a session may wait for room; 0: refuse at once */
 	unsigned idle_timeout;	 /* seconds without a call before a session is ended; 0: never */
 	unsigned drain_grace;	 /* seconds sessions get to finish after SIGTERM */
+	unsigned preempt_grace;	 /* seconds a preempted session gets before it is ended */
 	unsigned kernel_timeout; /* seconds one call may run before the session ends; 0: no limit */
 	unsigned warm_workers;	 /* per GPU: workers started ahead, driver loaded (0: none) */
 	char *accounting_file;	 /* one JSON line per ended session; NULL: none */

@@ -108,8 +108,10 @@ static void print_json(const Gp__AdminReply *r)
 		poolctl_json_str(s->waiting_for);
 		printf(",\"queue_place\":%u,\"share\":", s->queue_place);
 		poolctl_json_str(s->share);
-		printf(",\"compute\":%u,\"compute_requested\":%u}", s->compute,
-		       s->compute_requested);
+		printf(",\"compute\":%u,\"compute_requested\":%u,\"preemptible\":%s"
+		       ",\"preempt_at\":%" PRId64 "}",
+		       s->compute, s->compute_requested, s->preemptible ? "true" : "false",
+		       s->preempt_at);
 	}
 	printf("]}\n");
 }
@@ -180,7 +182,7 @@ static void print_sessions(const Gp__AdminReply *r)
 	for (size_t i = 0; i < r->n_session; i++) {
 		const Gp__SessionStatus *s = r->session[i];
 		char gpus[64] = "-", lim[32] = "-", tenant[13], client[23], program[17];
-		char note[64] = "";
+		char note[128] = "";
 		size_t k = 0;
 
 		for (size_t j = 0; j < s->n_gpu && k < sizeof(gpus) - 8; j++)
@@ -203,6 +205,13 @@ static void print_sessions(const Gp__AdminReply *r)
 		if (s->share && strcmp(s->share, "borrowing") == 0) {
 			k = strlen(note);
 			snprintf(note + k, sizeof(note) - k, "  borrowing");
+		}
+		if (s->preempt_at) {
+			int64_t left = s->preempt_at - (int64_t)time(NULL);
+
+			k = strlen(note);
+			snprintf(note + k, sizeof(note) - k, "  preempted, ends in %" PRId64 "s",
+				 left > 0 ? left : 0);
 		}
 		printf("%-8" PRIu64 " %-10s %-12s %-22s %-16s %-6s %12s %12s %8" PRIu64 " %6s%s\n",
 		       s->id, s->state, poolctl_cell(tenant, 12, s->tenant),

@@ -77,6 +77,7 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	s->claim.want_gpus = req->gpus;
 	s->claim.want_memory = req->memory;
 	s->claim.want_compute = req->compute;
+	s->claim.preemptible = req->preemptible;
 	s->claim.tenant = s->tenant;
 	/* The tenant: the certificate's name (or on the Unix socket the user's), else what a
 	 * known token names, else default. Plain TCP proves nothing else: a token is required. */
@@ -145,12 +146,68 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 		    (unsigned long long)s->claim.want_memory);
 }
 
+/* An entitled waiter waits for room that preemptible sessions of borrowing tenants hold:
+ * they are told (logged) and ended after preempt_grace (gp__admit_preempt_tick). */
+static void preempt(struct gp_daemon *d)
+{
+	struct gp_claim *v[GP_STATS_MAX_DEVICES * 4], *w;
+	unsigned n = gp_pool_preempt(&d->pool, d->cfg, v, sizeof(v) / sizeof(v[0]), &w);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct gp_session *s = session_of(v[i]), *ws = session_of(w);
+
+		s->preempt_at = uv_now(d->loop) + (uint64_t)d->cfg->preempt_grace * 1000;
+		snprintf(
+			s->preempt_why, sizeof(s->preempt_why),
+			"preempted: the session was preemptible, and its GPU memory or compute was "
+			"needed for session %llu of tenant %s, within its guarantee",
+			(unsigned long long)ws->id, ws->tenant);
+		gp_log_info(
+			"session %llu (tenant %s) is preemptible: it will be ended in %u s "
+			"(preempt_grace) to admit session %llu (tenant %s, within its guarantee)",
+			(unsigned long long)s->id, s->tenant, d->cfg->preempt_grace,
+			(unsigned long long)ws->id, ws->tenant);
+	}
+}
+
 void gp__admit_pump(struct gp_daemon *d)
 {
 	struct gp_claim *c;
 
 	while ((c = gp_pool_admit_next(&d->pool, d->cfg)) != NULL)
 		admitted(session_of(c));
+	if (!d->stopping)
+		preempt(d);
+}
+
+void gp__admit_preempt_tick(struct gp_daemon *d)
+{
+	uint64_t now = uv_now(d->loop);
+	bool due = false, asked = false;
+
+	for (struct gp_session *s = d->sessions; s; s = s->next) {
+		if (!s->claim.preempting || !s->preempt_at || now < s->preempt_at || s->term_at)
+			continue;
+		if (!asked) {
+			due = gp_pool_preempt_due(&d->pool, d->cfg);
+			asked = true;
+		}
+		if (!due)
+			break;
+		gp__session_end(s, "preempted", s->preempt_why);
+	}
+	if (asked && !due) {
+		/* The waiter went or fits now: nobody is ended, the marks are gone. */
+		for (struct gp_session *s = d->sessions; s; s = s->next) {
+			if (s->preempt_at && !s->term_at)
+				gp_log_info(
+					"session %llu (tenant %s): no longer preempted, its room "
+					"is not needed now",
+					(unsigned long long)s->id, s->tenant);
+			s->preempt_at = 0;
+		}
+		gp__admit_pump(d);
+	}
 }
 
 void gp__admit_release(struct gp_session *s)

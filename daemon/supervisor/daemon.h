@@ -79,6 +79,9 @@ struct gp_session {
 	uint64_t admitted_at; /* uv_now() at admission */
 	const char *end_code; /* why the pool ended it ("evicted", ...); NULL: it did not */
 	bool acct_pending;    /* its record is being written: not freed until it is */
+	/* Preempted (claim.preempting): ended at preempt_at (uv_now()), saying preempt_why. */
+	uint64_t preempt_at;
+	char preempt_why[320];
 	struct gp_session *next;
 };
 
@@ -211,6 +214,8 @@ void gp__admit_release(struct gp_session *s);
 void gp__admit_pump(struct gp_daemon *d);
 /* Refuses queued sessions that waited past queue_timeout (all of them when stopping). */
 void gp__admit_expire(struct gp_daemon *d, bool all, const char *why);
+/* Ends preempted sessions whose preempt_grace is over, if their preemption is still due. */
+void gp__admit_preempt_tick(struct gp_daemon *d);
 
 /* admin.c */
 int gp__admin_listen(struct gp_daemon *d);

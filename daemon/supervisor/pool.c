@@ -55,7 +55,7 @@ static uint64_t free_on(const struct gp_pool_gpu *g)
 
 uint32_t gp_pool_compute_share(const struct gp_config *cfg, const struct gp_claim *c)
 {
-	const struct gp_tenant *t = cfg && c ? gp_config_tenant(cfg, c->tenant) : NULL;
+	const struct gp_tenant *t = cfg && c && c->tenant ? gp_config_tenant(cfg, c->tenant) : NULL;
 	uint32_t want;
 
 	if (!c)
@@ -328,6 +328,103 @@ static struct gp_claim *next_in_order(struct gp_pool *p)
 	return best;
 }
 
+/* ---- preemption ---- */
+
+bool gp_pool_preemptible(const struct gp_config *cfg, const struct gp_claim *c)
+{
+	const struct gp_tenant *t = cfg && c && c->tenant ? gp_config_tenant(cfg, c->tenant) : NULL;
+
+	if (t && t->preemptible != GP_PREEMPT_CLIENT)
+		return t->preemptible == GP_PREEMPT_YES;
+	return c && c->preemptible;
+}
+
+/* The first waiter in the order, past those held by their own tenant's limits, when it is
+ * entitled and waits for room; else NULL. */
+static struct gp_claim *entitled_waiting(struct gp_pool *p, const struct gp_config *cfg)
+{
+	uint32_t chosen[GP_STATS_MAX_DEVICES];
+	struct gp_claim *x;
+	uint64_t mem;
+
+	rank(p, cfg);
+	while ((x = next_in_order(p)) != NULL) {
+		int r = fit(p, cfg, x, chosen, &mem);
+
+		if (r == WAIT_TENANT)
+			continue;
+		return r == WAIT_CAPACITY && x->ord_tier == 0 ? x : NULL;
+	}
+	return NULL;
+}
+
+/* May x be ended to make room for w? Preemptible, of another tenant, which is borrowing. */
+static bool may_preempt(const struct gp_pool *p, const struct gp_config *cfg,
+			const struct gp_claim *x, const struct gp_claim *w)
+{
+	struct gp_pool_usage u;
+
+	if (x->preempting || !gp_pool_preemptible(cfg, x) || strcmp(x->tenant, w->tenant) == 0)
+		return false;
+	gp_pool_tenant_usage(p, x->tenant, &u);
+	return !within(gp_config_tenant(cfg, x->tenant), &u, 0, 0);
+}
+
+unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim **victims,
+			 unsigned max, struct gp_claim **waiter)
+{
+	uint32_t chosen[GP_STATS_MAX_DEVICES];
+	struct gp_claim *w;
+	struct gp_pool room;
+	unsigned n = 0;
+	uint64_t mem;
+
+	if (!p || !cfg || !victims || !max || !waiter)
+		return 0;
+	*waiter = NULL;
+	for (struct gp_claim *x = p->admitted; x; x = x->anext)
+		if (x->preempting)
+			return 0;
+	w = entitled_waiting(p, cfg);
+	if (!w)
+		return 0;
+	/* The ledger as it would be without the victims so far (the claim lists are p's: the
+	 * victims are other tenants', so the waiter's tenant usage is the same). */
+	room = *p;
+	for (struct gp_claim *x = p->admitted; x && n < max; x = x->anext) {
+		if (!may_preempt(p, cfg, x, w))
+			continue;
+		victims[n++] = x;
+		for (uint32_t i = 0; i < x->ndev; i++) {
+			struct gp_pool_gpu *g = gp_pool_gpu(&room, x->dev[i]);
+
+			if (!g)
+				continue;
+			g->reserved -= x->mem_limit;
+			g->compute -= x->compute;
+			g->sessions--;
+		}
+		if (fit(&room, cfg, w, chosen, &mem) == PLACED) {
+			for (unsigned k = 0; k < n; k++)
+				victims[k]->preempting = true;
+			*waiter = w;
+			return n;
+		}
+	}
+	return 0;
+}
+
+bool gp_pool_preempt_due(struct gp_pool *p, const struct gp_config *cfg)
+{
+	if (!p || !cfg)
+		return false;
+	if (entitled_waiting(p, cfg))
+		return true;
+	for (struct gp_claim *x = p->admitted; x; x = x->anext)
+		x->preempting = false;
+	return false;
+}
+
 enum gp_pool_wait gp_pool_waiting_for(struct gp_pool *p, const struct gp_config *cfg,
 				      const struct gp_claim *c, unsigned *place)
 {
@@ -467,6 +564,7 @@ int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_cl
 	c->ndev = 0;
 	c->mem_limit = 0;
 	c->compute = 0;
+	c->preempting = false;
 	c->queued_at = now;
 	c->seq = p->next_seq++;
 	c->qnext = c->anext = NULL;
@@ -539,4 +637,5 @@ void gp_pool_release(struct gp_pool *p, struct gp_claim *c)
 		c->anext = NULL;
 		c->state = GP_CLAIM_IDLE;
 	}
+	c->preempting = false;
 }

@@ -18,6 +18,10 @@
  * GPUs whose granted shares leave room for it (no GPU is promised more than 100%). A claim
  * without one is not counted and not limited.
  *
+ * Preemption (gp_pool_preempt): when the first waiter in the queue's order is entitled and
+ * waits for room, admitted preemptible claims of other, borrowing tenants are chosen, newest
+ * first, until their release would make room; the caller ends them after a grace.
+ *
  * The queue's order (docs/scheduling.md): a tenant may have a guaranteed share of the pool
  * (guarantee_gpus, guarantee_memory) and borrow what is idle beyond it. Waiters are served
  * tenant by tenant in this order: first tenants whose oldest waiter, admitted, would keep
@@ -64,6 +68,7 @@ struct gp_claim {
 	uint32_t want_gpus;    /* 0: 1 */
 	uint64_t want_memory;  /* per GPU; 0: the pool's default_memory, or a whole GPU */
 	uint32_t want_compute; /* percent of each GPU's compute; 0: its tenant's default_compute */
+	bool preemptible; /* its client's word (GPUPOOL_PREEMPTIBLE); its tenant's counts too */
 	/* The pool's, read-only to the caller. */
 	enum gp_claim_state state;
 	uint64_t queued_at; /* the `now` it was queued at */
@@ -72,6 +77,7 @@ struct gp_claim {
 	uint32_t dev[GP_STATS_MAX_DEVICES]; /* struct gp_pool_gpu.index of each */
 	uint64_t mem_limit;		    /* per GPU, as reserved */
 	uint32_t compute;		    /* percent of each GPU's compute, as granted; 0: none */
+	bool preempting; /* chosen by gp_pool_preempt: the caller ends it after preempt_grace */
 	struct gp_claim *qnext, *anext;
 	/* Its tenant's place in the queue's order, set afresh on each look at the queue. */
 	unsigned ord_tier; /* 0: entitled, 1: borrowing */
@@ -123,6 +129,22 @@ bool gp_pool_may_wait(const struct gp_pool *p, const struct gp_config *cfg,
 /* The compute share the claim gets (percent; 0: none): its own request cut to its tenant's
  * compute=, or its tenant's default_compute. */
 uint32_t gp_pool_compute_share(const struct gp_config *cfg, const struct gp_claim *c);
+/* Preemptible: its tenant's line says so (preemptible=yes), or says nothing and its client
+ * does. */
+bool gp_pool_preemptible(const struct gp_config *cfg, const struct gp_claim *c);
+/*
+ * When the first waiter in the queue's order (past those held by their own tenant's limits)
+ * is entitled and waits for room, chooses admitted preemptible claims of other tenants that
+ * are borrowing, newest first, until releasing them would let the waiter in; marks them
+ * preempting, puts them in victims (at most max) and the waiter in *waiter, and returns how
+ * many. 0, marking none: no preemption is due, one is under way (a claim is preempting), or
+ * no such claims would make room.
+ */
+unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim **victims,
+			 unsigned max, struct gp_claim **waiter);
+/* Is a preemption still due (an entitled waiter first in the order waits for room)? If not,
+ * every preempting mark is cleared and false returned: the caller ends no one. */
+bool gp_pool_preempt_due(struct gp_pool *p, const struct gp_config *cfg);
 /* How many claims of the tenant wait now. */
 unsigned gp_pool_tenant_waiting(const struct gp_pool *p, const char *tenant);
 /*

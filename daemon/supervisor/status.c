@@ -92,6 +92,13 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		x->memory_requested = s->claim.want_memory;
 		x->compute = s->claim.compute;
 		x->compute_requested = s->claim.want_compute;
+		x->preemptible = gp_pool_preemptible(d->cfg, &s->claim);
+		if (s->claim.preempting && s->preempt_at)
+			x->preempt_at = (int64_t)time(NULL) +
+					(int64_t)((s->preempt_at > uv_now(d->loop)
+							   ? s->preempt_at - uv_now(d->loop)
+							   : 0) /
+						  1000);
 		x->share = (char *)share_name(d, s);
 		if (s->claim.state == GP_CLAIM_QUEUED) {
 			x->queued_since = (int64_t)time(NULL) -

@@ -260,6 +260,7 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello)
 	req.gpus = hello->gpus;
 	req.memory = hello->memory;
 	req.compute = hello->compute;
+	req.preemptible = hello->preemptible;
 	req.client_host = hello->client_host;
 	req.client_pid = hello->client_pid;
 	req.program = hello->program;

@@ -318,6 +318,22 @@ static void test_share_keys(void **state)
 	expect_error("tls_cert a\ntls_key b\ntenant a compute=25%% \n", "compute=25%% is not");
 	expect_error("tls_cert a\ntls_key b\ntenant a compute=25 default_compute=50\n",
 		     "test.conf:3: tenant a: default_compute=50% is more than its compute=25%");
+	/* preemption */
+	c = gp_config_parse("tls_cert a\ntls_key b\ntenant batch preemptible=yes\n"
+			    "tenant svc preemptible=no\ntenant other\npreempt_grace 5\n",
+			    "t", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(gp_config_tenant(c, "batch")->preemptible, GP_PREEMPT_YES);
+	assert_int_equal(gp_config_tenant(c, "svc")->preemptible, GP_PREEMPT_NO);
+	assert_int_equal(gp_config_tenant(c, "other")->preemptible, GP_PREEMPT_CLIENT);
+	assert_int_equal(c->preempt_grace, 5);
+	gp_config_free(c);
+	c = gp_config_parse("tls_cert a\ntls_key b\n", "t", err, sizeof(err));
+	assert_int_equal(c->preempt_grace, 30);
+	gp_config_free(c);
+	expect_error("tls_cert a\ntls_key b\ntenant a preemptible=1\n",
+		     "test.conf:3: tenant a: preemptible=1: expected yes or no");
+	expect_error("tls_cert a\ntls_key b\npreempt_grace soon\n", "test.conf:3:");
 }
 
 /* Metering: the accounting file and its rotation; bad values name file and line. */

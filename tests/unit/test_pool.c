@@ -106,6 +106,9 @@ static void test_invalid_claims(void **state)
 	assert_int_equal(gp_pool_enqueue(&p, NULL, &c, 0, why, sizeof(why)), -EINVAL);
 	assert_int_equal(gp_pool_enqueue(&p, cfg, NULL, 0, why, sizeof(why)), -EINVAL);
 	assert_int_equal(gp_pool_enqueue(&p, cfg, &none, 0, why, sizeof(why)), -EINVAL);
+	/* a session still in its handshake has no tenant yet: status asks about it anyway */
+	assert_false(gp_pool_preemptible(cfg, &none));
+	assert_int_equal(gp_pool_compute_share(cfg, &none), 0);
 	assert_int_equal(gp_pool_enqueue(&p, cfg, &c, 0, NULL, 0), 0); /* why is optional */
 	assert_int_equal(gp_pool_enqueue(&p, cfg, &c, 0, why, sizeof(why)), -EALREADY);
 	assert_null(gp_pool_admit_next(NULL, cfg));
@@ -761,6 +764,111 @@ static void test_compute_tenant(void **state)
 	gp_config_free(cfg);
 }
 
+/* ---- preemption ---- */
+
+/* An entitled waiter that waits for room: preemptible claims of borrowing tenants are
+ * chosen, newest first, until there would be room; not those that may not go. */
+static void test_preempt(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=12G\n"
+				     "tenant batch preemptible=yes\ntenant svc preemptible=no\n");
+	struct gp_pool p;
+	struct gp_claim b1 = claim("bob", 1, 4 * G), b2 = claim("bob", 1, 4 * G),
+			b3 = claim("batch", 1, 4 * G), b4 = claim("bob", 1, 4 * G),
+			a = claim("alice", 1, 12 * G), *v[8], *w;
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	b1.preemptible = true; /* bob's client's word */
+	b2.preemptible = true;
+	assert_true(gp_pool_preemptible(cfg, &b1));
+	assert_true(gp_pool_preemptible(cfg, &b3)); /* its tenant's line */
+	assert_false(gp_pool_preemptible(cfg, &b4));
+	{
+		struct gp_claim s = claim("svc", 1, G);
+
+		s.preemptible = true; /* its tenant's line says no: that wins */
+		assert_false(gp_pool_preemptible(cfg, &s));
+	}
+	assert_int_equal(ask(&p, cfg, &b1, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b2, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b3, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b4, 0), GP_CLAIM_ADMITTED); /* 16G of 16G */
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);   /* nobody waits */
+	assert_false(gp_pool_preempt_due(&p, cfg));
+	assert_int_equal(ask(&p, cfg, &a, 1), GP_CLAIM_QUEUED);
+	assert_true(gp_pool_preempt_due(&p, cfg));
+	/* newest first: b4 may not go, b3 (batch) and b2 make 8G, b1 the 12G */
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 3);
+	assert_ptr_equal(w, &a);
+	assert_ptr_equal(v[0], &b3);
+	assert_ptr_equal(v[1], &b2);
+	assert_ptr_equal(v[2], &b1);
+	assert_true(b1.preempting && b2.preempting && b3.preempting);
+	assert_false(b4.preempting);
+	/* under way: no second round while they end */
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);
+	gp_pool_release(&p, &b3);
+	gp_pool_release(&p, &b2);
+	assert_false(b2.preempting); /* released claims carry no mark */
+	assert_null(gp_pool_admit_next(&p, cfg));
+	assert_true(gp_pool_preempt_due(&p, cfg));
+	gp_pool_release(&p, &b1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a);
+	assert_false(gp_pool_preempt_due(&p, cfg));
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &b4);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* No preemption when it would not make room, for a borrowing waiter, of a tenant's own, or
+ * of a tenant within its guarantee; one no longer due clears its marks. */
+static void test_preempt_not(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=16G\n"
+				     "tenant carol guarantee_memory=8G preemptible=yes\n");
+	struct gp_pool p;
+	struct gp_claim c1 = claim("carol", 1, 8 * G), b1 = claim("bob", 1, 4 * G),
+			b2 = claim("bob", 1, 4 * G), a = claim("alice", 1, 16 * G),
+			a2 = claim("alice", 1, 8 * G), d = claim("dave", 1, 4 * G), *v[8], *w;
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	b1.preemptible = true;
+	assert_int_equal(ask(&p, cfg, &c1, 0), GP_CLAIM_ADMITTED); /* carol: within 8G */
+	assert_int_equal(ask(&p, cfg, &b1, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b2, 0), GP_CLAIM_ADMITTED); /* not preemptible */
+	/* a borrowing waiter (dave, no guarantee) preempts nobody */
+	assert_int_equal(ask(&p, cfg, &d, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);
+	assert_false(gp_pool_preempt_due(&p, cfg));
+	gp_pool_release(&p, &d);
+	/* alice's 16G: carol is within her guarantee and b2 may not go: b1 alone is no room */
+	assert_int_equal(ask(&p, cfg, &a, 2), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);
+	assert_false(b1.preempting);
+	gp_pool_release(&p, &a);
+	/* alice's 8G: b1 and... b2 may not go, carol may not: still no room (4G from b1) */
+	assert_int_equal(ask(&p, cfg, &a2, 3), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);
+	/* b2 ends: 4G free, b1's 4G more is room: b1 is chosen */
+	gp_pool_release(&p, &b2);
+	assert_null(gp_pool_admit_next(&p, cfg));
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 1, &w), 1);
+	assert_ptr_equal(v[0], &b1);
+	/* the waiter leaves before the grace is over: not due, the mark goes */
+	gp_pool_release(&p, &a2);
+	assert_false(gp_pool_preempt_due(&p, cfg));
+	assert_false(b1.preempting);
+	gp_pool_release(&p, &b1);
+	gp_pool_release(&p, &c1);
+	assert_empty(&p);
+	assert_int_equal(gp_pool_preempt(NULL, cfg, v, 8, &w), 0);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 0, &w), 0);
+	assert_false(gp_pool_preempt_due(NULL, cfg));
+	assert_false(gp_pool_preemptible(cfg, NULL));
+	gp_config_free(cfg);
+}
+
 /* ---- release on every way a session ends ---- */
 
 static void test_release_every_way(void **state)
@@ -824,6 +932,8 @@ int main(void)
 		cmocka_unit_test(test_guarantee_gpus),
 		cmocka_unit_test(test_compute_fit),
 		cmocka_unit_test(test_compute_tenant),
+		cmocka_unit_test(test_preempt),
+		cmocka_unit_test(test_preempt_not),
 		cmocka_unit_test(test_release_every_way),
 	};
 
