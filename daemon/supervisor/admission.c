@@ -1,6 +1,7 @@
 /* admission.c -- admission's I/O: who the tenant is, and the replies and logs that carry
  * pool.c's decisions (placement, the reservation ledger, tenant limits, the wait queue).
  * Every way a session ends reaches gp__admit_release, from the worker's exit. */
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,15 +41,13 @@ static void refuse(struct gp_session *s, const char *why)
 
 static void admitted(struct gp_session *s)
 {
-	char devs[GP_STATS_MAX_DEVICES * 4 + 1] = "";
+	char devs[GP_STATS_MAX_DEVICES * 4 + 1] = "", share[48] = "";
 
 	for (uint32_t i = 0; i < s->claim.ndev; i++) {
 		size_t l = strlen(devs);
 
 		snprintf(devs + l, sizeof(devs) - l, "%s%u", i ? "," : "", s->claim.dev[i]);
 	}
-	char share[48] = "";
-
 	if (s->claim.compute)
 		snprintf(share, sizeof(share), ", %u%% of the compute", s->claim.compute);
 	gp_log_info("session %llu (tenant %s, %s pid %u) admitted on GPU %s, %llu bytes each%s",
@@ -194,6 +193,8 @@ void gp__admit_preempt_tick(struct gp_daemon *d)
 		}
 		if (!due)
 			break;
+		/* SIGUSR2 first: the worker tells its client why before it ends (SIGTERM). */
+		gp__session_kill(s, SIGUSR2);
 		gp__session_end(s, "preempted", s->preempt_why);
 	}
 	if (asked && !due) {

@@ -1,4 +1,5 @@
-/* pool.c -- admission policy with no I/O: placement, the ledger, tenant limits, the queue. */
+/* pool.c -- admission policy with no I/O: placement, the ledger, tenant limits and shares, the
+ * queue and its order, preemption. */
 #include <errno.h>
 #include <float.h>
 #include <stdio.h>

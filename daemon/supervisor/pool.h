@@ -1,5 +1,5 @@
 /* pool.h -- admission policy with no I/O: placement, the reservation ledger, tenant limits
- * and the wait queue.
+ * and shares, the wait queue and its order, preemption.
  *
  * A claim asks for N GPUs and M bytes on each (M 0: the pool's default_memory, or a whole
  * GPU when that is 0). It is admitted when its tenant's limits allow it and N GPUs that are
@@ -18,19 +18,20 @@
  * GPUs whose granted shares leave room for it (no GPU is promised more than 100%). A claim
  * without one is not counted and not limited.
  *
+ * The queue's order (docs/scheduling.md): a tenant may have a guaranteed share of the pool
+ * (guarantee_gpus, guarantee_memory) and borrow what is idle beyond it. Each tenant with
+ * waiters is ranked by its oldest one: first tenants whom that waiter, admitted, would keep
+ * within their guarantee ("entitled"), then the others ("borrowing"); within each group the
+ * tenant holding the least of its guarantee first (weighted fair queueing, the guarantee
+ * being the weight; a tenant without one comes after those with one). Waiters are served
+ * by their tenant's rank, then in arrival order, so one tenant's go in the order they came.
+ * The first waiter in that order that waits for capacity holds up those after it (so a
+ * large claim is not starved by small ones); a waiter held back only by its own tenant's
+ * limits holds up nobody.
+ *
  * Preemption (gp_pool_preempt): when the first waiter in the queue's order is entitled and
  * waits for room, admitted preemptible claims of other, borrowing tenants are chosen, newest
  * first, until their release would make room; the caller ends them after a grace.
- *
- * The queue's order (docs/scheduling.md): a tenant may have a guaranteed share of the pool
- * (guarantee_gpus, guarantee_memory) and borrow what is idle beyond it. Waiters are served
- * tenant by tenant in this order: first tenants whose oldest waiter, admitted, would keep
- * them within their guarantee ("entitled"), then the others ("borrowing"); within each, the
- * tenant holding the least of its guarantee first (weighted fair queueing, the guarantee
- * being the weight; a tenant without one comes after those with one), then arrival. Within
- * one tenant, arrival order. The first waiter in that order that waits for capacity holds up
- * those after it (so a large claim is not starved by small ones); a waiter held back only by
- * its own tenant's limits holds up nobody.
  *
  * Nothing here sends, logs or reads a clock: time comes in as an argument, decisions come
  * back as values, and admission.c does the I/O (tests/unit/test_pool.c tests this alone).

@@ -26,7 +26,7 @@ static const char *state_name(int st)
 /* Where the session's tenant stands against its guarantee: "within", "borrowing", "". */
 static const char *share_name(struct gp_daemon *d, const struct gp_session *s)
 {
-	const struct gp_tenant *t = gp_config_tenant(d->cfg, s->tenant);
+	const struct gp_tenant *t = s->tenant[0] ? gp_config_tenant(d->cfg, s->tenant) : NULL;
 
 	if (!t || (!t->guarantee_gpus && !t->guarantee_memory))
 		return "";
@@ -93,12 +93,12 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		x->compute = s->claim.compute;
 		x->compute_requested = s->claim.want_compute;
 		x->preemptible = gp_pool_preemptible(d->cfg, &s->claim);
-		if (s->claim.preempting && s->preempt_at)
-			x->preempt_at = (int64_t)time(NULL) +
-					(int64_t)((s->preempt_at > uv_now(d->loop)
-							   ? s->preempt_at - uv_now(d->loop)
-							   : 0) /
-						  1000);
+		if (s->claim.preempting && s->preempt_at) {
+			uint64_t now = uv_now(d->loop);
+			uint64_t left = s->preempt_at > now ? s->preempt_at - now : 0;
+
+			x->preempt_at = (int64_t)time(NULL) + (int64_t)(left / 1000);
+		}
 		x->share = (char *)share_name(d, s);
 		if (s->claim.state == GP_CLAIM_QUEUED) {
 			x->queued_since = (int64_t)time(NULL) -

@@ -35,6 +35,8 @@
 /* Set by SIGTERM (poolctl evict, idle timeout, drain): finish the current call, then end. */
 volatile sig_atomic_t gp__worker_stop;
 
+volatile sig_atomic_t gp__worker_preempted;
+
 static volatile sig_atomic_t handshake_expired;
 
 static void on_sigterm(int sig)
@@ -45,6 +47,12 @@ static void on_sigterm(int sig)
 static void on_sigusr1(int sig)
 {
 	gp__worker_timed_out = 1;
+	gp__worker_stop = 1;
+}
+
+static void on_sigusr2(int sig)
+{
+	gp__worker_preempted = 1;
 	gp__worker_stop = 1;
 }
 
@@ -636,6 +644,26 @@ out_ctx:
 
 /* ---- main ----------------------------------------------------------------- */
 
+/* The pool preempted the session (SIGUSR2, then SIGTERM: docs/scheduling.md). Before the
+ * connection closes, the client's stderr is told why; its next call then fails with
+ * CUDA_ERROR_DEVICE_UNAVAILABLE. A thread stuck while sending holds the connection: then
+ * the client sees only the close. */
+static void preempted(struct gp_worker *w)
+{
+	static const char msg[] =
+		"gpupool: the pool ended this session: it was preemptible (GPUPOOL_PREEMPTIBLE or "
+		"its "
+		"tenant's preemptible=yes), and its GPU room went to a session within its "
+		"tenant's guarantee after preempt_grace\n";
+
+	gp_log_info("session %llu: preempted by the pool", (unsigned long long)w->session_id);
+	if (!w->client_stderr || pthread_mutex_trylock(&w->client->send) != 0)
+		return;
+	if (gp_conn_send(w->client, GP_MSG_OUTPUT_ERR, 0, 0, NULL, msg, sizeof(msg) - 1) == 0)
+		gp_conn_flush(w->client);
+	pthread_mutex_unlock(&w->client->send);
+}
+
 static void serve(struct gp_worker *w)
 {
 	struct gp_frame_hdr h;
@@ -664,6 +692,8 @@ static void serve(struct gp_worker *w)
 			set_ended(w, GP_WORKER_END_POOL);
 			break;
 		}
+		if (ret == -EINTR && gp__worker_preempted)
+			preempted(w);
 		if (ret == -EINTR) {
 			set_ended(w, GP_WORKER_END_POOL);
 			gp_log_info("session %llu: ended by the pool%s",
@@ -791,6 +821,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = on_sigusr1; /* kernel_timeout: see watchdog.c */
 	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = on_sigusr2; /* preempted: see preempted() */
+	sigaction(SIGUSR2, &sa, NULL);
 	gp_log_init("gpupool-worker", GP_LOG_INFO);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {

@@ -63,6 +63,9 @@
 extern volatile sig_atomic_t gp__worker_stop;
 /* Set when the pool saw a call run past kernel_timeout (SIGUSR1); with gp__worker_stop. */
 extern volatile sig_atomic_t gp__worker_timed_out;
+/* Set when the pool preempted the session (SIGUSR2, docs/scheduling.md); with
+ * gp__worker_stop. */
+extern volatile sig_atomic_t gp__worker_preempted;
 
 /* Largest module image a client may upload. */
 #define GP_IMAGE_MAX (1ull << 30)

@@ -1,9 +1,9 @@
 #!/bin/bash
 # Preemption: a preemptible session of a borrowing tenant holds the GPU; a session within its
 # tenant's guarantee comes and waits for that room. The preemptible one is told (the log,
-# poolctl), ended after preempt_grace, and its client's next call fails with
-# CUDA_ERROR_DEVICE_UNAVAILABLE; the entitled one is admitted; the accounting record and the
-# log say why. A session that is not preemptible is never ended.
+# poolctl), ended after preempt_grace; its client's stderr says why and its next call fails
+# with CUDA_ERROR_DEVICE_UNAVAILABLE; the entitled one is admitted; the accounting record and
+# the log say why. A session that is not preemptible is never ended.
 . "$(dirname "$0")/lib.sh"
 export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=1G
 A=aaaaaaaaaaaaaaaaaaaa B=bbbbbbbbbbbbbbbbbbbb C=cccccccccccccccccccc
@@ -37,6 +37,8 @@ grep -q "(tenant bob): ending it: preempted: the session was preemptible" "$T/da
 release B1 && fail "bob's next call should fail"
 grep -q "ERROR .*CUDA_ERROR_DEVICE_UNAVAILABLE" "$T/B1.out" ||
 	fail "bob's client should see CUDA_ERROR_DEVICE_UNAVAILABLE: $(cat "$T/B1.out")"
+grep -q "gpupool: the pool ended this session: it was preemptible" "$T/B1.err" ||
+	fail "bob's client should be told why on its stderr: $(cat "$T/B1.err")"
 wait_for '.sessions | map(select(.tenant == "bob")) | length == 0' 10
 for _ in $(seq 1 100); do
 	grep -q '"tenant":"bob"' "$ACCT" 2>/dev/null && break
