@@ -341,7 +341,7 @@ bool gp_pool_preemptible(const struct gp_config *cfg, const struct gp_claim *c)
 }
 
 /* The first waiter in the order, past those held by their own tenant's limits, when it is
- * entitled and waits for room; else NULL. */
+ * entitled, waits for room and may wait (one that may not is refused at once); else NULL. */
 static struct gp_claim *entitled_waiting(struct gp_pool *p, const struct gp_config *cfg)
 {
 	uint32_t chosen[GP_STATS_MAX_DEVICES];
@@ -354,7 +354,9 @@ static struct gp_claim *entitled_waiting(struct gp_pool *p, const struct gp_conf
 
 		if (r == WAIT_TENANT)
 			continue;
-		return r == WAIT_CAPACITY && x->ord_tier == 0 ? x : NULL;
+		if (r != WAIT_CAPACITY || x->ord_tier != 0 || !gp_pool_may_wait(p, cfg, x))
+			return NULL;
+		return x;
 	}
 	return NULL;
 }

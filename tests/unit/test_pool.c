@@ -862,6 +862,24 @@ static void test_preempt_not(void **state)
 	gp_pool_release(&p, &b1);
 	gp_pool_release(&p, &c1);
 	assert_empty(&p);
+	/* a waiter that may not wait (queue_timeout 0) is refused at once: nobody is preempted */
+	{
+		struct gp_config *now =
+			conf("tenant alice guarantee_memory=16G\nqueue_timeout 0\n");
+
+		b1 = claim("bob", 1, 16 * G);
+		b1.preemptible = true;
+		a2 = claim("alice", 1, 8 * G);
+		assert_int_equal(ask(&p, now, &b1, 0), GP_CLAIM_ADMITTED);
+		assert_int_equal(ask(&p, now, &a2, 1), GP_CLAIM_QUEUED);
+		assert_false(gp_pool_may_wait(&p, now, &a2));
+		assert_int_equal(gp_pool_preempt(&p, now, v, 8, &w), 0);
+		assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1); /* it may, with 60 s */
+		gp_pool_release(&p, &a2);
+		gp_pool_release(&p, &b1);
+		gp_config_free(now);
+	}
+	assert_empty(&p);
 	assert_int_equal(gp_pool_preempt(NULL, cfg, v, 8, &w), 0);
 	assert_int_equal(gp_pool_preempt(&p, cfg, v, 0, &w), 0);
 	assert_false(gp_pool_preempt_due(NULL, cfg));
