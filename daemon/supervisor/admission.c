@@ -156,6 +156,7 @@ static void preempt(struct gp_daemon *d)
 		struct gp_session *s = session_of(v[i]), *ws = session_of(w);
 
 		s->preempt_at = uv_now(d->loop) + (uint64_t)d->cfg->preempt_grace * 1000;
+		gp__session_kill(s, SIGUSR2); /* its worker tells its client (watchdog.c) */
 		snprintf(
 			s->preempt_why, sizeof(s->preempt_why),
 			"preempted: the session was preemptible, and its GPU memory or compute was "
@@ -193,7 +194,7 @@ void gp__admit_preempt_tick(struct gp_daemon *d)
 		}
 		if (!due)
 			break;
-		/* SIGUSR2 first: the worker tells its client why before it ends (SIGTERM). */
+		/* A second SIGUSR2 first: the worker tells its client why before it ends. */
 		gp__session_kill(s, SIGUSR2);
 		gp__session_end(s, "preempted", s->preempt_why);
 	}

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +53,8 @@ static void on_sigusr1(int sig)
 
 static void on_sigusr2(int sig)
 {
-	gp__worker_preempted = 1;
-	gp__worker_stop = 1;
+	if (gp__worker_preempted < 2)
+		gp__worker_preempted++;
 }
 
 /* The handshake's deadline: whatever read is blocked returns, and the worker ends. */
@@ -644,24 +645,34 @@ out_ctx:
 
 /* ---- main ----------------------------------------------------------------- */
 
-/* The pool preempted the session (SIGUSR2, then SIGTERM: docs/scheduling.md). Before the
- * connection closes, the client's stderr is told why; its next call then fails with
+/* The pool's SIGUSR2s (docs/scheduling.md): the first when it chooses the session to be
+ * preempted (the watchdog tells the client), the second just before its SIGTERM. Before the
+ * connection closes the client's stderr is told why; its next call then fails with
  * CUDA_ERROR_DEVICE_UNAVAILABLE. A thread stuck while sending holds the connection: then
  * the client sees only the close. */
-static void preempted(struct gp_worker *w)
+int gp__worker_preempt_tell(struct gp_worker *w, bool ending)
 {
-	static const char msg[] =
-		"gpupool: the pool ended this session: it was preemptible (GPUPOOL_PREEMPTIBLE or "
-		"its "
-		"tenant's preemptible=yes), and its GPU room went to a session within its "
-		"tenant's guarantee after preempt_grace\n";
+	static const char notice[] =
+		"gpupool: this session is preemptible (GPUPOOL_PREEMPTIBLE or its tenant's "
+		"preemptible=yes), and its GPU room is needed for a session within its tenant's "
+		"guarantee: the pool will end it after preempt_grace unless the room is no longer "
+		"needed\n";
+	static const char end[] = "gpupool: the pool ended this session: it was preemptible, and "
+				  "its GPU room went to "
+				  "a session within its tenant's guarantee after preempt_grace\n";
+	static atomic_bool told[2];
+	const char *msg = ending ? end : notice;
+	size_t len = ending ? sizeof(end) - 1 : sizeof(notice) - 1;
 
-	gp_log_info("session %llu: preempted by the pool", (unsigned long long)w->session_id);
-	if (!w->client_stderr || pthread_mutex_trylock(&w->client->send) != 0)
-		return;
-	if (gp_conn_send(w->client, GP_MSG_OUTPUT_ERR, 0, 0, NULL, msg, sizeof(msg) - 1) == 0)
+	if (!w->client_stderr || atomic_load(&told[ending]))
+		return 0;
+	if (pthread_mutex_trylock(&w->client->send) != 0)
+		return -EBUSY;
+	if (!atomic_exchange(&told[ending], true) &&
+	    gp_conn_send(w->client, GP_MSG_OUTPUT_ERR, 0, 0, NULL, msg, len) == 0)
 		gp_conn_flush(w->client);
 	pthread_mutex_unlock(&w->client->send);
+	return 0;
 }
 
 static void serve(struct gp_worker *w)
@@ -692,8 +703,11 @@ static void serve(struct gp_worker *w)
 			set_ended(w, GP_WORKER_END_POOL);
 			break;
 		}
-		if (ret == -EINTR && gp__worker_preempted)
-			preempted(w);
+		if (ret == -EINTR && gp__worker_preempted >= 2) {
+			gp_log_info("session %llu: preempted by the pool",
+				    (unsigned long long)w->session_id);
+			gp__worker_preempt_tell(w, true);
+		}
 		if (ret == -EINTR) {
 			set_ended(w, GP_WORKER_END_POOL);
 			gp_log_info("session %llu: ended by the pool%s",
@@ -821,7 +835,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = on_sigusr1; /* kernel_timeout: see watchdog.c */
 	sigaction(SIGUSR1, &sa, NULL);
-	sa.sa_handler = on_sigusr2; /* preempted: see preempted() */
+	sa.sa_handler = on_sigusr2; /* preempted: see gp__worker_preempt_tell */
 	sigaction(SIGUSR2, &sa, NULL);
 	gp_log_init("gpupool-worker", GP_LOG_INFO);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

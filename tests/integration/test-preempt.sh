@@ -37,6 +37,8 @@ grep -q "(tenant bob): ending it: preempted: the session was preemptible" "$T/da
 release B1 && fail "bob's next call should fail"
 grep -q "ERROR .*CUDA_ERROR_DEVICE_UNAVAILABLE" "$T/B1.out" ||
 	fail "bob's client should see CUDA_ERROR_DEVICE_UNAVAILABLE: $(cat "$T/B1.out")"
+grep -q "gpupool: this session is preemptible .* the pool will end it after preempt_grace" "$T/B1.err" ||
+	fail "bob's client should have had the notice on its stderr: $(cat "$T/B1.err")"
 grep -q "gpupool: the pool ended this session: it was preemptible" "$T/B1.err" ||
 	fail "bob's client should be told why on its stderr: $(cat "$T/B1.err")"
 wait_for '.sessions | map(select(.tenant == "bob")) | length == 0' 10
