@@ -155,7 +155,7 @@ static void preempt(struct gp_daemon *d)
 	for (unsigned i = 0; i < n; i++) {
 		struct gp_session *s = session_of(v[i]), *ws = session_of(w);
 
-		s->preempt_at = uv_now(d->loop) + (uint64_t)d->cfg->preempt_grace * 1000;
+		s->preempt_noticed = uv_now(d->loop);
 		gp__session_kill(s, SIGUSR2); /* its worker tells its client (watchdog.c) */
 		snprintf(
 			s->preempt_why, sizeof(s->preempt_why),
@@ -180,13 +180,21 @@ void gp__admit_pump(struct gp_daemon *d)
 		preempt(d);
 }
 
+uint64_t gp__admit_preempt_deadline(const struct gp_session *s)
+{
+	if (!s->claim.preempting || !s->preempt_noticed)
+		return 0;
+	return s->preempt_noticed + (uint64_t)s->d->cfg->preempt_grace * 1000;
+}
+
 void gp__admit_preempt_tick(struct gp_daemon *d)
 {
 	uint64_t now = uv_now(d->loop);
 	bool due = false, asked = false;
 
 	for (struct gp_session *s = d->sessions; s; s = s->next) {
-		if (!s->claim.preempting || !s->preempt_at || now < s->preempt_at || s->term_at)
+		if (!s->claim.preempting || !s->preempt_noticed ||
+		    now < gp__admit_preempt_deadline(s) || s->term_at)
 			continue;
 		if (!asked) {
 			due = gp_pool_preempt_due(&d->pool, d->cfg);
@@ -201,12 +209,12 @@ void gp__admit_preempt_tick(struct gp_daemon *d)
 	if (asked && !due) {
 		/* The waiter went or fits now: nobody is ended, the marks are gone. */
 		for (struct gp_session *s = d->sessions; s; s = s->next) {
-			if (s->preempt_at && !s->term_at)
+			if (s->preempt_noticed && !s->term_at)
 				gp_log_info(
 					"session %llu (tenant %s): no longer preempted, its room "
 					"is not needed now",
 					(unsigned long long)s->id, s->tenant);
-			s->preempt_at = 0;
+			s->preempt_noticed = 0;
 		}
 		gp__admit_pump(d);
 	}

@@ -79,8 +79,9 @@ struct gp_session {
 	uint64_t admitted_at; /* uv_now() at admission */
 	const char *end_code; /* why the pool ended it ("evicted", ...); NULL: it did not */
 	bool acct_pending;    /* its record is being written: not freed until it is */
-	/* Preempted (claim.preempting): ended at preempt_at (uv_now()), saying preempt_why. */
-	uint64_t preempt_at;
+	/* Preempted (claim.preempting): told at preempt_noticed (uv_now(); 0: not), ended
+	 * preempt_grace later (the configuration's now: a reload applies), saying preempt_why. */
+	uint64_t preempt_noticed;
 	char preempt_why[320];
 	struct gp_session *next;
 };
@@ -216,6 +217,8 @@ void gp__admit_pump(struct gp_daemon *d);
 void gp__admit_expire(struct gp_daemon *d, bool all, const char *why);
 /* Ends preempted sessions whose preempt_grace is over, if their preemption is still due. */
 void gp__admit_preempt_tick(struct gp_daemon *d);
+/* When a preempted session is to be ended (uv_now()); 0 when it is not preempted. */
+uint64_t gp__admit_preempt_deadline(const struct gp_session *s);
 
 /* admin.c */
 int gp__admin_listen(struct gp_daemon *d);

@@ -93,9 +93,9 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		x->compute = s->claim.compute;
 		x->compute_requested = s->claim.want_compute;
 		x->preemptible = gp_pool_preemptible(d->cfg, &s->claim);
-		if (s->claim.preempting && s->preempt_at) {
-			uint64_t now = uv_now(d->loop);
-			uint64_t left = s->preempt_at > now ? s->preempt_at - now : 0;
+		if (gp__admit_preempt_deadline(s)) {
+			uint64_t now = uv_now(d->loop), end = gp__admit_preempt_deadline(s);
+			uint64_t left = end > now ? end - now : 0;
 
 			x->preempt_at = (int64_t)time(NULL) + (int64_t)(left / 1000);
 		}

@@ -11,7 +11,7 @@ ACCT=$T/acct.jsonl
 
 gp_config "token $A alice" "token $B bob" "token $C carol" \
 	"tenant alice guarantee_memory=768M" "tenant carol preemptible=no" \
-	"queue_timeout 60" "preempt_grace 2" "accounting_file $ACCT"
+	"queue_timeout 120" "preempt_grace 60" "accounting_file $ACCT"
 gp_start
 # carol (not preemptible, no guarantee) holds 256M; bob (preemptible) borrows the rest.
 GPUPOOL_TOKEN=$C GPUPOOL_MEMORY=256M GPUPOOL_PREEMPTIBLE=1 hold C1 4096
@@ -27,9 +27,14 @@ assert_status '.sessions | map(select(.tenant == "carol"))[0].preempt_at == 0' \
 	"carol is not preemptible"
 "$POOLCTL" -s "$T/admin.sock" status | tee "$T/status.txt"
 grep -q "bob .*preempted, ends in [0-9]*s" "$T/status.txt" || fail "poolctl should show bob's preemption"
-grep -q "session [0-9]* (tenant bob) is preemptible: it will be ended in 2 s (preempt_grace) to admit session [0-9]* (tenant alice, within its guarantee)" \
+grep -q "session [0-9]* (tenant bob) is preemptible: it will be ended in 60 s (preempt_grace) to admit session [0-9]* (tenant alice, within its guarantee)" \
 	"$T/daemon.log" || fail "the notice should be logged"
-# After the grace: bob is ended, alice goes in.
+assert_status '.sessions | map(select(.tenant == "alice"))[0].state == "queued"' \
+	"alice waits while bob has his grace"
+# The grace is cut to 0 by a reload, which applies to a preemption under way: bob is ended
+# at the next tick, and alice goes in.
+sed -i 's/^preempt_grace 60$/preempt_grace 0/' "$T/gpupoold.conf"
+"$POOLCTL" -s "$T/admin.sock" reload >/dev/null || fail "poolctl reload"
 hold_line A1 30
 case "$HELD" in READY*) ;; *) fail "alice was not admitted after the preemption: $HELD" ;; esac
 grep -q "(tenant bob): ending it: preempted: the session was preemptible" "$T/daemon.log" ||
