@@ -1,5 +1,6 @@
 /* client.c -- the interposer's session with the pool: connect, Hello, calls, bulk copies. */
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -251,6 +252,25 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 			gp_log_warnx("GPUPOOL_MEMORY=%s is not a size; asking for the default", s);
 		hello->memory = mem;
 	}
+	s = getenv("GPUPOOL_COMPUTE");
+	if (s && *s) {
+		char *end;
+		unsigned long v = strtoul(s, &end, 10);
+
+		if (*end == '%')
+			end++;
+		if (!isdigit((unsigned char)*s) || *end || v < 1 || v > 100)
+			gp_log_warnx(
+				"GPUPOOL_COMPUTE=%s is not a share of 1%% to 100%%; asking for "
+				"none",
+				s);
+		else
+			hello->compute = (uint32_t)v;
+	}
+	s = getenv("GPUPOOL_PREEMPTIBLE");
+	if (s && *s && strcmp(s, "1") != 0 && strcmp(s, "0") != 0)
+		gp_log_warnx("GPUPOOL_PREEMPTIBLE=%s: expected 1 or 0; not preemptible", s);
+	hello->preemptible = s && strcmp(s, "1") == 0;
 	s = getenv("GPUPOOL_TOKEN");
 	hello->token = (char *)(s ? s : "");
 }

@@ -19,6 +19,8 @@
  * SOFTGPU_SMS      multiprocessors reported (default: as the GPU SOFTGPU_CC models, 40 for 7.5
  *                  and 13.0)
  * SOFTGPU_STATS    per-launch instruction counts on stderr
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE  as an MPS client (1-100): that share of the SMs
+ *                  reported and of the threads that run blocks, each at least 1
  * softgpu prints nothing else: stdout belongs to the program (and device printf).
  */
 
@@ -93,7 +95,19 @@ int sg_config_load(void)
 	}
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	if (env_uint("SOFTGPU_THREADS", ncpu > 0 ? (unsigned)ncpu : 1, 1, 1024, &sg_cfg.threads) ||
-	    env_uint("SOFTGPU_SMS", (unsigned)sg_cfg.arch->sm_count, 1, 1024, &sg_cfg.sm_count))
+	    env_uint("SOFTGPU_SMS", (unsigned)sg_cfg.arch->sm_count, 1, 1024, &sg_cfg.sm_count) ||
+	    env_uint("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", 100, 1, 100, &sg_cfg.thread_pct))
 		return CUDA_ERROR_INVALID_VALUE;
+	/* An MPS client with a thread percentage sees that share of the SMs. */
+	sg_cfg.sm_count = sg_cfg.sm_count * sg_cfg.thread_pct / 100;
+	if (sg_cfg.sm_count == 0)
+		sg_cfg.sm_count = 1;
 	return 0;
+}
+
+unsigned sg_block_threads(void)
+{
+	unsigned n = sg_cfg.threads * sg_cfg.thread_pct / 100;
+
+	return n ? n : 1;
 }

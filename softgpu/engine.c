@@ -7,7 +7,8 @@
 #include "softgpu.h"
 
 /*
- * DESIGN: a pool of SOFTGPU_THREADS - 1 workers, started at the first launch,
+ * DESIGN: a pool of sg_block_threads() - 1 workers (SOFTGPU_THREADS cut to an MPS
+ * thread percentage), started at the first launch,
  * plus the stream thread that runs the launch, take the blocks of active
  * grids by index (an atomic counter per grid). A block belongs to one host
  * thread from start to end (exec.c needs no locks); blocks of a grid, and of
@@ -324,7 +325,7 @@ static void *worker(void *arg)
 static void start_pool(void)
 {
 	pthread_key_create(&scratch_key, scratch_free);
-	for (unsigned i = 1; i < sg_cfg.threads; i++) {
+	for (unsigned i = 1; i < sg_block_threads(); i++) {
 		pthread_t t;
 		pthread_attr_t attr;
 

@@ -101,12 +101,17 @@ struct sg_config {
 	unsigned sm_count;	    /* reported multiprocessors */
 	bool stats;		    /* SOFTGPU_STATS: per-launch instruction counts */
 	const struct sg_arch *arch; /* SOFTGPU_CC */
+	/* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, as an MPS client: the share of the device this
+	 * process gets (100: all). sm_count is cut to it; the block pool is sg_block_threads. */
+	unsigned thread_pct;
 };
 
 extern struct sg_config sg_cfg;
 
 /* Reads SOFTGPU_DEVICES, SOFTGPU_MEMORY, SOFTGPU_NAME, SOFTGPU_LOG, ...; 0 or a CUresult. */
 int sg_config_load(void);
+/* Host threads that run blocks: threads cut to thread_pct, at least 1. */
+unsigned sg_block_threads(void);
 void sg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- handle.c ---- */

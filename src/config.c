@@ -13,6 +13,7 @@
 #include "error.h"
 #include "conn.h"
 #include "log.h"
+#include "stats.h"
 
 #define MAX_WORDS 16
 
@@ -272,13 +273,96 @@ static int set_size(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
-/* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] [queue=N] [kernel_timeout=SECONDS] */
+/* "25%" or "25": a share of a GPU's compute, 1 to 100 percent. 0 or GP_ECONFIG. */
+static int parse_percent(const char *s, unsigned *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return GP_ECONFIG;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*end == '%')
+		end++;
+	if (errno || *end || v < 1 || v > 100)
+		return GP_ECONFIG;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/*
+ * A tenant's shares (docs/scheduling.md): guarantee_gpus=N, guarantee_memory=SIZE,
+ * compute=P%, default_compute=P%, preemptible=yes|no. 1: the key was one of these and is set; 0: not one of
+ * these; GP_ECONFIG: a bad value.
+ */
+static int tenant_share(struct parse *p, struct gp_tenant *t, const char *tenant, const char *key,
+			const char *value)
+{
+	unsigned long long v;
+	char *end;
+
+	if (strcmp(key, "guarantee_memory") == 0) {
+		if (gp_parse_size(value, &t->guarantee_memory))
+			return perr(p, "tenant %s: guarantee_memory=%s is not a size", tenant,
+				    value);
+		return 1;
+	}
+	if (strcmp(key, "guarantee_gpus") == 0) {
+		errno = 0;
+		v = strtoull(value, &end, 10);
+		if (errno || *end || !isdigit((unsigned char)*value) || v > GP_STATS_MAX_DEVICES)
+			return perr(p,
+				    "tenant %s: guarantee_gpus=%s is not a number of GPUs (0-%u)",
+				    tenant, value, GP_STATS_MAX_DEVICES);
+		t->guarantee_gpus = v;
+		return 1;
+	}
+	if (strcmp(key, "preemptible") == 0) {
+		if (strcmp(value, "yes") != 0 && strcmp(value, "no") != 0)
+			return perr(p, "tenant %s: preemptible=%s: expected yes or no", tenant,
+				    value);
+		t->preemptible = value[0] == 'y' ? GP_PREEMPT_YES : GP_PREEMPT_NO;
+		return 1;
+	}
+	if (strcmp(key, "compute") == 0 || strcmp(key, "default_compute") == 0) {
+		if (parse_percent(value, key[0] == 'c' ? &t->compute : &t->default_compute))
+			return perr(p, "tenant %s: %s=%s is not a share of 1%% to 100%%", tenant,
+				    key, value);
+		return 1;
+	}
+	return 0;
+}
+
+/* A guarantee above the tenant's own limit could never be held. */
+static int tenant_share_check(struct parse *p, const struct gp_tenant *t)
+{
+	if (t->gpus != GP_LIMIT_NONE && t->guarantee_gpus > t->gpus)
+		return perr(p, "tenant %s: guarantee_gpus=%llu is more than its gpus=%llu", t->name,
+			    (unsigned long long)t->guarantee_gpus, (unsigned long long)t->gpus);
+	if (t->memory != GP_LIMIT_NONE && t->guarantee_memory > t->memory)
+		return perr(p, "tenant %s: guarantee_memory=%llu is more than its memory=%llu",
+			    t->name, (unsigned long long)t->guarantee_memory,
+			    (unsigned long long)t->memory);
+	if (t->compute && t->default_compute > t->compute)
+		return perr(p, "tenant %s: default_compute=%u%% is more than its compute=%u%%",
+			    t->name, t->default_compute, t->compute);
+	return 0;
+}
+
+/* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] [queue=N] [kernel_timeout=SECONDS]
+ *	      [guarantee_gpus=N] [guarantee_memory=SIZE] [compute=P%] [default_compute=P%]
+ *	      [preemptible=yes|no] */
 static int add_tenant(struct parse *p, char **words, int n, size_t off)
 {
 	struct gp_config *cfg = p->cfg;
-	struct gp_tenant t = {NULL,	     GP_LIMIT_NONE, GP_LIMIT_NONE,
-			      GP_LIMIT_NONE, GP_LIMIT_NONE, GP_LIMIT_NONE};
+	struct gp_tenant t = {.sessions = GP_LIMIT_NONE,
+			      .gpus = GP_LIMIT_NONE,
+			      .memory = GP_LIMIT_NONE,
+			      .kernel_timeout = GP_LIMIT_NONE,
+			      .queue = GP_LIMIT_NONE};
 	struct gp_tenant *nt;
+	int r;
 
 	if (n < 2)
 		return perr(p, "'tenant' needs a name");
@@ -292,6 +376,11 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 		if (!eq || eq[1] == '\0')
 			return perr(p, "tenant %s: '%s' is not key=value", words[1], words[i]);
 		*eq = '\0';
+		r = tenant_share(p, &t, words[1], words[i], eq + 1);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			continue;
 		if (strcmp(words[i], "memory") == 0) {
 			if (gp_parse_size(eq + 1, &t.memory))
 				return perr(p, "tenant %s: memory=%s is not a size", words[1],
@@ -318,10 +407,15 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 		} else {
 			return perr(p,
 				    "tenant %s: unknown limit '%s' (sessions, gpus, memory, queue, "
-				    "kernel_timeout)",
+				    "kernel_timeout, guarantee_gpus, guarantee_memory, compute, "
+				    "default_compute, preemptible)",
 				    words[1], words[i]);
 		}
 	}
+	t.name = words[1];
+	r = tenant_share_check(p, &t);
+	if (r)
+		return r;
 	nt = realloc(cfg->tenants, (cfg->ntenants + 1) * sizeof(*nt));
 	if (!nt)
 		return -ENOMEM;
@@ -394,6 +488,7 @@ static const struct {
 	{"queue_timeout", set_uint, offsetof(struct gp_config, queue_timeout)},
 	{"idle_timeout", set_uint, offsetof(struct gp_config, idle_timeout)},
 	{"drain_grace", set_uint, offsetof(struct gp_config, drain_grace)},
+	{"preempt_grace", set_uint, offsetof(struct gp_config, preempt_grace)},
 	{"kernel_timeout", set_uint, offsetof(struct gp_config, kernel_timeout)},
 	{"warm_workers", set_warm, offsetof(struct gp_config, warm_workers)},
 	{"accounting_file", set_file, offsetof(struct gp_config, accounting_file)},
@@ -460,6 +555,7 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->placement = GP_PLACE_SPREAD;
 	cfg->queue_timeout = 60;
 	cfg->drain_grace = 30;
+	cfg->preempt_grace = 30;
 	cfg->max_contexts = GP_DEFAULT_MAX_CONTEXTS;
 	cfg->max_streams = GP_DEFAULT_MAX_STREAMS;
 	cfg->max_events = GP_DEFAULT_MAX_EVENTS;

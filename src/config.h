@@ -22,6 +22,8 @@ enum gp_placement {
 #define GP_DEFAULT_MAX_EVENTS 65536
 #define GP_DEFAULT_MAX_MODULES 4096 /* modules and libraries together */
 
+enum { GP_PREEMPT_CLIENT = 0, GP_PREEMPT_YES, GP_PREEMPT_NO };
+
 /* Per-tenant limits; GP_LIMIT_NONE where the file sets none. */
 struct gp_tenant {
 	char *name; /* "*" matches every tenant without a line of its own */
@@ -30,6 +32,19 @@ struct gp_tenant {
 	uint64_t memory;	 /* bytes reserved at once, summed over sessions and GPUs */
 	uint64_t kernel_timeout; /* seconds one call may run (a kernel, a wait for one) */
 	uint64_t queue; /* sessions waiting at once; GP_LIMIT_NONE: max_queued_per_tenant */
+	/* Shares (docs/scheduling.md): what the tenant is guaranteed of the pool; it may
+	 * borrow what is idle beyond it. 0: no guarantee of that kind. */
+	uint64_t guarantee_gpus;
+	uint64_t guarantee_memory; /* bytes, summed over sessions and GPUs */
+	/* Compute shares, in percent of a GPU: the most one session may have on each of its
+	 * GPUs (a larger request is cut to it; 0: 100), and what a session that asks for none
+	 * gets (0: none, it is not limited). */
+	unsigned compute;
+	unsigned default_compute;
+	/* May its sessions be ended to admit an entitled one? GP_PREEMPT_CLIENT: as each
+	 * client says (GPUPOOL_PREEMPTIBLE); _YES: all of them (preemptible=yes); _NO: none,
+	 * whatever the client says (preemptible=no). */
+	unsigned preemptible;
 };
 
 /* A bearer token that names a tenant (for clients without certificates). */
@@ -69,6 +84,7 @@ struct gp_config {
 	unsigned queue_timeout;	 /* seconds a session may wait for room; 0: refuse at once */
 	unsigned idle_timeout;	 /* seconds without a call before a session is ended; 0: never */
 	unsigned drain_grace;	 /* seconds sessions get to finish after SIGTERM */
+	unsigned preempt_grace;	 /* seconds a preempted session gets before it is ended */
 	unsigned kernel_timeout; /* seconds one call may run before the session ends; 0: no limit */
 	unsigned warm_workers;	 /* per GPU: workers started ahead, driver loaded (0: none) */
 	char *accounting_file;	 /* one JSON line per ended session; NULL: none */

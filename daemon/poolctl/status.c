@@ -74,8 +74,9 @@ static void print_json(const Gp__AdminReply *r)
 		printf(",\"nvml\":");
 		poolctl_json_str(g->nvml && g->nvml[0] ? g->nvml : "absent");
 		printf(",\"memory_total\":%" PRIu64 ",\"memory_used\":%" PRIu64
-		       ",\"memory_reserved\":%" PRIu64 ",\"sessions\":%u,\"draining\":%s}",
-		       g->total_mem, g->used_mem, g->reserved_mem, g->sessions,
+		       ",\"memory_reserved\":%" PRIu64 ",\"compute_reserved\":%u"
+		       ",\"sessions\":%u,\"draining\":%s}",
+		       g->total_mem, g->used_mem, g->reserved_mem, g->compute_reserved, g->sessions,
 		       g->draining ? "true" : "false");
 	}
 	printf("],\"sessions\":[");
@@ -99,10 +100,18 @@ static void print_json(const Gp__AdminReply *r)
 		       ",\"memory_limit\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"bytes_in\":%" PRIu64
 		       ",\"bytes_out\":%" PRIu64 ",\"started\":%" PRId64 ",\"last_active\":%" PRId64
 		       ",\"worker_pid\":%u,\"gpus_requested\":%u"
-		       ",\"memory_requested\":%" PRIu64 ",\"queued_since\":%" PRId64 "}",
+		       ",\"memory_requested\":%" PRIu64 ",\"queued_since\":%" PRId64,
 		       s->mem_used, s->mem_peak, s->mem_limit, s->calls, s->bytes_in, s->bytes_out,
 		       s->started, s->last_active, s->worker_pid, s->gpus_requested,
 		       s->memory_requested, s->queued_since);
+		printf(",\"waiting_for\":");
+		poolctl_json_str(s->waiting_for);
+		printf(",\"queue_place\":%u,\"share\":", s->queue_place);
+		poolctl_json_str(s->share);
+		printf(",\"compute\":%u,\"compute_requested\":%u,\"preemptible\":%s"
+		       ",\"preempt_at\":%" PRId64 "}",
+		       s->compute, s->compute_requested, s->preemptible ? "true" : "false",
+		       s->preempt_at);
 	}
 	printf("]}\n");
 }
@@ -145,17 +154,18 @@ static void print_gpus(const Gp__AdminReply *r)
 {
 	char a[32], b[32], c[32];
 
-	printf("%-4s %-24s %12s %12s %12s %8s\n", "GPU", "NAME", "USED", "RESERVED", "TOTAL",
-	       "SESSIONS");
+	printf("%-4s %-24s %12s %12s %12s %8s %8s\n", "GPU", "NAME", "USED", "RESERVED", "TOTAL",
+	       "COMPUTE", "SESSIONS");
 	for (size_t i = 0; i < r->n_gpu; i++) {
 		const Gp__GpuStatus *g = r->gpu[i];
+		char name[25], compute[16];
 
-		char name[25];
-
-		printf("%-4u %-24s %12s %12s %12s %8u%s%s\n", g->index,
+		/* The compute granted to sessions' shares, next to the memory reserved. */
+		snprintf(compute, sizeof(compute), "%u%%", g->compute_reserved);
+		printf("%-4u %-24s %12s %12s %12s %8s %8u%s%s\n", g->index,
 		       poolctl_cell(name, 24, g->name), poolctl_human(g->used_mem, a, sizeof(a)),
 		       poolctl_human(g->reserved_mem, b, sizeof(b)),
-		       poolctl_human(g->total_mem, c, sizeof(c)), g->sessions,
+		       poolctl_human(g->total_mem, c, sizeof(c)), compute, g->sessions,
 		       g->draining ? "  draining" : "",
 		       g->nvml && strcmp(g->nvml, "mismatch") == 0 ? "  NVML disagrees" : "");
 	}
@@ -172,6 +182,7 @@ static void print_sessions(const Gp__AdminReply *r)
 	for (size_t i = 0; i < r->n_session; i++) {
 		const Gp__SessionStatus *s = r->session[i];
 		char gpus[64] = "-", lim[32] = "-", tenant[13], client[23], program[17];
+		char note[128] = "";
 		size_t k = 0;
 
 		for (size_t j = 0; j < s->n_gpu && k < sizeof(gpus) - 8; j++)
@@ -179,11 +190,34 @@ static void print_sessions(const Gp__AdminReply *r)
 					      s->gpu[j]);
 		if (s->mem_limit)
 			poolctl_human(s->mem_limit, lim, sizeof(lim));
-		printf("%-8" PRIu64 " %-10s %-12s %-22s %-16s %-6s %12s %12s %8" PRIu64 " %6s\n",
+		/* Its compute share; why a waiter waits; whether a tenant is past its guarantee. */
+		if (s->compute)
+			snprintf(note, sizeof(note), "  compute %u%%", s->compute);
+		else if (s->compute_requested && strcmp(s->state, "queued") == 0)
+			snprintf(note, sizeof(note), "  compute %u%% asked", s->compute_requested);
+		k = strlen(note);
+		if (s->waiting_for && *s->waiting_for)
+			snprintf(note + k, sizeof(note) - k, "  #%u in queue, waits for %s",
+				 s->queue_place,
+				 strcmp(s->waiting_for, "tenant") == 0	 ? "its tenant's limits"
+				 : strcmp(s->waiting_for, "behind") == 0 ? "those before it"
+									 : "room");
+		if (s->share && strcmp(s->share, "borrowing") == 0) {
+			k = strlen(note);
+			snprintf(note + k, sizeof(note) - k, "  borrowing");
+		}
+		if (s->preempt_at) {
+			int64_t left = s->preempt_at - (int64_t)time(NULL);
+
+			k = strlen(note);
+			snprintf(note + k, sizeof(note) - k, "  preempted, ends in %" PRId64 "s",
+				 left > 0 ? left : 0);
+		}
+		printf("%-8" PRIu64 " %-10s %-12s %-22s %-16s %-6s %12s %12s %8" PRIu64 " %6s%s\n",
 		       s->id, s->state, poolctl_cell(tenant, 12, s->tenant),
 		       poolctl_cell(client, 22, s->client), poolctl_cell(program, 16, s->program),
 		       gpus, poolctl_human(s->mem_used, a, sizeof(a)), lim, s->calls,
-		       age(s->started, b, sizeof(b)));
+		       age(s->started, b, sizeof(b)), note);
 	}
 }
 

@@ -1,6 +1,7 @@
 /* admission.c -- admission's I/O: who the tenant is, and the replies and logs that carry
  * pool.c's decisions (placement, the reservation ledger, tenant limits, the wait queue).
  * Every way a session ends reaches gp__admit_release, from the worker's exit. */
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,7 @@ static void reply(struct gp_session *s, int status, const char *msg)
 		rep.n_device = s->claim.ndev;
 		rep.device = s->claim.dev;
 		rep.memory_limit = s->claim.mem_limit;
+		rep.compute = s->claim.compute;
 	}
 	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_ADMIT_REPLY, &rep.base);
 }
@@ -39,16 +41,18 @@ static void refuse(struct gp_session *s, const char *why)
 
 static void admitted(struct gp_session *s)
 {
-	char devs[GP_STATS_MAX_DEVICES * 4 + 1] = "";
+	char devs[GP_STATS_MAX_DEVICES * 4 + 1] = "", share[48] = "";
 
 	for (uint32_t i = 0; i < s->claim.ndev; i++) {
 		size_t l = strlen(devs);
 
 		snprintf(devs + l, sizeof(devs) - l, "%s%u", i ? "," : "", s->claim.dev[i]);
 	}
-	gp_log_info("session %llu (tenant %s, %s pid %u) admitted on GPU %s, %llu bytes each",
+	if (s->claim.compute)
+		snprintf(share, sizeof(share), ", %u%% of the compute", s->claim.compute);
+	gp_log_info("session %llu (tenant %s, %s pid %u) admitted on GPU %s, %llu bytes each%s",
 		    (unsigned long long)s->id, s->tenant, s->program, s->client_pid, devs,
-		    (unsigned long long)s->claim.mem_limit);
+		    (unsigned long long)s->claim.mem_limit, share);
 	s->state = GP_SESSION_ACTIVE;
 	s->admitted_ms = gp__wall_ms();
 	s->admitted_at = uv_now(s->d->loop);
@@ -71,6 +75,8 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	s->client_pid = req->client_pid;
 	s->claim.want_gpus = req->gpus;
 	s->claim.want_memory = req->memory;
+	s->claim.want_compute = req->compute;
+	s->claim.preemptible = req->preemptible;
 	s->claim.tenant = s->tenant;
 	/* The tenant: the certificate's name (or on the Unix socket the user's), else what a
 	 * known token names, else default. Plain TCP proves nothing else: a token is required. */
@@ -139,12 +145,79 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 		    (unsigned long long)s->claim.want_memory);
 }
 
+/* An entitled waiter waits for room that preemptible sessions of borrowing tenants hold:
+ * they are told (logged) and ended after preempt_grace (gp__admit_preempt_tick). */
+static void preempt(struct gp_daemon *d)
+{
+	struct gp_claim *v[GP_STATS_MAX_DEVICES * 4], *w;
+	unsigned n = gp_pool_preempt(&d->pool, d->cfg, v, sizeof(v) / sizeof(v[0]), &w);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct gp_session *s = session_of(v[i]), *ws = session_of(w);
+
+		s->preempt_noticed = uv_now(d->loop);
+		gp__session_kill(s, SIGUSR2); /* its worker tells its client (watchdog.c) */
+		snprintf(
+			s->preempt_why, sizeof(s->preempt_why),
+			"preempted: the session was preemptible, and its GPU memory or compute was "
+			"needed for session %llu of tenant %s, within its guarantee",
+			(unsigned long long)ws->id, ws->tenant);
+		gp_log_info(
+			"session %llu (tenant %s) is preemptible: it will be ended in %u s "
+			"(preempt_grace) to admit session %llu (tenant %s, within its guarantee)",
+			(unsigned long long)s->id, s->tenant, d->cfg->preempt_grace,
+			(unsigned long long)ws->id, ws->tenant);
+	}
+}
+
 void gp__admit_pump(struct gp_daemon *d)
 {
 	struct gp_claim *c;
 
 	while ((c = gp_pool_admit_next(&d->pool, d->cfg)) != NULL)
 		admitted(session_of(c));
+	if (!d->stopping)
+		preempt(d);
+}
+
+uint64_t gp__admit_preempt_deadline(const struct gp_session *s)
+{
+	if (!s->claim.preempting || !s->preempt_noticed)
+		return 0;
+	return s->preempt_noticed + (uint64_t)s->d->cfg->preempt_grace * 1000;
+}
+
+void gp__admit_preempt_tick(struct gp_daemon *d)
+{
+	uint64_t now = uv_now(d->loop);
+	bool due = false, asked = false;
+
+	for (struct gp_session *s = d->sessions; s; s = s->next) {
+		if (!s->claim.preempting || !s->preempt_noticed ||
+		    now < gp__admit_preempt_deadline(s) || s->term_at)
+			continue;
+		if (!asked) {
+			due = gp_pool_preempt_due(&d->pool, d->cfg);
+			asked = true;
+		}
+		if (!due)
+			break;
+		/* A second SIGUSR2 first: the worker tells its client why before it ends. */
+		gp__session_kill(s, SIGUSR2);
+		gp__session_end(s, "preempted", s->preempt_why);
+	}
+	if (asked && !due) {
+		/* The waiter went or fits now: nobody is ended, the marks are gone. */
+		for (struct gp_session *s = d->sessions; s; s = s->next) {
+			if (s->preempt_noticed && !s->term_at)
+				gp_log_info(
+					"session %llu (tenant %s): no longer preempted, its room "
+					"is not needed now",
+					(unsigned long long)s->id, s->tenant);
+			s->preempt_noticed = 0;
+		}
+		gp__admit_pump(d);
+	}
 }
 
 void gp__admit_release(struct gp_session *s)

@@ -7,8 +7,9 @@
  * pending.c     connections before their worker: the first-message watch, per-listener
  *               and per-address budgets, the FIFO to handshake slots
  * admission.c   admission's I/O: who the tenant is, replies and logs over pool.c's decisions
- * pool.c        the admission core, no I/O: placement, the reservation ledger, tenant
- *               limits, the wait queue (pool.h; tests/unit/test_pool.c)
+ * pool.c        the admission core, no I/O: placement (memory and compute shares), the
+ *               reservation ledger, tenant limits and guarantees, the wait queue and its
+ *               order (pool.h; docs/scheduling.md; tests/unit/test_pool.c)
  * admin.c       the admin socket poolctl talks to
  * accounting.c  a record per ended session, written and fsync'd by its own thread; the
  *               sums `poolctl usage` asks for, read on libuv's threadpool (src/acct.h)
@@ -78,6 +79,10 @@ struct gp_session {
 	uint64_t admitted_at; /* uv_now() at admission */
 	const char *end_code; /* why the pool ended it ("evicted", ...); NULL: it did not */
 	bool acct_pending;    /* its record is being written: not freed until it is */
+	/* Preempted (claim.preempting): told at preempt_noticed (uv_now(); 0: not), ended
+	 * preempt_grace later (the configuration's now: a reload applies), saying preempt_why. */
+	uint64_t preempt_noticed;
+	char preempt_why[320];
 	struct gp_session *next;
 };
 
@@ -210,6 +215,10 @@ void gp__admit_release(struct gp_session *s);
 void gp__admit_pump(struct gp_daemon *d);
 /* Refuses queued sessions that waited past queue_timeout (all of them when stopping). */
 void gp__admit_expire(struct gp_daemon *d, bool all, const char *why);
+/* Ends preempted sessions whose preempt_grace is over, if their preemption is still due. */
+void gp__admit_preempt_tick(struct gp_daemon *d);
+/* When a preempted session is to be ended (uv_now()); 0 when it is not preempted. */
+uint64_t gp__admit_preempt_deadline(const struct gp_session *s);
 
 /* admin.c */
 int gp__admin_listen(struct gp_daemon *d);

@@ -99,6 +99,8 @@ static void render(FILE *f, const Gp__AdminReply *r)
 		{"gpupool_gpu_memory_reserved_bytes", "gauge", "Memory reserved for sessions.", 2},
 		{"gpupool_gpu_sessions", "gauge", "Sessions placed on the GPU.", 3},
 		{"gpupool_gpu_draining", "gauge", "1 while the GPU takes no new sessions.", 4},
+		{"gpupool_gpu_compute_reserved_percent", "gauge",
+		 "Percent of its compute granted to sessions as shares.", 5},
 	};
 	static const struct {
 		const char *name, *type, *text;
@@ -111,6 +113,8 @@ static void render(FILE *f, const Gp__AdminReply *r)
 		{"gpupool_session_calls_total", "counter", "CUDA calls it made.", 3},
 		{"gpupool_session_received_bytes_total", "counter", "Bytes from the client.", 4},
 		{"gpupool_session_sent_bytes_total", "counter", "Bytes to the client.", 5},
+		{"gpupool_session_compute_percent", "gauge",
+		 "Its share of each of its GPUs' compute (0: none, not limited).", 6},
 	};
 	unsigned states[5] = {0};
 	static const char *const state_names[] = {"handshake", "queued", "active", "closing"};
@@ -125,8 +129,8 @@ static void render(FILE *f, const Gp__AdminReply *r)
 		help(f, gpu_metrics[m].name, gpu_metrics[m].type, gpu_metrics[m].text);
 		for (size_t i = 0; i < r->n_gpu; i++) {
 			const Gp__GpuStatus *g = r->gpu[i];
-			uint64_t v[] = {g->total_mem, g->used_mem, g->reserved_mem, g->sessions,
-					g->draining};
+			uint64_t v[] = {g->total_mem, g->used_mem, g->reserved_mem,
+					g->sessions,  g->draining, g->compute_reserved};
 
 			fprintf(f, "%s{gpu=\"%u\",name=\"", gpu_metrics[m].name, g->index);
 			label(f, g->name);
@@ -144,8 +148,8 @@ static void render(FILE *f, const Gp__AdminReply *r)
 		help(f, session_metrics[m].name, session_metrics[m].type, session_metrics[m].text);
 		for (size_t i = 0; i < r->n_session; i++) {
 			const Gp__SessionStatus *s = r->session[i];
-			uint64_t v[] = {s->mem_used, s->mem_peak, s->mem_limit,
-					s->calls,    s->bytes_in, s->bytes_out};
+			uint64_t v[] = {s->mem_used, s->mem_peak,  s->mem_limit, s->calls,
+					s->bytes_in, s->bytes_out, s->compute};
 
 			fprintf(f, "%s{session=\"%llu\",tenant=\"", session_metrics[m].name,
 				(unsigned long long)s->id);

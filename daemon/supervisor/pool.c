@@ -1,5 +1,7 @@
-/* pool.c -- admission policy with no I/O: placement, the ledger, tenant limits, the queue. */
+/* pool.c -- admission policy with no I/O: placement, the ledger, tenant limits and shares, the
+ * queue and its order, preemption. */
 #include <errno.h>
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -52,6 +54,19 @@ static uint64_t free_on(const struct gp_pool_gpu *g)
 	return g->total_mem - g->reserved;
 }
 
+uint32_t gp_pool_compute_share(const struct gp_config *cfg, const struct gp_claim *c)
+{
+	const struct gp_tenant *t = cfg && c && c->tenant ? gp_config_tenant(cfg, c->tenant) : NULL;
+	uint32_t want;
+
+	if (!c)
+		return 0;
+	want = c->want_compute ? c->want_compute : (t ? t->default_compute : 0);
+	if (t && t->compute && want > t->compute)
+		want = t->compute;
+	return want;
+}
+
 /* The least the claim reserves per GPU, whichever GPUs it gets (for tenant limits). */
 static uint64_t least_per_gpu(const struct gp_pool *p, const struct gp_config *cfg,
 			      const struct gp_claim *c)
@@ -94,6 +109,11 @@ static bool could_fit(const struct gp_pool *p, const struct gp_config *cfg,
 		snprintf(why, len, "asked for %u GPUs; the pool has %u", n, p->ngpus);
 		return false;
 	}
+	if (gp_pool_compute_share(cfg, c) > 100) {
+		snprintf(why, len, "asked for %u%% of a GPU's compute; a share is 1%% to 100%%",
+			 gp_pool_compute_share(cfg, c));
+		return false;
+	}
 	if (fits < n) {
 		snprintf(why, len, "asked for %llu bytes per GPU; the largest GPU has %llu",
 			 (unsigned long long)least_per_gpu(p, cfg, c), (unsigned long long)biggest);
@@ -119,14 +139,16 @@ static bool could_fit(const struct gp_pool *p, const struct gp_config *cfg,
 }
 
 /*
- * Chooses n GPUs that are not draining and have the claim's memory unreserved, none
- * reserving more than per_gpu_budget. spread: the most room left first; binpack: the least.
- * Ties: fewer sessions, then the lower slot. Returns false when there are not n such GPUs.
+ * Chooses n GPUs that are not draining and have the claim's memory unreserved and its
+ * compute share ungranted, none reserving more than per_gpu_budget. spread: the most memory
+ * left first; binpack: the least. Ties: fewer sessions, then the lower slot. Returns false
+ * when there are not n such GPUs.
  */
 static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const struct gp_claim *c,
 		   uint32_t n, uint64_t per_gpu_budget, uint32_t *chosen, uint64_t *mem)
 {
 	bool taken[GP_STATS_MAX_DEVICES] = {false};
+	uint32_t share = gp_pool_compute_share(cfg, c);
 
 	*mem = 0;
 	for (uint32_t k = 0; k < n; k++) {
@@ -136,7 +158,8 @@ static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const s
 			const struct gp_pool_gpu *gpu = &p->gpu[g], *b;
 			uint64_t m = per_gpu(cfg, c, gpu);
 
-			if (taken[g] || gpu->draining || m > free_on(gpu) || m > per_gpu_budget)
+			if (taken[g] || gpu->draining || m > free_on(gpu) || m > per_gpu_budget ||
+			    gpu->compute + share > 100)
 				continue;
 			if (best < 0) {
 				best = (int)g;
@@ -162,12 +185,13 @@ static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const s
 	return true;
 }
 
-/* Places the claim now if it fits; PLACED, WAIT_TENANT or WAIT_CAPACITY. */
-static int try_place(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c)
+/* Could the claim be placed now? PLACED (on chosen, mem each), WAIT_TENANT or WAIT_CAPACITY. */
+static int fit(const struct gp_pool *p, const struct gp_config *cfg, const struct gp_claim *c,
+	       uint32_t *chosen, uint64_t *mem)
 {
 	const struct gp_tenant *t = gp_config_tenant(cfg, c->tenant);
-	uint32_t n = gpus_asked(c), chosen[GP_STATS_MAX_DEVICES];
-	uint64_t mem, budget = UINT64_MAX;
+	uint32_t n = gpus_asked(c);
+	uint64_t budget = UINT64_MAX;
 	struct gp_pool_usage u;
 
 	gp_pool_tenant_usage(p, c->tenant, &u);
@@ -177,20 +201,275 @@ static int try_place(struct gp_pool *p, const struct gp_config *cfg, struct gp_c
 	 * placed only on GPUs the tenant can afford. */
 	if (t && t->memory != GP_LIMIT_NONE)
 		budget = u.memory < t->memory ? (t->memory - u.memory) / n : 0;
-	if (!choose(p, cfg, c, n, budget, chosen, &mem))
-		return budget != UINT64_MAX && choose(p, cfg, c, n, UINT64_MAX, chosen, &mem)
+	if (!choose(p, cfg, c, n, budget, chosen, mem))
+		return budget != UINT64_MAX && choose(p, cfg, c, n, UINT64_MAX, chosen, mem)
 			       ? WAIT_TENANT
 			       : WAIT_CAPACITY;
+	return PLACED;
+}
+
+/* Places the claim now if it fits; PLACED, WAIT_TENANT or WAIT_CAPACITY. */
+static int try_place(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c)
+{
+	uint32_t n = gpus_asked(c), chosen[GP_STATS_MAX_DEVICES];
+	uint32_t share = gp_pool_compute_share(cfg, c);
+	uint64_t mem;
+	int r = fit(p, cfg, c, chosen, &mem);
+
+	if (r != PLACED)
+		return r;
 	for (uint32_t k = 0; k < n; k++) {
 		struct gp_pool_gpu *gpu = &p->gpu[chosen[k]];
 
 		c->dev[k] = gpu->index;
 		gpu->reserved += mem;
+		gpu->compute += share;
 		gpu->sessions++;
 	}
 	c->ndev = n;
 	c->mem_limit = mem;
+	c->compute = share;
 	return PLACED;
+}
+
+/* ---- the queue's order: shares and borrowing ---- */
+
+static bool has_guarantee(const struct gp_tenant *t)
+{
+	return t && (t->guarantee_gpus || t->guarantee_memory);
+}
+
+/* Would the tenant, holding u and n GPUs with mem bytes more, be within its guarantee? */
+static bool within(const struct gp_tenant *t, const struct gp_pool_usage *u, uint64_t n,
+		   uint64_t mem)
+{
+	if (!has_guarantee(t))
+		return false;
+	if (t->guarantee_gpus && u->gpus + n > t->guarantee_gpus)
+		return false;
+	return !t->guarantee_memory || u->memory + mem <= t->guarantee_memory;
+}
+
+/* What the tenant holds as a fraction of its guarantee (the larger of GPUs' and memory's):
+ * the weight of weighted fair queueing. DBL_MAX without a guarantee. */
+static double held_share(const struct gp_tenant *t, const struct gp_pool_usage *u)
+{
+	double s = 0, m;
+
+	if (!has_guarantee(t))
+		return DBL_MAX;
+	if (t->guarantee_gpus)
+		s = (double)u->gpus / (double)t->guarantee_gpus;
+	if (t->guarantee_memory) {
+		m = (double)u->memory / (double)t->guarantee_memory;
+		if (m > s)
+			s = m;
+	}
+	return s;
+}
+
+bool gp_pool_tenant_entitled(const struct gp_pool *p, const struct gp_config *cfg,
+			     const char *tenant)
+{
+	struct gp_pool_usage u;
+
+	if (!p || !cfg || !tenant)
+		return false;
+	gp_pool_tenant_usage(p, tenant, &u);
+	return within(gp_config_tenant(cfg, tenant), &u, 0, 0);
+}
+
+/* Sets each waiter's tenant tier and share, from the tenant's oldest waiter, and clears the
+ * marks next_in_order leaves. */
+static void rank(struct gp_pool *p, const struct gp_config *cfg)
+{
+	for (struct gp_claim *c = p->queue; c; c = c->qnext) {
+		struct gp_claim *head = p->queue;
+		const struct gp_tenant *t;
+		struct gp_pool_usage u;
+
+		while (strcmp(head->tenant, c->tenant) != 0)
+			head = head->qnext;
+		c->ord_seen = false;
+		if (head != c) {
+			c->ord_tier = head->ord_tier;
+			c->ord_share = head->ord_share;
+			continue;
+		}
+		t = gp_config_tenant(cfg, c->tenant);
+		gp_pool_tenant_usage(p, c->tenant, &u);
+		c->ord_tier = within(t, &u, gpus_asked(c), least_per_gpu(p, cfg, c) * gpus_asked(c))
+				      ? 0
+				      : 1;
+		c->ord_share = held_share(t, &u);
+	}
+}
+
+static bool before(const struct gp_claim *a, const struct gp_claim *b)
+{
+	if (a->ord_tier != b->ord_tier)
+		return a->ord_tier < b->ord_tier;
+	if (a->ord_share < b->ord_share)
+		return true;
+	if (a->ord_share > b->ord_share)
+		return false;
+	return a->seq < b->seq;
+}
+
+/* The first waiter in the queue's order that it has not returned since rank(). */
+static struct gp_claim *next_in_order(struct gp_pool *p)
+{
+	struct gp_claim *best = NULL;
+
+	for (struct gp_claim *c = p->queue; c; c = c->qnext)
+		if (!c->ord_seen && (!best || before(c, best)))
+			best = c;
+	if (best)
+		best->ord_seen = true;
+	return best;
+}
+
+/* ---- preemption ---- */
+
+bool gp_pool_preemptible(const struct gp_config *cfg, const struct gp_claim *c)
+{
+	const struct gp_tenant *t = cfg && c && c->tenant ? gp_config_tenant(cfg, c->tenant) : NULL;
+
+	if (t && t->preemptible != GP_PREEMPT_CLIENT)
+		return t->preemptible == GP_PREEMPT_YES;
+	return c && c->preemptible;
+}
+
+/* The first waiter in the order, past those held by their own tenant's limits, when it is
+ * entitled, waits for room and may wait (one that may not is refused at once); else NULL. */
+static struct gp_claim *entitled_waiting(struct gp_pool *p, const struct gp_config *cfg)
+{
+	uint32_t chosen[GP_STATS_MAX_DEVICES];
+	struct gp_claim *x;
+	uint64_t mem;
+
+	rank(p, cfg);
+	while ((x = next_in_order(p)) != NULL) {
+		int r = fit(p, cfg, x, chosen, &mem);
+
+		if (r == WAIT_TENANT)
+			continue;
+		if (r != WAIT_CAPACITY || x->ord_tier != 0 || !gp_pool_may_wait(p, cfg, x))
+			return NULL;
+		return x;
+	}
+	return NULL;
+}
+
+/* May x be ended to make room for w? Preemptible, of another tenant, which is borrowing. */
+static bool may_preempt(const struct gp_pool *p, const struct gp_config *cfg,
+			const struct gp_claim *x, const struct gp_claim *w)
+{
+	struct gp_pool_usage u;
+
+	if (x->preempting || !gp_pool_preemptible(cfg, x) || strcmp(x->tenant, w->tenant) == 0)
+		return false;
+	gp_pool_tenant_usage(p, x->tenant, &u);
+	return !within(gp_config_tenant(cfg, x->tenant), &u, 0, 0);
+}
+
+unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim **victims,
+			 unsigned max, struct gp_claim **waiter)
+{
+	uint32_t chosen[GP_STATS_MAX_DEVICES];
+	struct gp_claim *w;
+	struct gp_pool room;
+	unsigned n = 0;
+	uint64_t mem;
+
+	if (!p || !cfg || !victims || !max || !waiter)
+		return 0;
+	*waiter = NULL;
+	for (struct gp_claim *x = p->admitted; x; x = x->anext)
+		if (x->preempting)
+			return 0;
+	w = entitled_waiting(p, cfg);
+	if (!w)
+		return 0;
+	/* The ledger as it would be without the victims so far (the claim lists are p's: the
+	 * victims are other tenants', so the waiter's tenant usage is the same). */
+	room = *p;
+	for (struct gp_claim *x = p->admitted; x && n < max; x = x->anext) {
+		if (!may_preempt(p, cfg, x, w))
+			continue;
+		victims[n++] = x;
+		for (uint32_t i = 0; i < x->ndev; i++) {
+			struct gp_pool_gpu *g = gp_pool_gpu(&room, x->dev[i]);
+
+			if (!g)
+				continue;
+			g->reserved -= x->mem_limit;
+			g->compute -= x->compute;
+			g->sessions--;
+		}
+		if (fit(&room, cfg, w, chosen, &mem) == PLACED) {
+			for (unsigned k = 0; k < n; k++)
+				victims[k]->preempting = true;
+			*waiter = w;
+			return n;
+		}
+	}
+	return 0;
+}
+
+bool gp_pool_preempt_due(struct gp_pool *p, const struct gp_config *cfg)
+{
+	if (!p || !cfg)
+		return false;
+	if (entitled_waiting(p, cfg))
+		return true;
+	for (struct gp_claim *x = p->admitted; x; x = x->anext)
+		x->preempting = false;
+	return false;
+}
+
+enum gp_pool_wait gp_pool_waiting_for(struct gp_pool *p, const struct gp_config *cfg,
+				      const struct gp_claim *c, unsigned *place)
+{
+	uint32_t chosen[GP_STATS_MAX_DEVICES];
+	struct gp_claim *x;
+	uint64_t mem;
+	unsigned n = 0;
+
+	if (place)
+		*place = 0;
+	if (!p || !cfg || !c || c->state != GP_CLAIM_QUEUED)
+		return GP_POOL_WAIT_NONE;
+	rank(p, cfg);
+	while ((x = next_in_order(p)) != NULL) {
+		n++;
+		if (x == c)
+			break;
+	}
+	if (place)
+		*place = n;
+	switch (fit(p, cfg, c, chosen, &mem)) {
+	case WAIT_TENANT:
+		return GP_POOL_WAIT_TENANT;
+	case WAIT_CAPACITY:
+		return GP_POOL_WAIT_CAPACITY;
+	default:
+		return GP_POOL_WAIT_BEHIND;
+	}
+}
+
+const char *gp_pool_wait_name(enum gp_pool_wait w)
+{
+	switch (w) {
+	case GP_POOL_WAIT_TENANT:
+		return "tenant";
+	case GP_POOL_WAIT_CAPACITY:
+		return "capacity";
+	case GP_POOL_WAIT_BEHIND:
+		return "behind";
+	default:
+		return "";
+	}
 }
 
 static void dequeue(struct gp_pool *p, struct gp_claim *c)
@@ -287,10 +566,13 @@ int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_cl
 	}
 	c->ndev = 0;
 	c->mem_limit = 0;
+	c->compute = 0;
+	c->preempting = false;
 	c->queued_at = now;
+	c->seq = p->next_seq++;
 	c->qnext = c->anext = NULL;
 	c->state = GP_CLAIM_QUEUED;
-	/* In arrival order: nobody overtakes a claim already waiting for capacity. */
+	/* Kept in arrival order; gp_pool_admit_next serves it in the queue's order. */
 	for (pp = &p->queue; *pp; pp = &(*pp)->qnext)
 		;
 	*pp = c;
@@ -299,9 +581,12 @@ int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_cl
 
 struct gp_claim *gp_pool_admit_next(struct gp_pool *p, const struct gp_config *cfg)
 {
+	struct gp_claim *c;
+
 	if (!p || !cfg)
 		return NULL;
-	for (struct gp_claim *c = p->queue; c; c = c->qnext) {
+	rank(p, cfg);
+	while ((c = next_in_order(p)) != NULL) {
 		int r = try_place(p, cfg, c);
 
 		if (r == PLACED) {
@@ -311,8 +596,8 @@ struct gp_claim *gp_pool_admit_next(struct gp_pool *p, const struct gp_config *c
 			p->admitted = c;
 			return c;
 		}
-		/* WAIT_CAPACITY: the oldest waiter for capacity goes first. WAIT_TENANT: its own
-		 * limits hold it; later ones may go. */
+		/* WAIT_CAPACITY: the first waiter for capacity in the order goes first.
+		 * WAIT_TENANT: its own limits hold it; later ones may go. */
 		if (r == WAIT_CAPACITY)
 			return NULL;
 	}
@@ -349,9 +634,11 @@ void gp_pool_release(struct gp_pool *p, struct gp_claim *c)
 			if (!g)
 				continue;
 			g->reserved -= c->mem_limit;
+			g->compute -= c->compute;
 			g->sessions--;
 		}
 		c->anext = NULL;
 		c->state = GP_CLAIM_IDLE;
 	}
+	c->preempting = false;
 }

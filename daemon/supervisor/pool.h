@@ -1,17 +1,37 @@
 /* pool.h -- admission policy with no I/O: placement, the reservation ledger, tenant limits
- * and the wait queue.
+ * and shares, the wait queue and its order, preemption.
  *
  * A claim asks for N GPUs and M bytes on each (M 0: the pool's default_memory, or a whole
  * GPU when that is 0). It is admitted when its tenant's limits allow it and N GPUs that are
  * not draining each have M bytes unreserved; the memory is then reserved on each until the
  * claim is released. A claim that could never fit is refused at once. One that does not fit
- * now waits, in arrival order; a waiter held back only by its own tenant's limits does not
- * hold up the others. A tenant has at most its queue limit waiting (queue=N on its line,
- * else max_queued_per_tenant); past it a claim is refused, and a tenant whose queue limit is
- * 0 is admitted at once or not at all. When the pool is at max_sessions, a newcomer may take
- * the place of the newest waiter of the tenant with the most waiters, so that one tenant's
- * waiters never lock another out (gp_pool_displace). spread places on the GPUs with the most room left, binpack on those
- * with the least that still fit; ties go to fewer sessions, then the lower slot.
+ * now waits. A tenant has at most its queue limit waiting (queue=N on its line, else
+ * max_queued_per_tenant); past it a claim is refused, and a tenant whose queue limit is 0 is
+ * admitted at once or not at all. When the pool is at max_sessions, a newcomer may take the
+ * place of the newest waiter of the tenant with the most waiters, so that one tenant's
+ * waiters never lock another out (gp_pool_displace). spread places on the GPUs with the most
+ * room left, binpack on those with the least that still fit; ties go to fewer sessions, then
+ * the lower slot.
+ *
+ * A compute share (percent of a GPU, docs/scheduling.md) is the claim's own, cut to its
+ * tenant's compute=, else its tenant's default_compute; a claim with one is placed only on
+ * GPUs whose granted shares leave room for it (no GPU is promised more than 100%). A claim
+ * without one is not counted and not limited.
+ *
+ * The queue's order (docs/scheduling.md): a tenant may have a guaranteed share of the pool
+ * (guarantee_gpus, guarantee_memory) and borrow what is idle beyond it. Each tenant with
+ * waiters is ranked by its oldest one: first tenants whom that waiter, admitted, would keep
+ * within their guarantee ("entitled"), then the others ("borrowing"); within each group the
+ * tenant holding the least of its guarantee first (weighted fair queueing, the guarantee
+ * being the weight; a tenant without one comes after those with one). Waiters are served
+ * by their tenant's rank, then in arrival order, so one tenant's go in the order they came.
+ * The first waiter in that order that waits for capacity holds up those after it (so a
+ * large claim is not starved by small ones); a waiter held back only by its own tenant's
+ * limits holds up nobody.
+ *
+ * Preemption (gp_pool_preempt): when the first waiter in the queue's order is entitled and
+ * waits for room, admitted preemptible claims of other, borrowing tenants are chosen, newest
+ * first, until their release would make room; the caller ends them after a grace.
  *
  * Nothing here sends, logs or reads a clock: time comes in as an argument, decisions come
  * back as values, and admission.c does the I/O (tests/unit/test_pool.c tests this alone).
@@ -33,7 +53,8 @@ struct gp_pool_gpu {
 	uint64_t total_mem;
 	uint64_t reserved; /* sum of the memory limits of claims placed here */
 	unsigned sessions;
-	bool draining; /* takes no new claims */
+	unsigned compute; /* percent of its compute granted to claims placed here, at most 100 */
+	bool draining;	  /* takes no new claims */
 };
 
 enum gp_claim_state {
@@ -44,16 +65,25 @@ enum gp_claim_state {
 
 struct gp_claim {
 	/* The request, set by the caller before gp_pool_enqueue. */
-	const char *tenant;   /* must outlive the claim */
-	uint32_t want_gpus;   /* 0: 1 */
-	uint64_t want_memory; /* per GPU; 0: the pool's default_memory, or a whole GPU */
+	const char *tenant;    /* must outlive the claim */
+	uint32_t want_gpus;    /* 0: 1 */
+	uint64_t want_memory;  /* per GPU; 0: the pool's default_memory, or a whole GPU */
+	uint32_t want_compute; /* percent of each GPU's compute; 0: its tenant's default_compute */
+	bool preemptible; /* its client's word (GPUPOOL_PREEMPTIBLE); its tenant's counts too */
 	/* The pool's, read-only to the caller. */
 	enum gp_claim_state state;
 	uint64_t queued_at; /* the `now` it was queued at */
+	uint64_t seq;	    /* arrival order in the queue */
 	uint32_t ndev;
 	uint32_t dev[GP_STATS_MAX_DEVICES]; /* struct gp_pool_gpu.index of each */
 	uint64_t mem_limit;		    /* per GPU, as reserved */
+	uint32_t compute;		    /* percent of each GPU's compute, as granted; 0: none */
+	bool preempting; /* chosen by gp_pool_preempt: the caller ends it after preempt_grace */
 	struct gp_claim *qnext, *anext;
+	/* Its tenant's place in the queue's order, set afresh on each look at the queue. */
+	unsigned ord_tier; /* 0: entitled, 1: borrowing */
+	double ord_share;  /* what its tenant holds over its guarantee; DBL_MAX: none */
+	bool ord_seen;
 };
 
 struct gp_pool {
@@ -61,6 +91,15 @@ struct gp_pool {
 	uint32_t ngpus;
 	struct gp_claim *queue;	   /* waiting, oldest first */
 	struct gp_claim *admitted; /* holding reservations */
+	uint64_t next_seq;
+};
+
+/* Why a waiter waits (gp_pool_waiting_for). */
+enum gp_pool_wait {
+	GP_POOL_WAIT_NONE = 0, /* not queued, or would go now */
+	GP_POOL_WAIT_TENANT,   /* its own tenant's limits (sessions, gpus, memory) */
+	GP_POOL_WAIT_CAPACITY, /* no room on enough GPUs */
+	GP_POOL_WAIT_BEHIND,   /* room, but a waiter before it in the queue's order waits */
 };
 
 /* What a tenant holds now, summed over its admitted claims. */
@@ -88,6 +127,25 @@ int gp_pool_enqueue(struct gp_pool *p, const struct gp_config *cfg, struct gp_cl
  * it. */
 bool gp_pool_may_wait(const struct gp_pool *p, const struct gp_config *cfg,
 		      const struct gp_claim *c);
+/* The compute share the claim gets (percent; 0: none): its own request cut to its tenant's
+ * compute=, or its tenant's default_compute. */
+uint32_t gp_pool_compute_share(const struct gp_config *cfg, const struct gp_claim *c);
+/* Preemptible: its tenant's line says so (preemptible=yes), or says nothing and its client
+ * does. */
+bool gp_pool_preemptible(const struct gp_config *cfg, const struct gp_claim *c);
+/*
+ * When the first waiter in the queue's order (past those held by their own tenant's limits)
+ * is entitled and waits for room, chooses admitted preemptible claims of other tenants that
+ * are borrowing, newest first, until releasing them would let the waiter in; marks them
+ * preempting, puts them in victims (at most max) and the waiter in *waiter, and returns how
+ * many. 0, marking none: no preemption is due, one is under way (a claim is preempting), or
+ * no such claims would make room.
+ */
+unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim **victims,
+			 unsigned max, struct gp_claim **waiter);
+/* Is a preemption still due (an entitled waiter first in the order waits for room)? If not,
+ * every preempting mark is cleared and false returned: the caller ends no one. */
+bool gp_pool_preempt_due(struct gp_pool *p, const struct gp_config *cfg);
 /* How many claims of the tenant wait now. */
 unsigned gp_pool_tenant_waiting(const struct gp_pool *p, const char *tenant);
 /*
@@ -108,5 +166,14 @@ struct gp_claim *gp_pool_expire_next(struct gp_pool *p, uint64_t now, uint64_t t
 /* Ends a claim whatever its state: out of the queue, its reservation returned. Idempotent. */
 void gp_pool_release(struct gp_pool *p, struct gp_claim *c);
 void gp_pool_tenant_usage(const struct gp_pool *p, const char *tenant, struct gp_pool_usage *u);
+/* Does the tenant hold no more than its guarantee (and has one)? */
+bool gp_pool_tenant_entitled(const struct gp_pool *p, const struct gp_config *cfg,
+			     const char *tenant);
+/* Why a queued claim waits now, and its place in the queue's order (1: next; 0 when not
+ * queued). */
+enum gp_pool_wait gp_pool_waiting_for(struct gp_pool *p, const struct gp_config *cfg,
+				      const struct gp_claim *c, unsigned *place);
+/* "tenant", "capacity", "behind", "" */
+const char *gp_pool_wait_name(enum gp_pool_wait w);
 
 #endif

@@ -23,6 +23,16 @@ static const char *state_name(int st)
 	}
 }
 
+/* Where the session's tenant stands against its guarantee: "within", "borrowing", "". */
+static const char *share_name(struct gp_daemon *d, const struct gp_session *s)
+{
+	const struct gp_tenant *t = s->tenant[0] ? gp_config_tenant(d->cfg, s->tenant) : NULL;
+
+	if (!t || (!t->guarantee_gpus && !t->guarantee_memory))
+		return "";
+	return gp_pool_tenant_entitled(&d->pool, d->cfg, s->tenant) ? "within" : "borrowing";
+}
+
 /* Fills a status reply; the arrays are allocated here and freed by gp__status_free(). */
 int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 {
@@ -52,6 +62,7 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		gs[g].reserved_mem = d->pool.gpu[g].reserved;
 		gs[g].sessions = d->pool.gpu[g].sessions;
 		gs[g].draining = d->pool.gpu[g].draining;
+		gs[g].compute_reserved = d->pool.gpu[g].compute;
 		gs[g].nvml = d->gpus[g].nvml;
 		rep->gpu[g] = &gs[g];
 	}
@@ -79,9 +90,22 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 						      : (int)atomic_load(&st->state));
 		x->gpus_requested = s->claim.want_gpus;
 		x->memory_requested = s->claim.want_memory;
-		if (s->claim.state == GP_CLAIM_QUEUED)
+		x->compute = s->claim.compute;
+		x->compute_requested = s->claim.want_compute;
+		x->preemptible = gp_pool_preemptible(d->cfg, &s->claim);
+		if (gp__admit_preempt_deadline(s)) {
+			uint64_t now = uv_now(d->loop), end = gp__admit_preempt_deadline(s);
+			uint64_t left = end > now ? end - now : 0;
+
+			x->preempt_at = (int64_t)time(NULL) + (int64_t)(left / 1000);
+		}
+		x->share = (char *)share_name(d, s);
+		if (s->claim.state == GP_CLAIM_QUEUED) {
 			x->queued_since = (int64_t)time(NULL) -
 					  (int64_t)((uv_now(d->loop) - s->claim.queued_at) / 1000);
+			x->waiting_for = (char *)gp_pool_wait_name(
+				gp_pool_waiting_for(&d->pool, d->cfg, &s->claim, &x->queue_place));
+		}
 		if (st) {
 			x->mem_used = atomic_load_explicit(&st->mem_used, memory_order_relaxed);
 			x->mem_peak = atomic_load_explicit(&st->mem_peak, memory_order_relaxed);

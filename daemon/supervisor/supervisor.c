@@ -774,6 +774,7 @@ void gp__supervisor_tick(struct gp_daemon *d)
 	unsigned kt;
 
 	gp__admit_expire(d, false, NULL);
+	gp__admit_preempt_tick(d);
 	gp__pending_tick(d);
 	for (struct gp_session *s = d->warm; s; s = s->next) {
 		if (!s->exited && s->term_at && now - s->term_at > KILL_AFTER_MS) {

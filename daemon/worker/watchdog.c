@@ -13,6 +13,9 @@
  *     whose handler does no I/O on the connection (no bulk) and waits for an answer, the
  *     watchdog answers it, CUDA_ERROR_LAUNCH_TIMEOUT with a message saying why, before
  *     ending; otherwise the client sees the connection close.
+ *   - SIGUSR2 (docs/scheduling.md): the pool chose the session to be preempted; the watchdog
+ *     tells the client's stderr (gp__worker_preempt_tell), and once more if it ends it
+ *     itself after the second SIGUSR2 and the SIGTERM.
  * Locking: `lock` guards busy/quiet/async/request_id, which the main thread sets around a
  * handler (gp__watch_enter/leave). The watchdog writes to the connection only under its
  * send lock, taken without waiting (a thread stuck in a send keeps it), and never returns
@@ -114,6 +117,7 @@ static void *watchdog(void *arg)
 	struct gp_worker *w = arg;
 	struct pollfd pfd = {.fd = watch_fd, .events = POLLRDHUP};
 	uint64_t hup_at = 0, stop_at = 0;
+	bool noticed = false;
 
 	for (;;) {
 		uint64_t now, grace;
@@ -131,6 +135,9 @@ static void *watchdog(void *arg)
 			stop_at = now;
 		pthread_mutex_lock(&watch.lock);
 		grace = watch.done ? GRACE_DONE_MS : GRACE_MS;
+		/* While the connection is the main thread's (not done) and the client there. */
+		if (gp__worker_preempted && !noticed && !watch.done && !hup_at)
+			noticed = gp__worker_preempt_tell(w, false) == 0;
 		if (gp__worker_timed_out) {
 			/* The call that ran too long is the main thread's, or a waiter's. */
 			gp_log_error(
@@ -156,6 +163,8 @@ static void *watchdog(void *arg)
 		if (stop_at && now - stop_at >= grace) {
 			gp_log_info("session %llu: ended by the pool%s", watch_session,
 				    watch.busy ? " in the middle of a call" : "");
+			if (gp__worker_preempted >= 2 && !watch.done && !hup_at)
+				gp__worker_preempt_tell(w, true);
 			watch_ended(w, GP_WORKER_END_POOL);
 			_exit(0);
 		}

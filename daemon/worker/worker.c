@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,8 @@
 /* Set by SIGTERM (poolctl evict, idle timeout, drain): finish the current call, then end. */
 volatile sig_atomic_t gp__worker_stop;
 
+volatile sig_atomic_t gp__worker_preempted;
+
 static volatile sig_atomic_t handshake_expired;
 
 static void on_sigterm(int sig)
@@ -46,6 +49,12 @@ static void on_sigusr1(int sig)
 {
 	gp__worker_timed_out = 1;
 	gp__worker_stop = 1;
+}
+
+static void on_sigusr2(int sig)
+{
+	if (gp__worker_preempted < 2)
+		gp__worker_preempted++;
 }
 
 /* The handshake's deadline: whatever read is blocked returns, and the worker ends. */
@@ -259,6 +268,8 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello)
 	req.token = hello->token;
 	req.gpus = hello->gpus;
 	req.memory = hello->memory;
+	req.compute = hello->compute;
+	req.preemptible = hello->preemptible;
 	req.client_host = hello->client_host;
 	req.client_pid = hello->client_pid;
 	req.program = hello->program;
@@ -294,8 +305,19 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello)
 	setenv("CUDA_VISIBLE_DEVICES", vis, 1);
 	w->ndev = (int)rep->n_device;
 	w->mem_limit = rep->memory_limit;
-	gp_log_debug("session %llu placed on devices %s, limit %llu bytes",
-		     (unsigned long long)w->session_id, vis, (unsigned long long)w->mem_limit);
+	/* A compute share: the MPS client limit NVIDIA's driver (under an MPS control daemon)
+	 * and softgpu read at cuInit. Without one the session is not limited. */
+	if (rep->compute > 0 && rep->compute < 100) {
+		char pct[16];
+
+		snprintf(pct, sizeof(pct), "%u", rep->compute);
+		setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct, 1);
+	} else {
+		unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+	}
+	gp_log_debug("session %llu placed on devices %s, limit %llu bytes, compute %u%%",
+		     (unsigned long long)w->session_id, vis, (unsigned long long)w->mem_limit,
+		     rep->compute ? rep->compute : 100);
 	ret = 0;
 out_free:
 	protobuf_c_message_free_unpacked(&rep->base, NULL);
@@ -623,6 +645,36 @@ out_ctx:
 
 /* ---- main ----------------------------------------------------------------- */
 
+/* The pool's SIGUSR2s (docs/scheduling.md): the first when it chooses the session to be
+ * preempted (the watchdog tells the client), the second just before its SIGTERM. Before the
+ * connection closes the client's stderr is told why; its next call then fails with
+ * CUDA_ERROR_DEVICE_UNAVAILABLE. A thread stuck while sending holds the connection: then
+ * the client sees only the close. */
+int gp__worker_preempt_tell(struct gp_worker *w, bool ending)
+{
+	static const char notice[] =
+		"gpupool: this session is preemptible (GPUPOOL_PREEMPTIBLE or its tenant's "
+		"preemptible=yes), and its GPU room is needed for a session within its tenant's "
+		"guarantee: the pool will end it after preempt_grace unless the room is no longer "
+		"needed\n";
+	static const char end[] = "gpupool: the pool ended this session: it was preemptible, and "
+				  "its GPU room went to "
+				  "a session within its tenant's guarantee after preempt_grace\n";
+	static atomic_bool told[2];
+	const char *msg = ending ? end : notice;
+	size_t len = ending ? sizeof(end) - 1 : sizeof(notice) - 1;
+
+	if (!w->client_stderr || atomic_load(&told[ending]))
+		return 0;
+	if (pthread_mutex_trylock(&w->client->send) != 0)
+		return -EBUSY;
+	if (!atomic_exchange(&told[ending], true) &&
+	    gp_conn_send(w->client, GP_MSG_OUTPUT_ERR, 0, 0, NULL, msg, len) == 0)
+		gp_conn_flush(w->client);
+	pthread_mutex_unlock(&w->client->send);
+	return 0;
+}
+
 static void serve(struct gp_worker *w)
 {
 	struct gp_frame_hdr h;
@@ -650,6 +702,11 @@ static void serve(struct gp_worker *w)
 			gp__waits_answer_timeout(w);
 			set_ended(w, GP_WORKER_END_POOL);
 			break;
+		}
+		if (ret == -EINTR && gp__worker_preempted >= 2) {
+			gp_log_info("session %llu: preempted by the pool",
+				    (unsigned long long)w->session_id);
+			gp__worker_preempt_tell(w, true);
 		}
 		if (ret == -EINTR) {
 			set_ended(w, GP_WORKER_END_POOL);
@@ -778,6 +835,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = on_sigusr1; /* kernel_timeout: see watchdog.c */
 	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = on_sigusr2; /* preempted: see gp__worker_preempt_tell */
+	sigaction(SIGUSR2, &sa, NULL);
 	gp_log_init("gpupool-worker", GP_LOG_INFO);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {

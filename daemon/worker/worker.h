@@ -67,6 +67,9 @@
 extern volatile sig_atomic_t gp__worker_stop;
 /* Set when the pool saw a call run past kernel_timeout (SIGUSR1); with gp__worker_stop. */
 extern volatile sig_atomic_t gp__worker_timed_out;
+/* SIGUSR2s from the pool (docs/scheduling.md): 1, the session was chosen to be preempted
+ * after preempt_grace; 2 or more, it is being ended for that (a SIGTERM follows). */
+extern volatile sig_atomic_t gp__worker_preempted;
 
 /* Largest module image a client may upload. */
 #define GP_IMAGE_MAX (1ull << 30)
@@ -342,6 +345,12 @@ struct gp_handle *gp__launchable(struct gp_worker *w, uint64_t id);
 int gp__watch_start(struct gp_worker *w);
 /* Answers request_id with CUDA_ERROR_LAUNCH_TIMEOUT, if the connection is free to. */
 void gp__watch_answer_timeout(struct gp_worker *w, uint64_t request_id);
+/* worker.c: tells the client's stderr (an OUTPUT_ERR frame) that the session is to be
+ * preempted, or (ending) that it was; each once. Called by the main thread, or by the
+ * watchdog under its lock while the connection is the main thread's; takes the send lock
+ * without waiting. 0: said (or nothing to say: the client takes no OUTPUT_ERR); -EBUSY: try
+ * again. */
+int gp__worker_preempt_tell(struct gp_worker *w, bool ending);
 /* Around a call's handler; quiet: the handler does no I/O on the connection. */
 void gp__watch_enter(const struct gp_frame_hdr *h, bool quiet);
 void gp__watch_leave(void);

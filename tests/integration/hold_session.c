@@ -3,9 +3,10 @@
  * for a line on stdin (or EOF) before releasing everything. The integration
  * tests use it to look at a live session from poolctl.
  *
- * usage: hold_session BYTES [ALLOCATIONS] [--loop] [--attrs N]
+ * usage: hold_session BYTES [ALLOCATIONS] [--loop] [--attrs N] [--sms]
  * --loop copies host to device over and over after READY until killed.
  * --attrs N reads every device attribute N times first (answered without the network).
+ * --sms ends the READY line with "sms N", the device's MULTIPROCESSOR_COUNT.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ int main(int argc, char **argv)
 {
 	size_t bytes = argc > 1 ? strtoull(argv[1], NULL, 0) : 1 << 20;
 	int count = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : 1;
-	int loop = 0, attrs = 0;
+	int loop = 0, attrs = 0, sms = 0;
 	CUdeviceptr *d = calloc((size_t)count, sizeof(*d));
 	unsigned char *h = malloc(bytes), *back = malloc(bytes);
 	size_t fr, tot;
@@ -40,6 +41,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--loop") == 0)
 			loop = 1;
+		else if (strcmp(argv[i], "--sms") == 0)
+			sms = 1;
 		else if (strcmp(argv[i], "--attrs") == 0 && i + 1 < argc)
 			attrs = atoi(argv[++i]);
 	}
@@ -84,8 +87,15 @@ int main(int argc, char **argv)
 				id[k++] = '-';
 		}
 		id[k] = '\0';
-		printf("READY %zu free %zu total %zu uuid %s\n", bytes * (size_t)count, fr, tot,
-		       id);
+		printf("READY %zu free %zu total %zu uuid %s", bytes * (size_t)count, fr, tot, id);
+		if (sms) {
+			int n = 0;
+
+			CHECK(cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+						   dev));
+			printf(" sms %d", n);
+		}
+		printf("\n");
 	}
 	fflush(stdout);
 	while (loop)

@@ -275,6 +275,67 @@ static void test_admission_key_errors(void **state)
 		     "'token' takes a secret and a tenant name");
 }
 
+/* Tenant shares (docs/scheduling.md): guarantees, and their errors with file and line. */
+static void test_share_keys(void **state)
+{
+	struct gp_config *c = gp_config_parse("tls_cert a\ntls_key b\n"
+					      "tenant alice gpus=2 guarantee_gpus=1 "
+					      "guarantee_memory=8G\ntenant bob\n",
+					      "t", err, sizeof(err));
+	const struct gp_tenant *t;
+
+	assert_non_null(c);
+	t = gp_config_tenant(c, "alice");
+	assert_int_equal(t->guarantee_gpus, 1);
+	assert_int_equal(t->guarantee_memory, 8ull << 30);
+	t = gp_config_tenant(c, "bob");
+	assert_int_equal(t->guarantee_gpus, 0); /* none unless the line says so */
+	assert_int_equal(t->guarantee_memory, 0);
+	gp_config_free(c);
+	expect_error("tls_cert a\ntls_key b\ntenant a guarantee_gpus=x\n",
+		     "test.conf:3: tenant a: guarantee_gpus=x is not a number of GPUs");
+	expect_error("tls_cert a\ntls_key b\ntenant a guarantee_gpus=17\n",
+		     "test.conf:3: tenant a: guarantee_gpus=17");
+	expect_error("tls_cert a\ntls_key b\ntenant a guarantee_memory=lots\n",
+		     "test.conf:3: tenant a: guarantee_memory=lots is not a size");
+	expect_error("tls_cert a\ntls_key b\n\ntenant a gpus=1 guarantee_gpus=2\n",
+		     "test.conf:4: tenant a: guarantee_gpus=2 is more than its gpus=1");
+	expect_error("tls_cert a\ntls_key b\ntenant a guarantee_memory=2G memory=1G\n",
+		     "tenant a: guarantee_memory=2147483648 is more than its memory=1073741824");
+	/* compute shares: P% or P, 1 to 100 */
+	c = gp_config_parse("tls_cert a\ntls_key b\ntenant alice compute=50% default_compute=20\n",
+			    "t", err, sizeof(err));
+	assert_non_null(c);
+	t = gp_config_tenant(c, "alice");
+	assert_int_equal(t->compute, 50);
+	assert_int_equal(t->default_compute, 20);
+	gp_config_free(c);
+	expect_error("tls_cert a\ntls_key b\ntenant a compute=0%\n",
+		     "test.conf:3: tenant a: compute=0% is not a share of 1% to 100%");
+	expect_error("tls_cert a\ntls_key b\ntenant a compute=101\n", "compute=101 is not a share");
+	expect_error("tls_cert a\ntls_key b\ntenant a default_compute=half\n",
+		     "default_compute=half is not a share");
+	expect_error("tls_cert a\ntls_key b\ntenant a compute=25%% \n", "compute=25%% is not");
+	expect_error("tls_cert a\ntls_key b\ntenant a compute=25 default_compute=50\n",
+		     "test.conf:3: tenant a: default_compute=50% is more than its compute=25%");
+	/* preemption */
+	c = gp_config_parse("tls_cert a\ntls_key b\ntenant batch preemptible=yes\n"
+			    "tenant svc preemptible=no\ntenant other\npreempt_grace 5\n",
+			    "t", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(gp_config_tenant(c, "batch")->preemptible, GP_PREEMPT_YES);
+	assert_int_equal(gp_config_tenant(c, "svc")->preemptible, GP_PREEMPT_NO);
+	assert_int_equal(gp_config_tenant(c, "other")->preemptible, GP_PREEMPT_CLIENT);
+	assert_int_equal(c->preempt_grace, 5);
+	gp_config_free(c);
+	c = gp_config_parse("tls_cert a\ntls_key b\n", "t", err, sizeof(err));
+	assert_int_equal(c->preempt_grace, 30);
+	gp_config_free(c);
+	expect_error("tls_cert a\ntls_key b\ntenant a preemptible=1\n",
+		     "test.conf:3: tenant a: preemptible=1: expected yes or no");
+	expect_error("tls_cert a\ntls_key b\npreempt_grace soon\n", "test.conf:3:");
+}
+
 /* Metering: the accounting file and its rotation; bad values name file and line. */
 static void test_accounting_keys(void **state)
 {
@@ -331,6 +392,7 @@ int main(void)
 		cmocka_unit_test(test_load_from_file),
 		cmocka_unit_test(test_admission_keys),
 		cmocka_unit_test(test_admission_key_errors),
+		cmocka_unit_test(test_share_keys),
 		cmocka_unit_test(test_shipped_example),
 	};
 

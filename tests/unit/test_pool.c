@@ -106,6 +106,9 @@ static void test_invalid_claims(void **state)
 	assert_int_equal(gp_pool_enqueue(&p, NULL, &c, 0, why, sizeof(why)), -EINVAL);
 	assert_int_equal(gp_pool_enqueue(&p, cfg, NULL, 0, why, sizeof(why)), -EINVAL);
 	assert_int_equal(gp_pool_enqueue(&p, cfg, &none, 0, why, sizeof(why)), -EINVAL);
+	/* a session still in its handshake has no tenant yet: status asks about it anyway */
+	assert_false(gp_pool_preemptible(cfg, &none));
+	assert_int_equal(gp_pool_compute_share(cfg, &none), 0);
 	assert_int_equal(gp_pool_enqueue(&p, cfg, &c, 0, NULL, 0), 0); /* why is optional */
 	assert_int_equal(gp_pool_enqueue(&p, cfg, &c, 0, why, sizeof(why)), -EALREADY);
 	assert_null(gp_pool_admit_next(NULL, cfg));
@@ -531,6 +534,359 @@ static void test_displace(void **state)
 	gp_config_free(cfg);
 }
 
+/* ---- shares and borrowing ---- */
+
+/* A tenant within its guarantee is served before a borrowing tenant queued earlier. */
+static void test_guarantee_first(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=12G\n");
+	struct gp_pool p;
+	struct gp_claim hold = claim("bob", 1, 16 * G), bob = claim("bob", 1, 8 * G),
+			alice = claim("alice", 1, 12 * G);
+	unsigned place;
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_int_equal(ask(&p, cfg, &hold, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &bob, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &alice, 2), GP_CLAIM_QUEUED);
+	assert_true(gp_pool_tenant_entitled(&p, cfg, "alice")); /* holds 0 of 12G */
+	assert_false(gp_pool_tenant_entitled(&p, cfg, "bob"));	/* has no guarantee */
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &alice, &place), GP_POOL_WAIT_CAPACITY);
+	assert_int_equal(place, 1); /* queued last, served first */
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &bob, &place), GP_POOL_WAIT_CAPACITY);
+	assert_int_equal(place, 2);
+	gp_pool_release(&p, &hold);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &alice);
+	assert_null(gp_pool_admit_next(&p, cfg)); /* 4G left: bob's 8G waits */
+	assert_int_equal(bob.state, GP_CLAIM_QUEUED);
+	assert_true(gp_pool_tenant_entitled(&p, cfg, "alice")); /* 12G of 12G */
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &alice, &place), GP_POOL_WAIT_NONE);
+	assert_int_equal(place, 0);
+	gp_pool_release(&p, &alice);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &bob);
+	gp_pool_release(&p, &bob);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* Idle room may be borrowed past a guarantee; a borrower then comes after the entitled,
+ * and the entitled one's wait for capacity holds up a borrower that would fit. */
+static void test_borrowing(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=4G\n"
+				     "tenant bob guarantee_memory=8G guarantee_gpus=1\n");
+	struct gp_pool p;
+	struct gp_claim a1 = claim("alice", 1, 12 * G), a2 = claim("alice", 1, 2 * G),
+			b1 = claim("bob", 1, 8 * G), a3 = claim("alice", 1, 2 * G);
+	unsigned place;
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_int_equal(ask(&p, cfg, &a1, 0), GP_CLAIM_ADMITTED); /* 12G on a 4G guarantee */
+	assert_false(gp_pool_tenant_entitled(&p, cfg, "alice"));
+	assert_int_equal(ask(&p, cfg, &a2, 1), GP_CLAIM_ADMITTED); /* still idle room: borrows */
+	assert_int_equal(ask(&p, cfg, &b1, 2), GP_CLAIM_QUEUED);   /* 2G free */
+	assert_int_equal(ask(&p, cfg, &a3, 3), GP_CLAIM_QUEUED);   /* would fit, but bob's first */
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &a3, &place), GP_POOL_WAIT_BEHIND);
+	assert_int_equal(place, 2);
+	assert_string_equal(gp_pool_wait_name(GP_POOL_WAIT_BEHIND), "behind");
+	gp_pool_release(&p, &a2);
+	assert_null(gp_pool_admit_next(&p, cfg)); /* 4G free: bob still waits, and so does a3 */
+	gp_pool_release(&p, &a1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &b1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a3);
+	gp_pool_release(&p, &b1);
+	gp_pool_release(&p, &a3);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* Between tenants, the one holding the least of its guarantee goes first, whatever the
+ * arrival; a tenant without a guarantee comes after those with one; within one tenant,
+ * arrival order. */
+static void test_weighted_fair(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=16G\n"
+				     "tenant bob guarantee_memory=8G\n");
+	struct gp_pool p;
+	struct gp_claim x1 = claim("x", 1, 14 * G), x2 = claim("x", 1, 2 * G),
+			x3 = claim("x", 1, 2 * G), a1 = claim("alice", 1, 12 * G),
+			b1 = claim("bob", 1, 2 * G), c1 = claim("carol", 1, 2 * G),
+			a2 = claim("alice", 1, 2 * G), b2 = claim("bob", 1, 2 * G),
+			b3 = claim("bob", 1, 2 * G);
+
+	pool_of(&p, 1, (uint64_t[]){32 * G});
+	assert_int_equal(ask(&p, cfg, &a1, 0), GP_CLAIM_ADMITTED); /* alice at 12/16 */
+	assert_int_equal(ask(&p, cfg, &b1, 0), GP_CLAIM_ADMITTED); /* bob at 2/8 */
+	assert_int_equal(ask(&p, cfg, &x1, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &x2, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &x3, 0), GP_CLAIM_ADMITTED); /* 32G of 32G */
+	assert_int_equal(ask(&p, cfg, &c1, 1), GP_CLAIM_QUEUED);   /* no guarantee: last */
+	assert_int_equal(ask(&p, cfg, &a2, 2), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &b2, 3), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &b3, 4), GP_CLAIM_QUEUED);
+	/* 2G free: bob (2/8) before alice (12/16), who came first */
+	gp_pool_release(&p, &x3);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &b2);
+	assert_null(gp_pool_admit_next(&p, cfg));
+	/* bob at 4/8 now, alice at 12/16: bob's next, in his own arrival order */
+	gp_pool_release(&p, &x2);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &b3);
+	/* bob has no more waiting: alice (within her guarantee) before carol (none) */
+	gp_pool_release(&p, &b1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a2);
+	/* carol, first to come, last to go */
+	assert_null(gp_pool_admit_next(&p, cfg));
+	gp_pool_release(&p, &x1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &c1);
+	gp_pool_release(&p, &a1);
+	gp_pool_release(&p, &a2);
+	gp_pool_release(&p, &b2);
+	gp_pool_release(&p, &b3);
+	gp_pool_release(&p, &c1);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* A guarantee of GPUs: whole-GPU claims are entitled up to guarantee_gpus, and the
+ * waiter's reasons say what holds each one back. */
+static void test_guarantee_gpus(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_gpus=1 gpus=2 sessions=1\n");
+	struct gp_pool p;
+	struct gp_claim hold = claim("x", 2, 0), a1 = claim("alice", 2, 0),
+			a2 = claim("alice", 1, 0), c1 = claim("carol", 1, 0);
+	unsigned place;
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 16 * G});
+	assert_int_equal(ask(&p, cfg, &hold, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &c1, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &a1, 2), GP_CLAIM_QUEUED); /* 2 GPUs: past its guarantee */
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &a1, &place), GP_POOL_WAIT_CAPACITY);
+	assert_int_equal(place, 1); /* borrowing, but a guarantee beats none */
+	gp_pool_release(&p, &hold);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a1);
+	assert_null(gp_pool_admit_next(&p, cfg));
+	/* alice's second waits for her own sessions=1, carol for a GPU */
+	assert_int_equal(ask(&p, cfg, &a2, 3), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &a2, &place), GP_POOL_WAIT_TENANT);
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &c1, &place), GP_POOL_WAIT_CAPACITY);
+	gp_pool_release(&p, &a1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a2); /* entitled now: before carol */
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &c1);
+	gp_pool_release(&p, &a2);
+	gp_pool_release(&p, &c1);
+	assert_empty(&p);
+	assert_false(gp_pool_tenant_entitled(NULL, cfg, "alice"));
+	assert_int_equal(gp_pool_waiting_for(NULL, cfg, &a2, &place), GP_POOL_WAIT_NONE);
+	gp_config_free(cfg);
+}
+
+/* ---- compute shares ---- */
+
+/* Placement fits memory and compute: no GPU is granted more than 100%; a claim without a
+ * share is neither counted nor held back; release gives the share back. */
+static void test_compute_fit(void **state)
+{
+	struct gp_config *cfg = conf("");
+	struct gp_pool p;
+	struct gp_claim a = claim("t", 1, G), b = claim("u", 1, G), c = claim("v", 1, G),
+			d = claim("w", 1, G), e = claim("x", 2, G);
+	unsigned place;
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 16 * G});
+	a.want_compute = 75;
+	b.want_compute = 50;
+	c.want_compute = 50;
+	d.want_compute = 30;
+	assert_int_equal(ask(&p, cfg, &a, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(a.compute, 75);
+	assert_int_equal(ask(&p, cfg, &b, 0), GP_CLAIM_ADMITTED);
+	assert_int_not_equal(b.dev[0], a.dev[0]); /* 75% + 50% would not fit on a's GPU */
+	assert_int_equal(ask(&p, cfg, &c, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c.dev[0], b.dev[0]); /* 50% + 50% */
+	assert_int_equal(gp_pool_gpu(&p, a.dev[0])->compute, 75);
+	assert_int_equal(gp_pool_gpu(&p, b.dev[0])->compute, 100);
+	/* 30%: 25% left on one GPU, none on the other; memory there is plenty */
+	assert_int_equal(ask(&p, cfg, &d, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &d, &place), GP_POOL_WAIT_CAPACITY);
+	/* without a share: not counted, not held back (but behind d in the queue) */
+	gp_pool_release(&p, &c);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &d);
+	assert_int_equal(d.dev[0], b.dev[0]);
+	assert_int_equal(ask(&p, cfg, &e, 2), GP_CLAIM_ADMITTED);
+	assert_int_equal(e.compute, 0);
+	assert_int_equal(gp_pool_gpu(&p, b.dev[0])->compute, 80);
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &b);
+	gp_pool_release(&p, &d);
+	gp_pool_release(&p, &e);
+	assert_empty(&p);
+	for (uint32_t g = 0; g < p.ngpus; g++)
+		assert_int_equal(p.gpu[g].compute, 0);
+	gp_config_free(cfg);
+}
+
+/* A client's share is cut to its tenant's compute=; a tenant's default_compute is what a
+ * session that asks for none gets; a share over 100% is refused (a hostile client). */
+static void test_compute_tenant(void **state)
+{
+	struct gp_config *cfg = conf("tenant small compute=25% default_compute=10%\n"
+				     "tenant * default_compute=50\n");
+	struct gp_pool p;
+	struct gp_claim a = claim("small", 1, G), b = claim("small", 1, G),
+			c = claim("other", 1, G), d = claim("other", 1, G),
+			e = claim("small", 1, G);
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	a.want_compute = 80;
+	assert_int_equal(gp_pool_compute_share(cfg, &a), 25);
+	assert_int_equal(gp_pool_compute_share(cfg, &b), 10);
+	assert_int_equal(gp_pool_compute_share(cfg, &c), 50);
+	assert_int_equal(gp_pool_compute_share(NULL, &b), 0);
+	assert_int_equal(gp_pool_compute_share(cfg, NULL), 0);
+	assert_int_equal(ask(&p, cfg, &a, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(a.compute, 25);
+	assert_int_equal(a.want_compute, 80); /* what it asked for stays, for the reports */
+	assert_int_equal(ask(&p, cfg, &b, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &c, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(p.gpu[0].compute, 85);
+	assert_int_equal(ask(&p, cfg, &d, 0), GP_CLAIM_QUEUED); /* another 50% */
+	e.want_compute = 1000000;				/* cut to 25%, not refused */
+	assert_int_equal(gp_pool_compute_share(cfg, &e), 25);
+	d.want_compute = 101; /* "other" has no cap: refused */
+	gp_pool_release(&p, &d);
+	assert_int_equal(gp_pool_enqueue(&p, cfg, &d, 0, why, sizeof(why)), GP_EREFUSED);
+	assert_non_null(strstr(why, "asked for 101% of a GPU's compute"));
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &b);
+	gp_pool_release(&p, &c);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* ---- preemption ---- */
+
+/* An entitled waiter that waits for room: preemptible claims of borrowing tenants are
+ * chosen, newest first, until there would be room; not those that may not go. */
+static void test_preempt(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=12G\n"
+				     "tenant batch preemptible=yes\ntenant svc preemptible=no\n");
+	struct gp_pool p;
+	struct gp_claim b1 = claim("bob", 1, 4 * G), b2 = claim("bob", 1, 4 * G),
+			b3 = claim("batch", 1, 4 * G), b4 = claim("bob", 1, 4 * G),
+			a = claim("alice", 1, 12 * G), *v[8], *w;
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	b1.preemptible = true; /* bob's client's word */
+	b2.preemptible = true;
+	assert_true(gp_pool_preemptible(cfg, &b1));
+	assert_true(gp_pool_preemptible(cfg, &b3)); /* its tenant's line */
+	assert_false(gp_pool_preemptible(cfg, &b4));
+	{
+		struct gp_claim s = claim("svc", 1, G);
+
+		s.preemptible = true; /* its tenant's line says no: that wins */
+		assert_false(gp_pool_preemptible(cfg, &s));
+	}
+	assert_int_equal(ask(&p, cfg, &b1, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b2, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b3, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b4, 0), GP_CLAIM_ADMITTED); /* 16G of 16G */
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);   /* nobody waits */
+	assert_false(gp_pool_preempt_due(&p, cfg));
+	assert_int_equal(ask(&p, cfg, &a, 1), GP_CLAIM_QUEUED);
+	assert_true(gp_pool_preempt_due(&p, cfg));
+	/* newest first: b4 may not go, b3 (batch) and b2 make 8G, b1 the 12G */
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 3);
+	assert_ptr_equal(w, &a);
+	assert_ptr_equal(v[0], &b3);
+	assert_ptr_equal(v[1], &b2);
+	assert_ptr_equal(v[2], &b1);
+	assert_true(b1.preempting && b2.preempting && b3.preempting);
+	assert_false(b4.preempting);
+	/* under way: no second round while they end */
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);
+	gp_pool_release(&p, &b3);
+	gp_pool_release(&p, &b2);
+	assert_false(b2.preempting); /* released claims carry no mark */
+	assert_null(gp_pool_admit_next(&p, cfg));
+	assert_true(gp_pool_preempt_due(&p, cfg));
+	gp_pool_release(&p, &b1);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a);
+	assert_false(gp_pool_preempt_due(&p, cfg));
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &b4);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* No preemption when it would not make room, for a borrowing waiter, of a tenant's own, or
+ * of a tenant within its guarantee; one no longer due clears its marks. */
+static void test_preempt_not(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=16G\n"
+				     "tenant carol guarantee_memory=8G preemptible=yes\n");
+	struct gp_pool p;
+	struct gp_claim c1 = claim("carol", 1, 8 * G), b1 = claim("bob", 1, 4 * G),
+			b2 = claim("bob", 1, 4 * G), a = claim("alice", 1, 16 * G),
+			a2 = claim("alice", 1, 8 * G), d = claim("dave", 1, 4 * G), *v[8], *w;
+
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	b1.preemptible = true;
+	assert_int_equal(ask(&p, cfg, &c1, 0), GP_CLAIM_ADMITTED); /* carol: within 8G */
+	assert_int_equal(ask(&p, cfg, &b1, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b2, 0), GP_CLAIM_ADMITTED); /* not preemptible */
+	/* a borrowing waiter (dave, no guarantee) preempts nobody */
+	assert_int_equal(ask(&p, cfg, &d, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);
+	assert_false(gp_pool_preempt_due(&p, cfg));
+	gp_pool_release(&p, &d);
+	/* alice's 16G: carol is within her guarantee and b2 may not go: b1 alone is no room */
+	assert_int_equal(ask(&p, cfg, &a, 2), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);
+	assert_false(b1.preempting);
+	gp_pool_release(&p, &a);
+	/* alice's 8G: b1 and... b2 may not go, carol may not: still no room (4G from b1) */
+	assert_int_equal(ask(&p, cfg, &a2, 3), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);
+	/* b2 ends: 4G free, b1's 4G more is room: b1 is chosen */
+	gp_pool_release(&p, &b2);
+	assert_null(gp_pool_admit_next(&p, cfg));
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 1, &w), 1);
+	assert_ptr_equal(v[0], &b1);
+	/* the waiter leaves before the grace is over: not due, the mark goes */
+	gp_pool_release(&p, &a2);
+	assert_false(gp_pool_preempt_due(&p, cfg));
+	assert_false(b1.preempting);
+	gp_pool_release(&p, &b1);
+	gp_pool_release(&p, &c1);
+	assert_empty(&p);
+	/* a waiter that may not wait (queue_timeout 0) is refused at once: nobody is preempted */
+	{
+		struct gp_config *now =
+			conf("tenant alice guarantee_memory=16G\nqueue_timeout 0\n");
+
+		b1 = claim("bob", 1, 16 * G);
+		b1.preemptible = true;
+		a2 = claim("alice", 1, 8 * G);
+		assert_int_equal(ask(&p, now, &b1, 0), GP_CLAIM_ADMITTED);
+		assert_int_equal(ask(&p, now, &a2, 1), GP_CLAIM_QUEUED);
+		assert_false(gp_pool_may_wait(&p, now, &a2));
+		assert_int_equal(gp_pool_preempt(&p, now, v, 8, &w), 0);
+		assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1); /* it may, with 60 s */
+		gp_pool_release(&p, &a2);
+		gp_pool_release(&p, &b1);
+		gp_config_free(now);
+	}
+	assert_empty(&p);
+	assert_int_equal(gp_pool_preempt(NULL, cfg, v, 8, &w), 0);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 0, &w), 0);
+	assert_false(gp_pool_preempt_due(NULL, cfg));
+	assert_false(gp_pool_preemptible(cfg, NULL));
+	gp_config_free(cfg);
+}
+
 /* ---- release on every way a session ends ---- */
 
 static void test_release_every_way(void **state)
@@ -588,6 +944,14 @@ int main(void)
 		cmocka_unit_test(test_tenant_queue_limit),
 		cmocka_unit_test(test_may_wait),
 		cmocka_unit_test(test_displace),
+		cmocka_unit_test(test_guarantee_first),
+		cmocka_unit_test(test_borrowing),
+		cmocka_unit_test(test_weighted_fair),
+		cmocka_unit_test(test_guarantee_gpus),
+		cmocka_unit_test(test_compute_fit),
+		cmocka_unit_test(test_compute_tenant),
+		cmocka_unit_test(test_preempt),
+		cmocka_unit_test(test_preempt_not),
 		cmocka_unit_test(test_release_every_way),
 	};
 
