@@ -150,10 +150,10 @@ static void do_init(void)
 	free(all);
 	free(map);
 	sg_ndevices = nvis;
-	sg_log("%d device(s) \"%s\", compute capability %d.%d (%s), %u SMs, %llu MiB each, "
+	sg_log("%d device(s) \"%s\", compute capability %d.%d (%s), %llu MiB each, %u SMs, "
 	       "%u block thread(s) (%u%% of the device)",
 	       sg_ndevices, sg_cfg.name, sg_cfg.arch->major, sg_cfg.arch->minor, sg_cfg.arch->model,
-	       sg_cfg.sm_count, (unsigned long long)(sg_cfg.memory >> 20), sg_block_threads(),
+	       (unsigned long long)(sg_cfg.memory >> 20), sg_cfg.sm_count, sg_block_threads(),
 	       sg_cfg.thread_pct);
 	init_result = CUDA_SUCCESS;
 	__atomic_store_n(&inited, 1, __ATOMIC_RELEASE);
