@@ -18,9 +18,9 @@ fleet_cleanup() {
 }
 trap fleet_cleanup EXIT
 
-# fleet_certs NAME...: the CA, and a server certificate that also names NAMEs.
+# fleet_certs NAME...: the CA, and a server certificate that also names 127.0.0.2-5 and NAMEs.
 fleet_certs() {
-	"$GP_SRC/scripts/gen-certs.sh" "$T/certs" "$@" >/dev/null
+	"$GP_SRC/scripts/gen-certs.sh" "$T/certs" 127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 "$@" >/dev/null
 	export GPUPOOL_CA="$T/certs/ca.pem"
 }
 
@@ -96,4 +96,34 @@ dwait() {
 	done
 	cat "$T/d$1/status.json" >&2
 	fail "daemon $1: timed out waiting for: $2"
+}
+
+# admin_certs: a separate admin CA in $T/admin (admin_ca) with two certificates,
+# ops-ro.pem and ops-rw.pem (keys beside them).
+admin_certs() {
+	GPUPOOL_TENANT=ops-ro "$GP_SRC/scripts/gen-certs.sh" "$T/admin" >/dev/null
+	mv "$T/admin/client.pem" "$T/admin/ops-ro.pem"
+	mv "$T/admin/client.key" "$T/admin/ops-ro.key"
+	(
+		cd "$T/admin"
+		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ops-rw.key \
+			-out ops-rw.csr -subj "/CN=ops-rw" 2>/dev/null
+		printf 'extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature\n' >ext
+		openssl x509 -req -in ops-rw.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+			-days 30 -out ops-rw.pem -extfile ext 2>/dev/null
+	)
+}
+
+# fpoolctl WHO ARGS...: poolctl over --pool with certificate WHO ($T/admin/WHO.pem, or
+# "tenant" for the tenants' client certificate, or "none").
+fpoolctl() {
+	local who=$1
+	shift
+	case "$who" in
+	none) "$POOLCTL" --ca "$T/certs/ca.pem" "$@" ;;
+	tenant) "$POOLCTL" --ca "$T/certs/ca.pem" --cert "$T/certs/client.pem" \
+		--key "$T/certs/client.key" "$@" ;;
+	*) "$POOLCTL" --ca "$T/certs/ca.pem" --cert "$T/admin/$who.pem" \
+		--key "$T/admin/$who.key" "$@" ;;
+	esac
 }
