@@ -442,6 +442,12 @@ CUresult gp__connect(void)
 			r = e == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NO_DEVICE;
 			break;
 		}
+		e = gp__discover_order(&cands, &ctx, &seed);
+		if (e) {
+			gp_endpoints_deinit(&cands);
+			r = e == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NO_DEVICE;
+			break;
+		}
 		for (size_t i = 0; i < cands.n; i++) {
 			bool b;
 

@@ -66,6 +66,8 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 	if (out->draining)
 		snprintf(reason, len, "%s",
 			 d->stopping ? "the daemon is stopping" : "every GPU is draining");
+	else if (gp__sessions_live(d) >= cfg->max_sessions)
+		snprintf(reason, len, "max_sessions (%u) reached", cfg->max_sessions);
 	else if (t && u.sessions + 1 > t->sessions)
 		snprintf(reason, len, "tenant %s holds its %llu sessions", tenant,
 			 (unsigned long long)t->sessions);
