@@ -9,7 +9,8 @@
  * daemon no worker. Candidates are then tried best first under GPUPOOL_PLACEMENT (spread:
  * the most room left on a GPU that fits; binpack: the least), then those whose quote says
  * the session would wait (fewest waiting first), then those not asked or not answering, in
- * DNS order, then draining ones. A quote is not a reservation: the first candidate can
+ * DNS order, then draining ones. GPUPOOL_PLACEMENT=order asks for no quote and keeps the
+ * list's order (as before quotes). A quote is not a reservation: the first candidate can
  * still turn the session away, and cuInit then goes on down the list.
  *
  * Runs on cuInit's thread with the client lock held; blocking, each quote within
@@ -151,13 +152,13 @@ int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed
 	struct cand *v;
 	char err[512];
 
-	if (n < 2)
-		return 0; /* nothing to choose */
 	if (placement && *placement && strcmp(placement, "spread") != 0 &&
-	    strcmp(placement, "binpack") != 0) {
-		gp_log_error("GPUPOOL_PLACEMENT=%s: expected spread or binpack", placement);
+	    strcmp(placement, "binpack") != 0 && strcmp(placement, "order") != 0) {
+		gp_log_error("GPUPOOL_PLACEMENT=%s: expected spread, binpack or order", placement);
 		return GP_ECONFIG;
 	}
+	if (n < 2 || (placement && strcmp(placement, "order") == 0))
+		return 0; /* nothing to choose, or the list's order is the choice */
 	binpack = placement && strcmp(placement, "binpack") == 0;
 	if (qp && *qp) {
 		char *end;

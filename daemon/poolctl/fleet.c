@@ -442,6 +442,17 @@ int poolctl_fleet_usage(struct poolctl *pc, Gp__UsageQuery *q)
 		}
 		sum.records += u->records;
 		sum.skipped += u->skipped;
+		for (size_t k = 0; k < u->n_file; k++) {
+			char **nf = realloc(sum.file, (sum.n_file + 1) * sizeof(*nf));
+			size_t flen = strlen(eps.v[i].addr) + strlen(u->file[k]) + 2;
+
+			if (!nf || !(nf[sum.n_file] = malloc(flen))) {
+				fprintf(stderr, "poolctl: out of memory\n");
+				exit(1);
+			}
+			sum.file = nf;
+			snprintf(sum.file[sum.n_file++], flen, "%s %s", eps.v[i].addr, u->file[k]);
+		}
 		for (size_t k = 0; k < u->n_row; k++) {
 			size_t j;
 
@@ -483,6 +494,9 @@ int poolctl_fleet_usage(struct poolctl *pc, Gp__UsageQuery *q)
 	for (size_t j = 0; j < sum.n_row; j++)
 		free(rows[j]);
 	free(rows);
+	for (size_t k = 0; k < sum.n_file; k++)
+		free(sum.file[k]);
+	free(sum.file);
 	free_all(h, eps.n);
 	free(h);
 	gp_endpoints_deinit(&eps);

@@ -147,6 +147,7 @@ int main(int argc, char **argv)
 {
 	struct poolctl pc = {0};
 	const char *cmd = NULL;
+	bool socket_given = false;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	int nargs = 0;
 
@@ -160,6 +161,7 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) {
 			pc.socket = argv[++i];
+			socket_given = true;
 		} else if (strcmp(argv[i], "--pool") == 0 && i + 1 < argc) {
 			pc.pool = argv[++i];
 		} else if (strcmp(argv[i], "--cert") == 0 && i + 1 < argc) {
@@ -190,7 +192,7 @@ int main(int argc, char **argv)
 			args[nargs++] = argv[i];
 		}
 	}
-	if (!pc.pool)
+	if (!pc.pool && !socket_given) /* -s names one daemon: the environment's pool waits */
 		pc.pool = getenv("GPUPOOL_ADMIN_POOL");
 	if (!pc.cert)
 		pc.cert = getenv("GPUPOOL_ADMIN_CERT");

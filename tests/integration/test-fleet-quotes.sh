@@ -67,7 +67,7 @@ release G
 # A bad placement name is an error that names it.
 GPUPOOL_PLACEMENT=scatter hold H 4096
 case "$HELD" in ERROR*) ;; *) fail "a bad GPUPOOL_PLACEMENT should fail cuInit: $HELD" ;; esac
-grep -q "GPUPOOL_PLACEMENT=scatter: expected spread or binpack" "$T/H.err" || fail "its reason"
+grep -q "GPUPOOL_PLACEMENT=scatter: expected spread, binpack or order" "$T/H.err" || fail "its reason"
 
 for h in 2 3 4 5; do fleet_stop "$h"; done
 echo PASS
