@@ -10,7 +10,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "poolctl.h"
+
+/* A daemon's message, escaped for the terminal (it is another host's text). */
+static const char *said(const char *s)
+{
+	static char buf[600];
+
+	gp_escape(buf, sizeof(buf), s, NULL);
+	return buf;
+}
 
 struct host {
 	const struct gp_endpoint *ep;
@@ -224,10 +234,8 @@ static void print_fleet_tables(struct host *h, size_t n, struct tenant_sum *t, s
 		       "RESERVED", "TOTAL", "SESSIONS", "QUEUED");
 		for (size_t i = 0; i < n; i++) {
 			if (!h[i].rep) {
-				char why[80];
-
 				printf("%-24s %-5s %s\n", poolctl_cell(cell, 24, h[i].ep->addr),
-				       "down", poolctl_cell(why, 72, h[i].err));
+				       "down", said(h[i].err));
 				continue;
 			}
 			printf("%-24s %-5s %4zu %12s %12s %12s %8u %6u%s\n",
@@ -367,7 +375,7 @@ int poolctl_fleet_command(struct poolctl *pc, const char *command, const char *t
 		r = poolctl_ask(pc, ep, &st, err, sizeof(err));
 		if (!r || r->status) {
 			fprintf(stderr, "poolctl: %s %s: %s\n", command, ep->addr,
-				r ? r->message : err);
+				said(r ? r->message : err));
 			rc = 1;
 		}
 		for (size_t k = 0; !rc && k < r->n_gpu; k++) {
@@ -380,10 +388,10 @@ int poolctl_fleet_command(struct poolctl *pc, const char *command, const char *t
 			x = poolctl_ask(pc, ep, &req, err, sizeof(err));
 			if (!x || x->status) {
 				fprintf(stderr, "poolctl: %s %s/%s: %s\n", command, ep->addr, idx,
-					x ? x->message : err);
+					said(x ? x->message : err));
 				rc = 1;
 			} else {
-				printf("%s: %s\n", ep->addr, x->message);
+				printf("%s: %s\n", ep->addr, said(x->message));
 			}
 			if (x)
 				protobuf_c_message_free_unpacked(&x->base, NULL);
@@ -399,7 +407,7 @@ int poolctl_fleet_command(struct poolctl *pc, const char *command, const char *t
 				x ? x->message : err);
 			rc = 1;
 		} else {
-			printf("%s: %s\n", ep->addr, x->message);
+			printf("%s: %s\n", ep->addr, said(x->message));
 		}
 		if (x)
 			protobuf_c_message_free_unpacked(&x->base, NULL);
@@ -436,7 +444,7 @@ int poolctl_fleet_usage(struct poolctl *pc, Gp__UsageQuery *q)
 
 		if (!u) {
 			fprintf(stderr, "poolctl: usage: %s is down: %s\n", eps.v[i].addr,
-				h[i].rep ? "no report" : h[i].err);
+				said(h[i].rep ? "no report" : h[i].err));
 			down++;
 			continue;
 		}

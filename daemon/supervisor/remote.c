@@ -37,6 +37,7 @@
 #define MAX_FRAME (64u * 1024)
 #define IDLE_S 60
 #define READ_CHUNK 16384
+#define WRITE_QUEUE_MAX (8u << 20)
 
 struct gp_remote {
 	uv_tcp_t tcp;
@@ -59,6 +60,8 @@ struct gp_remote {
 
 static void flush_out(struct gp_remote *c);
 static void process(struct gp_remote *c);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
 /* ---- lifetime ------------------------------------------------------------------------ */
 
@@ -140,6 +143,13 @@ static void flush_out(struct gp_remote *c)
 
 static void send_reply(struct gp_remote *c, Gp__AdminReply *rep)
 {
+	if (c->closing)
+		return;
+	/* A peer that asks and never reads its answers would have them pile up here. */
+	if (c->tcp.write_queue_size > WRITE_QUEUE_MAX) {
+		remote_close(c, "it does not read its answers");
+		return;
+	}
 	size_t mlen = protobuf_c_message_get_packed_size(&rep->base);
 	struct gp_frame_hdr h = {.type = GP_MSG_ADMIN_REPLY};
 	uint8_t *buf;
@@ -232,6 +242,8 @@ static void on_usage(void *arg, Gp__AdminReply *rep)
 	rep->role = (char *)gp_admin_role_name(c->role);
 	send_reply(c, rep);
 	process(c); /* requests that came meanwhile */
+	if (!c->closing && !c->querying && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read))
+		remote_close(c, "cannot read");
 }
 
 static void answer_quote(struct gp_remote *c, const Gp__AdminRequest *req)
@@ -287,13 +299,21 @@ static void answer(struct gp_remote *c, const Gp__AdminRequest *req)
 		return;
 	}
 	if (strcmp(req->command, "usage") == 0) {
+		/* Nothing more is read meanwhile (on_usage reads on), so what a peer sends
+		 * while it waits stays in the kernel's buffers, not ours. */
 		c->querying = true;
+		uv_read_stop((uv_stream_t *)&c->tcp);
 		gp__acct_usage(c->d, req->usage, on_usage, c);
 		return;
 	}
-	if (gp__admin_writes(req->command))
+	if (gp__admin_writes(req->command)) {
+		char arg[64] = "";
+
+		if (req->n_arg)
+			gp_escape(arg, sizeof(arg), req->arg[0], NULL);
 		gp_log_info("admin endpoint: %s %s: %s%s%s", c->addr, c->name, cmd,
-			    req->n_arg ? " " : "", req->n_arg ? req->arg[0] : "");
+			    arg[0] ? " " : "", arg);
+	}
 	built = gp__admin_answer(c->d, req, &rep, msg, sizeof(msg));
 	rep.host = c->d->hostname;
 	rep.admin_listen = c->d->remote_addr;
