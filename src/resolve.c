@@ -397,31 +397,14 @@ void gp__srv_order(struct gp_srv *v, size_t n, uint32_t *seed)
 	}
 }
 
-static int resolve_srv(struct resolver *r, const char *entry, const char *name,
-		       enum gp_ep_kind kind, uint32_t *seed, struct gp_endpoints *out, char *err,
-		       size_t errlen)
+/* The SRV records of a parsed answer, at most max of them, into v; how many. */
+static size_t parse_srv(ns_msg *msgp, struct gp_srv *srv, size_t max)
 {
-	struct gp_srv *srv = NULL;
-	size_t nsrv = 0, added = 0;
-	uint8_t *ans;
-	ns_msg msg;
+	ns_msg msg = *msgp;
+	size_t nsrv = 0;
 	ns_rr rr;
-	int len, e = 0;
 
-	ans = malloc(ANSWER_MAX);
-	srv = calloc(GP_RESOLVE_MAX, sizeof(*srv));
-	if (!ans || !srv) {
-		e = -ENOMEM;
-		goto out_free;
-	}
-	len = query(r, name, T_SRV, ans, err, errlen);
-	if (len <= 0 || ns_initparse(ans, len, &msg)) {
-		if (len > 0)
-			errf(err, errlen, "%s SRV: the answer does not parse", name);
-		e = -EHOSTUNREACH;
-		goto out_free;
-	}
-	for (int i = 0; i < ns_msg_count(msg, ns_s_an) && nsrv < GP_RESOLVE_MAX; i++) {
+	for (int i = 0; i < ns_msg_count(msg, ns_s_an) && nsrv < max; i++) {
 		const uint8_t *p;
 
 		if (ns_parserr(&msg, ns_s_an, i, &rr))
@@ -437,6 +420,33 @@ static int resolve_srv(struct resolver *r, const char *entry, const char *name,
 			continue;
 		nsrv++;
 	}
+	return nsrv;
+}
+
+static int resolve_srv(struct resolver *r, const char *entry, const char *name,
+		       enum gp_ep_kind kind, uint32_t *seed, struct gp_endpoints *out, char *err,
+		       size_t errlen)
+{
+	struct gp_srv *srv = NULL;
+	size_t nsrv = 0, added = 0;
+	uint8_t *ans;
+	ns_msg msg;
+	int len, e = 0;
+
+	ans = malloc(ANSWER_MAX);
+	srv = calloc(GP_RESOLVE_MAX, sizeof(*srv));
+	if (!ans || !srv) {
+		e = -ENOMEM;
+		goto out_free;
+	}
+	len = query(r, name, T_SRV, ans, err, errlen);
+	if (len <= 0 || ns_initparse(ans, len, &msg)) {
+		if (len > 0)
+			errf(err, errlen, "%s SRV: the answer does not parse", name);
+		e = -EHOSTUNREACH;
+		goto out_free;
+	}
+	nsrv = parse_srv(&msg, srv, GP_RESOLVE_MAX);
 	if (nsrv == 1 && (!strcmp(srv[0].target, ".") || !srv[0].target[0])) {
 		/* RFC 2782: a target of "." says the service is decidedly not there. */
 		errf(err, errlen, "%s SRV: the service is not offered there (target \".\")", name);
