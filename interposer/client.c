@@ -308,7 +308,7 @@ static int open_pool(struct gp_client *c, SSL_CTX **ctx, const struct gp_endpoin
  * snapshot taken; otherwise the connection is closed and the reason logged, or when the
  * pool closed it before answering Hello (it was busy), *busy set for gp__connect. */
 static CUresult try_pool(struct gp_client *c, SSL_CTX **ctx, const struct gp_endpoint *ep,
-			 bool *busy)
+			 bool no_wait, bool *busy)
 {
 	const char *server = ep->kind == GP_EP_UNIX ? ep->entry : ep->addr;
 	Gp__Hello hello = GP__HELLO__INIT;
@@ -324,6 +324,7 @@ static CUresult try_pool(struct gp_client *c, SSL_CTX **ctx, const struct gp_end
 		goto out_conn;
 	}
 	fill_hello(&hello, me, sizeof(me));
+	hello.no_wait = no_wait;
 	if (ep->kind == GP_EP_UNIX)
 		hello.token = ""; /* the user is the identity there: no secret to send */
 	ret = gp_conn_send(c->conn, GP_MSG_HELLO, 0, 0, &hello.base, NULL, 0);
@@ -443,7 +444,7 @@ CUresult gp__connect(void)
 			break;
 		}
 		e = gp__discover_order(&cands, &ctx, &seed);
-		if (e) {
+		if (e < 0) {
 			gp_endpoints_deinit(&cands);
 			r = e == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NO_DEVICE;
 			break;
@@ -451,7 +452,9 @@ CUresult gp__connect(void)
 		for (size_t i = 0; i < cands.n; i++) {
 			bool b;
 
-			r = try_pool(c, &ctx, &cands.v[i], &b);
+			/* Ordered by quotes: each but the last is asked not to queue the session,
+			 * so that one that filled up since its quote passes it on. */
+			r = try_pool(c, &ctx, &cands.v[i], e == 1 && i + 1 < cands.n, &b);
 			busy |= b;
 			if (r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY)
 				break;

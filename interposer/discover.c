@@ -9,7 +9,9 @@
  * daemon no worker. Candidates are then tried best first under GPUPOOL_PLACEMENT (spread:
  * the most room left on a GPU that fits; binpack: the least), then those whose quote says
  * the session would wait (fewest waiting first), then those not asked or not answering, in
- * DNS order, then draining ones. GPUPOOL_PLACEMENT=order asks for no quote and keeps the
+ * DNS order, then draining ones. Each candidate but the last is asked (Hello's no_wait)
+ * to refuse the session rather than queue it, so that one that filled up since its quote
+ * passes the session on; the last queues it as usual. GPUPOOL_PLACEMENT=order asks for no quote and keeps the
  * list's order (as before quotes). A quote is not a reservation: the first candidate can
  * still turn the session away, and cuInit then goes on down the list.
  *
@@ -206,5 +208,5 @@ int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed
 	gp_log_debug("candidates under %s, best first: %s%s", binpack ? "binpack" : "spread",
 		     cands->v[0].addr, n > 1 ? ", ..." : "");
 	free(v);
-	return 0;
+	return 1;
 }

@@ -244,7 +244,8 @@ CUresult gp__connect(void);
 
 /* discover.c */
 /* Orders the candidates best first by their quotes (GPUPOOL_PLACEMENT); makes the TLS
- * context in *ctx if needed. 0, or a negative code for a bad setting (logged). */
+ * context in *ctx if needed. 1: ordered by quotes; 0: left in the list's order (one
+ * candidate, or GPUPOOL_PLACEMENT=order); a negative code for a bad setting (logged). */
 int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed);
 /* Drops a kept asynchronous error: the context it came from is gone (destroyed, reset). */
 void gp__pending_clear(void);

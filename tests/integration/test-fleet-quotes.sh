@@ -64,10 +64,30 @@ grep -q "pool unreachable: cannot connect to 127.0.0.5:$port" "$T/G.err" || { ca
 [ "$(on 4)" = 1 ] || { fleet; fail "fallback: the next best is 127.0.0.4"; }
 release G
 
+# A race lost at admission: 127.0.0.3 is full (a session holds its whole GPU), so its
+# quote says the session would wait; 127.0.0.6 has no admin endpoint (no quote). The
+# client tries 127.0.0.3 first all the same (waiting ranks before unknown) but asks it not
+# to queue (Hello no_wait, as every candidate but the last): it refuses, and the session
+# goes to 127.0.0.6 instead of waiting.
+fleet_stop 5
+fleet_start 6 "127.0.0.6:$port" 1 1G "tls_ca $T/certs/ca.pem"
+GPUPOOL_SERVER=127.0.0.3:$port GPUPOOL_MEMORY=1G hold FULL 4096
+case "$HELD" in READY*) ;; *) fail "filling 127.0.0.3: $HELD" ;; esac
+zone "pool.test A 127.0.0.3" "pool.test A 127.0.0.6"
+hold I 4096
+case "$HELD" in READY*) ;; *) fail "no_wait fallback: $HELD" ;; esac
+grep -q "quote from 127.0.0.3:$aport: does not fit" "$T/I.err" || { cat "$T/I.err"; fail "127.0.0.3 should quote that it does not fit"; }
+grep -q "pool 127.0.0.3:$port refused the session: no room for this session now (the client has other pools to try)" "$T/I.err" ||
+	{ cat "$T/I.err"; fail "127.0.0.3 should refuse rather than queue"; }
+dwait 6 '.sessions | length == 1'
+dwait 3 '.sessions | length == 1'
+release I
+release FULL
+
 # A bad placement name is an error that names it.
 GPUPOOL_PLACEMENT=scatter hold H 4096
 case "$HELD" in ERROR*) ;; *) fail "a bad GPUPOOL_PLACEMENT should fail cuInit: $HELD" ;; esac
 grep -q "GPUPOOL_PLACEMENT=scatter: expected spread, binpack or order" "$T/H.err" || fail "its reason"
 
-for h in 2 3 4 5; do fleet_stop "$h"; done
+for h in 2 3 4 6; do fleet_stop "$h"; done
 echo PASS
