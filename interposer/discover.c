@@ -129,11 +129,10 @@ out:
 	return r;
 }
 
-static bool binpack;
-
-static int compare(const void *a, const void *b)
+static int compare(const void *a, const void *b, void *arg)
 {
 	const struct cand *x = a, *y = b;
+	bool binpack = *(const bool *)arg;
 
 	if (x->rank != y->rank)
 		return x->rank < y->rank ? -1 : 1;
@@ -151,6 +150,7 @@ int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed
 	const char *placement = getenv("GPUPOOL_PLACEMENT"), *qp = getenv("GPUPOOL_QUOTE_PORT");
 	size_t n = cands->n, ask[2] = {0, 1}, nask;
 	unsigned long quote_port = 0;
+	bool binpack;
 	struct cand *v;
 	char err[512];
 
@@ -202,7 +202,7 @@ int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed
 		x->queue = q.queue;
 		x->sessions = q.sessions;
 	}
-	qsort(v, n, sizeof(*v), compare);
+	qsort_r(v, n, sizeof(*v), compare, &binpack);
 	for (size_t i = 0; i < n; i++)
 		cands->v[i] = v[i].ep;
 	gp_log_debug("candidates under %s, best first: %s%s", binpack ? "binpack" : "spread",

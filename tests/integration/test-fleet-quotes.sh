@@ -84,6 +84,15 @@ dwait 3 '.sessions | length == 1'
 release I
 release FULL
 
+# More than four candidates: two of them, drawn at random, are asked (the power of two
+# choices), whatever the others would say.
+zone "pool.test A 127.0.0.2" "pool.test A 127.0.0.3" "pool.test A 127.0.0.4" \
+	"pool.test A 127.0.0.6" "pool.test A 127.0.0.7"
+hold J 4096
+case "$HELD" in READY*) ;; *) fail "five candidates: $HELD" ;; esac
+[ "$(grep -c "quote from 127.0.0" "$T/J.err")" = 2 ] || { cat "$T/J.err"; fail "two quotes of five candidates"; }
+release J
+
 # A bad placement name is an error that names it.
 GPUPOOL_PLACEMENT=scatter hold H 4096
 case "$HELD" in ERROR*) ;; *) fail "a bad GPUPOOL_PLACEMENT should fail cuInit: $HELD" ;; esac
