@@ -61,7 +61,10 @@ fleet >"$T/down.json"
 jq -e ".fleet.hosts == 2 and .fleet.up == 1 and .fleet.down == 1 and .fleet.gpus == 2 and
 	(.hosts[] | select(.endpoint == \"$A3\") | .up == false and (.error | length > 0))" \
 	"$T/down.json" >/dev/null || { cat "$T/down.json"; fail "a stopped daemon is down, not dropped"; }
-fpoolctl ops-ro status | grep -q "^$A3 *down" || fail "the table shows it down"
+fpoolctl ops-ro status >"$T/down.txt"
+grep -q "^$A3 *down" "$T/down.txt" || fail "the table shows it down"
+echo "---- with $A3 stopped ----"
+cat "$T/down.txt"
 release C || true
 grep -q "CUDA_ERROR_DEVICE_UNAVAILABLE" "$T/C.out" || { cat "$T/C.out" "$T/C.err"; fail "C's client should see the device gone"; }
 # usage with a host down: what the others say, and exit 1 naming the one missing.
