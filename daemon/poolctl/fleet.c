@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "escape.h"
 #include "poolctl.h"
 
@@ -505,6 +506,101 @@ int poolctl_fleet_usage(struct poolctl *pc, Gp__UsageQuery *q)
 	for (size_t k = 0; k < sum.n_file; k++)
 		free(sum.file[k]);
 	free(sum.file);
+	free_all(h, eps.n);
+	free(h);
+	gp_endpoints_deinit(&eps);
+	return rc;
+}
+
+/* ---- quote ------------------------------------------------------------------------ */
+
+int poolctl_quote(struct poolctl *pc, int argc, char **argv)
+{
+	Gp__AdminRequest req = GP__ADMIN_REQUEST__INIT;
+	Gp__QuoteQuery q = GP__QUOTE_QUERY__INIT;
+	struct gp_endpoints eps = {0};
+	struct host *h;
+	int rc = 0;
+
+	for (int i = 0; i < argc; i++) {
+		if (i + 1 >= argc) {
+			fprintf(stderr,
+				"usage: poolctl --pool ENDPOINTS quote [--gpus N] [--memory "
+				"SIZE] [--token TOKEN]\n");
+			return 2;
+		}
+		if (strcmp(argv[i], "--gpus") == 0) {
+			q.gpus = (uint32_t)strtoul(argv[++i], NULL, 10);
+		} else if (strcmp(argv[i], "--memory") == 0) {
+			if (gp_parse_size(argv[++i], &q.memory)) {
+				fprintf(stderr, "poolctl: quote: --memory '%s' is not a size\n",
+					argv[i]);
+				return 2;
+			}
+		} else if (strcmp(argv[i], "--token") == 0) {
+			q.token = argv[++i];
+		} else {
+			fprintf(stderr, "poolctl: quote: unknown argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!pc->pool) {
+		fprintf(stderr, "poolctl: quote is asked at admin endpoints: give --pool\n");
+		return 2;
+	}
+	req.command = "quote";
+	req.quote = &q;
+	resolve_or_exit(pc, &eps);
+	h = calloc(eps.n, sizeof(*h));
+	if (!h)
+		return 1;
+	ask_all(pc, &eps, h, &req);
+	if (pc->json)
+		printf("[");
+	else
+		printf("%-24s %-5s %-12s %5s %12s %12s %12s %6s  %s\n", "HOST", "FITS", "TENANT",
+		       "FREE", "UNRESERVED", "ROOM-MAX", "ROOM-MIN", "QUEUE", "REASON");
+	for (size_t i = 0; i < eps.n; i++) {
+		const Gp__Quote *x = h[i].rep ? h[i].rep->quote : NULL;
+		char a[32], b[32], c[32], cell[64], tenant[13];
+
+		if (!x)
+			rc = 1;
+		if (pc->json) {
+			printf("%s{\"endpoint\":", i ? "," : "");
+			poolctl_json_str(eps.v[i].addr);
+			if (!x) {
+				printf(",\"up\":false,\"error\":");
+				poolctl_json_str(h[i].rep ? "no quote in the answer" : h[i].err);
+				printf("}");
+				continue;
+			}
+			printf(",\"up\":true,\"tenant\":");
+			poolctl_json_str(x->tenant);
+			printf(",\"fits\":%s,\"free_gpus\":%u,\"unreserved\":%" PRIu64
+			       ",\"room_max\":%" PRIu64 ",\"room_min\":%" PRIu64
+			       ",\"queue\":%u,\"sessions\":%u,\"draining\":%s,\"reason\":",
+			       x->fits ? "true" : "false", x->free_gpus, x->unreserved, x->room_max,
+			       x->room_min, x->queue, x->sessions, x->draining ? "true" : "false");
+			poolctl_json_str(x->reason);
+			printf("}");
+			continue;
+		}
+		if (!x) {
+			printf("%-24s %-5s %s\n", poolctl_cell(cell, 24, eps.v[i].addr), "down",
+			       said(h[i].rep ? "no quote in the answer" : h[i].err));
+			continue;
+		}
+		printf("%-24s %-5s %-12s %5u %12s %12s %12s %6u  %s\n",
+		       poolctl_cell(cell, 24, eps.v[i].addr), x->fits ? "yes" : "no",
+		       poolctl_cell(tenant, 12, x->tenant), x->free_gpus,
+		       poolctl_human(x->unreserved, a, sizeof(a)),
+		       poolctl_human(x->room_max, b, sizeof(b)),
+		       poolctl_human(x->room_min, c, sizeof(c)), x->queue,
+		       x->draining ? "draining" : said(x->reason));
+	}
+	if (pc->json)
+		printf("]\n");
 	free_all(h, eps.n);
 	free(h);
 	gp_endpoints_deinit(&eps);

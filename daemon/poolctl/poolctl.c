@@ -31,6 +31,8 @@ static const struct {
 	{"reload", poolctl_reload, "re-read the daemon's configuration (as SIGHUP)"},
 	{"usage", poolctl_usage,
 	 "--since DATE [--until DATE] [--by tenant|host|day]: sessions' use, summed"},
+	{"quote", poolctl_quote,
+	 "[--gpus N] [--memory SIZE] [--token T] (with --pool): what a session would get"},
 };
 
 static void usage(void)

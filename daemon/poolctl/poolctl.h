@@ -5,7 +5,7 @@
  * cmd.c      evict, drain, undrain, reload
  * usage.c    usage: the accounting records summed, as a table or JSON
  * remote.c   asking a daemon's admin endpoint (admin_listen) over mutual TLS
- * fleet.c    --pool: status, usage and commands over many daemons at once
+ * fleet.c    --pool: status, usage, quote and commands over many daemons at once
  */
 #ifndef GP_POOLCTL_H
 #define GP_POOLCTL_H
@@ -40,6 +40,9 @@ int poolctl_fleet_status(struct poolctl *pc, bool sessions_only);
 /* evict HOST/ID, drain HOST[/GPU], undrain HOST[/GPU] over --pool. */
 int poolctl_fleet_command(struct poolctl *pc, const char *command, const char *target);
 int poolctl_fleet_usage(struct poolctl *pc, Gp__UsageQuery *q);
+/* quote [--gpus N] [--memory SIZE] [--token T]: what each daemon would give, as a client
+ * asks before it connects (docs/operations.md, "Many hosts"). */
+int poolctl_quote(struct poolctl *pc, int argc, char **argv);
 
 /* status.c         */
 int poolctl_status(struct poolctl *pc, int argc, char **argv);

@@ -10,7 +10,7 @@ fleet_certs
 admin_certs
 fleet_start 2 127.0.0.2:0 2 256M "tls_ca $T/certs/ca.pem" "admin_listen 127.0.0.2:0" \
 	"admin_ca $T/admin/ca.pem" "admin_name ops-rw read-write" "handshake_timeout 1" \
-	"admin_max_per_address 2"
+	"admin_max_per_address 2" "token quote-token-0123456789 alice"
 ADMIN=$(jq -r .admin_listen "$T/d2/status.json")
 [ -n "$ADMIN" ] && [ "$ADMIN" != null ] || fail "status should show the admin endpoint"
 
@@ -38,6 +38,28 @@ if fpoolctl tenant --pool "$ADMIN" reload 2>"$T/tn.err"; then fail "a tenant rel
 fpoolctl none --pool "$ADMIN" status --json >"$T/none.json" || fail "fleet status, no certificate"
 jq -e '.hosts[0].up == false and (.hosts[0].error | test("quotes with a token only"))' \
 	"$T/none.json" >/dev/null || { cat "$T/none.json"; fail "no certificate: status"; }
+
+# Quotes: for the tenant a token names (no certificate), or a tenant's certificate's.
+fpoolctl none --pool "$ADMIN" quote --token quote-token-0123456789 --json >"$T/q.json" ||
+	{ cat "$T/q.json"; fail "a token quote"; }
+jq -e '.[0].tenant == "alice" and .[0].fits and .[0].free_gpus == 2 and
+	.[0].unreserved == 536870912 and .[0].draining == false' "$T/q.json" >/dev/null ||
+	{ cat "$T/q.json"; fail "the token's quote"; }
+if fpoolctl none --pool "$ADMIN" quote --token not-a-known-token-000 --json >"$T/q.json"; then
+	fail "an unknown token got a quote"
+fi
+jq -e '.[0].up == false and (.[0].error | test("the token names no tenant"))' "$T/q.json" \
+	>/dev/null || { cat "$T/q.json"; fail "an unknown token: the reason"; }
+fpoolctl tenant --pool "$ADMIN" quote --memory 512M --json >"$T/q.json" || fail "a tenant's quote"
+jq -e '.[0].tenant == "default" and (.[0].fits | not) and
+	(.[0].reason | test("0 GPUs with room"))' "$T/q.json" >/dev/null ||
+	{ cat "$T/q.json"; fail "512 MiB does not fit a 256 MiB GPU"; }
+fpoolctl ops-rw --pool "$ADMIN" drain "$ADMIN/" >/dev/null || fail "drain for the quote"
+fpoolctl tenant --pool "$ADMIN" quote --json >"$T/q.json" || fail "a quote while draining"
+jq -e '.[0].draining and (.[0].fits | not)' "$T/q.json" >/dev/null || { cat "$T/q.json"; fail "a draining quote"; }
+fpoolctl ops-rw --pool "$ADMIN" undrain "$ADMIN/" >/dev/null || fail "undrain after the quote"
+echo "---- poolctl --pool $ADMIN quote (a tenant's certificate) ----"
+fpoolctl tenant --pool "$ADMIN" quote
 
 # A certificate from neither CA: the handshake fails; poolctl says the host is down.
 GPUPOOL_TENANT=stranger "$GP_SRC/scripts/gen-certs.sh" "$T/stranger" >/dev/null
