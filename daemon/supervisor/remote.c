@@ -374,7 +374,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct gp_remote *c = stream->data;
 	char plain[READ_CHUNK];
-	int n;
+	int n = 0;
 
 	if (c->closing)
 		return;
