@@ -17,6 +17,7 @@
 #include "error.h"
 #include "interposer.h"
 #include "log.h"
+#include "resolve.h"
 
 #define CONNECT_TIMEOUT_MS 10000
 
@@ -284,35 +285,26 @@ static const char *turned_away(const char *err)
 }
 
 /*
- * Opens the connection to one pool entry of GPUPOOL_SERVER: "HOST:PORT" (TLS), "unix:PATH"
- * (a pool on this host) or "plain:HOST:PORT" (no TLS: only when the entry says so). The
- * TLS context is made on first need and kept in *ctx. 0: open; 1: the pool closed it
- * during TLS (busy); -1: failed, the reason logged.
+ * Opens the connection to one candidate of GPUPOOL_SERVER (src/resolve.h): an address
+ * with TLS, which checks the certificate for the name the candidate came from; a Unix
+ * socket; or a plain address (only when the entry says plain:). The TLS context is made
+ * on first need and kept in *ctx. 0: open; 1: the pool closed it during TLS (busy); -1:
+ * failed, the reason logged.
  */
-static int open_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
+static int open_pool(struct gp_client *c, SSL_CTX **ctx, const struct gp_endpoint *ep)
 {
-	char err[512], host[256], port[16];
-	bool tls = true;
+	char err[512];
 	int fd;
 
-	if (strncmp(server, "unix:", 5) == 0) {
-		fd = gp_unix_connect(server + 5, CONNECT_TIMEOUT_MS, err, sizeof(err));
-		tls = false;
-	} else {
-		if (strncmp(server, "plain:", 6) == 0) {
-			server += 6;
-			tls = false;
-		}
-		if (gp_split_hostport(server, host, sizeof(host), port, sizeof(port))) {
-			gp_log_error("GPUPOOL_SERVER: '%s' is not HOST:PORT, unix:PATH or "
-				     "plain:HOST:PORT",
-				     server);
-			return -1;
-		}
-		fd = gp_tcp_connect(server, CONNECT_TIMEOUT_MS, err, sizeof(err));
-	}
+	if (ep->kind == GP_EP_UNIX)
+		fd = gp_unix_connect(ep->name, CONNECT_TIMEOUT_MS, err, sizeof(err));
+	else
+		fd = gp_tcp_connect(ep->addr, CONNECT_TIMEOUT_MS, err, sizeof(err));
 	if (fd < 0) {
-		gp_log_error("pool unreachable: %s", err);
+		if (ep->kind == GP_EP_UNIX || strcmp(ep->entry, ep->addr) == 0)
+			gp_log_error("pool unreachable: %s", err);
+		else /* one of the addresses a name stands for */
+			gp_log_error("pool unreachable: %s (%s)", err, ep->entry);
 		return -1;
 	}
 	c->conn = gp_conn_new(fd);
@@ -320,7 +312,7 @@ static int open_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
 		close(fd);
 		return -1;
 	}
-	if (!tls)
+	if (ep->kind != GP_EP_TLS)
 		return 0;
 	if (!*ctx) {
 		*ctx = gp_tls_client_ctx_new(getenv("GPUPOOL_CA"), getenv("GPUPOOL_CERT"),
@@ -330,13 +322,14 @@ static int open_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
 			return -1;
 		}
 	}
-	if (gp_conn_tls_connect(c->conn, *ctx, host)) {
+	if (gp_conn_tls_connect(c->conn, *ctx, ep->name)) {
 		if (*turned_away(c->conn->err)) {
-			gp_log_debug("pool %s: %s during TLS", server, c->conn->err);
+			gp_log_debug("pool %s (%s): %s during TLS", ep->entry, ep->addr,
+				     c->conn->err);
 			return 1; /* busy: gp__connect tries again */
 		}
 		/* The pool's answer to TLS on a listener without it (worker.c wrong_kind). */
-		gp_log_error("pool %s: %s%s", server, c->conn->err,
+		gp_log_error("pool %s (%s): %s%s", ep->entry, ep->addr, c->conn->err,
 			     strstr(c->conn->err, "alert protocol version")
 				     ? " (a listener without TLS? then name it plain:HOST:PORT)"
 				     : "");
@@ -348,8 +341,10 @@ static int open_pool(struct gp_client *c, SSL_CTX **ctx, const char *server)
 /* Tries one pool: connect, TLS, Hello. CUDA_SUCCESS with the session open and its
  * snapshot taken; otherwise the connection is closed and the reason logged, or when the
  * pool closed it before answering Hello (it was busy), *busy set for gp__connect. */
-static CUresult try_pool(struct gp_client *c, SSL_CTX **ctx, const char *server, bool *busy)
+static CUresult try_pool(struct gp_client *c, SSL_CTX **ctx, const struct gp_endpoint *ep,
+			 bool no_wait, bool *busy)
 {
+	const char *server = ep->kind == GP_EP_UNIX ? ep->entry : ep->addr;
 	Gp__Hello hello = GP__HELLO__INIT;
 	Gp__HelloReply *rep = NULL;
 	CUresult r = CUDA_ERROR_NO_DEVICE;
@@ -357,13 +352,14 @@ static CUresult try_pool(struct gp_client *c, SSL_CTX **ctx, const char *server,
 	int ret;
 
 	*busy = false;
-	ret = open_pool(c, ctx, server);
+	ret = open_pool(c, ctx, ep);
 	if (ret) {
 		*busy = ret > 0;
 		goto out_conn;
 	}
 	fill_hello(&hello, me, sizeof(me));
-	if (strncmp(server, "unix:", 5) == 0)
+	hello.no_wait = no_wait;
+	if (ep->kind == GP_EP_UNIX)
 		hello.token = ""; /* the user is the identity there: no secret to send */
 	ret = gp_conn_send(c->conn, GP_MSG_HELLO, 0, 0, &hello.base, NULL, 0);
 	if (!ret)
@@ -442,11 +438,13 @@ static void nap_ms(unsigned ms)
 
 /*
  * Connects, says Hello and stores the device snapshot. Called by cuInit with the lock
- * held. GPUPOOL_SERVER may list several pools, comma-separated: they are tried in order
- * and the first that admits the session serves it. A pool that closes the connection
- * before answering Hello is busy, not refusing (a burst past its handshake budget, or
- * max_sessions): the list is tried again after a jittered, doubling pause until
- * GPUPOOL_CONNECT_TIMEOUT seconds have passed. Only admission's own answers are final.
+ * held. GPUPOOL_SERVER may list several pools, comma-separated, and each entry may be a
+ * name with several addresses or an SRV name (src/resolve.h): the candidates are tried in
+ * that order and the first that admits the session serves it. A pool that closes the
+ * connection before answering Hello is busy, not refusing (a burst past its handshake
+ * budget, or max_sessions): the names are resolved and the candidates tried again after a
+ * jittered, doubling pause until GPUPOOL_CONNECT_TIMEOUT seconds have passed. Only
+ * admission's own answers are final.
  */
 CUresult gp__connect(void)
 {
@@ -466,31 +464,40 @@ CUresult gp__connect(void)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)t0.tv_nsec;
 	for (;;) {
-		char *list = strdup(servers), *save = NULL;
+		struct gp_endpoints cands = {0};
+		char err[1024];
 		bool busy = false;
 		unsigned ms;
+		int e;
 
-		if (!list) {
-			r = CUDA_ERROR_OUT_OF_MEMORY;
+		tries++;
+		e = gp_resolve(servers, &seed, &cands, err, sizeof(err));
+		if (e) {
+			gp_log_error("GPUPOOL_SERVER=%s: %s", servers, err);
+			r = e == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NO_DEVICE;
 			break;
 		}
-		tries++;
-		for (char *s = strtok_r(list, ", ", &save); s; s = strtok_r(NULL, ", ", &save)) {
+		e = gp__discover_order(&cands, &ctx, &seed);
+		if (e < 0) {
+			gp_endpoints_deinit(&cands);
+			r = e == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NO_DEVICE;
+			break;
+		}
+		for (size_t i = 0; i < cands.n; i++) {
 			bool b;
 
-			r = try_pool(c, &ctx, s, &b);
+			/* Ordered by quotes: each but the last is asked not to queue the session,
+			 * so that one that filled up since its quote passes it on. */
+			r = try_pool(c, &ctx, &cands.v[i], e == 1 && i + 1 < cands.n, &b);
 			busy |= b;
 			if (r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY)
 				break;
 		}
-		free(list);
+		gp_endpoints_deinit(&cands);
 		if (r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY || !busy)
 			break;
 		/* Half the delay either way, so a burst of clients does not come back as one. */
-		seed ^= seed << 13;
-		seed ^= seed >> 17;
-		seed ^= seed << 5;
-		ms = delay / 2 + seed % (delay + 1);
+		ms = delay / 2 + gp__rand(&seed) % (delay + 1);
 		if (seconds_since(&t0) + ms / 1000.0 > limit) {
 			gp_log_error("the pool was busy: %s closed the connection before answering "
 				     "Hello, %u time%s in %.1f s (GPUPOOL_CONNECT_TIMEOUT %g s); "

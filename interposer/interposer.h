@@ -2,6 +2,8 @@
  *
  * client.c       the session: configuration, connect, Hello, the call path,
  *                transport failures turned into CUresult (one place)
+ * discover.c     where the session goes: quotes from the candidates GPUPOOL_SERVER names,
+ *                ordered under GPUPOOL_PLACEMENT (src/resolve.c resolves the names)
  * registry.c     what the client knows locally: device and host allocations
  * api_device.c   cuInit, versions, devices (answered from the snapshot)
  * api_context.c  contexts, primary contexts, the per-thread context stack
@@ -114,6 +116,7 @@
 #include "calls.h"
 #include "codec.h"
 #include "conn.h"
+#include "resolve.h"
 #include "cuda_table.h"
 
 /* Handle kinds carry a magic so a wrong or stale handle is refused, not followed. */
@@ -248,6 +251,12 @@ extern struct gp_client gp__client;
 
 /* client.c */
 CUresult gp__connect(void);
+
+/* discover.c */
+/* Orders the candidates best first by their quotes (GPUPOOL_PLACEMENT); makes the TLS
+ * context in *ctx if needed. 1: ordered by quotes; 0: left in the list's order (one
+ * candidate, or GPUPOOL_PLACEMENT=order); a negative code for a bad setting (logged). */
+int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed);
 /* Drops a kept asynchronous error: the context it came from is gone (destroyed, reset). */
 void gp__pending_clear(void);
 /*

@@ -4,7 +4,7 @@
 set -eu
 
 PKGS="build-essential cmake pkg-config libuv1-dev libprotobuf-c-dev protobuf-c-compiler
-libssl-dev openssl libcmocka-dev jq python3 curl libzstd-dev liblz4-dev libsystemd-dev"
+libssl-dev openssl libcmocka-dev jq python3 python3-yaml curl libzstd-dev liblz4-dev libsystemd-dev"
 
 missing=""
 for p in $PKGS; do

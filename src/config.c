@@ -449,6 +449,67 @@ static int add_token(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
+/* ---- the admin endpoint (admin_listen) ---- */
+
+static int parse_role(const char *s, enum gp_admin_role *r)
+{
+	if (strcmp(s, "read-only") == 0)
+		*r = GP_ROLE_READ_ONLY;
+	else if (strcmp(s, "read-write") == 0)
+		*r = GP_ROLE_READ_WRITE;
+	else
+		return -1;
+	return 0;
+}
+
+static int set_admin_ca_role(struct parse *p, char **words, int n, size_t off)
+{
+	if (n != 2 || parse_role(words[1], &p->cfg->admin_ca_role))
+		return perr(p, "'%s' takes read-only or read-write", words[0]);
+	return 0;
+}
+
+static int add_admin_name(struct parse *p, char **words, int n, size_t off)
+{
+	struct gp_config *cfg = p->cfg;
+	struct gp_admin_name *na;
+	enum gp_admin_role role;
+
+	if (n != 3 || parse_role(words[2], &role))
+		return perr(p, "'admin_name' takes a certificate name and read-only or read-write");
+	na = realloc(cfg->admin_names, (cfg->nadmin_names + 1) * sizeof(*na));
+	if (!na)
+		return -ENOMEM;
+	cfg->admin_names = na;
+	na[cfg->nadmin_names].role = role;
+	na[cfg->nadmin_names].name = strdup(words[1]);
+	if (!na[cfg->nadmin_names++].name)
+		return -ENOMEM;
+	return 0;
+}
+
+enum gp_admin_role gp_config_admin_role(const struct gp_config *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->nadmin_names; i++)
+		if (strcmp(cfg->admin_names[i].name, name) == 0)
+			return cfg->admin_names[i].role;
+	return GP_ROLE_NONE;
+}
+
+const char *gp_admin_role_name(enum gp_admin_role r)
+{
+	switch (r) {
+	case GP_ROLE_TENANT:
+		return "tenant";
+	case GP_ROLE_READ_ONLY:
+		return "read-only";
+	case GP_ROLE_READ_WRITE:
+		return "read-write";
+	default:
+		return "none";
+	}
+}
+
 static const struct {
 	const char *key;
 	key_fn fn;
@@ -496,6 +557,13 @@ static const struct {
 	{"accounting_keep", set_keep, offsetof(struct gp_config, accounting_keep)},
 	{"tenant", add_tenant, 0},
 	{"token", add_token, 0},
+	/* the admin endpoint (admin_listen) */
+	{"admin_listen", set_listen, offsetof(struct gp_config, admin_listen)},
+	{"admin_ca", set_string, offsetof(struct gp_config, admin_ca)},
+	{"admin_ca_role", set_admin_ca_role, 0},
+	{"admin_name", add_admin_name, 0},
+	{"admin_max_connections", set_positive, offsetof(struct gp_config, admin_max_connections)},
+	{"admin_max_per_address", set_positive, offsetof(struct gp_config, admin_max_per_address)},
 };
 
 /* ---- lines --------------------------------------------------------------- */
@@ -563,6 +631,9 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->warm_workers = 1;
 	cfg->accounting_max_bytes = 64ull << 20;
 	cfg->accounting_keep = 10;
+	cfg->admin_ca_role = GP_ROLE_READ_ONLY;
+	cfg->admin_max_connections = 32;
+	cfg->admin_max_per_address = 4;
 	if (!cfg->listen || !cfg->driver || !cfg->admin_socket)
 		return -ENOMEM;
 	return 0;
@@ -609,6 +680,14 @@ struct gp_config *gp_config_parse(const char *text, const char *name, char *err,
 			goto out_free;
 	}
 	free(line);
+	if (p.cfg->admin_listen && !p.cfg->admin_ca && !p.cfg->tls_ca) {
+		snprintf(err, errlen,
+			 "%s: admin_listen needs admin_ca, or tls_ca with admin_name lines: "
+			 "otherwise nobody could be an admin there",
+			 name);
+		gp_config_free(p.cfg);
+		return NULL;
+	}
 	if (!p.cfg->tls_cert || !p.cfg->tls_key) {
 		snprintf(err, errlen, "%s: tls_cert and tls_key are required", name);
 		gp_config_free(p.cfg);
@@ -694,6 +773,11 @@ void gp_config_free(struct gp_config *cfg)
 	free(cfg->listen_unix_group);
 	free(cfg->listen_plain);
 	free(cfg->accounting_file);
+	free(cfg->admin_listen);
+	free(cfg->admin_ca);
+	for (size_t i = 0; i < cfg->nadmin_names; i++)
+		free(cfg->admin_names[i].name);
+	free(cfg->admin_names);
 	for (size_t i = 0; i < cfg->ntenants; i++)
 		free(cfg->tenants[i].name);
 	free(cfg->tenants);

@@ -47,6 +47,21 @@ struct gp_tenant {
 	unsigned preemptible;
 };
 
+/* Roles on the admin endpoint (admin_listen): a tenant's certificate may only ask for a
+ * quote; read-only sees status and usage; read-write also evicts, drains and reloads. */
+enum gp_admin_role {
+	GP_ROLE_NONE = 0, /* no certificate: a quote with a token only */
+	GP_ROLE_TENANT,
+	GP_ROLE_READ_ONLY,
+	GP_ROLE_READ_WRITE,
+};
+
+/* admin_name NAME ROLE: the role of a certificate of that name (from admin_ca or tls_ca). */
+struct gp_admin_name {
+	char *name;
+	enum gp_admin_role role;
+};
+
 /* A bearer token that names a tenant (for clients without certificates). */
 struct gp_token {
 	char *secret;
@@ -90,6 +105,15 @@ struct gp_config {
 	char *accounting_file;	 /* one JSON line per ended session; NULL: none */
 	uint64_t accounting_max_bytes; /* rotate past this size; 0: never */
 	unsigned accounting_keep;      /* rotated files kept: PATH.1 .. PATH.N */
+	/* The admin endpoint over TLS (daemon/supervisor/remote.c, docs/operations.md "Many
+	 * hosts"). */
+	char *admin_listen;		   /* HOST:PORT; NULL: none */
+	char *admin_ca;			   /* CA whose certificates are admins; NULL: none */
+	enum gp_admin_role admin_ca_role;  /* of admin_ca's certificates not named below */
+	struct gp_admin_name *admin_names; /* admin_name lines */
+	size_t nadmin_names;
+	unsigned admin_max_connections; /* at once */
+	unsigned admin_max_per_address; /* of those, from one address */
 	struct gp_tenant *tenants;
 	size_t ntenants;
 	struct gp_token *tokens;
@@ -112,6 +136,11 @@ const struct gp_tenant *gp_config_tenant(const struct gp_config *cfg, const char
 unsigned gp_config_kernel_timeout(const struct gp_config *cfg, const char *tenant);
 /* The tenant a token names, or NULL. Compares in constant time. */
 const char *gp_config_token_tenant(const struct gp_config *cfg, const char *secret);
+
+/* The role admin_name gives a certificate name, or GP_ROLE_NONE. */
+enum gp_admin_role gp_config_admin_role(const struct gp_config *cfg, const char *name);
+/* "read-only", "read-write", "tenant", "none". */
+const char *gp_admin_role_name(enum gp_admin_role r);
 
 /* Parses "4096", "512K", "8M", "16G", "1T" (powers of 1024). Returns 0 or GP_ECONFIG. */
 int gp_parse_size(const char *s, uint64_t *out);

@@ -25,22 +25,28 @@ static int one_arg(const char *command, const char *what, int argc)
 
 int poolctl_evict(struct poolctl *pc, int argc, char **argv)
 {
-	if (one_arg("evict", "SESSION_ID", argc))
+	if (one_arg("evict", pc->pool ? "HOST/SESSION_ID" : "SESSION_ID", argc))
 		return 2;
+	if (pc->pool)
+		return poolctl_fleet_command(pc, "evict", argv[0]);
 	return poolctl_simple(pc, "evict", argc, argv);
 }
 
 int poolctl_drain(struct poolctl *pc, int argc, char **argv)
 {
-	if (one_arg("drain", "GPU", argc))
+	if (one_arg("drain", pc->pool ? "HOST/GPU (HOST/: all its GPUs)" : "GPU", argc))
 		return 2;
+	if (pc->pool)
+		return poolctl_fleet_command(pc, "drain", argv[0]);
 	return poolctl_simple(pc, "drain", argc, argv);
 }
 
 int poolctl_undrain(struct poolctl *pc, int argc, char **argv)
 {
-	if (one_arg("undrain", "GPU", argc))
+	if (one_arg("undrain", pc->pool ? "HOST/GPU (HOST/: all its GPUs)" : "GPU", argc))
 		return 2;
+	if (pc->pool)
+		return poolctl_fleet_command(pc, "undrain", argv[0]);
 	return poolctl_simple(pc, "undrain", argc, argv);
 }
 

@@ -1,4 +1,5 @@
-/* poolctl.c -- show and steer a gpupool daemon through its admin socket. */
+/* poolctl.c -- show and steer a gpupool daemon through its admin socket, or many daemons
+ * through their admin endpoints (--pool, fleet.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -30,12 +31,18 @@ static const struct {
 	{"reload", poolctl_reload, "re-read the daemon's configuration (as SIGHUP)"},
 	{"usage", poolctl_usage,
 	 "--since DATE [--until DATE] [--by tenant|host|day]: sessions' use, summed"},
+	{"quote", poolctl_quote,
+	 "[--gpus N] [--memory SIZE] [--token T] (with --pool): what a session would get"},
 };
 
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: poolctl [-s ADMIN_SOCKET] [COMMAND [ARG]] [--json] [--watch [SECONDS]]\n"
+		"usage: poolctl [-s ADMIN_SOCKET | --pool ENDPOINTS [--cert F --key F --ca F]] "
+		"[COMMAND [ARG]] [--json] [--watch [SECONDS]]\n"
+		"  --pool: daemons' admin endpoints (admin_listen): HOST:PORT,..., a name with\n"
+		"  several addresses, or srv:_gpupool-admin._tcp.DOMAIN; evict, drain and undrain\n"
+		"  then take HOST/SESSION or HOST/GPU\n"
 		"\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(stderr, "  %-10s %s\n", commands[i].name, commands[i].description);
@@ -74,12 +81,45 @@ Gp__AdminReply *poolctl_request(struct poolctl *pc, const char *command, int arg
 	return poolctl_send(pc, &req);
 }
 
+/* The one daemon --pool names, over TLS; exits 1 with the reason on failure. */
+static Gp__AdminReply *send_remote(struct poolctl *pc, Gp__AdminRequest *req)
+{
+	struct gp_endpoints eps = {0};
+	uint32_t seed = (uint32_t)getpid();
+	Gp__AdminReply *rep;
+	char err[1024];
+
+	if (gp_resolve(pc->pool, &seed, &eps, err, sizeof(err))) {
+		fprintf(stderr, "poolctl: --pool %s: %s\n", pc->pool, err);
+		exit(1);
+	}
+	if (eps.n != 1) {
+		fprintf(stderr,
+			"poolctl: %s: --pool %s names %zu daemons; this command takes one\n",
+			req->command, pc->pool, eps.n);
+		exit(1);
+	}
+	rep = poolctl_ask(pc, &eps.v[0], req, err, sizeof(err));
+	if (!rep) {
+		fprintf(stderr, "poolctl: %s: %s\n", eps.v[0].addr, err);
+		exit(1);
+	}
+	gp_endpoints_deinit(&eps);
+	return rep;
+}
+
 Gp__AdminReply *poolctl_send(struct poolctl *pc, Gp__AdminRequest *req)
 {
 	const char *command = req->command;
 	struct gp_frame_hdr h;
 	Gp__AdminReply *rep;
-	struct gp_conn *c = gp_conn_new(connect_admin(pc->socket));
+	struct gp_conn *c;
+
+	if (pc->pool) {
+		rep = send_remote(pc, req);
+		goto out_check;
+	}
+	c = gp_conn_new(connect_admin(pc->socket));
 
 	if (!c) {
 		fprintf(stderr, "poolctl: out of memory\n");
@@ -96,6 +136,7 @@ Gp__AdminReply *poolctl_send(struct poolctl *pc, Gp__AdminRequest *req)
 		exit(1);
 	}
 	gp_conn_free(c);
+out_check:
 	if (rep->status != 0) {
 		fprintf(stderr, "poolctl: %s: %s\n", command,
 			rep->message && *rep->message ? rep->message : gp_strerror(rep->status));
@@ -108,6 +149,7 @@ int main(int argc, char **argv)
 {
 	struct poolctl pc = {0};
 	const char *cmd = NULL;
+	bool socket_given = false;
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	int nargs = 0;
 
@@ -121,6 +163,15 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) {
 			pc.socket = argv[++i];
+			socket_given = true;
+		} else if (strcmp(argv[i], "--pool") == 0 && i + 1 < argc) {
+			pc.pool = argv[++i];
+		} else if (strcmp(argv[i], "--cert") == 0 && i + 1 < argc) {
+			pc.cert = argv[++i];
+		} else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc) {
+			pc.key = argv[++i];
+		} else if (strcmp(argv[i], "--ca") == 0 && i + 1 < argc) {
+			pc.ca = argv[++i];
 		} else if (strcmp(argv[i], "--json") == 0) {
 			pc.json = true;
 		} else if (strcmp(argv[i], "--watch") == 0 || strcmp(argv[i], "-w") == 0) {
@@ -143,6 +194,16 @@ int main(int argc, char **argv)
 			args[nargs++] = argv[i];
 		}
 	}
+	if (!pc.pool && !socket_given) /* -s names one daemon: the environment's pool waits */
+		pc.pool = getenv("GPUPOOL_ADMIN_POOL");
+	if (!pc.cert)
+		pc.cert = getenv("GPUPOOL_ADMIN_CERT");
+	if (!pc.key)
+		pc.key = getenv("GPUPOOL_ADMIN_KEY");
+	if (!pc.ca)
+		pc.ca = getenv("GPUPOOL_ADMIN_CA");
+	if (!pc.ca)
+		pc.ca = getenv("GPUPOOL_CA");
 	if (!cmd)
 		cmd = "status";
 	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {

@@ -51,6 +51,12 @@ static void print_json(const Gp__AdminReply *r)
 	poolctl_json_str(r->listen_plain);
 	printf(",\"listen_unix\":");
 	poolctl_json_str(r->listen_unix);
+	printf(",\"admin_listen\":");
+	poolctl_json_str(r->admin_listen);
+	printf(",\"host\":");
+	poolctl_json_str(r->host);
+	printf(",\"role\":");
+	poolctl_json_str(r->role);
 	printf(",\"nvml\":");
 	if (r->nvml_library && r->nvml_library[0]) {
 		printf("{\"library\":");
@@ -238,6 +244,8 @@ static void print_tables(const Gp__AdminReply *r)
 /* One status request, shown in full or sessions only; --watch repeats it. */
 static int show(struct poolctl *pc, bool sessions_only)
 {
+	if (pc->pool)
+		return poolctl_fleet_status(pc, sessions_only);
 	for (;;) {
 		Gp__AdminReply *r = poolctl_request(pc, "status", 0, NULL);
 

@@ -33,7 +33,7 @@ static void json_row(const Gp__UsageRow *r)
 	       r->mem_gib_seconds, r->mem_peak, r->bytes_in, r->bytes_out, r->calls);
 }
 
-static void add_row(Gp__UsageRow *sum, const Gp__UsageRow *r)
+void poolctl_usage_add(Gp__UsageRow *sum, const Gp__UsageRow *r)
 {
 	sum->sessions += r->sessions;
 	sum->gpu_seconds += r->gpu_seconds;
@@ -131,7 +131,6 @@ int poolctl_usage(struct poolctl *pc, int argc, char **argv)
 {
 	Gp__AdminRequest req = GP__ADMIN_REQUEST__INIT;
 	Gp__UsageQuery q = GP__USAGE_QUERY__INIT;
-	Gp__UsageRow total = GP__USAGE_ROW__INIT;
 	const char *since = NULL, *until = NULL, *by = "tenant";
 	enum gp_acct_by b;
 	Gp__AdminReply *rep;
@@ -179,18 +178,27 @@ int poolctl_usage(struct poolctl *pc, int argc, char **argv)
 	q.by = (char *)gp_acct_by_name(b);
 	req.command = "usage";
 	req.usage = &q;
+	if (pc->pool)
+		return poolctl_fleet_usage(pc, &q);
 	rep = poolctl_send(pc, &req);
 	if (!rep->usage) {
 		fprintf(stderr, "poolctl: usage: the daemon sent no report (is it older?)\n");
 		protobuf_c_message_free_unpacked(&rep->base, NULL);
 		return 1;
 	}
-	for (size_t i = 0; i < rep->usage->n_row; i++)
-		add_row(&total, rep->usage->row[i]);
-	if (pc->json)
-		print_json(rep->usage, &total);
-	else
-		print_table(rep->usage, &total);
+	poolctl_usage_print(pc, rep->usage);
 	protobuf_c_message_free_unpacked(&rep->base, NULL);
 	return 0;
+}
+
+void poolctl_usage_print(struct poolctl *pc, const Gp__UsageReport *u)
+{
+	Gp__UsageRow total = GP__USAGE_ROW__INIT;
+
+	for (size_t i = 0; i < u->n_row; i++)
+		poolctl_usage_add(&total, u->row[i]);
+	if (pc->json)
+		print_json(u, &total);
+	else
+		print_table(u, &total);
 }

@@ -1,4 +1,5 @@
-/* admin.c -- the admin socket: poolctl asks, the supervisor answers from its own state. */
+/* admin.c -- the admin socket: poolctl asks, the supervisor answers from its own state.
+ * The commands themselves are shared with the admin endpoint over TLS (remote.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -15,6 +16,7 @@
 
 #include "daemon.h"
 #include "error.h"
+#include "escape.h"
 #include "log.h"
 
 #define ADMIN_MAX_FRAME (64u * 1024)
@@ -150,11 +152,50 @@ static const struct {
 	{"reload", cmd_reload},
 };
 
+bool gp__admin_writes(const char *command)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(command, commands[i].name) == 0)
+			return true;
+	return false;
+}
+
+bool gp__admin_answer(struct gp_daemon *d, const Gp__AdminRequest *req, Gp__AdminReply *rep,
+		      char *msg, size_t len)
+{
+	size_t i;
+
+	if (strcmp(req->command, "status") == 0) {
+		if (gp__status_build(d, rep) == 0) {
+			rep->host = d->hostname;
+			rep->admin_listen = d->remote_addr;
+			return true;
+		}
+		rep->status = -ENOMEM;
+		rep->message = "out of memory";
+		return false;
+	}
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(req->command, commands[i].name) == 0)
+			break;
+	if (i == sizeof(commands) / sizeof(commands[0])) {
+		char cmd[64];
+
+		gp_escape(cmd, sizeof(cmd), req->command, NULL);
+		snprintf(msg, len, "unknown command '%s'", cmd);
+		rep->status = GP_ETYPE;
+	} else {
+		rep->status = commands[i].fn(d, req, msg, len);
+	}
+	rep->message = msg;
+	return false;
+}
+
 static void answer(struct admin_conn *c, const Gp__AdminRequest *req)
 {
 	Gp__AdminReply rep = GP__ADMIN_REPLY__INIT;
 	char msg[512] = "";
-	bool built = false;
+	bool built;
 
 	if (strcmp(req->command, "usage") == 0) {
 		/* Answered when the files are read; nothing more is read from this connection
@@ -168,27 +209,8 @@ static void answer(struct admin_conn *c, const Gp__AdminRequest *req)
 			uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
 		return;
 	}
-	if (strcmp(req->command, "status") == 0) {
-		if (gp__status_build(c->d, &rep) == 0) {
-			built = true;
-		} else {
-			rep.status = -ENOMEM;
-			rep.message = "out of memory";
-		}
-	} else {
-		size_t i;
-
-		for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-			if (strcmp(req->command, commands[i].name) == 0)
-				break;
-		if (i == sizeof(commands) / sizeof(commands[0])) {
-			snprintf(msg, sizeof(msg), "unknown command '%s'", req->command);
-			rep.status = GP_ETYPE;
-		} else {
-			rep.status = commands[i].fn(c->d, req, msg, sizeof(msg));
-		}
-		rep.message = msg;
-	}
+	built = gp__admin_answer(c->d, req, &rep, msg, sizeof(msg));
+	rep.role = "local";
 	gp__uv_send((uv_stream_t *)&c->pipe, GP_MSG_ADMIN_REPLY, &rep.base);
 	if (built)
 		gp__status_free(&rep);

@@ -110,6 +110,13 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	}
 	s->state = GP_SESSION_QUEUED;
 	gp__admit_pump(d);
+	/* A client that has other pools to try (quotes, interposer/discover.c) goes on to the
+	 * next rather than wait here. */
+	if (req->no_wait && s->claim.state == GP_CLAIM_QUEUED) {
+		gp_pool_release(&d->pool, &s->claim);
+		refuse(s, "no room for this session now (the client has other pools to try)");
+		return;
+	}
 	/* Let in past max_sessions because others wait (supervisor.c): one waiter, of the
 	 * tenant with the most, gives way, or this session does. */
 	if (gp__sessions_live(d) > d->cfg->max_sessions) {

@@ -10,7 +10,11 @@
  * pool.c        the admission core, no I/O: placement (memory and compute shares), the
  *               reservation ledger, tenant limits and guarantees, the wait queue and its
  *               order (pool.h; docs/scheduling.md; tests/unit/test_pool.c)
- * admin.c       the admin socket poolctl talks to
+ * admin.c       the admin socket poolctl talks to, and the commands both admin doors share
+ * remote.c      the admin endpoint over TLS (admin_listen): mTLS on the loop through memory
+ *               BIOs, roles from admin_ca/admin_name, quotes for tenants' certificates
+ * quote.c       what this daemon could give a tenant now (the "quote" command), read from
+ *               the pool's ledger without changing it
  * accounting.c  a record per ended session, written and fsync'd by its own thread; the
  *               sums `poolctl usage` asks for, read on libuv's threadpool (src/acct.h)
  * metrics.c     the Prometheus endpoint (metrics_listen)
@@ -157,6 +161,14 @@ struct gp_daemon {
 	struct gp_session *warm;
 	uint64_t warm_retry_at;
 	char hostname[128]; /* this host's name, for accounting records */
+	/* The admin endpoint over TLS (remote.c). */
+	uv_tcp_t remote;
+	bool remote_open;
+	char remote_addr[128]; /* as bound */
+	void *remote_ctx;      /* SSL_CTX */
+	void *remote_roots;    /* STACK_OF(X509): admin_ca's certificates */
+	struct gp_remote *remotes;
+	unsigned nremotes;
 	struct gp_acct acct;
 };
 
@@ -223,6 +235,24 @@ uint64_t gp__admit_preempt_deadline(const struct gp_session *s);
 /* admin.c */
 int gp__admin_listen(struct gp_daemon *d);
 void gp__admin_close(struct gp_daemon *d);
+/* Answers an admin request other than "usage" (asynchronous, gp__acct_usage) and "quote"
+ * (remote.c) into rep, with msg as its message's storage; true when rep holds a status
+ * snapshot to free with gp__status_free. */
+bool gp__admin_answer(struct gp_daemon *d, const Gp__AdminRequest *req, Gp__AdminReply *rep,
+		      char *msg, size_t len);
+/* Whether a command changes the pool (evict, drain, undrain, reload): read-write only. */
+bool gp__admin_writes(const char *command);
+
+/* remote.c */
+/* Opens admin_listen (if configured). 0 or a negative code, logged. */
+int gp__remote_listen(struct gp_daemon *d);
+/* Stops accepting and closes every connection. */
+void gp__remote_close(struct gp_daemon *d);
+/* The handshake and idle deadlines, every tick. */
+void gp__remote_tick(struct gp_daemon *d);
+/* A quote for a session of tenant (quote.c, no I/O). */
+void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q, Gp__Quote *out,
+	       char *reason, size_t len);
 
 /* accounting.c */
 /* Opens the accounting file (if one is configured) and starts the writer: at start, where a

@@ -198,7 +198,8 @@ int main(int argc, char **argv)
 		gp_config_free(d.cfg);
 		return 1;
 	}
-	if (gp__supervisor_listen(&d) || gp__admin_listen(&d) || gp__metrics_listen(&d)) {
+	if (gp__supervisor_listen(&d) || gp__admin_listen(&d) || gp__metrics_listen(&d) ||
+	    gp__remote_listen(&d)) {
 		gp_config_free(d.cfg); /* a socket refused (logged): nothing else to undo */
 		return 1;
 	}

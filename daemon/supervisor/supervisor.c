@@ -726,6 +726,7 @@ void gp__supervisor_stop(struct gp_daemon *d)
 		return;
 	gp__acct_stop(d);
 	gp__admin_close(d);
+	gp__remote_close(d);
 	gp__metrics_close(d);
 	if (!uv_is_closing((uv_handle_t *)&d->sigterm)) {
 		uv_close((uv_handle_t *)&d->sigterm, NULL);
@@ -776,6 +777,7 @@ void gp__supervisor_tick(struct gp_daemon *d)
 	gp__admit_expire(d, false, NULL);
 	gp__admit_preempt_tick(d);
 	gp__pending_tick(d);
+	gp__remote_tick(d);
 	for (struct gp_session *s = d->warm; s; s = s->next) {
 		if (!s->exited && s->term_at && now - s->term_at > KILL_AFTER_MS) {
 			gp__session_kill(s, SIGKILL);

@@ -273,6 +273,7 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello)
 	req.client_host = hello->client_host;
 	req.client_pid = hello->client_pid;
 	req.program = hello->program;
+	req.no_wait = hello->no_wait;
 	if (gp_conn_send(w->ctl, GP_MSG_ADMIT_REQUEST, 0, 0, &req.base, NULL, 0) ||
 	    gp_conn_flush(w->ctl)) {
 		gp_log_error("control channel: %s", w->ctl->err);

@@ -47,6 +47,33 @@ static void test_bad_values(void **state)
 	expect_error("tls_cert \"unterminated\ntls_key b\n", "test.conf:1: unterminated quote");
 }
 
+/* The admin endpoint's block: roles, and admin_listen that nobody could use. */
+static void test_admin_endpoint_keys(void **state)
+{
+	struct gp_config *c;
+
+	expect_error(
+		"tls_cert a\ntls_key b\nadmin_name ops\n",
+		"test.conf:3: 'admin_name' takes a certificate name and read-only or read-write");
+	expect_error("tls_cert a\ntls_key b\nadmin_name ops root\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nadmin_ca_role admin\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nadmin_listen nocolon\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nadmin_max_per_address 0\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nadmin_listen 127.0.0.1:7421\n",
+		     "admin_listen needs admin_ca");
+	c = gp_config_parse("tls_cert a\ntls_key b\nadmin_listen 127.0.0.1:7421\nadmin_ca /ca\n"
+			    "admin_name ops-rw read-write\nadmin_name audit read-only\n",
+			    "test.conf", err, sizeof(err));
+	assert_non_null(c);
+	assert_string_equal(c->admin_listen, "127.0.0.1:7421");
+	assert_int_equal(c->admin_ca_role, GP_ROLE_READ_ONLY); /* the default */
+	assert_int_equal(gp_config_admin_role(c, "ops-rw"), GP_ROLE_READ_WRITE);
+	assert_int_equal(gp_config_admin_role(c, "audit"), GP_ROLE_READ_ONLY);
+	assert_int_equal(gp_config_admin_role(c, "ops"), GP_ROLE_NONE);
+	assert_int_equal(c->admin_max_per_address, 4);
+	gp_config_free(c);
+}
+
 static void test_transport_keys(void **state)
 {
 	char text[512], longpath[200];
@@ -394,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_admission_key_errors),
 		cmocka_unit_test(test_share_keys),
 		cmocka_unit_test(test_shipped_example),
+		cmocka_unit_test(test_admin_endpoint_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

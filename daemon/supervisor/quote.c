@@ -1,0 +1,82 @@
+/* quote.c -- what this daemon could give a session of a tenant now: the answer to "quote"
+ * on the admin endpoint (remote.c), which a client asks before it chooses where to connect.
+ *
+ * It reads the pool's ledger (pool.h) and changes nothing: no claim is made, nothing is
+ * reserved, so the answer can be wrong by the time the client connects; the client then
+ * falls back to its next candidate. The rules are admission's (pool.c): GPUs that are not
+ * draining with the memory asked for unreserved, within the tenant's limits; spread prefers
+ * the most room left, binpack the least that still fits (room_max and room_min).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon.h"
+
+static uint64_t per_gpu(const struct gp_config *cfg, uint64_t want, const struct gp_pool_gpu *g)
+{
+	if (want)
+		return want;
+	if (cfg->default_memory)
+		return cfg->default_memory;
+	return g->total_mem; /* a whole GPU */
+}
+
+void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q, Gp__Quote *out,
+	       char *reason, size_t len)
+{
+	const struct gp_config *cfg = d->cfg;
+	const struct gp_tenant *t = gp_config_tenant(cfg, tenant);
+	uint32_t n = q->gpus ? q->gpus : 1, fitting = 0, open = 0;
+	uint64_t budget = UINT64_MAX;
+	struct gp_pool_usage u;
+
+	out->tenant = (char *)tenant;
+	gp_pool_tenant_usage(&d->pool, tenant, &u);
+	if (t && t->memory != GP_LIMIT_NONE)
+		budget = u.memory < t->memory ? (t->memory - u.memory) / n : 0;
+	out->room_min = UINT64_MAX;
+	for (uint32_t g = 0; g < d->pool.ngpus; g++) {
+		const struct gp_pool_gpu *gpu = &d->pool.gpu[g];
+		uint64_t room = gpu->total_mem - gpu->reserved, m = per_gpu(cfg, q->memory, gpu);
+
+		if (gpu->draining)
+			continue;
+		open++;
+		out->unreserved += room;
+		if (m > room || m > budget)
+			continue;
+		fitting++;
+		if (room > out->room_max)
+			out->room_max = room;
+		if (room < out->room_min)
+			out->room_min = room;
+	}
+	if (!fitting)
+		out->room_min = 0;
+	if (t && t->memory != GP_LIMIT_NONE && out->unreserved > t->memory - u.memory)
+		out->unreserved = u.memory < t->memory ? t->memory - u.memory : 0;
+	out->free_gpus = fitting;
+	if (t && t->gpus != GP_LIMIT_NONE && out->free_gpus > t->gpus - u.gpus)
+		out->free_gpus = u.gpus < t->gpus ? (uint32_t)(t->gpus - u.gpus) : 0;
+	for (const struct gp_claim *c = d->pool.queue; c; c = c->qnext)
+		out->queue++;
+	out->sessions = d->nsessions;
+	out->draining = d->stopping || (d->pool.ngpus && !open);
+	reason[0] = 0;
+	if (out->draining)
+		snprintf(reason, len, "%s",
+			 d->stopping ? "the daemon is stopping" : "every GPU is draining");
+	else if (gp__sessions_live(d) >= cfg->max_sessions)
+		snprintf(reason, len, "max_sessions (%u) reached", cfg->max_sessions);
+	else if (t && u.sessions + 1 > t->sessions)
+		snprintf(reason, len, "tenant %s holds its %llu sessions", tenant,
+			 (unsigned long long)t->sessions);
+	else if (t && t->gpus != GP_LIMIT_NONE && u.gpus + n > t->gpus)
+		snprintf(reason, len, "tenant %s would hold more than its %llu GPUs", tenant,
+			 (unsigned long long)t->gpus);
+	else if (fitting < n)
+		snprintf(reason, len, "%u GPU%s with room for the memory asked; %u asked for",
+			 fitting, fitting == 1 ? "" : "s", n);
+	out->fits = !reason[0];
+	out->reason = reason;
+}
