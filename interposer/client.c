@@ -150,9 +150,10 @@ static int read_hello_reply(struct gp_client *c, Gp__HelloReply **out)
 
 /* Device features the interposer answers CUDA_ERROR_NOT_SUPPORTED for. */
 static const CUdevice_attribute not_forwarded[] = {
-	CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY,
+	/* managed memory is forwarded (managed.c), but the host must not touch it while
+	 * kernels run, and only through this process's copy of its pages */
 	CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
-	CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
+	CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST,
 	CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
 	CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
 	CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
@@ -199,6 +200,9 @@ static CUresult take_snapshot(struct gp_client *c, const Gp__HelloReply *rep)
 		 * so programs skip it instead of failing on it (docs/conformance.md). */
 		for (size_t k = 0; k < sizeof(not_forwarded) / sizeof(not_forwarded[0]); k++)
 			d->attr[not_forwarded[k]] = 0;
+		/* Mapped page-locked memory is the pool's managed memory (managed.c). */
+		d->attr[CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY] =
+			d->attr[CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY] ? 1 : 0;
 	}
 	c->ndev = (int)rep->n_device;
 	/* Primary context handles exist from the start; cudart asks for them before retaining. */

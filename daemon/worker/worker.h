@@ -16,6 +16,7 @@
  * graph.c     graphs, graph nodes, executable graphs and stream capture on the driver
  * vmm.c       virtual memory management: reservations, allocations (charged), mappings
  * mempool.c   memory pools and stream-ordered allocation; what pools hold is charged
+ * managed.c   managed and mapped memory: the client's pages kept coherent with a shadow
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * driver.c    the dlopen'd libcuda
@@ -197,6 +198,10 @@ bool gp__stream_capturing(struct gp_worker *w, CUstream s);
 void gp__pools_refresh(struct gp_worker *w, int device);
 /* An allocation of pool (0: none) was freed (and removed from the table). */
 void gp__pool_alloc_freed(struct gp_worker *w, uint64_t pool);
+
+/* managed.c: a managed allocation freed, or every one of a context that went */
+void gp__managed_forget(struct gp_worker *w, CUdeviceptr ptr);
+void gp__managed_forget_ctx(struct gp_worker *w, uint64_t ctx);
 
 /* module.c */
 /* A function's parameter layout, asked of the driver on first use. */
