@@ -144,7 +144,7 @@ GP_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 	if (dptr == 0)
 		return CUDA_SUCCESS; /* freeing NULL is a no-op, as in the driver */
 	if (!gp__range_find(dptr, &rg) || rg.kind != GP_MEM_DEVICE || rg.base != dptr ||
-	    !gp__ctx_valid(rg.ctx) || rg.ctx->remote == 0)
+	    !gp__ctx_valid(rg.ctx) || rg.ctx->remote == 0 || (rg.flags & GP_RANGE_MIRROR))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (rg.flags & GP_RANGE_MANAGED)
 		return gp__managed_free(&rg);
@@ -200,8 +200,8 @@ GP_CUDA_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size,
  * Page-locked memory matters for DMA on the GPU host, not here: copies from it
  * travel like any other. Mapped page-locked memory (CU_MEMHOSTALLOC_DEVICEMAP) is
  * managed.c's: the pool's managed memory at the same address, so the device pointer is
- * the host pointer. Registered memory cannot be mapped (CU_MEMHOSTREGISTER_DEVICEMAP:
- * not supported). */
+ * the host pointer. Registered memory with CU_MEMHOSTREGISTER_DEVICEMAP is mirrored by
+ * managed memory of the pool at another address, kept coherent the same way. */
 
 GP_CUDA_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags)
 {
@@ -284,9 +284,8 @@ GP_CUDA_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!pdptr || flags != 0 || !gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST ||
-	    !(rg.flags & GP_RANGE_MANAGED))
+	    !(rg.flags & GP_RANGE_MANAGED) || !gp__managed_device_ptr(p, pdptr))
 		return CUDA_ERROR_INVALID_VALUE;
-	*pdptr = (CUdeviceptr)(uintptr_t)p;
 	return CUDA_SUCCESS;
 }
 
@@ -302,10 +301,15 @@ GP_CUDA_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned int
 	    (flags & ~(CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
 		       CU_MEMHOSTREGISTER_READ_ONLY)))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (flags & CU_MEMHOSTREGISTER_DEVICEMAP)
-		return CUDA_ERROR_NOT_SUPPORTED; /* the program's own pages: not mapped remotely */
-	if (gp__range_find((uintptr_t)p, &rg))
+	if (gp__range_find((uintptr_t)p, &rg) || gp__range_find((uintptr_t)p + bytes - 1, &rg))
 		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	if (flags & CU_MEMHOSTREGISTER_DEVICEMAP) {
+		struct gp_ictx *c;
+		CUdeviceptr d;
+
+		r = gp__ctx_need(&c);
+		return r != CUDA_SUCCESS ? r : gp__managed_register(c, p, bytes, flags, &d);
+	}
 	/* The IOMEMORY bit marks "registered, not allocated by us" in the registry. */
 	if (gp__range_add((uintptr_t)p, bytes, GP_MEM_HOST, gp__ctx_current(),
 			  flags | CU_MEMHOSTREGISTER_IOMEMORY))
@@ -324,6 +328,8 @@ GP_CUDA_EXPORT CUresult cuMemHostUnregister(void *p)
 	    rg.base != (uintptr_t)p || !(rg.flags & CU_MEMHOSTREGISTER_IOMEMORY))
 		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 	gp__detached_drain(); /* copies still landing there are done first */
+	if (rg.flags & GP_RANGE_MANAGED)
+		return gp__managed_unregister(&rg);
 	gp__range_remove((uintptr_t)p, GP_MEM_HOST);
 	return CUDA_SUCCESS;
 }
@@ -353,7 +359,9 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
 	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
 		if (known && !dev && !managed && !lenient)
 			return CUDA_ERROR_NOT_SUPPORTED; /* host memory is not mapped remotely */
-		*(CUdeviceptr *)data = dev || managed ? ptr : 0;
+		if (!dev && managed && gp__managed_device_ptr((const void *)ptr, data))
+			break; /* mapped: its address on the pool */
+		*(CUdeviceptr *)data = dev ? ptr : 0;
 		break;
 	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
 		if (dev && !managed && !lenient)

@@ -304,6 +304,8 @@ struct gp_range {
 #define GP_RANGE_POOLED 0x40000000u
 /* Managed memory (a device range) or mapped page-locked memory (a host one): managed.c. */
 #define GP_RANGE_MANAGED 0x20000000u
+/* The pool-side mirror of registered mapped memory (a device range; not freeable). */
+#define GP_RANGE_MIRROR 0x10000000u
 /* Records a range. Device ranges are reserved in this process's address space first:
  * -EEXIST when host memory already sits there (the caller should take another). */
 int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
@@ -330,6 +332,13 @@ CUresult gp__managed_alloc(struct gp_ictx *c, size_t bytes, unsigned flags, bool
 			   unsigned host_flags, CUdeviceptr *out);
 /* Frees a range made by gp__managed_alloc, here and on the pool. */
 CUresult gp__managed_free(const struct gp_range *rg);
+/* cuMemHostRegister with DEVICEMAP: the program's pages [p, p + n), mirrored on the pool at
+ * *dptr (flags: the CU_MEMHOSTREGISTER_* ones); and its end. */
+CUresult gp__managed_register(struct gp_ictx *c, void *p, size_t n, unsigned flags,
+			      CUdeviceptr *dptr);
+CUresult gp__managed_unregister(const struct gp_range *rg);
+/* The pool's address of host memory that is managed, mapped or registered mapped. */
+bool gp__managed_device_ptr(const void *p, CUdeviceptr *d);
 /* Sends the pages written here since the last push: before anything that may read device
  * memory. No lock of ours may be held. */
 CUresult gp__managed_push(void);

@@ -54,6 +54,12 @@ struct slot {
 	_Atomic uintptr_t base; /* 0: free */
 	size_t len;		/* whole pages */
 	atomic_uchar *dirty;	/* one per page: written here since it was last pushed */
+	/* The pool's address of base: base itself, but for registered memory (the program's
+	 * own pages, mirrored by an allocation elsewhere on the pool). */
+	uintptr_t dbase;
+	/* The bytes the pool's changes may be written to: all of it, but for registered
+	 * memory, whose first and last pages may hold the program's other data. */
+	uintptr_t lo, hi;
 	/* Advice and prefetches, per allocation (cuMemAdvise, cuMemRangeGetAttribute). */
 	bool read_mostly;
 	int preferred, last_prefetch; /* a device ordinal, CU_DEVICE_CPU or -2 (none) */
@@ -176,7 +182,21 @@ static struct slot *slot_of(uintptr_t p, size_t n)
 	return NULL;
 }
 
-static int slot_add(uintptr_t base, size_t len)
+/* The slot whose pool-side pages hold all of [d, d + n). */
+static struct slot *slot_of_device(uintptr_t d, size_t n)
+{
+	for (unsigned i = 0; i < SLOTS; i++) {
+		struct slot *s = &slots[i];
+
+		if (atomic_load_explicit(&s->base, memory_order_relaxed) && d >= s->dbase &&
+		    d - s->dbase < s->len && n <= s->len - (d - s->dbase))
+			return s;
+	}
+	return NULL;
+}
+
+static int slot_add(uintptr_t base, size_t len, uintptr_t dbase, uintptr_t lo, uintptr_t hi,
+		    bool dirty)
 {
 	for (unsigned i = 0; i < SLOTS; i++) {
 		struct slot *s = &slots[i];
@@ -186,7 +206,14 @@ static int slot_add(uintptr_t base, size_t len)
 		s->dirty = calloc(len / PAGE, sizeof(*s->dirty));
 		if (!s->dirty)
 			return -ENOMEM;
+		for (size_t pg = 0; dirty && pg < len / PAGE; pg++)
+			atomic_init(&s->dirty[pg], 1);
+		if (dirty)
+			atomic_store(&any_dirty, true);
 		s->len = len;
+		s->dbase = dbase;
+		s->lo = lo;
+		s->hi = hi;
 		s->read_mostly = false;
 		s->preferred = s->last_prefetch = CU_DEVICE_INVALID;
 		s->accessed_by = 0;
@@ -290,7 +317,8 @@ CUresult gp__managed_alloc(struct gp_ictx *c, size_t bytes, unsigned flags, bool
 		aside[naside++] = p; /* host memory here sits at that address: take another */
 	}
 	if (r == CUDA_SUCCESS && !ret) {
-		ret = slot_add((uintptr_t)p, len);
+		ret = slot_add((uintptr_t)p, len, (uintptr_t)p, (uintptr_t)p, (uintptr_t)p + len,
+			       false);
 		if (ret) {
 			unmap_here((uintptr_t)p, len, host);
 			gp__range_remove((uintptr_t)p, host ? GP_MEM_HOST : GP_MEM_DEVICE);
@@ -329,6 +357,102 @@ CUresult gp__managed_free(const struct gp_range *rg)
 	gp__range_remove(rg->base, host ? GP_MEM_HOST : GP_MEM_DEVICE);
 	pthread_mutex_unlock(&managed_lock);
 	return free_remote(rg->ctx, rg->base);
+}
+
+/* The program's own pages [p, p + n), mirrored by managed memory of the pool at another
+ * address (*dptr is p's there): every page is sent before the next stream-ordered call,
+ * then write-protected and kept coherent like managed memory. */
+CUresult gp__managed_register(struct gp_ictx *c, void *p, size_t n, unsigned flags,
+			      CUdeviceptr *dptr)
+{
+	uintptr_t hbase = (uintptr_t)p / PAGE * PAGE;
+	size_t len = pages_of((uintptr_t)p + n - hbase);
+	struct gp_out_managed_alloc o;
+	CUresult r;
+	int ret;
+
+	if (sysconf(_SC_PAGESIZE) != PAGE)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	pthread_mutex_lock(&managed_lock);
+	if (install()) {
+		pthread_mutex_unlock(&managed_lock);
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	/* A page is one slot's: the edge pages of another registration are taken. */
+	for (uintptr_t a = hbase; a < hbase + len; a += PAGE) {
+		if (slot_of(a, 1)) {
+			r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+			goto out;
+		}
+	}
+	r = gp__rpc_managed_alloc(0,
+				  &(struct gp_in_managed_alloc){.ctx = c->remote,
+								.bytes = len,
+								.flags = CU_MEM_ATTACH_GLOBAL},
+				  &o);
+	if (r != CUDA_SUCCESS)
+		goto out;
+	/* The mirror's address is device memory here too (unified copies tell by address). */
+	ret = gp__range_add((uintptr_t)o.dptr, len, GP_MEM_DEVICE, c, GP_RANGE_MIRROR);
+	if (!ret) {
+		ret = gp__range_add((uintptr_t)p, n, GP_MEM_HOST, c,
+				    flags | CU_MEMHOSTREGISTER_IOMEMORY | GP_RANGE_MANAGED);
+		if (ret)
+			gp__range_remove((uintptr_t)o.dptr, GP_MEM_DEVICE);
+	}
+	if (!ret) {
+		ret = slot_add(hbase, len, (uintptr_t)o.dptr, (uintptr_t)p, (uintptr_t)p + n, true);
+		if (ret) {
+			gp__range_remove((uintptr_t)p, GP_MEM_HOST);
+			gp__range_remove((uintptr_t)o.dptr, GP_MEM_DEVICE);
+		}
+	}
+	if (ret) {
+		free_remote(c, o.dptr);
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	*dptr = (CUdeviceptr)(o.dptr + ((uintptr_t)p - hbase));
+out:
+	pthread_mutex_unlock(&managed_lock);
+	return r;
+}
+
+/* Ends a registration made by gp__managed_register: the pages are the program's again,
+ * writable, with what they held at the last synchronization point. */
+CUresult gp__managed_unregister(const struct gp_range *rg)
+{
+	uintptr_t hbase = rg->base / PAGE * PAGE;
+	struct slot *s;
+	uintptr_t d;
+
+	pthread_mutex_lock(&managed_lock);
+	s = slot_of(rg->base, 1);
+	if (!s || atomic_load(&s->base) != hbase || s->lo != rg->base) {
+		pthread_mutex_unlock(&managed_lock);
+		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	}
+	d = s->dbase;
+	mprotect((void *)hbase, s->len, PROT_READ | PROT_WRITE);
+	slot_drop(s);
+	gp__range_remove(rg->base, GP_MEM_HOST);
+	gp__range_remove(d, GP_MEM_DEVICE);
+	pthread_mutex_unlock(&managed_lock);
+	return free_remote(rg->ctx, d);
+}
+
+bool gp__managed_device_ptr(const void *p, CUdeviceptr *d)
+{
+	struct slot *s;
+
+	if (!atomic_load_explicit(&nlive, memory_order_acquire))
+		return false;
+	pthread_mutex_lock(&managed_lock);
+	s = slot_of((uintptr_t)p, 1);
+	if (s)
+		*d = (CUdeviceptr)(s->dbase + ((uintptr_t)p - atomic_load(&s->base)));
+	pthread_mutex_unlock(&managed_lock);
+	return s != NULL;
 }
 
 /* ---- host writes to the pool ---------------------------------------------------------------- */
@@ -396,7 +520,7 @@ CUresult gp__managed_push(void)
 			mprotect((void *)(base + pg * PAGE), n, PROT_READ);
 			if (b->nruns == RUNS_MAX || b->used + n > PUSH_BATCH)
 				r = batch_send(b);
-			b->runs[b->nruns][0] = base + pg * PAGE;
+			b->runs[b->nruns][0] = s->dbase + pg * PAGE;
 			b->runs[b->nruns][1] = n;
 			b->nruns++;
 			memcpy(b->data + b->used, (const void *)(base + pg * PAGE), n);
@@ -451,7 +575,7 @@ static CUresult apply(const uint8_t *buf, uint64_t bytes, uint64_t nruns)
 
 		memcpy(run, buf + i * 16, sizeof(run));
 		if (run[1] == 0 || run[0] % PAGE || run[1] % PAGE ||
-		    !slot_of((uintptr_t)run[0], (size_t)run[1]))
+		    !slot_of_device((uintptr_t)run[0], (size_t)run[1]))
 			return CUDA_ERROR_UNKNOWN;
 		sum += run[1];
 	}
@@ -461,22 +585,27 @@ static CUresult apply(const uint8_t *buf, uint64_t bytes, uint64_t nruns)
 	for (uint64_t i = 0; i < nruns; i++) {
 		uint64_t run[2];
 		struct slot *s;
-		uintptr_t base;
+		uintptr_t base, h, lo, hi;
 
 		memcpy(run, buf + i * 16, sizeof(run));
-		s = slot_of((uintptr_t)run[0], (size_t)run[1]);
+		s = slot_of_device((uintptr_t)run[0], (size_t)run[1]);
 		base = atomic_load_explicit(&s->base, memory_order_relaxed);
-		mprotect((void *)run[0], run[1], PROT_READ | PROT_WRITE);
-		memcpy((void *)run[0], data, run[1]);
+		h = base + ((uintptr_t)run[0] - s->dbase);
+		/* Only the slot's own bytes: a registration's edge pages hold other data too. */
+		lo = h > s->lo ? h : s->lo;
+		hi = h + run[1] < s->hi ? h + run[1] : s->hi;
+		mprotect((void *)h, run[1], PROT_READ | PROT_WRITE);
+		if (lo < hi)
+			memcpy((void *)lo, data + (lo - h), hi - lo);
 		data += run[1];
 		/* Pages written here and not pushed yet stay writable; the rest is protected. */
 		for (uint64_t off = 0; off < run[1];) {
-			size_t pg = (run[0] + off - base) / PAGE, k = 0;
+			size_t pg = (h + off - base) / PAGE, k = 0;
 
 			while (off + k * PAGE < run[1] && !atomic_load(&s->dirty[pg + k]))
 				k++;
 			if (k)
-				mprotect((void *)(run[0] + off), k * PAGE, PROT_READ);
+				mprotect((void *)(h + off), k * PAGE, PROT_READ);
 			off += (k ? k : 1) * PAGE;
 		}
 	}

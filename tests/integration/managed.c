@@ -324,6 +324,50 @@ static void mapped(void)
 	expect("free mapped", cuMemFreeHost(h), CUDA_SUCCESS);
 }
 
+/* Registered memory mapped into the device: the program's own pages, unaligned, with its
+ * other data on the same pages left alone. */
+static void registered(void)
+{
+	enum { N = 3000 };
+	unsigned char *buf = malloc(N * 4 + 3 * 4096);
+	unsigned *h = (unsigned *)(buf + 4096 + 100), want[N];
+	volatile unsigned *before = h - 1, *after = h + N; /* the program's, not registered */
+	CUdeviceptr d = 0, d2 = 0;
+
+	for (unsigned i = 0; i < N; i++)
+		h[i] = want[i] = i + 11;
+	*before = 0xb4;
+	*after = 0xaf;
+	expect("register mapped", cuMemHostRegister(h, N * 4, CU_MEMHOSTREGISTER_DEVICEMAP),
+	       CUDA_SUCCESS);
+	if (bad)
+		return;
+	expect("register again", cuMemHostRegister(h + 8, 64, CU_MEMHOSTREGISTER_DEVICEMAP),
+	       CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+	expect("device pointer", cuMemHostGetDevicePointer(&d, h, 0), CUDA_SUCCESS);
+	expect("device pointer inside", cuMemHostGetDevicePointer(&d2, h + 5, 0), CUDA_SUCCESS);
+	truth("device pointers are contiguous", d2 == d + 20);
+	for (int round = 0; round < 3; round++) {
+		h[round * 500] = want[round * 500] = 7u * (unsigned)round;
+		expect("launch", launch(d, N, NULL), CUDA_SUCCESS);
+		triple_ref(want, N);
+		/* the program's own neighbours change while the kernel runs on the range */
+		*before = 0xb0u + (unsigned)round;
+		*after = 0xa0u + (unsigned)round;
+		expect("synchronize", cuCtxSynchronize(), CUDA_SUCCESS);
+		same("registered mapped memory", h, want, N);
+		truth("the byte before the range is the program's",
+		      *before == 0xb0u + (unsigned)round);
+		truth("the byte after the range is the program's",
+		      *after == 0xa0u + (unsigned)round);
+	}
+	expect("unregister", cuMemHostUnregister(h), CUDA_SUCCESS);
+	expect("unregister twice", cuMemHostUnregister(h), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+	for (unsigned i = 0; i < N; i++)
+		h[i] = 0; /* writable as any memory again */
+	free(buf);
+}
+
 static int sparse_mode(void)
 {
 	enum { N = 1u << 20 }; /* 4 MiB */
@@ -402,6 +446,7 @@ int main(int argc, char **argv)
 	basic();
 	own_fault("own fault with managed memory in use");
 	mapped();
+	registered();
 	own_fault("own fault after managed memory");
 	cuModuleUnload(mod);
 	cuCtxDestroy(ctx);
