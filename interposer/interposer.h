@@ -337,6 +337,11 @@ CUresult gp__managed_free(const struct gp_range *rg);
 CUresult gp__managed_register(struct gp_ictx *c, void *p, size_t n, unsigned flags,
 			      CUdeviceptr *dptr);
 CUresult gp__managed_unregister(const struct gp_range *rg);
+/* cuLibraryGetManaged of library m (loaded), made in context c: its block is mapped here. */
+CUresult gp__managed_global(struct gp_ictx *c, const struct gp_imodule *m, const char *name,
+			    CUdeviceptr *dptr, size_t *bytes);
+/* The blocks of __managed__ variables of a module or library that goes. */
+void gp__managed_forget_owner(const void *owner);
 /* The pool's address of host memory that is managed, mapped or registered mapped. */
 bool gp__managed_device_ptr(const void *p, CUdeviceptr *d);
 /* Sends the pages written here since the last push: before anything that may read device

@@ -60,6 +60,7 @@ struct slot {
 	/* The bytes the pool's changes may be written to: all of it, but for registered
 	 * memory, whose first and last pages may hold the program's other data. */
 	uintptr_t lo, hi;
+	const void *owner; /* a library whose __managed__ variables these pages hold */
 	/* Advice and prefetches, per allocation (cuMemAdvise, cuMemRangeGetAttribute). */
 	bool read_mostly;
 	int preferred, last_prefetch; /* a device ordinal, CU_DEVICE_CPU or -2 (none) */
@@ -74,6 +75,7 @@ static atomic_bool pushing;		 /* a push is under way: another caller waits for i
 static struct sigaction prev_segv;	 /* written once, before ours is installed */
 static volatile sig_atomic_t prev_reset; /* prev_segv had SA_RESETHAND and ran once */
 static bool installed;
+static bool conflict_said; /* a page both sides wrote was logged (under managed_lock) */
 
 /* ---- the fault handler ---------------------------------------------------------------- */
 
@@ -214,6 +216,7 @@ static int slot_add(uintptr_t base, size_t len, uintptr_t dbase, uintptr_t lo, u
 		s->dbase = dbase;
 		s->lo = lo;
 		s->hi = hi;
+		s->owner = NULL;
 		s->read_mostly = false;
 		s->preferred = s->last_prefetch = CU_DEVICE_INVALID;
 		s->accessed_by = 0;
@@ -455,6 +458,80 @@ bool gp__managed_device_ptr(const void *p, CUdeviceptr *d)
 	return s != NULL;
 }
 
+CUresult gp__managed_global(struct gp_ictx *c, const struct gp_imodule *m, const char *name,
+			    CUdeviceptr *dptr, size_t *bytes)
+{
+	struct gp_out_managed_global o;
+	struct gp_range rg;
+	struct slot *s;
+	bool fresh = false;
+	CUresult r;
+
+	if (sysconf(_SC_PAGESIZE) != PAGE)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	pthread_mutex_lock(&managed_lock);
+	if (install()) {
+		r = CUDA_ERROR_NOT_SUPPORTED;
+		goto out;
+	}
+	r = gp__rpc_managed_global(0,
+				   &(struct gp_in_managed_global){
+					   .ctx = c->remote, .library = m->remote, .symbol = name},
+				   &o);
+	if (r != CUDA_SUCCESS)
+		goto out;
+	if (o.base % PAGE || o.len % PAGE || o.len == 0 || o.dptr < o.base ||
+	    o.bytes > o.len - (o.dptr - o.base)) {
+		r = CUDA_ERROR_UNKNOWN;
+		goto out;
+	}
+	s = slot_of((uintptr_t)o.base, (size_t)o.len);
+	if (s && (atomic_load(&s->base) != o.base || s->len != o.len || s->owner != m)) {
+		r = CUDA_ERROR_NOT_SUPPORTED; /* pages shared with other managed memory */
+		goto out;
+	}
+	if (!s) {
+		/* The block's addresses are reserved here as the library's (a global range), then
+		 * mapped over that reservation. */
+		if (gp__range_add_global((uintptr_t)o.base, (size_t)o.len, c, m) ||
+		    !gp__range_find((uintptr_t)o.base, &rg) || (rg.flags & GP_RANGE_UNSHADOWED) ||
+		    map_here((uintptr_t)o.base, (size_t)o.len, false) ||
+		    slot_add((uintptr_t)o.base, (size_t)o.len, (uintptr_t)o.base, (uintptr_t)o.base,
+			     (uintptr_t)(o.base + o.len), false)) {
+			r = CUDA_ERROR_NOT_SUPPORTED; /* host memory here sits at those addresses */
+			goto out;
+		}
+		s = slot_of((uintptr_t)o.base, (size_t)o.len);
+		s->owner = m;
+		fresh = true;
+	}
+	if (dptr)
+		*dptr = (CUdeviceptr)o.dptr;
+	if (bytes)
+		*bytes = (size_t)o.bytes;
+out:
+	pthread_mutex_unlock(&managed_lock);
+	/* The variables' initial values come with the first pull. */
+	return r == CUDA_SUCCESS && fresh ? gp__managed_pull() : r;
+}
+
+void gp__managed_forget_owner(const void *owner)
+{
+	if (!atomic_load_explicit(&nlive, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&managed_lock);
+	for (unsigned i = 0; i < SLOTS; i++) {
+		struct slot *s = &slots[i];
+		uintptr_t base = atomic_load_explicit(&s->base, memory_order_relaxed);
+
+		if (base && s->owner == owner) {
+			unmap_here(base, s->len, false);
+			slot_drop(s);
+		}
+	}
+	pthread_mutex_unlock(&managed_lock);
+}
+
 /* ---- host writes to the pool ---------------------------------------------------------------- */
 
 struct batch {
@@ -594,6 +671,18 @@ static CUresult apply(const uint8_t *buf, uint64_t bytes, uint64_t nruns)
 		/* Only the slot's own bytes: a registration's edge pages hold other data too. */
 		lo = h > s->lo ? h : s->lo;
 		hi = h + run[1] < s->hi ? h + run[1] : s->hi;
+		for (uint64_t off = 0; off < run[1] && !conflict_said; off += PAGE) {
+			if (atomic_load(&s->dirty[(h + off - base) / PAGE])) {
+				/* CUDA leaves this undefined; say so once, when asked to talk. */
+				gp_log_warnx(
+					"managed memory at %#lx: written by the host and by the "
+					"device since the last synchronization (the host must "
+					"not touch managed memory while kernels run: "
+					"concurrentManagedAccess is 0); the device's bytes win",
+					(unsigned long)(h + off));
+				conflict_said = true;
+			}
+		}
 		mprotect((void *)h, run[1], PROT_READ | PROT_WRITE);
 		if (lo < hi)
 			memcpy((void *)lo, data + (lo - h), hi - lo);

@@ -35,6 +35,7 @@ struct mrec {
 	CUdeviceptr ptr;
 	uint64_t len; /* whole pages */
 	uint64_t ctx;
+	uint64_t module; /* a library's block of __managed__ variables; 0: an allocation */
 	uint8_t *shadow;
 };
 
@@ -77,6 +78,44 @@ void gp__managed_forget_ctx(struct gp_worker *w, uint64_t ctx)
 	for (unsigned i = nrecs; i-- > 0;)
 		if (recs[i].ctx == ctx)
 			rec_drop(i);
+}
+
+void gp__managed_forget_module(struct gp_worker *w, uint64_t module)
+{
+	(void)w;
+	for (unsigned i = nrecs; i-- > 0;)
+		if (module && recs[i].module == module)
+			rec_drop(i);
+}
+
+CUresult gp__managed_global_add(struct gp_worker *w, CUdeviceptr ptr, uint64_t size, uint64_t ctx,
+				uint64_t module, uint64_t *base, uint64_t *len)
+{
+	uint64_t n = (size + PAGE - 1) / PAGE * PAGE;
+	uint8_t *shadow;
+
+	(void)w;
+	if (ptr % PAGE || size == 0 || size > BYTES_MAX)
+		return CUDA_ERROR_NOT_SUPPORTED; /* pages shared with other memory */
+	for (unsigned i = 0; i < nrecs; i++) {
+		if (recs[i].ptr == ptr && recs[i].len == n && recs[i].module == module) {
+			*base = ptr;
+			*len = n;
+			return CUDA_SUCCESS;
+		}
+		if (ptr < recs[i].ptr + recs[i].len && recs[i].ptr < ptr + n)
+			return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	if (nrecs == MANAGED_MAX)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* The client maps zeroes: the first MANAGED_DIFF brings the initial values. */
+	shadow = calloc(1, (size_t)n);
+	if (!shadow)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	recs[nrecs++] = (struct mrec){ptr, n, ctx, module, shadow};
+	*base = ptr;
+	*len = n;
+	return CUDA_SUCCESS;
 }
 
 static void count(struct gp_worker *w, bool pushed, uint64_t bytes)
@@ -129,7 +168,7 @@ CUresult gp__serve_managed_alloc(struct gp_worker *w, struct gp_req *rq,
 	for (uint64_t off = 0; off < len; off += PAGE)
 		if (memcmp((uint8_t *)(uintptr_t)p + off, zero, PAGE))
 			memset((uint8_t *)(uintptr_t)p + off, 0, PAGE);
-	recs[nrecs++] = (struct mrec){p, len, a->ctx, shadow};
+	recs[nrecs++] = (struct mrec){p, len, a->ctx, 0, shadow};
 	o->dptr = p;
 	return CUDA_SUCCESS;
 out_free_mem:

@@ -114,6 +114,7 @@ void gp__forget_module(struct gp_worker *w, uint64_t module)
 {
 	gp_owner_libinst_forget(&w->own, module, 0);
 	gp_owner_alloc_forget(&w->own, 0, module);
+	gp__managed_forget_module(w, module);
 	for (uint32_t i = 0; i < w->nhandles; i++) {
 		struct gp_handle *h = &w->handles[i];
 

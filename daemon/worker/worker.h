@@ -202,6 +202,12 @@ void gp__pool_alloc_freed(struct gp_worker *w, uint64_t pool);
 /* managed.c: a managed allocation freed, or every one of a context that went */
 void gp__managed_forget(struct gp_worker *w, CUdeviceptr ptr);
 void gp__managed_forget_ctx(struct gp_worker *w, uint64_t ctx);
+/* A library's block of managed memory [ptr, ptr + size) joins the coherent memory (once:
+ * its other variables find it there); *base, *len: the pages it covers. */
+CUresult gp__managed_global_add(struct gp_worker *w, CUdeviceptr ptr, uint64_t size, uint64_t ctx,
+				uint64_t module, uint64_t *base, uint64_t *len);
+/* A module or library that went takes its blocks along. */
+void gp__managed_forget_module(struct gp_worker *w, uint64_t module);
 
 /* module.c */
 /* A function's parameter layout, asked of the driver on first use. */

@@ -443,7 +443,11 @@ struct gp_tensor_desc {
 	  "at a synchronization point: the pages of managed memory the device changed since the client last saw them, at most max bytes of them, kept for MANAGED_FETCH (bytes: its size; more: 1 when changed pages are left for another round)") \
 	X(MANAGED_FETCH, managed_fetch, 194, 0,                                                  \
 	  GP_ARG(BULK_OUT, diff), , ,                                                            \
-	  "what MANAGED_DIFF kept: runs (u64 address, u64 bytes) pairs, then their bytes; diff_len must be MANAGED_DIFF's bytes")
+	  "what MANAGED_DIFF kept: runs (u64 address, u64 bytes) pairs, then their bytes; diff_len must be MANAGED_DIFF's bytes") \
+	X(MANAGED_GLOBAL, managed_global, 195, 0,                                                \
+	  GP_ARG(CTX, ctx) GP_ARG(LIBRARY, library) GP_ARG(NAME, symbol),                        \
+	  GP_OUT(dptr) GP_OUT(bytes) GP_OUT(base) GP_OUT(len), ,                                 \
+	  "cuLibraryGetManaged: a __managed__ variable (made in ctx) and the page-aligned block of managed memory it lies in (base, len), which the client maps and MANAGED_DIFF then covers")
 /* clang-format on */
 
 #endif

@@ -2,7 +2,8 @@
 // host, then kernels, then read by the host, over rounds of sparse host writes and several
 // allocations on two streams; stream attachment, prefetches and advice with the range
 // attributes they report; pointer attributes; zero-copy through cudaHostAlloc(Mapped) and
-// cudaHostGetDevicePointer. Every result is checked against the CPU.
+// cudaHostGetDevicePointer; __managed__ variables with initial values. Every result is
+// checked against the CPU.
 #include <cstring>
 #include <vector>
 
@@ -13,6 +14,18 @@ __global__ void axpb(int *v, int n, int a, int b)
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < n)
 		v[i] = v[i] * a + b;
+}
+
+__managed__ int total = 5;
+__managed__ int marr[3000];
+
+__global__ void count_into(int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) {
+		atomicAdd(&total, 1);
+		marr[i] += i;
+	}
 }
 
 static void axpb_ref(std::vector<int> &v, int a, int b)
@@ -29,6 +42,21 @@ static void same(const char *what, const int *got, const std::vector<int> &want)
 
 int main()
 {
+	// __managed__ variables: the host sees the initial value, then kernels' updates.
+	EXPECT(total == 5, "initial value of a __managed__ variable: %d", total);
+	std::vector<int> mref(3000, 1);
+	for (int i = 0; i < 3000; i++)
+		marr[i] = 1;
+	for (int round = 0; round < 3; round++) {
+		marr[round] = mref[round] = 100; // a sparse host write between launches
+		count_into<<<12, 256>>>(3000);
+		for (int i = 0; i < 3000; i++)
+			mref[i] += i;
+		CK(cudaDeviceSynchronize());
+		EXPECT(total == 5 + 3000 * (round + 1), "__managed__ total %d", total);
+		same("__managed__ array", marr, mref);
+	}
+
 	int dev = 0, v = 0;
 	CK(cudaDeviceGetAttribute(&v, cudaDevAttrManagedMemory, dev));
 	EXPECT(v == 1, "managedMemory %d", v);
