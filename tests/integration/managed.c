@@ -9,7 +9,13 @@
  *   managed sparse   for test-managed.sh: makes 4 MiB of managed memory, writes and syncs it
  *                    once, prints "ready"; after a line on stdin runs ROUNDS rounds of three
  *                    host writes to three pages and a kernel that changes one element, each
- *                    synchronized, prints "done" and waits for a line before it ends */
+ *                    synchronized, prints "done" and waits for a line before it ends
+ *   managed limit    for test-managed.sh, in a 64 MiB session: prints "ready"; after a line
+ *                    makes 32 MiB of managed memory and 8 MiB of mapped page-locked memory,
+ *                    expects 64 MiB more to be CUDA_ERROR_OUT_OF_MEMORY, prints "held";
+ *                    after another frees them and prints "freed"; ends after a third
+ *   managed crash    with no SIGSEGV handler of its own, uses managed memory, then writes to
+ *                    an inaccessible page of its own: the process must end by SIGSEGV */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -368,6 +374,54 @@ static void registered(void)
 	free(buf);
 }
 
+static void wait_line(void)
+{
+	char line[64];
+
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		exit(3);
+}
+
+static int limit_mode(void)
+{
+	CUdeviceptr p, q;
+	void *h;
+
+	printf("ready\n");
+	wait_line();
+	expect("32 MiB managed", cuMemAllocManaged(&p, 32u << 20, CU_MEM_ATTACH_GLOBAL),
+	       CUDA_SUCCESS);
+	expect("8 MiB mapped", cuMemHostAlloc(&h, 8u << 20, CU_MEMHOSTALLOC_DEVICEMAP),
+	       CUDA_SUCCESS);
+	expect("64 MiB more", cuMemAllocManaged(&q, 64u << 20, CU_MEM_ATTACH_GLOBAL),
+	       CUDA_ERROR_OUT_OF_MEMORY);
+	((char *)(uintptr_t)p)[12345] = 1; /* usable meanwhile */
+	expect("synchronize", cuCtxSynchronize(), CUDA_SUCCESS);
+	printf("held\n");
+	wait_line();
+	expect("free managed", cuMemFree(p), CUDA_SUCCESS);
+	expect("free mapped", cuMemFreeHost(h), CUDA_SUCCESS);
+	printf("freed\n");
+	wait_line();
+	return bad;
+}
+
+static int crash_mode(void)
+{
+	CUdeviceptr p;
+
+	signal(SIGSEGV, SIG_DFL);
+	expect("managed", cuMemAllocManaged(&p, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+	((volatile int *)(uintptr_t)p)[0] = 1; /* our handler's fault */
+	expect("synchronize", cuCtxSynchronize(), CUDA_SUCCESS);
+	printf("writing to the program's own inaccessible page\n");
+	fflush(stdout);
+	*(volatile int *)own_page = 1; /* not ours: the default action ends the process */
+	printf("FAIL still running after a fault\n");
+	return 1;
+}
+
 static int sparse_mode(void)
 {
 	enum { N = 1u << 20 }; /* 4 MiB */
@@ -435,6 +489,10 @@ int main(int argc, char **argv)
 		return 1;
 	if (argc > 1 && strcmp(argv[1], "sparse") == 0)
 		return sparse_mode();
+	if (argc > 1 && strcmp(argv[1], "limit") == 0)
+		return limit_mode();
+	if (argc > 1 && strcmp(argv[1], "crash") == 0)
+		return crash_mode();
 	expect("attribute", cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, dev),
 	       CUDA_SUCCESS);
 	truth("managedMemory is 1", v == 1);

@@ -46,5 +46,37 @@ exec {S_IN}>&-
 wait "$S_PID" || fail "managed sparse: $(cat "$T/S.out" "$T/S.err")"
 grep -q FAIL "$T/S.out" && fail "managed sparse: $(cat "$T/S.out")"
 cat "$T/S.out"
+wait_for '.sessions | length == 0' 10
+
+# Managed and mapped memory are charged to the session: past its limit OUT_OF_MEMORY.
+rm -f "$T/L.in" "$T/L.out"
+mkfifo "$T/L.in"
+GPUPOOL_MEMORY=64M env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" "$GP_TESTBIN/managed" limit \
+	<"$T/L.in" >"$T/S.out" 2>"$T/S.err" &
+S_PID=$!
+exec {S_IN}>"$T/L.in"
+until_line ready
+wait_for '.sessions | length == 1' 10
+base=$(status_json | jq '.sessions[0].memory_used')
+echo >&"$S_IN"
+until_line held
+assert_status ".sessions[0].memory_used == $base + 41943040" "40 MiB charged while held"
+echo >&"$S_IN"
+until_line freed
+wait_for ".sessions[0].memory_used == $base" 10
+echo >&"$S_IN"
+exec {S_IN}>&-
+wait "$S_PID" || fail "managed limit: $(cat "$T/S.out" "$T/S.err")"
+grep -q FAIL "$T/S.out" && fail "managed limit: $(cat "$T/S.out")"
+cat "$T/S.out"
+
+# A fault that is not the interposer's still ends a program without a handler of its own.
+set +e
+run_client "$GP_TESTBIN/managed" crash >"$T/C.out" 2>&1
+rc=$?
+set -e
+cat "$T/C.out"
+[ $rc -eq 139 ] || fail "managed crash: exit status $rc, expected 139 (SIGSEGV)"
+grep -q FAIL "$T/C.out" && fail "managed crash: $(cat "$T/C.out")"
 gp_stop
 echo PASS
