@@ -697,6 +697,8 @@ static void *host_thread(void *arg)
 {
 	struct gp_client *c = arg;
 
+	gp__managed_thread_faults(); /* program code runs here */
+
 	for (;;) {
 		struct host_call *hc;
 		int ret;
@@ -709,12 +711,18 @@ static void *host_thread(void *arg)
 		if (!host_head)
 			host_tail = &host_head;
 		pthread_mutex_unlock(&host_lock);
+		/* A host function sees managed memory as its stream's earlier work left it, and
+		 * its own writes reach the pool before HOST_DONE lets the stream go on. */
+		if (hc->kind <= 1)
+			gp__managed_pull();
 		if (hc->kind == 0)
 			((CUhostFn)(uintptr_t)hc->fn)((void *)(uintptr_t)hc->data);
 		else if (hc->kind == 1)
 			((CUstreamCallback)(uintptr_t)hc->fn)((CUstream)(uintptr_t)hc->stream,
 							      hc->status,
 							      (void *)(uintptr_t)hc->data);
+		if (hc->kind <= 1)
+			gp__managed_push();
 		gp_conn_send_lock(c->conn);
 		if (hc->kind == 2) {
 			/* a fetch: the bytes as they are now, packed */
@@ -880,6 +888,7 @@ static void *reader(void *arg)
 	struct gp_frame_hdr h;
 	int ret;
 
+	gp__managed_thread_faults(); /* it writes to the program's memory */
 	for (;;) {
 		struct waiter *wt;
 		Gp__Reply *rep;

@@ -37,7 +37,8 @@
  * the first of them; and the host-function thread (client.c, started on the
  * first HOST_CALL), which runs the program's host functions and stream
  * callbacks in the order the pool asks for them, with no lock of ours held.
- * None takes a signal. Any thread may take our SIGSEGV handler (managed.c) when it
+ * None takes a signal, but for SIGSEGV and SIGBUS in the reader and the host-function
+ * thread, which write to the program's memory and run its code. Any thread may take our SIGSEGV handler (managed.c) when it
  * writes a write-protected page of managed memory: the handler takes no lock; it
  * finds the page with acquire loads of the slots' base (published with release
  * after the rest of the slot is written, cleared before its dirty flags are freed,
@@ -342,6 +343,10 @@ CUresult gp__managed_global(struct gp_ictx *c, const struct gp_imodule *m, const
 			    CUdeviceptr *dptr, size_t *bytes);
 /* The blocks of __managed__ variables of a module or library that goes. */
 void gp__managed_forget_owner(const void *owner);
+/* Unblocks SIGSEGV and SIGBUS in a thread of ours that writes to the program's memory or
+ * runs its code: a write to a protected page must reach managed.c's handler (a blocked
+ * fault ends the process). Other signals stay blocked there. */
+void gp__managed_thread_faults(void);
 /* The pool's address of host memory that is managed, mapped or registered mapped. */
 bool gp__managed_device_ptr(const void *p, CUdeviceptr *d);
 /* Sends the pages written here since the last push: before anything that may read device

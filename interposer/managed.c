@@ -247,30 +247,21 @@ static CUresult free_remote(struct gp_ictx *c, uint64_t dptr)
 	return gp__rpc_mem_free(0, &(struct gp_in_mem_free){.ctx = c->remote, .dptr = dptr}, NULL);
 }
 
-/* Maps the pages here: for device-kind ranges over the registry's reservation, for host
- * ones where nothing is mapped yet (-EEXIST when something is). */
-static int map_here(uintptr_t p, size_t len, bool host)
+/* Maps the pages here, over the registry's reservation of them (registry.c). */
+static int map_here(uintptr_t p, size_t len)
 {
-	void *want = (void *)p, *got;
-	int fl = MAP_PRIVATE | MAP_ANONYMOUS | (host ? MAP_FIXED_NOREPLACE : MAP_FIXED);
+	void *want = (void *)p;
 
-	got = mmap(want, len, PROT_READ, fl, -1, 0);
-	if (got == want)
-		return 0;
-	if (got != MAP_FAILED)
-		munmap(got, len); /* kernels before 4.17 take the address as a hint */
-	return -EEXIST;
+	return mmap(want, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == want
+		       ? 0
+		       : -ENOMEM;
 }
 
-/* Undoes map_here: a device-kind range goes back to the registry's inaccessible
- * reservation, a host one is unmapped. */
-static void unmap_here(uintptr_t p, size_t len, bool host)
+/* Undoes map_here: the pages go back to the registry's inaccessible reservation. */
+static void unmap_here(uintptr_t p, size_t len)
 {
-	if (host)
-		munmap((void *)p, len);
-	else
-		mmap((void *)p, len, PROT_NONE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	mmap((void *)p, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1,
+	     0);
 }
 
 CUresult gp__managed_alloc(struct gp_ictx *c, size_t bytes, unsigned flags, bool host,
@@ -299,21 +290,13 @@ CUresult gp__managed_alloc(struct gp_ictx *c, size_t bytes, unsigned flags, bool
 		if (r != CUDA_SUCCESS)
 			break;
 		p = o.dptr;
-		if (host) {
-			ret = map_here((uintptr_t)p, len, true);
-			if (!ret) {
-				ret = gp__range_add((uintptr_t)p, bytes, GP_MEM_HOST, c,
-						    host_flags | GP_RANGE_MANAGED);
-				if (ret)
-					unmap_here((uintptr_t)p, len, true);
-			}
-		} else {
-			ret = gp__range_add((uintptr_t)p, bytes, GP_MEM_DEVICE, c,
-					    GP_RANGE_MANAGED);
-			if (!ret && map_here((uintptr_t)p, len, false)) {
-				gp__range_remove((uintptr_t)p, GP_MEM_DEVICE);
-				ret = -ENOMEM;
-			}
+		/* Reserved here first (-EEXIST: something of this process is there), then
+		 * mapped over the reservation. */
+		ret = gp__range_add((uintptr_t)p, bytes, host ? GP_MEM_HOST : GP_MEM_DEVICE, c,
+				    (host ? host_flags : 0) | GP_RANGE_MANAGED);
+		if (!ret && map_here((uintptr_t)p, len)) {
+			gp__range_remove((uintptr_t)p, host ? GP_MEM_HOST : GP_MEM_DEVICE);
+			ret = -ENOMEM;
 		}
 		if (ret != -EEXIST)
 			break;
@@ -323,7 +306,7 @@ CUresult gp__managed_alloc(struct gp_ictx *c, size_t bytes, unsigned flags, bool
 		ret = slot_add((uintptr_t)p, len, (uintptr_t)p, (uintptr_t)p, (uintptr_t)p + len,
 			       false);
 		if (ret) {
-			unmap_here((uintptr_t)p, len, host);
+			unmap_here((uintptr_t)p, len);
 			gp__range_remove((uintptr_t)p, host ? GP_MEM_HOST : GP_MEM_DEVICE);
 		}
 	}
@@ -355,7 +338,7 @@ CUresult gp__managed_free(const struct gp_range *rg)
 	}
 	/* Inaccessible here before the slot goes, so no write can fault into a freed slot;
 	 * back to the registry's reservation before the registry lets that go. */
-	unmap_here(rg->base, len, host);
+	unmap_here(rg->base, len);
 	slot_drop(s);
 	gp__range_remove(rg->base, host ? GP_MEM_HOST : GP_MEM_DEVICE);
 	pthread_mutex_unlock(&managed_lock);
@@ -495,7 +478,7 @@ CUresult gp__managed_global(struct gp_ictx *c, const struct gp_imodule *m, const
 		 * mapped over that reservation. */
 		if (gp__range_add_global((uintptr_t)o.base, (size_t)o.len, c, m) ||
 		    !gp__range_find((uintptr_t)o.base, &rg) || (rg.flags & GP_RANGE_UNSHADOWED) ||
-		    map_here((uintptr_t)o.base, (size_t)o.len, false) ||
+		    map_here((uintptr_t)o.base, (size_t)o.len) ||
 		    slot_add((uintptr_t)o.base, (size_t)o.len, (uintptr_t)o.base, (uintptr_t)o.base,
 			     (uintptr_t)(o.base + o.len), false)) {
 			r = CUDA_ERROR_NOT_SUPPORTED; /* host memory here sits at those addresses */
@@ -525,7 +508,7 @@ void gp__managed_forget_owner(const void *owner)
 		uintptr_t base = atomic_load_explicit(&s->base, memory_order_relaxed);
 
 		if (base && s->owner == owner) {
-			unmap_here(base, s->len, false);
+			unmap_here(base, s->len);
 			slot_drop(s);
 		}
 	}
@@ -987,4 +970,14 @@ GP_CUDA_EXPORT CUresult cuStreamAttachMemAsync_ptsz(CUstream s, CUdeviceptr p, s
 						    unsigned int flags)
 {
 	return attach(s, p, len, flags, true);
+}
+
+void gp__managed_thread_faults(void)
+{
+	sigset_t faults;
+
+	sigemptyset(&faults);
+	sigaddset(&faults, SIGSEGV);
+	sigaddset(&faults, SIGBUS);
+	pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
 }

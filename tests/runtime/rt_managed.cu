@@ -28,6 +28,20 @@ __global__ void count_into(int n)
 	}
 }
 
+// A host function between two kernels of a stream: it sees the first kernel's writes and the
+// second kernel sees its own.
+struct hostfn_arg {
+	int *m;
+	int seen;
+};
+
+static void CUDART_CB host_step(void *p)
+{
+	hostfn_arg *a = (hostfn_arg *)p;
+	a->seen = a->m[10];
+	a->m[10] = a->seen * 10;
+}
+
 static void axpb_ref(std::vector<int> &v, int a, int b)
 {
 	for (auto &x : v)
@@ -126,6 +140,21 @@ int main()
 				    m[0], n[0] * sizeof(int)));
 	EXPECT(v == where, "last prefetch location %d", v);
 	same("after prefetch", m[0], ref[0]);
+
+	// A host function in stream order.
+	{
+		hostfn_arg a = {m[1], 0};
+		m[1][10] = ref[1][10] = 4;
+		axpb<<<(n[1] + 255) / 256, 256, 0, s[1]>>>(m[1], n[1], 2, 1);
+		axpb_ref(ref[1], 2, 1);
+		CK(cudaLaunchHostFunc(s[1], host_step, &a));
+		ref[1][10] *= 10;
+		axpb<<<(n[1] + 255) / 256, 256, 0, s[1]>>>(m[1], n[1], 2, 1);
+		axpb_ref(ref[1], 2, 1);
+		CK(cudaStreamSynchronize(s[1]));
+		EXPECT(a.seen == 9, "the host function saw %d", a.seen);
+		same("around a host function", m[1], ref[1]);
+	}
 
 	// Pointer attributes.
 	cudaPointerAttributes pa;
