@@ -249,8 +249,7 @@ GP_CUDA_EXPORT CUresult cuMemFreeHost(void *p)
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST ||
-	    rg.base != (uintptr_t)p ||
-	    (rg.flags & CU_MEMHOSTREGISTER_IOMEMORY) /* registered, not ours */)
+	    rg.base != (uintptr_t)p || (rg.flags & GP_RANGE_REGISTERED) /* registered, not ours */)
 		return CUDA_ERROR_INVALID_VALUE;
 	/* As the driver's does, this waits for copies still landing in page-locked memory. */
 	gp__detached_drain();
@@ -270,7 +269,7 @@ GP_CUDA_EXPORT CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
 		return r;
 	if (!flags || !gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST)
 		return CUDA_ERROR_INVALID_VALUE;
-	*flags = rg.flags & ~(CU_MEMHOSTREGISTER_IOMEMORY | GP_RANGE_MANAGED);
+	*flags = rg.flags & ~(GP_RANGE_REGISTERED | GP_RANGE_MANAGED);
 	return CUDA_SUCCESS;
 }
 
@@ -310,9 +309,10 @@ GP_CUDA_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned int
 		r = gp__ctx_need(&c);
 		return r != CUDA_SUCCESS ? r : gp__managed_register(c, p, bytes, flags, &d);
 	}
-	/* The IOMEMORY bit marks "registered, not allocated by us" in the registry. */
+	/* GP_RANGE_REGISTERED marks "registered, not allocated by us" in the registry (not
+	 * IOMEMORY, which is WRITECOMBINED's bit for an allocation). */
 	if (gp__range_add((uintptr_t)p, bytes, GP_MEM_HOST, gp__ctx_current(),
-			  flags | CU_MEMHOSTREGISTER_IOMEMORY))
+			  flags | GP_RANGE_REGISTERED))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	return CUDA_SUCCESS;
 }
@@ -325,7 +325,7 @@ GP_CUDA_EXPORT CUresult cuMemHostUnregister(void *p)
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST ||
-	    rg.base != (uintptr_t)p || !(rg.flags & CU_MEMHOSTREGISTER_IOMEMORY))
+	    rg.base != (uintptr_t)p || !(rg.flags & GP_RANGE_REGISTERED))
 		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 	gp__detached_drain(); /* copies still landing there are done first */
 	if (rg.flags & GP_RANGE_MANAGED)

@@ -53,6 +53,8 @@
  *                                   flags' clearing, advice), a push or pull under
  *                                   way; held across the calls that make, push and
  *                                   pull them; taken with no other lock of ours held
+ *                                   but primary_lock (a last primary release or a
+ *                                   reset forgets the context's managed memory)
  *   primary_lock     api_context.c  each primary context's refs, remote and
  *                                   flags, so that one retain creates it and
  *                                   the last release destroys it; held across
@@ -307,6 +309,8 @@ struct gp_range {
 #define GP_RANGE_MANAGED 0x20000000u
 /* The pool-side mirror of registered mapped memory (a device range; not freeable). */
 #define GP_RANGE_MIRROR 0x10000000u
+/* Host memory the program registered (cuMemHostRegister), not allocated here. */
+#define GP_RANGE_REGISTERED 0x08000000u
 /* Records a range. Device ranges are reserved in this process's address space first:
  * -EEXIST when host memory already sits there (the caller should take another). */
 int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
@@ -318,7 +322,8 @@ int gp__range_add_owned(uintptr_t base, size_t size, enum gp_mem_kind kind, stru
 bool gp__range_find(uintptr_t p, struct gp_range *out);
 /* Removes the range starting at base; false if there is none of that kind. */
 bool gp__range_remove(uintptr_t base, enum gp_mem_kind kind);
-/* Forgets the device ranges of a context that was destroyed or reset. */
+/* Forgets the device ranges (and mapped page-locked memory) of a context that was destroyed
+ * or reset. */
 void gp__range_forget_ctx(struct gp_ictx *ctx);
 /* Records a module's global (owner: the module or library), or forgets all of one owner's. */
 int gp__range_add_global(uintptr_t base, size_t size, struct gp_ictx *ctx, const void *owner);
@@ -343,6 +348,8 @@ CUresult gp__managed_global(struct gp_ictx *c, const struct gp_imodule *m, const
 			    CUdeviceptr *dptr, size_t *bytes);
 /* The blocks of __managed__ variables of a module or library that goes. */
 void gp__managed_forget_owner(const void *owner);
+/* Everything managed.c holds of a context that was destroyed or reset. */
+void gp__managed_forget_ctx(struct gp_ictx *c);
 /* Unblocks SIGSEGV and SIGBUS in a thread of ours that writes to the program's memory or
  * runs its code: a write to a protected page must reach managed.c's handler (a blocked
  * fault ends the process). Other signals stay blocked there. */

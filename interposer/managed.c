@@ -60,7 +60,8 @@ struct slot {
 	/* The bytes the pool's changes may be written to: all of it, but for registered
 	 * memory, whose first and last pages may hold the program's other data. */
 	uintptr_t lo, hi;
-	const void *owner; /* a library whose __managed__ variables these pages hold */
+	const void *owner;   /* a library whose __managed__ variables these pages hold */
+	struct gp_ictx *ctx; /* the context it was made in */
 	/* Advice and prefetches, per allocation (cuMemAdvise, cuMemRangeGetAttribute). */
 	bool read_mostly;
 	int preferred, last_prefetch; /* a device ordinal, CU_DEVICE_CPU or -2 (none) */
@@ -197,8 +198,8 @@ static struct slot *slot_of_device(uintptr_t d, size_t n)
 	return NULL;
 }
 
-static int slot_add(uintptr_t base, size_t len, uintptr_t dbase, uintptr_t lo, uintptr_t hi,
-		    bool dirty)
+static int slot_add(struct gp_ictx *c, uintptr_t base, size_t len, uintptr_t dbase, uintptr_t lo,
+		    uintptr_t hi, bool dirty)
 {
 	for (unsigned i = 0; i < SLOTS; i++) {
 		struct slot *s = &slots[i];
@@ -217,6 +218,7 @@ static int slot_add(uintptr_t base, size_t len, uintptr_t dbase, uintptr_t lo, u
 		s->lo = lo;
 		s->hi = hi;
 		s->owner = NULL;
+		s->ctx = c;
 		s->read_mostly = false;
 		s->preferred = s->last_prefetch = CU_DEVICE_INVALID;
 		s->accessed_by = 0;
@@ -303,7 +305,7 @@ CUresult gp__managed_alloc(struct gp_ictx *c, size_t bytes, unsigned flags, bool
 		aside[naside++] = p; /* host memory here sits at that address: take another */
 	}
 	if (r == CUDA_SUCCESS && !ret) {
-		ret = slot_add((uintptr_t)p, len, (uintptr_t)p, (uintptr_t)p, (uintptr_t)p + len,
+		ret = slot_add(c, (uintptr_t)p, len, (uintptr_t)p, (uintptr_t)p, (uintptr_t)p + len,
 			       false);
 		if (ret) {
 			unmap_here((uintptr_t)p, len);
@@ -382,12 +384,13 @@ CUresult gp__managed_register(struct gp_ictx *c, void *p, size_t n, unsigned fla
 	ret = gp__range_add((uintptr_t)o.dptr, len, GP_MEM_DEVICE, c, GP_RANGE_MIRROR);
 	if (!ret) {
 		ret = gp__range_add((uintptr_t)p, n, GP_MEM_HOST, c,
-				    flags | CU_MEMHOSTREGISTER_IOMEMORY | GP_RANGE_MANAGED);
+				    flags | GP_RANGE_REGISTERED | GP_RANGE_MANAGED);
 		if (ret)
 			gp__range_remove((uintptr_t)o.dptr, GP_MEM_DEVICE);
 	}
 	if (!ret) {
-		ret = slot_add(hbase, len, (uintptr_t)o.dptr, (uintptr_t)p, (uintptr_t)p + n, true);
+		ret = slot_add(c, hbase, len, (uintptr_t)o.dptr, (uintptr_t)p, (uintptr_t)p + n,
+			       true);
 		if (ret) {
 			gp__range_remove((uintptr_t)p, GP_MEM_HOST);
 			gp__range_remove((uintptr_t)o.dptr, GP_MEM_DEVICE);
@@ -479,8 +482,8 @@ CUresult gp__managed_global(struct gp_ictx *c, const struct gp_imodule *m, const
 		if (gp__range_add_global((uintptr_t)o.base, (size_t)o.len, c, m) ||
 		    !gp__range_find((uintptr_t)o.base, &rg) || (rg.flags & GP_RANGE_UNSHADOWED) ||
 		    map_here((uintptr_t)o.base, (size_t)o.len) ||
-		    slot_add((uintptr_t)o.base, (size_t)o.len, (uintptr_t)o.base, (uintptr_t)o.base,
-			     (uintptr_t)(o.base + o.len), false)) {
+		    slot_add(c, (uintptr_t)o.base, (size_t)o.len, (uintptr_t)o.base,
+			     (uintptr_t)o.base, (uintptr_t)(o.base + o.len), false)) {
 			r = CUDA_ERROR_NOT_SUPPORTED; /* host memory here sits at those addresses */
 			goto out;
 		}
@@ -496,6 +499,28 @@ out:
 	pthread_mutex_unlock(&managed_lock);
 	/* The variables' initial values come with the first pull. */
 	return r == CUDA_SUCCESS && fresh ? gp__managed_pull() : r;
+}
+
+void gp__managed_forget_ctx(struct gp_ictx *c)
+{
+	if (!atomic_load_explicit(&nlive, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&managed_lock);
+	for (unsigned i = 0; i < SLOTS; i++) {
+		struct slot *s = &slots[i];
+		uintptr_t base = atomic_load_explicit(&s->base, memory_order_relaxed);
+
+		if (!base || s->ctx != c)
+			continue;
+		/* The program's registered pages stay its own, writable; the rest goes back to
+		 * the reservation the registry is about to let go. */
+		if (s->dbase != base)
+			mprotect((void *)base, s->len, PROT_READ | PROT_WRITE);
+		else
+			unmap_here(base, s->len);
+		slot_drop(s);
+	}
+	pthread_mutex_unlock(&managed_lock);
 }
 
 void gp__managed_forget_owner(const void *owner)

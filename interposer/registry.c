@@ -129,7 +129,7 @@ unsigned long long gp__next_object_id(void)
 static bool reserves(enum gp_mem_kind kind, unsigned flags)
 {
 	return kind != GP_MEM_HOST ||
-	       ((flags & GP_RANGE_MANAGED) && !(flags & CU_MEMHOSTREGISTER_IOMEMORY));
+	       ((flags & GP_RANGE_MANAGED) && !(flags & GP_RANGE_REGISTERED));
 }
 
 static void release_range(const struct gp_range *r)
@@ -274,9 +274,11 @@ bool gp__range_remove(uintptr_t base, enum gp_mem_kind kind)
 
 void gp__range_forget_ctx(struct gp_ictx *ctx)
 {
+	gp__managed_forget_ctx(ctx); /* its managed memory went with it: first, unmapped */
 	pthread_rwlock_wrlock(&lock);
 	for (size_t i = nranges; i-- > 0;)
-		if (ranges[i].kind != GP_MEM_HOST && ranges[i].ctx == ctx)
+		if ((ranges[i].kind != GP_MEM_HOST || (ranges[i].flags & GP_RANGE_MANAGED)) &&
+		    ranges[i].ctx == ctx)
 			remove_at(i);
 	pthread_rwlock_unlock(&lock);
 }

@@ -160,6 +160,16 @@ static void bad_arguments(void)
 	expect("host flags", cuMemHostGetFlags(&flags, h), CUDA_SUCCESS);
 	truth("unmapped host flags", flags == 0);
 	expect("free host", cuMemFreeHost(h), CUDA_SUCCESS);
+	/* write-combined memory is freed like any (its flag is not the registration's) */
+	expect("write-combined mapped",
+	       cuMemHostAlloc((void **)&h, 8192,
+			      CU_MEMHOSTALLOC_WRITECOMBINED | CU_MEMHOSTALLOC_DEVICEMAP),
+	       CUDA_SUCCESS);
+	h[2000] = 7;
+	expect("free write-combined mapped", cuMemFreeHost(h), CUDA_SUCCESS);
+	expect("write-combined", cuMemHostAlloc((void **)&h, 4096, CU_MEMHOSTALLOC_WRITECOMBINED),
+	       CUDA_SUCCESS);
+	expect("free write-combined", cuMemFreeHost(h), CUDA_SUCCESS);
 	expect("device pointer of malloc'd memory", cuMemHostGetDevicePointer(&d, &flags, 0),
 	       CUDA_ERROR_INVALID_VALUE);
 }
@@ -374,6 +384,45 @@ static void registered(void)
 	free(buf);
 }
 
+/* Managed and mapped memory of a context that is destroyed goes with it; later allocations
+ * (at the addresses it had, perhaps) work. */
+static void context_end(CUcontext main_ctx, CUdevice dev)
+{
+	CUcontext other;
+	CUdeviceptr p, q;
+	void *h = NULL;
+
+	expect("second context", cuCtxCreate(&other, NULL, 0, dev), CUDA_SUCCESS);
+	if (bad)
+		return;
+	expect("managed there", cuMemAllocManaged(&p, 3 * 4096, CU_MEM_ATTACH_GLOBAL),
+	       CUDA_SUCCESS);
+	expect("mapped there", cuMemHostAlloc(&h, 4096, CU_MEMHOSTALLOC_DEVICEMAP), CUDA_SUCCESS);
+	if (bad)
+		return;
+	((unsigned *)(uintptr_t)p)[5] = 5;
+	((unsigned *)h)[5] = 5;
+	expect("synchronize", cuCtxSynchronize(), CUDA_SUCCESS);
+	expect("destroy it", cuCtxDestroy(other), CUDA_SUCCESS);
+	expect("back to the first", cuCtxSetCurrent(main_ctx), CUDA_SUCCESS);
+	expect("its managed memory is gone", cuMemFree(p), CUDA_ERROR_INVALID_VALUE);
+	for (int i = 0; i < 4; i++) {
+		unsigned want[1024];
+
+		expect("managed after", cuMemAllocManaged(&q, sizeof(want), CU_MEM_ATTACH_GLOBAL),
+		       CUDA_SUCCESS);
+		if (bad)
+			return;
+		for (unsigned k = 0; k < 1024; k++)
+			((unsigned *)(uintptr_t)q)[k] = want[k] = k * (unsigned)i;
+		expect("launch", launch(q, 1024, NULL), CUDA_SUCCESS);
+		triple_ref(want, 1024);
+		expect("synchronize", cuCtxSynchronize(), CUDA_SUCCESS);
+		same("after a context went", (unsigned *)(uintptr_t)q, want, 1024);
+		expect("free", cuMemFree(q), CUDA_SUCCESS);
+	}
+}
+
 static void wait_line(void)
 {
 	char line[64];
@@ -505,6 +554,7 @@ int main(int argc, char **argv)
 	own_fault("own fault with managed memory in use");
 	mapped();
 	registered();
+	context_end(ctx, dev);
 	own_fault("own fault after managed memory");
 	cuModuleUnload(mod);
 	cuCtxDestroy(ctx);
