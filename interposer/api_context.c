@@ -252,7 +252,9 @@ GP_CUDA_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	return gp__rpc_ctx_synchronize(0, &(struct gp_in_ctx_synchronize){.ctx = c->remote}, NULL);
+	r = gp__rpc_ctx_synchronize(0, &(struct gp_in_ctx_synchronize){.ctx = c->remote}, NULL);
+	/* What the device wrote to managed memory is visible to the host once this returns. */
+	return r == CUDA_SUCCESS ? gp__managed_pull() : r;
 }
 
 GP_CUDA_EXPORT CUresult cuCtxSynchronize(void)

@@ -1,4 +1,5 @@
-/* api_memory.c -- device memory, copies and memsets; host memory is the client's own. */
+/* api_memory.c -- device memory, copies and memsets; host memory is the client's own,
+ * except managed and mapped page-locked memory, which is managed.c's. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,21 @@ GP_CUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, siz
 	return r;
 }
 
+/* Managed memory: the same address here and on the pool (managed.c). */
+GP_CUDA_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	struct gp_ictx *c;
+	CUresult r;
+
+	if (!dptr || bytesize == 0 ||
+	    (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__ctx_need(&c);
+	if (r != CUDA_SUCCESS)
+		return r;
+	return gp__managed_alloc(c, bytesize, flags, false, 0, dptr);
+}
+
 GP_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
 	struct gp_range rg;
@@ -128,8 +144,10 @@ GP_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 	if (dptr == 0)
 		return CUDA_SUCCESS; /* freeing NULL is a no-op, as in the driver */
 	if (!gp__range_find(dptr, &rg) || rg.kind != GP_MEM_DEVICE || rg.base != dptr ||
-	    !gp__ctx_valid(rg.ctx) || rg.ctx->remote == 0)
+	    !gp__ctx_valid(rg.ctx) || rg.ctx->remote == 0 || (rg.flags & GP_RANGE_MIRROR))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (rg.flags & GP_RANGE_MANAGED)
+		return gp__managed_free(&rg);
 	/* Forgotten before the address can come back from another thread's allocation;
 	 * remembered again if the free fails. Two frees of one pointer: one wins. */
 	if (!gp__range_remove(dptr, GP_MEM_DEVICE))
@@ -180,8 +198,10 @@ GP_CUDA_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size,
 
 /* ---- host memory: ordinary memory of this process -------------------------------
  * Page-locked memory matters for DMA on the GPU host, not here: copies from it
- * travel like any other. It cannot be mapped into the remote device's address
- * space, so cuMemHostGetDevicePointer is not supported. */
+ * travel like any other. Mapped page-locked memory (CU_MEMHOSTALLOC_DEVICEMAP) is
+ * managed.c's: the pool's managed memory at the same address, so the device pointer is
+ * the host pointer. Registered memory with CU_MEMHOSTREGISTER_DEVICEMAP is mirrored by
+ * managed memory of the pool at another address, kept coherent the same way. */
 
 GP_CUDA_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags)
 {
@@ -192,6 +212,17 @@ GP_CUDA_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int fla
 	    (flags & ~(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
 		       CU_MEMHOSTALLOC_WRITECOMBINED)))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (flags & CU_MEMHOSTALLOC_DEVICEMAP) {
+		struct gp_ictx *c;
+		CUdeviceptr d;
+
+		r = gp__ctx_need(&c);
+		if (r == CUDA_SUCCESS)
+			r = gp__managed_alloc(c, bytes, CU_MEM_ATTACH_GLOBAL, true, flags, &d);
+		if (r == CUDA_SUCCESS)
+			*pp = (void *)(uintptr_t)d;
+		return r;
+	}
 	r = gp__ready();
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -218,11 +249,12 @@ GP_CUDA_EXPORT CUresult cuMemFreeHost(void *p)
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST ||
-	    rg.base != (uintptr_t)p ||
-	    (rg.flags & CU_MEMHOSTREGISTER_IOMEMORY) /* registered, not ours */)
+	    rg.base != (uintptr_t)p || (rg.flags & GP_RANGE_REGISTERED) /* registered, not ours */)
 		return CUDA_ERROR_INVALID_VALUE;
 	/* As the driver's does, this waits for copies still landing in page-locked memory. */
 	gp__detached_drain();
+	if (rg.flags & GP_RANGE_MANAGED)
+		return gp__managed_free(&rg);
 	gp__range_remove((uintptr_t)p, GP_MEM_HOST);
 	free(p);
 	return CUDA_SUCCESS;
@@ -237,7 +269,22 @@ GP_CUDA_EXPORT CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
 		return r;
 	if (!flags || !gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST)
 		return CUDA_ERROR_INVALID_VALUE;
-	*flags = rg.flags & ~CU_MEMHOSTREGISTER_IOMEMORY;
+	*flags = rg.flags & ~(GP_RANGE_REGISTERED | GP_RANGE_MANAGED);
+	return CUDA_SUCCESS;
+}
+
+/* Mapped page-locked memory has one address on both sides. */
+GP_CUDA_EXPORT CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p,
+						     unsigned int flags)
+{
+	struct gp_range rg;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!pdptr || flags != 0 || !gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST ||
+	    !(rg.flags & GP_RANGE_MANAGED) || !gp__managed_device_ptr(p, pdptr))
+		return CUDA_ERROR_INVALID_VALUE;
 	return CUDA_SUCCESS;
 }
 
@@ -249,13 +296,23 @@ GP_CUDA_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned int
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (!p || bytes == 0 || (flags & CU_MEMHOSTREGISTER_IOMEMORY))
+	if (!p || bytes == 0 || (flags & CU_MEMHOSTREGISTER_IOMEMORY) ||
+	    (flags & ~(CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+		       CU_MEMHOSTREGISTER_READ_ONLY)))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (gp__range_find((uintptr_t)p, &rg))
+	if (gp__range_find((uintptr_t)p, &rg) || gp__range_find((uintptr_t)p + bytes - 1, &rg))
 		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-	/* The IOMEMORY bit marks "registered, not allocated by us" in the registry. */
+	if (flags & CU_MEMHOSTREGISTER_DEVICEMAP) {
+		struct gp_ictx *c;
+		CUdeviceptr d;
+
+		r = gp__ctx_need(&c);
+		return r != CUDA_SUCCESS ? r : gp__managed_register(c, p, bytes, flags, &d);
+	}
+	/* GP_RANGE_REGISTERED marks "registered, not allocated by us" in the registry (not
+	 * IOMEMORY, which is WRITECOMBINED's bit for an allocation). */
 	if (gp__range_add((uintptr_t)p, bytes, GP_MEM_HOST, gp__ctx_current(),
-			  flags | CU_MEMHOSTREGISTER_IOMEMORY))
+			  flags | GP_RANGE_REGISTERED))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	return CUDA_SUCCESS;
 }
@@ -268,9 +325,11 @@ GP_CUDA_EXPORT CUresult cuMemHostUnregister(void *p)
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!gp__range_find((uintptr_t)p, &rg) || rg.kind != GP_MEM_HOST ||
-	    rg.base != (uintptr_t)p || !(rg.flags & CU_MEMHOSTREGISTER_IOMEMORY))
+	    rg.base != (uintptr_t)p || !(rg.flags & GP_RANGE_REGISTERED))
 		return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 	gp__detached_drain(); /* copies still landing there are done first */
+	if (rg.flags & GP_RANGE_MANAGED)
+		return gp__managed_unregister(&rg);
 	gp__range_remove((uintptr_t)p, GP_MEM_HOST);
 	return CUDA_SUCCESS;
 }
@@ -282,6 +341,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
 	struct gp_range rg;
 	bool known = gp__range_find(ptr, &rg);
 	bool dev = known && rg.kind != GP_MEM_HOST;
+	bool managed = known && (rg.flags & GP_RANGE_MANAGED); /* managed or mapped */
 
 	if (!data)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -297,22 +357,26 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
 		*(unsigned *)data = !known ? 0 : dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
 		break;
 	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-		if (known && !dev && !lenient)
+		if (known && !dev && !managed && !lenient)
 			return CUDA_ERROR_NOT_SUPPORTED; /* host memory is not mapped remotely */
+		if (!dev && managed && gp__managed_device_ptr((const void *)ptr, data))
+			break; /* mapped: its address on the pool */
 		*(CUdeviceptr *)data = dev ? ptr : 0;
 		break;
 	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-		if (dev && !lenient)
+		if (dev && !managed && !lenient)
 			return CUDA_ERROR_INVALID_VALUE;
-		*(void **)data = known && !dev ? (void *)ptr : NULL;
+		*(void **)data = known && (!dev || managed) ? (void *)ptr : NULL;
 		break;
 	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+		*(int *)data = dev && managed;
+		break;
 	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
 	case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
 		*(int *)data = 0;
 		break;
 	case CU_POINTER_ATTRIBUTE_MAPPED:
-		*(int *)data = dev;
+		*(int *)data = dev || managed;
 		break;
 	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
 		*(int *)data = known && rg.ctx ? rg.ctx->device : -1;
@@ -409,7 +473,9 @@ static CUresult copy_to_remote(struct gp_ictx *c, CUdeviceptr dst, const void *s
 	/* captured: the bytes are fetched at every launch, not sent now */
 	if (taken)
 		return r;
-	return gp__rpc_memcpy_htod(async ? GP_F_NO_REPLY : 0, &in, NULL);
+	r = gp__rpc_memcpy_htod(async ? GP_F_NO_REPLY : 0, &in, NULL);
+	/* A synchronous copy is a synchronization point: managed memory comes back. */
+	return r == CUDA_SUCCESS && !async ? gp__managed_pull() : r;
 }
 
 /* The bytes come straight into dst; the answer says how the copy ended. */
@@ -431,7 +497,9 @@ static CUresult copy_from_remote(struct gp_ictx *c, void *dst, CUdeviceptr src, 
 	/* captured: the bytes are pushed here at every launch */
 	if (taken)
 		return r;
-	return gp__rpc_memcpy_dtoh(0, &in, NULL);
+	gp__managed_touch(dst, width * height);
+	r = gp__rpc_memcpy_dtoh(0, &in, NULL);
+	return r == CUDA_SUCCESS ? gp__managed_pull() : r;
 }
 
 CUresult gp__memcpy_htod(CUdeviceptr dst, const void *src, size_t n, CUstream s, bool async,
@@ -479,6 +547,7 @@ CUresult gp__memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, bool 
 
 		gp_call_pack_memcpy_dtoh_async(&in, &call, args, &b);
 		b = (struct gp_bulk_ref){.dst = dst, .len = n};
+		gp__managed_touch(dst, n); /* mapped page-locked memory: written by the reader */
 		return gp__rpc_later(GP_MSG_MEMCPY_DTOH_ASYNC, &call, &b);
 	}
 	/* Into pageable memory the copy is synchronous for the host, as CUDA documents. */
@@ -500,7 +569,8 @@ static CUresult dtod_2d(CUdeviceptr dst, size_t dpitch, CUdeviceptr src, size_t 
 	if (r != CUDA_SUCCESS)
 		return r;
 	in.ctx = c->remote;
-	return gp__rpc_memcpy_dtod(async ? GP_F_NO_REPLY : 0, &in, NULL);
+	r = gp__rpc_memcpy_dtod(async ? GP_F_NO_REPLY : 0, &in, NULL);
+	return r == CUDA_SUCCESS && !async ? gp__managed_pull() : r;
 }
 
 CUresult gp__memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool async,
@@ -712,7 +782,8 @@ CUresult gp__memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned esiz
 		return CUDA_ERROR_INVALID_VALUE;
 	in.ctx = c->remote;
 	in.width = (uint64_t)width * esize;
-	return gp__rpc_memset(async ? GP_F_NO_REPLY : 0, &in, NULL);
+	r = gp__rpc_memset(async ? GP_F_NO_REPLY : 0, &in, NULL);
+	return r == CUDA_SUCCESS && !async ? gp__managed_pull() : r;
 }
 
 GP_CUDA_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n)

@@ -88,6 +88,7 @@ static void module_free_funcs(struct gp_imodule *m)
 		free(m->funcs[i].size);
 	}
 	/* The function array stays so stale CUfunction handles read as dead. */
+	gp__managed_forget_owner(m);
 	gp__range_forget_owner(m);
 	free(m->image_copy);
 	m->image_copy = NULL;
@@ -638,6 +639,35 @@ GP_CUDA_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUl
 	if (r == CUDA_SUCCESS)
 		r = library_need(lib, &m);
 	return r != CUDA_SUCCESS ? r : get_global(c, m, name, dptr, bytes);
+}
+
+/* A __managed__ variable: host code dereferences the address (managed.c maps it here).
+ * cudart asks before any context is current: the variables live in device 0's primary
+ * context then, which is retained for the purpose (and stays so). */
+GP_CUDA_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary lib,
+					    const char *name)
+{
+	struct gp_imodule *m;
+	struct gp_ictx *c;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!name || !*name || strlen(name) > GP_NAME_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	c = gp__ctx_current();
+	if (!c || !gp__ctx_valid(c) || c->remote == 0) {
+		CUcontext pc;
+
+		if (gp__client.ndev < 1)
+			return CUDA_ERROR_NO_DEVICE;
+		r = cuDevicePrimaryCtxRetain(&pc, 0);
+		if (r != CUDA_SUCCESS)
+			return r;
+		c = (struct gp_ictx *)pc;
+	}
+	r = library_need(lib, &m);
+	return r != CUDA_SUCCESS ? r : gp__managed_global(c, m, name, dptr, bytes);
 }
 
 /* ---- functions and kernels ------------------------------------------------------------ */

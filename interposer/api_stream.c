@@ -115,7 +115,10 @@ CUresult gp__ctx_stream(CUstream s, bool per_thread, struct gp_ictx **ctx, uint6
 {
 	CUresult r = gp__ctx_need(ctx);
 
-	return r != CUDA_SUCCESS ? r : gp__stream_id(s, per_thread, id);
+	if (r == CUDA_SUCCESS)
+		r = gp__stream_id(s, per_thread, id);
+	/* What the host wrote to managed memory reaches the pool before the call may read it. */
+	return r != CUDA_SUCCESS ? r : gp__managed_push();
 }
 
 /* STREAM_SYNCHRONIZE or STREAM_QUERY: the same request. */
@@ -128,10 +131,14 @@ static CUresult stream_call(bool query, CUstream s, bool pt)
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (query)
-		return gp__rpc_stream_query(
+		r = gp__rpc_stream_query(
 			0, &(struct gp_in_stream_query){.ctx = c->remote, .stream = sid}, NULL);
-	return gp__rpc_stream_synchronize(
-		0, &(struct gp_in_stream_synchronize){.ctx = c->remote, .stream = sid}, NULL);
+	else
+		r = gp__rpc_stream_synchronize(
+			0, &(struct gp_in_stream_synchronize){.ctx = c->remote, .stream = sid},
+			NULL);
+	/* Done: what the device wrote to managed memory is visible to the host. */
+	return r == CUDA_SUCCESS ? gp__managed_pull() : r;
 }
 
 CUresult gp__stream_sync(CUstream s, bool pt)
@@ -416,9 +423,10 @@ GP_CUDA_EXPORT CUresult cuEventSynchronize(CUevent e)
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	return gp__rpc_event_synchronize(
+	r = gp__rpc_event_synchronize(
 		0, &(struct gp_in_event_synchronize){.ctx = ev->ctx->remote, .event = ev->remote},
 		NULL);
+	return r == CUDA_SUCCESS ? gp__managed_pull() : r;
 }
 
 GP_CUDA_EXPORT CUresult cuEventQuery(CUevent e)
@@ -428,8 +436,9 @@ GP_CUDA_EXPORT CUresult cuEventQuery(CUevent e)
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	return gp__rpc_event_query(
+	r = gp__rpc_event_query(
 		0, &(struct gp_in_event_query){.ctx = ev->ctx->remote, .event = ev->remote}, NULL);
+	return r == CUDA_SUCCESS ? gp__managed_pull() : r;
 }
 
 GP_CUDA_EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)

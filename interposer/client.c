@@ -166,9 +166,10 @@ static int read_hello_reply(struct gp_client *c, Gp__HelloReply **out)
 
 /* Device features the interposer answers CUDA_ERROR_NOT_SUPPORTED for. */
 static const CUdevice_attribute not_forwarded[] = {
-	CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY,
+	/* managed memory is forwarded (managed.c), but the host must not touch it while
+	 * kernels run, and only through this process's copy of its pages */
 	CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
-	CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
+	CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST,
 	CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
 	CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
 	CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
@@ -215,6 +216,9 @@ static CUresult take_snapshot(struct gp_client *c, const Gp__HelloReply *rep)
 		 * so programs skip it instead of failing on it (docs/conformance.md). */
 		for (size_t k = 0; k < sizeof(not_forwarded) / sizeof(not_forwarded[0]); k++)
 			d->attr[not_forwarded[k]] = 0;
+		/* Mapped page-locked memory is the pool's managed memory (managed.c). */
+		d->attr[CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY] =
+			d->attr[CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY] ? 1 : 0;
 	}
 	c->ndev = (int)rep->n_device;
 	/* Primary context handles exist from the start; cudart asks for them before retaining. */
@@ -734,6 +738,8 @@ static void *host_thread(void *arg)
 {
 	struct gp_client *c = arg;
 
+	gp__managed_thread_faults(); /* program code runs here */
+
 	for (;;) {
 		struct host_call *hc;
 		int ret;
@@ -746,12 +752,18 @@ static void *host_thread(void *arg)
 		if (!host_head)
 			host_tail = &host_head;
 		pthread_mutex_unlock(&host_lock);
+		/* A host function sees managed memory as its stream's earlier work left it, and
+		 * its own writes reach the pool before HOST_DONE lets the stream go on. */
+		if (hc->kind <= 1)
+			gp__managed_pull();
 		if (hc->kind == 0)
 			((CUhostFn)(uintptr_t)hc->fn)((void *)(uintptr_t)hc->data);
 		else if (hc->kind == 1)
 			((CUstreamCallback)(uintptr_t)hc->fn)((CUstream)(uintptr_t)hc->stream,
 							      hc->status,
 							      (void *)(uintptr_t)hc->data);
+		if (hc->kind <= 1)
+			gp__managed_push();
 		gp_conn_send_lock(c->conn);
 		if (hc->kind == 2) {
 			/* a fetch: the bytes as they are now, packed */
@@ -1079,6 +1091,7 @@ static void *reader(void *arg)
 {
 	struct gp_client *c = arg;
 
+	gp__managed_thread_faults(); /* it writes to the program's memory */
 	pthread_mutex_lock(&c->lock);
 	while (!c->lost) {
 		unsigned long seen = activity;

@@ -15,6 +15,8 @@
  * api_stream.c   streams, events, host functions
  * api_graph.c    graphs, stream capture, client memory in graphs (tokens for HOST_CALL)
  * api_mempool.c  memory pools and stream-ordered allocation (cuMemAllocAsync, cuMemPool*)
+ * managed.c      managed and mapped memory: one address here and on the pool, pages kept
+ *                coherent (write-protection and a SIGSEGV handler here, a shadow there)
  * api_ptds.c     the _ptds/_ptsz per-thread-default-stream entry points
  * nvml_source.c  what the NVML shim (libnvidia-ml.so.1, src/nvml.c) asks of the session
  * (cuGetProcAddress and cuGetExportTable are src/cuda_entry.c's, served locally)
@@ -38,7 +40,16 @@
  * the first of them; and the host-function thread (client.c, started on the
  * first HOST_CALL), which runs the program's host functions and stream
  * callbacks in the order the pool asks for them, with no lock of ours held.
- * None takes a signal. One thread at a time reads the connection, the one that
+ * None takes a signal, but for SIGSEGV and SIGBUS in the reader and the
+ * host-function thread, which write to the program's memory and run its code.
+ * Any thread may take our SIGSEGV handler (managed.c) when it writes a
+ * write-protected page of managed memory: the handler takes no lock; it finds
+ * the page with acquire loads of the slots' base (published with release after
+ * the rest of the slot is written, cleared before its dirty flags are freed, and
+ * a slot's pages are made inaccessible before that), makes the page writable
+ * with mprotect, and stores atomic flags (the page's dirty flag, any_dirty), all
+ * lock-free and async-signal-safe; a fault not its own goes to the handler that
+ * was installed before. One thread at a time reads the connection, the one that
  * holds the read token (`reading`, under gp__client.lock): a thread that waits
  * for an answer takes it when it is free and reads until its answer has come,
  * delivering the others' on the way; otherwise it waits on its own condition
@@ -46,6 +57,12 @@
  * holds no lock of ours while it waits, so other threads' calls go on
  * meanwhile. The locks, outermost first:
  *
+ *   managed_lock     managed.c      the managed allocations (slots, their dirty
+ *                                   flags' clearing, advice), a push or pull under
+ *                                   way; held across the calls that make, push and
+ *                                   pull them; taken with no other lock of ours held
+ *                                   but primary_lock (a last primary release or a
+ *                                   reset forgets the context's managed memory)
  *   primary_lock     api_context.c  each primary context's refs, remote and
  *                                   flags, so that one retain creates it and
  *                                   the last release destroys it; held across
@@ -92,6 +109,8 @@
  *   - a waiting call's buffer for bulk answers: the token's holder writes it
  *     while the call is registered and its owner is waiting (or is the holder);
  *   - each thread's context stack and capture mode (thread-local);
+ *   - managed.c's nlive, any_dirty and pushing (atomics: whether a push or pull has
+ *     anything to do; a caller that sees a push under way waits for managed_lock);
  *   - object ids (registry.c, an atomic counter) and the exported hooks'
  *     host vtable (src/exptables.c, an atomic pointer);
  *   - handles the program passes in: a handle is the program's to share, and
@@ -306,6 +325,12 @@ struct gp_range {
 #define GP_RANGE_UNSHADOWED 0x80000000u
 /* A device range from a memory pool (cuMemAllocAsync). */
 #define GP_RANGE_POOLED 0x40000000u
+/* Managed memory (a device range) or mapped page-locked memory (a host one): managed.c. */
+#define GP_RANGE_MANAGED 0x20000000u
+/* The pool-side mirror of registered mapped memory (a device range; not freeable). */
+#define GP_RANGE_MIRROR 0x10000000u
+/* Host memory the program registered (cuMemHostRegister), not allocated here. */
+#define GP_RANGE_REGISTERED 0x08000000u
 /* Records a range. Device ranges are reserved in this process's address space first:
  * -EEXIST when host memory already sits there (the caller should take another). */
 int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
@@ -317,12 +342,48 @@ int gp__range_add_owned(uintptr_t base, size_t size, enum gp_mem_kind kind, stru
 bool gp__range_find(uintptr_t p, struct gp_range *out);
 /* Removes the range starting at base; false if there is none of that kind. */
 bool gp__range_remove(uintptr_t base, enum gp_mem_kind kind);
-/* Forgets the device ranges of a context that was destroyed or reset. */
+/* Forgets the device ranges (and mapped page-locked memory) of a context that was destroyed
+ * or reset. */
 void gp__range_forget_ctx(struct gp_ictx *ctx);
 /* Records a module's global (owner: the module or library), or forgets all of one owner's. */
 int gp__range_add_global(uintptr_t base, size_t size, struct gp_ictx *ctx, const void *owner);
 void gp__range_forget_owner(const void *owner);
 unsigned long long gp__next_object_id(void);
+
+/* managed.c */
+/* Allocates managed memory (host false: flags CU_MEM_ATTACH_*) or mapped page-locked
+ * memory (host true: flags CU_MEM_ATTACH_GLOBAL, host_flags the CU_MEMHOSTALLOC_* ones) at
+ * one address here and on the pool. */
+CUresult gp__managed_alloc(struct gp_ictx *c, size_t bytes, unsigned flags, bool host,
+			   unsigned host_flags, CUdeviceptr *out);
+/* Frees a range made by gp__managed_alloc, here and on the pool. */
+CUresult gp__managed_free(const struct gp_range *rg);
+/* cuMemHostRegister with DEVICEMAP: the program's pages [p, p + n), mirrored on the pool at
+ * *dptr (flags: the CU_MEMHOSTREGISTER_* ones); and its end. */
+CUresult gp__managed_register(struct gp_ictx *c, void *p, size_t n, unsigned flags,
+			      CUdeviceptr *dptr);
+CUresult gp__managed_unregister(const struct gp_range *rg);
+/* cuLibraryGetManaged of library m (loaded), made in context c: its block is mapped here. */
+CUresult gp__managed_global(struct gp_ictx *c, const struct gp_imodule *m, const char *name,
+			    CUdeviceptr *dptr, size_t *bytes);
+/* The blocks of __managed__ variables of a module or library that goes. */
+void gp__managed_forget_owner(const void *owner);
+/* Everything managed.c holds of a context that was destroyed or reset. */
+void gp__managed_forget_ctx(struct gp_ictx *c);
+/* Unblocks SIGSEGV and SIGBUS in a thread of ours that writes to the program's memory or
+ * runs its code: a write to a protected page must reach managed.c's handler (a blocked
+ * fault ends the process). Other signals stay blocked there. */
+void gp__managed_thread_faults(void);
+/* The pool's address of host memory that is managed, mapped or registered mapped. */
+bool gp__managed_device_ptr(const void *p, CUdeviceptr *d);
+/* Sends the pages written here since the last push: before anything that may read device
+ * memory. No lock of ours may be held. */
+CUresult gp__managed_push(void);
+/* Brings the pages the device changed: at a synchronization point that succeeded. */
+CUresult gp__managed_pull(void);
+/* Pages in [p, p + n) of managed memory are about to be written by this library (a copy's
+ * destination): they are made writable and dirty. */
+void gp__managed_touch(const void *p, size_t n);
 
 /* api_vmm.c: what pointer queries say of an address in a reservation */
 CUresult gp__vmm_pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr ptr, bool lenient);

@@ -124,9 +124,17 @@ unsigned long long gp__next_object_id(void)
 	return atomic_fetch_add(&next_id, 1);
 }
 
+/* Device ranges are reserved here, and so is mapped page-locked memory (managed.c maps it
+ * over its reservation at the pool's address); the program's own registered pages are not. */
+static bool reserves(enum gp_mem_kind kind, unsigned flags)
+{
+	return kind != GP_MEM_HOST ||
+	       ((flags & GP_RANGE_MANAGED) && !(flags & GP_RANGE_REGISTERED));
+}
+
 static void release_range(const struct gp_range *r)
 {
-	if (r->kind != GP_MEM_HOST && !(r->flags & GP_RANGE_UNSHADOWED))
+	if (reserves(r->kind, r->flags) && !(r->flags & GP_RANGE_UNSHADOWED))
 		shadow_release(r->base, r->size);
 }
 
@@ -184,10 +192,10 @@ static int range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct 
 	}
 	/* Reserved before anything is dropped, so a failure leaves the registry as it was;
 	 * chunks are counted, so a stale range's reservation does not stand in the way. */
-	if (kind != GP_MEM_HOST) {
+	if (reserves(kind, flags)) {
 		ret = shadow_reserve(base, size);
 		/* A global's address is the module's: taken as it is, collision or not. */
-		if (ret && (kind == GP_MEM_DEVICE || kind == GP_MEM_VMM))
+		if (ret && kind != GP_MEM_GLOBAL)
 			goto out_unlock;
 		if (ret)
 			flags |= GP_RANGE_UNSHADOWED;
@@ -266,9 +274,11 @@ bool gp__range_remove(uintptr_t base, enum gp_mem_kind kind)
 
 void gp__range_forget_ctx(struct gp_ictx *ctx)
 {
+	gp__managed_forget_ctx(ctx); /* its managed memory went with it: first, unmapped */
 	pthread_rwlock_wrlock(&lock);
 	for (size_t i = nranges; i-- > 0;)
-		if (ranges[i].kind != GP_MEM_HOST && ranges[i].ctx == ctx)
+		if ((ranges[i].kind != GP_MEM_HOST || (ranges[i].flags & GP_RANGE_MANAGED)) &&
+		    ranges[i].ctx == ctx)
 			remove_at(i);
 	pthread_rwlock_unlock(&lock);
 }

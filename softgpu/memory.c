@@ -599,6 +599,8 @@ SG_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
 	return r;
 }
 
+static void advice_forget(uint64_t base);
+
 SG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
 	struct sg_ctx *c;
@@ -614,6 +616,8 @@ SG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 		sg_ctx_sync(a.ctx);
 	if (a.kind == SG_MEM_POOL && a.base == dptr)
 		return sg_mempool_free_now(dptr); /* memory from cuMemAllocAsync goes back */
+	if (a.kind == SG_MEM_MANAGED && a.base == dptr)
+		advice_forget(dptr); /* the address may come back for another allocation */
 	return sg_mem_free(c, dptr, SG_MEM_DEVICE);
 }
 
@@ -933,4 +937,281 @@ SG_EXPORT CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute 
 		return CUDA_ERROR_INVALID_VALUE;
 	return attribute == CU_POINTER_ATTRIBUTE_SYNC_MEMOPS ? CUDA_SUCCESS
 							     : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- managed memory: prefetch, advice, attachment ----
+ * Managed memory is host memory the device reads in place, so a prefetch or an attachment
+ * moves nothing; they are checked as CUDA checks them (the range must be managed memory,
+ * the location valid) and what range queries report is recorded, per allocation: a range
+ * is answered with what was last said of any part of its allocation. */
+
+#define ADVICE_MAX 4096
+
+struct advice {
+	uint64_t base; /* 0: free */
+	bool read_mostly;
+	int preferred, last_prefetch; /* a device ordinal, CU_DEVICE_CPU, CU_DEVICE_INVALID */
+	uint32_t accessed_by;	      /* bit 0: the CPU, bit 1 + d: device d */
+};
+
+static pthread_mutex_t advice_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct advice advices[ADVICE_MAX];
+
+/* The managed allocation holding all of [p, p + n): its advice record (made on first use),
+ * under advice_lock; NULL when the range is not one allocation's managed memory. */
+static struct advice *advice_of(uint64_t p, uint64_t n)
+{
+	struct sg_alloc a;
+	struct advice *free_slot = NULL;
+
+	if (n == 0 || !sg_mem_find(p, &a) || a.kind != SG_MEM_MANAGED || n > a.size - (p - a.base))
+		return NULL;
+	for (int i = 0; i < ADVICE_MAX; i++) {
+		if (advices[i].base == a.base)
+			return &advices[i];
+		if (!free_slot && advices[i].base == 0)
+			free_slot = &advices[i];
+	}
+	if (!free_slot) {
+		/* Records of freed allocations go first. */
+		for (int i = 0; i < ADVICE_MAX && !free_slot; i++)
+			if (!sg_mem_find(advices[i].base, &a) || a.base != advices[i].base)
+				free_slot = &advices[i];
+		if (!free_slot)
+			return NULL;
+	}
+	*free_slot = (struct advice){a.base, false, CU_DEVICE_INVALID, CU_DEVICE_INVALID, 0};
+	return free_slot;
+}
+
+static void advice_forget(uint64_t base)
+{
+	pthread_mutex_lock(&advice_lock);
+	for (int i = 0; i < ADVICE_MAX; i++)
+		if (advices[i].base == base)
+			advices[i].base = 0;
+	pthread_mutex_unlock(&advice_lock);
+}
+
+/* A location as one int: a device ordinal, CU_DEVICE_CPU, or -2 for one CUDA refuses. */
+static int location_of(CUmemLocation loc)
+{
+	switch (loc.type) {
+	case CU_MEM_LOCATION_TYPE_DEVICE:
+		return loc.id >= 0 && loc.id < sg_ndevices ? loc.id : -2;
+	case CU_MEM_LOCATION_TYPE_HOST:
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+		return CU_DEVICE_CPU;
+	default:
+		return -2;
+	}
+}
+
+static int device_of(CUdevice d)
+{
+	return d == CU_DEVICE_CPU || (d >= 0 && d < sg_ndevices) ? d : -2;
+}
+
+static CUresult prefetch(CUdeviceptr p, size_t n, int where, unsigned flags, CUstream h, bool pt)
+{
+	struct sg_ctx *c;
+	struct sg_stream *s;
+	struct advice *ad;
+	CUresult r = sg_stream_resolve(h, pt, &c, &s);
+
+	if (r)
+		return r;
+	if (where == -2)
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&advice_lock);
+	ad = advice_of(p, n);
+	if (ad)
+		ad->last_prefetch = where;
+	pthread_mutex_unlock(&advice_lock);
+	return ad ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+SG_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice dev, CUstream s)
+{
+	return prefetch(p, n, device_of(dev), 0, s, false);
+}
+
+SG_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t n, CUdevice dev, CUstream s)
+{
+	return prefetch(p, n, device_of(dev), 0, s, true);
+}
+
+SG_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc,
+					 unsigned int flags, CUstream s)
+{
+	return prefetch(p, n, location_of(loc), flags, s, false);
+}
+
+CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags,
+				    CUstream s);
+SG_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation loc,
+					      unsigned int flags, CUstream s)
+{
+	return prefetch(p, n, location_of(loc), flags, s, true);
+}
+
+static CUresult advise(CUdeviceptr p, size_t n, CUmem_advise advice, int where)
+{
+	struct advice *ad;
+	CUresult r = sg_inited();
+
+	if (r)
+		return r;
+	if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (advice > CU_MEM_ADVISE_UNSET_READ_MOSTLY &&
+	    advice != CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION && where == -2)
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&advice_lock);
+	ad = advice_of(p, n);
+	if (ad) {
+		switch (advice) {
+		case CU_MEM_ADVISE_SET_READ_MOSTLY:
+		case CU_MEM_ADVISE_UNSET_READ_MOSTLY:
+			ad->read_mostly = advice == CU_MEM_ADVISE_SET_READ_MOSTLY;
+			break;
+		case CU_MEM_ADVISE_SET_PREFERRED_LOCATION:
+			ad->preferred = where;
+			break;
+		case CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION:
+			ad->preferred = CU_DEVICE_INVALID;
+			break;
+		case CU_MEM_ADVISE_SET_ACCESSED_BY:
+			ad->accessed_by |= 1u << (where + 1);
+			break;
+		default:
+			ad->accessed_by &= ~(1u << (where + 1));
+		}
+	}
+	pthread_mutex_unlock(&advice_lock);
+	return ad ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+SG_EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice dev)
+{
+	return advise(p, n, advice, device_of(dev));
+}
+
+SG_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation loc)
+{
+	return advise(p, n, advice, location_of(loc));
+}
+
+static int location_type(int where)
+{
+	return where == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST
+	       : where >= 0	      ? CU_MEM_LOCATION_TYPE_DEVICE
+				      : CU_MEM_LOCATION_TYPE_INVALID;
+}
+
+static CUresult range_attr(const struct advice *ad, void *data, size_t size,
+			   CUmem_range_attribute attr)
+{
+	int v;
+
+	if (attr == CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY) {
+		size_t k = 0;
+
+		if (size == 0 || size % 4)
+			return CUDA_ERROR_INVALID_VALUE;
+		for (int d = -1; d < sg_ndevices && (k + 1) * 4 <= size; d++)
+			if (ad->accessed_by & (1u << (d + 1)))
+				((int *)data)[k++] = d;
+		for (; (k + 1) * 4 <= size; k++)
+			((int *)data)[k] = CU_DEVICE_INVALID;
+		return CUDA_SUCCESS;
+	}
+	if (size != 4)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attr) {
+	case CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY:
+		v = ad->read_mostly;
+		break;
+	case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION:
+		v = ad->preferred;
+		break;
+	case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION:
+		v = ad->last_prefetch;
+		break;
+	case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE:
+		v = location_type(ad->preferred);
+		break;
+	case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE:
+		v = location_type(ad->last_prefetch);
+		break;
+	case CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID:
+		v = ad->preferred >= 0 ? ad->preferred : CU_DEVICE_INVALID;
+		break;
+	case CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID:
+		v = ad->last_prefetch >= 0 ? ad->last_prefetch : CU_DEVICE_INVALID;
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	*(int *)data = v;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuMemRangeGetAttributes(void **data, size_t *sizes, CUmem_range_attribute *attrs,
+					   size_t n, CUdeviceptr p, size_t count)
+{
+	struct advice *ad;
+	CUresult r = sg_inited();
+
+	if (r)
+		return r;
+	if (!data || !sizes || !attrs || n == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&advice_lock);
+	ad = advice_of(p, count);
+	r = ad ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++)
+		r = data[i] ? range_attr(ad, data[i], sizes[i], attrs[i])
+			    : CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_unlock(&advice_lock);
+	return r;
+}
+
+SG_EXPORT CUresult cuMemRangeGetAttribute(void *data, size_t size, CUmem_range_attribute attr,
+					  CUdeviceptr p, size_t count)
+{
+	return cuMemRangeGetAttributes(&data, &size, &attr, 1, p, count);
+}
+
+static CUresult attach(CUstream h, CUdeviceptr p, size_t len, unsigned flags, bool pt)
+{
+	struct sg_ctx *c;
+	struct sg_stream *s;
+	struct sg_alloc a;
+	CUresult r = sg_stream_resolve(h, pt, &c, &s);
+
+	if (r)
+		return r;
+	if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST &&
+	    flags != CU_MEM_ATTACH_SINGLE)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* Managed memory, from its start, the whole allocation: length 0 or its size. */
+	if (!sg_mem_find(p, &a) || a.kind != SG_MEM_MANAGED || a.base != p ||
+	    (len != 0 && len != a.size))
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t len, unsigned int flags)
+{
+	return attach(s, p, len, flags, false);
+}
+
+SG_EXPORT CUresult cuStreamAttachMemAsync_ptsz(CUstream s, CUdeviceptr p, size_t len,
+					       unsigned int flags)
+{
+	return attach(s, p, len, flags, true);
 }

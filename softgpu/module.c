@@ -1076,7 +1076,15 @@ SG_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibra
 	int i;
 	CUresult r = library_arg(library, &l);
 
-	if (r || (r = sg_ctx_current(&c, true)))
+	if (r)
+		return r;
+	/* A library's managed variables do not need a current context: cudart asks for them
+	 * when it registers them, before it makes one current. They live in device 0's
+	 * primary context then. */
+	r = sg_ctx_current(&c, true);
+	if (r == CUDA_ERROR_INVALID_CONTEXT)
+		r = sg_primary_ctx_handle(0, (CUcontext *)&c);
+	if (r)
 		return r;
 	if (name == NULL)
 		return CUDA_ERROR_INVALID_VALUE;

@@ -52,6 +52,10 @@ struct gp_stats {
 	_Atomic uint32_t in_call;    /* calls running or waiting: a long kernel is not idleness */
 	_Atomic uint64_t dev_mem_used[GP_STATS_MAX_DEVICES];
 	_Atomic uint32_t ended; /* enum gp_worker_end */
+	/* Managed and mapped memory (daemon/worker/managed.c): page bytes the client pushed
+	 * (its writes) and page bytes sent back (the device's changes). */
+	_Atomic uint64_t managed_in;
+	_Atomic uint64_t managed_out;
 };
 
 #define GP_STATS_SIZE 4096

@@ -106,10 +106,11 @@ static void print_json(const Gp__AdminReply *r)
 		       ",\"memory_limit\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"bytes_in\":%" PRIu64
 		       ",\"bytes_out\":%" PRIu64 ",\"started\":%" PRId64 ",\"last_active\":%" PRId64
 		       ",\"worker_pid\":%u,\"gpus_requested\":%u"
-		       ",\"memory_requested\":%" PRIu64 ",\"queued_since\":%" PRId64,
+		       ",\"memory_requested\":%" PRIu64 ",\"queued_since\":%" PRId64
+		       ",\"managed_in\":%" PRIu64 ",\"managed_out\":%" PRIu64,
 		       s->mem_used, s->mem_peak, s->mem_limit, s->calls, s->bytes_in, s->bytes_out,
 		       s->started, s->last_active, s->worker_pid, s->gpus_requested,
-		       s->memory_requested, s->queued_since);
+		       s->memory_requested, s->queued_since, s->managed_in, s->managed_out);
 		printf(",\"waiting_for\":");
 		poolctl_json_str(s->waiting_for);
 		printf(",\"queue_place\":%u,\"share\":", s->queue_place);

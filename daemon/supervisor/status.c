@@ -112,6 +112,9 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 			x->calls = atomic_load_explicit(&st->calls, memory_order_relaxed);
 			x->bytes_in = atomic_load_explicit(&st->bytes_in, memory_order_relaxed);
 			x->bytes_out = atomic_load_explicit(&st->bytes_out, memory_order_relaxed);
+			x->managed_in = atomic_load_explicit(&st->managed_in, memory_order_relaxed);
+			x->managed_out =
+				atomic_load_explicit(&st->managed_out, memory_order_relaxed);
 			x->last_active =
 				atomic_load_explicit(&st->last_active, memory_order_relaxed);
 			/* Per-GPU use: the worker counts by its own device index. */

@@ -37,6 +37,9 @@
 	/* Optional: a driver without one answers that call with NOT_SUPPORTED. */ \
 	X(cuDevicePrimaryCtxRetain, 0)                                             \
 	X(cuLaunchKernelEx, 0)                                                     \
+	X(cuMemAllocManaged, 0)                                                    \
+	X(cuLibraryGetManaged, 0)                                                  \
+	X(cuMemGetAddressRange_v2, 0)                                              \
 	X(cuTensorMapEncodeTiled, 0)                                               \
 	X(cuTensorMapEncodeIm2col, 0)                                              \
 	X(cuDevicePrimaryCtxRelease_v2, 0)                                         \

@@ -649,6 +649,33 @@ CUresult gp__serve_get_global(struct gp_worker *w, struct gp_req *rq,
 	return r;
 }
 
+/* A library's __managed__ variable: made in the call's context; its block of managed memory
+ * is kept coherent with the client's like an allocation (managed.c). */
+CUresult gp__serve_managed_global(struct gp_worker *w, struct gp_req *rq,
+				  const struct gp_wargs_managed_global *a,
+				  struct gp_out_managed_global *o)
+{
+	CUdeviceptr p = 0, base = 0;
+	size_t bytes = 0, size = 0;
+	CUresult r = instantiate(w, a->library, a->library_drv, a->ctx, a->ctx_dev, 0, false);
+
+	(void)rq;
+	if (r == CUDA_SUCCESS)
+		r = GP_DRV(w, cuLibraryGetManaged, &p, &bytes, a->library_drv, a->symbol);
+	if (r == CUDA_SUCCESS)
+		r = GP_DRV(w, cuMemGetAddressRange_v2, &base, &size, p);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (p < base || bytes > size || p - base > size - bytes)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	r = gp__managed_global_add(w, base, size, a->ctx, a->library, &o->base, &o->len);
+	if (r == CUDA_SUCCESS && gp__global_add(w, p, bytes, a->ctx, a->library))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	o->dptr = p;
+	o->bytes = bytes;
+	return r;
+}
+
 CUresult gp__serve_occupancy(struct gp_worker *w, struct gp_req *rq,
 			     const struct gp_wargs_occupancy *a, struct gp_out_occupancy *o)
 {

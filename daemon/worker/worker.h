@@ -16,6 +16,7 @@
  * graph.c     graphs, graph nodes, executable graphs and stream capture on the driver
  * vmm.c       virtual memory management: reservations, allocations (charged), mappings
  * mempool.c   memory pools and stream-ordered allocation; what pools hold is charged
+ * managed.c   managed and mapped memory: the client's pages kept coherent with a shadow
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * driver.c    the dlopen'd libcuda
@@ -204,6 +205,16 @@ bool gp__stream_capturing(struct gp_worker *w, CUstream s);
 void gp__pools_refresh(struct gp_worker *w, int device);
 /* An allocation of pool (0: none) was freed (and removed from the table). */
 void gp__pool_alloc_freed(struct gp_worker *w, uint64_t pool);
+
+/* managed.c: a managed allocation freed, or every one of a context that went */
+void gp__managed_forget(struct gp_worker *w, CUdeviceptr ptr);
+void gp__managed_forget_ctx(struct gp_worker *w, uint64_t ctx);
+/* A library's block of managed memory [ptr, ptr + size) joins the coherent memory (once:
+ * its other variables find it there); *base, *len: the pages it covers. */
+CUresult gp__managed_global_add(struct gp_worker *w, CUdeviceptr ptr, uint64_t size, uint64_t ctx,
+				uint64_t module, uint64_t *base, uint64_t *len);
+/* A module or library that went takes its blocks along. */
+void gp__managed_forget_module(struct gp_worker *w, uint64_t module);
 
 /* module.c */
 /* A function's parameter layout, asked of the driver on first use. */

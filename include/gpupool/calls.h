@@ -428,7 +428,26 @@ struct gp_tensor_desc {
 	  "cuDeviceGetDefaultMemPool (current 0), cuDeviceGetMemPool (current 1), and their cuMem*MemPool forms") \
 	X(POOL_SET_CURRENT, pool_set_current, 190, 0,                                            \
 	  GP_ARG(DEVICE, device) GP_ARG(U64, pool), , ,                                          \
-	  "cuDeviceSetMemPool, cuMemSetMemPool")
+	  "cuDeviceSetMemPool, cuMemSetMemPool")                                                 \
+	/* ---- managed memory (daemon/worker/managed.c, docs/protocol.md "Managed memory") ---- */ \
+	X(MANAGED_ALLOC, managed_alloc, 191, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, bytes) GP_ARG(U32, flags),                                \
+	  GP_OUT(dptr), ,                                                                        \
+	  "cuMemAllocManaged, cuMemHostAlloc with DEVICEMAP: page-aligned, zeroed, the same address mapped in the client") \
+	X(MANAGED_PUSH, managed_push, 192, GP_C_ASYNC,                                           \
+	  GP_ARG(BLOB, runs) GP_ARG(BULK_IN, data), , ,                                          \
+	  "pages the client wrote since the last push: runs is (u64 address, u64 bytes) pairs within managed allocations, data their bytes back to back") \
+	X(MANAGED_DIFF, managed_diff, 193, 0,                                                    \
+	  GP_ARG(U64, max),                                                                      \
+	  GP_OUT(bytes) GP_OUT(runs) GP_OUT(more), ,                                             \
+	  "at a synchronization point: the pages of managed memory the device changed since the client last saw them, at most max bytes of them, kept for MANAGED_FETCH (bytes: its size; more: 1 when changed pages are left for another round)") \
+	X(MANAGED_FETCH, managed_fetch, 194, 0,                                                  \
+	  GP_ARG(BULK_OUT, diff), , ,                                                            \
+	  "what MANAGED_DIFF kept: runs (u64 address, u64 bytes) pairs, then their bytes; diff_len must be MANAGED_DIFF's bytes") \
+	X(MANAGED_GLOBAL, managed_global, 195, 0,                                                \
+	  GP_ARG(CTX, ctx) GP_ARG(LIBRARY, library) GP_ARG(NAME, symbol),                        \
+	  GP_OUT(dptr) GP_OUT(bytes) GP_OUT(base) GP_OUT(len), ,                                 \
+	  "cuLibraryGetManaged: a __managed__ variable (made in ctx) and the page-aligned block of managed memory it lies in (base, len), which the client maps and MANAGED_DIFF then covers")
 /* clang-format on */
 
 #endif

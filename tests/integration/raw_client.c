@@ -11,6 +11,10 @@
  *             CUDA_ERROR_INVALID_VALUE / INVALID_CONTEXT, session goes on
  *   vmm       virtual memory calls with addresses, sizes and handles the session does not
  *             own, or that wrap: refused with CUDA's errors, the session goes on
+ *   managed   MANAGED_PUSH runs outside the session's managed memory (device memory, past
+ *             an allocation's end, wrapping), malformed run lists and byte counts, a
+ *             fetch without a diff or of another size, bad allocation flags: refused
+ *             with CUDA_ERROR_INVALID_VALUE, a good push still lands, session goes on
  *   pools     memory pool calls with forged, stale and foreign handles, bad attributes,
  *             sizes and access maps, and pointers freed or not their own: refused with
  *             CUDA errors, session goes on
@@ -258,6 +262,103 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "type") == 0) {
 		send_raw_header(0, 4242, GP_FRAME_MAGIC);
 		return expect_closed();
+	}
+	if (strcmp(mode, "managed") == 0) {
+		struct gp_out_ctx_create cc;
+		struct gp_out_mem_alloc ma;
+		struct gp_out_managed_alloc mg;
+		struct gp_out_managed_diff df;
+		uint8_t data[8192], back[64];
+		uint64_t runs[4][2], ctx, m;
+		int bad = 0;
+
+		memset(data, 0x5c, sizeof(data));
+		if (call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc) != CUDA_SUCCESS)
+			die("CTX_CREATE");
+		ctx = cc.ctx;
+		if (call(mem_alloc, (&(struct gp_in_mem_alloc){ctx, 4096}), &ma) != CUDA_SUCCESS ||
+		    call(managed_alloc,
+			 (&(struct gp_in_managed_alloc){.ctx = ctx, .bytes = 5000, .flags = 1}),
+			 &mg) != CUDA_SUCCESS)
+			die("managed setup");
+		m = mg.dptr;
+#define PUSH(nr, nbytes)                                                                   \
+	call(managed_push,                                                                 \
+	     (&(struct gp_in_managed_push){                                                \
+		     .runs = runs, .runs_len = (nr), .data = data, .data_len = (nbytes)}), \
+	     (struct gp_out_managed_push *)NULL)
+#define M_EXPECT(what, r, want)                 \
+	do {                                    \
+		CUresult got_ = (r);            \
+		printf("%s: %d\n", what, got_); \
+		bad |= got_ != (want);          \
+	} while (0)
+		M_EXPECT("flags 0",
+			 call(managed_alloc,
+			      (&(struct gp_in_managed_alloc){.ctx = ctx, .bytes = 64}),
+			      (struct gp_out_managed_alloc *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		runs[0][0] = ma.dptr, runs[0][1] = 64;
+		M_EXPECT("push into device memory", PUSH(16, 64), CUDA_ERROR_INVALID_VALUE);
+		runs[0][0] = m + 8192 - 32, runs[0][1] = 64;
+		M_EXPECT("push past the end", PUSH(16, 64), CUDA_ERROR_INVALID_VALUE);
+		runs[0][0] = m + 64, runs[0][1] = UINT64_MAX - 63;
+		M_EXPECT("push that wraps", PUSH(16, 64), CUDA_ERROR_INVALID_VALUE);
+		runs[0][0] = m, runs[0][1] = 64, runs[1][0] = m + 4096, runs[1][1] = UINT64_MAX;
+		M_EXPECT("runs whose sum wraps", PUSH(32, 64), CUDA_ERROR_INVALID_VALUE);
+		runs[0][0] = m, runs[0][1] = 64;
+		M_EXPECT("a run list cut short", PUSH(12, 64), CUDA_ERROR_INVALID_VALUE);
+		M_EXPECT("more bytes than the runs", PUSH(16, 128), CUDA_ERROR_INVALID_VALUE);
+		M_EXPECT("no runs", PUSH(0, 64), CUDA_ERROR_INVALID_VALUE);
+		M_EXPECT("a zero-length run", (runs[0][1] = 0, PUSH(16, 0)),
+			 CUDA_ERROR_INVALID_VALUE);
+		runs[0][0] = m + 100, runs[0][1] = 64, runs[1][0] = m + 8000, runs[1][1] = 192;
+		M_EXPECT("a good push", PUSH(32, 256), CUDA_SUCCESS);
+		/* The device did not change what was pushed: nothing comes back. */
+		M_EXPECT("diff",
+			 call(managed_diff, (&(struct gp_in_managed_diff){.max = 1u << 20}), &df),
+			 CUDA_SUCCESS);
+		M_EXPECT("nothing changed", df.bytes == 0 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN,
+			 CUDA_SUCCESS);
+		M_EXPECT("a round too small",
+			 call(managed_diff, (&(struct gp_in_managed_diff){.max = 4096}),
+			      (struct gp_out_managed_diff *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		M_EXPECT("fetch without a diff",
+			 call(managed_fetch,
+			      (&(struct gp_in_managed_fetch){.diff = back,
+							     .diff_len = sizeof(back)}),
+			      (struct gp_out_managed_fetch *)NULL),
+			 CUDA_ERROR_INVALID_VALUE);
+		/* What was pushed is there: a copy out of the allocation sees it. */
+		{
+			uint8_t got[64];
+			Gp__Call call_ = GP__CALL__INIT;
+			uint64_t args_[GP_CALL_ARGS_MAX];
+			struct gp_bulk_ref b_;
+			struct gp_frame_hdr fh;
+			uint64_t id = next_id++;
+
+			gp_call_pack_memcpy_dtoh(&(struct gp_in_memcpy_dtoh){.ctx = ctx,
+									     .src = m + 100,
+									     .width = 64,
+									     .height = 1,
+									     .data = got,
+									     .data_len = 64},
+						 &call_, args_, &b_);
+			if (gp_conn_send(c, GP_MSG_MEMCPY_DTOH, 0, id, &call_.base, NULL, 0) ||
+			    gp_conn_recv(c, &fh) || fh.type != GP_MSG_DATA || fh.bulk_len != 64 ||
+			    gp_conn_read(c, got, 64))
+				die("MEMCPY_DTOH");
+			if (gp_conn_recv(c, &fh) || fh.type != GP_MSG_REPLY)
+				die("MEMCPY_DTOH reply");
+			M_EXPECT("pushed bytes landed",
+				 memcmp(got, data, 64) ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS,
+				 CUDA_SUCCESS);
+		}
+#undef PUSH
+#undef M_EXPECT
+		return bad;
 	}
 	if (strcmp(mode, "vmm") == 0) {
 		const uint64_t g = 2ull << 20;
