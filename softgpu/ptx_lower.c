@@ -610,6 +610,8 @@ int sg_lower_insn(struct sg_lower *L, uint32_t guard, bool gneg, const struct sg
 		return r;
 	if (in.fn == NULL)
 		return sg_lower_unsupported(L, o);
+	if (fam != sg_lower_ctrl)
+		in.gneg |= SG_INSN_STRAIGHT;
 	slot = sg_lower_emit(L);
 	if (slot == NULL)
 		return L->errcode;
