@@ -253,7 +253,10 @@ static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool
 			for (uint32_t k = 0; k < ng; k++) {
 				struct sg_thread *t = gl[k];
 
-				if (((t->r[g] ^ neg) & 1) == 0 || (rc = fn(t, in)) == 0)
+				/* SG_SLOT_TRUE holds 1 in every register file: no guard to read */
+				if ((g != SG_SLOT_TRUE || neg) && ((t->r[g] ^ neg) & 1) == 0)
+					continue;
+				if ((rc = fn(t, in)) == 0)
 					continue;
 				t->pc = pc;
 				if (rc == SG_STOP_FAULT)
