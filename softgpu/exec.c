@@ -43,10 +43,7 @@ int sg_fault(struct sg_thread *t, int cuerr, const char *fmt, ...)
 		b->err = cuerr;
 		n = snprintf(b->errmsg, sizeof(b->errmsg),
 			     "%s line %u: thread (%u,%u,%u) block (%u,%u,%u): ",
-			     t->fn ? t->fn->name : "?",
-			     b->insn	 ? b->insn->line
-			     : t->pc > 0 ? t->code[t->pc - 1].line
-					 : 0,
+			     t->fn ? t->fn->name : "?", t->pc > 0 ? t->code[t->pc - 1].line : 0,
 			     t->tid[0], t->tid[1], t->tid[2], b->ctaid[0], b->ctaid[1],
 			     b->ctaid[2]);
 		if (n > 0 && (size_t)n < sizeof(b->errmsg)) {
@@ -228,37 +225,42 @@ static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool
 	for (;;) {
 		const struct sg_thread *lead = lp[__builtin_ctz(group)];
 		const struct sg_insn *code = lead->code, *in;
-		const uint32_t lead_pc = lead->pc;
-		uint32_t pc = lead_pc, npc = UINT32_MAX, stay = 0;
+		uint32_t pc = lead->pc, npc = UINT32_MAX, stay = 0;
 
-		/*
-		 * Straight-line instructions (they never set a pc) run back to back
-		 * for the whole group, and the lanes' pcs are written once the run
-		 * ends; meanwhile b->insn says which instruction a fault is at.
-		 */
 		if (group != gmask) {
 			gmask = group;
 			ng = 0;
 			for (uint32_t m = group; m; m &= m - 1)
 				gl[ng++] = lp[__builtin_ctz(m)];
 		}
-		for (in = code + pc; in->gneg & SG_INSN_STRAIGHT; in++) {
-			const sg_fn fn = in->fn;
-			const uint32_t g = in->guard, neg = in->gneg & 1;
-			uint32_t left = 0;
+		in = code + pc;
+		if (in->gneg & SG_INSN_STRAIGHT) {
+			/*
+			 * A run of straight-line instructions (they never set a pc): each
+			 * lane runs all of it in turn, its registers hot, to where the
+			 * first lane's run ended (a branch, a stop, or lanes waiting
+			 * ahead), so the group is together again at its end.
+			 */
+			uint32_t stop = pc + 1 > rest_pc ? pc + 1 : rest_pc, left = 0;
 
-			b->insn = in;
-			pc++;
-			count += ng;
 			for (uint32_t k = 0; k < ng; k++) {
 				struct sg_thread *t = gl[k];
+				const struct sg_insn *i = in;
+				uint32_t p = pc;
 
-				/* SG_SLOT_TRUE holds 1 in every register file: no guard to read */
-				if ((g != SG_SLOT_TRUE || neg) && ((t->r[g] ^ neg) & 1) == 0)
+				rc = 0;
+				while (p < stop && (i->gneg & SG_INSN_STRAIGHT)) {
+					t->pc = ++p;
+					if (((t->r[i->guard] ^ i->gneg) & 1) &&
+					    (rc = i->fn(t, i)) != 0)
+						break;
+					i++;
+				}
+				count += p - pc;
+				if (k == 0)
+					stop = p;
+				if (rc == 0)
 					continue;
-				if ((rc = fn(t, in)) == 0)
-					continue;
-				t->pc = pc;
 				if (rc == SG_STOP_FAULT)
 					goto out;
 				left |= 1u << t->lane;
@@ -273,22 +275,23 @@ static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool
 			if (left) {
 				todo &= ~left;
 				group &= ~left;
+			}
+			pc = stop;
+			if (group == 0 || pc >= rest_pc) {
+				if (todo == 0)
+					break;
+				group = pick_group(base, todo, &rest_pc);
+				continue;
+			}
+			in = code + pc;
+			if (in->gneg & SG_INSN_STRAIGHT)
+				continue;
+			if (group != gmask) {
 				gmask = group;
 				ng = 0;
 				for (uint32_t m = group; m; m &= m - 1)
 					gl[ng++] = lp[__builtin_ctz(m)];
 			}
-			if (group == 0 || pc >= rest_pc)
-				break;
-		}
-		b->insn = NULL;
-		if (group == 0 || (pc != lead_pc && pc >= rest_pc)) {
-			for (uint32_t k = 0; k < ng; k++)
-				gl[k]->pc = pc;
-			if (todo == 0)
-				break;
-			group = pick_group(base, todo, &rest_pc);
-			continue;
 		}
 		count += ng;
 		for (uint32_t k = 0; k < ng; k++) {
@@ -323,7 +326,6 @@ static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool
 		group = pick_group(base, todo, &rest_pc);
 	}
 out:
-	b->insn = NULL;
 	b->icount += count;
 	return rc;
 }
@@ -663,7 +665,6 @@ void sg_block_start(struct sg_block *b)
 	memset(b->xc, 0, sizeof(b->xc));
 	b->xnext = 0;
 	b->xlast = 0;
-	b->insn = NULL;
 	for (uint32_t i = 0; i < b->nthreads; i++)
 		init_thread(b, &b->threads[i], i);
 }

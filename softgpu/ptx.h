@@ -520,8 +520,7 @@ struct sg_block {
 	uint64_t icount;
 	struct sg_xcache xc[SG_XCACHE];
 	unsigned xnext;
-	unsigned xlast;		    /* the entry of xc that translated the last global access */
-	const struct sg_insn *insn; /* what a run of straight-line code is at (exec.c), or NULL */
+	unsigned xlast; /* the entry of xc that translated the last global access */
 	unsigned worker;
 	uint32_t bar_arrived[16]; /* arrivals (bar.sync and bar.arrive) per barrier */
 	uint32_t nexited;
