@@ -18,8 +18,14 @@
  * mask; once every lane a collective needs is waiting there, the exchange is
  * done for all of them at once and they run on. No reconvergence stack.
  *
- * Warps are run one at a time, lane by lane, until every lane of the warp is
- * blocked; pending warp collectives are resolved and the warp runs again.
+ * Warps are run one at a time until every lane of the warp is blocked;
+ * pending warp collectives are resolved and the warp runs again. Within a
+ * warp, the lanes at one pc run as a group (run_warp): a run of
+ * straight-line instructions is run by each lane in turn up to where the
+ * first lane's run ended, a branch by all of them at once, and lanes that
+ * went apart meet again at the lowest pc first. That is one valid order of
+ * independent threads among many; it keeps the group's instructions and
+ * each lane's registers hot and spends no scheduling work per instruction.
  * When all warps are blocked, barriers are resolved. A block with waiting
  * threads and nothing runnable is deadlocked: the launch fails instead of
  * hanging.
@@ -196,12 +202,13 @@ static uint32_t pick_group(const struct sg_thread *base, uint32_t todo, uint32_t
 /*
  * Runs every ready lane of a warp until it exits, yields or stops at a
  * barrier or warp collective: 0, or SG_STOP_FAULT. The lanes at one pc run
- * together, an instruction at a time for all of them, so each instruction is
- * fetched and dispatched once per group and its handler stays hot. Each lane
- * keeps its own pc: a branch that splits the group leaves the lanes apart
- * until their pcs meet again (pick_group). Which lane runs an instruction
- * first is not a promise of the PTX ISA, so this order is as valid as a lane
- * at a time; the yield budget, faults and counts are each lane's, as before.
+ * together: a run of straight-line instructions (SG_INSN_STRAIGHT) lane after
+ * lane, each to the end of the first lane's run, where all of them stand
+ * again; any other instruction for the lanes in turn, after which the lanes
+ * whose pcs still agree go on together and the others wait for their pcs to
+ * meet (pick_group). Which lane runs an instruction first is not a promise
+ * of the PTX ISA; the yield budget, faults and counts are each lane's, as
+ * when every lane ran alone.
  */
 static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool *yielded)
 {

@@ -255,8 +255,9 @@ enum sg_stop {
 
 /*
  * In sg_insn.gneg beside the guard's sense: the handler never sets the pc
- * (every family but control flow), so a converged warp runs the next
- * instruction at pc + 1 without looking at its lanes' pcs (exec.c).
+ * (the families ptx_lower.c's straight() names; not control flow), so a
+ * converged warp runs the next instruction at pc + 1 without looking at its
+ * lanes' pcs (exec.c). A handler of such a family must never set t->pc.
  */
 #define SG_INSN_STRAIGHT 2
 
