@@ -14,7 +14,7 @@
 /*
  * bench_softgpu [SIZE [REPEATS]]: each case is one kind of kernel (ALU-bound,
  * memory-bound, shared memory and barriers, divergent, atomics, warp
- * shuffles), sized from SIZE (default 256; ctest runs 64 to keep it working),
+ * shuffles), sized from SIZE (default 256; ctest runs 16, once, to keep it working),
  * launched REPEATS times (default 3). It prints the median wall time of a
  * launch; SOFTGPU_STATS=1 adds softgpu's instruction count and rate per
  * launch on stderr. Every result is checked against a CPU reference, so a
