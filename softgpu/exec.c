@@ -18,8 +18,14 @@
  * mask; once every lane a collective needs is waiting there, the exchange is
  * done for all of them at once and they run on. No reconvergence stack.
  *
- * Warps are run one at a time, lane by lane, until every lane of the warp is
- * blocked; pending warp collectives are resolved and the warp runs again.
+ * Warps are run one at a time until every lane of the warp is blocked;
+ * pending warp collectives are resolved and the warp runs again. Within a
+ * warp, the lanes at one pc run as a group (run_warp): a run of
+ * straight-line instructions is run by each lane in turn up to where the
+ * first lane's run ended, a branch by all of them at once, and lanes that
+ * went apart meet again at the lowest pc first. That is one valid order of
+ * independent threads among many; it keeps the group's instructions and
+ * each lane's registers hot and spends no scheduling work per instruction.
  * When all warps are blocked, barriers are resolved. A block with waiting
  * threads and nothing runnable is deadlocked: the launch fails instead of
  * hanging.
@@ -90,17 +96,20 @@ static void *global_addr(struct sg_thread *t, int space, uint64_t addr, uint32_t
 	for (unsigned i = 0; i < SG_XCACHE; i++) {
 		const struct sg_xcache *c = &b->xc[i];
 
-		if (addr >= c->lo && addr + size <= c->hi && addr + size > addr)
+		if (addr >= c->lo && addr + size <= c->hi && addr + size > addr) {
+			b->xlast = i;
 			return c->host + (addr - c->lo);
+		}
 	}
 	h = sg_mem_kernel_lookup(addr, size, b->grid->ctx, &b->xc[b->xnext % SG_XCACHE]);
 	if (h == NULL)
 		return bad(t, space, addr, size, write);
+	b->xlast = b->xnext % SG_XCACHE;
 	b->xnext++;
 	return h;
 }
 
-void *sg_addr(struct sg_thread *t, int space, uint64_t addr, uint32_t size, bool write)
+void *sg_addr_slow(struct sg_thread *t, int space, uint64_t addr, uint32_t size, bool write)
 {
 	struct sg_block *b = t->blk;
 
@@ -158,23 +167,173 @@ void *sg_addr(struct sg_thread *t, int space, uint64_t addr, uint32_t size, bool
 	}
 }
 
-static int run_thread(struct sg_thread *t)
+/*
+ * The lanes of `todo` at the lowest pc, with the code of the lowest of them:
+ * the group that runs next. Lanes that branched ahead wait for the others to
+ * reach them, so an if/else or a loop with a per-lane trip count reconverges
+ * where the paths meet, as nvcc lays them out.
+ */
+static uint32_t pick_group(const struct sg_thread *base, uint32_t todo, uint32_t *rest_pc)
 {
-	uint64_t n = 0;
-	int rc;
+	uint32_t best = 0, pc = UINT32_MAX, rpc = UINT32_MAX;
+	const struct sg_insn *code = NULL;
 
-	t->budget = t->blk->grid->coop ? SG_COOP_YIELD_BUDGET : SG_YIELD_BUDGET;
-	for (;;) {
-		const struct sg_insn *in = t->code + t->pc++;
+	for (uint32_t m = todo; m; m &= m - 1) {
+		const struct sg_thread *t = &base[__builtin_ctz(m)];
 
-		n++;
-		if (!((t->r[in->guard] ^ in->gneg) & 1))
-			continue;
-		rc = in->fn(t, in);
-		if (rc)
-			break;
+		if (t->pc < pc) {
+			pc = t->pc;
+			code = t->code;
+		}
 	}
-	t->blk->icount += n;
+	for (uint32_t m = todo; m; m &= m - 1) {
+		int l = __builtin_ctz(m);
+		const struct sg_thread *t = &base[l];
+
+		if (t->pc == pc && t->code == code)
+			best |= 1u << l;
+		else if (t->pc < rpc)
+			rpc = t->pc;
+	}
+	*rest_pc = rpc;
+	return best;
+}
+
+/*
+ * Runs every ready lane of a warp until it exits, yields or stops at a
+ * barrier or warp collective: 0, or SG_STOP_FAULT. The lanes at one pc run
+ * together: a run of straight-line instructions (SG_INSN_STRAIGHT) lane after
+ * lane, each to the end of the first lane's run, where all of them stand
+ * again; any other instruction for the lanes in turn, after which the lanes
+ * whose pcs still agree go on together and the others wait for their pcs to
+ * meet (pick_group). Which lane runs an instruction first is not a promise
+ * of the PTX ISA; the yield budget, faults and counts are each lane's, as
+ * when every lane ran alone.
+ */
+static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool *yielded)
+{
+	uint32_t budget = b->grid->coop ? SG_COOP_YIELD_BUDGET : SG_YIELD_BUDGET;
+	uint32_t todo = 0, group, rest_pc;
+	struct sg_thread *lp[32], *gl[32];
+	uint32_t ng = 0, gmask = 0;
+	uint64_t count = 0;
+	int rc = 0;
+
+	for (uint32_t l = 0; l < n; l++) {
+		lp[l] = &base[l];
+		if (base[l].state == SG_T_READY) {
+			base[l].budget = budget;
+			todo |= 1u << l;
+		}
+	}
+	if (todo == 0)
+		return 0;
+	group = pick_group(base, todo, &rest_pc);
+	for (;;) {
+		const struct sg_thread *lead = lp[__builtin_ctz(group)];
+		const struct sg_insn *code = lead->code, *in;
+		uint32_t pc = lead->pc, npc = UINT32_MAX, stay = 0;
+
+		if (group != gmask) {
+			gmask = group;
+			ng = 0;
+			for (uint32_t m = group; m; m &= m - 1)
+				gl[ng++] = lp[__builtin_ctz(m)];
+		}
+		in = code + pc;
+		if (in->gneg & SG_INSN_STRAIGHT) {
+			/*
+			 * A run of straight-line instructions (they never set a pc): each
+			 * lane runs all of it in turn, its registers hot, to where the
+			 * first lane's run ended (a branch, a stop, or lanes waiting
+			 * ahead), so the group is together again at its end.
+			 */
+			uint32_t stop = pc + 1 > rest_pc ? pc + 1 : rest_pc, left = 0;
+
+			for (uint32_t k = 0; k < ng; k++) {
+				struct sg_thread *t = gl[k];
+				const struct sg_insn *i = in;
+				uint32_t p = pc;
+
+				rc = 0;
+				while (p < stop && (i->gneg & SG_INSN_STRAIGHT)) {
+					t->pc = ++p;
+					if (((t->r[i->guard] ^ i->gneg) & 1) &&
+					    (rc = i->fn(t, i)) != 0)
+						break;
+					i++;
+				}
+				count += p - pc;
+				if (k == 0)
+					stop = p;
+				if (rc == 0)
+					continue;
+				if (rc == SG_STOP_FAULT)
+					goto out;
+				left |= 1u << t->lane;
+				if (rc == SG_STOP_EXIT) {
+					t->state = SG_T_EXITED;
+					b->nexited++;
+				} else if (rc == SG_STOP_YIELD) {
+					*yielded = true;
+				}
+			}
+			rc = 0;
+			if (left) {
+				todo &= ~left;
+				group &= ~left;
+			}
+			pc = stop;
+			if (group == 0 || pc >= rest_pc) {
+				if (todo == 0)
+					break;
+				group = pick_group(base, todo, &rest_pc);
+				continue;
+			}
+			in = code + pc;
+			if (in->gneg & SG_INSN_STRAIGHT)
+				continue;
+			if (group != gmask) {
+				gmask = group;
+				ng = 0;
+				for (uint32_t m = group; m; m &= m - 1)
+					gl[ng++] = lp[__builtin_ctz(m)];
+			}
+		}
+		count += ng;
+		for (uint32_t k = 0; k < ng; k++) {
+			struct sg_thread *t = gl[k];
+
+			t->pc = pc + 1;
+			if (((t->r[in->guard] ^ in->gneg) & 1) && (rc = in->fn(t, in)) != 0) {
+				todo &= ~(1u << t->lane);
+				if (rc == SG_STOP_FAULT)
+					goto out;
+				if (rc == SG_STOP_EXIT) {
+					t->state = SG_T_EXITED;
+					b->nexited++;
+				} else if (rc == SG_STOP_YIELD) {
+					*yielded = true;
+				}
+				continue;
+			}
+			if (npc == UINT32_MAX)
+				npc = t->pc;
+			if (t->pc == npc && t->code == code)
+				stay |= 1u << t->lane;
+		}
+		rc = 0;
+		/* the group goes on together unless it split or reached lanes that wait ahead */
+		if (stay == (group & todo) && stay && npc < rest_pc) {
+			group = stay;
+			continue;
+		}
+		if (todo == 0)
+			break;
+		group = pick_group(base, todo, &rest_pc);
+	}
+out:
+	b->icount += count;
 	return rc;
 }
 
@@ -520,6 +679,7 @@ void sg_block_start(struct sg_block *b)
 	memset(b->bar_arrived, 0, sizeof(b->bar_arrived));
 	memset(b->xc, 0, sizeof(b->xc));
 	b->xnext = 0;
+	b->xlast = 0;
 	for (uint32_t i = 0; i < b->nthreads; i++)
 		init_thread(b, &b->threads[i], i);
 }
@@ -538,23 +698,10 @@ int sg_block_resume(struct sg_block *b, bool pause)
 			for (;;) {
 				bool yielded = false, released;
 
-				for (uint32_t l = 0; l < n; l++) {
-					struct sg_thread *t = &base[l];
-					int rc;
-
-					if (t->state != SG_T_READY)
-						continue;
-					rc = run_thread(t);
-					progress = true;
-					if (rc == SG_STOP_FAULT)
-						return b->err;
-					if (rc == SG_STOP_EXIT) {
-						t->state = SG_T_EXITED;
-						b->nexited++;
-					} else if (rc == SG_STOP_YIELD) {
-						yielded = true;
-					}
-				}
+				for (uint32_t l = 0; l < n && !progress; l++)
+					progress = base[l].state == SG_T_READY;
+				if (run_warp(b, base, n, &yielded) == SG_STOP_FAULT)
+					return b->err;
 				any_yield |= yielded;
 				released = resolve_warp(b, w);
 				if (b->err) /* a warp collective faulted */

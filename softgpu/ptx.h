@@ -277,10 +277,18 @@ enum sg_stop {
 #define SG_SLOT_SINK 1 /* written and never read: the `_` operand */
 #define SG_SLOT_FIRST 2
 
+/*
+ * In sg_insn.gneg beside the guard's sense: the handler never sets the pc
+ * (the families ptx_lower.c's straight() names; not control flow), so a
+ * converged warp runs the next instruction at pc + 1 without looking at its
+ * lanes' pcs (exec.c). A handler of such a family must never set t->pc.
+ */
+#define SG_INSN_STRAIGHT 2
+
 struct sg_insn {
 	sg_fn fn;
 	uint32_t guard; /* predicate slot; SG_SLOT_TRUE when unguarded */
-	uint8_t gneg;	/* 1 for @!p */
+	uint8_t gneg;	/* bit 0: 1 for @!p; SG_INSN_STRAIGHT (set by the lowering) */
 	uint8_t nd;	/* destination (or store-data) slots used */
 	uint8_t ns;	/* source slots used */
 	uint8_t flags;	/* handler-specific */
@@ -540,6 +548,7 @@ struct sg_block {
 	uint64_t icount;
 	struct sg_xcache xc[SG_XCACHE];
 	unsigned xnext;
+	unsigned xlast; /* the entry of xc that translated the last global access */
 	unsigned worker;
 	uint32_t bar_arrived[16]; /* arrivals (bar.sync and bar.arrive) per barrier */
 	uint32_t nexited;
@@ -588,7 +597,23 @@ void sg_builtin_free(struct sg_thread *t, uint64_t ptr);
 int sg_fault(struct sg_thread *t, int cuerr, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Host address of `size` bytes at generic or space address `addr`, or NULL after a fault. */
-void *sg_addr(struct sg_thread *t, int space, uint64_t addr, uint32_t size, bool write);
+void *sg_addr_slow(struct sg_thread *t, int space, uint64_t addr, uint32_t size, bool write);
+
+/*
+ * sg_addr's common case inline: an aligned global (or generic global) access
+ * inside the block's most recently hit translation; everything else, and
+ * every fault, goes through sg_addr_slow, which checks it in full.
+ */
+static inline void *sg_addr(struct sg_thread *t, int space, uint64_t addr, uint32_t size,
+			    bool write)
+{
+	const struct sg_xcache *c = &t->blk->xc[t->blk->xlast];
+
+	if ((space == SG_SP_GLOBAL || (space == SG_SP_GENERIC && addr >> SG_WIN_SHIFT == 0)) &&
+	    !(addr & (size - 1)) && addr >= c->lo && addr + size <= c->hi && addr + size > addr)
+		return c->host + (addr - c->lo);
+	return sg_addr_slow(t, space, addr, size, write);
+}
 /* Runs the block to completion: 0 or a CUresult. */
 int sg_block_run(struct sg_block *b);
 /* Sets the block's threads at their start, to be run by sg_block_resume. */

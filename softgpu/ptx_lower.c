@@ -654,6 +654,20 @@ static sg_lower_fn family(const struct sg_opc *o)
 	}
 }
 
+/*
+ * The families whose handlers never set a thread's pc (they may stop it:
+ * a fault, a barrier, a warp collective). A family not named here, such as
+ * control flow or one added later, runs on exec.c's general path, which
+ * looks at every lane's pc after each instruction.
+ */
+static bool straight(sg_lower_fn fam)
+{
+	return fam == sg_lower_int || fam == sg_lower_bits || fam == sg_lower_float ||
+	       fam == sg_lower_math || fam == sg_lower_half || fam == sg_lower_cmp ||
+	       fam == sg_lower_cvt || fam == sg_lower_mov || fam == sg_lower_mem ||
+	       fam == sg_lower_atom || fam == sg_lower_sync || fam == sg_lower_simd;
+}
+
 int sg_lower_insn(struct sg_lower *L, uint32_t guard, bool gneg, const struct sg_opc *o,
 		  struct sg_operand *ops, int nops)
 {
@@ -676,6 +690,8 @@ int sg_lower_insn(struct sg_lower *L, uint32_t guard, bool gneg, const struct sg
 		return r;
 	if (in.fn == NULL)
 		return sg_lower_unsupported(L, o);
+	if (straight(fam))
+		in.gneg |= SG_INSN_STRAIGHT;
 	slot = sg_lower_emit(L);
 	if (slot == NULL)
 		return L->errcode;
