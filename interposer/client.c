@@ -234,6 +234,29 @@ static CUresult take_snapshot(struct gp_client *c, const Gp__HelloReply *rep)
 	return CUDA_SUCCESS;
 }
 
+/* GPUPOOL_COMPUTE as a percent (1-100), or 0 when unset or not a share (said when warn). */
+uint32_t gp__compute_asked(bool warn)
+{
+	const char *s = getenv("GPUPOOL_COMPUTE");
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return 0;
+	v = strtoul(s, &end, 10);
+	if (*end == '%')
+		end++;
+	if (!isdigit((unsigned char)*s) || *end || v < 1 || v > 100) {
+		if (warn)
+			gp_log_warnx(
+				"GPUPOOL_COMPUTE=%s is not a share of 1%% to 100%%; asking for "
+				"none",
+				s);
+		return 0;
+	}
+	return (uint32_t)v;
+}
+
 static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 {
 	uint64_t mem = 0;
@@ -257,21 +280,7 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 			gp_log_warnx("GPUPOOL_MEMORY=%s is not a size; asking for the default", s);
 		hello->memory = mem;
 	}
-	s = getenv("GPUPOOL_COMPUTE");
-	if (s && *s) {
-		char *end;
-		unsigned long v = strtoul(s, &end, 10);
-
-		if (*end == '%')
-			end++;
-		if (!isdigit((unsigned char)*s) || *end || v < 1 || v > 100)
-			gp_log_warnx(
-				"GPUPOOL_COMPUTE=%s is not a share of 1%% to 100%%; asking for "
-				"none",
-				s);
-		else
-			hello->compute = (uint32_t)v;
-	}
+	hello->compute = gp__compute_asked(true);
 	s = getenv("GPUPOOL_PREEMPTIBLE");
 	if (s && *s && strcmp(s, "1") != 0 && strcmp(s, "0") != 0)
 		gp_log_warnx("GPUPOOL_PREEMPTIBLE=%s: expected 1 or 0; not preemptible", s);

@@ -270,6 +270,9 @@ extern struct gp_client gp__client;
 
 /* client.c */
 CUresult gp__connect(void);
+/* GPUPOOL_COMPUTE: the percent of each GPU asked for (1-100), 0 when unset or not a share
+ * (logged when warn). */
+uint32_t gp__compute_asked(bool warn);
 
 /* discover.c */
 /* Orders the candidates best first by their quotes (GPUPOOL_PLACEMENT); makes the TLS

@@ -3,6 +3,7 @@
  * up what they answer (ARCHITECTURE decision 10). A daemon that does not answer is shown
  * as down, with the reason, and counted as such: never left out.
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -526,7 +527,7 @@ int poolctl_quote(struct poolctl *pc, int argc, char **argv)
 		if (i + 1 >= argc) {
 			fprintf(stderr,
 				"usage: poolctl --pool ENDPOINTS quote [--gpus N] [--memory "
-				"SIZE] [--token TOKEN]\n");
+				"SIZE] [--compute PERCENT] [--token TOKEN]\n");
 			return 2;
 		}
 		if (strcmp(argv[i], "--gpus") == 0) {
@@ -537,6 +538,19 @@ int poolctl_quote(struct poolctl *pc, int argc, char **argv)
 					argv[i]);
 				return 2;
 			}
+		} else if (strcmp(argv[i], "--compute") == 0) {
+			char *end;
+			unsigned long v = strtoul(argv[++i], &end, 10);
+
+			if (*end == '%')
+				end++;
+			if (!isdigit((unsigned char)argv[i][0]) || *end || v < 1 || v > 100) {
+				fprintf(stderr,
+					"poolctl: quote: --compute '%s' is not 1%% to 100%%\n",
+					argv[i]);
+				return 2;
+			}
+			q.compute = (uint32_t)v;
 		} else if (strcmp(argv[i], "--token") == 0) {
 			q.token = argv[++i];
 		} else {

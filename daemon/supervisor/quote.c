@@ -4,7 +4,8 @@
  * It reads the pool's ledger (pool.h) and changes nothing: no claim is made, nothing is
  * reserved, so the answer can be wrong by the time the client connects; the client then
  * falls back to its next candidate. The rules are admission's (pool.c): GPUs that are not
- * draining with the memory asked for unreserved, within the tenant's limits; spread prefers
+ * draining with the memory asked for unreserved and, for a compute share, that much of their
+ * compute not granted, within the tenant's limits; spread prefers
  * the most room left, binpack the least that still fits (room_max and room_min).
  */
 #include <stdio.h>
@@ -26,7 +27,8 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 {
 	const struct gp_config *cfg = d->cfg;
 	const struct gp_tenant *t = gp_config_tenant(cfg, tenant);
-	uint32_t n = q->gpus ? q->gpus : 1, fitting = 0, open = 0;
+	uint32_t n = q->gpus ? q->gpus : 1, fitting = 0, open = 0, share;
+	struct gp_claim asked = {.tenant = tenant, .want_compute = q->compute};
 	uint64_t budget = UINT64_MAX;
 	struct gp_pool_usage u;
 
@@ -35,6 +37,7 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 	if (t && t->memory != GP_LIMIT_NONE)
 		budget = u.memory < t->memory ? (t->memory - u.memory) / n : 0;
 	out->room_min = UINT64_MAX;
+	share = gp_pool_compute_share(cfg, &asked); /* as admission would grant it */
 	for (uint32_t g = 0; g < d->pool.ngpus; g++) {
 		const struct gp_pool_gpu *gpu = &d->pool.gpu[g];
 		uint64_t room = gpu->total_mem - gpu->reserved, m = per_gpu(cfg, q->memory, gpu);
@@ -43,7 +46,7 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 			continue;
 		open++;
 		out->unreserved += room;
-		if (m > room || m > budget)
+		if (m > room || m > budget || (share && gpu->compute + share > 100))
 			continue;
 		fitting++;
 		if (room > out->room_max)
@@ -75,7 +78,8 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 		snprintf(reason, len, "tenant %s would hold more than its %llu GPUs", tenant,
 			 (unsigned long long)t->gpus);
 	else if (fitting < n)
-		snprintf(reason, len, "%u GPU%s with room for the memory asked; %u asked for",
+		snprintf(reason, len,
+			 "%u GPU%s with room for the memory and compute asked; %u asked for",
 			 fitting, fitting == 1 ? "" : "s", n);
 	out->fits = !reason[0];
 	out->reason = reason;

@@ -58,6 +58,21 @@ fpoolctl ops-rw --pool "$ADMIN" drain "$ADMIN/" >/dev/null || fail "drain for th
 fpoolctl tenant --pool "$ADMIN" quote --json >"$T/q.json" || fail "a quote while draining"
 jq -e '.[0].draining and (.[0].fits | not)' "$T/q.json" >/dev/null || { cat "$T/q.json"; fail "a draining quote"; }
 fpoolctl ops-rw --pool "$ADMIN" undrain "$ADMIN/" >/dev/null || fail "undrain after the quote"
+# Compute: with 80% of one GPU granted (and memory to spare on both), a 30% share fits one
+# GPU of the two, a 20% one both.
+GPUPOOL_SERVER=$D2_LISTEN GPUPOOL_CERT=$T/certs/client.pem GPUPOOL_KEY=$T/certs/client.key \
+	GPUPOOL_MEMORY=64M GPUPOOL_COMPUTE=80 hold Q 4096
+case "$HELD" in READY*) ;; *) cat "$T/Q.err" >&2; fail "the session holding 80%: $HELD" ;; esac
+fpoolctl tenant --pool "$ADMIN" quote --gpus 2 --memory 64M --compute 30 --json >"$T/q.json" ||
+	fail "a compute quote"
+jq -e '(.[0].fits | not) and .[0].free_gpus == 1 and (.[0].reason | test("memory and compute"))' \
+	"$T/q.json" >/dev/null || { cat "$T/q.json"; fail "30% should fit one GPU of two"; }
+fpoolctl tenant --pool "$ADMIN" quote --gpus 2 --memory 64M --compute 20% --json >"$T/q.json" ||
+	fail "a compute quote"
+jq -e '.[0].fits and .[0].free_gpus == 2' "$T/q.json" >/dev/null ||
+	{ cat "$T/q.json"; fail "20% should fit both GPUs"; }
+release Q || fail "the session holding 80% failed"
+if fpoolctl none --pool "$ADMIN" quote --compute 101 2>/dev/null; then fail "a 101% quote"; fi
 echo "---- poolctl --pool $ADMIN quote (a tenant's certificate) ----"
 fpoolctl tenant --pool "$ADMIN" quote
 
