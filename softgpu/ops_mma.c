@@ -1,7 +1,7 @@
 /* ops_mma.c -- warp matrix instructions: ldmatrix, stmatrix, mma.sync and wmma (load, store,
  * mma). */
+#include <assert.h>
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include <cuda.h>
@@ -107,6 +107,10 @@ static int64_t desc_pack(const struct mdesc *d)
 {
 	uint64_t v = 0;
 
+	/* the lowering validated the shape against the ISA's: every field fits */
+	assert(d->m < 128 && d->n < 128 && d->k < 128);
+	assert(d->at < 16 && d->bt < 16 && d->ct < 16 && d->dt < 16);
+	assert(d->na < 32 && d->nb < 32 && d->nc < 32 && d->nd < 32);
 	v |= (uint64_t)d->m;
 	v |= (uint64_t)d->n << 7;
 	v |= (uint64_t)d->k << 14;
@@ -289,6 +293,7 @@ static int matrix_mma(struct sg_thread **lanes, const struct sg_insn *in)
 	unsigned pa, pb, pc;
 
 	desc_unpack(in->imm, &d);
+	assert(d.m * d.k <= 512 && d.k * d.n <= 512 && d.m * d.n <= 256);
 	isint = et_int(d.at);
 	pa = d.na * et_per(d.at);
 	pb = d.nb * et_per(d.bt);
@@ -570,17 +575,28 @@ static bool has(const struct words *ws, const char *s)
 	return false;
 }
 
-/* mNnNkN */
+/* mNnNkN, each N of at most 3 decimal digits (sscanf's %u has no defined overflow) */
 static bool parse_shape(const struct words *ws, int i, unsigned *m, unsigned *n, unsigned *k)
 {
-	char buf[24];
-	char tail;
+	const char *p = ws->w[i], *end = p + ws->n[i];
+	static const char names[3] = {'m', 'n', 'k'};
+	unsigned *dims[3] = {m, n, k};
 
-	if (ws->n[i] >= sizeof(buf))
-		return false;
-	memcpy(buf, ws->w[i], ws->n[i]);
-	buf[ws->n[i]] = 0;
-	return sscanf(buf, "m%un%uk%u%c", m, n, k, &tail) == 3;
+	for (int j = 0; j < 3; j++) {
+		unsigned v = 0, digits = 0;
+
+		if (p == end || *p++ != names[j])
+			return false;
+		for (; p < end && *p >= '0' && *p <= '9'; p++) {
+			if (++digits > 3)
+				return false;
+			v = v * 10 + (unsigned)(*p - '0');
+		}
+		if (digits == 0)
+			return false;
+		*dims[j] = v;
+	}
+	return p == end;
 }
 
 static int bad_operands(struct sg_lower *L, const struct sg_opc *o)
@@ -623,11 +639,18 @@ static int copies(struct sg_lower *L, const struct sg_insn *in, const uint32_t *
 	return 0;
 }
 
-/* The register slots of a {..} operand: sources, or destinations. */
+/*
+ * The register slots of a {..} operand of exactly `want` registers: sources, or
+ * destinations, into slots[], which holds `cap`.
+ */
 static int vec_slots(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *op,
-		     unsigned want, bool dst, int type, uint32_t *slots)
+		     unsigned want, bool dst, int type, uint32_t *slots, unsigned cap)
 {
-	if (op->kind != SG_O_VEC || (unsigned)op->nvec != want)
+	if (want > cap)
+		return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+				      "%s: a fragment of %u registers (softgpu's limit is %u)",
+				      o->text, want, cap);
+	if (op->kind != SG_O_VEC || op->nvec < 0 || (unsigned)op->nvec != want)
 		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "%s needs a {..} of %u registers",
 				      o->text, want);
 	for (unsigned i = 0; i < want; i++)
@@ -649,11 +672,11 @@ static int lower_mma_common(struct sg_lower *L, const struct sg_opc *o,
 
 	if (nops != 4 || d->nd > 8 || ns > 24)
 		return bad_operands(L, o);
-	if (vec_slots(L, o, &ops[0], d->nd, true, SG_B32, dst) ||
-	    vec_slots(L, o, &ops[1], d->na, false, SG_B32, src) ||
-	    vec_slots(L, o, &ops[2], d->nb, false, SG_B32, src + d->na) ||
+	if (vec_slots(L, o, &ops[0], d->nd, true, SG_B32, dst, 8) ||
+	    vec_slots(L, o, &ops[1], d->na, false, SG_B32, src, 24) ||
+	    vec_slots(L, o, &ops[2], d->nb, false, SG_B32, src + d->na, 24 - d->na) ||
 	    vec_slots(L, o, &ops[3], d->nc, false, d->ct == E_F64 ? SG_F64 : SG_B32,
-		      src + d->na + d->nb))
+		      src + d->na + d->nb, 24 - d->na - d->nb))
 		return L->errcode;
 	n = ns > d->nd ? ns : d->nd;
 	base = sg_lower_new_slots(L, n);
@@ -771,6 +794,23 @@ static bool wmma_shape(const struct mdesc *d, int in_type)
 	return false;
 }
 
+/*
+ * Whether the ISA has a wmma C or D fragment of `type` in this shape: f16, f32 or s32
+ * in the 16-bit and 8-bit shapes (m16n16k16, m32n8k16, m8n32k16), f32 in tf32's
+ * m16n16k8, f64 in m8n8k4.
+ */
+static bool wmma_shape_c(const struct mdesc *d, int type)
+{
+	if ((d->m == 16 && d->n == 16 && d->k == 16) || (d->m == 32 && d->n == 8 && d->k == 16) ||
+	    (d->m == 8 && d->n == 32 && d->k == 16))
+		return type == E_F16 || type == E_F32 || type == E_S32;
+	if (d->m == 16 && d->n == 16 && d->k == 8)
+		return type == E_F32;
+	if (d->m == 8 && d->n == 8 && d->k == 4)
+		return type == E_F64;
+	return false;
+}
+
 /* The state space of a matrix load/store: from the opcode, else what the address names. */
 static int mspace(struct sg_lower *L, const struct sg_opc *o, const struct words *ws, int hint,
 		  bool allow_global, int *space)
@@ -799,9 +839,9 @@ static int lower_wmma_ldst(struct sg_lower *L, const struct sg_opc *o, const str
 	const struct sg_operand *data = store ? &ops[1] : &ops[0],
 				*addr = store ? &ops[0] : &ops[1];
 	uint32_t slots[8], aslot, sslot;
-	unsigned n, rows, cols;
+	unsigned n, rows, cols, p;
 	int64_t off;
-	bool wrap32, colmaj;
+	bool wrap32, colmaj, fits;
 
 	memset(&d, 0, sizeof(d));
 	if (ws->count < 7 || !is(ws, 2, "sync") || !is(ws, 3, "aligned") ||
@@ -819,18 +859,25 @@ static int lower_wmma_ldst(struct sg_lower *L, const struct sg_opc *o, const str
 		else if (!is(ws, i, "global") && !is(ws, i, "shared") && !is(ws, i, "shared::cta"))
 			return sg_lower_unsupported(L, o);
 	}
-	if (which == MAT_C ? (type != E_F16 && type != E_F32 && type != E_S32 && type != E_F64)
-			   : !wmma_shape(&d, type))
+	/* before any slot is counted: the slot arrays and aux's fields hold the ISA's shapes */
+	if (which == MAT_C ? !wmma_shape_c(&d, type) : !wmma_shape(&d, type))
 		return sg_lower_unsupported(L, o);
 	if (nops != 3)
 		return bad_operands(L, o);
 	n = wmma_slots(&d, which, type);
-	if (vec_slots(L, o, data, n, !store, SG_B32, slots) ||
+	rows = which == MAT_B ? d.k : d.m;
+	cols = which == MAT_A ? d.k : d.n;
+	p = n * et_per(type);
+	/* aux's fields: rows/4 and cols/4 in 4 bits, P in 6 (wmma_coord divides by rows * cols) */
+	fits = rows && cols && rows % 4 == 0 && cols % 4 == 0 && rows / 4 <= 0xf &&
+	       cols / 4 <= 0xf && p && p <= 0x3f && n <= 8;
+	assert(fits);
+	if (!fits)
+		return sg_lower_unsupported(L, o);
+	if (vec_slots(L, o, data, n, !store, SG_B32, slots, 8) ||
 	    sg_lower_addr(L, addr, &hint, &aslot, &off, &wrap32) ||
 	    mspace(L, o, ws, hint, true, &space) || sg_lower_src(L, &ops[2], SG_U32, &sslot))
 		return L->errcode;
-	rows = which == MAT_B ? d.k : d.m;
-	cols = which == MAT_A ? d.k : d.n;
 	/* one instruction per 4 slots: all but the last emitted */
 	for (unsigned i = 0; i < n; i += 4) {
 		unsigned c = n - i < 4 ? n - i : 4;
@@ -847,8 +894,8 @@ static int lower_wmma_ldst(struct sg_lower *L, const struct sg_opc *o, const str
 			e->d[j] = slots[i + j];
 		e->imm = off;
 		e->flags = (uint8_t)(space | (wrap32 ? F_ADDR32 : 0));
-		e->aux = rows / 4 | (cols / 4) << 4 | (n * et_per(type)) << 8 |
-			 (uint32_t)type << 14 | (colmaj ? 1u : 0) << 18 | i << 19;
+		e->aux = rows / 4 | (cols / 4) << 4 | p << 8 | (uint32_t)type << 14 |
+			 (colmaj ? 1u : 0) << 18 | i << 19;
 	}
 	return 0;
 }
@@ -898,7 +945,8 @@ static int lower_wmma_mma(struct sg_lower *L, const struct sg_opc *o, const stru
 	} else {
 		return sg_lower_unsupported(L, o);
 	}
-	if (!wmma_shape(&d, d.at) || (d.sat && !et_int(d.at)))
+	if (!wmma_shape(&d, d.at) || !wmma_shape_c(&d, d.ct) || !wmma_shape_c(&d, d.dt) ||
+	    (d.sat && !et_int(d.at)))
 		return sg_lower_unsupported(L, o);
 	d.na = wmma_slots(&d, MAT_A, d.at);
 	d.nb = wmma_slots(&d, MAT_B, d.bt);
@@ -929,7 +977,7 @@ static int lower_ldstmatrix(struct sg_lower *L, const struct sg_opc *o, const st
 	}
 	if (num == 0 || nops != 2)
 		return num ? bad_operands(L, o) : sg_lower_unsupported(L, o);
-	if (vec_slots(L, o, store ? &ops[1] : &ops[0], num, !store, SG_B32, slots) ||
+	if (vec_slots(L, o, store ? &ops[1] : &ops[0], num, !store, SG_B32, slots, 4) ||
 	    sg_lower_addr(L, store ? &ops[0] : &ops[1], &hint, &in->s[0], &in->imm, &wrap32) ||
 	    mspace(L, o, ws, hint, false, &space))
 		return L->errcode;

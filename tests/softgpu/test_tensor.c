@@ -543,11 +543,12 @@ static void test_mma_partial_warp(void **state)
 /* The body of kernel k with registers declared; its lowering's result. */
 static CUresult lower_body(const char *body)
 {
-	char ptx[1024];
+	static char ptx[16384];
 	CUmodule m;
 	CUfunction f;
 	CUresult r;
 
+	assert_true(strlen(body) < sizeof(ptx) - 256);
 	snprintf(ptx, sizeof(ptx),
 		 ".version 8.0\n.target sm_90\n.address_size 64\n"
 		 ".visible .entry k()\n{\n\t.reg .b32 %%r<12>;\n\t.reg .b64 %%rd<4>;\n"
@@ -691,6 +692,110 @@ static void test_wmma_f64_tf32(void **state)
 				s += (double)fa[k * 16 + r] * fb[k * 16 + c];
 			assert_true(fd[r * 16 + c] == (float)s);
 		}
+}
+
+/*
+ * The body "{ .reg .<type> %g<n>; <opcode> <before>{%g0,...,%g(n-1)}<after> }" in buf: an
+ * instruction with a {..} of n registers.
+ */
+static const char *with_regs(char *buf, size_t size, const char *type, unsigned n,
+			     const char *before, const char *after)
+{
+	int len = snprintf(buf, size, "{ .reg .%s %%g<%u>; %s{", type, n, before);
+
+	for (unsigned i = 0; i < n; i++)
+		len += snprintf(buf + len, size - (size_t)len, "%s%%g%u", i ? "," : "", i);
+	snprintf(buf + len, size - (size_t)len, "}%s }", after);
+	return buf;
+}
+
+/*
+ * wmma shapes and register lists from hostile PTX: a C/D shape the ISA does not have
+ * (sized to overrun the lowering's slot array, or to overflow the fragment's encoded
+ * rows), and {..} lists longer than the fragment, fail their kernel; the context keeps
+ * working.
+ */
+static void test_wmma_bad_shapes(void **state)
+{
+	static char body[8192];
+	CUdeviceptr d = dbuf(NULL, 64 * 64 * 4);
+
+	/* 64 x 64 f32 would be 128 registers a lane */
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "f32", 128,
+					      "wmma.load.c.sync.aligned.row.m64n64k16.global.f32 ",
+					      ", [%rd1], %r1;")),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "f32", 128,
+					      "wmma.store.d.sync.aligned.row.m64n64k16.global.f32 "
+					      "[%rd1], ",
+					      ", %r1;")),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	/* 64 rows: 8 registers, as m16n16k16's, but no such shape */
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "f32", 8,
+					      "wmma.load.c.sync.aligned.row.m64n4k16.global.f32 ",
+					      ", [%rd1], %r1;")),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "f32", 8,
+					      "wmma.store.d.sync.aligned.col.m64n4k16.f32 [%rd1], ",
+					      ", %r1;")),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	/* C types the shape does not have; shape numbers too long to be one */
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "f32", 4,
+					      "wmma.load.c.sync.aligned.row.m16n16k8.f16 ",
+					      ", [%rd1], %r1;")),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	assert_int_equal(
+		lower_body(with_regs(body, sizeof(body), "f64", 2,
+				     "wmma.load.c.sync.aligned.row.m8n8k4.f32 ", ", [%rd1], %r1;")),
+		CUDA_ERROR_NOT_SUPPORTED);
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "f32", 8,
+					      "wmma.load.c.sync.aligned.row.m4294967312n16k16.f32 ",
+					      ", [%rd1], %r1;")),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "f32", 8,
+					      "wmma.mma.sync.aligned.row.col.m64n4k16.f32.f32 ",
+					      ", {%r1,%r2,%r3,%r4,%r5,%r6,%r7,%r8}, "
+					      "{%r1,%r2,%r3,%r4,%r5,%r6,%r7,%r8}, "
+					      "{%f0,%f1,%f2,%f3,%f4,%f5,%f6,%f7};")),
+			 CUDA_ERROR_NOT_SUPPORTED);
+	/* {..} lists longer than the fragment: C, A, D of mma and wmma.mma, ldmatrix */
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "f32", 9,
+					      "wmma.load.c.sync.aligned.row.m16n16k16.f32 ",
+					      ", [%rd1], %r1;")),
+			 CUDA_ERROR_INVALID_PTX);
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "b32", 200,
+					      "wmma.load.a.sync.aligned.row.m16n16k16.f16 ",
+					      ", [%rd1], %r1;")),
+			 CUDA_ERROR_INVALID_PTX);
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "f32", 200,
+					      "wmma.store.d.sync.aligned.row.m32n8k16.f32 [%rd1], ",
+					      ", %r1;")),
+			 CUDA_ERROR_INVALID_PTX);
+	assert_int_equal(
+		lower_body(with_regs(body, sizeof(body), "f32", 128,
+				     "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 ",
+				     ", {%r5,%r6,%r7,%r8}, {%r9,%r10}, {%f1,%f2,%f3,%f4};")),
+		CUDA_ERROR_INVALID_PTX);
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "f32", 128,
+					      "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 ",
+					      ", {%r1,%r2,%r3,%r4,%r5,%r6,%r7,%r8}, "
+					      "{%r1,%r2,%r3,%r4,%r5,%r6,%r7,%r8}, "
+					      "{%f0,%f1,%f2,%f3,%f4,%f5,%f6,%f7};")),
+			 CUDA_ERROR_INVALID_PTX);
+	assert_int_equal(
+		lower_body(with_regs(body, sizeof(body), "b32", 64,
+				     "ldmatrix.sync.aligned.m8n8.x4.shared.b16 ", ", [%r3];")),
+		CUDA_ERROR_INVALID_PTX);
+	/* the same forms at the ISA's size lower, and a wmma kernel still runs */
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "f32", 8,
+					      "wmma.load.c.sync.aligned.row.m16n16k16.f32 ",
+					      ", [%rd1], %r1;")),
+			 CUDA_SUCCESS);
+	assert_int_equal(lower_body(with_regs(body, sizeof(body), "f32", 8,
+					      "wmma.store.d.sync.aligned.col.m8n32k16.f32 [%rd1], ",
+					      ", %r1;")),
+			 CUDA_SUCCESS);
+	run("wmma_tf32", 1, 32, (void *[]){&d, &d, &d, &d});
 }
 
 /* ---- conversions ---- */
@@ -879,6 +984,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_matrix_bad_ptx, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wmma, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wmma_f64_tf32, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wmma_bad_shapes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cvt_tf32, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cvt_fp8, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_griddepcontrol, setup, teardown),
