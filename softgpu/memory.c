@@ -974,9 +974,12 @@ static struct advice *advice_of(uint64_t p, uint64_t n)
 	}
 	if (!free_slot) {
 		/* Records of freed allocations go first. */
-		for (int i = 0; i < ADVICE_MAX && !free_slot; i++)
-			if (!sg_mem_find(advices[i].base, &a) || a.base != advices[i].base)
+		for (int i = 0; i < ADVICE_MAX && !free_slot; i++) {
+			struct sg_alloc other;
+
+			if (!sg_mem_find(advices[i].base, &other) || other.base != advices[i].base)
 				free_slot = &advices[i];
+		}
 		if (!free_slot)
 			return NULL;
 	}

@@ -46,7 +46,7 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 			continue;
 		open++;
 		out->unreserved += room;
-		if (m > room || m > budget || (share && gpu->compute + share > 100))
+		if (m > room || m > budget || (share && share > 100 - gpu->compute))
 			continue;
 		fitting++;
 		if (room > out->room_max)
@@ -69,6 +69,9 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 	if (out->draining)
 		snprintf(reason, len, "%s",
 			 d->stopping ? "the daemon is stopping" : "every GPU is draining");
+	else if (share > 100)
+		snprintf(reason, len, "asked for %u%% of a GPU's compute; a share is 1%% to 100%%",
+			 share);
 	else if (gp__sessions_live(d) >= cfg->max_sessions)
 		snprintf(reason, len, "max_sessions (%u) reached", cfg->max_sessions);
 	else if (t && u.sessions + 1 > t->sessions)
