@@ -22,7 +22,8 @@ fi
 
 A=aaaaaaaaaaaaaaaaaaaa B=bbbbbbbbbbbbbbbbbbbb C=cccccccccccccccccccc
 gp_config "token $A alice" "token $B bob" "token $C carol" "tenant bob compute=50%" \
-	"queue_timeout 60" "metrics_listen 127.0.0.1:0" "accounting_file $T/acct.jsonl"
+	"queue_timeout 60" "handshake_timeout 120" "metrics_listen 127.0.0.1:0" \
+	"accounting_file $T/acct.jsonl"
 gp_start
 url=$(grep -o "http://[0-9.:]*/metrics" "$T/daemon.log" | head -n 1)
 [ -n "$url" ] || fail "the daemon should log where its metrics are"
