@@ -1,6 +1,7 @@
 #!/bin/sh
 # install-deps.sh -- install the Debian packages gpupool builds with, and check
-# for the CUDA toolkit. Safe to run again: it installs only what is missing.
+# for the CUDA toolkit; fetch promtool (get-promtool.sh). Safe to run again: it
+# installs only what is missing.
 set -eu
 
 PKGS="build-essential cmake pkg-config libuv1-dev libprotobuf-c-dev protobuf-c-compiler
@@ -21,6 +22,12 @@ if [ -n "$missing" ]; then
 	fi
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+
+# promtool, for the metrics test (integration.metrics-promtool): taken out of Debian's
+# prometheus package into a cache, not installed with it. Without it that test says SKIP.
+if ! "$(dirname "$0")/get-promtool.sh" >/dev/null; then
+	echo "install-deps: could not get promtool; integration.metrics-promtool will be skipped" >&2
 fi
 
 CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"

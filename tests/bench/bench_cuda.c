@@ -6,6 +6,8 @@
  *   --child hide LIB N ROUNDS     N launches and one synchronize, against one round trip
  *   --child load LIB LAUNCHES COPIES   one session's share of a concurrent load: says
  *                "ready", waits for a byte on stdin, works, reports its time
+ *   --child setup LIB             session setup only (scripts/bench-setup.sh runs it):
+ *                cuInit to the first answered call, then one launch checked
  *
  * Every kernel adds one to a counter, and the counters are checked: a run whose work did
  * not happen fails instead of reporting a rate.
@@ -331,13 +333,29 @@ static int mode_load(int argc, char **argv)
 	return 0;
 }
 
+static int mode_setup(int argc, char **argv)
+{
+	struct session s;
+
+	if (open_session(&s))
+		return 1;
+	printf("setup_ms %.3f\n", s.setup_ms);
+	if (launch_one(&s))
+		return 1;
+	CK(cu.cuCtxSynchronize());
+	return check_counter(&s, 1);
+}
+
 int bench_child_main(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
 		int nargs;
 		int (*fn)(int, char **);
-	} modes[] = {{"all", 4, mode_all}, {"hide", 2, mode_hide}, {"load", 2, mode_load}};
+	} modes[] = {{"all", 4, mode_all},
+		     {"hide", 2, mode_hide},
+		     {"load", 2, mode_load},
+		     {"setup", 0, mode_setup}};
 
 	if (argc < 2)
 		return 2;
