@@ -400,6 +400,10 @@ CUresult gp__wait_start(struct gp_worker *w, const struct gp_req *rq);
 /* Whether a waiter is inside the driver (the process then ends without unloading it). */
 bool gp__waits_busy(void);
 /* exec.c: every stream of the context (and its default ones) is idle, no waiter busy. */
+/* A synchronize the main thread made itself (the stream, event or context was idle): the
+ * pools' trim at a synchronize is charged anew before the client hears, as a waiter does
+ * (waits.c). Returns r. */
+CUresult gp__synchronized(struct gp_worker *w, CUresult r);
 bool gp__ctx_idle(struct gp_worker *w, uint64_t ctx);
 /* Answers every call being waited for with CUDA_ERROR_LAUNCH_TIMEOUT (kernel_timeout). */
 void gp__waits_answer_timeout(struct gp_worker *w);
