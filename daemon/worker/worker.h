@@ -70,7 +70,9 @@ extern volatile sig_atomic_t gp__worker_stop;
 extern volatile sig_atomic_t gp__worker_timed_out;
 /* SIGUSR2s from the pool (docs/scheduling.md): 1, the session was chosen to be preempted
  * after preempt_grace; 2 or more, it is being ended for that (a SIGTERM follows). */
-extern volatile sig_atomic_t gp__worker_preempted;
+/* The pool's last word on a preemption: 0 none or cancelled, 1 noticed, 2 ending; and how
+ * many notices came (each is told). Set by SIGUSR2 (worker.c). */
+extern volatile sig_atomic_t gp__worker_preempted, gp__worker_preempt_gen;
 
 /* Largest module image a client may upload. */
 #define GP_IMAGE_MAX (1ull << 30)
