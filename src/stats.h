@@ -40,6 +40,14 @@ enum gp_worker_end {
 	GP_WORKER_END_POOL,	   /* the pool asked it to end (SIGTERM, SIGUSR1) */
 };
 
+/* What the supervisor's SIGUSR2 to a worker says, as sigqueue's value (docs/scheduling.md,
+ * Preemption): each changes what the worker would tell its client at the end. */
+enum gp_preempt_signal {
+	GP_PREEMPT_CANCEL = 0, /* no longer to be preempted: its room is not needed now */
+	GP_PREEMPT_NOTICE = 1, /* chosen to be preempted after preempt_grace: the client is told */
+	GP_PREEMPT_END = 2,    /* ended for the preemption: the SIGTERM follows */
+};
+
 struct gp_stats {
 	uint32_t magic;
 	_Atomic uint32_t state;

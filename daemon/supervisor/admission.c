@@ -163,7 +163,7 @@ static void preempt(struct gp_daemon *d)
 		struct gp_session *s = session_of(v[i]), *ws = session_of(w);
 
 		s->preempt_noticed = uv_now(d->loop);
-		gp__session_kill(s, SIGUSR2); /* its worker tells its client (watchdog.c) */
+		gp__session_preempt_signal(s, GP_PREEMPT_NOTICE); /* its worker tells its client */
 		snprintf(
 			s->preempt_why, sizeof(s->preempt_why),
 			"preempted: the session was preemptible, and its GPU memory or compute was "
@@ -209,18 +209,21 @@ void gp__admit_preempt_tick(struct gp_daemon *d)
 		}
 		if (!due)
 			break;
-		/* A second SIGUSR2 first: the worker tells its client why before it ends. */
-		gp__session_kill(s, SIGUSR2);
+		/* Said first: the worker tells its client why before it ends. */
+		gp__session_preempt_signal(s, GP_PREEMPT_END);
 		gp__session_end(s, "preempted", s->preempt_why);
 	}
 	if (asked && !due) {
 		/* The waiter went or fits now: nobody is ended, the marks are gone. */
 		for (struct gp_session *s = d->sessions; s; s = s->next) {
-			if (s->preempt_noticed && !s->term_at)
+			if (s->preempt_noticed && !s->term_at) {
 				gp_log_info(
 					"session %llu (tenant %s): no longer preempted, its room "
 					"is not needed now",
 					(unsigned long long)s->id, s->tenant);
+				/* else a later end of another kind would be told as this */
+				gp__session_preempt_signal(s, GP_PREEMPT_CANCEL);
+			}
 			s->preempt_noticed = 0;
 		}
 		gp__admit_pump(d);

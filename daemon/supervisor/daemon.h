@@ -201,6 +201,8 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 unsigned gp__sessions_live(const struct gp_daemon *d);
 /* Of those, how many of one transport are still in TLS and Hello. */
 unsigned gp__sessions_handshaking(const struct gp_daemon *d, enum gp_transport transport);
+/* Tells the worker of a preemption's notice, cancel or end (SIGUSR2 with the value). */
+void gp__session_preempt_signal(struct gp_session *s, enum gp_preempt_signal what);
 void gp__session_kill(struct gp_session *s, int sig);
 /* Asks a session's worker to end (SIGTERM, then SIGKILL if it lingers); code is what its
  * accounting record says of how it ended ("evicted", "idle_timeout", ...). */

@@ -373,14 +373,41 @@ static bool may_preempt(const struct gp_pool *p, const struct gp_config *cfg,
 	return !within(gp_config_tenant(cfg, x->tenant), &u, 0, 0);
 }
 
+/* Takes x's reservations out of a copy of the ledger. */
+static void take_out(struct gp_pool *room, const struct gp_claim *x)
+{
+	for (uint32_t i = 0; i < x->ndev; i++) {
+		struct gp_pool_gpu *g = gp_pool_gpu(room, x->dev[i]);
+
+		if (!g)
+			continue;
+		g->reserved -= x->mem_limit;
+		g->compute -= x->compute;
+		g->sessions--;
+	}
+}
+
+/* Would w fit with victims[0..n) ended, all but victims[skip] (skip >= n: none skipped)?
+ * The claim lists are p's: the victims are other tenants', so w's tenant usage is the same. */
+static bool fits_without(const struct gp_pool *p, const struct gp_config *cfg,
+			 const struct gp_claim *w, struct gp_claim *const *victims, unsigned n,
+			 unsigned skip)
+{
+	uint32_t chosen[GP_STATS_MAX_DEVICES];
+	struct gp_pool room = *p;
+	uint64_t mem;
+
+	for (unsigned k = 0; k < n; k++)
+		if (k != skip)
+			take_out(&room, victims[k]);
+	return fit(&room, cfg, w, chosen, &mem) == PLACED;
+}
+
 unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim **victims,
 			 unsigned max, struct gp_claim **waiter)
 {
-	uint32_t chosen[GP_STATS_MAX_DEVICES];
 	struct gp_claim *w;
-	struct gp_pool room;
 	unsigned n = 0;
-	uint64_t mem;
 
 	if (!p || !cfg || !victims || !max || !waiter)
 		return 0;
@@ -391,38 +418,55 @@ unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct 
 	w = entitled_waiting(p, cfg);
 	if (!w)
 		return 0;
-	/* The ledger as it would be without the victims so far (the claim lists are p's: the
-	 * victims are other tenants', so the waiter's tenant usage is the same). */
-	room = *p;
 	for (struct gp_claim *x = p->admitted; x && n < max; x = x->anext) {
 		if (!may_preempt(p, cfg, x, w))
 			continue;
 		victims[n++] = x;
-		for (uint32_t i = 0; i < x->ndev; i++) {
-			struct gp_pool_gpu *g = gp_pool_gpu(&room, x->dev[i]);
-
-			if (!g)
-				continue;
-			g->reserved -= x->mem_limit;
-			g->compute -= x->compute;
-			g->sessions--;
-		}
-		if (fit(&room, cfg, w, chosen, &mem) == PLACED) {
-			for (unsigned k = 0; k < n; k++)
-				victims[k]->preempting = true;
-			*waiter = w;
-			return n;
-		}
+		if (fits_without(p, cfg, w, victims, n, n))
+			break;
 	}
-	return 0;
+	if (n == 0 || !fits_without(p, cfg, w, victims, n, n))
+		return 0;
+	/* Chosen until there was room, whether or not each one's GPUs help: going back, the
+	 * latest chosen first, one the waiter fits without is spared (the last one chosen
+	 * never is: without it there was no room). */
+	for (unsigned k = n; k-- > 0;) {
+		if (!fits_without(p, cfg, w, victims, n, k))
+			continue;
+		memmove(&victims[k], &victims[k + 1], (n - k - 1) * sizeof(victims[0]));
+		n--;
+	}
+	for (unsigned k = 0; k < n; k++)
+		victims[k]->preempting = true;
+	*waiter = w;
+	return n;
 }
 
 bool gp_pool_preempt_due(struct gp_pool *p, const struct gp_config *cfg)
 {
+	uint32_t chosen[GP_STATS_MAX_DEVICES];
+	struct gp_claim *w;
+	struct gp_pool room;
+	bool any = false;
+	uint64_t mem;
+
 	if (!p || !cfg)
 		return false;
-	if (entitled_waiting(p, cfg))
-		return true;
+	/* The waiter they were chosen for may have gone in meanwhile, or another come first:
+	 * ending them is due only when that lets the first entitled waiter in now. */
+	w = entitled_waiting(p, cfg);
+	if (w) {
+		room = *p;
+		for (struct gp_claim *x = p->admitted; x; x = x->anext) {
+			if (x->preempting) {
+				take_out(&room, x);
+				any = true;
+			}
+		}
+		/* None chosen yet: one is due (gp_pool_preempt chooses). */
+		if (!any || fit(&room, cfg, w, chosen, &mem) == PLACED)
+			return true;
+	}
 	for (struct gp_claim *x = p->admitted; x; x = x->anext)
 		x->preempting = false;
 	return false;

@@ -31,7 +31,9 @@
  *
  * Preemption (gp_pool_preempt): when the first waiter in the queue's order is entitled and
  * waits for room, admitted preemptible claims of other, borrowing tenants are chosen, newest
- * first, until their release would make room; the caller ends them after a grace.
+ * first, until their release would make room, and those it would not need (their GPUs do not
+ * help) are spared; the caller ends them after a grace, if that still lets the first
+ * entitled waiter in then.
  *
  * Nothing here sends, logs or reads a clock: time comes in as an argument, decisions come
  * back as values, and admission.c does the I/O (tests/unit/test_pool.c tests this alone).
@@ -136,15 +138,18 @@ bool gp_pool_preemptible(const struct gp_config *cfg, const struct gp_claim *c);
 /*
  * When the first waiter in the queue's order (past those held by their own tenant's limits)
  * is entitled and waits for room, chooses admitted preemptible claims of other tenants that
- * are borrowing, newest first, until releasing them would let the waiter in; marks them
+ * are borrowing, newest first, until releasing them would let the waiter in, then spares
+ * each one (the latest chosen first) without which it would still get in; marks them
  * preempting, puts them in victims (at most max) and the waiter in *waiter, and returns how
  * many. 0, marking none: no preemption is due, one is under way (a claim is preempting), or
  * no such claims would make room.
  */
 unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim **victims,
 			 unsigned max, struct gp_claim **waiter);
-/* Is a preemption still due (an entitled waiter first in the order waits for room)? If not,
- * every preempting mark is cleared and false returned: the caller ends no one. */
+/* Is a preemption still due: an entitled waiter first in the order waits for room, and
+ * (when claims are preempting) ending them would let it in now? The waiter they were chosen
+ * for may have been admitted meanwhile and another come first, whom they may not help. If
+ * not due, every preempting mark is cleared and false returned: the caller ends no one. */
 bool gp_pool_preempt_due(struct gp_pool *p, const struct gp_config *cfg);
 /* How many claims of the tenant wait now. */
 unsigned gp_pool_tenant_waiting(const struct gp_pool *p, const char *tenant);

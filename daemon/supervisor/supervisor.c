@@ -1,6 +1,7 @@
 /* supervisor.c -- accept clients, spawn one worker per session, admit, reap. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,13 @@ void gp__session_kill(struct gp_session *s, int sig)
 {
 	if (!s->exited)
 		uv_process_kill(&s->proc, sig);
+}
+
+void gp__session_preempt_signal(struct gp_session *s, enum gp_preempt_signal what)
+{
+	/* sigqueue, not uv_process_kill: the worker reads the value (worker.c, on_sigusr2). */
+	if (!s->exited && s->proc.pid > 0)
+		sigqueue(s->proc.pid, SIGUSR2, (union sigval){.sival_int = (int)what});
 }
 
 #define KILL_AFTER_MS 5000

@@ -95,9 +95,10 @@ CUresult gp__serve_ctx_synchronize(struct gp_worker *w, struct gp_req *rq,
 				   const struct gp_wargs_ctx_synchronize *a,
 				   struct gp_out_ctx_synchronize *o)
 {
-	/* Already idle: answered here, without a thread's hand-over (exec.c). */
+	/* Already idle: answered here, without a thread's hand-over (exec.c); the pools'
+	 * trim at a synchronize is charged anew first, as a waiter does (waits.c). */
 	if (gp__ctx_idle(w, a->ctx))
-		return w->drv.cuCtxSynchronize();
+		return gp__synchronized(w, w->drv.cuCtxSynchronize());
 	/* A waiter thread waits and answers (waits.c). */
 	rq->wait = (struct gp_wait){.kind = GP_WAIT_CTX, .ctx = w->current};
 	return CUDA_SUCCESS;

@@ -245,6 +245,12 @@ CUresult gp__serve_stream_destroy(struct gp_worker *w, struct gp_req *rq,
 	return CUDA_SUCCESS;
 }
 
+CUresult gp__synchronized(struct gp_worker *w, CUresult r)
+{
+	gp__pools_refresh(w, -1);
+	return r;
+}
+
 /*
  * Whether the context's work is all done: no waiter is busy, and the context's default
  * streams and every stream of the session in it say so. Then a synchronize returns at
@@ -281,10 +287,10 @@ CUresult gp__serve_stream_synchronize(struct gp_worker *w, struct gp_req *rq,
 	/* The per-thread default stream is this thread's: waited for here. Any other is waited
 	 * for by a waiter thread, which answers (waits.c). */
 	if (a->stream_drv == CU_STREAM_PER_THREAD)
-		return GP_DRV(w, cuStreamSynchronize, a->stream_drv);
+		return gp__synchronized(w, GP_DRV(w, cuStreamSynchronize, a->stream_drv));
 	/* Already idle: answered here, without a thread's hand-over. */
 	if (GP_DRV(w, cuStreamQuery, a->stream_drv) == CUDA_SUCCESS)
-		return GP_DRV(w, cuStreamSynchronize, a->stream_drv);
+		return gp__synchronized(w, GP_DRV(w, cuStreamSynchronize, a->stream_drv));
 	rq->wait = (struct gp_wait){
 		.kind = GP_WAIT_STREAM, .ctx = w->current, .stream = a->stream_drv};
 	return CUDA_SUCCESS;
@@ -352,7 +358,7 @@ CUresult gp__serve_event_synchronize(struct gp_worker *w, struct gp_req *rq,
 				     struct gp_out_event_synchronize *o)
 {
 	if (GP_DRV(w, cuEventQuery, a->event_drv) == CUDA_SUCCESS)
-		return GP_DRV(w, cuEventSynchronize, a->event_drv);
+		return gp__synchronized(w, GP_DRV(w, cuEventSynchronize, a->event_drv));
 	rq->wait =
 		(struct gp_wait){.kind = GP_WAIT_EVENT, .ctx = w->current, .event = a->event_drv};
 	return CUDA_SUCCESS;

@@ -15,7 +15,10 @@
  *     ending; otherwise the client sees the connection close.
  *   - SIGUSR2 (docs/scheduling.md): the pool chose the session to be preempted; the watchdog
  *     tells the client's stderr (gp__worker_preempt_tell), and once more if it ends it
- *     itself after the second SIGUSR2 and the SIGTERM.
+ *     itself after the SIGUSR2 that says so and the SIGTERM. The value the supervisor
+ *     queues with each SIGUSR2 says notice, cancel or end (enum gp_preempt_signal): after a
+ *     cancel, an end for another reason is not told as a preemption, and a new notice is
+ *     told again.
  * Locking: `lock` guards busy/quiet/async/request_id, which the main thread sets around a
  * handler (gp__watch_enter/leave). The watchdog writes to the connection only under its
  * send lock, taken without waiting (a thread stuck in a send keeps it), and never returns
@@ -117,7 +120,7 @@ static void *watchdog(void *arg)
 	struct gp_worker *w = arg;
 	struct pollfd pfd = {.fd = watch_fd, .events = POLLRDHUP};
 	uint64_t hup_at = 0, stop_at = 0;
-	bool noticed = false;
+	sig_atomic_t told_gen = 0; /* the last notice told (worker.c, on_sigusr2) */
 
 	for (;;) {
 		uint64_t now, grace;
@@ -136,8 +139,13 @@ static void *watchdog(void *arg)
 		pthread_mutex_lock(&watch.lock);
 		grace = watch.done ? GRACE_DONE_MS : GRACE_MS;
 		/* While the connection is the main thread's (not done) and the client there. */
-		if (gp__worker_preempted && !noticed && !watch.done && !hup_at)
-			noticed = gp__worker_preempt_tell(w, false) == 0;
+		if (gp__worker_preempted == 1 && told_gen != gp__worker_preempt_gen &&
+		    !watch.done && !hup_at) {
+			sig_atomic_t gen = gp__worker_preempt_gen;
+
+			if (gp__worker_preempt_tell(w, false) == 0)
+				told_gen = gen;
+		}
 		if (gp__worker_timed_out) {
 			/* The call that ran too long is the main thread's, or a waiter's. */
 			gp_log_error(

@@ -36,7 +36,7 @@
 /* Set by SIGTERM (poolctl evict, idle timeout, drain): finish the current call, then end. */
 volatile sig_atomic_t gp__worker_stop;
 
-volatile sig_atomic_t gp__worker_preempted;
+volatile sig_atomic_t gp__worker_preempted, gp__worker_preempt_gen;
 
 static volatile sig_atomic_t handshake_expired;
 
@@ -51,10 +51,24 @@ static void on_sigusr1(int sig)
 	gp__worker_stop = 1;
 }
 
-static void on_sigusr2(int sig)
+/* The pool's word on a preemption: the value it queued (enum gp_preempt_signal). A plain
+ * SIGUSR2 (no value) counts as the next step, notice then end. */
+static void on_sigusr2(int sig, siginfo_t *si, void *uc)
 {
-	if (gp__worker_preempted < 2)
-		gp__worker_preempted++;
+	int what = si && si->si_code == SI_QUEUE
+			   ? si->si_value.sival_int
+			   : (gp__worker_preempted ? GP_PREEMPT_END : GP_PREEMPT_NOTICE);
+
+	(void)sig;
+	(void)uc;
+	if (what == GP_PREEMPT_CANCEL) {
+		gp__worker_preempted = 0;
+	} else if (what == GP_PREEMPT_NOTICE) {
+		gp__worker_preempted = 1;
+		gp__worker_preempt_gen++; /* each notice is told (watchdog.c) */
+	} else {
+		gp__worker_preempted = 2;
+	}
 }
 
 /* The handshake's deadline: whatever read is blocked returns, and the worker ends. */
@@ -646,8 +660,9 @@ out_ctx:
 
 /* ---- main ----------------------------------------------------------------- */
 
-/* The pool's SIGUSR2s (docs/scheduling.md): the first when it chooses the session to be
- * preempted (the watchdog tells the client), the second just before its SIGTERM. Before the
+/* The pool's SIGUSR2s (docs/scheduling.md): a notice when it chooses the session to be
+ * preempted (the watchdog tells the client, each time), a cancel when the room is not
+ * needed after all, an end just before its SIGTERM. Before the
  * connection closes the client's stderr is told why; its next call then fails with
  * CUDA_ERROR_DEVICE_UNAVAILABLE. A thread stuck while sending holds the connection: then
  * the client sees only the close. */
@@ -661,15 +676,15 @@ int gp__worker_preempt_tell(struct gp_worker *w, bool ending)
 	static const char end[] = "gpupool: the pool ended this session: it was preemptible, and "
 				  "its GPU room went to "
 				  "a session within its tenant's guarantee after preempt_grace\n";
-	static atomic_bool told[2];
+	static atomic_bool told_end; /* the watchdog and the main thread may both end it */
 	const char *msg = ending ? end : notice;
 	size_t len = ending ? sizeof(end) - 1 : sizeof(notice) - 1;
 
-	if (!w->client_stderr || atomic_load(&told[ending]))
+	if (!w->client_stderr || (ending && atomic_load(&told_end)))
 		return 0;
 	if (pthread_mutex_trylock(&w->client->send) != 0)
 		return -EBUSY;
-	if (!atomic_exchange(&told[ending], true) &&
+	if ((!ending || !atomic_exchange(&told_end, true)) &&
 	    gp_conn_send(w->client, GP_MSG_OUTPUT_ERR, 0, 0, NULL, msg, len) == 0)
 		gp_conn_flush(w->client);
 	pthread_mutex_unlock(&w->client->send);
@@ -836,7 +851,8 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = on_sigusr1; /* kernel_timeout: see watchdog.c */
 	sigaction(SIGUSR1, &sa, NULL);
-	sa.sa_handler = on_sigusr2; /* preempted: see gp__worker_preempt_tell */
+	sa.sa_sigaction = on_sigusr2; /* preempted: see gp__worker_preempt_tell */
+	sa.sa_flags |= SA_SIGINFO;
 	sigaction(SIGUSR2, &sa, NULL);
 	gp_log_init("gpupool-worker", GP_LOG_INFO);
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

@@ -70,7 +70,9 @@ extern volatile sig_atomic_t gp__worker_stop;
 extern volatile sig_atomic_t gp__worker_timed_out;
 /* SIGUSR2s from the pool (docs/scheduling.md): 1, the session was chosen to be preempted
  * after preempt_grace; 2 or more, it is being ended for that (a SIGTERM follows). */
-extern volatile sig_atomic_t gp__worker_preempted;
+/* The pool's last word on a preemption: 0 none or cancelled, 1 noticed, 2 ending; and how
+ * many notices came (each is told). Set by SIGUSR2 (worker.c). */
+extern volatile sig_atomic_t gp__worker_preempted, gp__worker_preempt_gen;
 
 /* Largest module image a client may upload. */
 #define GP_IMAGE_MAX (1ull << 30)
@@ -400,6 +402,10 @@ CUresult gp__wait_start(struct gp_worker *w, const struct gp_req *rq);
 /* Whether a waiter is inside the driver (the process then ends without unloading it). */
 bool gp__waits_busy(void);
 /* exec.c: every stream of the context (and its default ones) is idle, no waiter busy. */
+/* A synchronize the main thread made itself (the stream, event or context was idle): the
+ * pools' trim at a synchronize is charged anew before the client hears, as a waiter does
+ * (waits.c). Returns r. */
+CUresult gp__synchronized(struct gp_worker *w, CUresult r);
 bool gp__ctx_idle(struct gp_worker *w, uint64_t ctx);
 /* Answers every call being waited for with CUDA_ERROR_LAUNCH_TIMEOUT (kernel_timeout). */
 void gp__waits_answer_timeout(struct gp_worker *w);

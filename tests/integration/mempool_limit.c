@@ -3,7 +3,8 @@
  * usage: mempool_limit over    (under a 64 MiB limit) what pools hold counts: an allocation
  *                              past the limit is CUDA_ERROR_OUT_OF_MEMORY, and so is one
  *                              that only memory a pool keeps stands in the way of, until
- *                              the pool is trimmed; prints OK
+ *                              the pool is trimmed, or gives back what it keeps above
+ *                              its release threshold at a synchronize; prints OK
  *        mempool_limit hold    says BASE, waits for a line; holds 32 MiB from the default
  *                              pool, says HELD, waits; frees it in stream order and
  *                              synchronizes, says FREED, waits; then ends
@@ -61,6 +62,30 @@ static int over(CUstream s)
 	/* A freed pointer is refused, here and (freed again) by the pool. */
 	CHECK(cuMemsetD8(a, 0, 16), CUDA_ERROR_INVALID_VALUE);
 	CHECK(cuMemFreeAsync(a, s), CUDA_ERROR_INVALID_VALUE);
+
+	/* The default pool gives back what is freed at a synchronize of the context, the stream
+	 * or an event, also one of work already done (which the worker answers without a
+	 * waiter): the 40 MiB are the session's no more, and a plain allocation fits. */
+	for (int k = 0; k < 3; k++) {
+		CUevent e;
+
+		OK(cuMemAllocAsync(&a, 40 * MIB, s));
+		OK(cuMemsetD8Async(a, 2, 40 * MIB, s));
+		OK(cuMemFreeAsync(a, s));
+		OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+		OK(cuEventRecord(e, s));
+		while (cuEventQuery(e) == CUDA_ERROR_NOT_READY)
+			;
+		if (k == 0)
+			OK(cuCtxSynchronize());
+		else if (k == 1)
+			OK(cuStreamSynchronize(s));
+		else
+			OK(cuEventSynchronize(e));
+		OK(cuEventDestroy(e));
+		OK(cuMemAlloc(&b, 40 * MIB));
+		OK(cuMemFree(b));
+	}
 
 	/* A pool that keeps what is freed: what it keeps still counts. */
 	memset(&props, 0, sizeof(props));

@@ -766,6 +766,73 @@ static void test_compute_tenant(void **state)
 
 /* ---- preemption ---- */
 
+/* Chosen newest first until there is room, a claim whose GPU does not help is spared:
+ * here bob's 4G beside svc's 12G, when ending his 16G on the other GPU alone makes room. */
+static void test_preempt_overkill(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=12G\n"
+				     "tenant svc preemptible=no\n");
+	struct gp_pool p;
+	struct gp_claim b2 = claim("bob", 1, 16 * G), s1 = claim("svc", 1, 12 * G),
+			b1 = claim("bob", 1, 4 * G), a = claim("alice", 1, 12 * G), *v[8], *w;
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 16 * G});
+	b1.preemptible = b2.preemptible = true;
+	assert_int_equal(ask(&p, cfg, &b2, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &s1, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b1, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(b2.dev[0], 0);
+	assert_int_equal(b1.dev[0], 1);
+	assert_int_equal(ask(&p, cfg, &a, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1);
+	assert_ptr_equal(v[0], &b2);
+	assert_ptr_equal(w, &a);
+	assert_true(b2.preempting);
+	assert_false(b1.preempting);
+	gp_pool_release(&p, &b2);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a);
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &b1);
+	gp_pool_release(&p, &s1);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* The waiter the victims were chosen for goes in another way before the grace ends: they are
+ * not ended for the next entitled waiter when ending them would not let that one in. */
+static void test_preempt_due_other_waiter(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=12G\n"
+				     "tenant carol guarantee_memory=16G\n"
+				     "tenant svc preemptible=no\n");
+	struct gp_pool p;
+	struct gp_claim b = claim("bob", 1, 16 * G), s = claim("svc", 1, 12 * G),
+			a = claim("alice", 1, 12 * G), c = claim("carol", 2, 8 * G), *v[8], *w;
+
+	pool_of(&p, 2, (uint64_t[]){16 * G, 16 * G});
+	b.preemptible = true;
+	assert_int_equal(ask(&p, cfg, &b, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &s, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &a, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1);
+	assert_ptr_equal(v[0], &b);
+	assert_ptr_equal(w, &a);
+	/* svc ends: alice goes on its GPU; carol, entitled, waits for 8G on two GPUs, which
+	 * bob's GPU alone cannot give her */
+	gp_pool_release(&p, &s);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a);
+	assert_int_equal(ask(&p, cfg, &c, 2), GP_CLAIM_QUEUED);
+	assert_false(gp_pool_preempt_due(&p, cfg));
+	assert_false(b.preempting);
+	/* and no new round for her either */
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);
+	gp_pool_release(&p, &c);
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &b);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
 /* An entitled waiter that waits for room: preemptible claims of borrowing tenants are
  * chosen, newest first, until there would be room; not those that may not go. */
 static void test_preempt(void **state)
@@ -950,6 +1017,8 @@ int main(void)
 		cmocka_unit_test(test_guarantee_gpus),
 		cmocka_unit_test(test_compute_fit),
 		cmocka_unit_test(test_compute_tenant),
+		cmocka_unit_test(test_preempt_overkill),
+		cmocka_unit_test(test_preempt_due_other_waiter),
 		cmocka_unit_test(test_preempt),
 		cmocka_unit_test(test_preempt_not),
 		cmocka_unit_test(test_release_every_way),
