@@ -93,6 +93,26 @@ case "$HELD" in READY*) ;; *) fail "five candidates: $HELD" ;; esac
 [ "$(grep -c "quote from 127.0.0" "$T/J.err")" = 2 ] || { cat "$T/J.err"; fail "two quotes of five candidates"; }
 release J
 
+# A candidate whose admin endpoint sends a byte a second (a TLS record that never ends):
+# its quote gives up at its 2 s deadline, not per byte, and the session goes to the other
+# candidate. The 60 s only catch a hang; the time is not judged otherwise.
+"$GP_TESTBIN/drip" "127.0.0.7:$aport" &
+DRIP_PID=$!
+FLEET_PIDS="$FLEET_PIDS $DRIP_PID"
+zone "pool.test A 127.0.0.7" "pool.test A 127.0.0.2"
+hold_start K 4096
+hold_line K 60
+case "$HELD" in READY*) ;; *)
+	kill -KILL "$K_PID" 2>/dev/null
+	fail "a dripping quote should not hold cuInit: $HELD" ;;
+esac
+grep -q "quote from 127.0.0.7:$aport: TLS connect: timed out" "$T/K.err" ||
+	{ cat "$T/K.err"; fail "the dripping candidate's quote should time out"; }
+dwait 2 '.sessions | length == 1'
+release K
+kill -KILL "$DRIP_PID"
+wait "$DRIP_PID" 2>/dev/null || true
+
 # A bad placement name is an error that names it.
 GPUPOOL_PLACEMENT=scatter hold H 4096
 case "$HELD" in ERROR*) ;; *) fail "a bad GPUPOOL_PLACEMENT should fail cuInit: $HELD" ;; esac
