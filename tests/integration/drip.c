@@ -3,7 +3,11 @@
  * A client whose wait is a timeout per read rather than a deadline never gets to the end.
  *
  * usage: drip HOST:PORT
- * Binds HOST:PORT (an IPv4 address); keeps up to 64 connections at once.
+ *        drip HOST:PORT CERT KEY LEN
+ * Binds HOST:PORT (an IPv4 address); keeps up to 64 connections at once. With CERT and KEY
+ * it completes the TLS handshake instead, one connection at a time, reads a request and
+ * answers with a frame announcing a LEN-byte message, whose bytes then follow one a
+ * second (each its own TLS record).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,7 +18,44 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "conn.h"
+#include "frame.h"
+
 #define CONNS_MAX 64
+
+/* The TLS mode: serves the connections one after the other. */
+static int serve_tls(int lfd, const char *cert, const char *key, uint32_t len)
+{
+	char err[256];
+	SSL_CTX *ctx = gp_tls_server_ctx_new(cert, key, NULL, err, sizeof(err));
+
+	if (!ctx) {
+		fprintf(stderr, "drip: %s\n", err);
+		return 1;
+	}
+	for (;;) {
+		struct gp_frame_hdr h;
+		uint8_t raw[GP_FRAME_HDR_SIZE];
+		int fd = accept(lfd, NULL, NULL);
+		struct gp_conn *c = fd >= 0 ? gp_conn_new(fd) : NULL;
+
+		if (c && !gp_conn_tls_accept(c, ctx) && !gp_conn_recv(c, &h)) {
+			h = (struct gp_frame_hdr){
+				.type = GP_MSG_ADMIN_REPLY, .msg_len = len, .request_id = 1};
+			gp_frame_hdr_encode(&h, raw);
+			if (!gp_conn_write(c, raw, sizeof(raw)) && !gp_conn_flush(c))
+				for (uint32_t i = 0; i < len; i++) {
+					if (gp_conn_write(c, "", 1) || gp_conn_flush(c))
+						break;
+					sleep(1);
+				}
+		}
+		if (c)
+			gp_conn_free(c);
+		else if (fd >= 0)
+			close(fd);
+	}
+}
 
 int main(int argc, char **argv)
 {
@@ -24,9 +65,10 @@ int main(int argc, char **argv)
 	int lfd, one = 1, conns[CONNS_MAX], n = 0;
 	char host[64], *colon;
 
-	if (argc != 2 || snprintf(host, sizeof(host), "%s", argv[1]) >= (int)sizeof(host) ||
+	if ((argc != 2 && argc != 5) ||
+	    snprintf(host, sizeof(host), "%s", argv[1]) >= (int)sizeof(host) ||
 	    !(colon = strrchr(host, ':'))) {
-		fprintf(stderr, "usage: drip HOST:PORT\n");
+		fprintf(stderr, "usage: drip HOST:PORT [CERT KEY LEN]\n");
 		return 2;
 	}
 	*colon = 0;
@@ -38,6 +80,8 @@ int main(int argc, char **argv)
 		perror("drip: bind");
 		return 1;
 	}
+	if (argc == 5)
+		return serve_tls(lfd, argv[2], argv[3], (uint32_t)strtoul(argv[4], NULL, 10));
 	for (;;) {
 		struct pollfd pfd = {.fd = lfd, .events = POLLIN};
 

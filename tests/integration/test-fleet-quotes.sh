@@ -113,6 +113,33 @@ release K
 kill -KILL "$DRIP_PID"
 wait "$DRIP_PID" 2>/dev/null || true
 
+# The same past the handshake: the answer's frame announces 100 bytes and sends one a
+# second; and an answer announcing more than a quote can be is refused at its header.
+for len in 100 1048576; do
+	"$GP_TESTBIN/drip" "127.0.0.7:$aport" "$T/certs/server.pem" "$T/certs/server.key" "$len" &
+	DRIP_PID=$!
+	FLEET_PIDS="$FLEET_PIDS $DRIP_PID"
+	for _ in $(seq 1 100); do # until it listens
+		(exec 3<>"/dev/tcp/127.0.0.7/$aport") 2>/dev/null && break
+		sleep 0.05
+	done
+	hold_start L 4096
+	hold_line L 60
+	case "$HELD" in READY*) ;; *)
+		kill -KILL "$L_PID" 2>/dev/null
+		fail "a quote answer of $len bytes dripping should not hold cuInit: $HELD" ;;
+	esac
+	case $len in
+	100) want="quote from 127.0.0.7:$aport: read: timed out" ;;
+	*) want="quote from 127.0.0.7:$aport: a 1048576-byte message where at most 8192 were expected" ;;
+	esac
+	grep -q "$want" "$T/L.err" || { cat "$T/L.err"; fail "the dripping answer: $want"; }
+	dwait 2 '.sessions | length == 1'
+	release L
+	kill -KILL "$DRIP_PID"
+	wait "$DRIP_PID" 2>/dev/null || true
+done
+
 # A bad placement name is an error that names it.
 GPUPOOL_PLACEMENT=scatter hold H 4096
 case "$HELD" in ERROR*) ;; *) fail "a bad GPUPOOL_PLACEMENT should fail cuInit: $HELD" ;; esac
