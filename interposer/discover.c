@@ -16,15 +16,14 @@
  * still turn the session away, and cuInit then goes on down the list.
  *
  * Runs on cuInit's thread with the client lock held; blocking, each quote within
- * QUOTE_TIMEOUT_MS (connect, TLS, answer).
+ * QUOTE_TIMEOUT_MS (connect, TLS, answer): one deadline for all of it, not a timeout per
+ * read, so that a candidate sending a byte at a time cannot hold cuInit (conn.h,
+ * deadline_us). An answer longer than QUOTE_REPLY_MAX is no quote.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <gpupool/gpupool.h>
@@ -38,6 +37,7 @@
 
 #define QUOTE_ALL 4
 #define QUOTE_TIMEOUT_MS 2000
+#define QUOTE_REPLY_MAX 8192 /* an AdminReply with a Quote: tens of bytes, and two strings */
 
 enum rank {
 	RANK_FITS = 0,
@@ -58,14 +58,13 @@ struct cand {
 /* One quote; 0 with q filled, or a negative code (logged at debug). */
 static int ask_quote(SSL_CTX *ctx, const struct gp_endpoint *ep, uint16_t port, Gp__Quote *out)
 {
-	static volatile sig_atomic_t give_up = 1; /* a read that times out returns at once */
 	Gp__AdminRequest req = GP__ADMIN_REQUEST__INIT;
 	Gp__QuoteQuery q = GP__QUOTE_QUERY__INIT;
-	struct timeval tv = {QUOTE_TIMEOUT_MS / 1000, (QUOTE_TIMEOUT_MS % 1000) * 1000};
 	char addr[160], err[256], *colon;
 	Gp__AdminReply *rep = NULL;
 	struct gp_frame_hdr h;
 	struct gp_conn *c;
+	int64_t deadline = gp_now_us() + (int64_t)QUOTE_TIMEOUT_MS * 1000;
 	const char *s;
 	int fd, r;
 
@@ -79,14 +78,13 @@ static int ask_quote(SSL_CTX *ctx, const struct gp_endpoint *ep, uint16_t port, 
 		gp_log_debug("quote from %s: %s", addr, err);
 		return fd;
 	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	c = gp_conn_new(fd);
 	if (!c) {
 		close(fd);
 		return -ENOMEM;
 	}
-	c->interrupt = &give_up;
+	c->deadline_us = deadline; /* what the connect left: TLS, request and answer share it */
+	c->msg_max = QUOTE_REPLY_MAX;
 	s = getenv("GPUPOOL_GPUS");
 	q.gpus = s && *s ? (uint32_t)strtoul(s, NULL, 10) : 0;
 	s = getenv("GPUPOOL_MEMORY");

@@ -279,6 +279,33 @@ void gp_conn_free(struct gp_conn *c)
 	free(c);
 }
 
+int64_t gp_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Before one blocking read or write: the socket's timeout for it (opt, SO_RCVTIMEO or
+ * SO_SNDTIMEO) becomes what is left of c's deadline, so that the wait ends with it however
+ * the peer paces its bytes. -ETIMEDOUT once the deadline has passed. */
+static int arm_deadline(struct gp_conn *c, int opt)
+{
+	struct timeval tv;
+	int64_t left;
+
+	if (!c->deadline_us || c->concurrent)
+		return 0;
+	left = c->deadline_us - gp_now_us();
+	if (left <= 0)
+		return -ETIMEDOUT;
+	tv.tv_sec = (time_t)(left / 1000000);
+	tv.tv_usec = (suseconds_t)(left % 1000000); /* not both 0: that would be no timeout */
+	setsockopt(c->fd, SOL_SOCKET, opt, &tv, sizeof(tv));
+	return 0;
+}
+
 int gp_conn_concurrent(struct gp_conn *c)
 {
 	struct timeval none = {0, 0};
@@ -335,13 +362,22 @@ static int handshake_done(struct gp_conn *c, int rc, const char *what)
  * The interposer lives in someone else's process and must not change its signal
  * dispositions, and OpenSSL writes on its own (alerts during a handshake, close_notify):
  * so TLS goes through this BIO, which sends with MSG_NOSIGNAL. Blocking sockets; EINTR and
- * receive timeouts surface as retries, which SSL reports as WANT_READ/WANT_WRITE. */
+ * receive timeouts surface as retries, which SSL reports as WANT_READ/WANT_WRITE. The BIO's
+ * data is the connection, whose deadline (arm_deadline) bounds each wait: a deadline that
+ * has passed reads as a timeout (EAGAIN) without waiting. */
 
 static int nosig_write(BIO *b, const char *data, int len)
 {
-	ssize_t n = send((int)(intptr_t)BIO_get_data(b), data, (size_t)len, MSG_NOSIGNAL);
+	struct gp_conn *c = BIO_get_data(b);
+	ssize_t n;
 
 	BIO_clear_retry_flags(b);
+	if (arm_deadline(c, SO_SNDTIMEO)) {
+		errno = EAGAIN;
+		BIO_set_retry_write(b);
+		return -1;
+	}
+	n = send(c->fd, data, (size_t)len, MSG_NOSIGNAL);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 		BIO_set_retry_write(b);
 	return (int)n;
@@ -349,9 +385,16 @@ static int nosig_write(BIO *b, const char *data, int len)
 
 static int nosig_read(BIO *b, char *data, int len)
 {
-	ssize_t n = recv((int)(intptr_t)BIO_get_data(b), data, (size_t)len, 0);
+	struct gp_conn *c = BIO_get_data(b);
+	ssize_t n;
 
 	BIO_clear_retry_flags(b);
+	if (arm_deadline(c, SO_RCVTIMEO)) {
+		errno = EAGAIN;
+		BIO_set_retry_read(b);
+		return -1;
+	}
+	n = recv(c->fd, data, (size_t)len, 0);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 		BIO_set_retry_read(b);
 	return (int)n;
@@ -403,7 +446,7 @@ static int new_ssl(struct gp_conn *c, SSL_CTX *ctx)
 		tls_err(c->err, sizeof(c->err), "SSL_new");
 		return GP_ETLS;
 	}
-	BIO_set_data(bio, (void *)(intptr_t)c->fd);
+	BIO_set_data(bio, c);
 	SSL_set_bio(c->ssl, bio, bio);
 	return 0;
 }
@@ -715,7 +758,12 @@ static int raw_write(struct gp_conn *c, const void *buf, size_t len)
 			}
 			n = (ssize_t)w;
 		} else {
-			n = send(c->fd, p, len, MSG_NOSIGNAL);
+			if (arm_deadline(c, SO_SNDTIMEO)) {
+				n = -1;
+				errno = EAGAIN; /* the deadline has passed: as a timeout */
+			} else {
+				n = send(c->fd, p, len, MSG_NOSIGNAL);
+			}
 			if (n < 0) {
 				if (errno == EINTR)
 					continue;
@@ -859,8 +907,12 @@ static ssize_t raw_read_some(struct gp_conn *c, void *buf, size_t len)
 				return GP_ETLS;
 			}
 		} else {
-			ssize_t n = recv(c->fd, buf, len, 0);
+			ssize_t n = -1;
 
+			if (arm_deadline(c, SO_RCVTIMEO))
+				errno = EAGAIN; /* the deadline has passed: as a timeout */
+			else
+				n = recv(c->fd, buf, len, 0);
 			if (n > 0)
 				return n;
 			if (n == 0) {
@@ -1030,6 +1082,11 @@ int gp_conn_recv(struct gp_conn *c, struct gp_frame_hdr *h)
 	if (ret) {
 		snprintf(c->err, sizeof(c->err), "bad frame header: %s", gp_strerror(ret));
 		return ret;
+	}
+	if (c->msg_max && h->msg_len > c->msg_max) {
+		snprintf(c->err, sizeof(c->err), "a %u-byte message where at most %u were expected",
+			 h->msg_len, c->msg_max);
+		return GP_ETOOBIG;
 	}
 	if (h->msg_len > c->msg_cap) {
 		uint8_t *nb = realloc(c->msg, h->msg_len);

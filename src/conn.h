@@ -26,6 +26,14 @@ struct gp_conn {
 	/* When set and non-zero after a read is interrupted by a signal, the read
 	 * returns -EINTR instead of retrying. */
 	volatile sig_atomic_t *interrupt;
+	/* When non-zero, an instant of gp_now_us(): every blocking read and write, the TLS
+	 * handshake's included, waits at most until then and then fails as a timeout
+	 * (-ETIMEDOUT, GP_ETLS from a handshake, "timed out"). One deadline for a whole
+	 * exchange, where the socket's SO_RCVTIMEO bounds each read only: a peer that sends
+	 * a byte at a time cannot stretch it. Blocking mode only. */
+	int64_t deadline_us;
+	/* When non-zero, the largest message body gp_conn_recv accepts (GP_ETOOBIG above). */
+	uint32_t msg_max;
 	uint8_t *wbuf;
 	size_t wlen, wcap;
 	uint8_t *rbuf;
@@ -77,6 +85,8 @@ int gp_cert_name(X509 *cert, enum gp_name_from from, char *out, size_t outlen, c
 /* gp_cert_name() of the peer's certificate; "" and 0 without one. */
 int gp_conn_peer_name(struct gp_conn *c, enum gp_name_from from, char *out, size_t outlen,
 		      char *why, size_t whylen);
+/* The monotonic clock in microseconds, as deadline_us counts it. */
+int64_t gp_now_us(void);
 /* Sends what is buffered, then shuts TLS down politely. */
 void gp_conn_shutdown(struct gp_conn *c);
 

@@ -10,6 +10,13 @@
  * Everything a DNS answer holds is hostile: record lengths are checked against the record
  * type, names are expanded with ns_name_uncompress (presentation form, escaped), and no more
  * than GP_RESOLVE_MAX endpoints come from one entry.
+ *
+ * Time is bounded as well, since cuInit waits for all of it: libresolv tries each question
+ * at most QUERY_TRIES times, QUERY_RETRANS_S apart at first (caps on what resolv.conf and
+ * RES_OPTIONS say), no question is started that could end past RESOLVE_BUDGET_S from the
+ * list's first, at most SRV_TARGETS_MAX of an SRV answer's targets are resolved (in RFC
+ * 2782's order), and a target's A/AAAA records in the answer's additional section are taken
+ * as they are, with no question of their own.
  */
 #include <arpa/inet.h>
 #include <arpa/nameser.h>
@@ -22,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "conn.h"
@@ -31,6 +39,10 @@
 
 #define ANSWER_MAX 65536
 #define RESOLV_NS_MAX MAXNS
+#define RESOLVE_BUDGET_S 10 /* for a whole list, through libresolv */
+#define QUERY_RETRANS_S 1   /* libresolv's first wait for an answer; it doubles per try */
+#define QUERY_TRIES 2
+#define SRV_TARGETS_MAX 16
 
 uint32_t gp__rand(uint32_t *seed)
 {
@@ -108,7 +120,37 @@ static void format_addr(const struct sockaddr *sa, char *out, size_t len, uint16
 struct resolver {
 	struct __res_state st;
 	bool open;
+	int64_t start_us; /* the list's first question (gp_now_us), 0 before it */
+	bool spent;	  /* RESOLVE_BUDGET_S is: no more questions */
 };
+
+/* Caps libresolv's waits (the file's or RES_OPTIONS' timeout and attempts may be longer). */
+static void resolver_bound(struct resolver *r)
+{
+	if (r->st.retrans > QUERY_RETRANS_S || r->st.retrans <= 0)
+		r->st.retrans = QUERY_RETRANS_S;
+	if (r->st.retry > QUERY_TRIES || r->st.retry <= 0)
+		r->st.retry = QUERY_TRIES;
+}
+
+/* The longest one res_nquery can wait, in microseconds, over-counted to hold for glibc's
+ * versions: each try asks every server, waiting retrans << (the try, or the server's
+ * place), divided among the servers past the first, at least 1 s. */
+static int64_t query_max_us(const struct resolver *r)
+{
+	int64_t ns = r->st.nscount > 0 ? r->st.nscount : 1, s = 0;
+
+	for (int t = 0; t < r->st.retry; t++)
+		for (int k = 0; k < ns; k++) {
+			int shift = t > k ? t : k;
+			int64_t each = (int64_t)r->st.retrans << shift;
+
+			if (shift > 0)
+				each /= ns;
+			s += each > 0 ? each : 1;
+		}
+	return s * 1000000;
+}
 
 /* "A.B.C.D", "A.B.C.D:PORT" or an IPv6 address (port 53 only: res_state holds IPv6
  * servers apart, and glibc takes them only from its own file). */
@@ -214,8 +256,19 @@ static const char *herror_text(int h)
 static int query(struct resolver *r, const char *name, int type, uint8_t *ans, char *err,
 		 size_t errlen)
 {
-	int n = res_nquery(&r->st, name, C_IN, type, ans, ANSWER_MAX);
+	int64_t now = gp_now_us();
+	int n;
 
+	if (!r->start_us)
+		r->start_us = now;
+	else if (r->spent ||
+		 now - r->start_us + query_max_us(r) > (int64_t)RESOLVE_BUDGET_S * 1000000) {
+		r->spent = true;
+		errf(err, errlen, "%s %s: not asked: resolution's %d s are spent", name,
+		     type_name(type), RESOLVE_BUDGET_S);
+		return -1;
+	}
+	n = res_nquery(&r->st, name, C_IN, type, ans, ANSWER_MAX);
 	if (n < 0) {
 		if (r->st.res_h_errno != NO_DATA || type == T_SRV)
 			errf(err, errlen, "%s %s: %s", name, type_name(type),
@@ -227,24 +280,25 @@ static int query(struct resolver *r, const char *name, int type, uint8_t *ans, c
 	return n;
 }
 
-/* The A or AAAA records of an answer, each with port, appended to out. */
-static int take_addresses(const uint8_t *ans, int len, int type, const char *entry,
-			  const char *name, uint16_t port, enum gp_ep_kind kind,
-			  struct gp_endpoints *out, size_t *added)
+/* The A or AAAA records in one section of a parsed message, each with port, appended to
+ * out; only those of owner when it is not NULL. */
+static int take_records(const ns_msg *msgp, ns_sect sect, const char *owner, int type,
+			const char *entry, const char *name, uint16_t port, enum gp_ep_kind kind,
+			struct gp_endpoints *out, size_t *added)
 {
-	ns_msg msg;
+	ns_msg msg = *msgp;
 	ns_rr rr;
 
-	if (len <= 0 || ns_initparse(ans, len, &msg))
-		return 0;
-	for (int i = 0; i < ns_msg_count(msg, ns_s_an); i++) {
+	for (int i = 0; i < ns_msg_count(msg, sect); i++) {
 		struct sockaddr_storage ss = {0};
 		struct gp_endpoint *ep;
 
-		if (ns_parserr(&msg, ns_s_an, i, &rr))
+		if (ns_parserr(&msg, sect, i, &rr))
 			break;
 		if (ns_rr_class(rr) != ns_c_in || (int)ns_rr_type(rr) != type)
 			continue; /* a CNAME on the way, or something not asked for */
+		if (owner && strcasecmp(ns_rr_name(rr), owner) != 0)
+			continue; /* another target's, in an additional section */
 		if (type == T_A && ns_rr_rdlen(rr) == 4) {
 			struct sockaddr_in *a = (struct sockaddr_in *)&ss;
 
@@ -274,6 +328,18 @@ static int take_addresses(const uint8_t *ans, int len, int type, const char *ent
 	return 0;
 }
 
+/* The A or AAAA records of an answer, each with port, appended to out. */
+static int take_addresses(const uint8_t *ans, int len, int type, const char *entry,
+			  const char *name, uint16_t port, enum gp_ep_kind kind,
+			  struct gp_endpoints *out, size_t *added)
+{
+	ns_msg msg;
+
+	if (len <= 0 || ns_initparse(ans, len, &msg))
+		return 0;
+	return take_records(&msg, ns_s_an, NULL, type, entry, name, port, kind, out, added);
+}
+
 /* ---- one name ----------------------------------------------------------------------- */
 
 /* Every address of name (a literal or a DNS name) at port, appended. */
@@ -297,7 +363,7 @@ static int resolve_host(struct resolver *r, const char *entry, const char *name,
 			return -ENOMEM;
 		n4 = query(r, name, T_A, ans, err, errlen);
 		e = take_addresses(ans, n4, T_A, entry, name, port, kind, out, added);
-		n6 = e ? -1 : query(r, name, T_AAAA, ans, err, errlen);
+		n6 = e || *added >= GP_RESOLVE_MAX ? 0 : query(r, name, T_AAAA, ans, err, errlen);
 		if (!e)
 			e = take_addresses(ans, n6, T_AAAA, entry, name, port, kind, out, added);
 		free(ans);
@@ -428,7 +494,7 @@ static int resolve_srv(struct resolver *r, const char *entry, const char *name,
 		       size_t errlen)
 {
 	struct gp_srv *srv = NULL;
-	size_t nsrv = 0, added = 0;
+	size_t nsrv = 0, added = 0, tried = 0;
 	uint8_t *ans;
 	ns_msg msg;
 	int len, e = 0;
@@ -459,13 +525,32 @@ static int resolve_srv(struct resolver *r, const char *entry, const char *name,
 		goto out_free;
 	}
 	gp__srv_order(srv, nsrv, seed);
-	for (size_t i = 0; i < nsrv; i++) {
+	for (size_t i = 0; i < nsrv && added < GP_RESOLVE_MAX; i++) {
 		char why[512] = "";
+		size_t before = added;
 
 		if (srv[i].port == 0 || !strcmp(srv[i].target, "."))
 			continue;
-		e = resolve_host(r, entry, srv[i].target, srv[i].port, kind, out, &added, why,
-				 sizeof(why));
+		if (tried == SRV_TARGETS_MAX || r->spent) {
+			if (r->spent)
+				gp_log_warnx("%s: SRV targets from %s on not tried: resolution's "
+					     "time is spent",
+					     entry, srv[i].target);
+			else
+				gp_log_warnx("%s: SRV targets from %s on not tried: at most %d are",
+					     entry, srv[i].target, SRV_TARGETS_MAX);
+			break;
+		}
+		tried++;
+		/* Addresses the answer brought along (its additional section) need no question. */
+		e = take_records(&msg, ns_s_ar, srv[i].target, T_A, entry, srv[i].target,
+				 srv[i].port, kind, out, &added);
+		if (!e)
+			e = take_records(&msg, ns_s_ar, srv[i].target, T_AAAA, entry, srv[i].target,
+					 srv[i].port, kind, out, &added);
+		if (!e && added == before)
+			e = resolve_host(r, entry, srv[i].target, srv[i].port, kind, out, &added,
+					 why, sizeof(why));
 		if (e == -ENOMEM)
 			goto out_free;
 		if (e)
@@ -524,8 +609,10 @@ static int resolve_entry(struct resolver **rp, struct resolver *store, const cha
 			e = resolver_open(store, conf, why, sizeof(why));
 		else
 			e = res_ninit(&store->st) ? -EHOSTUNREACH : 0;
-		if (!e)
+		if (!e) {
 			store->open = true;
+			resolver_bound(store);
+		}
 		if (e) {
 			resolver_close(store);
 			errf(err, errlen, "%s: %s", entry,

@@ -7,6 +7,8 @@
  *   NAME A 127.0.0.2
  *   NAME AAAA ::1
  *   NAME SRV PRIORITY WEIGHT PORT TARGET
+ *   NAME DROP      questions for NAME get no answer at all (a server that drops them)
+ *   * ADDITIONAL   SRV answers carry their targets' A/AAAA lines (additional section)
  * A name with no line is NXDOMAIN; a name with lines of other types only has no data.
  * Names compare without case and without a final dot.
  */
@@ -24,6 +26,7 @@
 #define T_A 1
 #define T_AAAA 28
 #define T_SRV 33
+#define TARGETS_MAX 128
 
 static void strip_dot(char *s)
 {
@@ -83,6 +86,63 @@ static void put16(uint8_t *p, unsigned v)
 	p[1] = (uint8_t)v;
 }
 
+/* One resource record at p (its owner's name written out, or the question's when name is
+ * NULL); its length, or 0 when it does not fit in cap. */
+static size_t put_rr(uint8_t *p, size_t cap, const char *name, unsigned t, const uint8_t *rd,
+		     size_t rdlen)
+{
+	size_t o = 2;
+
+	if (name) {
+		o = put_name(p, cap, name);
+		if (!o)
+			return 0;
+	} else if (cap >= 2) {
+		put16(p, 0xC00C); /* the question's name */
+	}
+	if (o + 10 + rdlen > cap)
+		return 0;
+	put16(p + o, t);
+	put16(p + o + 2, 1);	 /* IN */
+	memset(p + o + 4, 0, 4); /* TTL 0: asked again each time */
+	put16(p + o + 8, (unsigned)rdlen);
+	memcpy(p + o + 10, rd, rdlen);
+	return o + 10 + rdlen;
+}
+
+/* The A and AAAA lines of the zone for name, as additional records at p; how many. */
+static unsigned put_glue(const char *zone, const char *name, uint8_t *r, size_t cap, size_t *o)
+{
+	char line[512], n[256], type[16], a1[256];
+	unsigned count = 0;
+	FILE *z = fopen(zone, "r");
+
+	while (z && fgets(line, sizeof(line), z)) {
+		uint8_t rd[16];
+		size_t rdlen = 0, k;
+
+		if (sscanf(line, "%255s %15s %255s", n, type, a1) != 3)
+			continue;
+		strip_dot(n);
+		if (strcasecmp(n, name) != 0)
+			continue;
+		if (!strcmp(type, "A") && inet_pton(AF_INET, a1, rd) == 1)
+			rdlen = 4;
+		else if (!strcmp(type, "AAAA") && inet_pton(AF_INET6, a1, rd) == 1)
+			rdlen = 16;
+		else
+			continue;
+		k = put_rr(r + *o, cap - *o, name, rdlen == 4 ? T_A : T_AAAA, rd, rdlen);
+		if (!k)
+			break;
+		*o += k;
+		count++;
+	}
+	if (z)
+		fclose(z);
+	return count;
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
@@ -107,7 +167,10 @@ int main(int argc, char **argv)
 	fprintf(pf, "%u\n", ntohs(sa.sin_port));
 	fclose(pf);
 	for (;;) {
-		uint8_t q[512], r[4096];
+		uint8_t q[512], r[16384];
+		char targets[TARGETS_MAX][256];
+		unsigned ntargets = 0, ar = 0;
+		int drop = 0, additional = 0;
 		struct sockaddr_in from;
 		socklen_t fromlen = sizeof(from);
 		char qname[256], line[512];
@@ -135,12 +198,20 @@ int main(int argc, char **argv)
 			unsigned t;
 
 			if (sscanf(line, "%255s %15s %255s %63s %63s %255s", name, type, a1, a2, a3,
-				   a4) < 3)
+				   a4) < 2)
 				continue;
+			if (!strcmp(type, "ADDITIONAL")) {
+				additional = 1;
+				continue;
+			}
 			strip_dot(name);
 			if (strcasecmp(name, qname) != 0)
 				continue;
 			found = 1;
+			if (!strcmp(type, "DROP")) {
+				drop = 1;
+				continue;
+			}
 			t = !strcmp(type, "A") ? T_A : !strcmp(type, "AAAA") ? T_AAAA : T_SRV;
 			if (t != qtype)
 				continue;
@@ -156,28 +227,31 @@ int main(int argc, char **argv)
 				if (!rdlen)
 					continue;
 				rdlen += 6;
+				if (ntargets < TARGETS_MAX) {
+					snprintf(targets[ntargets], sizeof(targets[0]), "%s", a4);
+					strip_dot(targets[ntargets++]);
+				}
 			} else {
 				continue;
 			}
-			if (o + 12 + rdlen > sizeof(r))
+			rdlen = put_rr(r + o, sizeof(r) - o, NULL, t, rd, rdlen);
+			if (!rdlen)
 				break;
-			put16(r + o, 0xC00C); /* the question's name */
-			put16(r + o + 2, t);
-			put16(r + o + 4, 1);	 /* IN */
-			memset(r + o + 6, 0, 4); /* TTL 0: asked again each time */
-			put16(r + o + 10, (unsigned)rdlen);
-			memcpy(r + o + 12, rd, rdlen);
-			o += 12 + rdlen;
+			o += rdlen;
 			an++;
 		}
 		if (z)
 			fclose(z);
+		if (drop)
+			continue;
+		for (unsigned i = 0; additional && i < ntargets; i++)
+			ar += put_glue(argv[1], targets[i], r, sizeof(r), &o);
 		r[2] = (uint8_t)(0x84 | (q[2] & 0x01)); /* QR, AA, RD as asked */
 		r[3] = (uint8_t)(0x80 |
 				 (found ? 0 : 3)); /* RA; NXDOMAIN when the name is unknown */
 		put16(r + 6, an);
 		put16(r + 8, 0);
-		put16(r + 10, 0);
+		put16(r + 10, ar);
 		sendto(fd, r, o, 0, (struct sockaddr *)&from, fromlen);
 	}
 }

@@ -93,6 +93,53 @@ case "$HELD" in READY*) ;; *) fail "five candidates: $HELD" ;; esac
 [ "$(grep -c "quote from 127.0.0" "$T/J.err")" = 2 ] || { cat "$T/J.err"; fail "two quotes of five candidates"; }
 release J
 
+# A candidate whose admin endpoint sends a byte a second (a TLS record that never ends):
+# its quote gives up at its 2 s deadline, not per byte, and the session goes to the other
+# candidate. The 60 s only catch a hang; the time is not judged otherwise.
+"$GP_TESTBIN/drip" "127.0.0.7:$aport" &
+DRIP_PID=$!
+FLEET_PIDS="$FLEET_PIDS $DRIP_PID"
+zone "pool.test A 127.0.0.7" "pool.test A 127.0.0.2"
+hold_start K 4096
+hold_line K 60
+case "$HELD" in READY*) ;; *)
+	kill -KILL "$K_PID" 2>/dev/null
+	fail "a dripping quote should not hold cuInit: $HELD" ;;
+esac
+grep -q "quote from 127.0.0.7:$aport: TLS connect: timed out" "$T/K.err" ||
+	{ cat "$T/K.err"; fail "the dripping candidate's quote should time out"; }
+dwait 2 '.sessions | length == 1'
+release K
+kill -KILL "$DRIP_PID"
+wait "$DRIP_PID" 2>/dev/null || true
+
+# The same past the handshake: the answer's frame announces 100 bytes and sends one a
+# second; and an answer announcing more than a quote can be is refused at its header.
+for len in 100 1048576; do
+	"$GP_TESTBIN/drip" "127.0.0.7:$aport" "$T/certs/server.pem" "$T/certs/server.key" "$len" &
+	DRIP_PID=$!
+	FLEET_PIDS="$FLEET_PIDS $DRIP_PID"
+	for _ in $(seq 1 100); do # until it listens
+		(exec 3<>"/dev/tcp/127.0.0.7/$aport") 2>/dev/null && break
+		sleep 0.05
+	done
+	hold_start L 4096
+	hold_line L 60
+	case "$HELD" in READY*) ;; *)
+		kill -KILL "$L_PID" 2>/dev/null
+		fail "a quote answer of $len bytes dripping should not hold cuInit: $HELD" ;;
+	esac
+	case $len in
+	100) want="quote from 127.0.0.7:$aport: read: timed out" ;;
+	*) want="quote from 127.0.0.7:$aport: a 1048576-byte message where at most 8192 were expected" ;;
+	esac
+	grep -q "$want" "$T/L.err" || { cat "$T/L.err"; fail "the dripping answer: $want"; }
+	dwait 2 '.sessions | length == 1'
+	release L
+	kill -KILL "$DRIP_PID"
+	wait "$DRIP_PID" 2>/dev/null || true
+done
+
 # A bad placement name is an error that names it.
 GPUPOOL_PLACEMENT=scatter hold H 4096
 case "$HELD" in ERROR*) ;; *) fail "a bad GPUPOOL_PLACEMENT should fail cuInit: $HELD" ;; esac
