@@ -10,9 +10,19 @@
  * A connection that breaks any of it, or sends a frame that does not decode, is closed;
  * nothing else is touched. Peer text (certificate names, commands) is escaped in logs.
  *
+ * Refusals cost the peer, not the loop: the first refused request of a connection is logged,
+ * the rest are only counted (the count is logged when it closes); a refusal never extends the
+ * idle deadline; a peer that is not an admin (a tenant's certificate, or none) is closed after
+ * its first refused request, a wrong token included. Slots: connections that are not yet, or
+ * not, admins (in the handshake, a tenant's certificate, none) hold at most half of
+ * admin_max_connections between them; past that a newcomer takes a slot of the admins' half
+ * and must prove an admin certificate, and when every slot is taken the oldest such newcomer
+ * still in its handshake gives way. Quotes and floods cannot lock the admins out.
+ *
  * Who may ask what: a certificate that chains to admin_ca is an admin, with admin_ca_role
  * unless an admin_name line names it; one that chains to tls_ca (a tenant's) may only ask
- * for a quote, for its own tenant, unless an admin_name line names it; a connection without
+ * for a quote, for its own tenant; admin_name applies to it only where no admin_ca is
+ * configured (then admin_name is the only way to an admin); a connection without
  * a certificate may only ask for a quote with a token. read-only: status, usage, quote;
  * read-write: also evict, drain, undrain, reload.
  */
@@ -54,6 +64,11 @@ struct gp_remote {
 	bool querying; /* a usage query runs on the threadpool: frames wait for it */
 	bool closing;  /* uv_close called; freed in its callback unless querying */
 	bool closed;
+	bool ending; /* refused and closing once its answer is written: nothing more read */
+	uv_shutdown_t shutdown;
+	bool admin;	   /* identified with role read-only or read-write */
+	bool reserved;	   /* took a slot of the admins' half: closed unless it is an admin */
+	unsigned refused;  /* requests refused; the first is logged, the rest at close */
 	uint64_t deadline; /* uv_now() by which the handshake, or the next request, must come */
 	struct gp_remote *next;
 };
@@ -91,6 +106,9 @@ static void remote_close(struct gp_remote *c, const char *why)
 	if (why)
 		gp_log_info("admin endpoint: %s%s%s: %s", c->addr, c->name[0] ? " " : "", c->name,
 			    why);
+	if (c->refused > 1)
+		gp_log_warnx("admin endpoint: %s: %u more requests refused, not logged", c->addr,
+			     c->refused - 1);
 	for (struct gp_remote **pp = &d->remotes; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
@@ -200,6 +218,7 @@ static bool identify(struct gp_remote *c)
 	struct gp_daemon *d = c->d;
 	X509 *cert = SSL_get0_peer_certificate(c->ssl);
 	enum gp_admin_role named;
+	bool admin_ca;
 	char why[256];
 
 	if (!cert) {
@@ -214,10 +233,14 @@ static bool identify(struct gp_remote *c)
 		return false;
 	}
 	gp_escape(c->name, sizeof(c->name), c->tenant, NULL);
-	named = gp_config_admin_role(d->cfg, c->tenant);
+	admin_ca = from_admin_ca(c);
+	/* With admin_ca, a name makes an admin only of a certificate admin_ca issued: a tenant
+	 * may not choose a name that an admin_name line grants. */
+	named = admin_ca || !d->cfg->admin_ca ? gp_config_admin_role(d->cfg, c->tenant)
+					      : GP_ROLE_NONE;
 	if (named != GP_ROLE_NONE)
 		c->role = named;
-	else if (from_admin_ca(c))
+	else if (admin_ca)
 		c->role = d->cfg->admin_ca_role;
 	else
 		c->role = GP_ROLE_TENANT;
@@ -227,6 +250,49 @@ static bool identify(struct gp_remote *c)
 }
 
 /* ---- answering --------------------------------------------------------------------- */
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	struct gp_remote *c = req->data;
+
+	if (status == UV_ECANCELED || c->closing)
+		return; /* closed meanwhile; c is freed in on_closed, after this */
+	remote_close(c, NULL);
+}
+
+/* Stops reading, sends what is queued and TLS's close_notify, then closes. */
+static void end_after_writes(struct gp_remote *c)
+{
+	if (c->closing || c->ending)
+		return;
+	c->ending = true;
+	uv_read_stop((uv_stream_t *)&c->tcp);
+	SSL_shutdown(c->ssl);
+	flush_out(c);
+	c->shutdown.data = c;
+	if (!c->closing && uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown))
+		remote_close(c, NULL);
+}
+
+/* Answers a refused request. Only the connection's first refusal is logged; a peer that is
+ * not an admin is closed after it, and none extends the idle deadline. */
+static void refuse(struct gp_remote *c, const char *msg)
+{
+	Gp__AdminReply rep = GP__ADMIN_REPLY__INIT;
+
+	if (c->refused++ == 0)
+		gp_log_warnx("admin endpoint: %s: refused: %s", c->addr, msg);
+	rep.status = -EACCES;
+	rep.message = (char *)msg;
+	send_reply(c, &rep);
+	if (!c->admin)
+		end_after_writes(c);
+}
+
+static void extend_idle(struct gp_remote *c)
+{
+	c->deadline = uv_now(c->d->loop) + IDLE_S * 1000ull;
+}
 
 static void on_usage(void *arg, Gp__AdminReply *rep)
 {
@@ -242,7 +308,8 @@ static void on_usage(void *arg, Gp__AdminReply *rep)
 	rep->role = (char *)gp_admin_role_name(c->role);
 	send_reply(c, rep);
 	process(c); /* requests that came meanwhile */
-	if (!c->closing && !c->querying && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read))
+	if (!c->closing && !c->ending && !c->querying &&
+	    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read))
 		remote_close(c, "cannot read");
 }
 
@@ -260,12 +327,11 @@ static void answer_quote(struct gp_remote *c, const Gp__AdminRequest *req)
 	if (!tenant && c->role != GP_ROLE_NONE && c->tenant[0])
 		tenant = c->tenant;
 	if (!tenant) {
-		rep.status = -EACCES;
-		rep.message = q->token && q->token[0] ? "quote: the token names no tenant"
-						      : "quote: a certificate or a token is needed";
-		send_reply(c, &rep);
+		refuse(c, q->token && q->token[0] ? "quote: the token names no tenant"
+						  : "quote: a certificate or a token is needed");
 		return;
 	}
+	extend_idle(c);
 	gp__quote(c->d, tenant, q, &quote, reason, sizeof(reason));
 	rep.quote = &quote;
 	rep.host = c->d->hostname;
@@ -292,12 +358,10 @@ static void answer(struct gp_remote *c, const Gp__AdminRequest *req)
 			 c->role == GP_ROLE_READ_ONLY ? "read-only"
 			 : c->role == GP_ROLE_TENANT  ? "a tenant: quotes only"
 						      : "quotes with a token only");
-		gp_log_warnx("admin endpoint: %s: refused: %s", c->addr, msg);
-		rep.status = -EACCES;
-		rep.message = msg;
-		send_reply(c, &rep);
+		refuse(c, msg);
 		return;
 	}
+	extend_idle(c);
 	if (strcmp(req->command, "usage") == 0) {
 		/* Nothing more is read meanwhile (on_usage reads on), so what a peer sends
 		 * while it waits stays in the kernel's buffers, not ours. */
@@ -329,7 +393,8 @@ static void process(struct gp_remote *c)
 	struct gp_frame f;
 	int r = 0;
 
-	while (!c->closing && !c->querying && (r = gp_frame_decoder_next(&c->dec, &f)) == 1) {
+	while (!c->closing && !c->ending && !c->querying &&
+	       (r = gp_frame_decoder_next(&c->dec, &f)) == 1) {
 		Gp__AdminRequest *req;
 
 		if (f.hdr.type != GP_MSG_ADMIN_REQUEST ||
@@ -337,7 +402,6 @@ static void process(struct gp_remote *c)
 			r = GP_ETYPE;
 			break;
 		}
-		c->deadline = uv_now(c->d->loop) + IDLE_S * 1000ull;
 		answer(c, req);
 		protobuf_c_message_free_unpacked(&req->base, NULL);
 	}
@@ -376,7 +440,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	char plain[READ_CHUNK];
 	int n = 0;
 
-	if (c->closing)
+	if (c->closing || c->ending)
 		return;
 	if (nread < 0) {
 		remote_close(c, c->handshaken ? NULL : "closed during the handshake");
@@ -407,7 +471,13 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 			remote_close(c, "refused");
 			return;
 		}
-		c->deadline = uv_now(c->d->loop) + IDLE_S * 1000ull;
+		c->admin = c->role >= GP_ROLE_READ_ONLY;
+		if (c->reserved && !c->admin) {
+			remote_close(c, "the slots for connections that are not admins are taken");
+			return;
+		}
+		c->reserved = false;
+		extend_idle(c);
 	}
 	while (!c->closing && (n = SSL_read(c->ssl, plain, sizeof(plain))) > 0) {
 		if (gp_frame_decoder_feed(&c->dec, plain, (size_t)n)) {
@@ -445,8 +515,10 @@ static void on_connection(uv_stream_t *server, int status)
 	struct gp_daemon *d = server->data;
 	struct sockaddr_storage ss;
 	int sslen = sizeof(ss);
-	unsigned from_source = 0;
-	struct gp_remote *c;
+	unsigned from_source = 0, others = 0;
+	unsigned share = d->cfg->admin_max_connections / 2;
+	struct gp_remote *c, *give_way = NULL;
+	bool reserved;
 	char *colon;
 
 	if (status < 0)
@@ -477,10 +549,18 @@ static void on_connection(uv_stream_t *server, int status)
 	colon = strrchr(c->source, ':');
 	if (colon)
 		*colon = 0;
-	for (struct gp_remote *o = d->remotes; o; o = o->next)
+	/* The list is newest first: the last reserved one in its handshake is the oldest. */
+	for (struct gp_remote *o = d->remotes; o; o = o->next) {
 		from_source += strcmp(o->source, c->source) == 0;
-	if (d->nremotes >= d->cfg->admin_max_connections ||
-	    from_source >= d->cfg->admin_max_per_address) {
+		others += !o->admin && !o->reserved;
+		if (o->reserved && !o->handshaken && !o->closing)
+			give_way = o;
+	}
+	if (share == 0)
+		share = 1;
+	reserved = others >= share;
+	if (from_source >= d->cfg->admin_max_per_address ||
+	    (d->nremotes >= d->cfg->admin_max_connections && !give_way)) {
 		gp_log_warnx("admin endpoint: %s: closed: %s", c->addr,
 			     from_source >= d->cfg->admin_max_per_address
 				     ? "admin_max_per_address connections from there already"
@@ -488,6 +568,8 @@ static void on_connection(uv_stream_t *server, int status)
 		uv_close((uv_handle_t *)&c->tcp, on_closed);
 		return;
 	}
+	if (d->nremotes >= d->cfg->admin_max_connections)
+		remote_close(give_way, "gives way: every slot is taken and it is not an admin yet");
 	gp_frame_decoder_init(&c->dec, MAX_FRAME);
 	c->ssl = SSL_new(d->remote_ctx);
 	c->rbio = BIO_new(BIO_s_mem());
@@ -502,6 +584,7 @@ static void on_connection(uv_stream_t *server, int status)
 	SSL_set_bio(c->ssl, c->rbio, c->wbio);
 	SSL_set_accept_state(c->ssl);
 	c->closing = false;
+	c->reserved = reserved;
 	c->next = d->remotes;
 	d->remotes = c;
 	d->nremotes++;

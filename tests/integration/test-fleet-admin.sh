@@ -2,7 +2,9 @@
 # The admin endpoint over TLS (admin_listen): admin_ca's certificates are read-only unless
 # admin_name makes them read-write; a tenant's certificate and no certificate get no status;
 # a stranger's certificate, an idle connection, too many from one address and a malformed
-# frame are turned away while the daemon goes on answering.
+# frame are turned away while the daemon goes on answering. Refusals are logged once per
+# connection and end a connection that is not an admin's; connections that are not admins
+# hold at most half the slots; admin_name names only admin_ca's certificates.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fleet.sh"
 
@@ -10,7 +12,8 @@ fleet_certs
 admin_certs
 fleet_start 2 127.0.0.2:0 2 256M "tls_ca $T/certs/ca.pem" "admin_listen 127.0.0.2:0" \
 	"admin_ca $T/admin/ca.pem" "admin_name ops-rw read-write" "handshake_timeout 1" \
-	"admin_max_per_address 2" "token quote-token-0123456789 alice"
+	"admin_max_per_address 2" "admin_max_connections 4" "admin_name default read-write" \
+	"token quote-token-0123456789 alice"
 ADMIN=$(jq -r .admin_listen "$T/d2/status.json")
 [ -n "$ADMIN" ] && [ "$ADMIN" != null ] || fail "status should show the admin endpoint"
 
@@ -35,6 +38,11 @@ fpoolctl tenant --pool "$ADMIN" status --json >"$T/tn.json" || fail "fleet statu
 jq -e '.fleet.down == 1 and (.hosts[0].error | test("not allowed for default \\(a tenant: quotes only\\)"))' \
 	"$T/tn.json" >/dev/null || { cat "$T/tn.json"; fail "a tenant got status"; }
 if fpoolctl tenant --pool "$ADMIN" reload 2>"$T/tn.err"; then fail "a tenant reloaded"; fi
+# admin_name default read-write names admin_ca's certificates only: the tenant's, from
+# tls_ca and named default, stays a tenant.
+if fpoolctl tenant --pool "$ADMIN" drain "$ADMIN/" 2>"$T/tn.err"; then fail "a tenant drained"; fi
+grep -q "a tenant: quotes only" "$T/tn.err" || { cat "$T/tn.err"; fail "admin_name made a tenant an admin"; }
+dstatus 2 | jq -e 'all(.gpus[]; .draining == false)' >/dev/null || fail "a tenant's drain drained"
 fpoolctl none --pool "$ADMIN" status --json >"$T/none.json" || fail "fleet status, no certificate"
 jq -e '.hosts[0].up == false and (.hosts[0].error | test("quotes with a token only"))' \
 	"$T/none.json" >/dev/null || { cat "$T/none.json"; fail "no certificate: status"; }
@@ -101,6 +109,35 @@ grep -q "admin endpoint: 127.0.0.1:[0-9]*: TLS" "$T/d2/daemon.log" ||
 	fail "the log should name the malformed connection"
 fpoolctl ops-ro --pool "$ADMIN" status --json | jq -e '.fleet.up == 1' >/dev/null ||
 	fail "the daemon should still answer"
+
+# Refusals. 20,000 pipelined status requests without a certificate: one answer, one log
+# line, the connection closed.
+port=${ADMIN##*:}
+peer() { timeout 60 python3 "$GP_SRC/tests/integration/admin_peer.py" "$port" "$@"; }
+refusals() { grep -c "admin endpoint: .*: refused: " "$T/d2/daemon.log"; }
+before=$(refusals)
+out=$(peer flood none 20000 status)
+[ "$out" = "answers 1 refused 1 closed True" ] || fail "pipelined refusals, no certificate: $out"
+[ "$(refusals)" -eq $((before + 1)) ] || fail "$(($(refusals) - before)) log lines for one connection's refusals"
+# A read-only admin asking 2,000 drains: each answered, the connection kept, one line logged
+# and the rest counted when it closes.
+before=$(refusals)
+out=$(peer flood "$T/admin/ops-ro" 2000 drain)
+[ "$out" = "answers 2000 refused 2000 closed False" ] || fail "pipelined refusals, read-only: $out"
+wait_log() { for _ in $(seq 50); do grep -q "$1" "$T/d2/daemon.log" && return 0; sleep 0.1; done; return 1; }
+wait_log "1999 more requests refused, not logged" || fail "the refusals not logged should be counted"
+[ "$(refusals)" -eq $((before + 1)) ] || fail "$(($(refusals) - before)) log lines for 2000 refused drains"
+# A wrong token: refused, and the connection ends (no second guess on it).
+out=$(peer token not-a-known-token-000)
+[ "$out" = "answers refused closed True" ] || fail "a wrong token: $out"
+out=$(peer token quote-token-0123456789)
+[ "$out" = "answers ok,ok closed False" ] || fail "a right token: $out"
+# Four connections without a certificate from two addresses, then two that never start TLS:
+# only two of the four are kept (half of admin_max_connections 4), and an admin is answered.
+out=$(peer crowd "$T/admin/ops-ro")
+[ "$out" = "held 2 admin ok" ] || fail "connections that are not admins crowding the slots: $out"
+grep -q "the slots for connections that are not admins are taken" "$T/d2/daemon.log" ||
+	fail "the log should say why the crowd was closed"
 
 fleet_stop 2
 echo PASS
