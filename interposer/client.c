@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,15 +29,33 @@ static pthread_cond_t reader_cv; /* the reader thread waits here (CLOCK_MONOTONI
 static bool reading;		 /* a thread holds the read token */
 static unsigned long activity;	 /* calls sent and frames read by calling threads */
 static bool host_fns_given;	 /* a host function was handed over: HOST_CALL may come */
+static bool reader_polling;	 /* the reader thread waits in poll(2), not on reader_cv */
+static int reader_wake_fd = -1;	 /* an eventfd that ends the reader's poll (wake_reader) */
 /* Frames read by waiting calls and by the reader thread, said at exit (GPUPOOL_LOG=debug):
  * tests check that a lone caller reads its own answers. */
 static atomic_ulong frames_by_calls, frames_by_reader;
+
+/* With gp__client.lock held: frames may come that no call waits for, the reader reads. */
+static void wake_reader(void)
+{
+	uint64_t one = 1;
+	ssize_t w;
+
+	pthread_cond_signal(&reader_cv);
+	if (reader_polling) {
+		w = write(reader_wake_fd, &one, sizeof(one)); /* full: it is awake anyway */
+		(void)w;
+	}
+}
+
+static void fail_waiters(struct gp_client *c, int err);
 
 /*
  * The one place where transport and protocol failures become a CUresult.
  * Once the connection is broken the session is gone (the worker has freed
  * everything), so every later call fails the same way, like a GPU that fell
- * off the bus: CUDA_ERROR_DEVICE_UNAVAILABLE. Called without the lock.
+ * off the bus: CUDA_ERROR_DEVICE_UNAVAILABLE. Called without the lock; takes it to
+ * complete the calls that wait.
  */
 static CUresult transport_failed(int err, const char *what)
 {
@@ -51,6 +70,11 @@ static CUresult transport_failed(int err, const char *what)
 		gp_log_error("connection to the pool lost during %s: %s (%s)", what,
 			     c->conn && c->conn->err[0] ? c->conn->err : gp_strerror(err),
 			     gp_err_name(err));
+	/* No call may wait for an answer that cannot come: each is completed now, or by the
+	 * token's holder when it puts the token down (its read fails on the shut socket). */
+	pthread_mutex_lock(&c->lock);
+	fail_waiters(c, err);
+	pthread_mutex_unlock(&c->lock);
 	return CUDA_ERROR_DEVICE_UNAVAILABLE;
 }
 
@@ -121,6 +145,7 @@ static void after_fork_child(void)
 	gp__client.conn = NULL;
 	gp__client.waiting = NULL; /* their threads are the parent's */
 	reading = false;
+	reader_polling = false; /* the parent's reader: its eventfd is the parent's too */
 	if (gp__client.ready)
 		atomic_store_explicit(&gp__client.lost, true, memory_order_relaxed);
 	pthread_mutex_init(&gp__client.lock, NULL);
@@ -553,6 +578,7 @@ struct waiter {
 	void *dst;	/* BULK_OUT: where the bytes land, at most dst_len of them */
 	uint64_t dst_len, got;
 	bool detached; /* nobody waits: the reader completes and frees it (gp__rpc_later) */
+	bool sleeping; /* its thread is in pthread_cond_wait on done_cv (c->lock) */
 	unsigned type;
 	struct waiter *next;
 };
@@ -626,11 +652,19 @@ static int print_output(struct gp_client *c, uint32_t n, int fd)
 	return ret;
 }
 
-/* Completes every waiter with err: the connection is gone. */
+/*
+ * With c->lock held, once the connection is lost: completes every waiter with err, so that
+ * no call waits for an answer that cannot come. Only while nobody holds the read token: the
+ * holder may be writing a waiter's bulk answer into its buffer (and the waiter, completed,
+ * would return and take its buffer and its stack away), so it is the holder that completes
+ * them when it puts the token down (read_with_token), its read failing on the shut socket.
+ */
 static void fail_waiters(struct gp_client *c, int err)
 {
-	pthread_mutex_lock(&c->lock);
-	c->lost = true;
+	atomic_store_explicit(&c->lost, true, memory_order_relaxed);
+	if (reading)
+		return;
+	pthread_cond_broadcast(&detached_cv); /* gp__detached_drain gives up on a lost session */
 	while (c->waiting) {
 		struct waiter *wt = c->waiting;
 
@@ -645,7 +679,6 @@ static void fail_waiters(struct gp_client *c, int err)
 		wt->done = true;
 		pthread_cond_signal(&wt->done_cv);
 	}
-	pthread_mutex_unlock(&c->lock);
 }
 
 /* The answer to a call nobody waits for (gp__rpc_later): its failure is kept, as an
@@ -835,7 +868,7 @@ void gp__host_fn_allow(uint64_t fn, uint64_t data)
 	if (!host_fns_given) {
 		host_fns_given = true;
 		if (!reading)
-			pthread_cond_signal(&reader_cv);
+			wake_reader();
 	}
 	pthread_mutex_unlock(&gp__client.lock);
 }
@@ -1016,7 +1049,9 @@ static int read_frame(struct gp_client *c)
  * until its own answer has come, delivering whatever else arrives on the way (leader and
  * followers): so a lone synchronous call is answered on its own thread, with no thread
  * woken on either side of it. When the leader has its answer it puts the token down and
- * wakes one other waiting call, which takes it up.
+ * wakes one other call that sleeps waiting (`sleeping`), which takes it up. A call that is
+ * registered but still sending is not woken: when it comes to wait it finds the token down
+ * and takes it itself, so no hand-off is lost on a thread that was not listening.
  *
  * Frames can also come when no call waits: a host function's HOST_CALL, the answer to a
  * copy nobody waits for (gp__rpc_later). The reader thread reads those: it takes the
@@ -1024,7 +1059,16 @@ static int read_frame(struct gp_client *c)
  * over, or such a copy is outstanding). Otherwise it only looks every READ_IDLE_MS, and
  * reads when no call has been made meanwhile and bytes are waiting (nothing else should
  * come unasked: the worker sends what kernels print before the answer to the call that
- * waited), so that a program busy with calls never has its answers handed over.
+ * waited), so that a program busy with calls never has its answers handed over. Once a
+ * look finds no call made, none waiting and nothing to read, it stops looking and sleeps
+ * in poll(2) on the socket (and its eventfd, which wake_reader writes) until bytes come
+ * or the session ends; it reads them, as after a look, only once it has taken the token
+ * under c->lock, so it never takes bytes from a thread that holds it. An idle program's
+ * reader thread is not woken at all.
+ *
+ * When the connection is lost (transport_failed) every waiter is completed with the
+ * failure (fail_waiters): at once when the token is down, else by its holder as it puts
+ * the token down, its read bound to fail on the socket transport_failed shut.
  */
 
 #define READ_IDLE_MS 5
@@ -1035,19 +1079,21 @@ static bool urgent(void)
 	return detached > 0 || host_fns_given;
 }
 
-/* With c->lock held, after a reader put the token down: wakes the next one. */
+/* With c->lock held, after a reader put the token down: wakes the next one, a call that
+ * sleeps waiting, else the reader thread when frames may come unasked. A call that waits
+ * but does not sleep (still sending) takes the token itself when it comes to wait. */
 static void pass_token(struct gp_client *c)
 {
 	if (reading)
 		return;
 	for (struct waiter *wt = c->waiting; wt; wt = wt->next) {
-		if (!wt->detached && !wt->done) {
+		if (wt->sleeping && !wt->done) {
 			pthread_cond_signal(&wt->done_cv);
 			return;
 		}
 	}
 	if (urgent())
-		pthread_cond_signal(&reader_cv);
+		wake_reader();
 }
 
 /* With c->lock held and the token down: bytes wait to be read, in the connection's buffer
@@ -1060,7 +1106,8 @@ static bool frame_came(struct gp_client *c)
 }
 
 /* Reads one frame with the token; c->lock held on entry and on return. A failure ends the
- * session: every waiter is completed with it (and c->lost is set). */
+ * session; so does a loss another thread saw meanwhile: every waiter is completed with it
+ * as the token goes down (and c->lost is set). */
 static int read_with_token(struct gp_client *c, bool caller)
 {
 	int ret;
@@ -1068,12 +1115,12 @@ static int read_with_token(struct gp_client *c, bool caller)
 	reading = true;
 	pthread_mutex_unlock(&c->lock);
 	ret = read_frame(c);
-	if (ret) {
+	if (ret)
 		transport_failed(ret, "a read"); /* says so the first time only */
-		fail_waiters(c, ret);
-	}
 	pthread_mutex_lock(&c->lock);
 	reading = false;
+	if (atomic_load_explicit(&c->lost, memory_order_relaxed))
+		fail_waiters(c, ret ? ret : GP_ECLOSED);
 	if (caller)
 		activity++;
 	atomic_fetch_add_explicit(caller ? &frames_by_calls : &frames_by_reader, 1,
@@ -1086,25 +1133,64 @@ static void await_answer(struct gp_client *c, struct waiter *wt)
 {
 	pthread_mutex_lock(&c->lock);
 	while (!wt->done) {
-		if (reading)
-			pthread_cond_wait(&wt->done_cv, &c->lock);
-		else
+		if (!reading && atomic_load_explicit(&c->lost, memory_order_relaxed)) {
+			fail_waiters(c, GP_ECLOSED); /* completes this one too */
+		} else if (!reading) {
 			read_with_token(c, true);
+		} else {
+			wt->sleeping = true;
+			pthread_cond_wait(&wt->done_cv, &c->lock);
+			wt->sleeping = false;
+		}
 	}
 	pass_token(c);
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* The reader thread: reads when no call does (above). Ends with the session. */
+/* The reader thread's look every READ_IDLE_MS, or a wake_reader; with c->lock held. */
+static void wait_tick(struct gp_client *c)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += READ_IDLE_MS * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&reader_cv, &c->lock, &until);
+}
+
+/* The idle reader thread's sleep: until bytes come on the socket (or it is shut), or
+ * wake_reader writes the eventfd. Only polls, reads nothing; c->lock held on entry and on
+ * return, dropped meanwhile. */
+static void wait_socket(struct gp_client *c)
+{
+	struct pollfd pfd[2] = {{.fd = c->conn->fd, .events = POLLIN},
+				{.fd = reader_wake_fd, .events = POLLIN}};
+	uint64_t n;
+	ssize_t r;
+
+	reader_polling = true;
+	pthread_mutex_unlock(&c->lock);
+	poll(pfd, 2, -1);
+	pthread_mutex_lock(&c->lock);
+	reader_polling = false;
+	r = read(reader_wake_fd, &n, sizeof(n)); /* non-blocking: fails when nothing came */
+	(void)r;
+}
+
+/* The reader thread: reads when no call does (above). Ends with the session, and sees
+ * that no call waits on after it. */
 static void *reader(void *arg)
 {
 	struct gp_client *c = arg;
+	bool quiet = false; /* the last look saw no call made, none waiting, nothing to read */
 
 	gp__managed_thread_faults(); /* it writes to the program's memory */
 	pthread_mutex_lock(&c->lock);
 	while (!c->lost) {
 		unsigned long seen = activity;
-		struct timespec until;
 
 		if (!reading && urgent()) {
 			if (read_with_token(c, false))
@@ -1113,20 +1199,23 @@ static void *reader(void *arg)
 				pass_token(c);
 			continue;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += READ_IDLE_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
+		if (quiet && !reading && !c->waiting && reader_wake_fd >= 0)
+			wait_socket(c);
+		else
+			wait_tick(c);
+		quiet = false;
+		if (reading || c->lost || urgent() || activity != seen)
+			continue; /* a call reads, or did lately */
+		if (!frame_came(c)) {
+			quiet = !c->waiting;
+			continue;
 		}
-		pthread_cond_timedwait(&reader_cv, &c->lock, &until);
-		if (reading || c->lost || urgent() || activity != seen || !frame_came(c))
-			continue; /* a call reads, or did lately, or nothing came */
 		/* Idle, and a frame came that no call waits for: read it. */
 		if (read_with_token(c, false))
 			break;
 		pass_token(c);
 	}
+	fail_waiters(c, GP_ECLOSED); /* none left, unless the token's holder completes them */
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
@@ -1193,6 +1282,8 @@ int gp__reader_start(struct gp_client *c)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&reader_cv, &ca);
 	pthread_condattr_destroy(&ca);
+	/* Without it the idle reader looks every READ_IDLE_MS instead of sleeping in poll. */
+	reader_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	/* The thread takes no signal: they are the program's. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1279,10 +1370,15 @@ CUresult gp__rpc(unsigned type, unsigned flags, const Gp__Call *call, const stru
 		flush_soon(c);
 	gp_conn_send_unlock(c->conn);
 	if (ret) {
-		pthread_mutex_lock(&c->lock);
-		find_waiter(c, wt.id, true);
-		pthread_mutex_unlock(&c->lock);
 		r = transport_failed(ret, what);
+		if (!wait)
+			goto out;
+		/* Completed by transport_failed, or by the token's holder, which may be
+		 * writing an answer into our buffer if the request went out before the
+		 * failure: the buffer and wt are ours again only once it has. */
+		await_answer(c, &wt);
+		if (wt.rep)
+			protobuf_c_message_free_unpacked(&wt.rep->base, NULL);
 		goto out;
 	}
 	if (!wait)
@@ -1327,22 +1423,15 @@ CUresult gp__rpc_later(unsigned type, const Gp__Call *call, const struct gp_bulk
 	wt->next = c->waiting;
 	c->waiting = wt; /* whoever reads completes it from here on */
 	if (detached++ == 0 && !reading)
-		pthread_cond_signal(&reader_cv); /* urgent now: the reader thread reads */
+		wake_reader(); /* urgent now: the reader thread reads */
 	pthread_mutex_unlock(&c->lock);
 	ret = gp_bulk_send(c->conn, type, 0, id, &call->base, b->src ? b->len : 0, &src);
 	if (!ret)
 		flush_soon(c);
 	gp_conn_send_unlock(c->conn);
-	if (ret) {
-		pthread_mutex_lock(&c->lock);
-		if (find_waiter(c, id, true)) {
-			free(wt);
-			if (--detached == 0)
-				pthread_cond_broadcast(&detached_cv);
-		}
-		pthread_mutex_unlock(&c->lock);
+	/* A failure completes (frees) the waiter with all the others, as the list's. */
+	if (ret)
 		return transport_failed(ret, gp_msg_name(type));
-	}
 	return CUDA_SUCCESS;
 }
 

@@ -35,7 +35,8 @@
  * THREADS. The interposer runs on the program's threads, plus three of its
  * own: the reader (client.c, started by cuInit), which reads the pool's frames
  * when no call does (a host function's HOST_CALL, the answer to a copy nobody
- * waits for, anything that comes unasked while no call is made); the flusher
+ * waits for, anything that comes unasked while no call is made), and when the
+ * program is idle sleeps in poll(2) on the socket and an eventfd; the flusher
  * (client.c), which sends calls batched without waiting at most 50 us after
  * the first of them; and the host-function thread (client.c, started on the
  * first HOST_CALL), which runs the program's host functions and stream
@@ -52,10 +53,18 @@
  * was installed before. One thread at a time reads the connection, the one that
  * holds the read token (`reading`, under gp__client.lock): a thread that waits
  * for an answer takes it when it is free and reads until its answer has come,
- * delivering the others' on the way; otherwise it waits on its own condition
- * variable until its answer comes or the token is passed to it. Either way it
- * holds no lock of ours while it waits, so other threads' calls go on
- * meanwhile. The locks, outermost first:
+ * delivering the others' on the way; otherwise it sleeps on its own condition
+ * variable (marked `sleeping`) until its answer comes or the token is passed
+ * to it. The token is only passed to a sleeping call (or to the reader, when
+ * frames may come unasked): one still sending finds it down when it comes to
+ * wait. Either way it holds no lock of ours while it waits, so other threads'
+ * calls go on meanwhile. Once the connection is lost (transport_failed, on
+ * any thread: a failed send, read or flush) every waiting call is completed
+ * with the failure, by that thread when the token is down, else by the
+ * token's holder as it puts it down (its read fails on the socket
+ * transport_failed shut down), never while the holder may still write into a
+ * waiter's buffer; so no call waits on after the session is gone. The locks,
+ * outermost first:
  *
  *   managed_lock     managed.c      the managed allocations (slots, their dirty
  *                                   flags' clearing, advice), a push or pull under
@@ -91,7 +100,9 @@
  * to register its wait, releases both once sent, and waits (or reads). Whoever
  * holds the read token takes gp__client.lock, host_lock (for HOST_CALL) and
  * stdout's lock (for OUTPUT), one at a time (and the io lock inside reads), and
- * no lock while it waits for the socket. gp__host_fn_allow takes
+ * no lock while it waits for the socket; the idle reader thread polls the
+ * socket with no lock held and reads only after taking the token under
+ * gp__client.lock. gp__host_fn_allow takes
  * gp__client.lock after host_lock is dropped, never inside it. gp__client.lock,
  * host_lock, flush_lock (taken under the send lock), the registry lock and
  * cls_lock are leaves: nothing else of ours is taken while one is held. A CLS destructor (cudart's) runs after cls_lock
@@ -106,8 +117,13 @@
  *     primary array is; its entries' refs, remote and flags are primary_lock's);
  *   - gp__client.lost, an atomic flag, never cleared; it carries no data, and
  *     a call checks it again under gp__client.lock before it registers;
+ *     whoever sets it then completes the waiters under that lock (above), so
+ *     a call registered before it was set is completed, one after sees it;
  *   - a waiting call's buffer for bulk answers: the token's holder writes it
  *     while the call is registered and its owner is waiting (or is the holder);
+ *   - the connection's fd, which the idle reader thread polls, and the
+ *     reader's eventfd: both made before the reader starts, never changed
+ *     (a forked child closes the fd, with no reader of its own);
  *   - each thread's context stack and capture mode (thread-local);
  *   - managed.c's nlive, any_dirty and pushing (atomics: whether a push or pull has
  *     anything to do; a caller that sees a push under way waits for managed_lock);
@@ -249,7 +265,7 @@ struct gp_client {
 	bool ready;	      /* cuInit succeeded */
 	CUresult init_result; /* cuInit's sticky answer once tried */
 	atomic_bool init_tried;
-	atomic_bool lost; /* the connection broke: every call fails (set under lock) */
+	atomic_bool lost; /* the connection broke: every call fails (transport_failed) */
 	/* GOODBYE went at exit(): exit handlers that run after ours (cudart's unregistration,
 	 * static destructors) get CUDA_ERROR_DEINITIALIZED, and send nothing after it. */
 	atomic_bool said_goodbye;
