@@ -478,7 +478,8 @@ static CUresult copy_to_remote(struct gp_ictx *c, CUdeviceptr dst, const void *s
 	return r == CUDA_SUCCESS && !async ? gp__managed_pull() : r;
 }
 
-/* The bytes come straight into dst; the answer says how the copy ended. */
+/* The bytes come into dst (staged by the reader when dst is managed memory, whose pages
+ * may be write-protected); the answer says how the copy ended. */
 static CUresult copy_from_remote(struct gp_ictx *c, void *dst, CUdeviceptr src, uint64_t width,
 				 uint64_t height, uint64_t pitch, uint64_t sid)
 {
@@ -497,7 +498,6 @@ static CUresult copy_from_remote(struct gp_ictx *c, void *dst, CUdeviceptr src, 
 	/* captured: the bytes are pushed here at every launch */
 	if (taken)
 		return r;
-	gp__managed_touch(dst, width * height);
 	r = gp__rpc_memcpy_dtoh(0, &in, NULL);
 	return r == CUDA_SUCCESS ? gp__managed_pull() : r;
 }
@@ -547,7 +547,7 @@ CUresult gp__memcpy_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream s, bool 
 
 		gp_call_pack_memcpy_dtoh_async(&in, &call, args, &b);
 		b = (struct gp_bulk_ref){.dst = dst, .len = n};
-		gp__managed_touch(dst, n); /* mapped page-locked memory: written by the reader */
+		/* mapped page-locked memory is written by the reader with gp__managed_write */
 		return gp__rpc_later(GP_MSG_MEMCPY_DTOH_ASYNC, &call, &b);
 	}
 	/* Into pageable memory the copy is synchronous for the host, as CUDA documents. */

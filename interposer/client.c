@@ -763,7 +763,7 @@ static int cmem_write(void *arg, uint64_t off, const uint8_t *p, size_t n)
 		uint64_t row = off / m->width, col = off % m->width;
 		size_t k = m->width - col < n ? m->width - col : n;
 
-		memcpy(m->addr + row * m->pitch + col, p, k);
+		gp__managed_write(m->addr + row * m->pitch + col, p, k);
 		off += k;
 		p += k;
 		n -= k;
@@ -907,10 +907,13 @@ static int host_call(struct gp_client *c, const struct gp_frame_hdr *h)
 		/* a push: the bytes land in the token's memory before HOST_DONE goes back */
 		struct cmem_io io = {.m = &mem};
 		struct gp_bulk_sink sink = {.write = cmem_write, .arg = &io};
-		uint8_t *staging = mem.pitch == mem.width ? NULL : malloc(GP_CHUNK_SIZE);
-		bool usable = mem.pitch == mem.width || staging;
+		/* In place only into memory no page of which may be write-protected. */
+		bool direct = mem.pitch == mem.width &&
+			      !gp__managed_holds(mem.addr, mem.width * mem.height);
+		uint8_t *staging = direct ? NULL : malloc(GP_CHUNK_SIZE);
+		bool usable = direct || staging;
 
-		if (mem.pitch == mem.width)
+		if (direct)
 			sink = (struct gp_bulk_sink){.dst = mem.addr};
 		else if (!staging)
 			sink = (struct gp_bulk_sink){0}; /* dropped: the session ends below */
@@ -975,6 +978,15 @@ out:
  * Returns 0, or why the session ends: a frame nobody waits for, or that breaks the
  * protocol, ends it as a failed read does.
  */
+/* The staging buffer of bulk into managed memory: the read token's holder's, kept. */
+static uint8_t *recv_staging;
+
+static int managed_sink(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	gp__managed_write((uint8_t *)arg + off, p, n);
+	return 0;
+}
+
 static int read_frame(struct gp_client *c)
 {
 	struct gp_frame_hdr h;
@@ -1003,7 +1015,20 @@ static int read_frame(struct gp_client *c)
 			sink.dst = wt->dst;
 		}
 		pthread_mutex_unlock(&c->lock);
-		if (!sink.dst) {
+		if (sink.dst && gp__managed_holds(sink.dst, wt->dst_len)) {
+			/* Managed memory may be write-protected, now or by a push before the
+			 * bytes come: staged, and put there by gp__managed_write. */
+			if (!recv_staging)
+				recv_staging = malloc(GP_CHUNK_SIZE);
+			if (!recv_staging) {
+				snprintf(c->conn->err, sizeof(c->conn->err),
+					 "out of memory for a copy into managed memory");
+				return -ENOMEM;
+			}
+			sink = (struct gp_bulk_sink){
+				.write = managed_sink, .arg = sink.dst, .staging = recv_staging};
+		}
+		if (!sink.dst && !sink.write) {
 			snprintf(c->conn->err, sizeof(c->conn->err),
 				 "bulk for request %llu, which expects none",
 				 (unsigned long long)h.request_id);

@@ -46,11 +46,17 @@
  * Any thread may take our SIGSEGV handler (managed.c) when it writes a
  * write-protected page of managed memory: the handler takes no lock; it finds
  * the page with acquire loads of the slots' base (published with release after
- * the rest of the slot is written, cleared before its dirty flags are freed, and
- * a slot's pages are made inaccessible before that), makes the page writable
- * with mprotect, and stores atomic flags (the page's dirty flag, any_dirty), all
+ * the rest of the slot is written), counts itself in the slot's busy counter and
+ * loads base again (slot_drop clears base, waits for busy to be 0, frees the
+ * dirty flags, and only then are the pages unmapped: a write racing a free
+ * faults into no slot and ends the process), makes the page writable with
+ * mprotect, and stores atomic flags (the page's dirty flag, any_dirty), all
  * lock-free and async-signal-safe; a fault not its own goes to the handler that
- * was installed before. One thread at a time reads the connection, the one that
+ * was installed before. The reader puts bulk for managed memory there the same
+ * lock-free way (gp__managed_write: the handler's steps, then memcpy, which may
+ * fault into the handler), never with recv() straight into it, since a push
+ * (under managed_lock, which a puller holds while the reader delivers its
+ * answer, so the reader must not take it) may protect those pages meanwhile. One thread at a time reads the connection, the one that
  * holds the read token (`reading`, under gp__client.lock): a thread that waits
  * for an answer takes it when it is free and reads until its answer has come,
  * delivering the others' on the way; otherwise it sleeps on its own condition
@@ -400,9 +406,16 @@ bool gp__managed_device_ptr(const void *p, CUdeviceptr *d);
 CUresult gp__managed_push(void);
 /* Brings the pages the device changed: at a synchronization point that succeeded. */
 CUresult gp__managed_pull(void);
-/* Pages in [p, p + n) of managed memory are about to be written by this library (a copy's
- * destination): they are made writable and dirty. */
-void gp__managed_touch(const void *p, size_t n);
+/* Whether [p, p + n) overlaps managed, mapped or registered memory, whose pages may be
+ * write-protected: bulk for it must not be read straight into it (recv() into a protected
+ * page fails with EFAULT, it does not fault), but staged and put with gp__managed_write.
+ * Lock-free (the reader's). */
+bool gp__managed_holds(const void *p, size_t n);
+/* memcpy into client memory that may hold protected managed pages: they are made writable
+ * and dirty first, and the copy faults into the handler if a push protects one again
+ * meanwhile. Lock-free, so the reader may call it while a push or pull waits for an
+ * answer; the calling thread must take SIGSEGV (gp__managed_thread_faults). */
+void gp__managed_write(void *dst, const void *src, size_t n);
 
 /* api_vmm.c: what pointer queries say of an address in a reservation */
 CUresult gp__vmm_pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr ptr, bool lenient);

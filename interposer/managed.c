@@ -9,7 +9,11 @@
  *     first write to it faults, our SIGSEGV handler marks it dirty and lets the write
  *     through. Before any call that may read device memory (every stream-ordered call
  *     starts with gp__ctx_stream, which calls gp__managed_push) the dirty pages go to
- *     the pool in bulk (MANAGED_PUSH) and are protected again;
+ *     the pool in bulk (MANAGED_PUSH) and are protected again. A registration that is
+ *     not page-aligned shares its first and last pages with the program's other data,
+ *     which a system call must be able to write (read(2) into a protected page fails
+ *     with EFAULT): those are never protected, and every push compares the registered
+ *     bytes on them with what they held at the last push or pull;
  *   - device writes: at CUDA's synchronization points (context, stream and event
  *     synchronize, a query that reports completion, a synchronous copy or memset) the
  *     worker finds the pages that differ from what this process holds (MANAGED_DIFF) and
@@ -28,6 +32,7 @@
  * interposer.h).
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -49,17 +54,25 @@
 #define PULL_ROUND (16u << 20)	    /* bytes in one MANAGED_DIFF round */
 
 /* One managed allocation. The handler reads base (acquire) and then the rest, which is
- * written before base is published and freed only after base is cleared. */
+ * written before base is published. To use dirty it counts itself in busy and checks base
+ * again; slot_drop clears base, waits for busy to be 0, then frees dirty (both sides
+ * sequentially consistent: one of them sees the other). */
 struct slot {
 	_Atomic uintptr_t base; /* 0: free */
+	atomic_uint busy;	/* handlers (and gp__managed_write) using this slot's pages */
 	size_t len;		/* whole pages */
 	atomic_uchar *dirty;	/* one per page: written here since it was last pushed */
 	/* The pool's address of base: base itself, but for registered memory (the program's
 	 * own pages, mirrored by an allocation elsewhere on the pool). */
 	uintptr_t dbase;
 	/* The bytes the pool's changes may be written to: all of it, but for registered
-	 * memory, whose first and last pages may hold the program's other data. */
+	 * memory, whose first and last pages may hold the program's other data. Such an
+	 * edge page is never write-protected (a read(2) into a heap object there must not
+	 * fail with EFAULT); each push compares its part of [lo, hi) with edge, what it
+	 * held at the last push or pull, and sends that part when it changed. */
 	uintptr_t lo, hi;
+	uint8_t *edge; /* 2 pages (first, last) under managed_lock; NULL when aligned */
+	bool edge_valid;
 	const void *owner;   /* a library whose __managed__ variables these pages hold */
 	struct gp_ictx *ctx; /* the context it was made in */
 	/* Advice and prefetches, per allocation (cuMemAdvise, cuMemRangeGetAttribute). */
@@ -70,13 +83,21 @@ struct slot {
 
 static struct slot slots[SLOTS];
 static pthread_mutex_t managed_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_uint nlive;		 /* slots in use: no synchronization point pulls without */
-static atomic_bool any_dirty;		 /* some page was written since the last push */
-static atomic_bool pushing;		 /* a push is under way: another caller waits for it */
-static struct sigaction prev_segv;	 /* written once, before ours is installed */
+static atomic_uint nlive;	   /* slots in use: no synchronization point pulls without */
+static atomic_bool any_dirty;	   /* some page was written since the last push */
+static atomic_bool pushing;	   /* a push is under way: another caller waits for it */
+static atomic_uint nedged;	   /* registrations with edge pages: every push compares those */
+static struct sigaction prev_segv; /* written once, before ours is installed */
 static volatile sig_atomic_t prev_reset; /* prev_segv had SA_RESETHAND and ran once */
 static bool installed;
 static bool conflict_said; /* a page both sides wrote was logged (under managed_lock) */
+
+/* Whether page pg of s is an edge page of a registration, holding other data too: read
+ * lock-free (lo and hi are written before base is published). */
+static bool is_edge(const struct slot *s, uintptr_t base, size_t pg)
+{
+	return (pg == 0 && s->lo > base) || (pg == s->len / PAGE - 1 && s->hi < base + s->len);
+}
 
 /* ---- the fault handler ---------------------------------------------------------------- */
 
@@ -128,28 +149,46 @@ static bool is_write(const void *uc)
 #endif
 }
 
+/* Makes the page at a of a live slot writable and dirty, and says whether it was one:
+ * lock-free and async-signal-safe (the handler's and gp__managed_write's). */
+static bool unprotect(uintptr_t a)
+{
+	for (unsigned i = 0; i < SLOTS; i++) {
+		uintptr_t base = atomic_load_explicit(&slots[i].base, memory_order_acquire);
+		size_t page;
+
+		if (!base || a < base || a - base >= slots[i].len)
+			continue;
+		atomic_fetch_add(&slots[i].busy, 1);
+		/* Still the slot it was (or one made since at that address): slot_drop now
+		 * waits for us before it frees dirty or unmaps the pages. */
+		if (atomic_load(&slots[i].base) != base || a - base >= slots[i].len ||
+		    is_edge(&slots[i], base, (a - base) / PAGE)) {
+			atomic_fetch_sub(&slots[i].busy, 1);
+			return false; /* dropped, or an edge page, never protected: not ours */
+		}
+		page = (a - base) / PAGE;
+		/* Writable first, then dirty: a push that clears the flag in between
+		 * protects the page again and the write faults once more. */
+		if (mprotect((void *)(base + page * PAGE), PAGE, PROT_READ | PROT_WRITE)) {
+			atomic_fetch_sub(&slots[i].busy, 1);
+			return false;
+		}
+		atomic_store_explicit(&slots[i].dirty[page], 1, memory_order_release);
+		atomic_store_explicit(&any_dirty, true, memory_order_release);
+		atomic_fetch_sub(&slots[i].busy, 1);
+		return true;
+	}
+	return false;
+}
+
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
-	uintptr_t a = (uintptr_t)si->si_addr;
 
-	if (si->si_code == SEGV_ACCERR && is_write(uc)) {
-		for (unsigned i = 0; i < SLOTS; i++) {
-			uintptr_t base = atomic_load_explicit(&slots[i].base, memory_order_acquire);
-			size_t page;
-
-			if (!base || a < base || a - base >= slots[i].len)
-				continue;
-			page = (a - base) / PAGE;
-			/* Writable first, then dirty: a push that clears the flag in between
-			 * protects the page again and the write faults once more. */
-			if (mprotect((void *)(base + page * PAGE), PAGE, PROT_READ | PROT_WRITE))
-				break;
-			atomic_store_explicit(&slots[i].dirty[page], 1, memory_order_release);
-			atomic_store_explicit(&any_dirty, true, memory_order_release);
-			errno = saved;
-			return;
-		}
+	if (si->si_code == SEGV_ACCERR && is_write(uc) && unprotect((uintptr_t)si->si_addr)) {
+		errno = saved;
+		return;
 	}
 	errno = saved;
 	forward(sig, si, uc);
@@ -217,6 +256,15 @@ static int slot_add(struct gp_ictx *c, uintptr_t base, size_t len, uintptr_t dba
 		s->dbase = dbase;
 		s->lo = lo;
 		s->hi = hi;
+		s->edge = NULL;
+		s->edge_valid = false;
+		if ((lo > base || hi < base + len) && !(s->edge = malloc(2 * PAGE))) {
+			free(s->dirty);
+			s->dirty = NULL;
+			return -ENOMEM;
+		}
+		if (s->edge)
+			atomic_fetch_add(&nedged, 1);
 		s->owner = NULL;
 		s->ctx = c;
 		s->read_mostly = false;
@@ -229,11 +277,20 @@ static int slot_add(struct gp_ictx *c, uintptr_t base, size_t len, uintptr_t dba
 	return -ENOSPC;
 }
 
+/* The slot goes: no handler finds it from now on, and none still uses it on return. The
+ * caller unmaps its pages after this, so that a write racing a free faults into a slot
+ * that is gone and ends the program (forward) instead of being let through. */
 static void slot_drop(struct slot *s)
 {
-	atomic_store_explicit(&s->base, 0, memory_order_release);
+	atomic_store(&s->base, 0);
+	while (atomic_load(&s->busy))
+		sched_yield();
 	free(s->dirty);
 	s->dirty = NULL;
+	if (s->edge)
+		atomic_fetch_sub(&nedged, 1);
+	free(s->edge);
+	s->edge = NULL;
 	atomic_fetch_sub(&nlive, 1);
 }
 
@@ -338,10 +395,10 @@ CUresult gp__managed_free(const struct gp_range *rg)
 		pthread_mutex_unlock(&managed_lock);
 		return CUDA_ERROR_INVALID_VALUE; /* another thread freed it first */
 	}
-	/* Inaccessible here before the slot goes, so no write can fault into a freed slot;
-	 * back to the registry's reservation before the registry lets that go. */
-	unmap_here(rg->base, len);
+	/* The slot goes first, so a write from now on is not let through; then back to the
+	 * registry's reservation before the registry lets that go. */
 	slot_drop(s);
+	unmap_here(rg->base, len);
 	gp__range_remove(rg->base, host ? GP_MEM_HOST : GP_MEM_DEVICE);
 	pthread_mutex_unlock(&managed_lock);
 	return free_remote(rg->ctx, rg->base);
@@ -514,11 +571,13 @@ void gp__managed_forget_ctx(struct gp_ictx *c)
 			continue;
 		/* The program's registered pages stay its own, writable; the rest goes back to
 		 * the reservation the registry is about to let go. */
-		if (s->dbase != base)
+		if (s->dbase != base) {
 			mprotect((void *)base, s->len, PROT_READ | PROT_WRITE);
-		else
+			slot_drop(s);
+		} else {
+			slot_drop(s);
 			unmap_here(base, s->len);
-		slot_drop(s);
+		}
 	}
 	pthread_mutex_unlock(&managed_lock);
 }
@@ -533,8 +592,8 @@ void gp__managed_forget_owner(const void *owner)
 		uintptr_t base = atomic_load_explicit(&s->base, memory_order_relaxed);
 
 		if (base && s->owner == owner) {
-			unmap_here(base, s->len);
 			slot_drop(s);
+			unmap_here(base, s->len);
 		}
 	}
 	pthread_mutex_unlock(&managed_lock);
@@ -566,13 +625,49 @@ static CUresult batch_send(struct batch *b)
 	return r;
 }
 
+/* The edge pages of registration s: the part of each in [lo, hi) goes when it is not what
+ * it was at the last push or pull (the pool takes runs of any length). Only that part: a
+ * device write there since then must not be undone by the program's other data. */
+static CUresult push_edges(struct batch *b, struct slot *s, uintptr_t base)
+{
+	size_t last = s->len / PAGE - 1;
+	CUresult r = CUDA_SUCCESS;
+
+	for (int e = 0; e < 2 && r == CUDA_SUCCESS; e++) {
+		size_t pg = e ? last : 0;
+		uintptr_t page = base + pg * PAGE;
+		uintptr_t lo = s->lo > page ? s->lo : page;
+		uintptr_t hi = s->hi < page + PAGE ? s->hi : page + PAGE;
+		uint8_t *snap = s->edge + e * PAGE + (lo - page);
+
+		if (!is_edge(s, base, pg) || (e && last == 0) || lo >= hi)
+			continue;
+		atomic_store(&s->dirty[pg], 0);
+		if (s->edge_valid && !memcmp(snap, (const void *)lo, hi - lo))
+			continue;
+		memcpy(snap, (const void *)lo, hi - lo);
+		if (b->nruns == RUNS_MAX || b->used + (hi - lo) > PUSH_BATCH)
+			r = batch_send(b);
+		b->runs[b->nruns][0] = s->dbase + (lo - base);
+		b->runs[b->nruns][1] = hi - lo;
+		b->nruns++;
+		memcpy(b->data + b->used, snap, hi - lo);
+		b->used += hi - lo;
+	}
+	s->edge_valid = true;
+	return r;
+}
+
 CUresult gp__managed_push(void)
 {
 	struct batch *b;
 	CUresult r = CUDA_SUCCESS;
 
+	/* Edge pages are never protected, so whether they changed is not known without
+	 * looking: while a registration has some, every push looks. */
 	if (!atomic_load_explicit(&any_dirty, memory_order_acquire) &&
-	    !atomic_load_explicit(&pushing, memory_order_acquire))
+	    !atomic_load_explicit(&pushing, memory_order_acquire) &&
+	    !atomic_load_explicit(&nedged, memory_order_acquire))
 		return CUDA_SUCCESS;
 	pthread_mutex_lock(&managed_lock);
 	atomic_store(&pushing, true);
@@ -591,13 +686,15 @@ CUresult gp__managed_push(void)
 		uintptr_t base = atomic_load_explicit(&s->base, memory_order_relaxed);
 		size_t npages = base ? s->len / PAGE : 0;
 
+		if (base && s->edge)
+			r = push_edges(b, s, base);
 		for (size_t pg = 0; pg < npages && r == CUDA_SUCCESS; pg++) {
 			size_t end = pg + 1, n;
 
-			if (!atomic_exchange(&s->dirty[pg], 0))
+			if (!atomic_exchange(&s->dirty[pg], 0) || is_edge(s, base, pg))
 				continue;
 			while (end < npages && end - pg < PUSH_BATCH / PAGE &&
-			       atomic_exchange(&s->dirty[end], 0))
+			       !is_edge(s, base, end) && atomic_exchange(&s->dirty[end], 0))
 				end++;
 			n = (end - pg) * PAGE;
 			/* Clean now, protected, then read: a write after the flag was cleared
@@ -624,28 +721,52 @@ out:
 	return r;
 }
 
-void gp__managed_touch(const void *p, size_t n)
+bool gp__managed_holds(const void *p, size_t n)
 {
-	uintptr_t first = (uintptr_t)p / PAGE * PAGE, end = (uintptr_t)p + n;
+	uintptr_t a = (uintptr_t)p;
 
 	if (!n || !atomic_load_explicit(&nlive, memory_order_acquire))
-		return;
-	pthread_mutex_lock(&managed_lock);
-	for (uintptr_t a = first; a < end; a += PAGE) {
-		struct slot *s = slot_of(a, 1);
-		uintptr_t base;
+		return false;
+	for (unsigned i = 0; i < SLOTS; i++) {
+		uintptr_t base = atomic_load_explicit(&slots[i].base, memory_order_acquire);
 
-		if (!s)
-			continue;
-		base = atomic_load_explicit(&s->base, memory_order_relaxed);
-		mprotect((void *)a, PAGE, PROT_READ | PROT_WRITE);
-		atomic_store(&s->dirty[(a - base) / PAGE], 1);
-		atomic_store(&any_dirty, true);
+		if (base && a < base + slots[i].len && base < a + n)
+			return true;
 	}
-	pthread_mutex_unlock(&managed_lock);
+	return false;
+}
+
+void gp__managed_write(void *dst, const void *src, size_t n)
+{
+	uintptr_t first = (uintptr_t)dst / PAGE * PAGE, end = (uintptr_t)dst + n;
+
+	/* Writable and dirty first, then written: a push in between protects a page again,
+	 * and the copy faults into the handler, which does the same (a bulk read straight
+	 * into such a page would fail with EFAULT instead). */
+	for (uintptr_t a = first;
+	     n && atomic_load_explicit(&nlive, memory_order_acquire) && a < end; a += PAGE)
+		unprotect(a);
+	memcpy(dst, src, n);
 }
 
 /* ---- device writes from the pool ------------------------------------------------------------ */
+
+/* The pool's bytes [lo, hi) were written to registration s: what its edge pages hold of
+ * them is what the next push compares with. */
+static void edge_note(struct slot *s, uintptr_t base, uintptr_t lo, uintptr_t hi)
+{
+	size_t last = s->len / PAGE - 1;
+
+	if (!s->edge_valid)
+		return; /* not pushed yet: the first push sends the edges whole */
+	for (int e = 0; e < 2; e++) {
+		uintptr_t page = base + (e ? last : 0) * PAGE;
+		uintptr_t a = lo > page ? lo : page, z = hi < page + PAGE ? hi : page + PAGE;
+
+		if (a < z && is_edge(s, base, e ? last : 0))
+			memcpy(s->edge + e * PAGE + (a - page), (const void *)a, z - a);
+	}
+}
 
 /* Writes what MANAGED_FETCH brought; every run must lie in one of our allocations. */
 static CUresult apply(const uint8_t *buf, uint64_t bytes, uint64_t nruns)
@@ -680,7 +801,9 @@ static CUresult apply(const uint8_t *buf, uint64_t bytes, uint64_t nruns)
 		lo = h > s->lo ? h : s->lo;
 		hi = h + run[1] < s->hi ? h + run[1] : s->hi;
 		for (uint64_t off = 0; off < run[1] && !conflict_said; off += PAGE) {
-			if (atomic_load(&s->dirty[(h + off - base) / PAGE])) {
+			size_t pg = (h + off - base) / PAGE;
+
+			if (!is_edge(s, base, pg) && atomic_load(&s->dirty[pg])) {
 				/* CUDA leaves this undefined; say so once, when asked to talk. */
 				gp_log_warnx(
 					"managed memory at %#lx: written by the host and by the "
@@ -695,11 +818,15 @@ static CUresult apply(const uint8_t *buf, uint64_t bytes, uint64_t nruns)
 		if (lo < hi)
 			memcpy((void *)lo, data + (lo - h), hi - lo);
 		data += run[1];
-		/* Pages written here and not pushed yet stay writable; the rest is protected. */
+		if (s->edge && lo < hi)
+			edge_note(s, base, lo, hi);
+		/* Pages written here and not pushed yet stay writable, and edge pages; the rest
+		 * is protected. */
 		for (uint64_t off = 0; off < run[1];) {
 			size_t pg = (h + off - base) / PAGE, k = 0;
 
-			while (off + k * PAGE < run[1] && !atomic_load(&s->dirty[pg + k]))
+			while (off + k * PAGE < run[1] && !atomic_load(&s->dirty[pg + k]) &&
+			       !is_edge(s, base, pg + k))
 				k++;
 			if (k)
 				mprotect((void *)(h + off), k * PAGE, PROT_READ);

@@ -15,7 +15,15 @@
  *                    expects 64 MiB more to be CUDA_ERROR_OUT_OF_MEMORY, prints "held";
  *                    after another frees them and prints "freed"; ends after a third
  *   managed crash    with no SIGSEGV handler of its own, uses managed memory, then writes to
- *                    an inaccessible page of its own: the process must end by SIGSEGV */
+ *                    an inaccessible page of its own: the process must end by SIGSEGV
+ *   managed efault   copies into mapped page-locked memory while a stream-ordered call on
+ *                    another stream (this thread's, then another thread's) pushes managed
+ *                    pages before the bytes come: the copies land, the session lives (run
+ *                    over each transport: a plain socket's recv() into a protected page
+ *                    fails where OpenSSL's memcpy would fault)
+ *   managed edge     read(2) from a pipe into the program's heap objects on the first and
+ *                    last pages of a registration that are not all its own, after a push */
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -456,6 +464,173 @@ static int limit_mode(void)
 	return bad;
 }
 
+enum { EF_N = 1 << 20 };
+
+/* Keeps s busy: what is queued behind this waits for it. */
+static void busy(CUdeviceptr big, size_t nb, CUstream s)
+{
+	for (int i = 0; i < 4; i++)
+		expect("busy memset", cuMemsetD8Async(big, (unsigned char)i, nb, s), CUDA_SUCCESS);
+}
+
+static int all_bytes(const unsigned char *h, size_t n, unsigned char v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (h[i] != v)
+			return 0;
+	return 1;
+}
+
+struct pusher {
+	CUcontext ctx;
+	CUdeviceptr d;
+	CUstream s;
+	volatile int stop;
+	unsigned char *mine; /* managed memory this thread writes, so that pushes happen */
+};
+
+static void *pusher_main(void *arg)
+{
+	struct pusher *p = arg;
+
+	cuCtxSetCurrent(p->ctx);
+	for (unsigned i = 0; !p->stop; i++) {
+		p->mine[(i % 64) * 4096] = (unsigned char)i;
+		if (cuMemsetD8Async(p->d, (unsigned char)i, 4096, p->s) != CUDA_SUCCESS)
+			break;
+	}
+	return NULL;
+}
+
+static int efault_mode(CUcontext ctx)
+{
+	size_t nb = 64u << 20;
+	CUdeviceptr big = 0, d = 0, d2 = 0;
+	CUstream s1, s2;
+	unsigned char *h = NULL, *mine = NULL;
+	struct pusher pu = {.ctx = ctx};
+	pthread_t t;
+
+	expect("stream", cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+	expect("stream", cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+	expect("host alloc", cuMemHostAlloc((void **)&h, EF_N, CU_MEMHOSTALLOC_DEVICEMAP),
+	       CUDA_SUCCESS);
+	expect("host alloc", cuMemHostAlloc((void **)&mine, 64 * 4096, CU_MEMHOSTALLOC_DEVICEMAP),
+	       CUDA_SUCCESS);
+	expect("alloc", cuMemAlloc(&big, nb), CUDA_SUCCESS);
+	expect("alloc", cuMemAlloc(&d, EF_N), CUDA_SUCCESS);
+	expect("alloc", cuMemAlloc(&d2, EF_N), CUDA_SUCCESS);
+	if (bad)
+		return 1;
+	memset(h, 1, EF_N);
+	expect("memset", cuMemsetD8(d, 7, EF_N), CUDA_SUCCESS);
+
+	/* Asynchronous, into page-locked memory: the push comes while the copy waits on s1. */
+	busy(big, nb, s1);
+	expect("async copy into mapped memory", cuMemcpyDtoHAsync(h, d, EF_N, s1), CUDA_SUCCESS);
+	expect("memset on another stream", cuMemsetD8Async(d2, 3, EF_N, s2), CUDA_SUCCESS);
+	expect("synchronize s1", cuStreamSynchronize(s1), CUDA_SUCCESS);
+	truth("the asynchronous copy landed", all_bytes(h, EF_N, 7));
+
+	/* Synchronous, with another thread pushing while the copy waits. */
+	pu.d = d2;
+	pu.s = s2;
+	pu.mine = mine;
+	if (pthread_create(&t, NULL, pusher_main, &pu)) {
+		truth("thread", 0);
+		return 1;
+	}
+	for (int round = 0; round < 4; round++) {
+		expect("memset", cuMemsetD8Async(d, (unsigned char)(20 + round), EF_N, s1),
+		       CUDA_SUCCESS);
+		busy(big, nb, s1);
+		expect("synchronous copy into mapped memory", cuMemcpyDtoH(h, d, EF_N),
+		       CUDA_SUCCESS);
+		expect("synchronize s1", cuStreamSynchronize(s1), CUDA_SUCCESS);
+		expect("async copy into mapped memory", cuMemcpyDtoHAsync(h, d, EF_N, s1),
+		       CUDA_SUCCESS);
+		expect("synchronize s1", cuStreamSynchronize(s1), CUDA_SUCCESS);
+		truth("the copies landed", all_bytes(h, EF_N, (unsigned char)(20 + round)));
+	}
+	pu.stop = 1;
+	pthread_join(t, NULL);
+	expect("synchronize", cuCtxSynchronize(), CUDA_SUCCESS);
+	/* The copies' bytes reach the device side of the mapped memory too. */
+	expect("copy back", cuMemcpyDtoH(mine, (CUdeviceptr)h, 4096), CUDA_SUCCESS);
+	truth("the device sees the copied bytes", all_bytes(mine, 4096, 23));
+	cuMemFreeHost(h);
+	cuMemFreeHost(mine);
+	cuMemFree(big);
+	cuMemFree(d);
+	cuMemFree(d2);
+	printf(bad ? "managed efault: FAIL\n" : "managed efault: ok\n");
+	return bad;
+}
+
+/* read(2) of a pipe into obj: the kernel writes there, so a protected page fails it. */
+static void pipe_into(const char *what, char *obj)
+{
+	int fd[2];
+	ssize_t n;
+
+	if (pipe(fd)) {
+		truth("pipe", 0);
+		return;
+	}
+	if (write(fd[1], "hello", 5) != 5)
+		truth("pipe write", 0);
+	n = read(fd[0], obj, 5);
+	if (n != 5)
+		perror(what);
+	truth(what, n == 5 && memcmp(obj, "hello", 5) == 0);
+	close(fd[0]);
+	close(fd[1]);
+}
+
+static int edge_mode(void)
+{
+	enum { N = 2 * 4096 };
+	char *buf = aligned_alloc(4096, 4 * 4096);
+	char *head = buf + 16, *reg = buf + 512, *tail = reg + N + 256;
+	CUdeviceptr d = 0, scratch = 0;
+	unsigned want[N / 4];
+
+	if (!buf)
+		return 1;
+	memset(buf, 0, 4 * 4096);
+	for (unsigned i = 0; i < N / 4; i++)
+		((unsigned *)reg)[i] = want[i] = i;
+	expect("register", cuMemHostRegister(reg, N, CU_MEMHOSTREGISTER_DEVICEMAP), CUDA_SUCCESS);
+	expect("device pointer", cuMemHostGetDevicePointer(&d, reg, 0), CUDA_SUCCESS);
+	expect("alloc", cuMemAlloc(&scratch, 16), CUDA_SUCCESS);
+	if (bad)
+		return 1;
+	/* A stream-ordered call pushes the registration's pages. */
+	expect("memset", cuMemsetD8Async(scratch, 0, 16, NULL), CUDA_SUCCESS);
+	pipe_into("read(2) into a heap object on the first page", head);
+	pipe_into("read(2) into a heap object on the last page", tail);
+	/* The edge pages still move both ways. */
+	((unsigned *)reg)[0] = want[0] = 41;
+	((unsigned *)reg)[N / 4 - 1] = want[N / 4 - 1] = 43;
+	expect("launch", launch(d, N / 4, NULL), CUDA_SUCCESS);
+	triple_ref(want, N / 4);
+	expect("synchronize", cuCtxSynchronize(), CUDA_SUCCESS);
+	same("registered memory after a kernel", (unsigned *)reg, want, N / 4);
+	/* A host write on an edge page outside the range does not undo the kernel's work. */
+	expect("launch", launch(d, N / 4, NULL), CUDA_SUCCESS);
+	triple_ref(want, N / 4);
+	head[0] = 'x';
+	expect("memset", cuMemsetD8Async(scratch, 0, 16, NULL), CUDA_SUCCESS);
+	expect("synchronize", cuCtxSynchronize(), CUDA_SUCCESS);
+	same("registered memory after a neighbour's write", (unsigned *)reg, want, N / 4);
+	truth("the neighbours are the program's", head[0] == 'x' && !memcmp(tail, "hello", 5));
+	expect("unregister", cuMemHostUnregister(reg), CUDA_SUCCESS);
+	cuMemFree(scratch);
+	free(buf);
+	printf(bad ? "managed edge: FAIL\n" : "managed edge: ok\n");
+	return bad;
+}
+
 static int crash_mode(void)
 {
 	CUdeviceptr p;
@@ -542,6 +717,10 @@ int main(int argc, char **argv)
 		return limit_mode();
 	if (argc > 1 && strcmp(argv[1], "crash") == 0)
 		return crash_mode();
+	if (argc > 1 && strcmp(argv[1], "efault") == 0)
+		return efault_mode(ctx);
+	if (argc > 1 && strcmp(argv[1], "edge") == 0)
+		return edge_mode();
 	expect("attribute", cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, dev),
 	       CUDA_SUCCESS);
 	truth("managedMemory is 1", v == 1);

@@ -3,7 +3,8 @@
 # pool; then only the pages that changed move: rounds of three host-written pages and one
 # kernel-changed page move exactly those bytes, by the session's own counters in
 # `poolctl status` (managed_in, managed_out); a hostile client's pushes outside its managed
-# memory are refused.
+# memory are refused; copies into mapped memory survive a push before their bytes come
+# (each transport); a heap object on a registration's edge page takes read(2).
 . "$(dirname "$0")/lib.sh"
 export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=1G
 
@@ -69,6 +70,26 @@ exec {S_IN}>&-
 wait "$S_PID" || fail "managed limit: $(cat "$T/S.out" "$T/S.err")"
 grep -q FAIL "$T/S.out" && fail "managed limit: $(cat "$T/S.out")"
 cat "$T/S.out"
+
+# A heap object on an edge page of a registration takes read(2) after a push: only the
+# registration's own whole pages are write-protected.
+out=$(run_client "$GP_TESTBIN/managed" edge 2>&1) || fail "managed edge: $out"
+echo "$out"
+gp_stop
+
+# Copies into mapped memory while another stream's call pushes managed pages before the
+# bytes come: over TLS, and over the transports whose recv() would fail on a protected page.
+gp_config "listen_unix $T/client.sock" "listen_plain 127.0.0.1:0" "token 0123456789abcdef0123 bob"
+gp_start
+plain=$(status_json | jq -r .listen_plain)
+out=$(run_client "$GP_TESTBIN/managed" efault 2>&1) || fail "managed efault over TLS: $out"
+echo "tls: $out"
+out=$(GPUPOOL_SERVER=unix:$T/client.sock run_client "$GP_TESTBIN/managed" efault 2>&1) ||
+	fail "managed efault over the Unix socket: $out"
+echo "unix: $out"
+out=$(GPUPOOL_SERVER=plain:$plain GPUPOOL_TOKEN=0123456789abcdef0123 \
+	run_client "$GP_TESTBIN/managed" efault 2>&1) || fail "managed efault over plain TCP: $out"
+echo "plain: $out"
 
 # A fault that is not the interposer's still ends a program without a handler of its own.
 set +e
