@@ -297,7 +297,29 @@ struct pipe_dir {
 	pthread_cond_t cv;
 	struct piece *head, **tail;
 	bool eof;
+	int refs; /* its two threads: the last to end frees it */
 };
+
+/* One of d's threads is done with it. */
+static void dir_put(struct pipe_dir *d)
+{
+	bool last;
+
+	pthread_mutex_lock(&d->lock);
+	last = --d->refs == 0;
+	pthread_mutex_unlock(&d->lock);
+	if (!last)
+		return;
+	while (d->head) {
+		struct piece *p = d->head;
+
+		d->head = p->next;
+		free(p);
+	}
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->cv);
+	free(d);
+}
 
 static void *dir_reader(void *arg)
 {
@@ -313,6 +335,7 @@ static void *dir_reader(void *arg)
 			d->eof = true;
 			pthread_cond_signal(&d->cv);
 			pthread_mutex_unlock(&d->lock);
+			dir_put(d);
 			return NULL;
 		}
 		p->len = (size_t)n;
@@ -365,6 +388,7 @@ static void *dir_writer(void *arg)
 	}
 out:
 	shutdown(d->to, SHUT_WR);
+	dir_put(d);
 	return NULL;
 }
 
@@ -381,14 +405,21 @@ static void start_dir(int from, int to, unsigned delay_us)
 
 	if (!d)
 		return;
-	*d = (struct pipe_dir){.from = from, .to = to, .delay_us = delay_us};
+	*d = (struct pipe_dir){.from = from, .to = to, .delay_us = delay_us, .refs = 2};
 	d->tail = &d->head;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cv, NULL);
-	if (pthread_create(&t, NULL, dir_reader, d) == 0)
+	if (pthread_create(&t, NULL, dir_reader, d) == 0) {
 		pthread_detach(t);
+	} else {
+		/* no reader: the writer sees the end at once */
+		d->eof = true;
+		d->refs--;
+	}
 	if (pthread_create(&t, NULL, dir_writer, d) == 0)
 		pthread_detach(t);
+	else
+		dir_put(d);
 }
 
 static void *relay_accept(void *arg)
