@@ -1104,6 +1104,16 @@ static bool urgent(void)
 	return detached > 0 || host_fns_given;
 }
 
+/* With c->lock held: a call waits for its answer, and so reads it itself (await_answer
+ * takes the token whenever it is free, and pass_token wakes a sleeping one). */
+static bool call_waits(const struct gp_client *c)
+{
+	for (const struct waiter *wt = c->waiting; wt; wt = wt->next)
+		if (!wt->detached && !wt->done)
+			return true;
+	return false;
+}
+
 /* With c->lock held, after a reader put the token down: wakes the next one, a call that
  * sleeps waiting, else the reader thread when frames may come unasked. A call that waits
  * but does not sleep (still sending) takes the token itself when it comes to wait. */
@@ -1229,8 +1239,8 @@ static void *reader(void *arg)
 		else
 			wait_tick(c);
 		quiet = false;
-		if (reading || c->lost || urgent() || activity != seen)
-			continue; /* a call reads, or did lately */
+		if (reading || c->lost || urgent() || activity != seen || call_waits(c))
+			continue; /* a call reads, or did lately, or will */
 		if (!frame_came(c)) {
 			quiet = !c->waiting;
 			continue;
