@@ -73,7 +73,8 @@ UNKNOWN(INTEGRITY_CHECK, 2)
 
 /* TOOLS_CONTEXT has 94 slots (CUDA 13.4's driver serves 95 entries with the size); all but two
  * are unknown. */
-/* clang-format off: it cannot lay this list out stably */
+/* A hand-laid list: clang-format cannot lay it out stably. */
+/* clang-format off */
 #define TC_UNKNOWN_SLOTS(X) \
 	X(1) X(2) X(3) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) \
 	X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) \
