@@ -15,12 +15,15 @@
  * list's order (as before quotes). A quote is not a reservation: the first candidate can
  * still turn the session away, and cuInit then goes on down the list.
  *
- * Runs on cuInit's thread with the client lock held; blocking, each quote within
- * QUOTE_TIMEOUT_MS (connect, TLS, answer): one deadline for all of it, not a timeout per
- * read, so that a candidate sending a byte at a time cannot hold cuInit (conn.h,
- * deadline_us). An answer longer than QUOTE_REPLY_MAX is no quote.
+ * Runs on cuInit's thread with the client lock held; blocking. The quotes are asked at once,
+ * each on a thread of its own, and each within QUOTE_TIMEOUT_MS (connect, TLS, answer): one
+ * deadline for all of it, not a timeout per read, so that a candidate sending a byte at a
+ * time cannot hold cuInit (conn.h, deadline_us), and a candidate that drops packets costs
+ * cuInit that deadline once however many are asked. An answer longer than QUOTE_REPLY_MAX
+ * is no quote.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +131,26 @@ out:
 	return r;
 }
 
+/* One candidate's quote, asked on a thread of its own. */
+struct asking {
+	SSL_CTX *ctx;
+	const struct gp_endpoint *ep;
+	uint16_t port;
+	Gp__Quote q;
+	int r; /* ask_quote's, -1 until asked */
+	bool started;
+	pthread_t thread;
+};
+
+static void *ask_thread(void *arg)
+{
+	struct asking *a = arg;
+
+	a->q = (Gp__Quote)GP__QUOTE__INIT;
+	a->r = ask_quote(a->ctx, a->ep, a->port, &a->q);
+	return NULL;
+}
+
 static int compare(const void *a, const void *b, void *arg)
 {
 	const struct cand *x = a, *y = b;
@@ -148,6 +171,7 @@ int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed
 {
 	const char *placement = getenv("GPUPOOL_PLACEMENT"), *qp = getenv("GPUPOOL_QUOTE_PORT");
 	size_t n = cands->n, ask[2] = {0, 1}, nask;
+	struct asking asks[QUOTE_ALL];
 	unsigned long quote_port = 0;
 	bool binpack;
 	struct cand *v;
@@ -190,16 +214,30 @@ int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed
 	}
 	for (size_t k = 0; k < nask; k++) {
 		struct cand *x = &v[n <= QUOTE_ALL ? k : ask[k]];
-		Gp__Quote q = GP__QUOTE__INIT;
 		uint16_t port = quote_port ? (uint16_t)quote_port
 					   : (uint16_t)(x->ep.port < 65535 ? x->ep.port + 1 : 0);
 
-		if (x->ep.kind != GP_EP_TLS || !port || ask_quote(*ctx, &x->ep, port, &q))
+		asks[k] = (struct asking){.ctx = *ctx, .ep = &x->ep, .port = port, .r = -1};
+		if (x->ep.kind != GP_EP_TLS || !port)
 			continue;
-		x->rank = q.draining ? RANK_DRAINING : q.fits ? RANK_FITS : RANK_WAITS;
-		x->room = binpack ? q.room_min : q.room_max;
-		x->queue = q.queue;
-		x->sessions = q.sessions;
+		/* Each quote in a thread of its own, so that a silent candidate costs its
+		 * deadline once, not once per candidate; one that cannot start is asked here. */
+		asks[k].started = pthread_create(&asks[k].thread, NULL, ask_thread, &asks[k]) == 0;
+		if (!asks[k].started)
+			ask_thread(&asks[k]);
+	}
+	for (size_t k = 0; k < nask; k++) {
+		struct cand *x = &v[n <= QUOTE_ALL ? k : ask[k]];
+		const Gp__Quote *q = &asks[k].q;
+
+		if (asks[k].started)
+			pthread_join(asks[k].thread, NULL);
+		if (asks[k].r != 0)
+			continue;
+		x->rank = q->draining ? RANK_DRAINING : q->fits ? RANK_FITS : RANK_WAITS;
+		x->room = binpack ? q->room_min : q->room_max;
+		x->queue = q->queue;
+		x->sessions = q->sessions;
 	}
 	qsort_r(v, n, sizeof(*v), compare, &binpack);
 	for (size_t i = 0; i < n; i++)

@@ -108,6 +108,13 @@ case "$HELD" in READY*) ;; *)
 esac
 grep -q "quote from 127.0.0.7:$aport: TLS connect: timed out" "$T/K.err" ||
 	{ cat "$T/K.err"; fail "the dripping candidate's quote should time out"; }
+# The quotes are asked at once: 127.0.0.2's, asked after 127.0.0.7's in DNS order, is
+# answered while 127.0.0.7's still waits for its deadline (asked one after another, the
+# timeout came first, and each silent candidate added its deadline to cuInit).
+first=$(grep -n "quote from 127.0.0.2:$aport: fits" "$T/K.err" | head -n 1 | cut -d: -f1)
+late=$(grep -n "quote from 127.0.0.7:$aport: TLS connect: timed out" "$T/K.err" | head -n 1 | cut -d: -f1)
+[ -n "$first" ] && [ "$first" -lt "$late" ] ||
+	{ cat "$T/K.err"; fail "127.0.0.2's quote should be answered before 127.0.0.7's times out"; }
 dwait 2 '.sessions | length == 1'
 release K
 kill -KILL "$DRIP_PID"
