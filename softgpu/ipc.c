@@ -431,8 +431,10 @@ SG_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
 	pthread_mutex_unlock(&ipc_lock);
 	if (im == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (last && sg_mem_ipc_del(dptr)) /* its context went first and took the entry */
-		free(im);
+	/* the entry's release (sg_ipc_unmap) frees the import; if the context went first, it
+	 * already did */
+	if (last)
+		sg_mem_ipc_del(dptr);
 	return CUDA_SUCCESS;
 }
 

@@ -2,7 +2,8 @@
 # CUDA IPC on softgpu between two processes (tests/integration/ipc.c): the importer reads the
 # exporter's memory, rewrites it with a kernel and records an interprocess event the exporter
 # waits on; a process that may not read the exporter's descriptors (another user) is
-# refused, as is any process once the exporter has gone.
+# refused, as is any process once the exporter has gone. Through the pool IPC is not
+# forwarded: it must say so (CUDA_ERROR_NOT_SUPPORTED), not pretend.
 . "$(dirname "$0")/lib.sh"
 export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=256M
 
@@ -41,4 +42,17 @@ grep -q "^OK exporter" "$T/export.out" || fail "exporter: $(cat "$T/export.out")
 out=$(on_softgpu "$GP_TESTBIN/ipc" refused "$D" 2>&1) || fail "after the exporter: $out"
 case "$out" in REFUSED*) ;; *) fail "after the exporter: $out" ;; esac
 echo "after the exporter exited: $out"
+
+gp_config
+gp_start
+D2=$T/pool
+mkdir "$D2"
+set +e
+out=$(run_client "$GP_TESTBIN/ipc" export "$D2" 2>&1)
+set -e
+case "$out" in *"cuIpcGetMemHandle"*CUDA_ERROR_NOT_SUPPORTED*) ;;
+*) fail "through the pool cuIpcGetMemHandle should be NOT_SUPPORTED: $out" ;; esac
+[ ! -f "$D2/handle" ] || fail "the pool made a handle it cannot serve"
+echo "through the pool: $out"
+gp_stop
 echo PASS
