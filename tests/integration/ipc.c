@@ -5,15 +5,27 @@
  *                    exits once DIR/release appears;
  *   ipc import DIR   opens both handles, runs a kernel that reads and rewrites every word,
  *                    records the event and says so (DIR/recorded), then closes;
- *   ipc refused DIR  must fail to open the handles (another tenant, or the exporter gone).
+ *   ipc refused DIR  must fail to open the handles (another tenant, or the exporter gone);
+ *   ipc handover DIR as export and import together, but the exporter is not dumpable (as a
+ *                    pool worker) and its child importer (another user when run as root)
+ *                    cannot reach its descriptors: softgpu's export table (softgpu_ipc.h)
+ *                    gives them to the exporter, which sends them over a socket, and the
+ *                    importer hands them to its softgpu before it opens the handles.
  * Each prints one line (OK ..., REFUSED ..., or FAIL ...) and exits 0 only when it holds. */
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cuda.h>
+
+#include "softgpu_ipc.h"
 
 #define N 256
 
@@ -120,6 +132,15 @@ static void context(void)
 	CK(cuCtxSetCurrent(ctx));
 }
 
+static CUmodule twice_module(CUfunction *fn)
+{
+	CUmodule mod;
+
+	CK(cuModuleLoadData(&mod, twice_ptx));
+	CK(cuModuleGetFunction(fn, mod, "twice"));
+	return mod;
+}
+
 static int do_export(void)
 {
 	unsigned host[N], back[N];
@@ -192,7 +213,6 @@ static int do_import(void)
 	CUipcMemHandle mh, bad;
 	CUipcEventHandle eh;
 	CUdeviceptr d, again, worse;
-	CUmodule mod;
 	CUfunction fn;
 	CUevent ev;
 	CUstream s;
@@ -229,8 +249,7 @@ static int do_import(void)
 		return 1;
 	}
 	CK(cuIpcOpenEventHandle(&ev, eh));
-	CK(cuModuleLoadData(&mod, twice_ptx));
-	CK(cuModuleGetFunction(&fn, mod, "twice"));
+	twice_module(&fn);
 	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	void *args[] = {&d};
 	CK(cuLaunchKernel(fn, 1, 1, 1, N, 1, 1, 0, s, args, NULL));
@@ -273,14 +292,161 @@ static int do_refused(void)
 	return 0;
 }
 
+static const struct gp__softgpu_ipc *ipc_table(void)
+{
+	const void *t = NULL;
+	CUuuid id;
+
+	memcpy(id.bytes, GP_SOFTGPU_IPC_ID_BYTES, sizeof(id.bytes));
+	CK(cuGetExportTable(&t, &id));
+	return t;
+}
+
+static int do_handover(void)
+{
+	unsigned host[N], back[N];
+	const struct gp__softgpu_ipc *t;
+	char msg[2 * CU_IPC_HANDLE_SIZE], cbuf[CMSG_SPACE(3 * sizeof(int))], fdarg[16], ok;
+	struct iovec iov = {msg, sizeof(msg)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *cm;
+	CUipcMemHandle mh;
+	CUipcEventHandle eh;
+	CUdeviceptr d;
+	CUevent ev;
+	int sv[2], mfds[2], efds[2], status;
+	pid_t pid;
+
+	context();
+	for (unsigned i = 0; i < N; i++)
+		host[i] = i * 11 + 5;
+	CK(cuMemAlloc(&d, sizeof(host)));
+	CK(cuMemcpyHtoD(d, host, sizeof(host)));
+	CK(cuIpcGetMemHandle(&mh, d));
+	CK(cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+	CK(cuIpcGetEventHandle(&eh, ev));
+	t = ipc_table();
+	CK(t->export_fds(&mh, mfds));
+	CK(t->export_fds(&eh, efds));
+	if (efds[0] != -1) {
+		printf("FAIL an event's export gave a memory descriptor\n");
+		return 1;
+	}
+	prctl(PR_SET_DUMPABLE, 0); /* as a pool worker: /proc/PID/fd closed to others */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return 1;
+	pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		if (geteuid() == 0 && (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
+			_exit(98);
+		snprintf(fdarg, sizeof(fdarg), "%d", fcntl(sv[1], F_DUPFD, 10));
+		execl("/proc/self/exe", "ipc", "handed", dir, fdarg, (char *)NULL);
+		_exit(99);
+	}
+	close(sv[1]);
+	memcpy(msg, &mh, sizeof(mh));
+	memcpy(msg + sizeof(mh), &eh, sizeof(eh));
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+	memcpy(CMSG_DATA(cm), (int[3]){mfds[0], mfds[1], efds[1]}, 3 * sizeof(int));
+	if (sendmsg(sv[0], &m, 0) != (ssize_t)sizeof(msg)) {
+		printf("FAIL sendmsg: %s\n", strerror(errno));
+		return 1;
+	}
+	if (read(sv[0], &ok, 1) != 1 || ok != 'R') {
+		waitpid(pid, &status, 0);
+		printf("FAIL the importer did not record (status %d)\n", status);
+		return 1;
+	}
+	CK(cuEventSynchronize(ev));
+	CK(cuMemcpyDtoH(back, d, sizeof(back)));
+	for (unsigned i = 0; i < N; i++) {
+		if (back[i] != 2 * host[i] + 1) {
+			printf("FAIL word %u: %u, expected %u\n", i, back[i], 2 * host[i] + 1);
+			return 1;
+		}
+	}
+	(void)!write(sv[0], "C", 1);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		printf("FAIL the importer ended with status %d\n", status);
+		return 1;
+	}
+	printf("OK handover: a non-dumpable exporter's descriptors, handed over, opened its "
+	       "memory and event in %s\n",
+	       geteuid() == 0 ? "another user's process" : "a child");
+	CK(cuEventDestroy(ev));
+	CK(cuMemFree(d));
+	return 0;
+}
+
+static int do_handed(int sock)
+{
+	char msg[2 * CU_IPC_HANDLE_SIZE], cbuf[CMSG_SPACE(3 * sizeof(int))], ok;
+	struct iovec iov = {msg, sizeof(msg)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = cbuf,
+			   .msg_controllen = sizeof(cbuf)};
+	const struct gp__softgpu_ipc *t;
+	struct cmsghdr *cm;
+	CUipcMemHandle mh;
+	CUipcEventHandle eh;
+	CUdeviceptr d;
+	CUfunction fn;
+	CUevent ev;
+	int fds[3];
+
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(msg) ||
+	    !(cm = CMSG_FIRSTHDR(&m)) || cm->cmsg_len != CMSG_LEN(3 * sizeof(int))) {
+		printf("FAIL no handles and descriptors arrived\n");
+		return 1;
+	}
+	memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+	memcpy(&mh, msg, sizeof(mh));
+	memcpy(&eh, msg + sizeof(mh), sizeof(eh));
+	context();
+	/* without the descriptors the exporter is out of reach */
+	EXPECT(cuIpcOpenMemHandle(&d, mh, 0), CUDA_ERROR_INVALID_HANDLE);
+	t = ipc_table();
+	/* descriptors that are not the handle's exporter's are refused */
+	EXPECT(t->provide_fds(&mh, (int[2]){fds[0], fds[0]}), CUDA_ERROR_INVALID_VALUE);
+	CK(t->provide_fds(&mh, (int[2]){fds[0], fds[1]}));
+	CK(t->provide_fds(&eh, (int[2]){-1, fds[2]}));
+	close(fds[0]);
+	close(fds[1]);
+	close(fds[2]);
+	CK(cuIpcOpenMemHandle(&d, mh, 0));
+	CK(cuIpcOpenEventHandle(&ev, eh));
+	twice_module(&fn);
+	void *args[] = {&d};
+	CK(cuLaunchKernel(fn, 1, 1, 1, N, 1, 1, 0, NULL, args, NULL));
+	CK(cuEventRecord(ev, NULL));
+	if (write(sock, "R", 1) != 1 || read(sock, &ok, 1) != 1)
+		return 1;
+	CK(cuIpcCloseMemHandle(d));
+	CK(cuEventDestroy(ev));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 4 && strcmp(argv[1], "handed") == 0) {
+		dir = argv[2];
+		return do_handed(atoi(argv[3]));
+	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: ipc export|import|refused DIR\n");
+		fprintf(stderr, "usage: ipc export|import|refused|handover DIR\n");
 		return 2;
 	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	dir = argv[2];
+	if (strcmp(argv[1], "handover") == 0)
+		return do_handover();
 	if (strcmp(argv[1], "export") == 0)
 		return do_export();
 	if (strcmp(argv[1], "import") == 0)

@@ -43,6 +43,13 @@ out=$(on_softgpu "$GP_TESTBIN/ipc" refused "$D" 2>&1) || fail "after the exporte
 case "$out" in REFUSED*) ;; *) fail "after the exporter: $out" ;; esac
 echo "after the exporter exited: $out"
 
+# The pool's way: the exporter not dumpable, its descriptors handed over (softgpu_ipc.h).
+D3=$T/handover
+mkdir -m 0755 "$D3"
+out=$(on_softgpu "$GP_TESTBIN/ipc" handover "$D3" 2>&1) || fail "handover: $out"
+case "$out" in "OK handover"*) ;; *) fail "handover: $out" ;; esac
+echo "$out"
+
 gp_config
 gp_start
 D2=$T/pool
