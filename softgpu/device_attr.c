@@ -436,8 +436,8 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 	case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
 		v = 0;
 		break;
-	case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
-		v = 0;
+	case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED: /* ipc.c */
+		v = 1;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT:
 		v = 1;

@@ -1,5 +1,6 @@
 /* memory.c -- device memory: per-device arenas, the allocation table, pinned and managed memory. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -9,8 +10,9 @@
 #include "util.h"
 
 /*
- * DESIGN: a device's memory is one private anonymous mapping (reserved, not
- * committed) carved by a first-fit allocator. Device addresses are NOT host
+ * DESIGN: a device's memory is one memfd mapped shared (sized, not committed)
+ * carved by a first-fit allocator; shared so that another process can map an
+ * allocation exported by cuIpcGetMemHandle (ipc.c). Device addresses are NOT host
  * addresses: each device also reserves an inaccessible (PROT_NONE) range of
  * the same size, and a device address is an offset into that range, so a host
  * dereference of a device pointer faults as it would with a GPU, and device
@@ -32,6 +34,7 @@ struct sg_arena {
 	pthread_mutex_t lock;
 	uint64_t dbase;
 	uint8_t *hbase;
+	int fd; /* the memfd behind hbase, for ipc.c */
 	uint64_t size;
 	uint64_t used;
 	struct range {
@@ -74,13 +77,18 @@ int sg_memory_init(struct sg_device *dev)
 #endif
 	res = mmap(hint, dev->mem_total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 		   0);
-	back = mmap(NULL, dev->mem_total, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	a->fd = memfd_create("softgpu-device", MFD_CLOEXEC);
+	back = MAP_FAILED;
+	if (a->fd >= 0 && ftruncate(a->fd, (off_t)dev->mem_total) == 0)
+		back = mmap(NULL, dev->mem_total, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_NORESERVE, a->fd, 0);
 	if (res == MAP_FAILED || back == MAP_FAILED) {
 		if (res != MAP_FAILED)
 			munmap(res, dev->mem_total);
 		if (back != MAP_FAILED)
 			munmap(back, dev->mem_total);
+		if (a->fd >= 0)
+			close(a->fd);
 		free(a);
 		return -ENOMEM;
 	}
@@ -130,11 +138,13 @@ static void arena_free(struct sg_arena *a, uint64_t off, uint64_t len)
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t lo, hi;
 
-	/* give whole pages back to the system; they read as zeros afterwards */
+	/* give whole pages back to the system; they read as zeros afterwards (a shared
+	 * mapping keeps its pages on MADV_DONTNEED: the hole is punched in the memfd) */
 	lo = (off + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page;
 	hi = (off + len) / (uint64_t)page * (uint64_t)page;
 	if (hi > lo && hi - lo >= (64u << 10))
-		madvise(a->hbase + lo, hi - lo, MADV_DONTNEED);
+		fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo,
+			  (off_t)(hi - lo));
 	pthread_mutex_lock(&a->lock);
 	a->used -= len;
 	for (i = 0; i < a->nfree && a->free[i].off < off; i++)
@@ -268,6 +278,8 @@ static void release(const struct sg_alloc *a)
 
 	switch (a->kind) {
 	case SG_MEM_DEVICE:
+		sg_ipc_forget(a->id);
+		/* fall through */
 	case SG_MEM_MODULE:
 	case SG_MEM_HEAP:
 		d = device_range(a->base);
@@ -277,6 +289,9 @@ static void release(const struct sg_alloc *a)
 	case SG_MEM_HOST:
 	case SG_MEM_MANAGED:
 		munmap(a->host, a->charged);
+		break;
+	case SG_MEM_IPC:
+		sg_ipc_unmap(a);
 		break;
 	default: /* registered: the caller's memory */
 		break;
@@ -461,6 +476,46 @@ int sg_mem_unmap(uint64_t dptr)
 	struct sg_alloc a;
 
 	return table_remove(dptr, 1u << SG_MEM_POOL, &a);
+}
+
+/* ---- for ipc.c ---- */
+
+bool sg_mem_ipc_source(uint64_t addr, struct sg_alloc *out, int *fd, uint64_t *off)
+{
+	struct sg_device *d;
+
+	if (!sg_mem_find(addr, out) || out->kind != SG_MEM_DEVICE)
+		return false;
+	d = device_range(out->base);
+	if (d == NULL)
+		return false;
+	*fd = d->arena->fd;
+	*off = out->base - d->arena->dbase;
+	return true;
+}
+
+void *sg_mem_ipc_hint(struct sg_device *dev, uint64_t len)
+{
+	static uint64_t cursor[64];
+	struct sg_arena *a = dev->arena;
+	uint64_t step = (len + (2u << 20) - 1) & ~((uint64_t)(2u << 20) - 1), at;
+
+	if (dev->ordinal >= 64 || a->size > SG_DEVICE_STRIDE / 2)
+		return NULL;
+	at = __atomic_fetch_add(&cursor[dev->ordinal], step, __ATOMIC_RELAXED);
+	if (at + step > SG_DEVICE_STRIDE / 2)
+		return NULL;
+	return (void *)(uintptr_t)(a->dbase + SG_DEVICE_STRIDE / 2 + at);
+}
+
+int sg_mem_ipc_del(uint64_t base)
+{
+	struct sg_alloc a;
+
+	if (table_remove(base, 1u << SG_MEM_IPC, &a))
+		return -ENOENT;
+	release(&a);
+	return 0;
 }
 
 void sg_mem_info(const struct sg_device *dev, uint64_t *freeb, uint64_t *total)
@@ -850,7 +905,9 @@ static CUresult attr(const struct sg_alloc *a, bool found, CUpointer_attribute a
 	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
 		*(int *)data = !found ? -2 : vmm ? SG_VMM_DEV(a->flags) : a->ctx->dev->ordinal;
 		break;
-	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: /* cuMemAlloc's: ipc.c */
+		*(int *)data = found && a->kind == SG_MEM_DEVICE;
+		break;
 	case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
 	case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE:
 		*(int *)data = 0;

@@ -30,6 +30,8 @@
  *                pointer attributes, device-side malloc
  *   vmm.c        virtual memory management: reservations, physical allocations (memfds),
  *                mappings and their access
+ *   ipc.c        cuIpc*: device memory and events shared with another process (the
+ *                arena's memfd, a registry page of exports), and the pool's fd hand-over
  *   mempool.c    memory pools and stream-ordered allocation (cuMemAllocAsync, cuMemPool*)
  *   copy.c       cuMemcpy* and cuMemset*, sync and async, 1-D, 2-D, 3-D and peer
  *   stream.c     streams, events, host functions, legacy default-stream ordering
@@ -225,6 +227,7 @@ enum sg_alloc_kind {
 	SG_MEM_HEAP,   /* device-side malloc */
 	SG_MEM_VMM,    /* a mapping of a cuMemCreate allocation (vmm.c); flags: SG_VMM_* */
 	SG_MEM_POOL,   /* stream-ordered, from a memory pool (mempool.c); owner: its chunk */
+	SG_MEM_IPC,    /* another process's allocation opened here (ipc.c); owner: the import */
 };
 
 /* A VMM mapping's flags: the devices that may access it (bit per ordinal), and its device. */
@@ -240,7 +243,7 @@ struct sg_alloc {
 	unsigned flags;
 	uint64_t id;
 	uint64_t charged; /* bytes taken from the device arena */
-	void *owner;	  /* SG_MEM_POOL: the pool chunk it lives in */
+	void *owner;	  /* SG_MEM_POOL: the pool chunk it lives in; SG_MEM_IPC: the import */
 };
 
 int sg_memory_init(struct sg_device *dev);
@@ -279,6 +282,34 @@ CUresult sg_mem_reserve(struct sg_device *dev, uint64_t size, uint64_t *dptr, ui
 void sg_mem_unreserve(struct sg_device *dev, uint64_t dptr, uint64_t cap);
 CUresult sg_mem_map(struct sg_ctx *ctx, uint64_t dptr, uint64_t size, void *owner);
 int sg_mem_unmap(uint64_t dptr);
+/*
+ * For ipc.c: the cuMemAlloc allocation containing addr, with the arena's memfd and the
+ * allocation's offset in it (false if addr is in none); a device address hint for an
+ * import of len bytes (after the arena, in the device window); an import's entry removed
+ * from the table and released (0 or -ENOENT).
+ */
+bool sg_mem_ipc_source(uint64_t addr, struct sg_alloc *out, int *fd, uint64_t *off);
+void *sg_mem_ipc_hint(struct sg_device *dev, uint64_t len);
+int sg_mem_ipc_del(uint64_t base);
+
+/* ---- ipc.c ---- */
+
+/* An interprocess event's counters, in a page shared with the processes that opened it. */
+struct sg_ipc_evslot {
+	uint64_t gen;  /* records issued, by any process */
+	uint64_t done; /* the highest record completed */
+	uint64_t tag[2];
+	uint32_t live, pad;
+};
+
+/* An exported allocation is freed: its handle opens nothing any more. */
+void sg_ipc_forget(uint64_t alloc_id);
+/* An import's entry leaves the table (close, or its context goes): unmap it. */
+void sg_ipc_unmap(const struct sg_alloc *a);
+/* An interprocess event: a new slot (handle NULL) or an exported one opened; CUresult. */
+CUresult sg_ipc_event_attach(struct sg_event *e, const void *handle);
+/* Its last reference goes (under stream.c's queue lock: takes only ipc.c's). */
+void sg_ipc_event_release(struct sg_event *e);
 
 /* ---- mempool.c ---- */
 
@@ -352,6 +383,8 @@ struct sg_event {
 	uint64_t gen;	   /* records issued */
 	uint64_t done_gen; /* records completed */
 	uint64_t time_ns;
+	struct sg_ipc_evslot *ipc; /* CU_EVENT_INTERPROCESS: the shared counters, else NULL */
+	void *ipc_map;		   /* ipc.c: the registry mapping it holds (opened events) */
 	struct sg_event *next;
 	/* graph.c, under its lock: the capture that last recorded it, and what it recorded */
 	uint64_t cap_id;
@@ -453,6 +486,9 @@ struct sg_op *sg_op_new(int kind);
 void sg_op_free(struct sg_op *op);
 /* A RECORD (the event's next generation) or WAIT (its latest) op on e. */
 struct sg_op *sg_event_op_new(struct sg_event *e, int kind);
+/* An event of context c (stream.c); with CU_EVENT_INTERPROCESS, ipc_handle names the exported
+ * event it opens (NULL: a new one). CUresult. */
+CUresult sg_event_new(struct sg_ctx *c, unsigned flags, const void *ipc_handle, CUevent *out);
 uint64_t sg_now_ns(void);
 
 /* ---- capture.c (graphs themselves: graph_int.h) ---- */

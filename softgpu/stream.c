@@ -65,6 +65,8 @@ static void ev_unref_locked(struct sg_event *e)
 	struct sg_evref *r = (struct sg_evref *)e;
 
 	if (--r->refs == 0 && r->destroyed) {
+		if (r->ev.ipc)
+			sg_ipc_event_release(&r->ev);
 		free(r->ev.cdeps);
 		free(r);
 	}
@@ -86,6 +88,54 @@ void sg_op_free(struct sg_op *op)
 	free(op);
 }
 
+/*
+ * An interprocess event's records are counted in memory it shares with other processes
+ * (ipc.c): read and written atomically there, and waited for by polling, since the other
+ * process cannot signal qcond.
+ */
+static uint64_t ev_gen(const struct sg_event *e)
+{
+	return e->ipc ? __atomic_load_n(&e->ipc->gen, __ATOMIC_ACQUIRE) : e->gen;
+}
+
+static uint64_t ev_done(const struct sg_event *e)
+{
+	return e->ipc ? __atomic_load_n(&e->ipc->done, __ATOMIC_ACQUIRE) : e->done_gen;
+}
+
+static void ev_complete(struct sg_event *e, uint64_t gen)
+{
+	uint64_t d;
+
+	if (e->ipc == NULL) {
+		if (e->done_gen < gen)
+			e->done_gen = gen;
+		return;
+	}
+	d = __atomic_load_n(&e->ipc->done, __ATOMIC_ACQUIRE);
+	while (d < gen && !__atomic_compare_exchange_n(&e->ipc->done, &d, gen, false,
+						       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+}
+
+/* Waits on qcond (qlock held); for an interprocess event, at most 200 us. */
+static void qwait(const struct sg_event *e)
+{
+	struct timespec ts;
+
+	if (e == NULL || e->ipc == NULL) {
+		pthread_cond_wait(&qcond, &qlock);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 200000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&qcond, &qlock, &ts);
+}
+
 /* ---- workers ---- */
 
 static bool ready(const struct sg_op *op)
@@ -93,7 +143,7 @@ static bool ready(const struct sg_op *op)
 	for (unsigned i = 0; i < op->ndeps; i++)
 		if (op->deps[i].stream->done_seq < op->deps[i].seq)
 			return false;
-	if (op->kind == SG_OP_WAIT && op->u.ev.ev->done_gen < op->u.ev.gen)
+	if (op->kind == SG_OP_WAIT && ev_done(op->u.ev.ev) < op->u.ev.gen)
 		return false;
 	return true;
 }
@@ -160,7 +210,7 @@ static void *worker(void *arg)
 			break;
 		op = s->head;
 		while (!ready(op) || s->inline_busy)
-			pthread_cond_wait(&qcond, &qlock);
+			qwait(op->kind == SG_OP_WAIT ? op->u.ev.ev : NULL);
 		pthread_mutex_unlock(&qlock);
 		execute(s, op);
 		pthread_mutex_lock(&qlock);
@@ -168,8 +218,7 @@ static void *worker(void *arg)
 			struct sg_event *e = op->u.ev.ev;
 
 			e->time_ns = sg_now_ns();
-			if (e->done_gen < op->u.ev.gen)
-				e->done_gen = op->u.ev.gen;
+			ev_complete(e, op->u.ev.gen);
 		}
 		s->head = op->next;
 		if (s->head == NULL)
@@ -855,10 +904,40 @@ SG_EXPORT CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callba
 
 /* ---- events ---- */
 
+CUresult sg_event_new(struct sg_ctx *c, unsigned flags, const void *ipc_handle, CUevent *out)
+{
+	struct sg_evref *e = calloc(1, sizeof(*e));
+	CUresult r;
+
+	if (e == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	e->ev.ctx = c;
+	e->ev.flags = flags;
+	e->refs = 1;
+	if (flags & CU_EVENT_INTERPROCESS) {
+		r = sg_ipc_event_attach(&e->ev, ipc_handle);
+		if (r) {
+			free(e);
+			return r;
+		}
+	}
+	if (sg_handle_add(e, SG_K_EVENT)) {
+		if (e->ev.ipc)
+			sg_ipc_event_release(&e->ev);
+		free(e);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_lock(&qlock);
+	e->ev.next = c->events;
+	c->events = &e->ev;
+	pthread_mutex_unlock(&qlock);
+	*out = (CUevent)e;
+	return CUDA_SUCCESS;
+}
+
 SG_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
 	struct sg_ctx *c;
-	struct sg_evref *e;
 	CUresult r = sg_ctx_current(&c, true);
 
 	if (r)
@@ -867,25 +946,10 @@ SG_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	    (Flags &
 	     ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (Flags & CU_EVENT_INTERPROCESS)
-		return (Flags & CU_EVENT_DISABLE_TIMING) ? CUDA_ERROR_NOT_SUPPORTED
-							 : CUDA_ERROR_INVALID_VALUE;
-	e = calloc(1, sizeof(*e));
-	if (e == NULL)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	e->ev.ctx = c;
-	e->ev.flags = Flags;
-	e->refs = 1;
-	if (sg_handle_add(e, SG_K_EVENT)) {
-		free(e);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	pthread_mutex_lock(&qlock);
-	e->ev.next = c->events;
-	c->events = &e->ev;
-	pthread_mutex_unlock(&qlock);
-	*phEvent = (CUevent)e;
-	return CUDA_SUCCESS;
+	/* an interprocess event has no timing (CUDA's rule) */
+	if ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))
+		return CUDA_ERROR_INVALID_VALUE;
+	return sg_event_new(c, Flags, NULL, phEvent);
 }
 
 SG_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
@@ -918,7 +982,12 @@ struct sg_op *sg_event_op_new(struct sg_event *e, int kind)
 	if (op == NULL)
 		return NULL;
 	pthread_mutex_lock(&qlock);
-	op->u.ev.gen = kind == SG_OP_RECORD ? ++e->gen : e->gen;
+	if (e->ipc)
+		op->u.ev.gen = kind == SG_OP_RECORD
+				       ? __atomic_add_fetch(&e->ipc->gen, 1, __ATOMIC_ACQ_REL)
+				       : ev_gen(e);
+	else
+		op->u.ev.gen = kind == SG_OP_RECORD ? ++e->gen : e->gen;
 	op->u.ev.ev = e;
 	((struct sg_evref *)e)->refs++;
 	pthread_mutex_unlock(&qlock);
@@ -984,7 +1053,7 @@ SG_EXPORT CUresult cuEventQuery(CUevent hEvent)
 	if (!sg_handle_ok(e, SG_K_EVENT))
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&qlock);
-	done = e->done_gen >= e->gen;
+	done = ev_done(e) >= ev_gen(e);
 	pthread_mutex_unlock(&qlock);
 	if ((r = sticky_of(e->ctx)))
 		return r;
@@ -1002,9 +1071,9 @@ SG_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
 	if (!sg_handle_ok(e, SG_K_EVENT))
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&qlock);
-	gen = e->gen;
-	while (e->done_gen < gen)
-		pthread_cond_wait(&qcond, &qlock);
+	gen = ev_gen(e);
+	while (ev_done(e) < gen)
+		qwait(e);
 	pthread_mutex_unlock(&qlock);
 	sg_mempool_sync_release();
 	return sticky_of(e->ctx);

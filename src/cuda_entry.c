@@ -20,6 +20,7 @@ static const struct gp__cuda_host host = {
 	.stream_object = gp__stream_object,
 	.stream_object_id = gp__stream_object_id,
 	.nvml_source = &gp__nvml_source,
+	.softgpu_ipc = &gp__softgpu_ipc,
 };
 
 __attribute__((constructor)) static void host_init(void)

@@ -5,6 +5,7 @@
 #include <cuda.h>
 
 struct gp__nvml_source;
+struct gp__softgpu_ipc;
 
 /*
  * The library-specific facts behind the export tables and the integrity check, passed to
@@ -48,6 +49,8 @@ struct gp__cuda_host {
 	CUresult (*stream_object_id)(CUcontext ctx, void *obj, unsigned long long *id);
 	/* Optional. gpupool's own table for the NVML library beside this one (nvml_source.h). */
 	const struct gp__nvml_source *nvml_source;
+	/* Optional. softgpu's IPC descriptor hand-over for the pool (softgpu_ipc.h). */
+	const struct gp__softgpu_ipc *softgpu_ipc;
 };
 
 /* CUDART_INTERFACE slot 2, which each library that compiles in cuda_entry.c defines: the
@@ -60,5 +63,7 @@ CUresult gp__stream_object_id(CUcontext ctx, void *obj, unsigned long long *id)
 	__attribute__((weak));
 /* The NVML source table, where the library defines it (weak: NULL if not). */
 extern const struct gp__nvml_source gp__nvml_source __attribute__((weak));
+/* softgpu's IPC table, where the library defines it (weak: NULL if not). */
+extern const struct gp__softgpu_ipc gp__softgpu_ipc __attribute__((weak));
 
 #endif

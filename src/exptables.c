@@ -10,6 +10,7 @@
 #include "integrity.h"
 #include "log.h"
 #include "nvml_source.h"
+#include "softgpu_ipc.h"
 
 /*
  * DESIGN: the tables are constant arrays built at compile time; the only state is the host
@@ -434,6 +435,14 @@ CUresult gp__get_export_table(const void **table, const CUuuid *id)
 	if (!id)
 		return CUDA_ERROR_INVALID_VALUE;
 	i = find_table(id);
+	if (i < 0 && memcmp(id->bytes, GP_SOFTGPU_IPC_ID_BYTES, sizeof(id->bytes)) == 0) {
+		const struct gp__cuda_host *h = atomic_load(&host_ops);
+
+		if (h && h->softgpu_ipc) {
+			*table = h->softgpu_ipc;
+			return CUDA_SUCCESS;
+		}
+	}
 	if (i < 0 && nvml_source_id(id)) {
 		const struct gp__cuda_host *h = atomic_load(&host_ops);
 
