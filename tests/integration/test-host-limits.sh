@@ -1,0 +1,99 @@
+#!/bin/bash
+# Host limits per worker (daemon/supervisor/cgroup.c): with worker_host_memory 256M a
+# session whose worker uses more host memory (on softgpu its device memory is host memory)
+# is OOM-killed by the kernel, the log says why and its client gets an error, while a
+# concurrent session goes on; with worker_tasks 64 a client that makes softgpu start a
+# thread per stream past it gets CUDA_ERROR_OUT_OF_MEMORY and its session goes on; poolctl
+# shows a session's host memory within its limit; the cgroups go with their workers; a bad
+# value names file:line. Needs writable cgroups (root): elsewhere it says SKIP, exit 77.
+. "$(dirname "$0")/lib.sh"
+export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=2G SOFTGPU_THREADS=2
+
+gp_config "worker_host_memory 256M" "worker_tasks 64" "worker_cpu lots"
+if "$GP_STAGE/bin/gpupoold" -n -f "$T/gpupoold.conf" >"$T/check.out" 2>&1; then
+	fail "worker_cpu lots should not parse"
+fi
+grep -q "gpupoold.conf:9: 'worker_cpu lots'" "$T/check.out" ||
+	fail "the error should name file:line: $(cat "$T/check.out")"
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: cgroups are not writable here (not root)"
+	exit 77
+fi
+gp_config "worker_host_memory 256M" "worker_tasks 64" "worker_cpu 150%"
+gp_start
+grep -q "cgroup v[12]: a cgroup per worker under" "$T/daemon.log" || {
+	if grep -q "no writable cgroup" "$T/daemon.log"; then
+		grep "no writable cgroup" "$T/daemon.log"
+		echo "SKIP: no writable cgroup (as root): nothing to enforce with"
+		exit 77
+	fi
+	fail "the daemon should say which cgroups it uses"
+}
+BASE=$(sed -n 's/.*cgroup v[12]: a cgroup per worker under \([^ ,]*\).*/\1/p' "$T/daemon.log" | head -n 1)
+[ -d "$BASE" ] || fail "the workers' cgroup base $BASE is not there"
+
+# A session that holds 64 MiB: its worker's host memory shows, from its cgroup, within 256M.
+hold_start A $((64 << 20))
+hold_line A
+case "$HELD" in READY*) ;; *) fail "session A: $HELD" ;; esac
+assert_status '.sessions | length == 1' "one session"
+assert_status '.sessions[0] | .host_memory_from == "cgroup" and .host_memory_limit == 268435456' \
+	"the session should show its cgroup's limit"
+assert_status '.sessions[0] | .host_memory >= 67108864 and .host_memory <= .host_memory_limit' \
+	"the session's host memory should hold its 64 MiB and be within its limit"
+ID_A=$(jq -r '.sessions[0].id' "$T/status.json")
+PID_A=$(jq -r '.sessions[0].worker_pid' "$T/status.json")
+[ -d "$BASE/session-$ID_A" ] || fail "no cgroup $BASE/session-$ID_A"
+grep -qx "$PID_A" "$BASE/session-$ID_A/cgroup.procs" || fail "worker $PID_A is not in its cgroup"
+"$POOLCTL" -s "$T/admin.sock" status | tee "$T/table.txt"
+grep -q "HOST MEM" "$T/table.txt" && grep -q "host limit 256.0 MiB" "$T/table.txt" ||
+	fail "poolctl status should show the host memory and its limit"
+
+# A session that sets 512 MiB of device memory: its worker is OOM-killed, its client errs.
+rc=0
+timeout 120 env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" "$GP_TESTBIN/host_limits" grow \
+	$((512 << 20)) >"$T/grow.out" 2>&1 || rc=$?
+cat "$T/grow.out"
+[ "$rc" -ne 124 ] || fail "the client of the OOM-killed worker hung"
+[ "$rc" -eq 0 ] && grep -q "^grow: CUDA_ERROR_" "$T/grow.out" ||
+	fail "the client should get an error when its worker goes past worker_host_memory"
+for _ in $(seq 1 100); do
+	grep -q "ended: worker exceeded worker_host_memory (268435456 bytes)" "$T/daemon.log" && break
+	sleep 0.1
+done
+grep "exceeded worker_host_memory" "$T/daemon.log" ||
+	fail "the log should say the worker exceeded worker_host_memory"
+
+# Session A did not notice: it is still active, and its memory reads back.
+assert_status ".sessions | map(select(.id == $ID_A))[0].state == \"active\"" "session A should go on"
+echo >&"$A_IN"
+wait "$A_PID" || fail "session A should end cleanly: $(cat "$T/A.out")"
+grep -q DONE "$T/A.out" || fail "session A: $(cat "$T/A.out")"
+
+# 200 busy streams want 200 threads: past worker_tasks those fail, reported as the
+# CUDA error of the call that synchronizes, and the session goes on.
+rc=0
+timeout 120 env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" "$GP_TESTBIN/host_limits" streams 200 \
+	>"$T/streams.out" 2>&1 || rc=$?
+cat "$T/streams.out"
+grep -q "^streams: 200 sync: CUDA_ERROR_OUT_OF_MEMORY" "$T/streams.out" ||
+	fail "threads past worker_tasks should fail the streams' work with CUDA_ERROR_OUT_OF_MEMORY"
+[ "$rc" -eq 0 ] && grep -q "^after: CUDA_SUCCESS" "$T/streams.out" ||
+	fail "the session should go on after worker_tasks refused its threads"
+grep -q "worker_tasks (64) refused" "$T/daemon.log" || fail "the log should say worker_tasks refused threads"
+
+# Every session's cgroup goes with its worker.
+wait_for '.sessions | length == 0' 20
+for _ in $(seq 1 100); do
+	ls -d "$BASE"/session-* >/dev/null 2>&1 || break
+	sleep 0.1
+done
+if ls -d "$BASE"/session-* 2>/dev/null; then
+	fail "sessions' cgroups are left behind"
+fi
+gp_stop
+case "$BASE" in
+*/gpupoold-*) [ ! -d "$BASE" ] || fail "the daemon's v1 cgroup $BASE is left behind" ;;
+esac
+echo PASS
