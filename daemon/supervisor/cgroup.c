@@ -111,12 +111,21 @@ static uint64_t keyed(const char *dir, const char *file, const char *key)
 	return 0;
 }
 
+/* out = a b (b a "/name" or a path starting with '/'); false when it does not fit. */
+static bool join(char *out, size_t len, const char *a, const char *b)
+{
+	int n = snprintf(out, len, "%s%s", a, b);
+
+	return n >= 0 && (size_t)n < len;
+}
+
 static bool writable(const char *dir, const char *file)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], name[256];
 
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	return access(dir, W_OK) == 0 && access(path, W_OK) == 0;
+	snprintf(name, sizeof(name), "/%s", file);
+	return join(path, sizeof(path), dir, name) && access(dir, W_OK) == 0 &&
+	       access(path, W_OK) == 0;
 }
 
 /* ---- where the hierarchies are ---------------------------------------------------- */
@@ -127,8 +136,8 @@ static bool has_word(const char *list, const char *word, char sep)
 	size_t wl = strlen(word);
 
 	for (const char *p = list; p && *p; p = strchr(p, sep), p = p ? p + 1 : NULL)
-		if (strncmp(p, word, wl) == 0 && (p[wl] == sep || p[wl] == '\0' || p[wl] == '\n' ||
-						  p[wl] == ' '))
+		if (strncmp(p, word, wl) == 0 &&
+		    (p[wl] == sep || p[wl] == '\0' || p[wl] == '\n' || p[wl] == ' '))
 			return true;
 	return false;
 }
@@ -213,8 +222,7 @@ static bool v2_usable(const char *dir)
 
 /* Enables the controllers for dir's children; moves the supervisor out first when it is
  * in dir itself (auto). */
-static int v2_enable(struct gp_daemon *d, const char *dir, bool move_self, char *why,
-		     size_t len)
+static int v2_enable(struct gp_daemon *d, const char *dir, bool move_self, char *why, size_t len)
 {
 	char leaf[PATH_MAX], pid[32], buf[512];
 	int r;
@@ -258,7 +266,7 @@ static void v1_sweep(const char *parent)
 	if (!dir)
 		return;
 	while ((e = readdir(dir))) {
-		char path[PATH_MAX];
+		char path[PATH_MAX], name[300];
 		char *end;
 		long pid;
 		DIR *sub;
@@ -267,9 +275,12 @@ static void v1_sweep(const char *parent)
 		if (strncmp(e->d_name, "gpupoold-", 9) != 0)
 			continue;
 		pid = strtol(e->d_name + 9, &end, 10);
-		if (*end || pid <= 0 || pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		if (*end || pid <= 0 || pid == getpid() || kill((pid_t)pid, 0) == 0 ||
+		    errno != ESRCH)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", parent, e->d_name);
+		snprintf(name, sizeof(name), "/%s", e->d_name);
+		if (!join(path, sizeof(path), parent, name))
+			continue;
 		if ((sub = opendir(path))) {
 			while ((se = readdir(sub))) {
 				char child[PATH_MAX];
@@ -277,8 +288,9 @@ static void v1_sweep(const char *parent)
 				if (strncmp(se->d_name, "session-", 8) != 0 &&
 				    strncmp(se->d_name, "worker-", 7) != 0)
 					continue;
-				snprintf(child, sizeof(child), "%s/%s", path, se->d_name);
-				rmdir(child);
+				snprintf(name, sizeof(name), "/%s", se->d_name);
+				if (join(child, sizeof(child), path, name))
+					rmdir(child);
 			}
 			closedir(sub);
 		}
@@ -294,23 +306,24 @@ static int v1_setup(struct gp_daemon *d, const char *path, char *why, size_t len
 	bool any = false;
 
 	for (int c = 0; c < GP_CG_NCTL; c++) {
-		char mnt[PATH_MAX], own[PATH_MAX], dir[PATH_MAX];
+		char mnt[PATH_MAX], own[PATH_MAX], dir[PATH_MAX], name[32];
 
 		d->cg.base[c][0] = '\0';
 		if (!find_mount(ctl_name[c], mnt, sizeof(mnt)))
 			continue;
 		if (path) {
-			snprintf(dir, sizeof(dir), "%s%s", mnt, path);
+			if (!join(dir, sizeof(dir), mnt, path))
+				continue;
 		} else {
 			char parent[PATH_MAX];
 
-			if (!own_cgroup(ctl_name[c], own, sizeof(own)))
-				continue;
-			snprintf(parent, sizeof(parent), "%s%s", mnt, own);
-			if (access(parent, W_OK) != 0)
+			if (!own_cgroup(ctl_name[c], own, sizeof(own)) ||
+			    !join(parent, sizeof(parent), mnt, own) || access(parent, W_OK) != 0)
 				continue;
 			v1_sweep(parent);
-			snprintf(dir, sizeof(dir), "%s/gpupoold-%d", parent, (int)getpid());
+			snprintf(name, sizeof(name), "/gpupoold-%d", (int)getpid());
+			if (!join(dir, sizeof(dir), parent, name))
+				continue;
 		}
 		if (make_dir(dir) || !writable(dir, "cgroup.procs"))
 			continue;
@@ -348,13 +361,12 @@ int gp__cgroup_start(struct gp_daemon *d)
 			    "enforced");
 		return 0;
 	}
-	if (have_v2 && path) {
-		snprintf(dir, sizeof(dir), "%s%s", mnt, path);
+	if (have_v2 && path && join(dir, sizeof(dir), mnt, path)) {
 		make_dir(dir);
 		if (v2_usable(dir) && v2_enable(d, dir, false, why, sizeof(why)) == 0)
 			goto done;
-	} else if (have_v2 && own_cgroup(NULL, own, sizeof(own))) {
-		snprintf(dir, sizeof(dir), "%s%s", mnt, own);
+	} else if (have_v2 && !path && own_cgroup(NULL, own, sizeof(own)) &&
+		   join(dir, sizeof(dir), mnt, own)) {
 		if (v2_usable(dir) && v2_enable(d, dir, true, why, sizeof(why)) == 0)
 			goto done;
 	}
@@ -382,8 +394,8 @@ done:
 			    d->cg.base[GP_CG_MEMORY], d->cg.cpu_ok ? ", cpu" : "");
 	else
 		gp_log_info("cgroup v1: a cgroup per worker under %s%s%s%s%s", d->cg.base[0],
-			    d->cg.base[1][0] ? ", " : "", d->cg.base[1], d->cg.base[2][0] ? ", " : "",
-			    d->cg.base[2]);
+			    d->cg.base[1][0] ? ", " : "", d->cg.base[1],
+			    d->cg.base[2][0] ? ", " : "", d->cg.base[2]);
 	if (cfg->worker_cpu && !d->cg.cpu_ok)
 		gp_log_warnx("worker_cpu %u%%: no cpu controller to enforce it", cfg->worker_cpu);
 	return 0;
@@ -479,7 +491,8 @@ int gp__cgroup_enter(struct gp_session *s)
 	snprintf(s->cg_name, sizeof(s->cg_name), "worker-%d", s->proc.pid);
 	snprintf(pid, sizeof(pid), "%d", s->proc.pid);
 	for (int c = 0; c < GP_CG_NCTL; c++) {
-		if (!dir_of(d, c, s->cg_name, dir, sizeof(dir)) || (c == GP_CG_CPU && !d->cg.cpu_ok))
+		if (!dir_of(d, c, s->cg_name, dir, sizeof(dir)) ||
+		    (c == GP_CG_CPU && !d->cg.cpu_ok))
 			continue;
 		/* In v2 one directory holds every controller: made and joined once. */
 		if (d->cg.version == 2 && c > 0)
@@ -492,7 +505,8 @@ int gp__cgroup_enter(struct gp_session *s)
 	apply_limits(s);
 	/* Last: it runs under every limit from the moment it is in. */
 	for (int c = 0; c < GP_CG_NCTL; c++) {
-		if (!dir_of(d, c, s->cg_name, dir, sizeof(dir)) || (c == GP_CG_CPU && !d->cg.cpu_ok))
+		if (!dir_of(d, c, s->cg_name, dir, sizeof(dir)) ||
+		    (c == GP_CG_CPU && !d->cg.cpu_ok))
 			continue;
 		if (d->cg.version == 2 && c > 0)
 			break;
@@ -519,7 +533,8 @@ static void apply_limits(struct gp_session *s)
 
 	s->cg_memory = cfg->worker_host_memory;
 	if ((r = set_memory(d, s->cg_name, s->cg_memory, old)))
-		gp_log_warnx("cgroup %s: cannot set the memory limit: %s", s->cg_name, strerror(-r));
+		gp_log_warnx("cgroup %s: cannot set the memory limit: %s", s->cg_name,
+			     strerror(-r));
 	if (dir_of(d, GP_CG_PIDS, s->cg_name, dir, sizeof(dir))) {
 		snprintf(v, sizeof(v), "%u", cfg->worker_tasks);
 		if ((r = write_file(dir, "pids.max", cfg->worker_tasks ? v : "max")))
@@ -598,8 +613,8 @@ uint64_t gp__cgroup_memory(const struct gp_session *s, bool *from_cgroup)
 
 	*from_cgroup = false;
 	if (dir_of(s->d, GP_CG_MEMORY, s->cg_name, dir, sizeof(dir)) &&
-	    read_u64(dir, s->d->cg.version == 2 ? "memory.current" : "memory.usage_in_bytes",
-		     &v) == 0) {
+	    read_u64(dir, s->d->cg.version == 2 ? "memory.current" : "memory.usage_in_bytes", &v) ==
+		    0) {
 		*from_cgroup = true;
 		return v;
 	}
@@ -667,17 +682,21 @@ const char *gp__cgroup_leave(struct gp_session *s, int sig, char *why, size_t le
 			oom = keyed(dir, "memory.oom_control", "oom_kill");
 			read_u64(dir, "memory.max_usage_in_bytes", &peak);
 			/* Kernels before 4.13 count no kills: a SIGKILL at the limit is one. */
-			if (!oom && sig == SIGKILL && read_u64(dir, "memory.failcnt", &failcnt) == 0 &&
-			    failcnt && s->cg_memory && peak + (1u << 20) >= s->cg_memory)
+			if (!oom && sig == SIGKILL &&
+			    read_u64(dir, "memory.failcnt", &failcnt) == 0 && failcnt &&
+			    s->cg_memory && peak + (1u << 20) >= s->cg_memory)
 				oom = 1;
 		}
 		if (oom && why) {
+			const struct gp_tenant *t =
+				s->tenant[0] ? gp_config_tenant(d->cfg, s->tenant) : NULL;
+			bool own = t && t->host_memory && t->host_memory == s->cg_memory;
+
 			snprintf(why, len,
-				 "worker exceeded worker_host_memory (%" PRIu64 " bytes%s%s%s); the "
-				 "kernel's OOM killer ended it, peak %" PRIu64 " bytes",
-				 s->cg_memory, s->tenant[0] ? ", tenant " : "", s->tenant,
-				 s->cg_memory != d->cfg->worker_host_memory ? "'s host_memory" : "",
-				 peak);
+				 "worker exceeded %s%s%s (%" PRIu64 " bytes); the kernel's OOM "
+				 "killer ended it, peak %" PRIu64 " bytes",
+				 own ? "tenant " : "worker_host_memory", own ? s->tenant : "",
+				 own ? "'s host_memory" : "", s->cg_memory, peak);
 			code = "host_memory";
 		}
 	}

@@ -152,9 +152,9 @@ static void render(FILE *f, const Gp__AdminReply *r)
 		help(f, session_metrics[m].name, session_metrics[m].type, session_metrics[m].text);
 		for (size_t i = 0; i < r->n_session; i++) {
 			const Gp__SessionStatus *s = r->session[i];
-			uint64_t v[] = {s->mem_used,	s->mem_peak,	     s->mem_limit,
-					s->calls,	s->bytes_in,	     s->bytes_out,
-					s->compute,	s->host_memory, s->host_memory_limit};
+			uint64_t v[] = {s->mem_used, s->mem_peak,    s->mem_limit,
+					s->calls,    s->bytes_in,    s->bytes_out,
+					s->compute,  s->host_memory, s->host_memory_limit};
 
 			fprintf(f, "%s{session=\"%llu\",tenant=\"", session_metrics[m].name,
 				(unsigned long long)s->id);

@@ -48,6 +48,13 @@ static int streams(int n)
 
 	if (!s || cuMemAlloc(&d, (size_t)n * 4096) != CUDA_SUCCESS)
 		return 2;
+	/* The worker's threads for waits are made on demand and kept: this makes one before
+	 * the streams' threads take the rest (without any, every wait would fail). */
+	if ((r = cuMemsetD8Async(d, 1, 4096, NULL)) != CUDA_SUCCESS ||
+	    (r = cuCtxSynchronize()) != CUDA_SUCCESS) {
+		printf("first sync: %s\n", name(r));
+		return 2;
+	}
 	for (; made < n; made++)
 		if ((r = cuStreamCreate(&s[made], CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
 			break;
@@ -56,8 +63,11 @@ static int streams(int n)
 	sync = cuCtxSynchronize();
 	printf("streams: %d sync: %s\n", made, name(sync));
 	for (int i = 0; i < made; i++)
-		cuStreamDestroy(s[i]);
+		if ((r = cuStreamDestroy(s[i])) != CUDA_SUCCESS)
+			printf("destroy %d: %s\n", i, name(r));
 	free(s);
+	/* Whatever the memsets left to report is reported here, once. */
+	printf("drain: %s\n", name(cuCtxSynchronize()));
 	/* The session goes on: a copy there and back, and a clean synchronize. */
 	for (size_t i = 0; i < sizeof(h); i++)
 		h[i] = (unsigned char)(i * 7 + 1);

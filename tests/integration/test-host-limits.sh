@@ -34,7 +34,7 @@ BASE=$(sed -n 's/.*cgroup v[12]: a cgroup per worker under \([^ ,]*\).*/\1/p' "$
 [ -d "$BASE" ] || fail "the workers' cgroup base $BASE is not there"
 
 # A session that holds 64 MiB: its worker's host memory shows, from its cgroup, within 256M.
-hold_start A $((64 << 20))
+GPUPOOL_MEMORY=128M hold_start A $((64 << 20))
 hold_line A
 case "$HELD" in READY*) ;; *) fail "session A: $HELD" ;; esac
 assert_status '.sessions | length == 1' "one session"
@@ -52,7 +52,7 @@ grep -q "HOST MEM" "$T/table.txt" && grep -q "host limit 256.0 MiB" "$T/table.tx
 
 # A session that sets 512 MiB of device memory: its worker is OOM-killed, its client errs.
 rc=0
-timeout 120 env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" "$GP_TESTBIN/host_limits" grow \
+timeout 120 env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" GPUPOOL_MEMORY=768M "$GP_TESTBIN/host_limits" grow \
 	$((512 << 20)) >"$T/grow.out" 2>&1 || rc=$?
 cat "$T/grow.out"
 [ "$rc" -ne 124 ] || fail "the client of the OOM-killed worker hung"
@@ -74,7 +74,7 @@ grep -q DONE "$T/A.out" || fail "session A: $(cat "$T/A.out")"
 # 200 busy streams want 200 threads: past worker_tasks those fail, reported as the
 # CUDA error of the call that synchronizes, and the session goes on.
 rc=0
-timeout 120 env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" "$GP_TESTBIN/host_limits" streams 200 \
+timeout 120 env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" GPUPOOL_MEMORY=128M "$GP_TESTBIN/host_limits" streams 200 \
 	>"$T/streams.out" 2>&1 || rc=$?
 cat "$T/streams.out"
 grep -q "^streams: 200 sync: CUDA_ERROR_OUT_OF_MEMORY" "$T/streams.out" ||
@@ -82,6 +82,20 @@ grep -q "^streams: 200 sync: CUDA_ERROR_OUT_OF_MEMORY" "$T/streams.out" ||
 [ "$rc" -eq 0 ] && grep -q "^after: CUDA_SUCCESS" "$T/streams.out" ||
 	fail "the session should go on after worker_tasks refused its threads"
 grep -q "worker_tasks (64) refused" "$T/daemon.log" || fail "the log should say worker_tasks refused threads"
+
+# A tenant's host_memory= replaces worker_host_memory for its sessions (a reload applies).
+echo "tenant default host_memory=192M" >>"$T/gpupoold.conf"
+"$POOLCTL" -s "$T/admin.sock" reload >/dev/null || fail "poolctl reload"
+GPUPOOL_MEMORY=128M hold_start B $((16 << 20))
+hold_line B
+case "$HELD" in READY*) ;; *) fail "session B: $HELD" ;; esac
+assert_status '.sessions[0] | .host_memory_limit == 201326592 and .host_memory > 0 and .host_memory <= .host_memory_limit' \
+	"the tenant's host_memory=192M should be its session's limit"
+ID_B=$(jq -r '.sessions[0].id' "$T/status.json")
+[ "$(cat "$BASE/session-$ID_B/memory.limit_in_bytes" 2>/dev/null || cat "$BASE/session-$ID_B/memory.max")" = 201326592 ] ||
+	fail "the cgroup of session $ID_B should have the tenant's limit"
+echo >&"$B_IN"
+wait "$B_PID" || fail "session B should end cleanly: $(cat "$T/B.out")"
 
 # Every session's cgroup goes with its worker.
 wait_for '.sessions | length == 0' 20

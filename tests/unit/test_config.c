@@ -447,8 +447,9 @@ static void test_worker_host_keys(void **state)
 	expect_error("tls_cert a\ntls_key b\ncgroup /a/\n", "test.conf:3:");
 	expect_error("tls_cert a\ntls_key b\ncgroup /a//b\n", "test.conf:3:");
 	expect_error("tls_cert a\ntls_key b\ncgroup\n", "test.conf:3: 'cgroup' takes exactly");
-	expect_error("tls_cert a\ntls_key b\n\nworker_host_memory 1M\n",
-		     "test.conf:4: 'worker_host_memory 1M': expected none or a size of at least 16M");
+	expect_error(
+		"tls_cert a\ntls_key b\n\nworker_host_memory 1M\n",
+		"test.conf:4: 'worker_host_memory 1M': expected none or a size of at least 16M");
 	expect_error("tls_cert a\ntls_key b\nworker_host_memory lots\n", "test.conf:3:");
 	expect_error("tls_cert a\ntls_key b\nworker_tasks 8\n",
 		     "test.conf:3: 'worker_tasks 8': expected none or a number of at least 16");
