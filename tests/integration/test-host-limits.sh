@@ -16,6 +16,20 @@ fi
 grep -q "gpupoold.conf:9: 'worker_cpu lots'" "$T/check.out" ||
 	fail "the error should name file:line: $(cat "$T/check.out")"
 
+# With no cgroup the pool still shows each worker's host memory: its resident set.
+gp_config "cgroup off"
+gp_start
+grep -q "cgroup off: worker_host_memory, worker_tasks and worker_cpu are not enforced" \
+	"$T/daemon.log" || fail "the log should say that nothing is enforced with cgroup off"
+GPUPOOL_MEMORY=128M hold_start R $((32 << 20))
+hold_line R
+case "$HELD" in READY*) ;; *) fail "session R: $HELD" ;; esac
+assert_status '.sessions[0] | .host_memory_from == "rss" and .host_memory_limit == 0 and .host_memory >= 33554432' \
+	"without a cgroup the session should show its worker's RSS, at least the 32 MiB it holds"
+echo >&"$R_IN"
+wait "$R_PID" || fail "session R should end cleanly"
+gp_stop
+
 if [ "$(id -u)" != 0 ]; then
 	echo "SKIP: cgroups are not writable here (not root)"
 	exit 77
