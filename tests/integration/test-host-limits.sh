@@ -34,7 +34,8 @@ if [ "$(id -u)" != 0 ]; then
 	echo "SKIP: cgroups are not writable here (not root)"
 	exit 77
 fi
-gp_config "worker_host_memory 256M" "worker_tasks 64" "worker_cpu 150%"
+gp_config "worker_host_memory 256M" "worker_tasks 64" "worker_cpu 150%" \
+	"accounting_file $T/acct.jsonl"
 gp_start
 grep -q "cgroup v[12]: a cgroup per worker under" "$T/daemon.log" || {
 	if grep -q "no writable cgroup" "$T/daemon.log"; then
@@ -78,6 +79,12 @@ for _ in $(seq 1 100); do
 done
 grep "exceeded worker_host_memory" "$T/daemon.log" ||
 	fail "the log should say the worker exceeded worker_host_memory"
+for _ in $(seq 1 100); do
+	grep -q '"ended":"host_memory"' "$T/acct.jsonl" 2>/dev/null && break
+	sleep 0.1
+done
+grep -q '"program":"host_limits".*"ended":"host_memory"' "$T/acct.jsonl" ||
+	fail "the session's accounting record should say it ended at host_memory: $(cat "$T/acct.jsonl" 2>&1)"
 
 # Session A did not notice: it is still active, and its memory reads back.
 assert_status ".sessions | map(select(.id == $ID_A))[0].state == \"active\"" "session A should go on"
