@@ -17,8 +17,9 @@
  * Each worker gets <base>/worker-<pid> as soon as it is spawned (a warm one too, so the
  * driver it loads ahead is charged to it), with memory, pids and cpu limits, and the pid
  * written to its cgroup.procs before any setup is sent: it serves no tenant before. When it
- * is handed a session the directory is renamed session-<id>, and at admission the tenant's
- * host_memory= applies. At the worker's exit the supervisor reads whether the kernel's OOM
+ * is handed a session the directory is renamed session-<id> (v1; v2 renames no cgroup, so
+ * there the worker moves into a new one), and at admission the tenant's host_memory=
+ * applies. At the worker's exit the supervisor reads whether the kernel's OOM
  * killer or pids.max refused it, kills whatever is left in the cgroup and removes it;
  * directories still busy are retried each tick.
  *
@@ -403,6 +404,18 @@ done:
 
 static bool try_remove(struct gp_daemon *d, const char *name);
 
+/* Removes a worker's cgroup now, or each tick until it can be. */
+static void forget(struct gp_daemon *d, const char *name)
+{
+	struct gp_cg_gone *g;
+
+	if (try_remove(d, name) || !(g = calloc(1, sizeof(*g))))
+		return;
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	g->next = d->cg.gone;
+	d->cg.gone = g;
+}
+
 void gp__cgroup_tick(struct gp_daemon *d)
 {
 	struct gp_cg_gone **pp = &d->cg.gone;
@@ -480,46 +493,52 @@ static int set_memory(struct gp_daemon *d, const char *name, uint64_t bytes, uin
 
 static void apply_limits(struct gp_session *s);
 
-int gp__cgroup_enter(struct gp_session *s)
+/* Makes the cgroup `name` (s->cg_name from now), sets its limits, then moves the worker in:
+ * it runs under every limit from the moment it is in. 0 or a negative code (logged). */
+static int move_into(struct gp_session *s, const char *name)
 {
 	struct gp_daemon *d = s->d;
 	char dir[PATH_MAX], pid[32];
-	int r = 0;
+	int r;
 
-	if (!d->cg.version)
-		return 0;
-	snprintf(s->cg_name, sizeof(s->cg_name), "worker-%d", s->proc.pid);
+	snprintf(s->cg_name, sizeof(s->cg_name), "%s", name);
 	snprintf(pid, sizeof(pid), "%d", s->proc.pid);
 	for (int c = 0; c < GP_CG_NCTL; c++) {
-		if (!dir_of(d, c, s->cg_name, dir, sizeof(dir)) ||
-		    (c == GP_CG_CPU && !d->cg.cpu_ok))
-			continue;
 		/* In v2 one directory holds every controller: made and joined once. */
-		if (d->cg.version == 2 && c > 0)
-			break;
+		if (!dir_of(d, c, s->cg_name, dir, sizeof(dir)) ||
+		    (c == GP_CG_CPU && !d->cg.cpu_ok) || (d->cg.version == 2 && c > 0))
+			continue;
 		if ((r = make_dir(dir))) {
 			gp_log_error("cgroup %s: %s", dir, strerror(-r));
-			goto fail;
+			return r;
 		}
 	}
 	apply_limits(s);
-	/* Last: it runs under every limit from the moment it is in. */
 	for (int c = 0; c < GP_CG_NCTL; c++) {
 		if (!dir_of(d, c, s->cg_name, dir, sizeof(dir)) ||
-		    (c == GP_CG_CPU && !d->cg.cpu_ok))
+		    (c == GP_CG_CPU && !d->cg.cpu_ok) || (d->cg.version == 2 && c > 0))
 			continue;
-		if (d->cg.version == 2 && c > 0)
-			break;
 		if ((r = write_file(dir, "cgroup.procs", pid))) {
 			gp_log_error("cgroup %s: cannot move worker %s into it: %s", dir, pid,
 				     strerror(-r));
-			goto fail;
+			return r;
 		}
 	}
 	return 0;
-fail:
-	gp__cgroup_leave(s, 0, NULL, 0);
-	return r ? r : -EIO;
+}
+
+int gp__cgroup_enter(struct gp_session *s)
+{
+	char name[sizeof(s->cg_name)];
+	int r;
+
+	if (!s->d->cg.version)
+		return 0;
+	snprintf(name, sizeof(name), "worker-%d", s->proc.pid);
+	r = move_into(s, name);
+	if (r)
+		gp__cgroup_leave(s, 0, NULL, 0);
+	return r;
 }
 
 /* The configuration's limits (now: a reload applies to a warm worker at its hand-over). */
@@ -560,33 +579,39 @@ static void apply_limits(struct gp_session *s)
 void gp__cgroup_name(struct gp_session *s)
 {
 	struct gp_daemon *d = s->d;
-	char name[sizeof(s->cg_name)], from[PATH_MAX], to[PATH_MAX];
+	char name[sizeof(s->cg_name)], old[sizeof(s->cg_name)], from[PATH_MAX], to[PATH_MAX];
 	bool all = true;
 
 	if (!s->cg_name[0])
 		return;
 	snprintf(name, sizeof(name), "session-%" PRIu64, s->id);
-	for (int c = 0; c < GP_CG_NCTL; c++) {
-		if (!dir_of(d, c, s->cg_name, from, sizeof(from)) ||
-		    (c == GP_CG_CPU && !d->cg.cpu_ok) || (d->cg.version == 2 && c > 0))
+	snprintf(old, sizeof(old), "%s", s->cg_name);
+	for (int c = 0; c < GP_CG_NCTL && all; c++) {
+		if (!dir_of(d, c, old, from, sizeof(from)) || (c == GP_CG_CPU && !d->cg.cpu_ok) ||
+		    (d->cg.version == 2 && c > 0))
 			continue;
 		dir_of(d, c, name, to, sizeof(to));
-		if (rename(from, to) != 0) {
-			gp_log_debug("cgroup %s: cannot rename it %s: %s", from, name,
-				     strerror(errno));
-			all = false;
-		}
+		all = rename(from, to) == 0;
 	}
-	/* One name for all hierarchies: where one rename failed, the others go back. */
-	if (!all) {
-		for (int c = 0; c < GP_CG_NCTL; c++)
-			if (dir_of(d, c, name, from, sizeof(from)) &&
-			    dir_of(d, c, s->cg_name, to, sizeof(to)))
-				rename(from, to);
-	} else {
+	if (all) {
 		snprintf(s->cg_name, sizeof(s->cg_name), "%s", name);
+		apply_limits(s);
+		return;
 	}
-	apply_limits(s);
+	/* v2 renames no cgroup (v1 does): the ones renamed go back, and the worker moves to a
+	 * new one. What it was charged for before (a warm worker's driver) stays behind with
+	 * the old one, which goes. */
+	for (int c = 0; c < GP_CG_NCTL; c++)
+		if (dir_of(d, c, name, from, sizeof(from)) && dir_of(d, c, old, to, sizeof(to)))
+			rename(from, to);
+	if (move_into(s, name)) {
+		/* Perhaps half in (v1): it serves nobody, and its exit removes the new one. */
+		gp_log_error("session %" PRIu64 ": its worker cannot have its cgroup; ending it",
+			     s->id);
+		s->cg_failed = true;
+		gp__session_kill(s, SIGKILL);
+	}
+	forget(d, old);
 }
 
 void gp__cgroup_admitted(struct gp_session *s)
@@ -706,15 +731,7 @@ const char *gp__cgroup_leave(struct gp_session *s, int sig, char *why, size_t le
 		gp_log_info("session %" PRIu64 ": worker_tasks (%u) refused %" PRIu64
 			    " thread or process creations",
 			    s->id, d->cfg->worker_tasks, refused);
-	if (!try_remove(d, s->cg_name)) {
-		struct gp_cg_gone *g = calloc(1, sizeof(*g));
-
-		if (g) {
-			snprintf(g->name, sizeof(g->name), "%s", s->cg_name);
-			g->next = d->cg.gone;
-			d->cg.gone = g;
-		}
-	}
+	forget(d, s->cg_name);
 	s->cg_name[0] = '\0';
 	return code;
 }
