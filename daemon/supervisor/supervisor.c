@@ -559,14 +559,14 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 	setup.max_modules = d->cfg->max_modules;
 	setup.seccomp = d->cfg->worker_seccomp;
 	if (s->cg_failed) {
+		/* Killed: its client sees the connection close. */
 		gp_log_error("session %llu: its worker has no cgroup; ending it",
 			     (unsigned long long)s->id);
-		notify_status(d);
-		return;
+	} else {
+		gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_WORKER_SETUP, &setup.base);
+		gp_log_debug("session %llu: %s worker %d for %s", (unsigned long long)s->id,
+			     warm ? "warm" : "new", s->proc.pid, addr);
 	}
-	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_WORKER_SETUP, &setup.base);
-	gp_log_debug("session %llu: %s worker %d for %s", (unsigned long long)s->id,
-		     warm ? "warm" : "new", s->proc.pid, addr);
 	notify_status(d);
 	if (warm)
 		gp__warm_fill(d); /* the next connection finds one too */
