@@ -61,6 +61,17 @@ ID_A=$(jq -r '.sessions[0].id' "$T/status.json")
 PID_A=$(jq -r '.sessions[0].worker_pid' "$T/status.json")
 [ -d "$BASE/session-$ID_A" ] || fail "no cgroup $BASE/session-$ID_A"
 grep -qx "$PID_A" "$BASE/session-$ID_A/cgroup.procs" || fail "worker $PID_A is not in its cgroup"
+# Its tasks and CPU limits are there too (v1: in the pids and cpu hierarchies; v2: one dir).
+DIRS=$(sed -n 's/.*cgroup v[12]: a cgroup per worker under \([^(]*\).*/\1/p' "$T/daemon.log" | head -n 1)
+tasks= cpu=
+for dir in ${DIRS//,/ }; do
+	f=$dir/session-$ID_A
+	[ -f "$f/pids.max" ] && tasks=$(cat "$f/pids.max")
+	[ -f "$f/cpu.cfs_quota_us" ] && cpu=$(cat "$f/cpu.cfs_quota_us")
+	[ -f "$f/cpu.max" ] && cpu=$(cat "$f/cpu.max")
+done
+[ "$tasks" = 64 ] || fail "session $ID_A's pids.max should be worker_tasks, 64: '$tasks'"
+case "$cpu" in 150000 | "150000 100000") ;; *) fail "session $ID_A's CPU quota should be 150%: '$cpu'" ;; esac
 "$POOLCTL" -s "$T/admin.sock" status | tee "$T/table.txt"
 grep -q "HOST MEM" "$T/table.txt" && grep -q "host limit 256.0 MiB" "$T/table.txt" ||
 	fail "poolctl status should show the host memory and its limit"
