@@ -229,9 +229,12 @@ static int v2_enable(struct gp_daemon *d, const char *dir, bool move_self, char 
 	int r;
 
 	if (move_self) {
-		snprintf(leaf, sizeof(leaf), "%s/supervisor", dir);
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
-		if ((r = make_dir(leaf)) || (r = write_file(leaf, "cgroup.procs", pid))) {
+		if (!join(leaf, sizeof(leaf), dir, "/supervisor"))
+			r = -ENAMETOOLONG;
+		else if (!(r = make_dir(leaf)))
+			r = write_file(leaf, "cgroup.procs", pid);
+		if (r) {
 			snprintf(why, len, "cannot move gpupoold into %s: %s", leaf, strerror(-r));
 			return r;
 		}
@@ -362,13 +365,20 @@ int gp__cgroup_start(struct gp_daemon *d)
 			    "enforced");
 		return 0;
 	}
-	if (have_v2 && path && join(dir, sizeof(dir), mnt, path)) {
-		make_dir(dir);
-		if (v2_usable(dir) && v2_enable(d, dir, false, why, sizeof(why)) == 0)
-			goto done;
-	} else if (have_v2 && !path && own_cgroup(NULL, own, sizeof(own)) &&
-		   join(dir, sizeof(dir), mnt, own)) {
-		if (v2_usable(dir) && v2_enable(d, dir, true, why, sizeof(why)) == 0)
+	if (have_v2 &&
+	    (path ? join(dir, sizeof(dir), mnt, path)
+		  : own_cgroup(NULL, own, sizeof(own)) && join(dir, sizeof(dir), mnt, own))) {
+		char ctl[512];
+
+		/* Not on a hybrid host's v2 hierarchy, which has no memory controller. */
+		if (path && read_file(mnt, "cgroup.controllers", ctl, sizeof(ctl)) > 0 &&
+		    has_word(ctl, "memory", ' '))
+			make_dir(dir);
+		if (!v2_usable(dir))
+			snprintf(why, sizeof(why),
+				 "v2 cgroup %s: no memory and pids controllers, or not writable",
+				 dir);
+		else if (v2_enable(d, dir, !path, why, sizeof(why)) == 0)
 			goto done;
 	}
 	r = v1_setup(d, path, why1, sizeof(why1));
