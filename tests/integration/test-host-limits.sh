@@ -113,6 +113,10 @@ grep -q "^streams: 200 sync: CUDA_ERROR_OUT_OF_MEMORY" "$T/streams.out" ||
 	fail "threads past worker_tasks should fail the streams' work with CUDA_ERROR_OUT_OF_MEMORY"
 [ "$rc" -eq 0 ] && grep -q "^after: CUDA_SUCCESS" "$T/streams.out" ||
 	fail "the session should go on after worker_tasks refused its threads"
+for _ in $(seq 1 100); do # said once its worker is reaped
+	grep -q "worker_tasks (64) refused" "$T/daemon.log" && break
+	sleep 0.1
+done
 grep -q "worker_tasks (64) refused" "$T/daemon.log" || fail "the log should say worker_tasks refused threads"
 
 # A tenant's host_memory= replaces worker_host_memory for its sessions (a reload applies).
