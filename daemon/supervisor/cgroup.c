@@ -11,8 +11,9 @@
  *  - `cgroup PATH`: PATH in the v2 hierarchy when it has the memory controller there, else
  *    in each v1 hierarchy; made if missing, and a start that cannot use it is fatal.
  *  - none of these writable: no cgroup, said once at start. rlimits cannot stand in: the
- *    workers all run as one user (RLIMIT_NPROC counts per user) and softgpu reserves its
- *    device memory as large NORESERVE mappings that RLIMIT_AS and RLIMIT_DATA would count.
+ *    workers all run as one user (RLIMIT_NPROC counts per user), and the CUDA driver
+ *    reserves address space for all device and host memory, which RLIMIT_AS counts (softgpu
+ *    reserves its device memory too) and under which RLIMIT_DATA fails it (security.md).
  *
  * Each worker gets <base>/worker-<pid> as soon as it is spawned (a warm one too, so the
  * driver it loads ahead is charged to it), with memory, pids and cpu limits, and the pid
