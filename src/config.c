@@ -273,6 +273,115 @@ static int set_size(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
+/* cgroup auto|off|PATH: PATH as /proc/self/cgroup spells a cgroup (absolute, no "..") */
+static int set_cgroup(struct parse *p, char **words, int n, size_t off)
+{
+	const char *v = words[1];
+
+	if (n != 2)
+		return perr(p, "'cgroup' takes exactly one value: auto, off or a cgroup path");
+	free(p->cfg->cgroup_path);
+	p->cfg->cgroup_path = NULL;
+	if (strcmp(v, "auto") == 0) {
+		p->cfg->cgroup = GP_CGROUP_AUTO;
+		return 0;
+	}
+	if (strcmp(v, "off") == 0) {
+		p->cfg->cgroup = GP_CGROUP_OFF;
+		return 0;
+	}
+	if (v[0] != '/' || strcmp(v, "/") == 0 || strstr(v, "/../") || strstr(v, "/./") ||
+	    strstr(v, "//") || (strlen(v) >= 3 && strcmp(v + strlen(v) - 3, "/..") == 0) ||
+	    v[strlen(v) - 1] == '/' || strlen(v) > 1024 || strpbrk(v, "\n"))
+		return perr(p,
+			    "'cgroup %s': expected auto, off or a cgroup's path below the "
+			    "hierarchy's root, such as /gpupool.slice/sessions",
+			    v);
+	p->cfg->cgroup = GP_CGROUP_PATH;
+	p->cfg->cgroup_path = strdup(v);
+	return p->cfg->cgroup_path ? 0 : -ENOMEM;
+}
+
+/* worker_host_memory SIZE|none: at least 16M, less would not hold a worker. */
+static int set_host_memory(struct parse *p, char **words, int n, size_t off)
+{
+	uint64_t v;
+
+	if (n != 2)
+		return perr(p, "'%s' takes exactly one value", words[0]);
+	if (strcmp(words[1], "none") == 0) {
+		p->cfg->worker_host_memory = 0;
+		return 0;
+	}
+	if (gp_parse_size(words[1], &v) || v < (16u << 20))
+		return perr(p, "'%s %s': expected none or a size of at least 16M, such as 8G",
+			    words[0], words[1]);
+	p->cfg->worker_host_memory = v;
+	return 0;
+}
+
+/* worker_tasks N|none: a worker has a few threads of its own; fewer than 16 would fail it. */
+#define GP_WORKER_TASKS_MIN 16
+
+static int set_tasks(struct parse *p, char **words, int n, size_t off)
+{
+	int r;
+
+	if (n == 2 && strcmp(words[1], "none") == 0) {
+		p->cfg->worker_tasks = 0;
+		return 0;
+	}
+	r = set_uint(p, words, n, off);
+	if (r == 0 && p->cfg->worker_tasks < GP_WORKER_TASKS_MIN)
+		return perr(p, "'%s %s': expected none or a number of at least %d", words[0],
+			    words[1], GP_WORKER_TASKS_MIN);
+	return r;
+}
+
+/* worker_cpu none|P%|CORES: "250%" or "2.5", at most two decimals, 1% to 1,000,000%. */
+static int set_cpu(struct parse *p, char **words, int n, size_t off)
+{
+	const char *s = words[1];
+	unsigned long long whole = 0, frac = 0;
+	unsigned digits = 0;
+	char *end;
+
+	if (n != 2)
+		return perr(p, "'%s' takes exactly one value", words[0]);
+	if (strcmp(s, "none") == 0) {
+		p->cfg->worker_cpu = 0;
+		return 0;
+	}
+	if (!isdigit((unsigned char)*s))
+		goto bad;
+	errno = 0;
+	whole = strtoull(s, &end, 10);
+	if (errno || whole > 1000000)
+		goto bad;
+	if (*end == '%' && end[1] == '\0') {
+		if (whole < 1)
+			goto bad;
+		p->cfg->worker_cpu = (unsigned)whole;
+		return 0;
+	}
+	if (*end == '.') {
+		for (end++; isdigit((unsigned char)*end) && digits < 2; end++, digits++)
+			frac = frac * 10 + (unsigned)(*end - '0');
+		if (digits == 0)
+			goto bad;
+		if (digits == 1)
+			frac *= 10;
+	}
+	if (*end || whole * 100 + frac < 1 || whole * 100 + frac > 1000000)
+		goto bad;
+	p->cfg->worker_cpu = (unsigned)(whole * 100 + frac);
+	return 0;
+bad:
+	return perr(p,
+		    "'%s %s': expected none, a share of one CPU such as 250%%, or CPUs such as 2.5",
+		    words[0], s);
+}
+
 /* "25%" or "25": a share of a GPU's compute, 1 to 100 percent. 0 or GP_ECONFIG. */
 static int parse_percent(const char *s, unsigned *out)
 {
@@ -293,7 +402,7 @@ static int parse_percent(const char *s, unsigned *out)
 
 /*
  * A tenant's shares (docs/scheduling.md): guarantee_gpus=N, guarantee_memory=SIZE,
- * compute=P%, default_compute=P%, preemptible=yes|no. 1: the key was one of these and is set; 0: not one of
+ * compute=P%, default_compute=P%, preemptible=yes|no; and host_memory=SIZE. 1: the key was one of these and is set; 0: not one of
  * these; GP_ECONFIG: a bad value.
  */
 static int tenant_share(struct parse *p, struct gp_tenant *t, const char *tenant, const char *key,
@@ -325,6 +434,12 @@ static int tenant_share(struct parse *p, struct gp_tenant *t, const char *tenant
 		t->preemptible = value[0] == 'y' ? GP_PREEMPT_YES : GP_PREEMPT_NO;
 		return 1;
 	}
+	if (strcmp(key, "host_memory") == 0) {
+		if (gp_parse_size(value, &t->host_memory) || t->host_memory < (16u << 20))
+			return perr(p, "tenant %s: host_memory=%s is not a size of at least 16M",
+				    tenant, value);
+		return 1;
+	}
 	if (strcmp(key, "compute") == 0 || strcmp(key, "default_compute") == 0) {
 		if (parse_percent(value, key[0] == 'c' ? &t->compute : &t->default_compute))
 			return perr(p, "tenant %s: %s=%s is not a share of 1%% to 100%%", tenant,
@@ -352,7 +467,7 @@ static int tenant_share_check(struct parse *p, const struct gp_tenant *t)
 
 /* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] [queue=N] [kernel_timeout=SECONDS]
  *	      [guarantee_gpus=N] [guarantee_memory=SIZE] [compute=P%] [default_compute=P%]
- *	      [preemptible=yes|no] */
+ *	      [preemptible=yes|no] [host_memory=SIZE] */
 static int add_tenant(struct parse *p, char **words, int n, size_t off)
 {
 	struct gp_config *cfg = p->cfg;
@@ -408,7 +523,7 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 			return perr(p,
 				    "tenant %s: unknown limit '%s' (sessions, gpus, memory, queue, "
 				    "kernel_timeout, guarantee_gpus, guarantee_memory, compute, "
-				    "default_compute, preemptible)",
+				    "default_compute, preemptible, host_memory)",
 				    words[1], words[i]);
 		}
 	}
@@ -545,6 +660,10 @@ static const struct {
 	{"max_events", set_positive, offsetof(struct gp_config, max_events)},
 	{"max_modules", set_positive, offsetof(struct gp_config, max_modules)},
 	{"worker_seccomp", set_onoff, offsetof(struct gp_config, worker_seccomp)},
+	{"cgroup", set_cgroup, 0},
+	{"worker_host_memory", set_host_memory, 0},
+	{"worker_tasks", set_tasks, offsetof(struct gp_config, worker_tasks)},
+	{"worker_cpu", set_cpu, 0},
 	{"default_memory", set_size, offsetof(struct gp_config, default_memory)},
 	{"queue_timeout", set_uint, offsetof(struct gp_config, queue_timeout)},
 	{"idle_timeout", set_uint, offsetof(struct gp_config, idle_timeout)},
@@ -629,6 +748,9 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->max_events = GP_DEFAULT_MAX_EVENTS;
 	cfg->max_modules = GP_DEFAULT_MAX_MODULES;
 	cfg->warm_workers = 1;
+	cfg->cgroup = GP_CGROUP_AUTO;
+	cfg->worker_host_memory = GP_DEFAULT_WORKER_HOST_MEMORY;
+	cfg->worker_tasks = GP_DEFAULT_WORKER_TASKS;
 	cfg->accounting_max_bytes = 64ull << 20;
 	cfg->accounting_keep = 10;
 	cfg->admin_ca_role = GP_ROLE_READ_ONLY;
@@ -775,6 +897,7 @@ void gp_config_free(struct gp_config *cfg)
 	free(cfg->accounting_file);
 	free(cfg->admin_listen);
 	free(cfg->admin_ca);
+	free(cfg->cgroup_path);
 	for (size_t i = 0; i < cfg->nadmin_names; i++)
 		free(cfg->admin_names[i].name);
 	free(cfg->admin_names);
@@ -800,6 +923,15 @@ const struct gp_tenant *gp_config_tenant(const struct gp_config *cfg, const char
 			any = &cfg->tenants[i];
 	}
 	return any;
+}
+
+uint64_t gp_config_host_memory(const struct gp_config *cfg, const char *tenant)
+{
+	const struct gp_tenant *t = gp_config_tenant(cfg, tenant ? tenant : "");
+
+	if (t && t->host_memory)
+		return t->host_memory;
+	return cfg->worker_host_memory;
 }
 
 unsigned gp_config_kernel_timeout(const struct gp_config *cfg, const char *tenant)

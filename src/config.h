@@ -24,6 +24,17 @@ enum gp_placement {
 
 enum { GP_PREEMPT_CLIENT = 0, GP_PREEMPT_YES, GP_PREEMPT_NO };
 
+/* cgroup: where each worker's host limits are enforced (daemon/supervisor/cgroup.c). */
+enum gp_cgroup_mode {
+	GP_CGROUP_AUTO = 0, /* the daemon's own delegated v2 cgroup, else v1 controllers */
+	GP_CGROUP_OFF,	    /* none: the worker_* host limits below are not enforced */
+	GP_CGROUP_PATH,	    /* cgroup_path, a cgroup as /proc/self/cgroup spells it */
+};
+
+/* Host limits per worker unless the file says otherwise (docs/security.md, "Limits"). */
+#define GP_DEFAULT_WORKER_HOST_MEMORY (8ull << 30)
+#define GP_DEFAULT_WORKER_TASKS 1024 /* threads and processes (softgpu: one per busy stream) */
+
 /* Per-tenant limits; GP_LIMIT_NONE where the file sets none. */
 struct gp_tenant {
 	char *name; /* "*" matches every tenant without a line of its own */
@@ -45,6 +56,9 @@ struct gp_tenant {
 	 * client says (GPUPOOL_PREEMPTIBLE); _YES: all of them (preemptible=yes); _NO: none,
 	 * whatever the client says (preemptible=no). */
 	unsigned preemptible;
+	/* Bytes of host memory each of its workers may use (host_memory=SIZE); 0: the file's
+	 * worker_host_memory. */
+	uint64_t host_memory;
 };
 
 /* Roles on the admin endpoint (admin_listen): a tenant's certificate may only ask for a
@@ -94,6 +108,12 @@ struct gp_config {
 	enum gp_placement placement;
 	unsigned max_contexts, max_streams, max_events, max_modules; /* per session */
 	unsigned worker_seccomp; /* 1: workers set their syscall filter (daemon/worker/seccomp.c) */
+	/* Host limits per worker, enforced by a cgroup per session (cgroup.c); 0: no limit. */
+	enum gp_cgroup_mode cgroup;
+	char *cgroup_path;	     /* GP_CGROUP_PATH: the base, e.g. /gpupool.slice */
+	uint64_t worker_host_memory; /* bytes */
+	unsigned worker_tasks;	     /* threads and processes */
+	unsigned worker_cpu;	     /* percent of one CPU: 250 is two and a half */
 	unsigned tenant_from; /* enum gp_name_from (conn.h): where a certificate names its tenant */
 	uint64_t default_memory; /* per GPU for sessions that ask for none; 0: a whole GPU */
 	unsigned queue_timeout;	 /* seconds a session may wait for room; 0: refuse at once */
@@ -131,6 +151,9 @@ void gp_config_free(struct gp_config *cfg);
 
 /* The limits that apply to a tenant: its own line, else "*", else NULL (unlimited). */
 const struct gp_tenant *gp_config_tenant(const struct gp_config *cfg, const char *name);
+/* The host memory a tenant's workers may use (its line's host_memory=, else the file's
+ * worker_host_memory); 0: no limit. */
+uint64_t gp_config_host_memory(const struct gp_config *cfg, const char *tenant);
 /* The kernel_timeout that applies to a tenant's sessions (its line's, else the file's);
  * 0: none. */
 unsigned gp_config_kernel_timeout(const struct gp_config *cfg, const char *tenant);

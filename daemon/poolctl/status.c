@@ -116,9 +116,12 @@ static void print_json(const Gp__AdminReply *r)
 		printf(",\"queue_place\":%u,\"share\":", s->queue_place);
 		poolctl_json_str(s->share);
 		printf(",\"compute\":%u,\"compute_requested\":%u,\"preemptible\":%s"
-		       ",\"preempt_at\":%" PRId64 "}",
+		       ",\"preempt_at\":%" PRId64 ",\"host_memory\":%" PRIu64
+		       ",\"host_memory_limit\":%" PRIu64 ",\"host_memory_from\":",
 		       s->compute, s->compute_requested, s->preemptible ? "true" : "false",
-		       s->preempt_at);
+		       s->preempt_at, s->host_memory, s->host_memory_limit);
+		poolctl_json_str(s->host_memory_from);
+		printf("}");
 	}
 	printf("]}\n");
 }
@@ -180,10 +183,11 @@ static void print_gpus(const Gp__AdminReply *r)
 
 static void print_sessions(const Gp__AdminReply *r)
 {
-	char a[32], b[32];
+	char a[32], b[32], c[32];
 
-	printf("%-8s %-10s %-12s %-22s %-16s %-6s %12s %12s %8s %6s\n", "SESSION", "STATE",
-	       "TENANT", "CLIENT", "PROGRAM", "GPUS", "MEM USED", "LIMIT", "CALLS", "AGE");
+	printf("%-8s %-10s %-12s %-22s %-16s %-6s %12s %12s %12s %8s %6s\n", "SESSION", "STATE",
+	       "TENANT", "CLIENT", "PROGRAM", "GPUS", "MEM USED", "LIMIT", "HOST MEM", "CALLS",
+	       "AGE");
 	if (r->n_session == 0)
 		printf("(no sessions)\n");
 	for (size_t i = 0; i < r->n_session; i++) {
@@ -220,10 +224,18 @@ static void print_sessions(const Gp__AdminReply *r)
 			snprintf(note + k, sizeof(note) - k, "  preempted, ends in %" PRId64 "s",
 				 left > 0 ? left : 0);
 		}
-		printf("%-8" PRIu64 " %-10s %-12s %-22s %-16s %-6s %12s %12s %8" PRIu64 " %6s%s\n",
+		/* The worker's host memory: its cgroup's (limit in the note), or its RSS. */
+		if (s->host_memory_limit) {
+			k = strlen(note);
+			snprintf(note + k, sizeof(note) - k, "  host limit %s",
+				 poolctl_human(s->host_memory_limit, c, sizeof(c)));
+		}
+		printf("%-8" PRIu64 " %-10s %-12s %-22s %-16s %-6s %12s %12s %12s %8" PRIu64
+		       " %6s%s\n",
 		       s->id, s->state, poolctl_cell(tenant, 12, s->tenant),
 		       poolctl_cell(client, 22, s->client), poolctl_cell(program, 16, s->program),
-		       gpus, poolctl_human(s->mem_used, a, sizeof(a)), lim, s->calls,
+		       gpus, poolctl_human(s->mem_used, a, sizeof(a)), lim,
+		       poolctl_human(s->host_memory, c, sizeof(c)), s->calls,
 		       age(s->started, b, sizeof(b)), note);
 	}
 }

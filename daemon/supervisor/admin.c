@@ -341,6 +341,35 @@ static bool cgroup_of(pid_t pid, char *buf, size_t len)
 	return true;
 }
 
+/*
+ * Whether a /proc/PID/cgroup text puts the process in the unit's cgroup or below it (where
+ * the workers' own cgroups are, cgroup.c): per hierarchy line of the unit's that names the
+ * .service, the same hierarchy's path in cg is the unit's or starts with it and a '/'.
+ */
+static bool in_unit(const char *cg, const char *unit)
+{
+	for (const char *u = unit; *u; u += strcspn(u, "\n"), u += *u == '\n') {
+		size_t ulen = strcspn(u, "\n");
+		const char *c1 = memchr(u, ':', ulen);
+		const char *c2 = c1 ? memchr(c1 + 1, ':', ulen - (size_t)(c1 + 1 - u)) : NULL;
+		size_t plen, pathlen;
+
+		if (!c2 || !memmem(u, ulen, ".service", 8))
+			continue;
+		plen = (size_t)(c2 + 1 - u);
+		pathlen = ulen - plen;
+		for (const char *c = cg; *c; c += strcspn(c, "\n"), c += *c == '\n') {
+			size_t clen = strcspn(c, "\n");
+
+			if (clen < plen + pathlen || memcmp(c, u, plen + pathlen) != 0)
+				continue;
+			if (clen == plen + pathlen || c[plen + pathlen] == '/')
+				return true;
+		}
+	}
+	return false;
+}
+
 static bool in_group(int fd, const struct ucred *cr, gid_t gid)
 {
 	gid_t groups[256];
@@ -386,7 +415,7 @@ static int admin_peer_check(struct gp_daemon *d, int fd, struct ucred *cr, char 
 	if (d->unit_cgroup) {
 		char cg[4096];
 
-		if (!cgroup_of(cr->pid, cg, sizeof(cg)) || strcmp(cg, d->unit_cgroup) == 0) {
+		if (!cgroup_of(cr->pid, cg, sizeof(cg)) || in_unit(cg, d->unit_cgroup)) {
 			snprintf(why, len,
 				 "it runs in gpupoold's own cgroup, as its workers do (run poolctl "
 				 "outside the gpupoold unit)");

@@ -20,6 +20,8 @@
  * metrics.c     the Prometheus endpoint (metrics_listen)
  * status.c      the pool's state as one snapshot, for the admin socket and metrics
  * listen.c      listening sockets: TCP for clients, Unix for local clients and admin
+ * cgroup.c      a cgroup per worker (v2 delegated, or v1): host memory, tasks and CPU
+ *               limits, its memory for status, why the kernel ended it
  *
  * DESIGN: everything runs on the one loop thread; no locks. Each session is
  * a worker process with the client's socket, a control socketpair (read
@@ -62,10 +64,14 @@ struct gp_session {
 	struct gp_stats *stats;
 	int state; /* enum gp_session_state, as the supervisor sees it */
 	bool exited, ctl_closed, proc_closed;
-	bool evicted; /* ended by poolctl evict or the idle timeout */
-	bool refused; /* turned away by admission: its worker is on its way out */
-	bool warm;    /* started ahead (warm_workers): no client yet, in d->warm */
+	bool evicted;	/* ended by poolctl evict or the idle timeout */
+	bool refused;	/* turned away by admission: its worker is on its way out */
+	bool warm;	/* started ahead (warm_workers): no client yet, in d->warm */
+	bool cg_failed; /* it could not be put in its cgroup: killed, it serves nobody */
 	enum gp_transport transport;
+	/* Its cgroup (cgroup.c): worker-PID, then session-ID; "" when none. */
+	char cg_name[40];
+	uint64_t cg_memory; /* the memory limit written there; 0: none */
 	char client_addr[128];
 	char tenant[128];
 	char client_host[128];
@@ -123,6 +129,20 @@ struct gp_acct {
 	bool async_open;
 };
 
+/* Where workers' cgroups go (cgroup.c): base[c] per controller (v2: the same for all). */
+enum { GP_CG_MEMORY, GP_CG_PIDS, GP_CG_CPU, GP_CG_NCTL };
+struct gp_cg_gone {
+	char name[40]; /* a worker's cgroup still busy at its exit, retried each tick */
+	unsigned tries;
+	struct gp_cg_gone *next;
+};
+struct gp_cgroup {
+	int version; /* 2, 1, or 0: no cgroups, nothing enforced */
+	char base[GP_CG_NCTL][4096];
+	bool cpu_ok; /* the cpu controller is there for worker_cpu */
+	struct gp_cg_gone *gone;
+};
+
 struct gp_daemon {
 	uv_loop_t *loop;
 	struct gp_config *cfg;
@@ -170,6 +190,7 @@ struct gp_daemon {
 	struct gp_remote *remotes;
 	unsigned nremotes;
 	struct gp_acct acct;
+	struct gp_cgroup cg;
 };
 
 /* gpupoold.c */
@@ -288,6 +309,27 @@ int gp__unix_listen(struct gp_daemon *d, uv_pipe_t *pipe, const char *path, cons
 		    bool everyone, uv_connection_cb cb, const char *what);
 /* "host:port" or "[v6]:port" of an IPv4 or IPv6 address. */
 void gp__format_addr(const struct sockaddr_storage *ss, char *out, size_t len);
+
+/* cgroup.c */
+/* Finds where workers' cgroups go (the `cgroup` key) and prepares it; logs what it uses, or
+ * once that nothing is enforced. A negative code (logged) only for an unusable cgroup PATH. */
+int gp__cgroup_start(struct gp_daemon *d);
+/* Removes what is left: busy worker cgroups, v1's per-daemon directories. */
+void gp__cgroup_stop(struct gp_daemon *d);
+/* Retries removing worker cgroups that were busy at their worker's exit. */
+void gp__cgroup_tick(struct gp_daemon *d);
+/* A new worker (s->proc.pid) gets its cgroup, limits first; 0, or a negative code (logged):
+ * then it must not serve anyone. */
+int gp__cgroup_enter(struct gp_session *s);
+/* The worker has its session: its cgroup is renamed session-<id>. */
+void gp__cgroup_name(struct gp_session *s);
+/* Its tenant is known: the tenant's host_memory= applies. */
+void gp__cgroup_admitted(struct gp_session *s);
+/* The worker's host memory: its cgroup's usage, else its resident set (from_cgroup false). */
+uint64_t gp__cgroup_memory(const struct gp_session *s, bool *from_cgroup);
+/* The worker exited (signal sig): writes into why (when the kernel ended it for its memory)
+ * and returns "host_memory", else NULL; kills what is left in its cgroup and removes it. */
+const char *gp__cgroup_leave(struct gp_session *s, int sig, char *why, size_t len);
 
 /* metrics.c */
 int gp__metrics_listen(struct gp_daemon *d);

@@ -100,6 +100,10 @@ int gp__daemon_reload(struct gp_daemon *d, char *why, size_t whylen)
 	    keep_bound(&cfg->listen_unix_group, d->cfg->listen_unix_group))
 		gp_log_warnx("reload: changes to listen, listen_plain, listen_unix(_group), "
 			     "metrics_listen and admin_socket/admin_group take effect at restart");
+	/* Where workers' cgroups go was settled at start; their limits apply to new ones. */
+	if ((cfg->cgroup != d->cfg->cgroup) | keep_bound(&cfg->cgroup_path, d->cfg->cgroup_path))
+		gp_log_warnx("reload: a change to cgroup takes effect at restart");
+	cfg->cgroup = d->cfg->cgroup;
 	if (!cfg->listen || !cfg->admin_socket) {
 		gp_config_free(cfg);
 		snprintf(why, whylen, "out of memory");
@@ -203,6 +207,12 @@ int main(int argc, char **argv)
 		gp_config_free(d.cfg); /* a socket refused (logged): nothing else to undo */
 		return 1;
 	}
+	/* After the admin socket, which notes the unit's cgroup as it was at start. */
+	if (gp__cgroup_start(&d)) {
+		gp__admin_close(&d);
+		gp_config_free(d.cfg);
+		return 1;
+	}
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sigint);
 	uv_signal_init(d.loop, &d.sighup);
@@ -220,6 +230,7 @@ int main(int argc, char **argv)
 	sd_notifyf(0, "READY=1\nSTATUS=0 sessions, %u GPU%s\nMAINPID=%d", d.pool.ngpus,
 		   d.pool.ngpus == 1 ? "" : "s", getpid());
 	ret = uv_run(d.loop, UV_RUN_DEFAULT);
+	gp__cgroup_stop(&d);
 	gp_log_info("stopped");
 	uv_loop_close(d.loop);
 	gp_config_free(d.cfg);

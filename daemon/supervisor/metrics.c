@@ -115,6 +115,10 @@ static void render(FILE *f, const Gp__AdminReply *r)
 		{"gpupool_session_sent_bytes_total", "counter", "Bytes to the client.", 5},
 		{"gpupool_session_compute_percent", "gauge",
 		 "Its share of each of its GPUs' compute (0: none, not limited).", 6},
+		{"gpupool_session_host_memory_bytes", "gauge",
+		 "Host memory its worker uses (its cgroup's, else its resident set).", 7},
+		{"gpupool_session_host_memory_limit_bytes", "gauge",
+		 "The host memory its worker's cgroup allows (0: none enforced).", 8},
 	};
 	unsigned states[5] = {0};
 	static const char *const state_names[] = {"handshake", "queued", "active", "closing"};
@@ -148,8 +152,9 @@ static void render(FILE *f, const Gp__AdminReply *r)
 		help(f, session_metrics[m].name, session_metrics[m].type, session_metrics[m].text);
 		for (size_t i = 0; i < r->n_session; i++) {
 			const Gp__SessionStatus *s = r->session[i];
-			uint64_t v[] = {s->mem_used, s->mem_peak,  s->mem_limit, s->calls,
-					s->bytes_in, s->bytes_out, s->compute};
+			uint64_t v[] = {s->mem_used, s->mem_peak,    s->mem_limit,
+					s->calls,    s->bytes_in,    s->bytes_out,
+					s->compute,  s->host_memory, s->host_memory_limit};
 
 			fprintf(f, "%s{session=\"%llu\",tenant=\"", session_metrics[m].name,
 				(unsigned long long)s->id);

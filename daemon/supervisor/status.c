@@ -83,6 +83,13 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		x->mem_limit = s->claim.mem_limit;
 		x->started = s->started;
 		x->worker_pid = (uint32_t)s->proc.pid;
+		{
+			bool cg;
+
+			x->host_memory = gp__cgroup_memory(s, &cg);
+			x->host_memory_from = cg ? "cgroup" : "rss";
+			x->host_memory_limit = cg ? s->cg_memory : 0;
+		}
 		/* Admission states are the supervisor's; the worker's page says the rest. */
 		x->state = (char *)state_name(s->claim.state == GP_CLAIM_QUEUED || !st ||
 							      s->state == GP_SESSION_CLOSING

@@ -165,8 +165,11 @@ static void log_summary(struct gp_session *s, int sig, int64_t status)
 static void on_worker_exit(uv_process_t *p, int64_t status, int sig)
 {
 	struct gp_session *s = p->data;
+	const char *code;
+	char why[512];
 
 	s->exited = true;
+	code = gp__cgroup_leave(s, sig, why, sizeof(why));
 	if (s->warm) {
 		if (!s->term_at) {
 			/* Its driver did not start (the worker logged why): sessions get cold
@@ -182,7 +185,12 @@ static void on_worker_exit(uv_process_t *p, int64_t status, int sig)
 		uv_close((uv_handle_t *)p, on_proc_closed);
 		return;
 	}
-	if (sig)
+	if (code) {
+		/* The kernel ended it at its cgroup's limit: say which, for the log and record. */
+		gp_log_warnx("session %llu ended: %s", (unsigned long long)s->id, why);
+		if (!s->end_code)
+			s->end_code = code;
+	} else if (sig)
 		gp_log_warnx("session %llu: worker %d killed by signal %d (%s)",
 			     (unsigned long long)s->id, p->pid, sig, strsignal(sig));
 	else if (status)
@@ -272,6 +280,7 @@ static void on_ctl_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		}
 		gp__admit_request(s, (Gp__AdmitRequest *)m);
 		protobuf_c_message_free_unpacked(m, NULL);
+		gp__cgroup_admitted(s); /* the tenant is known: its host_memory= */
 		gp__pending_pump(s->d); /* its handshake slot is free now */
 	}
 	if (r < 0) {
@@ -378,6 +387,15 @@ static struct gp_session *worker_spawn(struct gp_daemon *d, int client_fd)
 	s->ctl.data = s;
 	uv_pipe_open(&s->ctl, sv[0]);
 	uv_read_start((uv_stream_t *)&s->ctl, on_ctl_alloc, on_ctl_read);
+	/* Into its cgroup before it is sent anything: a worker that is not under its limits
+	 * serves nobody (warm: none is handed to it; cold: it is sent no setup). */
+	if (gp__cgroup_enter(s)) {
+		s->cg_failed = true;
+		s->term_at = uv_now(d->loop);
+		if (s->warm)
+			d->warm_retry_at = s->term_at + WARM_RETRY_MS;
+		gp__session_kill(s, SIGKILL);
+	}
 	return s;
 
 out_free:
@@ -515,6 +533,7 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 	if (!s)
 		return;
 	s->id = d->next_id++;
+	gp__cgroup_name(s);
 	s->started = time(NULL);
 	s->started_ms = gp__wall_ms();
 	atomic_store(&s->stats->last_active, (int64_t)s->started);
@@ -539,9 +558,15 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 	setup.max_events = d->cfg->max_events;
 	setup.max_modules = d->cfg->max_modules;
 	setup.seccomp = d->cfg->worker_seccomp;
-	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_WORKER_SETUP, &setup.base);
-	gp_log_debug("session %llu: %s worker %d for %s", (unsigned long long)s->id,
-		     warm ? "warm" : "new", s->proc.pid, addr);
+	if (s->cg_failed) {
+		/* Killed: its client sees the connection close. */
+		gp_log_error("session %llu: its worker has no cgroup; ending it",
+			     (unsigned long long)s->id);
+	} else {
+		gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_WORKER_SETUP, &setup.base);
+		gp_log_debug("session %llu: %s worker %d for %s", (unsigned long long)s->id,
+			     warm ? "warm" : "new", s->proc.pid, addr);
+	}
 	notify_status(d);
 	if (warm)
 		gp__warm_fill(d); /* the next connection finds one too */
@@ -786,6 +811,7 @@ void gp__supervisor_tick(struct gp_daemon *d)
 	gp__admit_preempt_tick(d);
 	gp__pending_tick(d);
 	gp__remote_tick(d);
+	gp__cgroup_tick(d);
 	for (struct gp_session *s = d->warm; s; s = s->next) {
 		if (!s->exited && s->term_at && now - s->term_at > KILL_AFTER_MS) {
 			gp__session_kill(s, SIGKILL);

@@ -16,6 +16,9 @@ sed -i "s|$prefix/|$T/prefix/|g" "$unit"
 systemd-analyze verify "$unit" || fail "systemd-analyze verify $unit"
 grep -q '^Type=notify' "$unit" || fail "the unit should be Type=notify"
 grep -q '^DeviceAllow=char-nvidia-frontend rw' "$unit" || fail "the unit should allow the GPUs"
+# The daemon's cgroup is delegated to it, and writable: each worker gets one under it.
+grep -q '^Delegate=yes' "$unit" || fail "the unit should delegate its cgroup (Delegate=yes)"
+! grep -q '^ProtectControlGroups=yes' "$unit" || fail "ProtectControlGroups=yes would make the delegated cgroup read-only"
 
 # The shipped example configuration is valid once its files exist.
 "$GP_SRC/scripts/gen-certs.sh" "$T/certs" >/dev/null

@@ -393,6 +393,79 @@ static void test_accounting_keys(void **state)
 	expect_error("tls_cert a\ntls_key b\naccounting_keep x\n", "test.conf:3:");
 }
 
+/* A worker's host limits (daemon/supervisor/cgroup.c): defaults, values, overrides, errors. */
+static void test_worker_host_keys(void **state)
+{
+	struct gp_config *c = gp_config_parse("tls_cert /c\ntls_key /k\n", "t", err, sizeof(err));
+
+	assert_non_null(c);
+	assert_int_equal(c->cgroup, GP_CGROUP_AUTO);
+	assert_null(c->cgroup_path);
+	assert_int_equal(c->worker_host_memory, GP_DEFAULT_WORKER_HOST_MEMORY);
+	assert_int_equal(c->worker_tasks, GP_DEFAULT_WORKER_TASKS);
+	assert_int_equal(c->worker_cpu, 0);
+	assert_int_equal(gp_config_host_memory(c, "anyone"), GP_DEFAULT_WORKER_HOST_MEMORY);
+	gp_config_free(c);
+
+	c = gp_config_parse("tls_cert /c\ntls_key /k\ncgroup /gpupool.slice/sessions\n"
+			    "worker_host_memory 256M\nworker_tasks 64\nworker_cpu 250%\n"
+			    "tenant big host_memory=2G\ntenant small memory=1G\n",
+			    "t", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(c->cgroup, GP_CGROUP_PATH);
+	assert_string_equal(c->cgroup_path, "/gpupool.slice/sessions");
+	assert_int_equal(c->worker_host_memory, 256u << 20);
+	assert_int_equal(c->worker_tasks, 64);
+	assert_int_equal(c->worker_cpu, 250);
+	assert_int_equal(gp_config_host_memory(c, "big"), 2ull << 30);
+	assert_int_equal(gp_config_host_memory(c, "small"), 256u << 20);
+	assert_int_equal(gp_config_host_memory(c, NULL), 256u << 20);
+	gp_config_free(c);
+
+	/* CPUs as a number, "none" for no limit, and a later line wins. */
+	c = gp_config_parse("tls_cert /c\ntls_key /k\ncgroup /x\ncgroup off\nworker_cpu 1.5\n"
+			    "worker_host_memory none\nworker_tasks none\n",
+			    "t", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(c->cgroup, GP_CGROUP_OFF);
+	assert_null(c->cgroup_path);
+	assert_int_equal(c->worker_cpu, 150);
+	assert_int_equal(c->worker_host_memory, 0);
+	assert_int_equal(c->worker_tasks, 0);
+	assert_int_equal(gp_config_host_memory(c, "x"), 0);
+	gp_config_free(c);
+	c = gp_config_parse("tls_cert /c\ntls_key /k\nworker_cpu 0.05\n", "t", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(c->worker_cpu, 5);
+	gp_config_free(c);
+
+	expect_error("tls_cert a\ntls_key b\ncgroup maybe\n",
+		     "test.conf:3: 'cgroup maybe': expected auto, off or a cgroup's path");
+	expect_error("tls_cert a\ntls_key b\ncgroup /a/../b\n", "test.conf:3: 'cgroup /a/../b'");
+	expect_error("tls_cert a\ntls_key b\ncgroup /a/..\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\ncgroup /\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\ncgroup /a/\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\ncgroup /a//b\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\ncgroup\n", "test.conf:3: 'cgroup' takes exactly");
+	expect_error(
+		"tls_cert a\ntls_key b\n\nworker_host_memory 1M\n",
+		"test.conf:4: 'worker_host_memory 1M': expected none or a size of at least 16M");
+	expect_error("tls_cert a\ntls_key b\nworker_host_memory lots\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nworker_tasks 8\n",
+		     "test.conf:3: 'worker_tasks 8': expected none or a number of at least 16");
+	expect_error("tls_cert a\ntls_key b\nworker_tasks -5\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nworker_cpu 0%\n",
+		     "test.conf:3: 'worker_cpu 0%': expected none, a share of one CPU");
+	expect_error("tls_cert a\ntls_key b\nworker_cpu 0\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nworker_cpu 1.234\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nworker_cpu 2.\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nworker_cpu 50%%\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nworker_cpu fast\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nworker_cpu 20000000%\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\ntenant a host_memory=1K\n",
+		     "test.conf:3: tenant a: host_memory=1K is not a size of at least 16M");
+}
+
 /* The example configuration the project ships parses. */
 static void test_shipped_example(void **state)
 {
@@ -420,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_admission_keys),
 		cmocka_unit_test(test_admission_key_errors),
 		cmocka_unit_test(test_share_keys),
+		cmocka_unit_test(test_worker_host_keys),
 		cmocka_unit_test(test_shipped_example),
 		cmocka_unit_test(test_admin_endpoint_keys),
 	};
