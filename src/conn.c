@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -637,6 +638,30 @@ int gp_conn_peer_name(struct gp_conn *c, enum gp_name_from from, char *out, size
 	ret = gp_cert_name(peer, from, out, outlen, why, whylen);
 	X509_free(peer);
 	return ret;
+}
+
+void gp_user_name(uid_t uid, char *out, size_t outlen)
+{
+	struct passwd pw, *found = NULL;
+	size_t bufsize = 1024;
+	char *buf = NULL;
+	int e = ERANGE;
+
+	/* Entries can be long (many groups, long fields): grow the buffer until one fits. */
+	while (e == ERANGE && bufsize <= (1u << 20)) {
+		char *nb = realloc(buf, bufsize);
+
+		if (!nb)
+			break;
+		buf = nb;
+		e = getpwuid_r(uid, &pw, buf, bufsize, &found);
+		bufsize *= 4;
+	}
+	if (e == 0 && found)
+		snprintf(out, outlen, "%s", found->pw_name);
+	else
+		snprintf(out, outlen, "uid:%u", (unsigned)uid);
+	free(buf);
 }
 
 void gp_conn_shutdown(struct gp_conn *c)

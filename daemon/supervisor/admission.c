@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "conn.h"
 #include "error.h"
 #include "log.h"
+#include "proof.h"
 
 static struct gp_session *session_of(struct gp_claim *c)
 {
@@ -59,10 +61,66 @@ static void admitted(struct gp_session *s)
 	reply(s, 0, NULL);
 }
 
+/*
+ * The name the session's own credentials give it, found by the supervisor (docs/security.md
+ * "The supervisor names the tenant"): on the Unix socket the user the kernel named at
+ * hand-over; over mutual TLS the leaf of the chain the worker forwarded, once it verifies
+ * against the tenant CA and the client's signature over this session's nonce verifies with
+ * its key (src/proof.h). "" where there is none (TLS without tls_ca, plain TCP): then only a
+ * token names a tenant. Returns 0, or GP_EREFUSED with why.
+ */
+static int credential_name(struct gp_session *s, const Gp__AdmitRequest *req, char *out,
+			   size_t outlen, char *why, size_t whylen)
+{
+	struct gp_proof_ca *ca;
+	int r;
+
+	out[0] = '\0';
+	if (s->transport == GP_TRANSPORT_UNIX) {
+		if (!s->peer_known) {
+			snprintf(why, whylen, "the pool cannot tell which user connected");
+			return GP_EREFUSED;
+		}
+		gp_user_name(s->peer_uid, out, outlen);
+		return 0;
+	}
+	if (s->transport != GP_TRANSPORT_TLS || !s->mtls)
+		return 0;
+	if (!s->tls_ca) {
+		snprintf(why, whylen, "the pool could not record its tenant CA (out of memory)");
+		return GP_EREFUSED;
+	}
+	if (!s->nonce_set) {
+		snprintf(why, whylen, "the pool has no nonce for this session's tenant proof");
+		return GP_EREFUSED;
+	}
+	ca = gp_proof_ca_new(s->tls_ca, why, whylen);
+	if (!ca)
+		return GP_EREFUSED;
+	r = gp_proof_verify(ca, (enum gp_name_from)s->tenant_from, s->nonce, req->peer_chain,
+			    req->n_peer_chain, &req->proof_signature, &req->proof_exporter, out,
+			    outlen, why, whylen);
+	gp_proof_ca_free(ca);
+	return r;
+}
+
+/* A worker that claims what the session's credentials do not say has been taken over (by
+ * its client, during TLS or Hello): it is told nothing and ended at once. */
+static void compromised(struct gp_session *s, const char *claim, const char *why)
+{
+	snprintf(s->tenant, sizeof(s->tenant), "unknown");
+	s->refused = true;
+	gp_log_warnx("session %llu from %s: its worker claims tenant \"%s\", but %s: the worker is "
+		     "taken to be compromised; ending it",
+		     (unsigned long long)s->id, s->client_addr, claim, why);
+	reply(s, GP_EREFUSED, "the pool ended this session: its worker misreported the tenant");
+	gp__session_kill(s, SIGKILL);
+}
+
 void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 {
 	struct gp_daemon *d = s->d;
-	char why[256];
+	char why[256], named[sizeof(s->tenant)];
 	int r;
 
 	if (s->claim.state != GP_CLAIM_IDLE) {
@@ -71,17 +129,32 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	}
 	snprintf(s->client_host, sizeof(s->client_host), "%s", req->client_host);
 	snprintf(s->program, sizeof(s->program), "%s", req->program);
-	snprintf(s->cert_name, sizeof(s->cert_name), "%s", req->tenant);
 	s->client_pid = req->client_pid;
 	s->claim.want_gpus = req->gpus;
 	s->claim.want_memory = req->memory;
 	s->claim.want_compute = req->compute;
 	s->claim.preemptible = req->preemptible;
 	s->claim.tenant = s->tenant;
-	/* The tenant: the certificate's name (or on the Unix socket the user's), else what a
-	 * known token names, else default. Plain TCP proves nothing else: a token is required. */
-	if (req->tenant && *req->tenant) {
-		snprintf(s->tenant, sizeof(s->tenant), "%s", req->tenant);
+	/* The tenant: the certificate's name (or on the Unix socket the user's) as the supervisor
+	 * itself finds it, else what a known token names, else default. Plain TCP proves nothing
+	 * else: a token is required. The worker's own view must agree. */
+	r = credential_name(s, req, named, sizeof(named), why, sizeof(why));
+	if (r) {
+		snprintf(s->tenant, sizeof(s->tenant), "unknown");
+		refuse(s, why);
+		return;
+	}
+	if (strcmp(req->tenant ? req->tenant : "", named) != 0) {
+		if (named[0])
+			snprintf(why, sizeof(why), "its credentials name \"%s\"", named);
+		else
+			snprintf(why, sizeof(why), "its session has no certificate or local user");
+		compromised(s, req->tenant ? req->tenant : "", why);
+		return;
+	}
+	snprintf(s->cert_name, sizeof(s->cert_name), "%s", named);
+	if (named[0]) {
+		snprintf(s->tenant, sizeof(s->tenant), "%s", named);
 	} else if (req->token && *req->token) {
 		const char *t = gp_config_token_tenant(d->cfg, req->token);
 
