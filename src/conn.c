@@ -67,7 +67,12 @@ static int load_pair(SSL_CTX *ctx, const char *cert, const char *key, char *err,
 		return GP_ETLS;
 	}
 	if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-		snprintf(what, sizeof(what), "private key %s", key);
+		/* OpenSSL checks the pair as it takes the key: say so in words. */
+		if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
+			snprintf(what, sizeof(what), "key %s does not match certificate %s", key,
+				 cert);
+		else
+			snprintf(what, sizeof(what), "private key %s", key);
 		tls_err(err, errlen, what);
 		return GP_ETLS;
 	}

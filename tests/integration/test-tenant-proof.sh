@@ -22,7 +22,7 @@ SOCK=$T/pool.sock
 me=$(id -un)
 
 # ---- honest workers ----
-gp_config "tls_ca $C/ca.pem" "listen_unix $SOCK"
+gp_config "tls_ca $C/ca.pem" "listen_unix $SOCK" "default_memory 64M"
 gp_start
 eval "$ALICE" hold_start A 4096
 eval "$BOB" hold_start B 4096
@@ -49,6 +49,7 @@ set -e
 case "$out" in *"does not match certificate"*) ;; *) fail "the client should say why: $out" ;; esac
 assert_status '.sessions | length == 0' "no session should be left"
 gp_stop
+: >"$T/daemon.log"
 
 # ---- forged AdmitRequests ----
 # forge_worker relays the real worker; warm workers are started apart and are not relayed.
@@ -63,7 +64,8 @@ forged() {
 	shift 2
 	GPUPOOL_TEST_FORGE=$mode gp_start
 	set +e
-	out=$(env GPUPOOL_LOG=error "$@" run_client "$GP_STAGE/bin/vector_add" 100 2>&1)
+	out=$(env GPUPOOL_LOG=error "$@" LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" \
+		"$GP_STAGE/bin/vector_add" 100 2>&1)
 	rc=$?
 	set -e
 	[ $rc -ne 0 ] || fail "$mode: the forged tenant was let in: $out"
