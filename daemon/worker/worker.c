@@ -305,9 +305,10 @@ static int chain_add(struct proof *p, X509 *x)
 /*
  * A client that presented a certificate proves it holds the certificate's key, for the nonce
  * the supervisor gave this session (src/proof.h): TENANT_CHALLENGE, then its TENANT_PROOF,
- * within the handshake's deadline. What it sends is kept for admit(): the supervisor checks
- * it, this worker does not (its word would not count). Without a certificate there is
- * nothing to prove and no round trip. Returns 0 to go on, else the session is over.
+ * within what is left of the handshake's deadline (limit seconds). What it sends is kept for
+ * admit(): the supervisor checks it, this worker does not (its word would not count). Without
+ * a certificate there is nothing to prove and no round trip. Returns 0 to go on, else the
+ * session is over.
  */
 static int prove(struct gp_worker *w, const Gp__WorkerSetup *setup, const Gp__Hello *hello,
 		 unsigned limit, struct proof *p)
@@ -334,8 +335,7 @@ static int prove(struct gp_worker *w, const Gp__WorkerSetup *setup, const Gp__He
 	}
 	if (gp_proof_exporter(ssl, p->exporter))
 		return refuse(w, GP_ENOTREADY,
-			      "the pool cannot bind a tenant proof to this TLS "
-			      "connection");
+			      "the pool cannot bind a tenant proof to this TLS connection");
 	if (chain_add(p, leaf))
 		return refuse(w, GP_ENOTREADY, "the client certificate cannot be forwarded");
 	/* On a server the peer's chain holds what it sent after its leaf. */
@@ -674,7 +674,7 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	struct proof proof = {0};
 	Gp__Hello *hello;
 	SSL_CTX *ctx = NULL;
-	unsigned limit = setup->handshake_timeout ? setup->handshake_timeout : 15;
+	unsigned limit = setup->handshake_timeout ? setup->handshake_timeout : 15, left;
 	char err[512], msg[256], badname[256] = "";
 	int ret = 1;
 
@@ -718,7 +718,7 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 						: "wrong message");
 		goto out_ctx;
 	}
-	alarm(0);
+	left = alarm(0); /* what the proof, if any, may still take */
 	socket_timeouts(w->client->fd, 0);
 	hello = (Gp__Hello *)gp_msg_unpack(GP_MSG_HELLO, w->client->msg, h.msg_len);
 	if (!hello) {
@@ -745,7 +745,7 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 					  : ", user ",
 			    w->tenant);
 		w->client_stderr = hello->stderr_output;
-		ret = prove(w, setup, hello, limit, &proof);
+		ret = prove(w, setup, hello, left ? left : 1, &proof);
 		if (ret == 0)
 			ret = admit(w, hello, &proof);
 	}
