@@ -6,7 +6,8 @@
 # forge_worker, which rewrites its AdmitRequest as a compromised worker could: claiming
 # another tenant with the client's own proof, claiming one with no proof, or replaying the
 # proof of an earlier session. Each is refused, logged as a compromised worker, and no
-# session of the claimed tenant appears.
+# session of the claimed tenant appears. Clients that answer the challenge wrongly
+# (proof_client) are told why.
 . "$(dirname "$0")/lib.sh"
 
 GPUPOOL_TENANT=alice "$GP_SRC/scripts/gen-certs.sh" "$T/certs" >/dev/null
@@ -22,7 +23,7 @@ SOCK=$T/pool.sock
 me=$(id -un)
 
 # ---- honest workers ----
-gp_config "tls_ca $C/ca.pem" "listen_unix $SOCK" "default_memory 64M"
+gp_config "tls_ca $C/ca.pem" "listen_unix $SOCK" "default_memory 64M" "handshake_timeout 3"
 gp_start
 eval "$ALICE" hold_start A 4096
 eval "$BOB" hold_start B 4096
@@ -38,6 +39,28 @@ release A || fail "alice's session failed"
 release B || fail "bob's session failed"
 release U || fail "the Unix-socket session failed"
 grep -q "compromised" "$T/daemon.log" && fail "an honest worker was taken to be compromised"
+
+# Clients that answer the challenge wrongly (proof_client): each is told why, and the pool
+# goes on.
+pc() { "$GP_TESTBIN/proof_client" "$1" "$C/client.pem" "$C/client.key" "$C/bob.key"; }
+expect() { # MODE PATTERN
+	local out
+	out=$(pc "$1") || fail "proof_client $1 could not run: $out"
+	case "$out" in $2) ;; *) fail "proof_client $1: $out" ;; esac
+}
+expect old 'status -*its interposer is older than the pool*'
+expect garbage 'status -*signature does not verify*'
+expect otherkey 'status -*signature does not verify*'
+expect wrongtype 'status -*expected TENANT_PROOF after the challenge*'
+expect silent 'closed: *'
+grep -q "no TENANT_PROOF: none within the deadline" "$T/daemon.log" ||
+	fail "a client that never answers should be closed at the deadline"
+expect good 'status 0: *(tenant alice)'
+expect twice 'status 0: *(tenant alice)'
+wait_for '.sessions | length == 0'
+grep -q "closing: .* in TENANT_PROOF" "$T/daemon.log" ||
+	fail "a proof after admission should end that session as a protocol error"
+grep -q "compromised" "$T/daemon.log" && fail "a client's bad proof was blamed on its worker"
 
 # A key that is not the certificate's: refused before anything is sent, with the reason.
 set +e
