@@ -51,20 +51,27 @@ static int answer(const char *mode, const struct gp_frame_hdr *h, EVP_PKEY *othe
 	char err[256];
 	int r;
 
-	if (!ch || ch->nonce.len != GP_PROOF_NONCE_LEN || gp_proof_exporter(c->ssl, exporter))
-		return die("the challenge");
+	if (!ch || ch->nonce.len != GP_PROOF_NONCE_LEN || gp_proof_exporter(c->ssl, exporter)) {
+		r = die("the challenge");
+		goto out;
+	}
+	r = 0;
 	if (strcmp(mode, "silent") == 0)
-		return 0;
-	if (strcmp(mode, "wrongtype") == 0)
-		return gp_conn_send(c, GP_MSG_GOODBYE, 0, 0, NULL, NULL, 0) || gp_conn_flush(c);
+		goto out;
+	if (strcmp(mode, "wrongtype") == 0) {
+		r = gp_conn_send(c, GP_MSG_GOODBYE, 0, 0, NULL, NULL, 0) || gp_conn_flush(c);
+		goto out;
+	}
 	if (strcmp(mode, "garbage") == 0) {
 		RAND_bytes(junk, sizeof(junk));
 		tp.signature.data = junk;
 		tp.signature.len = sizeof(junk);
 	} else {
 		if (gp_proof_sign(strcmp(mode, "otherkey") == 0 ? other : key, ch->nonce.data,
-				  exporter, &sig, &siglen, err, sizeof(err)))
-			return die(err);
+				  exporter, &sig, &siglen, err, sizeof(err))) {
+			r = die(err);
+			goto out;
+		}
 		tp.signature.data = sig;
 		tp.signature.len = siglen;
 	}
@@ -73,9 +80,13 @@ static int answer(const char *mode, const struct gp_frame_hdr *h, EVP_PKEY *othe
 		r = gp_conn_send(c, GP_MSG_TENANT_PROOF, 0, 0, &tp.base, NULL, 0);
 	if (!r)
 		r = gp_conn_flush(c);
+	if (r)
+		r = die("sending TENANT_PROOF");
+out:
 	OPENSSL_free(sig);
-	protobuf_c_message_free_unpacked(&ch->base, NULL);
-	return r ? die("sending TENANT_PROOF") : 0;
+	if (ch)
+		protobuf_c_message_free_unpacked(&ch->base, NULL);
+	return r ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -87,7 +98,7 @@ int main(int argc, char **argv)
 	EVP_PKEY *other = NULL;
 	char err[512], host[256], port[16];
 	SSL_CTX *ctx;
-	int fd;
+	int fd, ret = 0;
 
 	if (argc < 4 || !server ||
 	    gp_split_hostport(server, host, sizeof(host), port, sizeof(port)))
@@ -111,25 +122,33 @@ int main(int argc, char **argv)
 	if (gp_conn_send(c, GP_MSG_HELLO, 0, 0, &hello.base, NULL, 0) || gp_conn_flush(c))
 		return die("Hello");
 	if (gp_conn_recv(c, &h) == 0 && h.type == GP_MSG_TENANT_CHALLENGE) {
-		if (answer(mode, &h, other))
-			return 1;
+		ret = answer(mode, &h, other);
+		if (ret)
+			goto out;
 		if (gp_conn_recv(c, &h)) {
 			printf("closed: %s\n", c->err[0] ? c->err : "no HelloReply");
-			return 0;
+			goto out;
 		}
 	} else if (c->err[0]) {
 		printf("closed: %s\n", c->err);
-		return 0;
+		goto out;
 	}
-	if (h.type != GP_MSG_HELLO_REPLY)
-		return die("neither TENANT_CHALLENGE nor HelloReply");
+	ret = 1;
+	if (h.type != GP_MSG_HELLO_REPLY) {
+		die("neither TENANT_CHALLENGE nor HelloReply");
+		goto out;
+	}
 	rep = (Gp__HelloReply *)gp_msg_unpack(h.type, c->msg, h.msg_len);
-	if (!rep)
-		return die("HelloReply does not decode");
+	if (!rep) {
+		die("HelloReply does not decode");
+		goto out;
+	}
 	printf("status %d: %s (tenant %s)\n", rep->status, rep->message, rep->tenant);
 	protobuf_c_message_free_unpacked(&rep->base, NULL);
+	ret = 0;
+out:
 	EVP_PKEY_free(other);
 	gp_conn_free(c);
 	SSL_CTX_free(ctx);
-	return 0;
+	return ret;
 }
