@@ -148,7 +148,7 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 		if (named[0])
 			snprintf(why, sizeof(why), "its credentials name \"%s\"", named);
 		else
-			snprintf(why, sizeof(why), "its session has no certificate or local user");
+			snprintf(why, sizeof(why), "its session's credentials name no tenant");
 		compromised(s, req->tenant ? req->tenant : "", why);
 		return;
 	}

@@ -86,9 +86,11 @@ forged() {
 	local mode=$1 who=$2 out rc
 	shift 2
 	GPUPOOL_TEST_FORGE=$mode gp_start
+	local srv=$GPUPOOL_SERVER
+	[ -z "${FORGE_PLAIN:-}" ] || srv=plain:$(status_json | jq -r .listen_plain)
 	set +e
-	out=$(env GPUPOOL_LOG=error "$@" LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" \
-		"$GP_STAGE/bin/vector_add" 100 2>&1)
+	out=$(env GPUPOOL_LOG=error GPUPOOL_SERVER="$srv" "$@" LD_PRELOAD="$CLIENT_PRELOAD" \
+		"$CLIENT_ASAN" "$GP_STAGE/bin/vector_add" 100 2>&1)
 	rc=$?
 	set -e
 	[ $rc -ne 0 ] || fail "$mode: the forged tenant was let in: $out"
@@ -103,6 +105,14 @@ forged tenant=alice 'claims tenant "alice", but its credentials name "bob".*comp
 forged tenant=alice "claims tenant \"alice\", but its credentials name \"$me\".*compromised" \
 	GPUPOOL_SERVER=unix:$SOCK
 forged bare=alice "refused: no client certificate was forwarded" $BOB
+
+# Over plain TCP only a token names the tenant: a worker that names one itself is lying.
+gp_config "listen_plain 127.0.0.1:0" "token 0123456789abcdef0123 bob" "warm_workers 0" \
+	"worker $GP_TESTBIN/forge_worker"
+FORGE_PLAIN=1 forged tenant=alice "claims tenant \"alice\", but its session's credentials name no tenant" \
+	GPUPOOL_TOKEN=0123456789abcdef0123
+gp_config "tls_ca $C/ca.pem" "listen_unix $SOCK" "warm_workers 0" \
+	"worker $GP_TESTBIN/forge_worker"
 
 # A proof alice's client made for one session, replayed by bob's worker in another.
 GPUPOOL_TEST_FORGE=save=$T/alice.proof gp_start
