@@ -1,10 +1,12 @@
 /* admission.c -- admission's I/O: who the tenant is, and the replies and logs that carry
  * pool.c's decisions (placement, the reservation ledger, tenant limits, the wait queue).
  * Every way a session ends reaches gp__admit_release, from the worker's exit. */
+#include <errno.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "daemon.h"
 #include "conn.h"
@@ -61,6 +63,40 @@ static void admitted(struct gp_session *s)
 	reply(s, 0, NULL);
 }
 
+/* The tenant CA as proofs are checked against it, kept between admissions (loading it costs
+ * milliseconds of the loop's time) and loaded again when the file a session's worker was set
+ * up with is another, or has changed since (a reload, a renewed CA). */
+static struct {
+	struct gp_proof_ca *ca;
+	char path[4096];
+	struct stat st;
+} tenant_ca;
+
+static const struct gp_proof_ca *tenant_ca_for(const char *path, char *why, size_t whylen)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0) {
+		snprintf(why, whylen, "CA file %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (tenant_ca.ca && strcmp(tenant_ca.path, path) == 0 && st.st_dev == tenant_ca.st.st_dev &&
+	    st.st_ino == tenant_ca.st.st_ino && st.st_size == tenant_ca.st.st_size &&
+	    st.st_mtim.tv_sec == tenant_ca.st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == tenant_ca.st.st_mtim.tv_nsec)
+		return tenant_ca.ca;
+	gp_proof_ca_free(tenant_ca.ca);
+	tenant_ca.ca = NULL;
+	if (strlen(path) >= sizeof(tenant_ca.path)) {
+		snprintf(why, whylen, "the CA file's path is too long");
+		return NULL;
+	}
+	tenant_ca.ca = gp_proof_ca_new(path, why, whylen);
+	snprintf(tenant_ca.path, sizeof(tenant_ca.path), "%s", path);
+	tenant_ca.st = st;
+	return tenant_ca.ca;
+}
+
 /*
  * The name the session's own credentials give it, found by the supervisor (docs/security.md
  * "The supervisor names the tenant"): on the Unix socket the user the kernel named at
@@ -72,8 +108,7 @@ static void admitted(struct gp_session *s)
 static int credential_name(struct gp_session *s, const Gp__AdmitRequest *req, char *out,
 			   size_t outlen, char *why, size_t whylen)
 {
-	struct gp_proof_ca *ca;
-	int r;
+	const struct gp_proof_ca *ca;
 
 	out[0] = '\0';
 	if (s->transport == GP_TRANSPORT_UNIX) {
@@ -94,14 +129,12 @@ static int credential_name(struct gp_session *s, const Gp__AdmitRequest *req, ch
 		snprintf(why, whylen, "the pool has no nonce for this session's tenant proof");
 		return GP_EREFUSED;
 	}
-	ca = gp_proof_ca_new(s->tls_ca, why, whylen);
+	ca = tenant_ca_for(s->tls_ca, why, whylen);
 	if (!ca)
 		return GP_EREFUSED;
-	r = gp_proof_verify(ca, (enum gp_name_from)s->tenant_from, s->nonce, req->peer_chain,
-			    req->n_peer_chain, &req->proof_signature, &req->proof_exporter, out,
-			    outlen, why, whylen);
-	gp_proof_ca_free(ca);
-	return r;
+	return gp_proof_verify(ca, (enum gp_name_from)s->tenant_from, s->nonce, req->peer_chain,
+			       req->n_peer_chain, &req->proof_signature, &req->proof_exporter, out,
+			       outlen, why, whylen);
 }
 
 /* A worker that claims what the session's credentials do not say has been taken over (by
