@@ -18,6 +18,7 @@
 #include "error.h"
 #include "interposer.h"
 #include "log.h"
+#include "proof.h"
 #include "resolve.h"
 
 #define CONNECT_TIMEOUT_MS 10000
@@ -176,11 +177,58 @@ static void say_goodbye(void)
 		pthread_mutex_unlock(&conn->send);
 }
 
+/*
+ * The pool's TENANT_CHALLENGE (src/proof.h), which comes before HelloReply when this client
+ * presented a certificate: sign the supervisor's nonce, bound to this TLS connection, with
+ * the certificate's key, and send the TENANT_PROOF. Returns 0, or an error with conn->err set.
+ */
+static int answer_challenge(struct gp_client *c, const struct gp_frame_hdr *h)
+{
+	Gp__TenantChallenge *ch;
+	Gp__TenantProof tp = GP__TENANT_PROOF__INIT;
+	uint8_t exporter[GP_PROOF_EXPORTER_LEN];
+	EVP_PKEY *key = c->conn->ssl ? SSL_get_privatekey(c->conn->ssl) : NULL;
+	uint8_t *sig = NULL;
+	size_t siglen = 0;
+	int ret = GP_EREFUSED;
+
+	if (h->bulk_len)
+		return GP_ETYPE;
+	ch = (Gp__TenantChallenge *)gp_msg_unpack(h->type, c->conn->msg, h->msg_len);
+	if (!ch)
+		return GP_EDECODE;
+	if (ch->nonce.len != GP_PROOF_NONCE_LEN) {
+		snprintf(c->conn->err, sizeof(c->conn->err),
+			 "the pool's tenant challenge has a %zu-byte nonce", ch->nonce.len);
+	} else if (!key) {
+		snprintf(c->conn->err, sizeof(c->conn->err),
+			 "the pool asked for a tenant proof, and no GPUPOOL_KEY is loaded");
+	} else if (gp_proof_exporter(c->conn->ssl, exporter)) {
+		snprintf(c->conn->err, sizeof(c->conn->err),
+			 "no TLS exporter for the tenant proof");
+	} else if (gp_proof_sign(key, ch->nonce.data, exporter, &sig, &siglen, c->conn->err,
+				 sizeof(c->conn->err)) == 0) {
+		tp.signature.data = sig;
+		tp.signature.len = siglen;
+		ret = gp_conn_send(c->conn, GP_MSG_TENANT_PROOF, 0, 0, &tp.base, NULL, 0);
+		if (!ret)
+			ret = gp_conn_flush(c->conn);
+	}
+	OPENSSL_free(sig);
+	protobuf_c_message_free_unpacked(&ch->base, NULL);
+	return ret;
+}
+
 static int read_hello_reply(struct gp_client *c, Gp__HelloReply **out)
 {
 	struct gp_frame_hdr h;
 	int ret = gp_conn_recv(c->conn, &h);
 
+	if (!ret && h.type == GP_MSG_TENANT_CHALLENGE) {
+		ret = answer_challenge(c, &h);
+		if (!ret)
+			ret = gp_conn_recv(c->conn, &h);
+	}
 	if (ret)
 		return ret;
 	if (h.type != GP_MSG_HELLO_REPLY || h.bulk_len)
@@ -312,6 +360,7 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 	hello->preemptible = s && strcmp(s, "1") == 0;
 	s = getenv("GPUPOOL_TOKEN");
 	hello->token = (char *)(s ? s : "");
+	hello->tenant_proof = true; /* answer_challenge */
 }
 
 /* A pool turns a connection away by closing it (full, or shutting down): a hint for that. */

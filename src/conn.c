@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -66,7 +67,12 @@ static int load_pair(SSL_CTX *ctx, const char *cert, const char *key, char *err,
 		return GP_ETLS;
 	}
 	if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-		snprintf(what, sizeof(what), "private key %s", key);
+		/* OpenSSL checks the pair as it takes the key: say so in words. */
+		if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
+			snprintf(what, sizeof(what), "key %s does not match certificate %s", key,
+				 cert);
+		else
+			snprintf(what, sizeof(what), "private key %s", key);
 		tls_err(err, errlen, what);
 		return GP_ETLS;
 	}
@@ -637,6 +643,30 @@ int gp_conn_peer_name(struct gp_conn *c, enum gp_name_from from, char *out, size
 	ret = gp_cert_name(peer, from, out, outlen, why, whylen);
 	X509_free(peer);
 	return ret;
+}
+
+void gp_user_name(uid_t uid, char *out, size_t outlen)
+{
+	struct passwd pw, *found = NULL;
+	size_t bufsize = 1024;
+	char *buf = NULL;
+	int e = ERANGE;
+
+	/* Entries can be long (many groups, long fields): grow the buffer until one fits. */
+	while (e == ERANGE && bufsize <= (1u << 20)) {
+		char *nb = realloc(buf, bufsize);
+
+		if (!nb)
+			break;
+		buf = nb;
+		e = getpwuid_r(uid, &pw, buf, bufsize, &found);
+		bufsize *= 4;
+	}
+	if (e == 0 && found)
+		snprintf(out, outlen, "%s", found->pw_name);
+	else
+		snprintf(out, outlen, "uid:%u", (unsigned)uid);
+	free(buf);
 }
 
 void gp_conn_shutdown(struct gp_conn *c)

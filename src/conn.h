@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <openssl/ssl.h>
 #include <protobuf-c/protobuf-c.h>
@@ -85,6 +86,9 @@ int gp_cert_name(X509 *cert, enum gp_name_from from, char *out, size_t outlen, c
 /* gp_cert_name() of the peer's certificate; "" and 0 without one. */
 int gp_conn_peer_name(struct gp_conn *c, enum gp_name_from from, char *out, size_t outlen,
 		      char *why, size_t whylen);
+/* The name of the user uid, the tenant of a session on the Unix socket; "uid:N" for a uid
+ * without one. */
+void gp_user_name(uid_t uid, char *out, size_t outlen);
 /* The monotonic clock in microseconds, as deadline_us counts it. */
 int64_t gp_now_us(void);
 /* Sends what is buffered, then shuts TLS down politely. */

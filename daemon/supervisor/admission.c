@@ -1,14 +1,18 @@
 /* admission.c -- admission's I/O: who the tenant is, and the replies and logs that carry
  * pool.c's decisions (placement, the reservation ledger, tenant limits, the wait queue).
  * Every way a session ends reaches gp__admit_release, from the worker's exit. */
+#include <errno.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "daemon.h"
+#include "conn.h"
 #include "error.h"
 #include "log.h"
+#include "proof.h"
 
 static struct gp_session *session_of(struct gp_claim *c)
 {
@@ -59,10 +63,97 @@ static void admitted(struct gp_session *s)
 	reply(s, 0, NULL);
 }
 
+/* The tenant CA as proofs are checked against it, kept between admissions (loading it costs
+ * milliseconds of the loop's time) and loaded again when the file a session's worker was set
+ * up with is another, or has changed since (a reload, a renewed CA). */
+static struct {
+	struct gp_proof_ca *ca;
+	char path[4096];
+	struct stat st;
+} tenant_ca;
+
+static const struct gp_proof_ca *tenant_ca_for(const char *path, char *why, size_t whylen)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0) {
+		snprintf(why, whylen, "CA file %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (tenant_ca.ca && strcmp(tenant_ca.path, path) == 0 && st.st_dev == tenant_ca.st.st_dev &&
+	    st.st_ino == tenant_ca.st.st_ino && st.st_size == tenant_ca.st.st_size &&
+	    st.st_mtim.tv_sec == tenant_ca.st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == tenant_ca.st.st_mtim.tv_nsec)
+		return tenant_ca.ca;
+	gp_proof_ca_free(tenant_ca.ca);
+	tenant_ca.ca = NULL;
+	if (strlen(path) >= sizeof(tenant_ca.path)) {
+		snprintf(why, whylen, "the CA file's path is too long");
+		return NULL;
+	}
+	tenant_ca.ca = gp_proof_ca_new(path, why, whylen);
+	snprintf(tenant_ca.path, sizeof(tenant_ca.path), "%s", path);
+	tenant_ca.st = st;
+	return tenant_ca.ca;
+}
+
+/*
+ * The name the session's own credentials give it, found by the supervisor (docs/security.md
+ * "The supervisor names the tenant"): on the Unix socket the user the kernel named at
+ * hand-over; over mutual TLS the leaf of the chain the worker forwarded, once it verifies
+ * against the tenant CA and the client's signature over this session's nonce verifies with
+ * its key (src/proof.h). "" where there is none (TLS without tls_ca, plain TCP): then only a
+ * token names a tenant. Returns 0, or GP_EREFUSED with why.
+ */
+static int credential_name(struct gp_session *s, const Gp__AdmitRequest *req, char *out,
+			   size_t outlen, char *why, size_t whylen)
+{
+	const struct gp_proof_ca *ca;
+
+	out[0] = '\0';
+	if (s->transport == GP_TRANSPORT_UNIX) {
+		if (!s->peer_known) {
+			snprintf(why, whylen, "the pool cannot tell which user connected");
+			return GP_EREFUSED;
+		}
+		gp_user_name(s->peer_uid, out, outlen);
+		return 0;
+	}
+	if (s->transport != GP_TRANSPORT_TLS || !s->mtls)
+		return 0;
+	if (!s->tls_ca) {
+		snprintf(why, whylen, "the pool could not record its tenant CA (out of memory)");
+		return GP_EREFUSED;
+	}
+	if (!s->nonce_set) {
+		snprintf(why, whylen, "the pool has no nonce for this session's tenant proof");
+		return GP_EREFUSED;
+	}
+	ca = tenant_ca_for(s->tls_ca, why, whylen);
+	if (!ca)
+		return GP_EREFUSED;
+	return gp_proof_verify(ca, (enum gp_name_from)s->tenant_from, s->nonce, req->peer_chain,
+			       req->n_peer_chain, &req->proof_signature, &req->proof_exporter, out,
+			       outlen, why, whylen);
+}
+
+/* A worker that claims what the session's credentials do not say has been taken over (by
+ * its client, during TLS or Hello): it is told nothing and ended at once. */
+static void compromised(struct gp_session *s, const char *claim, const char *why)
+{
+	snprintf(s->tenant, sizeof(s->tenant), "unknown");
+	s->refused = true;
+	gp_log_warnx("session %llu from %s: its worker claims tenant \"%s\", but %s: the worker is "
+		     "taken to be compromised; ending it",
+		     (unsigned long long)s->id, s->client_addr, claim, why);
+	reply(s, GP_EREFUSED, "the pool ended this session: its worker misreported the tenant");
+	gp__session_kill(s, SIGKILL);
+}
+
 void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 {
 	struct gp_daemon *d = s->d;
-	char why[256];
+	char why[256], named[sizeof(s->tenant)];
 	int r;
 
 	if (s->claim.state != GP_CLAIM_IDLE) {
@@ -71,17 +162,32 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	}
 	snprintf(s->client_host, sizeof(s->client_host), "%s", req->client_host);
 	snprintf(s->program, sizeof(s->program), "%s", req->program);
-	snprintf(s->cert_name, sizeof(s->cert_name), "%s", req->tenant);
 	s->client_pid = req->client_pid;
 	s->claim.want_gpus = req->gpus;
 	s->claim.want_memory = req->memory;
 	s->claim.want_compute = req->compute;
 	s->claim.preemptible = req->preemptible;
 	s->claim.tenant = s->tenant;
-	/* The tenant: the certificate's name (or on the Unix socket the user's), else what a
-	 * known token names, else default. Plain TCP proves nothing else: a token is required. */
-	if (req->tenant && *req->tenant) {
-		snprintf(s->tenant, sizeof(s->tenant), "%s", req->tenant);
+	/* The tenant: the certificate's name (or on the Unix socket the user's) as the supervisor
+	 * itself finds it, else what a known token names, else default. Plain TCP proves nothing
+	 * else: a token is required. The worker's own view must agree. */
+	r = credential_name(s, req, named, sizeof(named), why, sizeof(why));
+	if (r) {
+		snprintf(s->tenant, sizeof(s->tenant), "unknown");
+		refuse(s, why);
+		return;
+	}
+	if (strcmp(req->tenant ? req->tenant : "", named) != 0) {
+		if (named[0])
+			snprintf(why, sizeof(why), "its credentials name \"%s\"", named);
+		else
+			snprintf(why, sizeof(why), "its session's credentials name no tenant");
+		compromised(s, req->tenant ? req->tenant : "", why);
+		return;
+	}
+	snprintf(s->cert_name, sizeof(s->cert_name), "%s", named);
+	if (named[0]) {
+		snprintf(s->tenant, sizeof(s->tenant), "%s", named);
 	} else if (req->token && *req->token) {
 		const char *t = gp_config_token_tenant(d->cfg, req->token);
 

@@ -6,7 +6,9 @@
  * supervisor.c  accepting clients, spawning and reaping workers (warm ones ahead), the control channel
  * pending.c     connections before their worker: the first-message watch, per-listener
  *               and per-address budgets, the FIFO to handshake slots
- * admission.c   admission's I/O: who the tenant is, replies and logs over pool.c's decisions
+ * admission.c   admission's I/O: who the tenant is (found here, never the worker's word:
+ *               SO_PEERCRED, a tenant proof checked with src/proof.h), replies and logs
+ *               over pool.c's decisions
  * pool.c        the admission core, no I/O: placement (memory and compute shares), the
  *               reservation ledger, tenant limits and guarantees, the wait queue and its
  *               order (pool.h; docs/scheduling.md; tests/unit/test_pool.c)
@@ -83,7 +85,15 @@ struct gp_session {
 	time_t started;
 	uint64_t term_at; /* uv_now() when it was asked to end; 0: not asked */
 	/* For its accounting record (accounting.c). */
-	char cert_name[128];  /* the certificate's (on the Unix socket: the user's) name, or "" */
+	char cert_name[128]; /* the certificate's (on the Unix socket: the user's) name, or "" */
+	/* What admission names the tenant from, the supervisor's own (admission.c): this
+	 * session's TENANT_CHALLENGE nonce, the CA and tenant_from its worker was set up with,
+	 * and on the Unix socket the peer's uid as the kernel gave it at hand-over. */
+	uint8_t nonce[32];
+	bool nonce_set, peer_known, mtls;
+	uid_t peer_uid;
+	char *tls_ca; /* mtls: the session's TLS asked for a client certificate from this CA */
+	int tenant_from;
 	int64_t started_ms;   /* unix milliseconds at accept */
 	int64_t admitted_ms;  /* unix milliseconds at admission; 0: never admitted */
 	uint64_t admitted_at; /* uv_now() at admission */

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/rand.h>
 #include <systemd/sd-daemon.h>
 
 #include "conn.h"
@@ -76,6 +77,7 @@ static void free_unspawned(struct gp_session *s)
 	if (s->stats)
 		munmap(s->stats, GP_STATS_SIZE);
 	gp_frame_decoder_deinit(&s->dec);
+	free(s->tls_ca);
 	free(s);
 }
 
@@ -109,6 +111,7 @@ static void session_free_if_closed(struct gp_session *s)
 	if (s->stats)
 		munmap(s->stats, GP_STATS_SIZE);
 	gp_frame_decoder_deinit(&s->dec);
+	free(s->tls_ca);
 	free(s);
 	notify_status(d);
 	if (d->stopping && d->nsessions == 0)
@@ -524,6 +527,12 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 		       enum gp_transport transport)
 {
 	Gp__WorkerSetup setup = GP__WORKER_SETUP__INIT;
+	struct ucred cr;
+	socklen_t crlen = sizeof(cr);
+	/* The Unix socket's peer, from the kernel, before the worker has the socket: admission
+	 * names the local tenant from this, never from the worker. */
+	bool cred = transport == GP_TRANSPORT_UNIX &&
+		    getsockopt(client_fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0;
 	struct gp_session *s = warm_take(d, client_fd);
 	bool warm = s != NULL;
 
@@ -532,6 +541,21 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 	close(client_fd);
 	if (!s)
 		return;
+	s->peer_known = cred;
+	s->peer_uid = cred ? cr.uid : (uid_t)-1;
+	s->tenant_from = (int)d->cfg->tenant_from;
+	s->mtls = transport == GP_TRANSPORT_TLS && d->cfg->tls_ca && *d->cfg->tls_ca;
+	if (s->mtls)
+		s->tls_ca = strdup(d->cfg->tls_ca); /* NULL when out of memory: refused */
+	/* The nonce a client's tenant proof must sign (src/proof.h): fresh for each session. */
+	s->nonce_set = RAND_bytes(s->nonce, sizeof(s->nonce)) == 1;
+	if (s->nonce_set) {
+		setup.tenant_nonce.data = s->nonce;
+		setup.tenant_nonce.len = sizeof(s->nonce);
+	} else {
+		gp_log_error("session: no random bytes for its tenant nonce; certificate clients "
+			     "are refused");
+	}
 	s->id = d->next_id++;
 	gp__cgroup_name(s);
 	s->started = time(NULL);

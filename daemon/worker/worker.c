@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 #include "config.h"
 #include "error.h"
 #include "log.h"
+#include "proof.h"
 #include "worker.h"
 
 /* Set by SIGTERM (poolctl evict, idle timeout, drain): finish the current call, then end. */
@@ -269,8 +269,120 @@ static bool wait_admission(struct gp_worker *w)
 	}
 }
 
+static void socket_timeouts(int fd, unsigned secs);
+
+/* What a client with a certificate proved (prove()), for AdmitRequest. */
+struct proof {
+	ProtobufCBinaryData chain[GP_PROOF_CHAIN_MAX]; /* DER, the leaf first; OPENSSL_malloc'd */
+	size_t nchain;
+	uint8_t exporter[GP_PROOF_EXPORTER_LEN];
+	ProtobufCBinaryData sig; /* malloc'd */
+};
+
+static void proof_free(struct proof *p)
+{
+	for (size_t i = 0; i < p->nchain; i++)
+		OPENSSL_free(p->chain[i].data);
+	free(p->sig.data);
+	memset(p, 0, sizeof(*p));
+}
+
+static int chain_add(struct proof *p, X509 *x)
+{
+	unsigned char *der = NULL;
+	int len;
+
+	if (p->nchain >= GP_PROOF_CHAIN_MAX)
+		return -1;
+	len = i2d_X509(x, &der);
+	if (len <= 0)
+		return -1;
+	p->chain[p->nchain].data = der;
+	p->chain[p->nchain++].len = (size_t)len;
+	return 0;
+}
+
+/*
+ * A client that presented a certificate proves it holds the certificate's key, for the nonce
+ * the supervisor gave this session (src/proof.h): TENANT_CHALLENGE, then its TENANT_PROOF,
+ * within what is left of the handshake's deadline (limit seconds). What it sends is kept for
+ * admit(): the supervisor checks it, this worker does not (its word would not count). Without
+ * a certificate there is nothing to prove and no round trip. Returns 0 to go on, else the
+ * session is over.
+ */
+static int prove(struct gp_worker *w, const Gp__WorkerSetup *setup, const Gp__Hello *hello,
+		 unsigned limit, struct proof *p)
+{
+	Gp__TenantChallenge ch = GP__TENANT_CHALLENGE__INIT;
+	Gp__TenantProof *tp;
+	SSL *ssl = w->client->ssl;
+	X509 *leaf = ssl ? SSL_get0_peer_certificate(ssl) : NULL;
+	STACK_OF(X509) *rest = leaf ? SSL_get_peer_cert_chain(ssl) : NULL;
+	struct gp_frame_hdr h;
+	int ret;
+
+	if (!leaf)
+		return 0;
+	if (!hello->tenant_proof)
+		return refuse(
+			w, GP_EREFUSED,
+			"this client does not answer the pool's tenant proof (TENANT_CHALLENGE): "
+			"its interposer is older than the pool");
+	if (setup->tenant_nonce.len != GP_PROOF_NONCE_LEN) {
+		gp_log_error("session %llu: the supervisor gave no nonce for the tenant proof",
+			     (unsigned long long)w->session_id);
+		return refuse(w, GP_ENOTREADY, "the pool's supervisor gave no tenant nonce");
+	}
+	if (gp_proof_exporter(ssl, p->exporter))
+		return refuse(w, GP_ENOTREADY,
+			      "the pool cannot bind a tenant proof to this TLS connection");
+	if (chain_add(p, leaf))
+		return refuse(w, GP_ENOTREADY, "the client certificate cannot be forwarded");
+	/* On a server the peer's chain holds what it sent after its leaf. */
+	for (int i = 0; i < sk_X509_num(rest); i++) {
+		X509 *x = sk_X509_value(rest, i);
+
+		if (X509_cmp(x, leaf) != 0 && chain_add(p, x))
+			return refuse(w, GP_EREFUSED, "the client's certificate chain is too long");
+	}
+	ch.nonce = setup->tenant_nonce;
+	if (gp_conn_send(w->client, GP_MSG_TENANT_CHALLENGE, 0, 0, &ch.base, NULL, 0) ||
+	    gp_conn_flush(w->client)) {
+		gp_log_info("session %llu: sending TENANT_CHALLENGE: %s",
+			    (unsigned long long)w->session_id, w->client->err);
+		return 1;
+	}
+	alarm(limit);
+	socket_timeouts(w->client->fd, limit);
+	ret = gp_conn_recv(w->client, &h);
+	alarm(0);
+	socket_timeouts(w->client->fd, 0);
+	if (ret || h.type != GP_MSG_TENANT_PROOF || h.bulk_len) {
+		gp_log_info("session %llu from %s: no TENANT_PROOF: %s",
+			    (unsigned long long)w->session_id, w->client_addr,
+			    handshake_expired	? "none within the deadline"
+			    : w->client->err[0] ? w->client->err
+						: "wrong message");
+		return ret ? 1
+			   : refuse(w, GP_EREFUSED, "expected TENANT_PROOF after the challenge");
+	}
+	tp = (Gp__TenantProof *)gp_msg_unpack(GP_MSG_TENANT_PROOF, w->client->msg, h.msg_len);
+	if (!tp)
+		return refuse(w, GP_EREFUSED, "TENANT_PROOF does not decode");
+	if (tp->signature.len > 0 && tp->signature.len <= GP_PROOF_SIG_MAX) {
+		p->sig.data = malloc(tp->signature.len);
+		if (p->sig.data) {
+			memcpy(p->sig.data, tp->signature.data, tp->signature.len);
+			p->sig.len = tp->signature.len;
+		}
+	}
+	protobuf_c_message_free_unpacked(&tp->base, NULL);
+	/* An empty or oversized signature goes on as none: the supervisor says why. */
+	return 0;
+}
+
 /* Asks the supervisor to place the session. Returns 0 when admitted. */
-static int admit(struct gp_worker *w, const Gp__Hello *hello)
+static int admit(struct gp_worker *w, const Gp__Hello *hello, const struct proof *proof)
 {
 	Gp__AdmitRequest req = GP__ADMIT_REQUEST__INIT;
 	Gp__AdmitReply *rep;
@@ -278,7 +390,14 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello)
 	char msg[512];
 	int ret = 1;
 
-	req.tenant = w->tenant; /* the certificate's name, or "" */
+	req.tenant = w->tenant; /* our view only: the supervisor derives the tenant itself */
+	req.n_peer_chain = proof->nchain;
+	req.peer_chain = (ProtobufCBinaryData *)proof->chain;
+	req.proof_signature = proof->sig;
+	if (proof->nchain) {
+		req.proof_exporter.data = (uint8_t *)proof->exporter;
+		req.proof_exporter.len = sizeof(proof->exporter);
+	}
 	req.token = hello->token;
 	req.gpus = hello->gpus;
 	req.memory = hello->memory;
@@ -424,34 +543,17 @@ static int warm_wait(void)
 	return 0;
 }
 
-/* The name of the user at the other end of a Unix socket; "uid:N" for a uid without one. */
+/* The name of the user at the other end of a Unix socket (gp_user_name), "" when the kernel
+ * does not say. Only this worker's view, for its log and its claim: the supervisor reads the
+ * peer's credentials itself when it accepts the connection. */
 static void local_user(int fd, char *out, size_t outlen)
 {
-	struct passwd pw, *found = NULL;
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
-	size_t bufsize = 1024;
-	char *buf = NULL;
-	int e = ERANGE;
 
 	out[0] = '\0';
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
-		return;
-	/* Entries can be long (many groups, long fields): grow the buffer until one fits. */
-	while (e == ERANGE && bufsize <= (1u << 20)) {
-		char *nb = realloc(buf, bufsize);
-
-		if (!nb)
-			break;
-		buf = nb;
-		e = getpwuid_r(cr.uid, &pw, buf, bufsize, &found);
-		bufsize *= 4;
-	}
-	if (e == 0 && found)
-		snprintf(out, outlen, "%s", found->pw_name);
-	else
-		snprintf(out, outlen, "uid:%u", (unsigned)cr.uid);
-	free(buf);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0)
+		gp_user_name(cr.uid, out, outlen);
 }
 
 /* Blocking reads and writes on fd give up after secs seconds of silence (0: never). */
@@ -569,9 +671,10 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 {
 	struct sigaction sa = {.sa_handler = on_alarm};
 	struct gp_frame_hdr h;
+	struct proof proof = {0};
 	Gp__Hello *hello;
 	SSL_CTX *ctx = NULL;
-	unsigned limit = setup->handshake_timeout ? setup->handshake_timeout : 15;
+	unsigned limit = setup->handshake_timeout ? setup->handshake_timeout : 15, left;
 	char err[512], msg[256], badname[256] = "";
 	int ret = 1;
 
@@ -615,7 +718,7 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 						: "wrong message");
 		goto out_ctx;
 	}
-	alarm(0);
+	left = alarm(0); /* what the proof, if any, may still take */
 	socket_timeouts(w->client->fd, 0);
 	hello = (Gp__Hello *)gp_msg_unpack(GP_MSG_HELLO, w->client->msg, h.msg_len);
 	if (!hello) {
@@ -642,8 +745,11 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 					  : ", user ",
 			    w->tenant);
 		w->client_stderr = hello->stderr_output;
-		ret = admit(w, hello);
+		ret = prove(w, setup, hello, left ? left : 1, &proof);
+		if (ret == 0)
+			ret = admit(w, hello, &proof);
 	}
+	proof_free(&proof);
 	protobuf_c_message_free_unpacked(&hello->base, NULL);
 	if (ret == 0)
 		ret = load_driver(w, setup->driver);

@@ -64,6 +64,9 @@
 	/* OUTPUT_ERR: bulk only; what the driver wrote to stderr (device assert messages), */   \
 	/* for the client's stderr; sent only to a client whose Hello says stderr_output */      \
 	X(OUTPUT_ERR, 9, none)                                                                   \
+	/* TENANT_CHALLENGE: worker -> client after Hello, mTLS only; TENANT_PROOF answers */    \
+	X(TENANT_CHALLENGE, 320, tenant_challenge)                                               \
+	X(TENANT_PROOF, 321, tenant_proof)                                                       \
 	/* supervisor <-> worker */                                                              \
 	X(WORKER_SETUP, 200, worker_setup)                                                       \
 	X(ADMIT_REQUEST, 201, admit_request)                                                     \
