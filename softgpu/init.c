@@ -127,7 +127,8 @@ static int visible_devices(const struct sg_device *all, int n, struct cand *map)
 		if (dup)
 			break;
 		if (found.mig >= 0 && mig) {
-			sg_log("CUDA_VISIBLE_DEVICES: %s passed over: a process uses one MIG instance",
+			sg_log("CUDA_VISIBLE_DEVICES: %s passed over: a process uses one MIG "
+			       "instance",
 			       tok);
 			continue;
 		}
@@ -191,7 +192,8 @@ static void do_init(void)
 			const struct sg_mig_instance *in = &sg_mig[d->phys].inst[d->mig];
 
 			/* NVIDIA names an instance "<GPU> MIG 1g.10gb" and reports its UUID. */
-			snprintf(d->name, sizeof(d->name), "%.200s MIG %s", sg_cfg.name, in->profile);
+			snprintf(d->name, sizeof(d->name), "%.200s MIG %s", sg_cfg.name,
+				 in->profile);
 			d->uuid = in->uuid;
 			d->mem_total = in->memory;
 			d->sm_count = in->sm_count * sg_cfg.thread_pct / 100;

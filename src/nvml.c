@@ -40,8 +40,8 @@
 #define MAX_DEVICES 64
 
 struct nvmlDevice_st {
-	int ordinal; /* NVML's index; a MIG handle: the MIG GPU's number (mig_gpu's i) */
-	int mig;     /* a MIG handle: the instance's index; -1: a device */
+	int ordinal;  /* NVML's index; a MIG handle: the MIG GPU's number (mig_gpu's i) */
+	int mig;      /* a MIG handle: the instance's index; -1: a device */
 	bool sampled; /* busy/at hold the previous utilization sample */
 	uint64_t busy[2];
 	uint64_t at;
@@ -500,10 +500,9 @@ static void uuid_bytes_text(const char *prefix, const CUuuid *u, char out[48])
 {
 	const unsigned char *b = (const unsigned char *)u->bytes;
 
-	snprintf(out, 48,
-		 "%s%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", prefix,
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-		 b[13], b[14], b[15]);
+	snprintf(out, 48, "%s%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 prefix, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+		 b[12], b[13], b[14], b[15]);
 }
 
 static nvmlReturn_t uuid_text(int ordinal, char out[48])
@@ -541,7 +540,8 @@ GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevi
 	for (int i = 0; i < n; i++) {
 		char s[48];
 
-		if (!cuda_is_mig(i) && uuid_text(i, s) == NVML_SUCCESS && strcasecmp(s, uuid) == 0) {
+		if (!cuda_is_mig(i) && uuid_text(i, s) == NVML_SUCCESS &&
+		    strcasecmp(s, uuid) == 0) {
 			*device = &devices[nvml_index(i)];
 			return NVML_SUCCESS;
 		}
@@ -754,8 +754,7 @@ GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned i
 }
 
 /* The most MIG devices a GPU in MIG mode can hold (7); 0 for any other device. */
-GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
-							   unsigned int *count)
+GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
 {
 	int o, mig, inst;
 	nvmlReturn_t r = any_arg(device, &o, &mig, &inst, NULL);

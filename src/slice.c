@@ -8,7 +8,8 @@
 #include "config.h" /* gp_parse_size */
 #include "slice.h"
 
-#define SYNTAX "expected a MIG profile such as 1g.10gb, or mem>=SIZE and/or sms>=N, e.g. mem>=8G,sms>=20"
+#define SYNTAX \
+	"expected a MIG profile such as 1g.10gb, or mem>=SIZE and/or sms>=N, e.g. mem>=8G,sms>=20"
 
 static int fail(char *err, size_t len, const char *s, const char *why)
 {
@@ -28,7 +29,8 @@ static bool is_profile(const char *s)
 	if (!isdigit((unsigned char)*p))
 		return false;
 	n = strtoul(p, &end, 10);
-	if (tolower((unsigned char)end[0]) != 'g' || end[1] != '.' || !isdigit((unsigned char)end[2]))
+	if (tolower((unsigned char)end[0]) != 'g' || end[1] != '.' ||
+	    !isdigit((unsigned char)end[2]))
 		return false;
 	m = strtoul(end + 2, &end, 10);
 	return n >= 1 && n <= 7 && m >= 1 && m <= 99999 && strcasecmp(end, "gb") == 0 &&
@@ -57,7 +59,8 @@ int gp_slice_parse(const char *s, struct gp_slice *out, char *err, size_t errlen
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (strncmp(tok, "mem>=", 5) == 0) {
-			if (out->min_mem || gp_parse_size(tok + 5, &out->min_mem) || out->min_mem == 0)
+			if (out->min_mem || gp_parse_size(tok + 5, &out->min_mem) ||
+			    out->min_mem == 0)
 				return fail(err, errlen, s, "mem>= takes a size above 0, once");
 		} else if (strncmp(tok, "sms>=", 5) == 0) {
 			char *end;

@@ -42,7 +42,7 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 		const struct gp_pool_gpu *gpu = &d->pool.gpu[g];
 		uint64_t room = gpu->total_mem - gpu->reserved, m = per_gpu(cfg, q->memory, gpu);
 
-		if (gpu->draining)
+		if (gpu->draining || !gp_pool_target(gpu)) /* a GPU in MIG mode: its instances */
 			continue;
 		open++;
 		out->unreserved += room;

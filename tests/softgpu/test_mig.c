@@ -81,14 +81,14 @@ static void nvml_view(struct view *v)
 				v->itotal[i][k] = m.total;
 			nvmlDeviceGetGpuInstanceId(mh, &v->gi[i][k]);
 			nvmlDeviceGetComputeInstanceId(mh, &v->ci[i][k]);
-			v->parent_ok[i][k] =
-				nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mh, &back) ==
-					NVML_SUCCESS &&
-				back == h;
+			v->parent_ok[i][k] = nvmlDeviceGetDeviceHandleFromMigDeviceHandle(
+						     mh, &back) == NVML_SUCCESS &&
+					     back == h;
 			v->by_uuid_ok[i][k] =
 				nvmlDeviceGetHandleByUUID(v->uuid_s[i][k], &by) == NVML_SUCCESS &&
 				by == mh;
-			v->is_mig[i][k] = nvmlDeviceIsMigDeviceHandle(mh, &is) == NVML_SUCCESS && is;
+			v->is_mig[i][k] =
+				nvmlDeviceIsMigDeviceHandle(mh, &is) == NVML_SUCCESS && is;
 			v->pci_mig = nvmlDeviceGetPciInfo_v3(mh, &pci);
 		}
 	}
@@ -131,8 +131,8 @@ static struct view look(const char *devices, const char *mig, const char *vis, c
 			for (int d = 0; d < v.count && d < 2; d++) {
 				cuDeviceGetName(v.name[d], sizeof(v.name[d]), d);
 				cuDeviceTotalMem(&v.mem[d], d);
-				cuDeviceGetAttribute(&v.sms[d], CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-						     d);
+				cuDeviceGetAttribute(&v.sms[d],
+						     CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d);
 				cuDeviceGetUuid_v2(&v.uuid[d], d);
 			}
 			if (cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS &&
@@ -309,7 +309,8 @@ static void test_bad(void **state)
 		{"0:1g.1gb,,1g.1gb", "an empty profile"},
 		{"x", "starts with a GPU index"},
 		{"0", "starts with a GPU index"},
-		{"0:1g.1gb,1g.1gb,1g.1gb,1g.1gb,1g.1gb,1g.1gb,1g.1gb,1g.1gb", "at most 7 instances"},
+		{"0:1g.1gb,1g.1gb,1g.1gb,1g.1gb,1g.1gb,1g.1gb,1g.1gb,1g.1gb",
+		 "at most 7 instances"},
 	};
 
 	(void)state;
