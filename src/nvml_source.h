@@ -29,8 +29,9 @@ struct gp__nvml_mig_instance {
 	CUuuid uuid;	  /* "MIG-..." in text */
 	uint64_t memory;  /* bytes */
 	unsigned sm_count;
-	unsigned slices;     /* GPU instance slices, of 7 */
-	unsigned gpu_instance, compute_instance; /* NVML's ids */
+	unsigned slices; /* GPU instance slices, of 7 */
+	/* NVML's ids */
+	unsigned gpu_instance, compute_instance;
 };
 
 struct gp__nvml_mig_gpu {

@@ -151,7 +151,7 @@ struct gp_daemon {
 	char nvml_library[512]; /* the NVML the inventory cross-checked with, "" when none */
 	char nvml_driver_version[96];
 	struct gp_gpu gpus[GP_POOL_MAX_GPUS]; /* names of pool.gpu[0..pool.ngpus) */
-	struct gp_pool pool;			  /* the GPUs' ledger, who holds what, who waits */
+	struct gp_pool pool;		      /* the GPUs' ledger, who holds what, who waits */
 	struct gp_session *sessions;
 	unsigned nsessions;
 	struct gp_pending *pending; /* oldest first */

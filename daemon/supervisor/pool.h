@@ -69,11 +69,11 @@ struct gp_pool_gpu {
 	unsigned compute; /* percent of its compute granted to claims placed here, at most 100 */
 	bool draining;	  /* takes no new claims */
 	/* MIG: set by the caller after gp_pool_add_gpu */
-	bool mig;	   /* in MIG mode: not a target itself */
-	bool instance;	   /* a MIG instance of the GPU whose index is parent */
+	bool mig;      /* in MIG mode: not a target itself */
+	bool instance; /* a MIG instance of the GPU whose index is parent */
 	uint32_t parent;
-	uint32_t sms;	   /* multiprocessors; 0: not known */
-	char profile[16];  /* an instance's, "1g.10gb" */
+	uint32_t sms;	  /* multiprocessors; 0: not known */
+	char profile[16]; /* an instance's, "1g.10gb" */
 };
 
 enum gp_claim_state {
