@@ -56,6 +56,8 @@ int gp_slice_parse(const char *s, struct gp_slice *out, char *err, size_t errlen
 	}
 	if (strncmp(s, "mem", 3) != 0 && strncmp(s, "sms", 3) != 0)
 		return fail(err, errlen, s, "not a profile");
+	if (s[strlen(s) - 1] == ',' || strstr(s, ",,"))
+		return fail(err, errlen, s, "an empty minimum");
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (strncmp(tok, "mem>=", 5) == 0) {
