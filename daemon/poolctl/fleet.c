@@ -527,7 +527,7 @@ int poolctl_quote(struct poolctl *pc, int argc, char **argv)
 		if (i + 1 >= argc) {
 			fprintf(stderr,
 				"usage: poolctl --pool ENDPOINTS quote [--gpus N] [--memory "
-				"SIZE] [--compute PERCENT] [--token TOKEN]\n");
+				"SIZE] [--compute PERCENT] [--slice SLICE] [--token TOKEN]\n");
 			return 2;
 		}
 		if (strcmp(argv[i], "--gpus") == 0) {
@@ -551,6 +551,8 @@ int poolctl_quote(struct poolctl *pc, int argc, char **argv)
 				return 2;
 			}
 			q.compute = (uint32_t)v;
+		} else if (strcmp(argv[i], "--slice") == 0) {
+			q.slice = argv[++i]; /* the daemon's to judge, as a client's */
 		} else if (strcmp(argv[i], "--token") == 0) {
 			q.token = argv[++i];
 		} else {

@@ -60,6 +60,12 @@ static bool draining(const struct gp_pool *p, const struct gp_pool_gpu *g)
 	return false;
 }
 
+bool gp_pool_eligible(const struct gp_pool *p, const struct gp_claim *c,
+		      const struct gp_pool_gpu *g)
+{
+	return p && c && eligible(c, g) && !draining(p, g);
+}
+
 static uint32_t gpus_asked(const struct gp_claim *c)
 {
 	return c->want_gpus ? c->want_gpus : 1;
