@@ -18,7 +18,7 @@ READY*" total $G uuid "*" sms 10"*) ;;
 *) fail "softgpu should show the first instance (2 GiB, 10 SMs): $(cat "$T/direct0.out")" ;;
 esac
 
-gp_config "placement spread" "queue_timeout 30"
+gp_config "placement spread" "queue_timeout 30" "metrics_listen 127.0.0.1:0"
 gp_start
 assert_status '.nvml != null' "the inventory should have found softgpu's NVML"
 assert_status '[.gpus[] | select(.mig)] | length == 1' "one GPU in MIG mode"
@@ -30,6 +30,12 @@ assert_status '[.gpus[] | select(.instance) | [.profile, .memory_total, .sms, .g
 assert_status '[.gpus[] | select(.instance) | .uuid] | unique | length == 2' "two UUIDs"
 grep -q "MIG instance 1g.2gb of GPU 64, 2048 MiB, 10 SMs" "$T/daemon.log" ||
 	fail "the inventory should log each instance"
+url=$(grep -o "http://[0-9.:]*/metrics" "$T/daemon.log" | head -n 1)
+curl -sf "$url" >"$T/metrics" || fail "GET $url"
+grep -q '^gpupool_gpu_mig_instance{gpu="129",parent="64",profile="2g.4gb",sms="20"} 1$' \
+	"$T/metrics" || fail "metrics: $(grep mig "$T/metrics")"
+grep -q '^gpupool_gpu_memory_total_bytes{gpu="128",name="softgpu MIG 1g.2gb"} 2147483648$' "$T/metrics" ||
+	fail "metrics: instance 128's memory: $(grep memory_total "$T/metrics")"
 
 # Two sessions without a slice, each a whole target: one per instance, each sees only its own.
 hold A 4096 --sms
