@@ -96,6 +96,12 @@ case "$HELD" in READY*) ;; *) fail "sms>=5,mem>=1G: $HELD" ;; esac
 # Both instances match the last: binpack takes 128, which has less room left (2 GiB to 3 GiB).
 assert_status '[.sessions[].gpus[0]] | sort == [128, 129, 129]' \
 	"binpack: the instance with the least room that fits, for each"
+# A compute share on an instance is a share of the instance: 50% of its 20 SMs.
+GPUPOOL_SLICE=2g.4gb GPUPOOL_COMPUTE=50% hold H 4096 --sms
+case "$HELD" in READY*" sms 10") ;; *) fail "50% of the 2g.4gb instance should be 10 SMs: $HELD" ;; esac
+assert_status '(.gpus[] | select(.index == 129)) | [.compute_reserved, .sessions] == [50, 3]' \
+	"the share is granted on the instance"
+release H
 # A session without a slice still goes by memory, on instances alike.
 hold N 4096
 case "$HELD" in READY*) ;; *) fail "a session without a slice: $HELD" ;; esac

@@ -287,6 +287,27 @@ static void test_mixed(void **state)
 	assert_int_equal(w.count, 1);
 	assert_int_equal(w.nv_count, 2);
 	assert_int_equal(w.ninst[1], 1);
+	/* Two GPUs in MIG mode: CUDA lists GPU 0's first instance alone; naming GPU 1's and then
+	 * GPU 0's gives GPU 1's alone, the other passed over (and said so). */
+	w = look("2", "0:1g.1gb;1:2g.2gb", NULL, NULL);
+	CK(w.init);
+	assert_int_equal(w.count, 1);
+	assert_int_equal(w.mem[0], 1ull << 30);
+	assert_int_equal(w.nv_count, 2);
+	assert_int_equal(w.mode[0], NVML_DEVICE_MIG_ENABLE);
+	assert_int_equal(w.mode[1], NVML_DEVICE_MIG_ENABLE);
+	{
+		char two[100];
+		struct view x;
+
+		snprintf(two, sizeof(two), "%s,%s", w.uuid_s[1][0], w.uuid_s[0][0]);
+		x = look("2", "0:1g.1gb;1:2g.2gb", two, NULL);
+		CK(x.init);
+		assert_int_equal(x.count, 1);
+		assert_int_equal(x.mem[0], 2ull << 30);
+		assert_int_equal(x.sms[0], 20);
+		assert_non_null(strstr(x.err, "passed over: a process uses one MIG instance"));
+	}
 	/* A GPU in MIG mode with no instance is no CUDA device. */
 	w = look("1", "0:", NULL, NULL);
 	assert_int_equal(w.init, CUDA_ERROR_NO_DEVICE);
