@@ -177,6 +177,20 @@ static bool mig_supported(const struct nvml *nv)
 	       nv->mig_by_index && nv->attributes && nv->gi_id && nv->ci_id;
 }
 
+/* h's memory as CUDA counts it: NVML's v2 total less its reserve, or its v1 total; 0 when
+ * NVML does not say. */
+static uint64_t cuda_total(const struct nvml *nv, nvmlDevice_t h)
+{
+	nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
+	nvmlMemory_t m1;
+
+	if (nv->memory_v2 && nv->memory_v2(h, &m2) == NVML_SUCCESS && m2.total >= m2.reserved)
+		return m2.total - m2.reserved;
+	if (nv->memory(h, &m1) == NVML_SUCCESS)
+		return m1.total;
+	return 0;
+}
+
 /* Adds MIG GPU g's instances (handle h) to mig. */
 static void list_instances(const struct nvml *nv, nvmlDevice_t h, unsigned g,
 			   struct gp__mig_list *mig)
@@ -191,7 +205,6 @@ static void list_instances(const struct nvml *nv, nvmlDevice_t h, unsigned g,
 		nvmlDeviceAttributes_t a;
 		char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
 		nvmlDevice_t m;
-		uint64_t total;
 
 		if (nv->mig_by_index(h, i, &m) != NVML_SUCCESS)
 			continue; /* NOT_FOUND: no instance at that index */
@@ -211,8 +224,9 @@ static void list_instances(const struct nvml *nv, nvmlDevice_t h, unsigned g,
 		e->nvml = GP_NVML_MATCH;
 		profile_of(e->name, e->profile, sizeof(e->profile));
 		e->sms = a.multiprocessorCount;
-		memory_matches(nv, m, 0, &total);
-		e->memory = total ? total : a.memorySizeMB << 20;
+		e->memory = cuda_total(nv, m);
+		if (e->memory == 0)
+			e->memory = a.memorySizeMB << 20;
 		mig->n++;
 	}
 }
@@ -230,7 +244,6 @@ static void list_mig(const struct nvml *nv, struct gp__mig_list *mig)
 		char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
 		unsigned cur = 0, pending = 0;
 		nvmlDevice_t h;
-		uint64_t total;
 
 		if (nv->by_index(i, &h) != NVML_SUCCESS ||
 		    nv->mig_mode(h, &cur, &pending) != NVML_SUCCESS ||
@@ -246,8 +259,7 @@ static void list_mig(const struct nvml *nv, struct gp__mig_list *mig)
 		e->gpu = g;
 		e->cuda = -1;
 		e->nvml = GP_NVML_MATCH;
-		memory_matches(nv, h, 0, &total);
-		e->memory = total;
+		e->memory = cuda_total(nv, h);
 		mig->n++;
 		list_instances(nv, h, g, mig);
 		g++;
