@@ -1,7 +1,7 @@
 #!/bin/bash
 # Quotes over MIG instances: a GPU in MIG mode counts by its instances, never whole; with a
 # slice (poolctl quote --slice, as the client's GPUPOOL_SLICE) only matching instances count;
-# a malformed slice is named in the reason.
+# a malformed slice is named in the reason. The fleet's status counts instances, not their GPU.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fleet.sh"
 export SOFTGPU_SMS=70 SOFTGPU_MIG="0:1g.2gb,2g.4gb"
@@ -29,5 +29,9 @@ jq -e '[.fits, .free_gpus, .draining] == [false, 0, false]' "$T/q.json" >/dev/nu
 quote --slice "mem>=8Q" >"$T/q.json"
 jq -e '.fits == false and (.reason | test("GPUPOOL_SLICE=mem>=8Q: mem>= takes a size"))' \
 	"$T/q.json" >/dev/null || { cat "$T/q.json"; fail "a malformed slice should be named"; }
+# The fleet's view counts the instances, not the GPU in MIG mode as well.
+fpoolctl ops-ro --pool "$POOL" status --json >"$T/fleet.json"
+jq -e '[.fleet.gpus, .fleet.memory_total] == [2, 6442450944] and ([.hosts[0].gpus[] | select(.instance)] | length == 2)' \
+	"$T/fleet.json" >/dev/null || { cat "$T/fleet.json"; fail "fleet status over MIG"; }
 fleet_stop 2
 echo PASS
