@@ -295,11 +295,15 @@ static void print_sessions(const Gp__AdminReply *r)
 static void print_tables(const Gp__AdminReply *r)
 {
 	char a[32];
+	size_t targets = 0;
+
+	for (size_t i = 0; i < r->n_gpu; i++) /* a GPU in MIG mode is counted by its instances */
+		targets += !r->gpu[i]->mig;
 
 	printf("gpupool %s on %s%s%s%s%s, up %s, %zu GPU%s, %zu session%s, %u warm worker%s%s\n\n",
 	       r->version, r->listen, *r->listen_plain ? ", plain " : "", r->listen_plain,
 	       *r->listen_unix ? ", local " : "", r->listen_unix, age(r->started, a, sizeof(a)),
-	       r->n_gpu, r->n_gpu == 1 ? "" : "s", r->n_session, r->n_session == 1 ? "" : "s",
+	       targets, targets == 1 ? "" : "s", r->n_session, r->n_session == 1 ? "" : "s",
 	       r->warm_workers, r->warm_workers == 1 ? "" : "s", r->draining ? ", draining" : "");
 	print_gpus(r);
 	printf("\n");
