@@ -28,6 +28,9 @@ assert_status '(.gpus[] | select(.mig)) as $p | $p.instances == [.gpus[] | selec
 assert_status '[.gpus[] | select(.instance) | [.profile, .memory_total, .sms, .gpu_instance, .nvml]] == [["1g.2gb", 2147483648, 10, 1, "match"], ["2g.4gb", 4294967296, 20, 2, "match"]]' \
 	"each instance's profile, memory, SMs, NVML ids as NVML lists them"
 assert_status '[.gpus[] | select(.instance) | .uuid] | unique | length == 2' "two UUIDs"
+direct=$(sed -n 's/.*uuid GPU-\([0-9a-f-]*\).*/\1/p' "$T/direct0.out")
+assert_status "(.gpus[] | select(.index == 128) | .uuid) == \"MIG-$direct\"" \
+	"instance 128 should be the one softgpu's CUDA shows first, by UUID"
 grep -q "MIG instance 1g.2gb of GPU 64, 2048 MiB, 10 SMs" "$T/daemon.log" ||
 	fail "the inventory should log each instance"
 url=$(grep -o "http://[0-9.:]*/metrics" "$T/daemon.log" | head -n 1)
