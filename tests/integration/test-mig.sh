@@ -123,6 +123,13 @@ for bad in "1g" "mem>=" "mem>=8Q" "sms>=-1" "gpu>=1" "mem>=1G,mem>=2G" "8g.10gb"
 	case "$out" in *"GPUPOOL_SLICE=$bad: "*"expected a MIG profile"*"ERROR cuInit(0) CUDA_ERROR_INVALID_VALUE"*) ;;
 	*) fail "GPUPOOL_SLICE=$bad should be refused by the client, clearly: $out" ;; esac
 done
+# A client that skips the interposer's check: the daemon parses the slice itself, refuses it
+# with the reason, and logs it escaped (a newline in it starts no line of the log).
+out=$(RAW_SLICE=$'mem>=1G,bogus\nFAKE log line' "$GP_TESTBIN/raw_client" hold </dev/null 2>&1) &&
+	fail "a malformed slice sent raw was admitted: $out"
+grep -q "a minimum is mem>=SIZE or sms>=N" <<<"$out" || fail "the daemon's refusal: $out"
+grep -q "^FAKE" "$T/daemon.log" && fail "the slice's newline reached the log unescaped"
+assert_status '.sessions | map(select(.state == "active")) | length == 0' "nothing admitted"
 wait_for '.sessions | length == 0'
 gp_stop
 echo PASS
