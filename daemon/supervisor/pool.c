@@ -60,6 +60,15 @@ static bool draining(const struct gp_pool *p, const struct gp_pool_gpu *g)
 	return false;
 }
 
+uint32_t gp_pool_targets(const struct gp_pool *p)
+{
+	uint32_t n = 0;
+
+	for (uint32_t g = 0; p && g < p->ngpus; g++)
+		n += gp_pool_target(&p->gpu[g]);
+	return n;
+}
+
 bool gp_pool_eligible(const struct gp_pool *p, const struct gp_claim *c,
 		      const struct gp_pool_gpu *g)
 {

@@ -135,6 +135,8 @@ int gp_pool_add_gpu(struct gp_pool *p, uint32_t index, uint64_t total_mem);
 struct gp_pool_gpu *gp_pool_gpu(struct gp_pool *p, uint32_t index);
 /* May g take claims at all: not a GPU in MIG mode (draining aside)? */
 bool gp_pool_target(const struct gp_pool_gpu *g);
+/* How many entries are targets: whole GPUs and MIG instances. */
+uint32_t gp_pool_targets(const struct gp_pool *p);
 /* Could c go on g, room aside: a target, not draining (nor its GPU, for an instance), and a
  * MIG instance matching c's slice when c has one? */
 bool gp_pool_eligible(const struct gp_pool *p, const struct gp_claim *c,

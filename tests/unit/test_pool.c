@@ -819,6 +819,7 @@ static void test_mig_targets(void **state)
 
 	(void)state;
 	mig_pool(&p);
+	assert_int_equal(gp_pool_targets(&p), 3);
 	/* Whole targets, spread: the 20 GiB instance, the 10 GiB one, GPU 0; never GPU 64. */
 	assert_int_equal(ask(&p, cfg, &a, 0), GP_CLAIM_ADMITTED);
 	assert_int_equal(a.dev[0], 129);
