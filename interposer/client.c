@@ -20,6 +20,7 @@
 #include "log.h"
 #include "proof.h"
 #include "resolve.h"
+#include "slice.h"
 
 #define CONNECT_TIMEOUT_MS 10000
 
@@ -361,6 +362,8 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 	s = getenv("GPUPOOL_TOKEN");
 	hello->token = (char *)(s ? s : "");
 	hello->tenant_proof = true; /* answer_challenge */
+	s = getenv("GPUPOOL_SLICE"); /* checked by gp__connect */
+	hello->slice = (char *)(s ? s : "");
 }
 
 /* A pool turns a connection away by closing it (full, or shutting down): a hint for that. */
@@ -547,6 +550,16 @@ CUresult gp__connect(void)
 	if (!servers || !*servers) {
 		gp_log_error("GPUPOOL_SERVER is not set: no pool to send CUDA calls to");
 		return CUDA_ERROR_NO_DEVICE;
+	}
+	{
+		struct gp_slice sl;
+		char why[512];
+
+		/* A slice the pool could never read is the program's mistake: no pool is asked. */
+		if (gp_slice_parse(getenv("GPUPOOL_SLICE"), &sl, why, sizeof(why))) {
+			gp_log_error("%s", why);
+			return CUDA_ERROR_INVALID_VALUE;
+		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)t0.tv_nsec;

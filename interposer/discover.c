@@ -94,6 +94,8 @@ static int ask_quote(SSL_CTX *ctx, const struct gp_endpoint *ep, uint16_t port, 
 	if (s && *s && gp_parse_size(s, &q.memory))
 		q.memory = 0;		      /* as Hello asks: the default (fill_hello warns) */
 	q.compute = gp__compute_asked(false); /* fill_hello says when it is not a share */
+	s = getenv("GPUPOOL_SLICE");	      /* gp__connect has checked it */
+	q.slice = (char *)(s ? s : "");
 	s = getenv("GPUPOOL_TOKEN");
 	q.token = (char *)(s ? s : "");
 	req.command = "quote";

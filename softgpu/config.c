@@ -19,6 +19,7 @@
  * SOFTGPU_SMS      multiprocessors reported (default: as the GPU SOFTGPU_CC models, 40 for 7.5
  *                  and 13.0)
  * SOFTGPU_STATS    per-launch instruction counts on stderr
+ * SOFTGPU_MIG      GPUs in MIG mode and their instances, "0:1g.2gb,2g.4gb;1:3g.8gb" (mig.c)
  * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE  as an MPS client (1-100): that share of the SMs
  *                  reported and of the threads that run blocks, each at least 1
  * softgpu prints nothing else: stdout belongs to the program (and device printf).
@@ -99,10 +100,11 @@ int sg_config_load(void)
 	    env_uint("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", 100, 1, 100, &sg_cfg.thread_pct))
 		return CUDA_ERROR_INVALID_VALUE;
 	/* An MPS client with a thread percentage sees that share of the SMs. */
+	sg_cfg.sm_full = sg_cfg.sm_count;
 	sg_cfg.sm_count = sg_cfg.sm_count * sg_cfg.thread_pct / 100;
 	if (sg_cfg.sm_count == 0)
 		sg_cfg.sm_count = 1;
-	return 0;
+	return sg_mig_load();
 }
 
 unsigned sg_block_threads(void)

@@ -110,7 +110,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 1;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-		v = (int)sg_cfg.sm_count;
+		v = (int)dev->sm_count;
 		break;
 	case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT:
 		v = 0;

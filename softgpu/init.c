@@ -41,52 +41,98 @@ static void uuid_string(const CUuuid *u, char *out, size_t len)
 		 b[14], b[15]);
 }
 
+/* A device CUDA may enumerate: a whole GPU (mig -1) or a MIG instance of one. */
+struct cand {
+	int phys, mig;
+};
+
+/* The devices in the order a process without CUDA_VISIBLE_DEVICES sees them: the GPUs not in
+ * MIG mode, and in its GPU's place the first instance of the first GPU in MIG mode that has
+ * one (NVIDIA's CUDA enumerates one MIG instance per process). */
+static int default_devices(int n, struct cand *out)
+{
+	bool mig = false;
+	int count = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!sg_mig[i].enabled)
+			out[count++] = (struct cand){i, -1};
+		else if (!mig && sg_mig[i].ninst > 0)
+			out[count++] = (struct cand){i, 0}, mig = true;
+	}
+	return count;
+}
+
 /*
- * CUDA_VISIBLE_DEVICES, as NVIDIA's driver reads it: indices or (prefixes of)
- * GPU UUIDs, comma-separated, in the order given; an entry that names no
- * device ends the list; an empty value hides every device. Fills map with
- * physical indices and returns how many are visible.
+ * CUDA_VISIBLE_DEVICES, as NVIDIA's driver reads it: indices (into the list a process without
+ * it sees), (prefixes of) GPU UUIDs or MIG instance UUIDs, comma-separated, in the order given;
+ * an entry that names no device ends the list; an empty value hides every device. A GPU in MIG
+ * mode named by its GPU UUID stands for its first instance. Only the first MIG instance listed
+ * is enumerated (CUDA 11 and later enumerate one per process); later ones are passed over.
+ * Fills map and returns how many are visible.
  */
-static int visible_devices(const struct sg_device *all, int n, int *map)
+static int visible_devices(const struct sg_device *all, int n, struct cand *map)
 {
 	const char *env = getenv("CUDA_VISIBLE_DEVICES");
 	char buf[1024], *save = NULL;
-	int count = 0;
+	struct cand def[16];
+	int count = 0, ndef = default_devices(n, def);
+	bool mig = false;
 
 	if (env == NULL) {
-		for (int i = 0; i < n; i++)
-			map[i] = i;
-		return n;
+		memcpy(map, def, sizeof(def[0]) * (size_t)ndef);
+		return ndef;
 	}
 	snprintf(buf, sizeof(buf), "%s", env);
 	for (char *tok = strtok_r(buf, ",", &save); tok && count < n;
 	     tok = strtok_r(NULL, ",", &save)) {
-		int found = -1;
+		struct cand found = {-1, -1};
+		bool dup = false;
 
 		while (*tok == ' ')
 			tok++;
 		if (strncmp(tok, "GPU-", 4) == 0) {
-			for (int i = 0; i < n && found < 0; i++) {
+			for (int i = 0; i < n && found.phys < 0; i++) {
 				char u[64];
 
 				uuid_string(&all[i].uuid, u, sizeof(u));
-				if (strncmp(u, tok, strlen(tok)) == 0)
-					found = i;
+				if (strncmp(u, tok, strlen(tok)) != 0)
+					continue;
+				if (!sg_mig[i].enabled)
+					found = (struct cand){i, -1};
+				else if (sg_mig[i].ninst > 0)
+					found = (struct cand){i, 0};
+			}
+		} else if (strncmp(tok, "MIG-", 4) == 0) {
+			for (int i = 0; i < n && found.phys < 0; i++) {
+				for (int k = 0; k < sg_mig[i].ninst && found.phys < 0; k++) {
+					char u[64];
+
+					sg_mig_uuid_string(&sg_mig[i].inst[k].uuid, u, sizeof(u));
+					if (strncmp(u, tok, strlen(tok)) == 0)
+						found = (struct cand){i, k};
+				}
 			}
 		} else {
 			char *end;
 			long v = strtol(tok, &end, 10);
 
-			if (end != tok && *end == 0 && v >= 0 && v < n)
-				found = (int)v;
+			if (end != tok && *end == 0 && v >= 0 && v < ndef)
+				found = def[v];
 		}
-		if (found < 0)
+		if (found.phys < 0)
 			break;
 		for (int k = 0; k < count; k++)
-			if (map[k] == found)
-				found = -1;
-		if (found < 0)
+			dup = dup || (map[k].phys == found.phys && map[k].mig == found.mig);
+		if (dup)
 			break;
+		if (found.mig >= 0 && mig) {
+			sg_log("CUDA_VISIBLE_DEVICES: %s passed over: a process uses one MIG "
+			       "instance",
+			       tok);
+			continue;
+		}
+		mig = mig || found.mig >= 0;
 		map[count++] = found;
 	}
 	return count;
@@ -95,7 +141,8 @@ static int visible_devices(const struct sg_device *all, int n, int *map)
 static void do_init(void)
 {
 	struct sg_device *all;
-	int *map, nvis;
+	struct cand *map;
+	int nvis;
 	int r = sg_config_load();
 
 	if (r) {
@@ -116,6 +163,7 @@ static void do_init(void)
 		all[i].ordinal = i;
 		all[i].pci_bus = 1 + i;
 		make_uuid(&all[i]);
+		sg_mig_attach(i, &all[i].uuid, all[i].pci_bus);
 	}
 	nvis = visible_devices(all, sg_cfg.devices, map);
 	if (nvis == 0) {
@@ -134,9 +182,24 @@ static void do_init(void)
 	for (int i = 0; i < nvis; i++) {
 		struct sg_device *d = &sg_devices[i];
 
-		*d = all[map[i]];
+		*d = all[map[i].phys];
 		d->ordinal = i;
+		d->phys = map[i].phys;
+		d->mig = map[i].mig;
 		d->mem_total = sg_cfg.memory;
+		d->sm_count = sg_cfg.sm_count;
+		if (d->mig >= 0) {
+			const struct sg_mig_instance *in = &sg_mig[d->phys].inst[d->mig];
+
+			/* NVIDIA names an instance "<GPU> MIG 1g.10gb" and reports its UUID. */
+			snprintf(d->name, sizeof(d->name), "%.200s MIG %s", sg_cfg.name,
+				 in->profile);
+			d->uuid = in->uuid;
+			d->mem_total = in->memory;
+			d->sm_count = in->sm_count * sg_cfg.thread_pct / 100;
+			if (d->sm_count == 0)
+				d->sm_count = 1;
+		}
 		pthread_mutex_init(&d->busy_lock, NULL);
 		if (sg_memory_init(d)) {
 			sg_log("cannot reserve %llu bytes of address space for device %d",

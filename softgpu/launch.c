@@ -165,7 +165,7 @@ CUresult sg_launch_new(struct sg_ctx *ctx, CUfunction hf, const unsigned grid[3]
 		l->g.local_size += (uint32_t)((ctx->limit_stack + 15) & ~(size_t)15);
 	l->g.max_depth = 1024;
 	l->g.ctx = ctx;
-	l->g.sm_count = sg_cfg.sm_count;
+	l->g.sm_count = ctx->dev->sm_count;
 	l->g.out = l->out;
 	*out = l;
 	return CUDA_SUCCESS;
@@ -205,7 +205,7 @@ CUresult sg_launch_make_coop(struct sg_launch *l)
 	if (r)
 		return r;
 	/* CUDA's rule: every block must be resident at once, as the occupancy says. */
-	fit = (uint64_t)occupancy(f, (int)g->nthreads, g->dyn_shared) * sg_cfg.sm_count;
+	fit = (uint64_t)occupancy(f, (int)g->nthreads, g->dyn_shared) * l->ctx->dev->sm_count;
 	if (blocks > fit)
 		return refuse(pfunc(f), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
 			      "a cooperative grid of %llu blocks, at most %llu fit at once",
@@ -428,9 +428,12 @@ SG_EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(
 	unsigned int flags)
 {
 	struct sg_function *f;
+	struct sg_ctx *c;
 	int best = 0, best_block = 0, limit;
 	CUresult r = occ_function(func, &f);
 
+	if (r == CUDA_SUCCESS)
+		r = sg_ctx_current(&c, false);
 	if (r)
 		return r;
 	if (minGridSize == NULL || blockSize == NULL)
@@ -448,7 +451,7 @@ SG_EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(
 		}
 	}
 	*blockSize = best_block;
-	*minGridSize = best_block ? (best / best_block) * (int)sg_cfg.sm_count : 0;
+	*minGridSize = best_block ? (best / best_block) * (int)c->dev->sm_count : 0;
 	return CUDA_SUCCESS;
 }
 

@@ -1,5 +1,9 @@
 /* nvml_source.c -- what softgpu's libnvidia-ml.so.1 asks of softgpu (src/nvml_source.h):
- * devices, memory in use, engine busy time and whether this process uses a device. */
+ * devices, memory in use, engine busy time, whether this process uses a device, and the GPUs
+ * in MIG mode (mig.c). */
+#include <stdio.h>
+#include <string.h>
+
 #include <gpupool/gpupool.h>
 
 #include "cuda_host.h"
@@ -98,6 +102,42 @@ static CUresult process(CUdevice d, uint64_t *used)
 	return memory(d, used, &total);
 }
 
+/* The i-th GPU in MIG mode (SOFTGPU_MIG), whatever CUDA_VISIBLE_DEVICES lets this process
+ * see: NVML lists every GPU. */
+static CUresult mig_gpu(int i, struct gp__nvml_mig_gpu *out)
+{
+	CUresult r = cuInit(0);
+
+	if (r && r != CUDA_ERROR_NO_DEVICE)
+		return r;
+	for (int p = 0; p < sg_cfg.devices; p++) {
+		const struct sg_mig_gpu *g = &sg_mig[p];
+
+		if (!g->enabled || i-- > 0)
+			continue;
+		memset(out, 0, sizeof(*out));
+		snprintf(out->name, sizeof(out->name), "%.80s", sg_cfg.name);
+		out->uuid = g->parent;
+		out->memory = sg_cfg.memory;
+		out->sm_count = sg_cfg.sm_full;
+		out->pci_bus = g->pci_bus;
+		out->ninstances = (unsigned)g->ninst;
+		for (int k = 0; k < g->ninst && k < GP_NVML_MIG_MAX; k++) {
+			struct gp__nvml_mig_instance *in = &out->instance[k];
+
+			snprintf(in->profile, sizeof(in->profile), "%s", g->inst[k].profile);
+			in->uuid = g->inst[k].uuid;
+			in->memory = g->inst[k].memory;
+			in->sm_count = g->inst[k].sm_count;
+			in->slices = g->inst[k].slices;
+			in->gpu_instance = (unsigned)k + 1;
+			in->compute_instance = 0;
+		}
+		return CUDA_SUCCESS;
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
 const struct gp__nvml_source gp__nvml_source = {
 	.size = sizeof(struct gp__nvml_source),
 	.device_count = device_count,
@@ -105,4 +145,5 @@ const struct gp__nvml_source gp__nvml_source = {
 	.busy = busy,
 	.process = process,
 	.driver_version = GP_VERSION_STRING,
+	.mig_gpu = mig_gpu,
 };

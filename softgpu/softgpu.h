@@ -43,7 +43,8 @@
  *   engine.c     the block thread pool that runs a grid
  *   errors.c     cuGetErrorName, cuGetErrorString
  *   nvml_source.c  what softgpu's libnvidia-ml.so.1 (src/nvml.c) asks of it: memory in
- *                use, engine busy time, whether this process uses a device
+ *                use, engine busy time, whether this process uses a device, MIG
+ *   mig.c        MIG emulation: SOFTGPU_MIG's instances, their UUIDs, which CUDA enumerates
  *   abi.c        what cudart's export tables need of softgpu (the primary context handles)
  *                and the pre-11.0 names it still asks for; the tables themselves are
  *                src/'s, shared with the interposer
@@ -101,6 +102,7 @@ struct sg_config {
 	bool log;
 	unsigned threads;	    /* block workers (SOFTGPU_THREADS, default: online CPUs) */
 	unsigned sm_count;	    /* reported multiprocessors */
+	unsigned sm_full;	    /* SOFTGPU_SMS before the MPS cut (a MIG instance's share) */
 	bool stats;		    /* SOFTGPU_STATS: per-launch instruction counts */
 	const struct sg_arch *arch; /* SOFTGPU_CC */
 	/* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, as an MPS client: the share of the device this
@@ -146,9 +148,12 @@ struct sg_arena;
 struct sg_device {
 	int ordinal;
 	char name[256];
-	CUuuid uuid;
+	CUuuid uuid; /* a MIG instance's own (MIG-...) */
 	uint64_t mem_total;
 	int pci_bus;
+	int phys;	   /* the physical GPU (SOFTGPU_DEVICES' numbering) */
+	int mig;	   /* a MIG instance of it: the instance's index; -1: the whole GPU */
+	unsigned sm_count; /* reported multiprocessors (an instance's share, MPS-cut) */
 	struct sg_arena *arena;
 	struct sg_ctx *primary;
 	int contexts; /* active contexts (atomic): this process uses the device */
@@ -171,6 +176,36 @@ CUresult sg_inited(void);
 CUresult sg_device_get(CUdevice d, struct sg_device **out);
 /* Value of a CUdevice_attribute; CUDA_ERROR_INVALID_VALUE for unknown ones. */
 CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value);
+
+/* ---- mig.c: MIG emulation (SOFTGPU_MIG) ---- */
+
+#define SG_MIG_MAX 7 /* instances per GPU, as on NVIDIA's A100 and H100 */
+
+struct sg_mig_instance {
+	char profile[16]; /* "1g.10gb" */
+	unsigned slices;  /* compute slices, of 7 */
+	uint64_t memory;
+	unsigned sm_count; /* before the MPS cut */
+	CUuuid uuid;
+};
+
+struct sg_mig_gpu {
+	bool enabled;
+	int ninst;
+	CUuuid parent; /* the GPU's own UUID */
+	int pci_bus;
+	struct sg_mig_instance inst[SG_MIG_MAX];
+};
+
+/* Per physical GPU, set by sg_mig_load (at cuInit). */
+extern struct sg_mig_gpu sg_mig[16];
+/* Parses SOFTGPU_MIG against sg_cfg (devices, memory, SMs); 0 or CUDA_ERROR_INVALID_VALUE
+ * with the reason logged. */
+int sg_mig_load(void);
+/* Gives physical GPU i's instances their UUIDs, derived from the GPU's. */
+void sg_mig_attach(int i, const CUuuid *parent, int pci_bus);
+/* "MIG-xxxxxxxx-xxxx-..." */
+void sg_mig_uuid_string(const CUuuid *u, char *out, size_t len);
 
 /* ---- context.c ---- */
 

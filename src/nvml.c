@@ -24,6 +24,13 @@
  * that library's CUDA answers for the same ordinals, so NVML and CUDA agree by construction.
  * The library is never unloaded, so the table and entry points stay valid after nvmlShutdown.
  *
+ * MIG (a source with mig_gpu: softgpu's SOFTGPU_MIG): NVML's devices are CUDA's, less those
+ * that are MIG instances, then every GPU in MIG mode (whatever CUDA_VISIBLE_DEVICES says, as
+ * NVIDIA's NVML lists every GPU). A GPU in MIG mode answers its name, UUID, memory, MIG mode
+ * and MIG handles; its instances are MIG handles (nvmlDeviceGetMigDeviceHandleByIndex) with
+ * name, UUID, memory, attributes and instance ids. Other queries on either answer
+ * NVML_ERROR_NOT_SUPPORTED: they would need a CUDA device to ask.
+ *
  * lock guards refs (init/shutdown pairs) and the per-device utilization samples; the loaded
  * library, its entry points and the handles' ordinals are written once, before the first
  * successful init, and read after an acquire load of refs. Every entry point may run on any thread.
@@ -33,7 +40,8 @@
 #define MAX_DEVICES 64
 
 struct nvmlDevice_st {
-	int ordinal;
+	int ordinal;  /* NVML's index; a MIG handle: the MIG GPU's number (mig_gpu's i) */
+	int mig;      /* a MIG handle: the instance's index; -1: a device */
 	bool sampled; /* busy/at hold the previous utilization sample */
 	uint64_t busy[2];
 	uint64_t at;
@@ -49,6 +57,7 @@ static struct {
 	CUresult (*driver_version)(int *version);
 } cu;
 static struct nvmlDevice_st devices[MAX_DEVICES];
+static struct nvmlDevice_st mig_handles[MAX_DEVICES][GP_NVML_MIG_MAX];
 
 static nvmlReturn_t from_cu(CUresult r)
 {
@@ -74,8 +83,8 @@ static nvmlReturn_t from_cu(CUresult r)
 	}
 }
 
-/* The devices listed now; 0 when the source has none (no session, every device hidden). */
-static int device_count(void)
+/* CUDA's devices now; 0 when the source has none (no session, every device hidden). */
+static int cuda_count(void)
 {
 	int n = 0;
 
@@ -84,26 +93,139 @@ static int device_count(void)
 	return n < MAX_DEVICES ? n : MAX_DEVICES;
 }
 
+/* MIG GPU g, or false when there is none. */
+static bool mig_info(int g, struct gp__nvml_mig_gpu *out)
+{
+	if (src->mig_gpu == NULL || g < 0 || g >= MAX_DEVICES)
+		return false;
+	if (src->mig_gpu(g, out) != CUDA_SUCCESS)
+		return false;
+	if (out->ninstances > GP_NVML_MIG_MAX)
+		out->ninstances = GP_NVML_MIG_MAX;
+	return true;
+}
+
+/* The CUDA ordinal whose UUID is u, or -1. */
+static int cuda_of_uuid(const CUuuid *u)
+{
+	int n = cuda_count();
+
+	for (int o = 0; o < n; o++) {
+		CUuuid x;
+
+		if (cu.get_uuid(&x, o) == CUDA_SUCCESS && memcmp(x.bytes, u->bytes, 16) == 0)
+			return o;
+	}
+	return -1;
+}
+
+/* Is CUDA's device o a MIG instance (listed under its GPU, not as a device)? */
+static bool cuda_is_mig(int o)
+{
+	struct gp__nvml_mig_gpu m;
+	CUuuid x;
+
+	if (src->mig_gpu == NULL || cu.get_uuid(&x, o) != CUDA_SUCCESS)
+		return false;
+	for (int g = 0; mig_info(g, &m); g++)
+		for (unsigned k = 0; k < m.ninstances; k++)
+			if (memcmp(m.instance[k].uuid.bytes, x.bytes, 16) == 0)
+				return true;
+	return false;
+}
+
+/* NVML's index i: CUDA's device *cuda, or MIG GPU *mig (the other -1); false: none. */
+static bool resolve(int i, int *cuda, int *mig)
+{
+	struct gp__nvml_mig_gpu m;
+	int n = cuda_count(), k = 0;
+
+	*cuda = *mig = -1;
+	for (int o = 0; o < n; o++) {
+		if (cuda_is_mig(o))
+			continue;
+		if (k++ == i) {
+			*cuda = o;
+			return true;
+		}
+	}
+	if (i - k >= 0 && mig_info(i - k, &m)) {
+		*mig = i - k;
+		return true;
+	}
+	return false;
+}
+
+/* The devices NVML lists now. */
+static int device_count(void)
+{
+	int n = 0, cuda, mig;
+
+	while (n < MAX_DEVICES && resolve(n, &cuda, &mig))
+		n++;
+	return n;
+}
+
+/* NVML's index of CUDA's device o (o not a MIG instance). */
+static int nvml_index(int o)
+{
+	int k = 0;
+
+	for (int x = 0; x < o; x++)
+		k += !cuda_is_mig(x);
+	return k;
+}
+
 static nvmlReturn_t ready(void)
 {
 	return atomic_load_explicit(&refs, memory_order_acquire) > 0 ? NVML_SUCCESS
 								     : NVML_ERROR_UNINITIALIZED;
 }
 
-/* A handle this library gave out, for a device that is still listed. */
-static nvmlReturn_t device_arg(nvmlDevice_t h, int *ordinal)
+/*
+ * A handle this library gave out, for a device or MIG instance still listed: CUDA's device
+ * *cuda, or MIG GPU *mig with its instance *inst (-1: the GPU itself); the others -1. m (may
+ * be NULL) gets the MIG GPU.
+ */
+static nvmlReturn_t any_arg(nvmlDevice_t h, int *cuda, int *mig, int *inst,
+			    struct gp__nvml_mig_gpu *m)
 {
-	uintptr_t p = (uintptr_t)h, base = (uintptr_t)devices;
+	uintptr_t p = (uintptr_t)h, base = (uintptr_t)devices, mbase = (uintptr_t)mig_handles;
+	struct gp__nvml_mig_gpu tmp;
 	nvmlReturn_t r = ready();
 
 	if (r != NVML_SUCCESS)
 		return r;
+	if (m == NULL)
+		m = &tmp;
+	*cuda = *mig = *inst = -1;
+	if (p >= mbase && p < mbase + sizeof(mig_handles) &&
+	    (p - mbase) % sizeof(mig_handles[0][0]) == 0) {
+		if (!mig_info(h->ordinal, m) || h->mig < 0 || (unsigned)h->mig >= m->ninstances)
+			return NVML_ERROR_INVALID_ARGUMENT;
+		*mig = h->ordinal;
+		*inst = h->mig;
+		return NVML_SUCCESS;
+	}
 	if (p < base || p >= base + sizeof(devices) || (p - base) % sizeof(devices[0]) != 0)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	if (h->ordinal >= device_count())
+	if (!resolve(h->ordinal, cuda, mig))
 		return NVML_ERROR_INVALID_ARGUMENT;
-	*ordinal = h->ordinal;
+	if (*mig >= 0 && !mig_info(*mig, m))
+		return NVML_ERROR_INVALID_ARGUMENT;
 	return NVML_SUCCESS;
+}
+
+/* A handle of a CUDA device still listed: its CUDA ordinal. A GPU in MIG mode or an instance:
+ * NVML_ERROR_NOT_SUPPORTED (no CUDA device to ask). */
+static nvmlReturn_t device_arg(nvmlDevice_t h, int *ordinal)
+{
+	int mig, inst;
+	nvmlReturn_t r = any_arg(h, ordinal, &mig, &inst, NULL);
+
+	if (r == NVML_SUCCESS && *ordinal < 0)
+		return NVML_ERROR_NOT_SUPPORTED;
+	return r;
 }
 
 static nvmlReturn_t copy_string(char *dst, unsigned int len, const char *s)
@@ -163,8 +285,12 @@ static nvmlReturn_t load(void)
 		 * program itself uses. */
 		return NVML_ERROR_LIBRARY_NOT_FOUND;
 	}
-	for (int i = 0; i < MAX_DEVICES; i++)
+	for (int i = 0; i < MAX_DEVICES; i++) {
 		devices[i].ordinal = i;
+		devices[i].mig = -1;
+		for (int k = 0; k < GP_NVML_MIG_MAX; k++)
+			mig_handles[i][k] = (struct nvmlDevice_st){.ordinal = i, .mig = k};
+	}
 	src = t;
 	return NVML_SUCCESS;
 }
@@ -176,8 +302,10 @@ static void sample_all(void)
 
 	for (int i = 0; i < MAX_DEVICES; i++) {
 		struct nvmlDevice_st *d = &devices[i];
+		int o = -1, mig;
 
-		d->sampled = i < n && src->busy(i, d->busy, &d->at) == CUDA_SUCCESS;
+		d->sampled = i < n && resolve(i, &o, &mig) && o >= 0 &&
+			     src->busy(o, d->busy, &d->at) == CUDA_SUCCESS;
 	}
 }
 
@@ -366,20 +494,37 @@ GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlD
 	return nvmlDeviceGetHandleByIndex_v2(index, device);
 }
 
-/* "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", as nvidia-smi and CUDA_VISIBLE_DEVICES spell it. */
+/* "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6" (or "MIG-..."), as nvidia-smi and
+ * CUDA_VISIBLE_DEVICES spell it. */
+static void uuid_bytes_text(const char *prefix, const CUuuid *u, char out[48])
+{
+	const unsigned char *b = (const unsigned char *)u->bytes;
+
+	snprintf(out, 48, "%s%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 prefix, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+		 b[12], b[13], b[14], b[15]);
+}
+
 static nvmlReturn_t uuid_text(int ordinal, char out[48])
 {
 	CUuuid u;
-	const unsigned char *b = (const unsigned char *)u.bytes;
 	nvmlReturn_t r = from_cu(cu.get_uuid(&u, ordinal));
 
 	if (r != NVML_SUCCESS)
 		return r;
-	snprintf(out, 48,
-		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
-		 b[14], b[15]);
+	uuid_bytes_text("GPU-", &u, out);
 	return NVML_SUCCESS;
+}
+
+/* How many GPUs are in MIG mode. */
+static int mig_count(void)
+{
+	struct gp__nvml_mig_gpu m;
+	int g = 0;
+
+	while (g < MAX_DEVICES && mig_info(g, &m))
+		g++;
+	return g;
 }
 
 GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
@@ -391,13 +536,34 @@ GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevi
 		return r;
 	if (uuid == NULL || device == NULL)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	n = device_count();
+	n = cuda_count();
 	for (int i = 0; i < n; i++) {
 		char s[48];
 
-		if (uuid_text(i, s) == NVML_SUCCESS && strcasecmp(s, uuid) == 0) {
-			*device = &devices[i];
+		if (!cuda_is_mig(i) && uuid_text(i, s) == NVML_SUCCESS &&
+		    strcasecmp(s, uuid) == 0) {
+			*device = &devices[nvml_index(i)];
 			return NVML_SUCCESS;
+		}
+	}
+	/* GPUs in MIG mode by their GPU-..., instances (MIG handles) by their MIG-... */
+	for (int g = 0; src->mig_gpu; g++) {
+		struct gp__nvml_mig_gpu m;
+		char s[48];
+
+		if (!mig_info(g, &m))
+			break;
+		uuid_bytes_text("GPU-", &m.uuid, s);
+		if (strcasecmp(s, uuid) == 0) {
+			*device = &devices[device_count() - mig_count() + g];
+			return NVML_SUCCESS;
+		}
+		for (unsigned k = 0; k < m.ninstances; k++) {
+			uuid_bytes_text("MIG-", &m.instance[k].uuid, s);
+			if (strcasecmp(s, uuid) == 0) {
+				*device = &mig_handles[g][k];
+				return NVML_SUCCESS;
+			}
 		}
 	}
 	return NVML_ERROR_NOT_FOUND;
@@ -434,15 +600,18 @@ GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusI
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (!parse_bus_id(pciBusId, &domain, &bus, &dev))
 		return NVML_ERROR_INVALID_ARGUMENT;
-	n = device_count();
+	n = cuda_count();
 	for (int i = 0; i < n; i++) {
 		int d = -1, b = -1, v = -1;
+
+		if (cuda_is_mig(i))
+			continue;
 
 		if (attribute(i, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, &d) == NVML_SUCCESS &&
 		    attribute(i, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, &b) == NVML_SUCCESS &&
 		    attribute(i, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, &v) == NVML_SUCCESS &&
 		    (unsigned)d == domain && (unsigned)b == bus && (unsigned)v == dev) {
-			*device = &devices[i];
+			*device = &devices[nvml_index(i)];
 			return NVML_SUCCESS;
 		}
 	}
@@ -457,14 +626,16 @@ GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId,
 
 GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
-	int o;
-	nvmlReturn_t r = device_arg(device, &o);
+	int o, mig, inst;
+	nvmlReturn_t r = any_arg(device, &o, &mig, &inst, NULL);
 
 	if (r != NVML_SUCCESS)
 		return r;
+	if (inst >= 0)
+		return NVML_ERROR_NOT_SUPPORTED; /* an instance has no NVML index */
 	if (index == NULL)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	*index = (unsigned)o;
+	*index = (unsigned)device->ordinal;
 	return NVML_SUCCESS;
 }
 
@@ -472,25 +643,37 @@ GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int
 
 GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
+	struct gp__nvml_mig_gpu m;
 	char buf[256];
-	int o;
-	nvmlReturn_t r = device_arg(device, &o);
+	int o, mig, inst;
+	nvmlReturn_t r = any_arg(device, &o, &mig, &inst, &m);
 
 	if (r != NVML_SUCCESS)
 		return r;
-	r = from_cu(cu.get_name(buf, sizeof(buf), o));
+	if (inst >= 0) /* NVIDIA's spelling: "<GPU> MIG 1g.10gb" */
+		snprintf(buf, sizeof(buf), "%s MIG %s", m.name, m.instance[inst].profile);
+	else if (mig >= 0)
+		snprintf(buf, sizeof(buf), "%s", m.name);
+	else
+		r = from_cu(cu.get_name(buf, sizeof(buf), o));
 	return r != NVML_SUCCESS ? r : copy_string(name, length, buf);
 }
 
 GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
+	struct gp__nvml_mig_gpu m;
 	char buf[48];
-	int o;
-	nvmlReturn_t r = device_arg(device, &o);
+	int o, mig, inst;
+	nvmlReturn_t r = any_arg(device, &o, &mig, &inst, &m);
 
 	if (r != NVML_SUCCESS)
 		return r;
-	r = uuid_text(o, buf);
+	if (inst >= 0)
+		uuid_bytes_text("MIG-", &m.instance[inst].uuid, buf);
+	else if (mig >= 0)
+		uuid_bytes_text("GPU-", &m.uuid, buf);
+	else
+		r = uuid_text(o, buf);
 	return r != NVML_SUCCESS ? r : copy_string(uuid, length, buf);
 }
 
@@ -551,31 +734,177 @@ GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlCo
 	return r;
 }
 
-/* No device of ours is partitioned (MIG emulation is later work): disabled, none pending. */
+/* A GPU in MIG mode: enabled; other devices: disabled; none pending (modes never change). An
+ * instance has no mode: NOT_SUPPORTED. */
 GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
 						 unsigned int *pendingMode)
 {
-	int o;
-	nvmlReturn_t r = device_arg(device, &o);
+	int o, mig, inst;
+	nvmlReturn_t r = any_arg(device, &o, &mig, &inst, NULL);
 
 	if (r != NVML_SUCCESS)
 		return r;
+	if (inst >= 0)
+		return NVML_ERROR_NOT_SUPPORTED;
 	if (currentMode == NULL || pendingMode == NULL)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	*currentMode = NVML_DEVICE_MIG_DISABLE;
-	*pendingMode = NVML_DEVICE_MIG_DISABLE;
+	*currentMode = mig >= 0 ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+	*pendingMode = *currentMode;
 	return NVML_SUCCESS;
+}
+
+/* The most MIG devices a GPU in MIG mode can hold (7); 0 for any other device. */
+GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
+{
+	int o, mig, inst;
+	nvmlReturn_t r = any_arg(device, &o, &mig, &inst, NULL);
+
+	if (r != NVML_SUCCESS)
+		return r;
+	if (inst >= 0 || count == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*count = mig >= 0 ? GP_NVML_MIG_MAX : 0;
+	return NVML_SUCCESS;
+}
+
+/* The instance at index (below nvmlDeviceGetMaxMigDeviceCount) of a GPU in MIG mode;
+ * NOT_FOUND where there is none, NOT_SUPPORTED for a device not in MIG mode. */
+GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
+								unsigned int index,
+								nvmlDevice_t *migDevice)
+{
+	struct gp__nvml_mig_gpu m;
+	int o, mig, inst;
+	nvmlReturn_t r = any_arg(device, &o, &mig, &inst, &m);
+
+	if (r != NVML_SUCCESS)
+		return r;
+	if (inst >= 0 || migDevice == NULL || index >= GP_NVML_MIG_MAX)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (mig < 0)
+		return NVML_ERROR_NOT_SUPPORTED;
+	if (index >= m.ninstances)
+		return NVML_ERROR_NOT_FOUND;
+	*migDevice = &mig_handles[mig][index];
+	return NVML_SUCCESS;
+}
+
+GP_NVML_EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device,
+							unsigned int *isMigDevice)
+{
+	int o, mig, inst;
+	nvmlReturn_t r = any_arg(device, &o, &mig, &inst, NULL);
+
+	if (r != NVML_SUCCESS)
+		return r;
+	if (isMigDevice == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*isMigDevice = inst >= 0;
+	return NVML_SUCCESS;
+}
+
+GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice,
+									 nvmlDevice_t *device)
+{
+	int o, mig, inst;
+	nvmlReturn_t r = any_arg(migDevice, &o, &mig, &inst, NULL);
+
+	if (r != NVML_SUCCESS)
+		return r;
+	if (inst < 0 || device == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*device = &devices[device_count() - mig_count() + mig];
+	return NVML_SUCCESS;
+}
+
+/* An instance's ids; NOT_SUPPORTED for anything else (NVIDIA's codes). */
+static nvmlReturn_t instance_id(nvmlDevice_t device, unsigned int *id, bool compute)
+{
+	struct gp__nvml_mig_gpu m;
+	int o, mig, inst;
+	nvmlReturn_t r = any_arg(device, &o, &mig, &inst, &m);
+
+	if (r != NVML_SUCCESS)
+		return r;
+	if (id == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (inst < 0)
+		return NVML_ERROR_NOT_SUPPORTED;
+	*id = compute ? m.instance[inst].compute_instance : m.instance[inst].gpu_instance;
+	return NVML_SUCCESS;
+}
+
+GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+	return instance_id(device, id, false);
+}
+
+GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
+{
+	return instance_id(device, id, true);
+}
+
+/* An instance's multiprocessors, slices and memory; no engine of ours is shared (0). Only MIG
+ * handles have attributes, as NVIDIA's NVML: NOT_SUPPORTED for the others. */
+GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
+						       nvmlDeviceAttributes_t *attributes)
+{
+	struct gp__nvml_mig_gpu m;
+	int o, mig, inst;
+	nvmlReturn_t r = any_arg(device, &o, &mig, &inst, &m);
+
+	if (r != NVML_SUCCESS)
+		return r;
+	if (attributes == NULL)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (inst < 0)
+		return NVML_ERROR_NOT_SUPPORTED;
+	memset(attributes, 0, sizeof(*attributes));
+	attributes->multiprocessorCount = m.instance[inst].sm_count;
+	attributes->gpuInstanceSliceCount = m.instance[inst].slices;
+	attributes->computeInstanceSliceCount = m.instance[inst].slices;
+	attributes->memorySizeMB = m.instance[inst].memory >> 20;
+	return NVML_SUCCESS;
+}
+
+GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device,
+						    nvmlDeviceAttributes_t *attributes)
+{
+	return nvmlDeviceGetAttributes_v2(device, attributes);
 }
 
 /* ---- memory, utilization, processes --------------------------------------------------- */
 
+/* What this process holds on CUDA's device with UUID u (0 when it is not CUDA's). */
+static uint64_t used_by_uuid(const CUuuid *u)
+{
+	uint64_t used = 0, total;
+	int o = cuda_of_uuid(u);
+
+	if (o < 0 || src->memory(o, &used, &total) != CUDA_SUCCESS)
+		return 0;
+	return used;
+}
+
 static nvmlReturn_t memory(nvmlDevice_t device, uint64_t *total, uint64_t *used)
 {
-	int o;
-	nvmlReturn_t r = device_arg(device, &o);
+	struct gp__nvml_mig_gpu m;
+	int o, mig, inst;
+	nvmlReturn_t r = any_arg(device, &o, &mig, &inst, &m);
 
 	if (r != NVML_SUCCESS)
 		return r;
+	if (mig >= 0) {
+		/* An instance's size, or the GPU's; used: what this process holds on them. */
+		*total = inst >= 0 ? m.instance[inst].memory : m.memory;
+		*used = 0;
+		for (unsigned k = 0; k < m.ninstances; k++)
+			if (inst < 0 || (unsigned)inst == k)
+				*used += used_by_uuid(&m.instance[k].uuid);
+		if (*used > *total)
+			*used = *total;
+		return NVML_SUCCESS;
+	}
 	r = from_cu(src->memory(o, used, total));
 	if (r == NVML_SUCCESS && *used > *total)
 		*used = *total;

@@ -21,6 +21,29 @@
 /* "gpupool-nvml-src": the bytes of the id, in memory order. */
 #define GP_NVML_SOURCE_ID_BYTES "gpupool-nvml-src"
 
+/* MIG: a GPU in MIG mode and its instances (one compute instance each), as NVML lists them. */
+#define GP_NVML_MIG_MAX 7
+
+struct gp__nvml_mig_instance {
+	char profile[16]; /* "1g.10gb": compute slices (of 7) and memory */
+	CUuuid uuid;	  /* "MIG-..." in text */
+	uint64_t memory;  /* bytes */
+	unsigned sm_count;
+	unsigned slices; /* GPU instance slices, of 7 */
+	/* NVML's ids */
+	unsigned gpu_instance, compute_instance;
+};
+
+struct gp__nvml_mig_gpu {
+	char name[96];
+	CUuuid uuid; /* "GPU-..." in text */
+	uint64_t memory;
+	unsigned sm_count;
+	int pci_bus;
+	unsigned ninstances;
+	struct gp__nvml_mig_instance instance[GP_NVML_MIG_MAX];
+};
+
 struct gp__nvml_source {
 	uint64_t size; /* sizeof(struct gp__nvml_source), as the dark-API tables' slot 0 */
 	/* The devices as CUDA numbers them now: softgpu brings itself up (cuInit, which touches
@@ -39,6 +62,11 @@ struct gp__nvml_source {
 	CUresult (*process)(CUdevice dev, uint64_t *used);
 	/* What nvmlSystemGetDriverVersion reports: the library's own name and version. */
 	const char *driver_version;
+	/* The GPUs in MIG mode, whatever CUDA_VISIBLE_DEVICES says, numbered from 0: fills *out
+	 * for gpu i, CUDA_ERROR_INVALID_VALUE past the last. NULL: no GPU is partitioned (the
+	 * interposer). NVML lists these after CUDA's devices and leaves out the CUDA devices
+	 * that are their instances (an instance is a MIG handle of its GPU, not a device). */
+	CUresult (*mig_gpu)(int i, struct gp__nvml_mig_gpu *out);
 };
 
 #endif

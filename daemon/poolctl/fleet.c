@@ -30,6 +30,7 @@ struct host {
 	char err[512];
 	uint64_t total, used, reserved;
 	unsigned sessions, queued;
+	unsigned targets; /* GPUs and MIG instances: not the GPUs in MIG mode */
 };
 
 struct tenant_sum {
@@ -83,6 +84,9 @@ static size_t sum_tenants(struct host *h, size_t n, struct tenant_sum **out)
 		const Gp__AdminReply *r = h[i].rep;
 
 		for (size_t k = 0; r && k < r->n_gpu; k++) {
+			if (r->gpu[k]->mig)
+				continue; /* its instances' memory is counted by them */
+			h[i].targets++;
 			h[i].total += r->gpu[k]->total_mem;
 			h[i].used += r->gpu[k]->used_mem;
 			h[i].reserved += r->gpu[k]->reserved_mem;
@@ -131,7 +135,7 @@ static void print_fleet_json(struct host *h, size_t n, struct tenant_sum *t, siz
 		if (!h[i].rep)
 			continue;
 		up++;
-		gpus += (unsigned)h[i].rep->n_gpu;
+		gpus += h[i].targets;
 		total += h[i].total;
 		used += h[i].used;
 		reserved += h[i].reserved;
@@ -172,9 +176,11 @@ static void print_fleet_json(struct host *h, size_t n, struct tenant_sum *t, siz
 			printf("%s{\"index\":%u,\"name\":", k ? "," : "", g->index);
 			poolctl_json_str(g->name);
 			printf(",\"memory_total\":%" PRIu64 ",\"memory_used\":%" PRIu64
-			       ",\"memory_reserved\":%" PRIu64 ",\"sessions\":%u,\"draining\":%s}",
+			       ",\"memory_reserved\":%" PRIu64 ",\"sessions\":%u,\"draining\":%s"
+			       ",\"mig\":%s,\"instance\":%s,\"parent\":%u}",
 			       g->total_mem, g->used_mem, g->reserved_mem, g->sessions,
-			       g->draining ? "true" : "false");
+			       g->draining ? "true" : "false", g->mig ? "true" : "false",
+			       g->instance ? "true" : "false", g->parent);
 		}
 		printf("],\"memory_total\":%" PRIu64 ",\"memory_used\":%" PRIu64
 		       ",\"memory_reserved\":%" PRIu64 ",\"sessions\":[",
@@ -218,7 +224,7 @@ static void print_fleet_tables(struct host *h, size_t n, struct tenant_sum *t, s
 		if (!h[i].rep)
 			continue;
 		up++;
-		gpus += (unsigned)h[i].rep->n_gpu;
+		gpus += h[i].targets;
 		total += h[i].total;
 		used += h[i].used;
 		reserved += h[i].reserved;
@@ -241,7 +247,7 @@ static void print_fleet_tables(struct host *h, size_t n, struct tenant_sum *t, s
 				continue;
 			}
 			printf("%-24s %-5s %4zu %12s %12s %12s %8u %6u%s\n",
-			       poolctl_cell(cell, 24, h[i].ep->addr), "up", h[i].rep->n_gpu,
+			       poolctl_cell(cell, 24, h[i].ep->addr), "up", (size_t)h[i].targets,
 			       poolctl_human(h[i].used, a, sizeof(a)),
 			       poolctl_human(h[i].reserved, b, sizeof(b)),
 			       poolctl_human(h[i].total, c, sizeof(c)), h[i].sessions, h[i].queued,
@@ -527,7 +533,7 @@ int poolctl_quote(struct poolctl *pc, int argc, char **argv)
 		if (i + 1 >= argc) {
 			fprintf(stderr,
 				"usage: poolctl --pool ENDPOINTS quote [--gpus N] [--memory "
-				"SIZE] [--compute PERCENT] [--token TOKEN]\n");
+				"SIZE] [--compute PERCENT] [--slice SLICE] [--token TOKEN]\n");
 			return 2;
 		}
 		if (strcmp(argv[i], "--gpus") == 0) {
@@ -551,6 +557,8 @@ int poolctl_quote(struct poolctl *pc, int argc, char **argv)
 				return 2;
 			}
 			q.compute = (uint32_t)v;
+		} else if (strcmp(argv[i], "--slice") == 0) {
+			q.slice = argv[++i]; /* the daemon's to judge, as a client's */
 		} else if (strcmp(argv[i], "--token") == 0) {
 			q.token = argv[++i];
 		} else {

@@ -32,7 +32,8 @@ static const struct {
 	{"usage", poolctl_usage,
 	 "--since DATE [--until DATE] [--by tenant|host|day]: sessions' use, summed"},
 	{"quote", poolctl_quote,
-	 "[--gpus N] [--memory SIZE] [--token T] (with --pool): what a session would get"},
+	 "[--gpus N] [--memory SIZE] [--slice S] [--token T] (with --pool): what a session "
+	 "would get"},
 };
 
 static void usage(void)

@@ -39,6 +39,47 @@ static void uuid_str(const ProtobufCBinaryData *u, char out[GP_ACCT_UUID])
 		gp_uuid_format(u->data, out);
 }
 
+/* The sessions placed on GPU index, comma-separated after sep (JSON ids or the table's). */
+static void print_session_ids(const Gp__AdminReply *r, uint32_t index, const char *sep)
+{
+	bool first = true;
+
+	for (size_t i = 0; i < r->n_session; i++)
+		for (size_t k = 0; k < r->session[i]->n_gpu; k++)
+			if (r->session[i]->gpu[k] == index) {
+				printf("%s%" PRIu64, first ? "" : sep, r->session[i]->id);
+				first = false;
+			}
+}
+
+/* MIG (docs/operations.md "Slicing and sharing"): each GPU's fields, and under a GPU in MIG
+ * mode its instances' indices. */
+static void print_json_mig(const Gp__AdminReply *r, const Gp__GpuStatus *g)
+{
+	bool first = true;
+
+	printf(",\"mig\":%s,\"instance\":%s,\"sms\":%u,\"session_ids\":[",
+	       g->mig ? "true" : "false", g->instance ? "true" : "false", g->sms);
+	print_session_ids(r, g->index, ",");
+	printf("]");
+	if (g->instance) {
+		printf(",\"parent\":%u,\"profile\":", g->parent);
+		poolctl_json_str(g->profile);
+		printf(",\"gpu_instance\":%u,\"compute_instance\":%u", g->gpu_instance,
+		       g->compute_instance);
+	}
+	if (!g->mig)
+		return;
+	printf(",\"instances\":[");
+	for (size_t i = 0; i < r->n_gpu; i++) {
+		if (r->gpu[i]->instance && r->gpu[i]->parent == g->index) {
+			printf("%s%u", first ? "" : ",", r->gpu[i]->index);
+			first = false;
+		}
+	}
+	printf("]");
+}
+
 static void print_json(const Gp__AdminReply *r)
 {
 	char uuid[48];
@@ -73,6 +114,9 @@ static void print_json(const Gp__AdminReply *r)
 		const Gp__GpuStatus *g = r->gpu[i];
 
 		uuid_str(&g->uuid, uuid);
+		if (g->instance && uuid[0])
+			memcpy(uuid, "MIG-",
+			       4); /* as nvidia-smi and CUDA_VISIBLE_DEVICES spell it */
 		printf("%s{\"index\":%u,\"name\":", i ? "," : "", g->index);
 		poolctl_json_str(g->name);
 		printf(",\"uuid\":");
@@ -81,9 +125,11 @@ static void print_json(const Gp__AdminReply *r)
 		poolctl_json_str(g->nvml && g->nvml[0] ? g->nvml : "absent");
 		printf(",\"memory_total\":%" PRIu64 ",\"memory_used\":%" PRIu64
 		       ",\"memory_reserved\":%" PRIu64 ",\"compute_reserved\":%u"
-		       ",\"sessions\":%u,\"draining\":%s}",
+		       ",\"sessions\":%u,\"draining\":%s",
 		       g->total_mem, g->used_mem, g->reserved_mem, g->compute_reserved, g->sessions,
 		       g->draining ? "true" : "false");
+		print_json_mig(r, g);
+		printf("}");
 	}
 	printf("],\"sessions\":[");
 	for (size_t i = 0; i < r->n_session; i++) {
@@ -121,6 +167,8 @@ static void print_json(const Gp__AdminReply *r)
 		       s->compute, s->compute_requested, s->preemptible ? "true" : "false",
 		       s->preempt_at, s->host_memory, s->host_memory_limit);
 		poolctl_json_str(s->host_memory_from);
+		printf(",\"slice_requested\":");
+		poolctl_json_str(s->slice_requested);
 		printf("}");
 	}
 	printf("]}\n");
@@ -168,16 +216,31 @@ static void print_gpus(const Gp__AdminReply *r)
 	       "COMPUTE", "SESSIONS");
 	for (size_t i = 0; i < r->n_gpu; i++) {
 		const Gp__GpuStatus *g = r->gpu[i];
-		char name[25], compute[16];
+		char name[25], compute[16], label[64], idx[16];
 
-		/* The compute granted to sessions' shares, next to the memory reserved. */
+		/* The compute granted to sessions' shares, next to the memory reserved. A GPU in
+		 * MIG mode takes no session itself: its instances follow it, indented, each with
+		 * its sessions. */
 		snprintf(compute, sizeof(compute), "%u%%", g->compute_reserved);
-		printf("%-4u %-24s %12s %12s %12s %8s %8u%s%s\n", g->index,
-		       poolctl_cell(name, 24, g->name), poolctl_human(g->used_mem, a, sizeof(a)),
+		snprintf(idx, sizeof(idx), "%s%u", g->instance ? " " : "", g->index);
+		if (g->instance)
+			snprintf(label, sizeof(label), "\\_ MIG %s, %u SMs",
+				 poolctl_cell(name, 12, g->profile), g->sms);
+		else if (g->mig)
+			snprintf(label, sizeof(label), "%s (MIG)", poolctl_cell(name, 17, g->name));
+		else
+			snprintf(label, sizeof(label), "%s", poolctl_cell(name, 24, g->name));
+		printf("%-4s %-24s %12s %12s %12s %8s %8u%s%s", idx, label,
+		       poolctl_human(g->used_mem, a, sizeof(a)),
 		       poolctl_human(g->reserved_mem, b, sizeof(b)),
 		       poolctl_human(g->total_mem, c, sizeof(c)), compute, g->sessions,
 		       g->draining ? "  draining" : "",
 		       g->nvml && strcmp(g->nvml, "mismatch") == 0 ? "  NVML disagrees" : "");
+		if (g->instance && g->sessions) {
+			printf("  sessions ");
+			print_session_ids(r, g->index, ",");
+		}
+		printf("\n");
 	}
 }
 
@@ -243,11 +306,15 @@ static void print_sessions(const Gp__AdminReply *r)
 static void print_tables(const Gp__AdminReply *r)
 {
 	char a[32];
+	size_t targets = 0;
+
+	for (size_t i = 0; i < r->n_gpu; i++) /* a GPU in MIG mode is counted by its instances */
+		targets += !r->gpu[i]->mig;
 
 	printf("gpupool %s on %s%s%s%s%s, up %s, %zu GPU%s, %zu session%s, %u warm worker%s%s\n\n",
 	       r->version, r->listen, *r->listen_plain ? ", plain " : "", r->listen_plain,
 	       *r->listen_unix ? ", local " : "", r->listen_unix, age(r->started, a, sizeof(a)),
-	       r->n_gpu, r->n_gpu == 1 ? "" : "s", r->n_session, r->n_session == 1 ? "" : "s",
+	       targets, targets == 1 ? "" : "s", r->n_session, r->n_session == 1 ? "" : "s",
 	       r->warm_workers, r->warm_workers == 1 ? "" : "s", r->draining ? ", draining" : "");
 	print_gpus(r);
 	printf("\n");

@@ -411,8 +411,11 @@ void gp__acct_session_ended(struct gp_session *s, int64_t status, int sig)
 	for (uint32_t i = 0; i < s->claim.ndev && i < GP_STATS_MAX_DEVICES; i++) {
 		r->gpu[i] = s->claim.dev[i];
 		for (uint32_t g = 0; g < d->pool.ngpus; g++)
-			if (d->pool.gpu[g].index == s->claim.dev[i])
+			if (d->pool.gpu[g].index == s->claim.dev[i]) {
 				gp_uuid_format(d->gpus[g].uuid, r->gpu_uuid[i]);
+				if (d->pool.gpu[g].instance) /* a MIG instance's own */
+					memcpy(r->gpu_uuid[i], "MIG-", 4);
+			}
 	}
 	r->mem_limit = s->claim.mem_limit;
 	r->gpu_seconds = r->ngpus * r->held_s;

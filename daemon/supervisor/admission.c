@@ -22,6 +22,7 @@ static struct gp_session *session_of(struct gp_claim *c)
 static void reply(struct gp_session *s, int status, const char *msg)
 {
 	Gp__AdmitReply rep = GP__ADMIT_REPLY__INIT;
+	char vis[GP_STATS_MAX_DEVICES][48], *visp[GP_STATS_MAX_DEVICES];
 
 	rep.status = status;
 	rep.message = (char *)(msg ? msg : "");
@@ -31,6 +32,13 @@ static void reply(struct gp_session *s, int status, const char *msg)
 		rep.device = s->claim.dev;
 		rep.memory_limit = s->claim.mem_limit;
 		rep.compute = s->claim.compute;
+		/* MIG instances are named by UUID (inventory.c). */
+		for (uint32_t i = 0; i < s->claim.ndev && i < GP_STATS_MAX_DEVICES; i++) {
+			gp__visible_name(s->d, s->claim.dev[i], vis[i], sizeof(vis[i]));
+			visp[i] = vis[i];
+		}
+		rep.n_visible = s->claim.ndev;
+		rep.visible = visp;
 	}
 	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_ADMIT_REPLY, &rep.base);
 }
@@ -207,6 +215,12 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	}
 	if (d->stopping) {
 		refuse(s, "the pool is shutting down");
+		return;
+	}
+	/* GPUPOOL_SLICE, parsed again here: the client's check proves nothing. */
+	snprintf(s->slice, sizeof(s->slice), "%s", req->slice ? req->slice : "");
+	if (gp_slice_parse(req->slice, &s->claim.slice, why, sizeof(why))) {
+		refuse(s, why);
 		return;
 	}
 	r = gp_pool_enqueue(&d->pool, d->cfg, &s->claim, uv_now(d->loop), why, sizeof(why));

@@ -55,6 +55,7 @@ struct gp_gpu {
 	char name[256];
 	uint8_t uuid[16];
 	char nvml[16]; /* the inventory's NVML cross-check: "match", "mismatch", "" (no NVML) */
+	uint32_t gpu_instance, compute_instance; /* a MIG instance's NVML ids */
 };
 
 struct gp_session {
@@ -78,6 +79,7 @@ struct gp_session {
 	char tenant[128];
 	char client_host[128];
 	char program[128];
+	char slice[80]; /* GPUPOOL_SLICE as the client sent it (cut short) */
 	uint32_t client_pid;
 	/* What it asked for and, once admitted, holds: its GPUs and per-GPU limit (pool.h).
 	 * Times are uv_now(). */
@@ -178,8 +180,8 @@ struct gp_daemon {
 	int driver_version;
 	char nvml_library[512]; /* the NVML the inventory cross-checked with, "" when none */
 	char nvml_driver_version[96];
-	struct gp_gpu gpus[GP_STATS_MAX_DEVICES]; /* names of pool.gpu[0..pool.ngpus) */
-	struct gp_pool pool;			  /* the GPUs' ledger, who holds what, who waits */
+	struct gp_gpu gpus[GP_POOL_MAX_GPUS]; /* names of pool.gpu[0..pool.ngpus) */
+	struct gp_pool pool;		      /* the GPUs' ledger, who holds what, who waits */
 	struct gp_session *sessions;
 	unsigned nsessions;
 	struct gp_pending *pending; /* oldest first */
@@ -209,6 +211,8 @@ int gp__daemon_reload(struct gp_daemon *d, char *why, size_t whylen);
 
 /* inventory.c */
 int gp__inventory(struct gp_daemon *d);
+/* What CUDA_VISIBLE_DEVICES names pool GPU index by: its ordinal, or a MIG instance's MIG-. */
+void gp__visible_name(const struct gp_daemon *d, uint32_t index, char *out, size_t len);
 
 /* supervisor.c */
 /* Starts warm workers up to warm_workers per GPU (none while stopping). */

@@ -188,7 +188,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (gp__inventory(&d))
 		gp_fatalx("cannot list the GPUs of driver %s", d.cfg->driver);
-	if (d.pool.ngpus == 0)
+	if (gp_pool_targets(&d.pool) == 0) /* GPUs, or MIG instances */
 		gp_log_warnx("driver %s shows no GPUs; every session will be refused",
 			     d.cfg->driver);
 
@@ -227,8 +227,8 @@ int main(int argc, char **argv)
 
 	gp_log_info("gpupoold %s listening on %s, admin socket %s, driver %s", GP_VERSION_STRING,
 		    d.listen_addr, d.cfg->admin_socket, d.cfg->driver);
-	sd_notifyf(0, "READY=1\nSTATUS=0 sessions, %u GPU%s\nMAINPID=%d", d.pool.ngpus,
-		   d.pool.ngpus == 1 ? "" : "s", getpid());
+	sd_notifyf(0, "READY=1\nSTATUS=0 sessions, %u GPU%s\nMAINPID=%d", gp_pool_targets(&d.pool),
+		   gp_pool_targets(&d.pool) == 1 ? "" : "s", getpid());
 	ret = uv_run(d.loop, UV_RUN_DEFAULT);
 	gp__cgroup_stop(&d);
 	gp_log_info("stopped");

@@ -18,6 +18,23 @@
 
 extern char **environ;
 
+/* What CUDA_VISIBLE_DEVICES names pool GPU index by: the ordinal, or a MIG instance's UUID. */
+void gp__visible_name(const struct gp_daemon *d, uint32_t index, char *out, size_t len)
+{
+	for (uint32_t g = 0; g < d->pool.ngpus; g++) {
+		const uint8_t *b = d->gpus[g].uuid;
+
+		if (d->pool.gpu[g].index != index || !d->pool.gpu[g].instance)
+			continue;
+		snprintf(out, len,
+			 "MIG-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+			 b[12], b[13], b[14], b[15]);
+		return;
+	}
+	snprintf(out, len, "%u", index);
+}
+
 /* Runs `gpupool-worker --inventory --driver PATH` and reads its INVENTORY frame. */
 int gp__inventory(struct gp_daemon *d)
 {
@@ -81,10 +98,12 @@ int gp__inventory(struct gp_daemon *d)
 	else
 		gp_log_info("no NVML beside the driver: GPUs from CUDA alone");
 	gp_pool_init(&d->pool);
-	for (size_t i = 0; i < inv->n_gpu && i < GP_STATS_MAX_DEVICES; i++) {
+	for (size_t i = 0; i < inv->n_gpu && i < GP_POOL_MAX_GPUS; i++) {
 		struct gp_gpu *g = &d->gpus[d->pool.ngpus];
-		uint32_t index = inv->gpu[i]->index;
-		uint64_t total = inv->gpu[i]->total_mem;
+		const Gp__GpuInfo *gi = inv->gpu[i];
+		uint32_t index = gi->index;
+		uint64_t total = gi->total_mem;
+		struct gp_pool_gpu *pg;
 
 		memset(g, 0, sizeof(*g));
 		snprintf(g->name, sizeof(g->name), "%s", inv->gpu[i]->name);
@@ -96,8 +115,22 @@ int gp__inventory(struct gp_daemon *d)
 				     g->name);
 			continue;
 		}
-		gp_log_info("GPU %u: %s, %llu MiB", index, g->name,
-			    (unsigned long long)(total >> 20));
+		pg = gp_pool_gpu(&d->pool, index);
+		pg->mig = gi->mig;
+		pg->instance = gi->instance;
+		pg->parent = gi->parent;
+		pg->sms = gi->sms;
+		snprintf(pg->profile, sizeof(pg->profile), "%s", gi->instance ? gi->profile : "");
+		g->gpu_instance = gi->gpu_instance;
+		g->compute_instance = gi->compute_instance;
+		if (gi->instance)
+			gp_log_info("GPU %u: MIG instance %s of GPU %u, %llu MiB, %u SMs", index,
+				    pg->profile, pg->parent, (unsigned long long)(total >> 20),
+				    pg->sms);
+		else
+			gp_log_info("GPU %u: %s, %llu MiB%s", index, g->name,
+				    (unsigned long long)(total >> 20),
+				    gi->mig ? ", in MIG mode (its instances take sessions)" : "");
 	}
 	ret = 0;
 out_wait:

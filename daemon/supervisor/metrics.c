@@ -141,6 +141,23 @@ static void render(FILE *f, const Gp__AdminReply *r)
 			fprintf(f, "\"} %llu\n", (unsigned long long)v[gpu_metrics[m].field]);
 		}
 	}
+	/* MIG: which series are instances, of which GPU, with what profile and SMs (the family
+	 * only where there are instances: no family goes without samples). */
+	for (size_t i = 0, first = 1; i < r->n_gpu; i++) {
+		const Gp__GpuStatus *g = r->gpu[i];
+
+		if (!g->instance)
+			continue;
+		if (first)
+			help(f, "gpupool_gpu_mig_instance", "gauge",
+			     "1 for a MIG instance (a placement target of its own), labelled with "
+			     "its GPU.");
+		first = 0;
+		fprintf(f, "gpupool_gpu_mig_instance{gpu=\"%u\",parent=\"%u\",profile=\"", g->index,
+			g->parent);
+		label(f, g->profile);
+		fprintf(f, "\",sms=\"%u\"} 1\n", g->sms);
+	}
 	for (size_t i = 0; i < r->n_session; i++)
 		for (int k = 0; k < 4; k++)
 			if (strcmp(r->session[i]->state, state_names[k]) == 0)

@@ -27,10 +27,52 @@ int gp_pool_add_gpu(struct gp_pool *p, uint32_t index, uint64_t total_mem)
 {
 	if (!p || total_mem == 0 || gp_pool_gpu(p, index))
 		return -EINVAL;
-	if (p->ngpus == GP_STATS_MAX_DEVICES)
+	if (p->ngpus == GP_POOL_MAX_GPUS)
 		return -ENOSPC;
 	p->gpu[p->ngpus++] = (struct gp_pool_gpu){.index = index, .total_mem = total_mem};
 	return 0;
+}
+
+bool gp_pool_target(const struct gp_pool_gpu *g)
+{
+	return g && !g->mig;
+}
+
+/* Could the claim go on g, room aside: a target, and a MIG instance matching its slice when it
+ * has one. */
+static bool eligible(const struct gp_claim *c, const struct gp_pool_gpu *g)
+{
+	if (!gp_pool_target(g))
+		return false;
+	if (!c->slice.set)
+		return true;
+	return g->instance && gp_slice_matches(&c->slice, g->profile, g->total_mem, g->sms);
+}
+
+/* A target's own draining, or its GPU's when it is a MIG instance. */
+static bool draining(const struct gp_pool *p, const struct gp_pool_gpu *g)
+{
+	if (g->draining)
+		return true;
+	for (uint32_t k = 0; g->instance && k < p->ngpus; k++)
+		if (p->gpu[k].index == g->parent)
+			return p->gpu[k].draining;
+	return false;
+}
+
+uint32_t gp_pool_targets(const struct gp_pool *p)
+{
+	uint32_t n = 0;
+
+	for (uint32_t g = 0; p && g < p->ngpus; g++)
+		n += gp_pool_target(&p->gpu[g]);
+	return n;
+}
+
+bool gp_pool_eligible(const struct gp_pool *p, const struct gp_claim *c,
+		      const struct gp_pool_gpu *g)
+{
+	return p && c && eligible(c, g) && !draining(p, g);
 }
 
 static uint32_t gpus_asked(const struct gp_claim *c)
@@ -74,7 +116,7 @@ static uint64_t least_per_gpu(const struct gp_pool *p, const struct gp_config *c
 	uint64_t m = UINT64_MAX;
 
 	for (uint32_t g = 0; g < p->ngpus; g++)
-		if (per_gpu(cfg, c, &p->gpu[g]) < m)
+		if (eligible(c, &p->gpu[g]) && per_gpu(cfg, c, &p->gpu[g]) < m)
 			m = per_gpu(cfg, c, &p->gpu[g]);
 	return m == UINT64_MAX ? 0 : m;
 }
@@ -96,17 +138,39 @@ static bool could_fit(const struct gp_pool *p, const struct gp_config *cfg,
 		      const struct gp_claim *c, char *why, size_t len)
 {
 	const struct gp_tenant *t = gp_config_tenant(cfg, c->tenant);
-	uint32_t n = gpus_asked(c), fits = 0;
+	uint32_t n = gpus_asked(c), fits = 0, targets = 0;
 	uint64_t biggest = 0, least;
 
 	for (uint32_t g = 0; g < p->ngpus; g++) {
+		if (!eligible(c, &p->gpu[g]))
+			continue;
+		targets++;
 		if (per_gpu(cfg, c, &p->gpu[g]) <= p->gpu[g].total_mem)
 			fits++;
 		if (p->gpu[g].total_mem > biggest)
 			biggest = p->gpu[g].total_mem;
 	}
-	if (n > p->ngpus) {
-		snprintf(why, len, "asked for %u GPUs; the pool has %u", n, p->ngpus);
+	if (c->slice.set && targets < n) {
+		char have[160] = "";
+
+		for (uint32_t g = 0; g < p->ngpus; g++) {
+			size_t l = strlen(have);
+
+			if (p->gpu[g].instance)
+				snprintf(have + l, sizeof(have) - l, "%s%s (%llu MiB, %u SMs)",
+					 l ? ", " : "", p->gpu[g].profile,
+					 (unsigned long long)(p->gpu[g].total_mem >> 20),
+					 p->gpu[g].sms);
+		}
+		snprintf(why, len,
+			 "asked for %u MIG instance%s matching the slice; %u match%s (%s%s)", n,
+			 n == 1 ? "" : "s", targets, targets == 1 ? "es" : "",
+			 have[0] ? "the pool's instances: " : "the pool has no MIG instances",
+			 have);
+		return false;
+	}
+	if (n > targets) {
+		snprintf(why, len, "asked for %u GPUs; the pool has %u", n, targets);
 		return false;
 	}
 	if (gp_pool_compute_share(cfg, c) > 100) {
@@ -147,7 +211,7 @@ static bool could_fit(const struct gp_pool *p, const struct gp_config *cfg,
 static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const struct gp_claim *c,
 		   uint32_t n, uint64_t per_gpu_budget, uint32_t *chosen, uint64_t *mem)
 {
-	bool taken[GP_STATS_MAX_DEVICES] = {false};
+	bool taken[GP_POOL_MAX_GPUS] = {false};
 	uint32_t share = gp_pool_compute_share(cfg, c);
 
 	*mem = 0;
@@ -158,8 +222,8 @@ static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const s
 			const struct gp_pool_gpu *gpu = &p->gpu[g], *b;
 			uint64_t m = per_gpu(cfg, c, gpu);
 
-			if (taken[g] || gpu->draining || m > free_on(gpu) || m > per_gpu_budget ||
-			    gpu->compute + share > 100)
+			if (taken[g] || !eligible(c, gpu) || draining(p, gpu) || m > free_on(gpu) ||
+			    m > per_gpu_budget || gpu->compute + share > 100)
 				continue;
 			if (best < 0) {
 				best = (int)g;

@@ -13,6 +13,13 @@
  * room left, binpack on those with the least that still fit; ties go to fewer sessions, then
  * the lower slot.
  *
+ * MIG (docs/operations.md "Slicing and sharing"): a GPU in MIG mode (mig) takes no claim
+ * itself; each of its instances (instance) is a target of its own, with its own memory,
+ * compute shares and sessions, and counts as one GPU toward tenant limits. A claim with a
+ * slice (GPUPOOL_SLICE, src/slice.h) goes only on instances that match it; one without goes
+ * on whole GPUs and instances alike, by memory. Draining a GPU in MIG mode drains its
+ * instances.
+ *
  * A compute share (percent of a GPU, docs/scheduling.md) is the claim's own, cut to its
  * tenant's compute=, else its tenant's default_compute; a claim with one is placed only on
  * GPUs whose granted shares leave room for it (no GPU is promised more than 100%). A claim
@@ -48,7 +55,11 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "slice.h"
 #include "stats.h"
+
+/* Ledger entries: whole GPUs, GPUs in MIG mode and their instances. */
+#define GP_POOL_MAX_GPUS 64
 
 struct gp_pool_gpu {
 	uint32_t index; /* the GPU's ordinal on this host */
@@ -57,6 +68,12 @@ struct gp_pool_gpu {
 	unsigned sessions;
 	unsigned compute; /* percent of its compute granted to claims placed here, at most 100 */
 	bool draining;	  /* takes no new claims */
+	/* MIG: set by the caller after gp_pool_add_gpu */
+	bool mig;      /* in MIG mode: not a target itself */
+	bool instance; /* a MIG instance of the GPU whose index is parent */
+	uint32_t parent;
+	uint32_t sms;	  /* multiprocessors; 0: not known */
+	char profile[16]; /* an instance's, "1g.10gb" */
 };
 
 enum gp_claim_state {
@@ -72,6 +89,7 @@ struct gp_claim {
 	uint64_t want_memory;  /* per GPU; 0: the pool's default_memory, or a whole GPU */
 	uint32_t want_compute; /* percent of each GPU's compute; 0: its tenant's default_compute */
 	bool preemptible; /* its client's word (GPUPOOL_PREEMPTIBLE); its tenant's counts too */
+	struct gp_slice slice; /* GPUPOOL_SLICE: only MIG instances that match it */
 	/* The pool's, read-only to the caller. */
 	enum gp_claim_state state;
 	uint64_t queued_at; /* the `now` it was queued at */
@@ -89,7 +107,7 @@ struct gp_claim {
 };
 
 struct gp_pool {
-	struct gp_pool_gpu gpu[GP_STATS_MAX_DEVICES];
+	struct gp_pool_gpu gpu[GP_POOL_MAX_GPUS];
 	uint32_t ngpus;
 	struct gp_claim *queue;	   /* waiting, oldest first */
 	struct gp_claim *admitted; /* holding reservations */
@@ -111,10 +129,18 @@ struct gp_pool_usage {
 
 void gp_pool_init(struct gp_pool *p);
 /* Adds a GPU to the ledger. -EINVAL: total_mem 0 or the index is there already;
- * -ENOSPC: GP_STATS_MAX_DEVICES GPUs already. */
+ * -ENOSPC: GP_POOL_MAX_GPUS GPUs already. */
 int gp_pool_add_gpu(struct gp_pool *p, uint32_t index, uint64_t total_mem);
 /* The ledger entry of the GPU with that index, or NULL. */
 struct gp_pool_gpu *gp_pool_gpu(struct gp_pool *p, uint32_t index);
+/* May g take claims at all: not a GPU in MIG mode (draining aside)? */
+bool gp_pool_target(const struct gp_pool_gpu *g);
+/* How many entries are targets: whole GPUs and MIG instances. */
+uint32_t gp_pool_targets(const struct gp_pool *p);
+/* Could c go on g, room aside: a target, not draining (nor its GPU, for an instance), and a
+ * MIG instance matching c's slice when c has one? */
+bool gp_pool_eligible(const struct gp_pool *p, const struct gp_claim *c,
+		      const struct gp_pool_gpu *g);
 
 /*
  * Queues a claim at now, or refuses one that could never fit (the pool is too small, or

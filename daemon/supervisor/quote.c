@@ -6,7 +6,8 @@
  * falls back to its next candidate. The rules are admission's (pool.c): GPUs that are not
  * draining with the memory asked for unreserved and, for a compute share, that much of their
  * compute not granted, within the tenant's limits; spread prefers
- * the most room left, binpack the least that still fits (room_max and room_min).
+ * the most room left, binpack the least that still fits (room_max and room_min). GPUs in MIG
+ * mode count by their instances; with GPUPOOL_SLICE only matching instances count.
  */
 #include <stdio.h>
 #include <string.h>
@@ -28,7 +29,9 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 	const struct gp_config *cfg = d->cfg;
 	const struct gp_tenant *t = gp_config_tenant(cfg, tenant);
 	uint32_t n = q->gpus ? q->gpus : 1, fitting = 0, open = 0, share;
-	struct gp_claim asked = {.tenant = tenant, .want_compute = q->compute};
+	struct gp_claim asked = {.tenant = tenant, .want_compute = q->compute}, any;
+	char bad_slice[256];
+	bool slice_ok = gp_slice_parse(q->slice, &asked.slice, bad_slice, sizeof(bad_slice)) == 0;
 	uint64_t budget = UINT64_MAX;
 	struct gp_pool_usage u;
 
@@ -38,13 +41,19 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 		budget = u.memory < t->memory ? (t->memory - u.memory) / n : 0;
 	out->room_min = UINT64_MAX;
 	share = gp_pool_compute_share(cfg, &asked); /* as admission would grant it */
+	any = asked;
+	any.slice.set = false;
 	for (uint32_t g = 0; g < d->pool.ngpus; g++) {
 		const struct gp_pool_gpu *gpu = &d->pool.gpu[g];
 		uint64_t room = gpu->total_mem - gpu->reserved, m = per_gpu(cfg, q->memory, gpu);
 
-		if (gpu->draining)
+		/* Not a GPU in MIG mode (its instances count), nor an instance of one draining;
+		 * then not one GPUPOOL_SLICE rules out. */
+		if (!gp_pool_eligible(&d->pool, &any, gpu))
 			continue;
 		open++;
+		if (!gp_pool_eligible(&d->pool, &asked, gpu))
+			continue;
 		out->unreserved += room;
 		if (m > room || m > budget || (share && share > 100 - gpu->compute))
 			continue;
@@ -66,7 +75,9 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 	out->sessions = d->nsessions;
 	out->draining = d->stopping || (d->pool.ngpus && !open);
 	reason[0] = 0;
-	if (out->draining)
+	if (!slice_ok)
+		snprintf(reason, len, "%s", bad_slice);
+	else if (out->draining)
 		snprintf(reason, len, "%s",
 			 d->stopping ? "the daemon is stopping" : "every GPU is draining");
 	else if (share > 100)

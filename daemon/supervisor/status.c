@@ -64,6 +64,13 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		gs[g].draining = d->pool.gpu[g].draining;
 		gs[g].compute_reserved = d->pool.gpu[g].compute;
 		gs[g].nvml = d->gpus[g].nvml;
+		gs[g].mig = d->pool.gpu[g].mig;
+		gs[g].instance = d->pool.gpu[g].instance;
+		gs[g].parent = d->pool.gpu[g].parent;
+		gs[g].profile = d->pool.gpu[g].profile;
+		gs[g].sms = d->pool.gpu[g].sms;
+		gs[g].gpu_instance = d->gpus[g].gpu_instance;
+		gs[g].compute_instance = d->gpus[g].compute_instance;
 		rep->gpu[g] = &gs[g];
 	}
 	rep->n_gpu = d->pool.ngpus;
@@ -99,6 +106,7 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		x->memory_requested = s->claim.want_memory;
 		x->compute = s->claim.compute;
 		x->compute_requested = s->claim.want_compute;
+		x->slice_requested = s->slice;
 		x->preemptible = gp_pool_preemptible(d->cfg, &s->claim);
 		if (gp__admit_preempt_deadline(s)) {
 			uint64_t now = uv_now(d->loop), end = gp__admit_preempt_deadline(s);

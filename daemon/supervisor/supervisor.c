@@ -65,7 +65,8 @@ int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg)
 static void notify_status(struct gp_daemon *d)
 {
 	sd_notifyf(0, "STATUS=%u session%s, %u GPU%s%s", d->nsessions, d->nsessions == 1 ? "" : "s",
-		   d->pool.ngpus, d->pool.ngpus == 1 ? "" : "s", d->stopping ? ", stopping" : "");
+		   gp_pool_targets(&d->pool), gp_pool_targets(&d->pool) == 1 ? "" : "s",
+		   d->stopping ? ", stopping" : "");
 }
 
 /* A warm worker that ends on its own stops warm starts for this long (ms). */
@@ -432,7 +433,7 @@ unsigned gp__warm_ready(const struct gp_daemon *d)
 
 void gp__warm_fill(struct gp_daemon *d)
 {
-	unsigned want = d->stopping ? 0 : d->cfg->warm_workers * d->pool.ngpus;
+	unsigned want = d->stopping ? 0 : d->cfg->warm_workers * gp_pool_targets(&d->pool);
 	unsigned have = gp__warm_ready(d);
 
 	/* Fewer wanted (a reload): the newest go. */

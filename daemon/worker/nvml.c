@@ -1,6 +1,7 @@
 /* nvml.c -- the inventory's NVML cross-check: per GPU the driver shows, NVML must list the same
- * UUID with the same memory. Runs only in `gpupool-worker --inventory` (the supervisor never
- * loads NVML). */
+ * UUID with the same memory; and the GPUs in MIG mode with their instances, which only NVML
+ * lists in full. Runs only in `gpupool-worker --inventory` (the supervisor never loads NVML). */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,6 +29,17 @@ struct nvml {
 	nvmlReturn_t (*by_uuid)(const char *uuid, nvmlDevice_t *device);
 	nvmlReturn_t (*memory)(nvmlDevice_t device, nvmlMemory_t *memory);
 	nvmlReturn_t (*memory_v2)(nvmlDevice_t device, nvmlMemory_v2_t *memory); /* optional */
+	/* MIG, optional all together (NVML's names since R450) */
+	nvmlReturn_t (*count)(unsigned int *n);
+	nvmlReturn_t (*by_index)(unsigned int i, nvmlDevice_t *device);
+	nvmlReturn_t (*name)(nvmlDevice_t device, char *name, unsigned int length);
+	nvmlReturn_t (*uuid)(nvmlDevice_t device, char *uuid, unsigned int length);
+	nvmlReturn_t (*mig_mode)(nvmlDevice_t device, unsigned int *current, unsigned int *pending);
+	nvmlReturn_t (*max_mig)(nvmlDevice_t device, unsigned int *count);
+	nvmlReturn_t (*mig_by_index)(nvmlDevice_t device, unsigned int i, nvmlDevice_t *mig);
+	nvmlReturn_t (*attributes)(nvmlDevice_t device, nvmlDeviceAttributes_t *a);
+	nvmlReturn_t (*gi_id)(nvmlDevice_t device, unsigned int *id);
+	nvmlReturn_t (*ci_id)(nvmlDevice_t device, unsigned int *id);
 };
 
 static void nvml_path(const char *driver, char *out, size_t len)
@@ -55,6 +67,16 @@ static int nvml_open(struct nvml *nv, const char *path)
 	*(void **)&nv->by_uuid = dlsym(nv->lib, "nvmlDeviceGetHandleByUUID");
 	*(void **)&nv->memory = dlsym(nv->lib, "nvmlDeviceGetMemoryInfo");
 	*(void **)&nv->memory_v2 = dlsym(nv->lib, "nvmlDeviceGetMemoryInfo_v2");
+	*(void **)&nv->count = dlsym(nv->lib, "nvmlDeviceGetCount_v2");
+	*(void **)&nv->by_index = dlsym(nv->lib, "nvmlDeviceGetHandleByIndex_v2");
+	*(void **)&nv->name = dlsym(nv->lib, "nvmlDeviceGetName");
+	*(void **)&nv->uuid = dlsym(nv->lib, "nvmlDeviceGetUUID");
+	*(void **)&nv->mig_mode = dlsym(nv->lib, "nvmlDeviceGetMigMode");
+	*(void **)&nv->max_mig = dlsym(nv->lib, "nvmlDeviceGetMaxMigDeviceCount");
+	*(void **)&nv->mig_by_index = dlsym(nv->lib, "nvmlDeviceGetMigDeviceHandleByIndex");
+	*(void **)&nv->attributes = dlsym(nv->lib, "nvmlDeviceGetAttributes_v2");
+	*(void **)&nv->gi_id = dlsym(nv->lib, "nvmlDeviceGetGpuInstanceId");
+	*(void **)&nv->ci_id = dlsym(nv->lib, "nvmlDeviceGetComputeInstanceId");
 	if (!nv->init || !nv->shutdown || !nv->error_string || !nv->driver_version ||
 	    !nv->by_uuid || !nv->memory) {
 		gp_log_warnx("NVML %s: not an NVML library (entry points missing); ignored", path);
@@ -120,13 +142,161 @@ static const char *check_gpu(const struct nvml *nv, const Gp__GpuInfo *g)
 	return GP_NVML_MATCH;
 }
 
+/* "GPU-8932f937-..." or "MIG-..." to its 16 bytes. */
+static bool uuid_bytes(const char *s, uint8_t out[16])
+{
+	int n = 0;
+
+	if (strncmp(s, "GPU-", 4) != 0 && strncmp(s, "MIG-", 4) != 0)
+		return false;
+	for (s += 4; *s && n < 32; s++) {
+		if (*s == '-')
+			continue;
+		if (!isxdigit((unsigned char)*s))
+			return false;
+		out[n / 2] = (uint8_t)((n % 2 ? out[n / 2] << 4 : 0) |
+				       (isdigit((unsigned char)*s)
+						? *s - '0'
+						: tolower((unsigned char)*s) - 'a' + 10));
+		n++;
+	}
+	return n == 32 && *s == 0;
+}
+
+/* NVIDIA names an instance "<GPU> MIG 1g.10gb": the profile is what follows " MIG ". */
+static void profile_of(const char *name, char *out, size_t len)
+{
+	const char *m = strstr(name, " MIG ");
+
+	snprintf(out, len, "%s", m ? m + 5 : "");
+}
+
+static bool mig_supported(const struct nvml *nv)
+{
+	return nv->count && nv->by_index && nv->name && nv->uuid && nv->mig_mode && nv->max_mig &&
+	       nv->mig_by_index && nv->attributes && nv->gi_id && nv->ci_id;
+}
+
+/* h's memory as CUDA counts it: NVML's v2 total less its reserve, or its v1 total; 0 when
+ * NVML does not say. */
+static uint64_t cuda_total(const struct nvml *nv, nvmlDevice_t h)
+{
+	nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
+	nvmlMemory_t m1;
+
+	if (nv->memory_v2 && nv->memory_v2(h, &m2) == NVML_SUCCESS && m2.total >= m2.reserved)
+		return m2.total - m2.reserved;
+	if (nv->memory(h, &m1) == NVML_SUCCESS)
+		return m1.total;
+	return 0;
+}
+
+/* Adds MIG GPU g's instances (handle h) to mig. */
+static void list_instances(const struct nvml *nv, nvmlDevice_t h, unsigned g,
+			   struct gp__mig_list *mig)
+{
+	unsigned max = 0;
+
+	if (nv->max_mig(h, &max) != NVML_SUCCESS)
+		return;
+	for (unsigned i = 0; i < max && i < GP_SLICE_MIG_INSTANCES && mig->n < GP_MIG_ENTRIES;
+	     i++) {
+		struct gp__mig_entry *e = &mig->e[mig->n];
+		nvmlDeviceAttributes_t a;
+		char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+		nvmlDevice_t m;
+
+		if (nv->mig_by_index(h, i, &m) != NVML_SUCCESS)
+			continue; /* NOT_FOUND: no instance at that index */
+		memset(e, 0, sizeof(*e));
+		if (nv->uuid(m, uuid, sizeof(uuid)) != NVML_SUCCESS || !uuid_bytes(uuid, e->uuid) ||
+		    nv->name(m, e->name, sizeof(e->name)) != NVML_SUCCESS ||
+		    nv->attributes(m, &a) != NVML_SUCCESS || nv->gi_id(m, &e->gi) != NVML_SUCCESS ||
+		    nv->ci_id(m, &e->ci) != NVML_SUCCESS) {
+			gp_log_warnx("NVML: MIG instance %u of GPU %u does not answer; left out", i,
+				     g);
+			continue;
+		}
+		e->instance = true;
+		e->gpu = g;
+		e->k = i;
+		e->cuda = -1;
+		e->nvml = GP_NVML_MATCH;
+		profile_of(e->name, e->profile, sizeof(e->profile));
+		e->sms = a.multiprocessorCount;
+		e->memory = cuda_total(nv, m);
+		if (e->memory == 0)
+			e->memory = a.memorySizeMB << 20;
+		mig->n++;
+	}
+}
+
+/* The GPUs NVML says are in MIG mode, each followed by its instances. */
+static void list_mig(const struct nvml *nv, struct gp__mig_list *mig)
+{
+	unsigned n = 0, g = 0;
+
+	mig->n = 0;
+	if (!mig_supported(nv) || nv->count(&n) != NVML_SUCCESS)
+		return;
+	for (unsigned i = 0; i < n && g < GP_SLICE_MIG_GPUS && mig->n < GP_MIG_ENTRIES; i++) {
+		struct gp__mig_entry *e = &mig->e[mig->n];
+		char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+		unsigned cur = 0, pending = 0;
+		nvmlDevice_t h;
+
+		if (nv->by_index(i, &h) != NVML_SUCCESS ||
+		    nv->mig_mode(h, &cur, &pending) != NVML_SUCCESS ||
+		    cur != NVML_DEVICE_MIG_ENABLE)
+			continue;
+		memset(e, 0, sizeof(*e));
+		if (nv->uuid(h, uuid, sizeof(uuid)) != NVML_SUCCESS || !uuid_bytes(uuid, e->uuid) ||
+		    nv->name(h, e->name, sizeof(e->name)) != NVML_SUCCESS) {
+			gp_log_warnx("NVML: GPU %u is in MIG mode but does not answer; left out",
+				     i);
+			continue;
+		}
+		e->gpu = g;
+		e->cuda = -1;
+		e->nvml = GP_NVML_MATCH;
+		e->memory = cuda_total(nv, h);
+		mig->n++;
+		list_instances(nv, h, g, mig);
+		g++;
+	}
+}
+
+/* A GPU CUDA lists that is one of mig's instances: CUDA and NVML must agree on its memory and
+ * multiprocessors. */
+static struct gp__mig_entry *check_instance(struct gp__mig_list *mig, Gp__GpuInfo *gi)
+{
+	for (unsigned i = 0; i < mig->n; i++) {
+		struct gp__mig_entry *e = &mig->e[i];
+
+		if (!e->instance || gi->uuid.len != 16 || memcmp(e->uuid, gi->uuid.data, 16) != 0)
+			continue;
+		e->cuda = (int)gi->index;
+		if (e->memory != gi->total_mem || e->sms != gi->sms) {
+			gp_log_warnx(
+				"MIG instance %s: NVML reports %llu bytes and %u SMs, CUDA %llu "
+				"and %u",
+				e->name, (unsigned long long)e->memory, e->sms,
+				(unsigned long long)gi->total_mem, gi->sms);
+			e->nvml = GP_NVML_MISMATCH;
+		}
+		return e;
+	}
+	return NULL;
+}
+
 int gp__nvml_crosscheck(const char *driver, Gp__Inventory *inv, char *lib, size_t liblen,
-			char *version, size_t verlen)
+			char *version, size_t verlen, struct gp__mig_list *mig)
 {
 	struct nvml nv;
 	nvmlReturn_t r;
 	int bad = 0;
 
+	mig->n = 0;
 	nvml_path(driver, lib, liblen);
 	version[0] = '\0';
 	if (nvml_open(&nv, lib)) {
@@ -143,8 +313,12 @@ int gp__nvml_crosscheck(const char *driver, Gp__Inventory *inv, char *lib, size_
 	}
 	if (nv.driver_version(version, (unsigned)verlen) != NVML_SUCCESS)
 		version[0] = '\0';
+	list_mig(&nv, mig);
 	for (size_t i = 0; i < inv->n_gpu; i++) {
-		inv->gpu[i]->nvml = (char *)check_gpu(&nv, inv->gpu[i]);
+		struct gp__mig_entry *e = check_instance(mig, inv->gpu[i]);
+
+		inv->gpu[i]->instance = e != NULL;
+		inv->gpu[i]->nvml = (char *)(e ? e->nvml : check_gpu(&nv, inv->gpu[i]));
 		bad += strcmp(inv->gpu[i]->nvml, GP_NVML_MATCH) != 0;
 	}
 	nv.shutdown();

@@ -386,7 +386,7 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello, const struct proof
 {
 	Gp__AdmitRequest req = GP__ADMIT_REQUEST__INIT;
 	Gp__AdmitReply *rep;
-	char vis[GP_STATS_MAX_DEVICES * 4 + 1] = "";
+	char vis[GP_STATS_MAX_DEVICES * 48 + 1] = "";
 	char msg[512];
 	int ret = 1;
 
@@ -407,6 +407,7 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello, const struct proof
 	req.client_pid = hello->client_pid;
 	req.program = hello->program;
 	req.no_wait = hello->no_wait;
+	req.slice = hello->slice;
 	if (gp_conn_send(w->ctl, GP_MSG_ADMIT_REQUEST, 0, 0, &req.base, NULL, 0) ||
 	    gp_conn_flush(w->ctl)) {
 		gp_log_error("control channel: %s", w->ctl->err);
@@ -433,7 +434,11 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello, const struct proof
 	for (size_t i = 0; i < rep->n_device; i++) {
 		size_t l = strlen(vis);
 
-		snprintf(vis + l, sizeof(vis) - l, "%s%u", i ? "," : "", rep->device[i]);
+		/* A MIG instance by its MIG-<uuid> (AdmitReply.visible), a GPU by its ordinal. */
+		if (rep->n_visible == rep->n_device && strlen(rep->visible[i]) < 48)
+			snprintf(vis + l, sizeof(vis) - l, "%s%s", i ? "," : "", rep->visible[i]);
+		else
+			snprintf(vis + l, sizeof(vis) - l, "%s%u", i ? "," : "", rep->device[i]);
 	}
 	/* The driver must see only the placement's devices, before it loads. */
 	setenv("CUDA_VISIBLE_DEVICES", vis, 1);

@@ -57,6 +57,7 @@
 #include "conn.h"
 #include "driver.h"
 #include "owner.h"
+#include "slice.h"
 #include "stats.h"
 
 /* Inherited descriptors, set up by the supervisor at spawn. */
@@ -377,8 +378,30 @@ int gp__worker_inventory(const char *driver);
  * its storage; lib "" when there is none). The number of GPUs that disagree. */
 #define GP_NVML_MATCH "match"
 #define GP_NVML_MISMATCH "mismatch"
+/* A GPU in MIG mode (instance false) or one of its instances, as NVML lists it; cuda: CUDA's
+ * ordinal for it in this process, -1 when CUDA does not list it (CUDA lists one instance). */
+struct gp__mig_entry {
+	bool instance;
+	unsigned gpu, k; /* the GPU's number among those in MIG mode; the instance's index */
+	char name[96], profile[16];
+	uint8_t uuid[16];
+	uint64_t memory;
+	uint32_t sms, gi, ci;
+	int cuda;
+	const char *nvml; /* GP_NVML_MATCH, or GP_NVML_MISMATCH when CUDA disagrees */
+};
+
+#define GP_MIG_ENTRIES 64
+
+struct gp__mig_list {
+	unsigned n;
+	struct gp__mig_entry e[GP_MIG_ENTRIES];
+};
+
+/* Also lists the GPUs in MIG mode and their instances in mig (none without NVML or MIG); the
+ * GPUs of inv that are MIG instances get instance set (and are checked against NVML's). */
 int gp__nvml_crosscheck(const char *driver, Gp__Inventory *inv, char *lib, size_t liblen,
-			char *version, size_t verlen);
+			char *version, size_t verlen, struct gp__mig_list *mig);
 
 /* mem.c: page-locked staging of asynchronous device-to-host copies that have been sent,
  * freed by the main thread (a driver callback may not call the driver). */

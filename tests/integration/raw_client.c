@@ -35,7 +35,8 @@
  *             (softgpu cannot: NOT_SUPPORTED); session goes on
  *
  * RAW_MEMORY (bytes) is the memory the Hello asks for; RAW_PROGRAM and RAW_HOST
- * replace the program name and client host it sends.
+ * replace the program name and client host it sends; RAW_SLICE is its slice (GPUPOOL_SLICE,
+ * unchecked: the pool must judge it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,7 @@ static Gp__HelloReply *hello(uint32_t version)
 	h.program = getenv("RAW_PROGRAM") ? getenv("RAW_PROGRAM") : "raw_client";
 	h.client_host = getenv("RAW_HOST") ? getenv("RAW_HOST") : "test";
 	h.memory = getenv("RAW_MEMORY") ? strtoull(getenv("RAW_MEMORY"), NULL, 0) : 0;
+	h.slice = getenv("RAW_SLICE") ? getenv("RAW_SLICE") : "";
 	if (gp_conn_send(c, GP_MSG_HELLO, 0, 0, &h.base, NULL, 0) || gp_conn_recv(c, &fh))
 		die("Hello");
 	if (fh.type != GP_MSG_HELLO_REPLY)

@@ -85,10 +85,10 @@ static void test_invalid_gpus(void **state)
 	assert_int_equal(gp_pool_add_gpu(&p, 0, 0), -EINVAL); /* no memory */
 	assert_int_equal(gp_pool_add_gpu(&p, 3, G), 0);
 	assert_int_equal(gp_pool_add_gpu(&p, 3, G), -EINVAL); /* its index twice */
-	for (uint32_t i = 1; i < GP_STATS_MAX_DEVICES; i++)
+	for (uint32_t i = 1; i < GP_POOL_MAX_GPUS; i++)
 		assert_int_equal(gp_pool_add_gpu(&p, 100 + i, G), 0);
 	assert_int_equal(gp_pool_add_gpu(&p, 99, G), -ENOSPC);
-	assert_int_equal(p.ngpus, GP_STATS_MAX_DEVICES);
+	assert_int_equal(p.ngpus, GP_POOL_MAX_GPUS);
 	assert_non_null(gp_pool_gpu(&p, 3));
 	assert_null(gp_pool_gpu(&p, 4));
 	assert_null(gp_pool_gpu(NULL, 3));
@@ -768,6 +768,196 @@ static void test_compute_tenant(void **state)
 
 /* Chosen newest first until there is room, a claim whose GPU does not help is spared:
  * here bob's 4G beside svc's 12G, when ending his 16G on the other GPU alone makes room. */
+/* ---- MIG: instances are targets, their GPU is not ---- */
+
+/* GPU 0 whole (8 GiB, 80 SMs); GPU 64 in MIG mode (40 GiB) with 128: 1g.10gb (14 SMs) and
+ * 129: 3g.20gb (42 SMs). */
+static void mig_pool(struct gp_pool *p)
+{
+	static const struct {
+		uint32_t index;
+		uint64_t mem;
+		bool mig, instance;
+		uint32_t sms;
+		const char *profile;
+	} t[] = {
+		{0, 8 * G, false, false, 80, ""},
+		{64, 40 * G, true, false, 0, ""},
+		{128, 10 * G, false, true, 14, "1g.10gb"},
+		{129, 20 * G, false, true, 42, "3g.20gb"},
+	};
+
+	gp_pool_init(p);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct gp_pool_gpu *g;
+
+		assert_int_equal(gp_pool_add_gpu(p, t[i].index, t[i].mem), 0);
+		g = gp_pool_gpu(p, t[i].index);
+		g->mig = t[i].mig;
+		g->instance = t[i].instance;
+		g->parent = t[i].instance ? 64 : 0;
+		g->sms = t[i].sms;
+		snprintf(g->profile, sizeof(g->profile), "%s", t[i].profile);
+	}
+}
+
+static struct gp_claim slice_claim(const char *tenant, const char *slice, uint64_t memory)
+{
+	struct gp_claim c = claim(tenant, 1, memory);
+	char err[256];
+
+	assert_int_equal(gp_slice_parse(slice, &c.slice, err, sizeof(err)), 0);
+	return c;
+}
+
+static void test_mig_targets(void **state)
+{
+	struct gp_config *cfg = conf("placement spread\nqueue_timeout 60\n");
+	struct gp_claim a = claim("t", 1, 0), b = claim("t", 1, 0), c = claim("t", 1, 0),
+			d = claim("t", 1, 0), e = claim("t", 4, 0);
+	struct gp_pool p;
+
+	(void)state;
+	mig_pool(&p);
+	assert_int_equal(gp_pool_targets(&p), 3);
+	/* Whole targets, spread: the 20 GiB instance, the 10 GiB one, GPU 0; never GPU 64. */
+	assert_int_equal(ask(&p, cfg, &a, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(a.dev[0], 129);
+	assert_int_equal(a.mem_limit, 20 * G);
+	assert_int_equal(ask(&p, cfg, &b, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(b.dev[0], 128);
+	assert_int_equal(ask(&p, cfg, &c, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c.dev[0], 0);
+	/* Three targets: four GPUs is refused at once. */
+	assert_refused(&p, cfg, &e, "asked for 4 GPUs; the pool has 3");
+	/* GPU 64's 40 GiB are unreserved, but it is no target: d waits. */
+	assert_int_equal(ask(&p, cfg, &d, 0), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_gpu(&p, 64)->reserved, 0);
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &d, NULL), GP_POOL_WAIT_CAPACITY);
+	gp_pool_release(&p, &b);
+	while (gp_pool_admit_next(&p, cfg))
+		;
+	assert_int_equal(d.state, GP_CLAIM_ADMITTED);
+	assert_int_equal(d.dev[0], 128);
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &c);
+	gp_pool_release(&p, &d);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+static void test_mig_slices(void **state)
+{
+	struct gp_config *cfg = conf("placement binpack\nqueue_timeout 60\n");
+	struct gp_claim a = slice_claim("t", "1g.10gb", 0), b = slice_claim("t", "mem>=12G", G),
+			c = slice_claim("t", "sms>=10", G), d = slice_claim("t", "4g.20gb", G),
+			e = slice_claim("t", "sms>=50", G), f = slice_claim("t", "1G.10GB", G);
+	struct gp_claim two = slice_claim("t", "mem>=1G", G);
+	struct gp_pool p;
+
+	(void)state;
+	mig_pool(&p);
+	assert_int_equal(ask(&p, cfg, &a, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(a.dev[0], 128);
+	assert_int_equal(a.mem_limit, 10 * G); /* the whole instance */
+	assert_int_equal(ask(&p, cfg, &b, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(b.dev[0], 129);
+	/* sms>=10: both instances match, 128 is full, so 129 (never GPU 0, which has 80). */
+	assert_int_equal(ask(&p, cfg, &c, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(c.dev[0], 129);
+	assert_refused(&p, cfg, &d,
+		       "asked for 1 MIG instance matching the slice; 0 match "
+		       "(the pool's instances: 1g.10gb (10240 MiB, 14 SMs), 3g.20gb "
+		       "(20480 MiB, 42 SMs))");
+	assert_refused(&p, cfg, &e, "0 match");
+	/* A profile is matched whatever its case; this one waits for instance 128. */
+	assert_int_equal(ask(&p, cfg, &f, 0), GP_CLAIM_QUEUED);
+	gp_pool_release(&p, &f);
+	two.want_gpus = 3;
+	assert_refused(&p, cfg, &two, "asked for 3 MIG instances matching the slice; 2 match");
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &b);
+	gp_pool_release(&p, &c);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* An instance counts as one GPU toward gpus=; draining a GPU in MIG mode drains its
+ * instances. */
+static void test_mig_tenant_and_drain(void **state)
+{
+	struct gp_config *cfg = conf("queue_timeout 60\ntenant t gpus=1\n");
+	struct gp_claim a = slice_claim("t", "1g.10gb", G), b = slice_claim("t", "3g.20gb", G),
+			c = slice_claim("u", "mem>=1G", G);
+	struct gp_pool p;
+
+	(void)state;
+	mig_pool(&p);
+	assert_int_equal(ask(&p, cfg, &a, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &b, 0), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_waiting_for(&p, cfg, &b, NULL), GP_POOL_WAIT_TENANT);
+	gp_pool_release(&p, &b);
+	gp_pool_release(&p, &a);
+	gp_pool_gpu(&p, 64)->draining = true;
+	assert_int_equal(ask(&p, cfg, &c, 0), GP_CLAIM_QUEUED);
+	gp_pool_gpu(&p, 64)->draining = false;
+	while (gp_pool_admit_next(&p, cfg))
+		;
+	assert_int_equal(c.state, GP_CLAIM_ADMITTED);
+	gp_pool_release(&p, &c);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+static void test_slice_parse(void **state)
+{
+	static const char *bad[] = {"1g",
+				    "1g.",
+				    "g.10gb",
+				    "8g.10gb",
+				    "0g.1gb",
+				    "1g.10gbx",
+				    "mem>=",
+				    "mem>=0",
+				    "mem>=8Q",
+				    "sms>=",
+				    "sms>=0",
+				    "sms>=-1",
+				    "sms>=1x",
+				    "gpu>=1",
+				    "mem>=1G,",
+				    "mem>=1G,mem>=2G",
+				    "mem>=1G,,sms>=1",
+				    "mem",
+				    "1g.10gb,mem>=1G"};
+	struct gp_slice s;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(gp_slice_parse(NULL, &s, err, sizeof(err)), 0);
+	assert_false(s.set);
+	assert_int_equal(gp_slice_parse("", &s, err, sizeof(err)), 0);
+	assert_false(s.set);
+	assert_int_equal(gp_slice_parse("2G.20GB", &s, err, sizeof(err)), 0);
+	assert_true(s.set);
+	assert_string_equal(s.profile, "2g.20gb");
+	assert_true(gp_slice_matches(&s, "2g.20gb", 0, 0));
+	assert_false(gp_slice_matches(&s, "2g.10gb", 100 * G, 100));
+	assert_int_equal(gp_slice_parse("mem>=8G,sms>=20", &s, err, sizeof(err)), 0);
+	assert_int_equal(s.min_mem, 8 * G);
+	assert_int_equal(s.min_sms, 20);
+	assert_true(gp_slice_matches(&s, "x", 8 * G, 20));
+	assert_false(gp_slice_matches(&s, "x", 8 * G - 1, 20));
+	assert_false(gp_slice_matches(&s, "x", 8 * G, 19));
+	assert_int_equal(gp_slice_parse("sms>=7", &s, err, sizeof(err)), 0);
+	assert_int_equal(s.min_mem, 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (gp_slice_parse(bad[i], &s, err, sizeof(err)) != -1 ||
+		    !strstr(err, "GPUPOOL_SLICE=") || !strstr(err, "expected a MIG profile"))
+			fail_msg("GPUPOOL_SLICE=%s: accepted, or said '%s'", bad[i], err);
+	}
+}
+
 static void test_preempt_overkill(void **state)
 {
 	struct gp_config *cfg = conf("tenant alice guarantee_memory=12G\n"
@@ -1017,6 +1207,10 @@ int main(void)
 		cmocka_unit_test(test_guarantee_gpus),
 		cmocka_unit_test(test_compute_fit),
 		cmocka_unit_test(test_compute_tenant),
+		cmocka_unit_test(test_mig_targets),
+		cmocka_unit_test(test_mig_slices),
+		cmocka_unit_test(test_mig_tenant_and_drain),
+		cmocka_unit_test(test_slice_parse),
 		cmocka_unit_test(test_preempt_overkill),
 		cmocka_unit_test(test_preempt_due_other_waiter),
 		cmocka_unit_test(test_preempt),
