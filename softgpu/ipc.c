@@ -24,8 +24,10 @@
  * allows exactly to those who may read the exporter's file descriptors (same user, exporter
  * dumpable, or CAP_SYS_PTRACE: PTRACE_MODE_READ, which Yama's ptrace_scope leaves alone), or
  * is handed them (the pool, provide_fds); it maps the registry, checks that the record is
- * live and that the tag, offset and size agree, and only then maps the allocation's pages at a
- * new device address of its own. The tag keeps a guessed or stale handle from opening
+ * live and that the tag, offset, size and descriptor agree, and only then maps the allocation's
+ * pages at a new device address of its own. Both memfds are sealed at their size, and an
+ * importer maps nothing else (sealed_memfd): a handle cannot make it map, with its own rights,
+ * another file the exporter holds, nor can an exporter shrink a mapping under it (SIGBUS). The tag keeps a guessed or stale handle from opening
  * anything; it is not what protects the memory: whoever can open the exporter's descriptors
  * can map the whole device memfd, as such a process could already read the exporter's memory
  * by other means. An allocation freed by its exporter leaves the registry at once (new opens
@@ -84,9 +86,12 @@ struct import {
 	int refs;
 };
 
+/* Descriptors handed over (provide_fds): one entry per exporter and device memfd (its number
+ * there; -1 for an event's, which brings only the registry). */
 struct provided {
 	struct provided *next;
 	uint8_t instance[8];
+	int32_t exp_mem_fd;
 	int mem_fd, reg_fd;
 };
 
@@ -129,10 +134,11 @@ static int registry_locked(void)
 
 	if (reg)
 		return 0;
-	fd = memfd_create("softgpu-ipc", MFD_CLOEXEC);
+	fd = memfd_create("softgpu-ipc", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)reg_len())) {
+	if (ftruncate(fd, (off_t)reg_len()) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
 		close(fd);
 		return -ENOMEM;
 	}
@@ -164,6 +170,7 @@ SG_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 	struct mem_rec *rec = NULL;
 	uint64_t off;
 	int fd;
+	struct sg_alloc now;
 	CUresult r = sg_ctx_current(&c, true);
 
 	if (r)
@@ -205,6 +212,12 @@ SG_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 	pthread_mutex_unlock(&ipc_lock);
 	if (rec == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY; /* MAX_MEM allocations exported at once */
+	/* A cuMemFree racing this export may have forgotten the allocation's records before the
+	 * one above was made; if the allocation has gone, its free will not come again. */
+	if (!sg_mem_find(dptr, &now) || now.id != a.id) {
+		sg_ipc_forget(a.id);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
 	memcpy(pHandle, &h, sizeof(h));
 	return CUDA_SUCCESS;
 }
@@ -221,15 +234,48 @@ void sg_ipc_forget(uint64_t alloc_id)
 	pthread_mutex_unlock(&ipc_lock);
 }
 
+/*
+ * Whether fd is a memfd as softgpu makes them, sealed at its size (its size in *size): then a
+ * mapping of it cannot fault however its maker behaves, and a handle cannot make this process
+ * map, with its own rights, any other file the exporter holds (one it opened read-only).
+ */
+static bool sealed_memfd(int fd, uint64_t *size)
+{
+	struct stat st;
+	int seals;
+
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return false;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW))
+		return false;
+	*size = (uint64_t)st.st_size;
+	return true;
+}
+
+/* Another process's descriptor through /proc: only a regular file is opened at all (no
+ * device, FIFO or terminal a crafted handle or a reused pid names), and never as a
+ * controlling terminal or blocking. */
+static int open_proc_fd(uint32_t pid, int32_t fd)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%u/fd/%d", pid, fd);
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return -1;
+	return open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+}
+
 /* The exporter's descriptors for h: handed over, or through /proc. -1 where unreachable. */
 static void reach(const struct handle *h, bool want_mem, int *mem_fd, int *rfd)
 {
-	char path[64];
-
 	*mem_fd = *rfd = -1;
 	pthread_mutex_lock(&ipc_lock);
 	for (struct provided *p = provided; p; p = p->next) {
-		if (memcmp(p->instance, h->instance, sizeof(p->instance)))
+		/* a memory handle: the device memfd it names (an exporter has one per device) */
+		if (memcmp(p->instance, h->instance, sizeof(p->instance)) ||
+		    (want_mem && p->exp_mem_fd != h->mem_fd))
 			continue;
 		*rfd = fcntl(p->reg_fd, F_DUPFD_CLOEXEC, 0);
 		if (want_mem && p->mem_fd >= 0)
@@ -240,21 +286,18 @@ static void reach(const struct handle *h, bool want_mem, int *mem_fd, int *rfd)
 	pthread_mutex_unlock(&ipc_lock);
 	if (h->pid == 0 || h->reg_fd < 0 || (want_mem && h->mem_fd < 0))
 		return;
-	snprintf(path, sizeof(path), "/proc/%u/fd/%d", h->pid, h->reg_fd);
-	*rfd = open(path, O_RDWR | O_CLOEXEC);
-	if (want_mem) {
-		snprintf(path, sizeof(path), "/proc/%u/fd/%d", h->pid, h->mem_fd);
-		*mem_fd = open(path, O_RDWR | O_CLOEXEC);
-	}
+	*rfd = open_proc_fd(h->pid, h->reg_fd);
+	if (want_mem)
+		*mem_fd = open_proc_fd(h->pid, h->mem_fd);
 }
 
 /* The exporter's registry from its descriptor, if it is one and is h's; NULL otherwise. */
 static struct registry *registry_of(int fd, const struct handle *h)
 {
-	struct stat st;
 	struct registry *m;
+	uint64_t size;
 
-	if (fd < 0 || fstat(fd, &st) || (uint64_t)st.st_size < reg_len())
+	if (!sealed_memfd(fd, &size) || size < reg_len())
 		return NULL;
 	m = mmap(NULL, reg_len(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
@@ -276,19 +319,18 @@ static bool mem_rec_matches(const struct registry *m, const struct handle *h)
 	rec = &m->mem[h->slot];
 	return __atomic_load_n(&rec->live, __ATOMIC_ACQUIRE) &&
 	       memcmp(rec->tag, h->tag, sizeof(h->tag)) == 0 && rec->off == h->off &&
-	       rec->size == h->size;
+	       rec->size == h->size && rec->mem_fd == h->mem_fd;
 }
 
 /* Maps h's allocation from the exporter's device memfd at a new device address. */
 static CUresult map_import(struct sg_ctx *c, const struct handle *h, int mem_fd, struct import *im)
 {
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), lo, len;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), lo, len, size;
 	struct sg_alloc a = {0};
-	struct stat st;
 	uint8_t *m, *res;
 
-	if (fstat(mem_fd, &st) || h->size == 0 || h->off > (uint64_t)st.st_size ||
-	    h->size > (uint64_t)st.st_size - h->off)
+	if (!sealed_memfd(mem_fd, &size) || h->size == 0 || h->off > size ||
+	    h->size > size - h->off)
 		return CUDA_ERROR_INVALID_HANDLE;
 	lo = h->off / page * page;
 	len = (h->off + h->size + page - 1) / page * page - lo;
@@ -473,12 +515,19 @@ CUresult sg_ipc_event_attach(struct sg_event *e, const void *handle)
 		pthread_mutex_lock(&ipc_lock);
 		if (registry_locked() == 0) {
 			for (uint32_t i = 0; i < MAX_EV && slot == NULL; i++) {
+				uint64_t g, d;
+
 				if (reg->ev[i].live)
 					continue;
+				g = __atomic_load_n(&reg->ev[i].gen, __ATOMIC_ACQUIRE);
+				d = __atomic_load_n(&reg->ev[i].done, __ATOMIC_ACQUIRE);
+				/* the counters go on from where the slot's last event left them:
+				 * a process still holding that one (opened, destroyed here) can
+				 * only complete records at or below them, never the new event's */
 				slot = &reg->ev[i];
 				random_bytes(slot->tag, sizeof(slot->tag));
-				__atomic_store_n(&slot->gen, 0, __ATOMIC_RELAXED);
-				__atomic_store_n(&slot->done, 0, __ATOMIC_RELAXED);
+				__atomic_store_n(&slot->gen, g > d ? g : d, __ATOMIC_RELAXED);
+				__atomic_store_n(&slot->done, g > d ? g : d, __ATOMIC_RELAXED);
 				__atomic_store_n(&slot->live, 1, __ATOMIC_RELEASE);
 			}
 		}
@@ -614,6 +663,7 @@ static CUresult provide_fds(const void *handle, const int fds[2])
 	struct handle h;
 	struct provided *p, *old;
 	struct registry *m;
+	uint64_t size;
 
 	if (handle == NULL || fds == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -621,13 +671,17 @@ static CUresult provide_fds(const void *handle, const int fds[2])
 	if (memcmp(h.magic, "sgIM", 4) && memcmp(h.magic, "sgIE", 4))
 		return CUDA_ERROR_INVALID_VALUE;
 	m = registry_of(fds[1], &h); /* the registry must be the handle's exporter's */
-	if (m == NULL)
+	if (m == NULL || (fds[0] >= 0 && !sealed_memfd(fds[0], &size))) {
+		if (m)
+			munmap(m, reg_len());
 		return CUDA_ERROR_INVALID_VALUE;
+	}
 	munmap(m, reg_len());
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	memcpy(p->instance, h.instance, sizeof(p->instance));
+	p->exp_mem_fd = fds[0] >= 0 ? h.mem_fd : -1;
 	p->reg_fd = fcntl(fds[1], F_DUPFD_CLOEXEC, 0);
 	p->mem_fd = fds[0] >= 0 ? fcntl(fds[0], F_DUPFD_CLOEXEC, 0) : -1;
 	if (p->reg_fd < 0 || (fds[0] >= 0 && p->mem_fd < 0)) {
@@ -639,15 +693,12 @@ static CUresult provide_fds(const void *handle, const int fds[2])
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	pthread_mutex_lock(&ipc_lock);
-	/* one exporter's latest: an event's hand-over keeps a memory fd already given */
+	/* the latest for one exporter's device memfd (or its events) replaces the earlier */
 	for (old = provided; old; old = old->next)
-		if (memcmp(old->instance, p->instance, sizeof(p->instance)) == 0)
+		if (memcmp(old->instance, p->instance, sizeof(p->instance)) == 0 &&
+		    old->exp_mem_fd == p->exp_mem_fd)
 			break;
-	if (old && p->mem_fd < 0) {
-		close(old->reg_fd);
-		old->reg_fd = p->reg_fd;
-		free(p);
-	} else if (old) {
+	if (old) {
 		close(old->reg_fd);
 		if (old->mem_fd >= 0)
 			close(old->mem_fd);

@@ -77,9 +77,11 @@ int sg_memory_init(struct sg_device *dev)
 #endif
 	res = mmap(hint, dev->mem_total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 		   0);
-	a->fd = memfd_create("softgpu-device", MFD_CLOEXEC);
+	/* sealed at its size: an importer's mapping of it (ipc.c) can never fault */
+	a->fd = memfd_create("softgpu-device", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	back = MAP_FAILED;
-	if (a->fd >= 0 && ftruncate(a->fd, (off_t)dev->mem_total) == 0)
+	if (a->fd >= 0 && ftruncate(a->fd, (off_t)dev->mem_total) == 0 &&
+	    fcntl(a->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
 		back = mmap(NULL, dev->mem_total, PROT_READ | PROT_WRITE,
 			    MAP_SHARED | MAP_NORESERVE, a->fd, 0);
 	if (res == MAP_FAILED || back == MAP_FAILED) {
@@ -99,6 +101,9 @@ int sg_memory_init(struct sg_device *dev)
 	a->cap = 16;
 	a->free = calloc(a->cap, sizeof(*a->free));
 	if (a->free == NULL) {
+		munmap(res, dev->mem_total);
+		munmap(back, dev->mem_total);
+		close(a->fd);
 		free(a);
 		return -ENOMEM;
 	}
@@ -132,19 +137,63 @@ static int arena_alloc(struct sg_arena *a, uint64_t size, uint64_t *off)
 	return r;
 }
 
+/*
+ * A freed range must read as zeros when it is reallocated. Up to KEEP_MAX its pages stay and
+ * are cleared in place: faulting shared memory in again costs far more than the memset (2,000
+ * touches and frees of 1 MiB on the loaded build machine: 38 s punched, 0.9 s cleared), and the
+ * first-fit allocator hands small ranges out again first. Pages never touched (or swapped
+ * out: mincore cannot tell) are punched instead, so a free commits nothing new; larger ranges
+ * are punched whole, giving their memory back. The partial pages at either end, shared with
+ * neighbours, are cleared.
+ */
+#define KEEP_MAX (4u << 20)
+
+static void punch(struct sg_arena *a, uint64_t lo, uint64_t hi)
+{
+	if (hi > lo)
+		fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo,
+			  (off_t)(hi - lo));
+}
+
+static void arena_zero(struct sg_arena *a, uint64_t off, uint64_t len)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), lo, hi, n;
+	unsigned char vec[256];
+
+	lo = (off + page - 1) / page * page;
+	hi = (off + len) / page * page;
+	if (hi <= lo) {
+		memset(a->hbase + off, 0, len);
+		return;
+	}
+	memset(a->hbase + off, 0, lo - off);
+	memset(a->hbase + hi, 0, off + len - hi);
+	if (hi - lo > KEEP_MAX) {
+		punch(a, lo, hi);
+		return;
+	}
+	for (uint64_t at = lo; at < hi; at += n * page) {
+		n = (hi - at) / page < sizeof(vec) ? (hi - at) / page : sizeof(vec);
+		if (mincore(a->hbase + at, n * page, vec)) {
+			punch(a, at, hi);
+			return;
+		}
+		for (uint64_t i = 0, j; i < n; i = j) {
+			for (j = i + 1; j < n && (vec[j] & 1) == (vec[i] & 1); j++)
+				;
+			if (vec[i] & 1)
+				memset(a->hbase + at + i * page, 0, (j - i) * page);
+			else
+				punch(a, at + i * page, at + j * page);
+		}
+	}
+}
+
 static void arena_free(struct sg_arena *a, uint64_t off, uint64_t len)
 {
 	uint32_t i;
-	long page = sysconf(_SC_PAGESIZE);
-	uint64_t lo, hi;
 
-	/* give whole pages back to the system; they read as zeros afterwards (a shared
-	 * mapping keeps its pages on MADV_DONTNEED: the hole is punched in the memfd) */
-	lo = (off + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page;
-	hi = (off + len) / (uint64_t)page * (uint64_t)page;
-	if (hi > lo && hi - lo >= (64u << 10))
-		fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo,
-			  (off_t)(hi - lo));
+	arena_zero(a, off, len);
 	pthread_mutex_lock(&a->lock);
 	a->used -= len;
 	for (i = 0; i < a->nfree && a->free[i].off < off; i++)

@@ -159,6 +159,41 @@ static void test_memory_api(void **state)
 	CK(cuMemFree(d));
 }
 
+/*
+ * A freed range reads as zeros when it is allocated again, whatever its size: below a page,
+ * below 64 KiB, and the partial pages at the ends of a larger one (a 512-byte allocation
+ * first puts the others off page boundaries); in place or given back.
+ */
+static void test_reused_memory_is_zero(void **state)
+{
+	static const size_t sizes[] = {1000, 4096, 60000, 100000, 1 << 20, 5 << 20};
+	CUdeviceptr pad, a, b;
+	unsigned char *h;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k], dirty = 0;
+
+		h = malloc(n);
+		assert_non_null(h);
+		CK(cuMemAlloc(&pad, 512));
+		CK(cuMemAlloc(&a, n));
+		CK(cuMemsetD8(a, 0xab, n));
+		CK(cuMemFree(a));
+		CK(cuMemAlloc(&b, n));
+		assert_true(b == a); /* first fit: the same range again */
+		CK(cuMemcpyDtoH(h, b, n));
+		for (size_t i = 0; i < n; i++)
+			dirty += h[i] != 0;
+		if (dirty)
+			fail_msg("%zu of %zu reallocated bytes show their earlier contents", dirty,
+				 n);
+		CK(cuMemFree(b));
+		CK(cuMemFree(pad));
+		free(h);
+	}
+}
+
 static void test_pointer_attributes(void **state)
 {
 	CUdeviceptr d, start;
@@ -520,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_context_stack),
 		cmocka_unit_test(test_primary_context),
 		cmocka_unit_test(test_memory_api),
+		cmocka_unit_test(test_reused_memory_is_zero),
 		cmocka_unit_test(test_pointer_attributes),
 		cmocka_unit_test(test_copies_2d),
 		cmocka_unit_test(test_copies_3d_and_peer),
