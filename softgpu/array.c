@@ -71,6 +71,8 @@ static CUresult dims_ok(const CUDA_ARRAY3D_DESCRIPTOR *d)
 
 	if (w == 0 || (z && !h && !layered))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (d->Flags & CUDA_ARRAY3D_CUBEMAP)
+		return w == h && z == 6 && w <= 32768 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 	if (layered) {
 		if (z == 0)
 			return CUDA_ERROR_INVALID_VALUE;
@@ -105,12 +107,15 @@ static CUresult array_create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d)
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((r = format_ok(d->Format, d->NumChannels, &esize)))
 		return r;
+	/* layered cubemaps, depth textures, graphics attachments, sparse and deferred arrays:
+	 * not here */
+	if ((d->Flags & ~(CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
+			  CUDA_ARRAY3D_TEXTURE_GATHER)) ||
+	    (d->Flags & (CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED)) ==
+		    (CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED))
+		return CUDA_ERROR_NOT_SUPPORTED;
 	if ((r = dims_ok(d)))
 		return r;
-	/* cubemaps, depth textures, graphics attachments, sparse and deferred arrays: not here */
-	if (d->Flags &
-	    ~(CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_TEXTURE_GATHER))
-		return CUDA_ERROR_NOT_SUPPORTED;
 	if ((d->Flags & CUDA_ARRAY3D_TEXTURE_GATHER) && (d->Height == 0 || d->Depth != 0))
 		return CUDA_ERROR_INVALID_VALUE; /* gather is for 2-D arrays */
 	n = (uint64_t)d->Width * esize * (d->Height ? d->Height : 1) * (d->Depth ? d->Depth : 1);
@@ -359,7 +364,9 @@ static CUresult resource(const CUDA_RESOURCE_DESC *res, bool surface, struct sg_
 		ref->d = (uint32_t)ai.depth;
 		ref->pitch = ai.pitch;
 		ref->slice = ai.pitch * ai.height;
-		if (fl & CUDA_ARRAY3D_LAYERED)
+		if (fl & CUDA_ARRAY3D_CUBEMAP)
+			ref->geom = SG_TG_CUBE;
+		else if (fl & CUDA_ARRAY3D_LAYERED)
 			ref->geom = ai.desc.Height ? SG_TG_A2D : SG_TG_A1D;
 		else
 			ref->geom = ai.desc.Depth ? SG_TG_3D : ai.desc.Height ? SG_TG_2D : SG_TG_1D;
