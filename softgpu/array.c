@@ -27,6 +27,7 @@ struct sg_array {
 	CUDA_ARRAY3D_DESCRIPTOR desc; /* as created (Height/Depth 0 where the geometry has none) */
 	unsigned esize;
 	uint64_t bytes;
+	uint64_t id; /* its allocation's (memory.c): a later allocation at the address is not it */
 };
 
 /* Bytes of one channel of a format; 0 for a format softgpu does not sample. */
@@ -129,6 +130,11 @@ static CUresult array_create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d)
 		free(a);
 		return r;
 	}
+	{
+		struct sg_alloc m;
+
+		a->id = sg_mem_find(a->dptr, &m) ? m.id : 0;
+	}
 	a->ctx = ctx;
 	a->desc = *d;
 	a->esize = esize;
@@ -151,7 +157,7 @@ CUresult sg_array_get(CUarray h, struct sg_array_info *out)
 		return CUDA_ERROR_INVALID_HANDLE;
 	/* its context was destroyed (and its memory with it) */
 	if (!sg_mem_find(a->dptr, &m) || m.base != a->dptr || m.kind != SG_MEM_ARRAY ||
-	    m.ctx != a->ctx)
+	    m.ctx != a->ctx || m.id != a->id)
 		return CUDA_ERROR_INVALID_HANDLE;
 	out->dptr = a->dptr;
 	out->desc = a->desc;

@@ -588,8 +588,11 @@ static bool surf_at(struct sg_thread *t, const struct sg_insn *in, const struct 
 		if (k == 0)
 			c[0] -= c[0] % AUX_CSZ(in->aux);
 	}
-	if (layered)
+	if (layered) {
 		c[2] = c[dims];
+		if (dims == 1)
+			c[1] = 0;
+	}
 	*addr = tr->base + (uint64_t)c[2] * tr->slice + (uint64_t)c[1] * tr->pitch + (uint64_t)c[0];
 	return true;
 }
