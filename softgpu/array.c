@@ -400,7 +400,7 @@ static CUresult resource(const CUDA_RESOURCE_DESC *res, bool surface, struct sg_
 		if (lin) {
 			size_t n = res->res.linear.sizeInBytes;
 
-			if (n == 0 || n / esize > 268435456u)
+			if (n < esize || n / esize > 268435456u)
 				return CUDA_ERROR_INVALID_VALUE;
 			ref->geom = SG_TG_BUF;
 			ref->w = n / esize;
