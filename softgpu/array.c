@@ -86,7 +86,11 @@ static CUresult dims_ok(const CUDA_ARRAY3D_DESCRIPTOR *d)
 		return w <= (surf ? 32768u : 131072u) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 	if (z == 0)
 		return w <= 131072 && h <= 65536 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-	return w <= 16384 && h <= 16384 && z <= 16384 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	/* 3-D: 16384 cubed, or the alternate 8192 x 8192 x 32768 (not for surfaces) */
+	if (w <= 16384 && h <= 16384 && z <= 16384)
+		return CUDA_SUCCESS;
+	return !surf && w <= 8192 && h <= 8192 && z <= 32768 ? CUDA_SUCCESS
+							     : CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult array_create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d)
@@ -117,8 +121,10 @@ static CUresult array_create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d)
 		return CUDA_ERROR_NOT_SUPPORTED;
 	if ((r = dims_ok(d)))
 		return r;
-	if ((d->Flags & CUDA_ARRAY3D_TEXTURE_GATHER) && (d->Height == 0 || d->Depth != 0))
-		return CUDA_ERROR_INVALID_VALUE; /* gather is for 2-D arrays */
+	/* gather is for 2-D arrays, up to MAXIMUM_TEXTURE2D_GATHER_WIDTH/HEIGHT */
+	if ((d->Flags & CUDA_ARRAY3D_TEXTURE_GATHER) &&
+	    (d->Height == 0 || d->Depth != 0 || d->Width > 32768 || d->Height > 32768))
+		return CUDA_ERROR_INVALID_VALUE;
 	n = (uint64_t)d->Width * esize * (d->Height ? d->Height : 1) * (d->Depth ? d->Depth : 1);
 	if ((r = sg_capture_unsafe()))
 		return r;

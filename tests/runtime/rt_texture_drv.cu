@@ -188,6 +188,19 @@ static void test_errors()
 	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_NOT_SUPPORTED);
 	d = desc3(16, 0, 4, CU_AD_FORMAT_FLOAT, 1, 0); // depth without height
 	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE);
+	d = desc3(16, 16, 4, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_TEXTURE_GATHER); // not 2-D
+	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE);
+	// the alternate 3-D limits (MAXIMUM_TEXTURE3D_*_ALTERNATE), which surfaces lack
+	d = desc3(16, 16, 20000, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0);
+	CU(cuArray3DCreate(&a, &d));
+	CU(cuArrayDestroy(a));
+	d.Flags = CUDA_ARRAY3D_SURFACE_LDST;
+	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE);
+	d = desc3(16385, 16, 16, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0);
+	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE);
+	// a 16384-cubed float4 array is within the limits and beyond the memory
+	d = desc3(16384, 16384, 16384, CU_AD_FORMAT_FLOAT, 4, 0);
+	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_OUT_OF_MEMORY);
 	CUmipmappedArray m;
 	d = desc3(16, 16, 0, CU_AD_FORMAT_FLOAT, 1, 0);
 	EXPECT_RC(cuMipmappedArrayCreate(&m, &d, 4), CUDA_ERROR_NOT_SUPPORTED);
