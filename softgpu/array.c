@@ -245,6 +245,22 @@ SG_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *p, CUarray
 	return CUDA_SUCCESS;
 }
 
+/* Only arrays made with CUDA_ARRAY3D_DEFERRED_MAPPING have requirements, and softgpu makes
+ * none: CUDA's answer for every other array. */
+SG_EXPORT CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements,
+						CUarray array, CUdevice device)
+{
+	struct sg_array_info ai;
+	CUresult r;
+
+	(void)device;
+	if (memoryRequirements == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = sg_array_get(array, &ai)))
+		return r;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
 /* ---- the object table ---- */
 
 struct tobj {

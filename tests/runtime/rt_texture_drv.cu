@@ -220,6 +220,8 @@ static void test_errors()
 	CUDA_ARRAY3D_DESCRIPTOR g;
 	CU(cuArray3DGetDescriptor(&g, a));
 	EXPECT(!std::memcmp(&g, &d, sizeof(d)), "cuArray3DGetDescriptor gives what was made");
+	CUDA_ARRAY_MEMORY_REQUIREMENTS req;
+	EXPECT_RC(cuArrayGetMemoryRequirements(&req, a, dev), CUDA_ERROR_INVALID_VALUE); // not deferred
 	CUDA_ARRAY_DESCRIPTOR g2;
 	CU(cuArrayGetDescriptor(&g2, a));
 	EXPECT(g2.Width == 100 && g2.Height == 30 && g2.Format == CU_AD_FORMAT_SIGNED_INT16 &&
