@@ -54,6 +54,13 @@ __global__ void layered(cudaTextureObject_t t, float *out, int w, int h, int lay
 	}
 }
 
+__global__ void layered1d(cudaTextureObject_t t, const float *x, float *out, int n, int layers)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n * layers)
+		out[i] = tex1DLayered<float>(t, x[i % n], i / n);
+}
+
 __global__ void sample3d(cudaTextureObject_t t, float *out, int w, int h, int d)
 {
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -474,10 +481,53 @@ static void test_gather_layered_query()
 	CK(cudaDestroyTextureObject(t));
 	CK(cudaFreeArray(la));
 	CK(cudaFree(dl));
+
+	// a 1-D layered texture, linear filtering, unnormalized, border: each layer on its own
+	const int w1 = 11, l1 = 4, nx = 40;
+	std::vector<float> v1(w1 * l1), x1(nx);
+	for (auto &x : v1)
+		x = frand();
+	for (auto &x : x1)
+		x = frand() * 15 - 2;
+	CK(cudaMalloc3DArray(&la, &cd, make_cudaExtent(w1, 0, l1), cudaArrayLayered));
+	p = {};
+	p.srcPtr = make_cudaPitchedPtr(v1.data(), w1 * 4, w1, 1);
+	p.dstArray = la;
+	p.extent = make_cudaExtent(w1, 1, l1);
+	p.kind = cudaMemcpyHostToDevice;
+	CK(cudaMemcpy3D(&p));
+	rd = {};
+	rd.resType = cudaResourceTypeArray;
+	rd.res.array.array = la;
+	cudaTextureDesc t1 = {};
+	t1.addressMode[0] = cudaAddressModeBorder;
+	t1.filterMode = cudaFilterModeLinear;
+	t1.readMode = cudaReadModeElementType;
+	t1.borderColor[0] = -3.0f;
+	CK(cudaCreateTextureObject(&t, &rd, &t1, nullptr));
+	float *dx1 = dev_copy(x1), *do1;
+	CK(cudaMalloc(&do1, nx * l1 * sizeof(float)));
+	layered1d<<<1, nx * l1>>>(t, dx1, do1, nx, l1);
+	std::vector<float> o1(nx * l1);
+	CK(cudaMemcpy(o1.data(), do1, o1.size() * sizeof(float), cudaMemcpyDeviceToHost));
+	for (int l = 0; l < l1; l++)
+		for (int k = 0; k < nx; k++) {
+			float xb = x1[k] - 0.5f;
+			int i0 = (int)floorf(xb);
+			float a = rintf((xb - floorf(xb)) * 256.0f) / 256.0f;
+			auto at = [&](int i) { return i < 0 || i >= w1 ? -3.0f : v1[l * w1 + i]; };
+			float ref = (1 - a) * at(i0) + a * at(i0 + 1);
+			EXPECT(fabsf(o1[l * nx + k] - ref) <= 2e-6f, "1-D layer %d at %g: %.9g, CPU %.9g",
+			       l, x1[k], o1[l * nx + k], ref);
+		}
+	CK(cudaDestroyTextureObject(t));
+	CK(cudaFreeArray(la));
+	CK(cudaFree(dx1));
+	CK(cudaFree(do1));
 	CK(cudaFree(dxy));
 	CK(cudaFree(dg));
 	CK(cudaFree(dq));
-	std::printf("tex2Dgather, txq/suq, tex2DLayered: ok\n");
+	std::printf("tex2Dgather, txq/suq, tex2DLayered, tex1DLayered: ok\n");
 }
 
 static void test_surface()
