@@ -77,6 +77,15 @@ __global__ void cube(cudaTextureObject_t t, const float4 *dir, float *out, int n
 		out[i] = texCubemap<float>(t, dir[i].x, dir[i].y, dir[i].z);
 }
 
+__global__ void lods(cudaTextureObject_t t, const float *lod, float *out, int n, float gx)
+{
+	int i = threadIdx.x;
+	if (i < n)
+		out[i] = tex2DLod<float>(t, 0.3f, 0.6f, lod[i]);
+	if (i == 0)
+		out[n] = tex2DGrad<float>(t, 0.3f, 0.6f, make_float2(gx, 0), make_float2(0, gx / 2));
+}
+
 __global__ void query(cudaTextureObject_t t, cudaSurfaceObject_t s, int *out)
 {
 	int w, h, sw, sh;
@@ -701,6 +710,81 @@ static void test_cubemap()
 	std::printf("texCubemap: ok\n");
 }
 
+// A mipmapped array of constant levels (level l holds 10 l): the level of detail from tex2DLod
+// and tex2DGrad, point and linear mipmap filtering, the descriptor's clamp, each level's size.
+static void test_mipmap()
+{
+	const int w = 64, h = 32, levels = 5;
+	cudaChannelFormatDesc cd = cudaCreateChannelDesc<float>();
+	cudaMipmappedArray_t mm;
+	CK(cudaMallocMipmappedArray(&mm, &cd, make_cudaExtent(w, h, 0), levels));
+	for (int l = 0; l < levels; l++) {
+		cudaArray_t a;
+		CK(cudaGetMipmappedArrayLevel(&a, mm, l));
+		cudaExtent e;
+		cudaChannelFormatDesc got;
+		unsigned flags;
+		CK(cudaArrayGetInfo(&got, &e, &flags, a));
+		int lw = w >> l, lh = h >> l;
+		EXPECT((int)e.width == lw && (int)e.height == lh, "level %d is %zu x %zu", l, e.width,
+		       e.height);
+		std::vector<float> v(lw * lh, 10.0f * l);
+		CK(cudaMemcpy2DToArray(a, 0, 0, v.data(), lw * 4, lw * 4, lh, cudaMemcpyHostToDevice));
+	}
+	cudaArray_t extra;
+	EXPECT(cudaGetMipmappedArrayLevel(&extra, mm, levels) != cudaSuccess, "a level too many");
+	cudaGetLastError();
+	cudaResourceDesc rd = {};
+	rd.resType = cudaResourceTypeMipmappedArray;
+	rd.res.mipmap.mipmap = mm;
+	cudaTextureDesc td = {};
+	td.normalizedCoords = 1;
+	td.filterMode = cudaFilterModeLinear;
+	td.mipmapFilterMode = cudaFilterModeLinear;
+	td.maxMipmapLevelClamp = levels - 1;
+	td.readMode = cudaReadModeElementType;
+	cudaTextureObject_t lin, pt, clamped;
+	CK(cudaCreateTextureObject(&lin, &rd, &td, nullptr));
+	td.mipmapFilterMode = cudaFilterModePoint;
+	CK(cudaCreateTextureObject(&pt, &rd, &td, nullptr));
+	td.maxMipmapLevelClamp = 2;
+	td.mipmapLevelBias = 0.5f;
+	CK(cudaCreateTextureObject(&clamped, &rd, &td, nullptr));
+	std::vector<float> lod = {-1, 0, 0.25f, 1, 1.5f, 2.4f, 2.6f, 3.75f, 4, 9};
+	int n = (int)lod.size();
+	float *dl = dev_copy(lod), *dout;
+	CK(cudaMalloc(&dout, (n + 1) * sizeof(float)));
+	const cudaTextureObject_t objs[3] = {lin, pt, clamped};
+	// tex2DGrad: d/dx of 8 texels along x (4/64 ... scaled by the width), half that along y
+	const float gx = 8.0f / w;
+	for (int k = 0; k < 3; k++) {
+		lods<<<1, n>>>(objs[k], dl, dout, n, gx);
+		std::vector<float> out(n + 1);
+		CK(cudaMemcpy(out.data(), dout, out.size() * sizeof(float), cudaMemcpyDeviceToHost));
+		for (int i = 0; i <= n; i++) {
+			float l = i < n ? lod[i] : 3.0f; // log2(8) for the gradient
+			float lo = 0.0f, hi = k == 2 ? 2.0f : levels - 1.0f;
+			if (k == 2)
+				l += 0.5f;
+			l = l < lo ? lo : l > hi ? hi : l;
+			float ref;
+			if (k == 0)
+				ref = 10.0f * l; // linear between two constant levels
+			else
+				ref = 10.0f * (l <= 0.5f ? 0 : ceilf(l + 0.5f) - 1);
+			EXPECT(fabsf(out[i] - ref) <= 1e-4f, "object %d, lod %g: %g, CPU %g", k,
+			       i < n ? lod[i] : 3.0f, out[i], ref);
+		}
+	}
+	CK(cudaDestroyTextureObject(lin));
+	CK(cudaDestroyTextureObject(pt));
+	CK(cudaDestroyTextureObject(clamped));
+	CK(cudaFreeMipmappedArray(mm));
+	CK(cudaFree(dl));
+	CK(cudaFree(dout));
+	std::printf("mipmapped array: tex2DLod, tex2DGrad, point and linear mipmap filtering: ok\n");
+}
+
 // A destroyed texture object's handle faults the kernel that uses it (last: the error is
 // sticky).
 static void test_stale_handle()
@@ -764,6 +848,7 @@ int main()
 	test_surface();
 	test_3d();
 	test_cubemap();
+	test_mipmap();
 	test_memory_limit();
 	test_stale_handle();
 	std::printf("PASSED\n");

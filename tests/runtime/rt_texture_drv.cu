@@ -201,14 +201,31 @@ static void test_errors()
 	// a 16384-cubed float4 array is within the limits and beyond the memory
 	d = desc3(16384, 16384, 16384, CU_AD_FORMAT_FLOAT, 4, 0);
 	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_OUT_OF_MEMORY);
+	// mipmapped arrays: at most 1 + log2 of the longest side levels; a level is not
+	// cuArrayDestroy's
 	CUmipmappedArray m;
-	d = desc3(16, 16, 0, CU_AD_FORMAT_FLOAT, 1, 0);
-	EXPECT_RC(cuMipmappedArrayCreate(&m, &d, 4), CUDA_ERROR_NOT_SUPPORTED);
+	d = desc3(16, 5, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+	EXPECT_RC(cuMipmappedArrayCreate(&m, &d, 6), CUDA_ERROR_INVALID_VALUE);
+	EXPECT_RC(cuMipmappedArrayCreate(&m, &d, 0), CUDA_ERROR_INVALID_VALUE);
+	d = desc3(32769, 4, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+	EXPECT_RC(cuMipmappedArrayCreate(&m, &d, 2), CUDA_ERROR_INVALID_VALUE);
+	d = desc3(16, 5, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+	CU(cuMipmappedArrayCreate(&m, &d, 5));
+	CU(cuMipmappedArrayGetLevel(&a, m, 4));
+	CUDA_ARRAY3D_DESCRIPTOR lv;
+	CU(cuArray3DGetDescriptor(&lv, a));
+	EXPECT(lv.Width == 1 && lv.Height == 1 && lv.Depth == 0, "level 4 of 16 x 5: %zu x %zu",
+	       lv.Width, lv.Height);
+	EXPECT_RC(cuArrayDestroy(a), CUDA_ERROR_INVALID_VALUE);
+	EXPECT_RC(cuMipmappedArrayGetLevel(&a, m, 5), CUDA_ERROR_INVALID_VALUE);
+	CU(cuMipmappedArrayDestroy(m));
+	EXPECT_RC(cuMipmappedArrayDestroy(m), CUDA_ERROR_INVALID_HANDLE);
+	EXPECT_RC(cuArray3DGetDescriptor(&lv, a), CUDA_ERROR_INVALID_HANDLE);
 	int v = -1;
 	CUdevice dev;
 	CU(cuCtxGetDevice(&dev));
 	CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH, dev));
-	EXPECT(v == 0, "no mipmapped arrays, but the attribute says %d", v);
+	EXPECT(v == 32768, "MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH %d", v);
 
 	// descriptors come back; a destroyed array is an invalid handle
 	size_t free0, free1, total;
