@@ -29,8 +29,8 @@
  *     (max(v / 127, -1), max(v / 32767, -1)); 32-bit integers always read as integers;
  *     half texels read as f32. A missing channel reads 0, a missing alpha 1 (1.0 for float
  *     results).
- * A layer index is clamped to the layers there are. tex.level and tex.grad read level 0
- * (softgpu has no mipmapped arrays, so level 0 is the only level).
+ * A layer index is clamped to the layers there are. A mipmapped texture picks its level(s)
+ * from tex.level's level of detail or tex.grad's gradients (mip_sample).
  */
 
 enum { K_TEX = 1, K_TLD4, K_TXQ, K_SULD, K_SUST, K_SUQ };
