@@ -83,7 +83,8 @@ __global__ void lods(cudaTextureObject_t t, const float *lod, float *out, int n,
 	if (i < n)
 		out[i] = tex2DLod<float>(t, 0.3f, 0.6f, lod[i]);
 	if (i == 0)
-		out[n] = tex2DGrad<float>(t, 0.3f, 0.6f, make_float2(gx, 0), make_float2(0, gx / 2));
+		out[n] =
+			tex2DGrad<float>(t, 0.3f, 0.6f, make_float2(gx, 0), make_float2(0, gx / 2));
 }
 
 __global__ void query(cudaTextureObject_t t, cudaSurfaceObject_t s, int *out)
@@ -109,9 +110,9 @@ __global__ void surf_rmw(cudaSurfaceObject_t s, int w, int h, float *edge)
 	}
 	if (x == 0 && y == 0) {
 		float z, c;
-		surf2Dread(&z, s, -4, 0, cudaBoundaryModeZero);	 // outside: 0
+		surf2Dread(&z, s, -4, 0, cudaBoundaryModeZero);		     // outside: 0
 		surf2Dread(&c, s, w * 4 + 40, h + 3, cudaBoundaryModeClamp); // the last texel
-		surf2Dwrite(123.0f, s, w * 4, 0, cudaBoundaryModeZero); // outside: dropped
+		surf2Dwrite(123.0f, s, w * 4, 0, cudaBoundaryModeZero);	     // outside: dropped
 		edge[0] = z;
 		edge[1] = c;
 	}
@@ -165,9 +166,8 @@ static float bilinear(const std::vector<float> &img, int w, int h, float u, floa
 		int di = c & 1, dj = c >> 1;
 		bool bx, by;
 		// wrap and mirror need normalized coordinates: else they act as clamp
-		cudaTextureAddressMode im = normalized || m == cudaAddressModeBorder
-						    ? m
-						    : cudaAddressModeClamp;
+		cudaTextureAddressMode im =
+			normalized || m == cudaAddressModeBorder ? m : cudaAddressModeClamp;
 		int ii = wrap_index(i + di, w, im, &bx);
 		int jj = wrap_index(j + dj, h, im, &by);
 		float t = bx || by ? border : img[jj * w + ii];
@@ -237,8 +237,8 @@ static void test_linear_modes()
 		for (int k = 0; k < n; k++) {
 			float ref = bilinear(img, w, h, xy[k].x, xy[k].y, modes[mi], 0.25f, true);
 			// same weights, the sum in another order: a few ulps of values below 1
-			EXPECT(fabsf(out[k] - ref) <= 2e-6f, "%s (%g, %g): %.9g, CPU %.9g", names[mi],
-			       xy[k].x, xy[k].y, out[k], ref);
+			EXPECT(fabsf(out[k] - ref) <= 2e-6f, "%s (%g, %g): %.9g, CPU %.9g",
+			       names[mi], xy[k].x, xy[k].y, out[k], ref);
 		}
 		CK(cudaDestroyTextureObject(t));
 	}
@@ -454,8 +454,8 @@ static void test_gather_layered_query()
 	CK(cudaMalloc(&dq, sizeof(q)));
 	query<<<1, 1>>>(t, s, dq);
 	CK(cudaMemcpy(q, dq, sizeof(q), cudaMemcpyDeviceToHost));
-	EXPECT(q[0] == w && q[1] == h && q[2] == w && q[3] == h, "txq/suq: %d %d %d %d", q[0],
-	       q[1], q[2], q[3]);
+	EXPECT(q[0] == w && q[1] == h && q[2] == w && q[3] == h, "txq/suq: %d %d %d %d", q[0], q[1],
+	       q[2], q[3]);
 	CK(cudaGetTextureObjectResourceDesc(&rd, t));
 	EXPECT(rd.resType == cudaResourceTypeArray && rd.res.array.array == arr,
 	       "the resource descriptor comes back");
@@ -526,8 +526,8 @@ static void test_gather_layered_query()
 			float a = rintf((xb - floorf(xb)) * 256.0f) / 256.0f;
 			auto at = [&](int i) { return i < 0 || i >= w1 ? -3.0f : v1[l * w1 + i]; };
 			float ref = (1 - a) * at(i0) + a * at(i0 + 1);
-			EXPECT(fabsf(o1[l * nx + k] - ref) <= 2e-6f, "1-D layer %d at %g: %.9g, CPU %.9g",
-			       l, x1[k], o1[l * nx + k], ref);
+			EXPECT(fabsf(o1[l * nx + k] - ref) <= 2e-6f,
+			       "1-D layer %d at %g: %.9g, CPU %.9g", l, x1[k], o1[l * nx + k], ref);
 		}
 	CK(cudaDestroyTextureObject(t));
 	CK(cudaFreeArray(la));
@@ -619,8 +619,8 @@ static void test_3d()
 			for (int x = 0; x < pw; x++) {
 				float got1 = back[(z * ph + y) * pw + x];
 				float ref = x < w && y < h ? v[(z * h + y) * w + x] : -1.0f;
-				EXPECT(got1 == ref, "3-D round trip (%d, %d, %d): %g, CPU %g", x, y, z,
-				       got1, ref);
+				EXPECT(got1 == ref, "3-D round trip (%d, %d, %d): %g, CPU %g", x, y,
+				       z, got1, ref);
 			}
 	// a box of the array outside it is refused
 	p = {};
@@ -676,12 +676,24 @@ static void test_cubemap()
 				float s = (x + 0.5f) / w * 2 - 1, t = (y + 0.5f) / w * 2 - 1;
 				float4 d;
 				switch (f) {
-				case 0: d = make_float4(1, -t, -s, 0); break;
-				case 1: d = make_float4(-1, -t, s, 0); break;
-				case 2: d = make_float4(s, 1, t, 0); break;
-				case 3: d = make_float4(s, -1, -t, 0); break;
-				case 4: d = make_float4(s, -t, 1, 0); break;
-				default: d = make_float4(-s, -t, -1, 0); break;
+				case 0:
+					d = make_float4(1, -t, -s, 0);
+					break;
+				case 1:
+					d = make_float4(-1, -t, s, 0);
+					break;
+				case 2:
+					d = make_float4(s, 1, t, 0);
+					break;
+				case 3:
+					d = make_float4(s, -1, -t, 0);
+					break;
+				case 4:
+					d = make_float4(s, -t, 1, 0);
+					break;
+				default:
+					d = make_float4(-s, -t, -1, 0);
+					break;
 				}
 				dir[(f * w + y) * w + x] = d;
 			}
@@ -726,10 +738,11 @@ static void test_mipmap()
 		unsigned flags;
 		CK(cudaArrayGetInfo(&got, &e, &flags, a));
 		int lw = w >> l, lh = h >> l;
-		EXPECT((int)e.width == lw && (int)e.height == lh, "level %d is %zu x %zu", l, e.width,
-		       e.height);
+		EXPECT((int)e.width == lw && (int)e.height == lh, "level %d is %zu x %zu", l,
+		       e.width, e.height);
 		std::vector<float> v(lw * lh, 10.0f * l);
-		CK(cudaMemcpy2DToArray(a, 0, 0, v.data(), lw * 4, lw * 4, lh, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy2DToArray(a, 0, 0, v.data(), lw * 4, lw * 4, lh,
+				       cudaMemcpyHostToDevice));
 	}
 	cudaArray_t extra;
 	EXPECT(cudaGetMipmappedArrayLevel(&extra, mm, levels) != cudaSuccess, "a level too many");
@@ -760,7 +773,8 @@ static void test_mipmap()
 	for (int k = 0; k < 3; k++) {
 		lods<<<1, n>>>(objs[k], dl, dout, n, gx);
 		std::vector<float> out(n + 1);
-		CK(cudaMemcpy(out.data(), dout, out.size() * sizeof(float), cudaMemcpyDeviceToHost));
+		CK(cudaMemcpy(out.data(), dout, out.size() * sizeof(float),
+			      cudaMemcpyDeviceToHost));
 		for (int i = 0; i <= n; i++) {
 			float l = i < n ? lod[i] : 3.0f; // log2(8) for the gradient
 			float lo = 0.0f, hi = k == 2 ? 2.0f : levels - 1.0f;
@@ -782,7 +796,8 @@ static void test_mipmap()
 	CK(cudaFreeMipmappedArray(mm));
 	CK(cudaFree(dl));
 	CK(cudaFree(dout));
-	std::printf("mipmapped array: tex2DLod, tex2DGrad, point and linear mipmap filtering: ok\n");
+	std::printf(
+		"mipmapped array: tex2DLod, tex2DGrad, point and linear mipmap filtering: ok\n");
 }
 
 // A destroyed texture object's handle faults the kernel that uses it (last: the error is
