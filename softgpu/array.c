@@ -637,7 +637,7 @@ SG_EXPORT CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURC
 	ref.ctx = ctx;
 	if ((r = tobj_add(&ref, pResDesc, pTexDesc, &h)))
 		return r;
-	*pTexObject = h;
+	memcpy(pTexObject, &h, sizeof(h)); /* callers hand unaligned ones too */
 	return CUDA_SUCCESS;
 }
 
@@ -707,7 +707,7 @@ SG_EXPORT CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESO
 	ref.ctx = ctx;
 	if ((r = tobj_add(&ref, pResDesc, NULL, &h)))
 		return r;
-	*pSurfObject = h;
+	memcpy(pSurfObject, &h, sizeof(h));
 	return CUDA_SUCCESS;
 }
 
