@@ -850,6 +850,21 @@ static void test_memory_limit()
 		       cudaGetErrorName(e));
 		cudaGetLastError();
 	}
+	// a mipmapped array whose first level fits and whose levels together do not: out of
+	// memory, and the levels made before it ran out are given back
+	size_t mh = (size_t)(free1 * 0.9) / (16384 * 16);
+	if (mh > 32768)
+		mh = 32768;
+	if (mh > 0 && 16384 * 16 * mh * 4 / 3 > free1) {
+		cudaMipmappedArray_t mm;
+		e = cudaMallocMipmappedArray(&mm, &cd, make_cudaExtent(16384, mh, 0), 8);
+		EXPECT(e == cudaErrorMemoryAllocation, "a mipmapped array past free memory: %s",
+		       cudaGetErrorName(e));
+		cudaGetLastError();
+		size_t free2;
+		CK(cudaMemGetInfo(&free2, &total));
+		EXPECT(free2 == free1, "the levels came back: %zu free, was %zu", free2, free1);
+	}
 	std::printf("arrays charged to device memory, past it out of memory: ok\n");
 }
 
