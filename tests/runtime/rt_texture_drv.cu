@@ -184,8 +184,11 @@ static void test_errors()
 	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE);
 	d = desc3(16, 8, 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP);
 	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE);
-	d = desc3(16, 16, 12, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED);
-	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_NOT_SUPPORTED);
+	d = desc3(16, 16, 13, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED);
+	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE); // not 6 faces a layer
+	d = desc3(16, 16, 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP);
+	CUmipmappedArray mc;
+	EXPECT_RC(cuMipmappedArrayCreate(&mc, &d, 2), CUDA_ERROR_NOT_SUPPORTED);
 	d = desc3(16, 0, 4, CU_AD_FORMAT_FLOAT, 1, 0); // depth without height
 	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE);
 	d = desc3(16, 16, 4, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_TEXTURE_GATHER); // not 2-D
@@ -534,7 +537,10 @@ static void test_bad_ptx()
 		// a texture operand that is not a register: a variable's address
 		{"tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [gv, {%f1, %f2}];",
 		 CUDA_ERROR_NOT_SUPPORTED},
-		{"tex.acube.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%r1, %f1, %f2, %f3}];",
+		{"tex.2dms.v4.f32.s32 {%f1, %f2, %f3, %f4}, [%rd1, {%r1, %r1, %r1, %r1}];",
+		 CUDA_ERROR_NOT_SUPPORTED},
+		{"tex.level.acube.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%r1, %f1, %f2, %f3}], "
+		 "%f1;",
 		 CUDA_ERROR_NOT_SUPPORTED},
 		{"sust.p.2d.v4.b32.trap [%rd1, {%r1, %r1}], {%r1, %r1, %r1, %r1};",
 		 CUDA_ERROR_NOT_SUPPORTED},
