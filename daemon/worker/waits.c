@@ -13,8 +13,10 @@
  *
  * Ordering is CUDA's: the work a wait covers was queued by the main thread before the wait
  * was handed over, and the client thread that asked waits for this reply before it sends
- * anything else. Waiters are made on demand (at most GP_WAITERS_MAX; a wait beyond that
- * queues for the first free one) and live as long as the process.
+ * anything else. The first waiter is made before the tenant's first call
+ * (gp__waits_prestart), the others on demand (at most GP_WAITERS_MAX; a wait beyond that,
+ * or one whose thread cannot be made, queues for the first free one); they live as long as
+ * the process.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -185,6 +187,28 @@ CUresult gp__wait_start(struct gp_worker *w, const struct gp_req *rq)
 	pthread_cond_signal(&jobs_cond);
 	pthread_mutex_unlock(&jobs_lock);
 	return CUDA_SUCCESS;
+}
+
+int gp__waits_prestart(struct gp_worker *w)
+{
+	pthread_t t;
+	bool first;
+
+	pthread_mutex_lock(&jobs_lock);
+	first = nwaiters == 0;
+	if (first)
+		nwaiters++;
+	pthread_mutex_unlock(&jobs_lock);
+	if (!first)
+		return 0;
+	if (pthread_create(&t, NULL, waiter, w) != 0) {
+		pthread_mutex_lock(&jobs_lock);
+		nwaiters--;
+		pthread_mutex_unlock(&jobs_lock);
+		return -1;
+	}
+	pthread_detach(t);
+	return 0;
 }
 
 void gp__waits_answer_timeout(struct gp_worker *w)

@@ -818,6 +818,9 @@ static void serve(struct gp_worker *w)
 	if (gp__watch_start(w))
 		gp_log_warnx("session %llu: no watchdog thread; a long call cannot be cut short",
 			     (unsigned long long)w->session_id);
+	if (gp__waits_prestart(w))
+		gp_log_warnx("session %llu: no thread to wait on; synchronizing calls will fail",
+			     (unsigned long long)w->session_id);
 	for (;;) {
 		ret = gp__worker_stop ? -EINTR : gp_conn_recv(w->client, &h);
 		if (ret == -EINTR && gp__worker_timed_out) {

@@ -424,6 +424,9 @@ bool gp__host_calls_pending(void);
 CUresult gp__wait_start(struct gp_worker *w, const struct gp_req *rq);
 /* Whether a waiter is inside the driver (the process then ends without unloading it). */
 bool gp__waits_busy(void);
+/* Starts the first waiter before the tenant's first call, so that a session which reaches
+ * its task limit (worker_tasks) still has one to queue its waits on. 0, or -1. */
+int gp__waits_prestart(struct gp_worker *w);
 /* exec.c: every stream of the context (and its default ones) is idle, no waiter busy. */
 /* A synchronize the main thread made itself (the stream, event or context was idle): the
  * pools' trim at a synchronize is charged anew before the client hears, as a waiter does

@@ -113,6 +113,8 @@ grep -q "^streams: 200 sync: CUDA_ERROR_OUT_OF_MEMORY" "$T/streams.out" ||
 	fail "threads past worker_tasks should fail the streams' work with CUDA_ERROR_OUT_OF_MEMORY"
 [ "$rc" -eq 0 ] && grep -q "^after: CUDA_SUCCESS" "$T/streams.out" ||
 	fail "the session should go on after worker_tasks refused its threads"
+! grep -q "^destroy " "$T/streams.out" ||
+	fail "every stream should be destroyed, its thread given back, at worker_tasks"
 for _ in $(seq 1 100); do # said once its worker is reaped
 	grep -q "worker_tasks (64) refused" "$T/daemon.log" && break
 	sleep 0.1
