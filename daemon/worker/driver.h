@@ -165,7 +165,22 @@
 	X(cuMemPoolSetAccess, 0)                                                   \
 	X(cuMemPoolGetAccess, 0)                                                   \
 	X(cuDeviceGetDefaultMemPool, 0)                                            \
-	X(cuDeviceSetMemPool, 0)
+	X(cuDeviceSetMemPool, 0)                                                   \
+	X(cuArrayCreate_v2, 0)                                                     \
+	X(cuArray3DCreate_v2, 0)                                                   \
+	X(cuArrayDestroy, 0)                                                       \
+	X(cuArrayGetDescriptor_v2, 0)                                              \
+	X(cuArray3DGetDescriptor_v2, 0)                                            \
+	X(cuMemcpy3D_v2, 0)                                                        \
+	X(cuMemcpy3DAsync_v2, 0)                                                   \
+	X(cuTexObjectCreate, 0)                                                    \
+	X(cuTexObjectDestroy, 0)                                                   \
+	X(cuTexObjectGetResourceDesc, 0)                                           \
+	X(cuTexObjectGetTextureDesc, 0)                                            \
+	X(cuTexObjectGetResourceViewDesc, 0)                                       \
+	X(cuSurfObjectCreate, 0)                                                   \
+	X(cuSurfObjectDestroy, 0)                                                  \
+	X(cuSurfObjectGetResourceDesc, 0)
 
 /* Calls an optional entry point, or answers NOT_SUPPORTED when the driver lacks it. */
 #define GP_DRV(w, name, ...) ((w)->drv.name ? (w)->drv.name(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
