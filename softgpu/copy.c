@@ -1,4 +1,5 @@
-/* copy.c -- cuMemcpy* and cuMemset*: synchronous and asynchronous, 1-D and 2-D. */
+/* copy.c -- cuMemcpy* and cuMemset*: synchronous and asynchronous, 1-D, 2-D and 3-D, with
+ * host, device and CUDA array endpoints. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,9 +199,24 @@ SG_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCo
 
 /* ---- 2-D ---- */
 
-static CUresult side_of(CUmemorytype t, const void *host, CUdeviceptr dev, uint64_t *addr,
-			enum side *side)
+/* A box of an array: x bytes, y rows and z slices from its origin, within it. */
+static bool array_box(const struct sg_array_info *ai, size_t x, size_t y, size_t z, size_t wbytes,
+		      size_t h, size_t d)
 {
+	return x <= ai->pitch && wbytes <= ai->pitch - x && y <= ai->height &&
+	       h <= ai->height - y && z <= ai->depth && d <= ai->depth - z;
+}
+
+/*
+ * An endpoint's memory: host, device or unified at its address, an array (ai->dptr set,
+ * else 0) at its texels, whose layout (ai->pitch, ai->height) overrides the caller's.
+ */
+static CUresult side_of(CUmemorytype t, const void *host, CUdeviceptr dev, CUarray arr,
+			uint64_t *addr, enum side *side, struct sg_array_info *ai)
+{
+	CUresult r;
+
+	ai->dptr = 0;
 	switch (t) {
 	case CU_MEMORYTYPE_HOST:
 		*addr = U(host);
@@ -215,7 +231,11 @@ static CUresult side_of(CUmemorytype t, const void *host, CUdeviceptr dev, uint6
 		*side = ANY;
 		return CUDA_SUCCESS;
 	case CU_MEMORYTYPE_ARRAY:
-		return CUDA_ERROR_NOT_SUPPORTED; /* CUDA arrays are not implemented */
+		if ((r = sg_array_get(arr, ai)))
+			return r;
+		*addr = ai->dptr;
+		*side = DEV;
+		return CUDA_SUCCESS;
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -225,6 +245,7 @@ static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, bool async, bool pt)
 {
 	struct sg_copy c = {0};
 	struct sg_ctx *ctx;
+	struct sg_array_info sai, dai;
 	enum side ss, ds;
 	uint64_t sa, da;
 	size_t spitch, dpitch, sspan, dspan;
@@ -234,13 +255,24 @@ static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, bool async, bool pt)
 		return r;
 	if (p == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((r = side_of(p->srcMemoryType, p->srcHost, p->srcDevice, &sa, &ss)) ||
-	    (r = side_of(p->dstMemoryType, p->dstHost, p->dstDevice, &da, &ds)))
+	if ((r = side_of(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, &sa, &ss,
+			 &sai)) ||
+	    (r = side_of(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, &da, &ds, &dai)))
 		return r;
 	if (p->WidthInBytes == 0 || p->Height == 0)
 		return CUDA_SUCCESS;
 	spitch = p->srcPitch ? p->srcPitch : p->WidthInBytes;
 	dpitch = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+	if (sai.dptr) {
+		spitch = sai.pitch;
+		if (!array_box(&sai, p->srcXInBytes, p->srcY, 0, p->WidthInBytes, p->Height, 1))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (dai.dptr) {
+		dpitch = dai.pitch;
+		if (!array_box(&dai, p->dstXInBytes, p->dstY, 0, p->WidthInBytes, p->Height, 1))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
 	if ((p->Height > 1 && (spitch < p->WidthInBytes || dpitch < p->WidthInBytes)) ||
 	    spitch > 2147483647u || dpitch > 2147483647u)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -281,6 +313,7 @@ CUresult sg_copy_prepare3d(const CUDA_MEMCPY3D *p, struct sg_copy *out, bool *sr
 			   bool *dst_host)
 {
 	struct sg_copy c = {0};
+	struct sg_array_info sai, dai;
 	enum side ss, ds;
 	uint64_t sa, da;
 	size_t sp, dp, sh, dh, sspan, dspan;
@@ -289,8 +322,9 @@ CUresult sg_copy_prepare3d(const CUDA_MEMCPY3D *p, struct sg_copy *out, bool *sr
 	*out = c;
 	if (p == NULL || p->reserved0 || p->reserved1 || p->srcLOD || p->dstLOD)
 		return CUDA_ERROR_INVALID_VALUE;
-	if ((r = side_of(p->srcMemoryType, p->srcHost, p->srcDevice, &sa, &ss)) ||
-	    (r = side_of(p->dstMemoryType, p->dstHost, p->dstDevice, &da, &ds)))
+	if ((r = side_of(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, &sa, &ss,
+			 &sai)) ||
+	    (r = side_of(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, &da, &ds, &dai)))
 		return r;
 	if (p->WidthInBytes == 0 || p->Height == 0 || p->Depth == 0)
 		return CUDA_SUCCESS; /* an empty copy: width 0 */
@@ -298,6 +332,20 @@ CUresult sg_copy_prepare3d(const CUDA_MEMCPY3D *p, struct sg_copy *out, bool *sr
 	dp = p->dstPitch ? p->dstPitch : p->WidthInBytes;
 	sh = p->srcHeight ? p->srcHeight : p->Height;
 	dh = p->dstHeight ? p->dstHeight : p->Height;
+	if (sai.dptr) {
+		sp = sai.pitch;
+		sh = sai.height;
+		if (!array_box(&sai, p->srcXInBytes, p->srcY, p->srcZ, p->WidthInBytes, p->Height,
+			       p->Depth))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (dai.dptr) {
+		dp = dai.pitch;
+		dh = dai.height;
+		if (!array_box(&dai, p->dstXInBytes, p->dstY, p->dstZ, p->WidthInBytes, p->Height,
+			       p->Depth))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
 	if (sp < p->WidthInBytes || dp < p->WidthInBytes ||
 	    (p->Depth > 1 && (sh < p->Height || dh < p->Height)))
 		return CUDA_ERROR_INVALID_VALUE;
@@ -355,6 +403,101 @@ SG_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
 SG_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
 {
 	return copy3d(pCopy, hStream, true, false);
+}
+
+/* ---- arrays as linear bytes (cuMemcpyHtoA and the rest) ---- */
+
+/* The device address of n bytes at byte offset off of array h: 0 with *err if not inside. */
+static uint64_t array_at(CUarray h, size_t off, size_t n, CUresult *err)
+{
+	struct sg_array_info ai;
+
+	if ((*err = sg_array_get(h, &ai)))
+		return 0;
+	if (off > ai.bytes || n > ai.bytes - off) {
+		*err = CUDA_ERROR_INVALID_VALUE;
+		return 0;
+	}
+	return ai.dptr + off;
+}
+
+static CUresult copy_array(CUarray da, size_t doff, uint64_t dst, enum side ds, CUarray sa,
+			   size_t soff, uint64_t src, enum side ss, size_t n, CUstream h,
+			   bool async, bool pt)
+{
+	struct sg_ctx *ctx;
+	CUresult r = sg_ctx_current(&ctx, true);
+
+	if (r)
+		return r;
+	if (da && (dst = array_at(da, doff, n, &r)) == 0)
+		return r;
+	if (sa && (src = array_at(sa, soff, n, &r)) == 0)
+		return r;
+	return copy1d(dst, ds, src, ss, n, h, async, pt);
+}
+
+SG_EXPORT CUresult cuMemcpyHtoA_v2(CUarray dstArray, size_t dstOffset, const void *srcHost,
+				   size_t ByteCount)
+{
+	if (dstArray == NULL)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return copy_array(dstArray, dstOffset, 0, DEV, NULL, 0, U(srcHost), HOST, ByteCount, NULL,
+			  false, false);
+}
+
+SG_EXPORT CUresult cuMemcpyAtoH_v2(void *dstHost, CUarray srcArray, size_t srcOffset,
+				   size_t ByteCount)
+{
+	if (srcArray == NULL)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return copy_array(NULL, 0, U(dstHost), HOST, srcArray, srcOffset, 0, DEV, ByteCount, NULL,
+			  false, false);
+}
+
+SG_EXPORT CUresult cuMemcpyDtoA_v2(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice,
+				   size_t ByteCount)
+{
+	if (dstArray == NULL)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return copy_array(dstArray, dstOffset, 0, DEV, NULL, 0, srcDevice, DEV, ByteCount, NULL,
+			  false, false);
+}
+
+SG_EXPORT CUresult cuMemcpyAtoD_v2(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset,
+				   size_t ByteCount)
+{
+	if (srcArray == NULL)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return copy_array(NULL, 0, dstDevice, DEV, srcArray, srcOffset, 0, DEV, ByteCount, NULL,
+			  false, false);
+}
+
+SG_EXPORT CUresult cuMemcpyAtoA_v2(CUarray dstArray, size_t dstOffset, CUarray srcArray,
+				   size_t srcOffset, size_t ByteCount)
+{
+	if (dstArray == NULL || srcArray == NULL)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return copy_array(dstArray, dstOffset, 0, DEV, srcArray, srcOffset, 0, DEV, ByteCount, NULL,
+			  false, false);
+}
+
+SG_EXPORT CUresult cuMemcpyHtoAAsync_v2(CUarray dstArray, size_t dstOffset, const void *srcHost,
+					size_t ByteCount, CUstream hStream)
+{
+	if (dstArray == NULL)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return copy_array(dstArray, dstOffset, 0, DEV, NULL, 0, U(srcHost), HOST, ByteCount,
+			  hStream, true, false);
+}
+
+SG_EXPORT CUresult cuMemcpyAtoHAsync_v2(void *dstHost, CUarray srcArray, size_t srcOffset,
+					size_t ByteCount, CUstream hStream)
+{
+	if (srcArray == NULL)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return copy_array(NULL, 0, U(dstHost), HOST, srcArray, srcOffset, 0, DEV, ByteCount,
+			  hStream, true, false);
 }
 
 /* ---- between contexts: all memory is one address space here ---- */
@@ -564,6 +707,41 @@ PT(CUresult, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p))
 PT(CUresult, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *p, CUstream h))
 {
 	return copy3d(p, h, true, true);
+}
+PT(CUresult, cuMemcpyHtoA_v2_ptds, (CUarray d, size_t o, const void *s, size_t n))
+{
+	return d ? copy_array(d, o, 0, DEV, NULL, 0, U(s), HOST, n, NULL, false, true)
+		 : CUDA_ERROR_INVALID_HANDLE;
+}
+PT(CUresult, cuMemcpyAtoH_v2_ptds, (void *d, CUarray s, size_t o, size_t n))
+{
+	return s ? copy_array(NULL, 0, U(d), HOST, s, o, 0, DEV, n, NULL, false, true)
+		 : CUDA_ERROR_INVALID_HANDLE;
+}
+PT(CUresult, cuMemcpyDtoA_v2_ptds, (CUarray d, size_t o, CUdeviceptr s, size_t n))
+{
+	return d ? copy_array(d, o, 0, DEV, NULL, 0, s, DEV, n, NULL, false, true)
+		 : CUDA_ERROR_INVALID_HANDLE;
+}
+PT(CUresult, cuMemcpyAtoD_v2_ptds, (CUdeviceptr d, CUarray s, size_t o, size_t n))
+{
+	return s ? copy_array(NULL, 0, d, DEV, s, o, 0, DEV, n, NULL, false, true)
+		 : CUDA_ERROR_INVALID_HANDLE;
+}
+PT(CUresult, cuMemcpyAtoA_v2_ptds, (CUarray d, size_t dof, CUarray s, size_t so, size_t n))
+{
+	return d && s ? copy_array(d, dof, 0, DEV, s, so, 0, DEV, n, NULL, false, true)
+		      : CUDA_ERROR_INVALID_HANDLE;
+}
+PT(CUresult, cuMemcpyHtoAAsync_v2_ptsz, (CUarray d, size_t o, const void *s, size_t n, CUstream h))
+{
+	return d ? copy_array(d, o, 0, DEV, NULL, 0, U(s), HOST, n, h, true, true)
+		 : CUDA_ERROR_INVALID_HANDLE;
+}
+PT(CUresult, cuMemcpyAtoHAsync_v2_ptsz, (void *d, CUarray s, size_t o, size_t n, CUstream h))
+{
+	return s ? copy_array(NULL, 0, U(d), HOST, s, o, 0, DEV, n, h, true, true)
+		 : CUDA_ERROR_INVALID_HANDLE;
 }
 PT(CUresult, cuMemcpyPeer_ptds,
    (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n))

@@ -270,6 +270,7 @@ static void release(const struct sg_alloc *a)
 	case SG_MEM_DEVICE:
 	case SG_MEM_MODULE:
 	case SG_MEM_HEAP:
+	case SG_MEM_ARRAY:
 		d = device_range(a->base);
 		if (d)
 			arena_free(d->arena, a->base - d->arena->dbase, a->charged);

@@ -238,14 +238,16 @@ struct sg_opc {
 	X(CP, "cp") X(LDMATRIX, "ldmatrix") X(STMATRIX, "stmatrix") X(MMA, "mma") \
 	X(WMMA, "wmma") X(GRIDDEPCONTROL, "griddepcontrol") X(CREATEPOLICY, "createpolicy") \
 	X(VADD, "vadd") X(VSUB, "vsub") X(VABSDIFF, "vabsdiff") X(VMIN, "vmin") \
-	X(VMAX, "vmax") X(VSHL, "vshl") X(VSHR, "vshr") X(VSET, "vset") X(VMAD, "vmad")
+	X(VMAX, "vmax") X(VSHL, "vshl") X(VSHR, "vshr") X(VSET, "vset") X(VMAD, "vmad") \
+	X(TEX, "tex") X(TLD4, "tld4") X(TXQ, "txq") X(SULD, "suld") X(SUST, "sust") X(SUQ, "suq")
 /* clang-format on */
 
 /* Bases whose modifiers their family reads from sg_opc.text itself (ops_mma.c, cp.async). */
 #define SG_BASE_OWN_MODS(b)                                                                   \
 	((b) == SG_B_CP || (b) == SG_B_LDMATRIX || (b) == SG_B_STMATRIX || (b) == SG_B_MMA || \
 	 (b) == SG_B_WMMA || (b) == SG_B_GRIDDEPCONTROL || (b) == SG_B_CREATEPOLICY ||        \
-	 (b) == SG_B_VMAD)
+	 (b) == SG_B_VMAD || (b) == SG_B_TEX || (b) == SG_B_TLD4 || (b) == SG_B_TXQ ||        \
+	 (b) == SG_B_SULD || (b) == SG_B_SUST || (b) == SG_B_SUQ)
 
 enum sg_base {
 	SG_B_UNKNOWN = 0,
@@ -769,6 +771,43 @@ int sg_lower_simd(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 		  int nops, struct sg_insn *in); /* ops_simd.c */
 int sg_lower_matrix(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
 		    int nops, struct sg_insn *in); /* ops_mma.c */
+int sg_lower_tex(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops, int nops,
+		 struct sg_insn *in); /* ops_tex.c */
+
+/*
+ * A texture or surface object as the interpreter reads it (array.c keeps the table,
+ * ops_tex.c reads it): the texels' device memory and layout, and the sampler.
+ */
+enum sg_tex_geom {
+	SG_TG_BUF = 1, /* a linear resource: tex1Dfetch */
+	SG_TG_1D,
+	SG_TG_2D, /* a 2-D array or a pitch-2D resource */
+	SG_TG_3D,
+	SG_TG_A1D, /* layered */
+	SG_TG_A2D,
+};
+
+struct sg_texref {
+	uint64_t base;	 /* device address of texel (0, 0, 0) */
+	uint64_t pitch;	 /* bytes from one row to the next */
+	uint64_t slice;	 /* bytes from one slice (or layer) to the next */
+	uint64_t w;	 /* texels */
+	uint32_t h, d;	 /* rows; slices (3-D) or layers; 1 where the geometry has none */
+	uint8_t geom;	 /* enum sg_tex_geom */
+	uint8_t fmt;	 /* CUarray_format */
+	uint8_t nch;	 /* channels: 1, 2 or 4 */
+	uint8_t esize;	 /* bytes per texel */
+	uint8_t addr[3]; /* CUaddress_mode per dimension */
+	uint8_t filter;	 /* CUfilter_mode */
+	bool norm;	 /* normalized coordinates */
+	bool read_int;	 /* integer formats read as integers (else as normalized floats) */
+	bool surface;	 /* a surface object (suld/sust/suq), else a texture object */
+	float border[4];
+	const void *ctx; /* the context it was made in (its memory) */
+};
+
+/* The object behind a kernel's handle, copied out; false if no live object has it. */
+bool sg_tex_lookup(uint64_t handle, struct sg_texref *out);
 
 /*
  * A warp's matrix collective (ops_mma.c): the lanes in group wait at the same

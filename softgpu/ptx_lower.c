@@ -354,6 +354,8 @@ int sg_lower_addr(struct sg_lower *L, const struct sg_operand *o, int *space, ui
 {
 	if (o->kind != SG_O_ADDR)
 		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "expected an address [..]");
+	if (o->nvec)
+		return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "coordinates in a memory address");
 	*off = o->off;
 	*space = SG_SP_GENERIC;
 	*wrap32 = false;
@@ -649,6 +651,13 @@ static sg_lower_fn family(const struct sg_opc *o)
 		return sg_lower_mem;
 	case SG_B_GRIDDEPCONTROL:
 		return sg_lower_ctrl;
+	case SG_B_TEX:
+	case SG_B_TLD4:
+	case SG_B_TXQ:
+	case SG_B_SULD:
+	case SG_B_SUST:
+	case SG_B_SUQ:
+		return sg_lower_tex;
 	default:
 		return NULL;
 	}
@@ -665,7 +674,8 @@ static bool straight(sg_lower_fn fam)
 	return fam == sg_lower_int || fam == sg_lower_bits || fam == sg_lower_float ||
 	       fam == sg_lower_math || fam == sg_lower_half || fam == sg_lower_cmp ||
 	       fam == sg_lower_cvt || fam == sg_lower_mov || fam == sg_lower_mem ||
-	       fam == sg_lower_atom || fam == sg_lower_sync || fam == sg_lower_simd;
+	       fam == sg_lower_atom || fam == sg_lower_sync || fam == sg_lower_simd ||
+	       fam == sg_lower_tex;
 }
 
 int sg_lower_insn(struct sg_lower *L, uint32_t guard, bool gneg, const struct sg_opc *o,

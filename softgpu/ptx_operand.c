@@ -301,7 +301,23 @@ static int parse_operand(struct sg_lower *L, struct sg_operand *o, unsigned dept
 		} else {
 			return syntax(L, "an address");
 		}
-		if (parse_offset(L, &o->off) || expect_punct(L, ']'))
+		if (parse_offset(L, &o->off))
+			return L->errcode;
+		/* [handle, {coordinates}]: texture and surface instructions (ops_tex.c) */
+		if (sg_tok_punct(sg_lex_peek(L), ',')) {
+			struct sg_operand c;
+
+			sg_lex_next(L);
+			if (!sg_tok_punct(sg_lex_peek(L), '{'))
+				return syntax(L, "'{' after ',' in an address");
+			if (parse_operand(L, &c, depth + 1)) {
+				free_operand(&c);
+				return L->errcode;
+			}
+			o->vec = c.vec;
+			o->nvec = c.nvec;
+		}
+		if (expect_punct(L, ']'))
 			return L->errcode;
 	} else if (L->tok.kind == SG_TK_WORD) {
 		if (resolve_name(L, o, &L->tok))
@@ -325,13 +341,7 @@ static int parse_operand(struct sg_lower *L, struct sg_operand *o, unsigned dept
 
 /* Instruction names from the PTX ISA that softgpu does not implement. */
 static const char *const known_unsupported[] = {
-	"tex",
-	"tld4",
-	"txq",
-	"suld",
-	"sust",
 	"sured",
-	"suq",
 	"istypep",
 	"wmma",
 	"mma",

@@ -31,7 +31,9 @@
  *   vmm.c        virtual memory management: reservations, physical allocations (memfds),
  *                mappings and their access
  *   mempool.c    memory pools and stream-ordered allocation (cuMemAllocAsync, cuMemPool*)
- *   copy.c       cuMemcpy* and cuMemset*, sync and async, 1-D, 2-D, 3-D and peer
+ *   copy.c       cuMemcpy* and cuMemset*, sync and async, 1-D, 2-D, 3-D and peer, with
+ *                host, device and array endpoints
+ *   array.c      CUDA arrays, texture and surface objects, the table kernels read them from
  *   stream.c     streams, events, host functions, legacy default-stream ordering
  *   graph.c      CUDA graphs: nodes, clone, instantiate, launch, update (graph_int.h)
  *   capture.c    stream capture: a capturing stream's ops become graph nodes
@@ -56,6 +58,7 @@
  *   ops_*.c      one instruction family each (int, bits, float, math, half, simd, cmp, cvt,
  *                mov, mem, atom, warp, ctrl): its lowering and its handlers
  *   ops_mma.c    warp matrix instructions: ldmatrix, stmatrix, mma.sync, wmma
+ *   ops_tex.c    texture and surface instructions: tex, tld4, txq, suld, sust, suq
  *   exec.c       one thread block: the interpreter loop, barriers, warp exchanges
  *   fp.c         rounding, flush-to-zero, f16/bf16 conversions
  *   util.c       a string map and a growable array (util.h)
@@ -129,6 +132,7 @@ enum sg_kind {
 	SG_K_GEXEC,
 	SG_K_MEMPOOL,
 	SG_K_LINK,
+	SG_K_ARRAY,
 };
 
 int sg_handle_add(const void *p, int kind);
@@ -225,6 +229,7 @@ enum sg_alloc_kind {
 	SG_MEM_HEAP,   /* device-side malloc */
 	SG_MEM_VMM,    /* a mapping of a cuMemCreate allocation (vmm.c); flags: SG_VMM_* */
 	SG_MEM_POOL,   /* stream-ordered, from a memory pool (mempool.c); owner: its chunk */
+	SG_MEM_ARRAY,  /* a CUDA array's texels (array.c): not cuMemFree's */
 };
 
 /* A VMM mapping's flags: the devices that may access it (bit per ordinal), and its device. */
@@ -296,6 +301,22 @@ void sg_mempool_forget_ctx(struct sg_ctx *ctx);
 CUmemoryPool sg_mempool_of(uint64_t base);
 /* cuMemFree of a pool allocation: back to its pool at once (the caller synchronized). */
 CUresult sg_mempool_free_now(uint64_t dptr);
+
+/* ---- array.c ---- */
+
+/* A live CUDA array as copies and texture objects see it. */
+struct sg_array_info {
+	uint64_t dptr;
+	CUDA_ARRAY3D_DESCRIPTOR desc;  /* as created */
+	unsigned esize;		       /* bytes per element */
+	uint64_t width, height, depth; /* elements, rows, slices or layers (1 where none) */
+	uint64_t pitch;		       /* bytes per row: width * esize */
+	uint64_t bytes;
+	struct sg_ctx *ctx;
+};
+
+/* CUDA_ERROR_INVALID_HANDLE unless h is a live array (in a live context). */
+CUresult sg_array_get(CUarray h, struct sg_array_info *out);
 
 /* ---- copy.c ---- */
 
