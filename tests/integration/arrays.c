@@ -9,6 +9,8 @@
  *                   and border addressing, normalized coordinates with wrap, linear
  *                   filtering, 8-bit reads as normalized floats) and a surface written by a
  *                   kernel, each read back and compared
+ *                   (ARRAYS_POOL set: through the pool, whose devices claim no mipmapped,
+ *                   sparse or deferred-mapping arrays, which it does not forward)
  *   arrays limit    for test-arrays.sh: prints "ready", then makes a 32 MiB array, tries a
  *                   64 MiB one (expects CUDA_ERROR_OUT_OF_MEMORY under a 64 MiB limit) and
  *                   prints "held"; after a line on stdin destroys it ("released"), after
@@ -507,6 +509,36 @@ int main(int argc, char **argv)
 		return 2;
 	if (argc > 1 && strcmp(argv[1], "limit") == 0)
 		return limit_mode();
+	if (getenv("ARRAYS_POOL")) {
+		/* what the pool does not forward, its devices do not claim */
+		static const CUdevice_attribute absent[] = {
+			CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH,
+			CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH,
+			CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT,
+			CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED,
+			CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED,
+		};
+		CUDA_ARRAY3D_DESCRIPTOR md = {
+			.Width = 16, .Height = 16, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+		CUmipmappedArray mm;
+		int v;
+
+		for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++) {
+			v = -1;
+			expect("attribute", cuDeviceGetAttribute(&v, absent[i], dev), CUDA_SUCCESS);
+			if (v != 0) {
+				printf("FAIL attribute %d is %d through the pool\n", absent[i], v);
+				bad = 1;
+			}
+		}
+		expect("mipmapped array", cuMipmappedArrayCreate(&mm, &md, 2),
+		       CUDA_ERROR_NOT_SUPPORTED);
+		v = 0;
+		expect("2-D texture width",
+		       cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH, dev),
+		       CUDA_SUCCESS);
+		truth("2-D textures claimed", v > 0);
+	}
 	copies_2d();
 	copies_3d();
 	expect("module", cuModuleLoadData(&mod, tex_ptx), CUDA_SUCCESS);

@@ -11,7 +11,7 @@ out=$(on_softgpu "$GP_TESTBIN/arrays" 2>&1) || fail "softgpu: $out"
 echo "softgpu: $out"
 gp_config
 gp_start
-out=$(run_client "$GP_TESTBIN/arrays" 2>&1) || fail "pool: $out"
+out=$(ARRAYS_POOL=1 run_client "$GP_TESTBIN/arrays" 2>&1) || fail "pool: $out"
 echo "pool: $out"
 out=$("$GP_TESTBIN/raw_client" arrays 2>&1) || fail "raw array calls: $out"
 echo "$out"
