@@ -6,8 +6,9 @@
  * context's end), by what it needs at most: rows padded to GP_ARRAY_ROW_ALIGN bytes, times
  * its rows and slices, the whole rounded up to GP_ARRAY_ALIGN. The driver does not say
  * what an ordinary array costs (cuArrayGetMemoryRequirements answers only for deferred
- * mapping arrays), and a cuMemGetInfo difference would count the session's other threads'
- * work, so the charge is computed, on the high side.
+ * mapping arrays), and a cuMemGetInfo difference would count other sessions' work on the
+ * same GPU, so the charge is computed: at least what softgpu allocates (the packed bytes);
+ * NVIDIA's layouts of large arrays may take more than this, which the pool does not see.
  *
  * Texture and surface objects are handles too (GP_H_TEXOBJ, GP_H_SURFOBJ), but the client
  * holds the driver's value, because kernels read it: each call that names one finds it
@@ -135,6 +136,9 @@ CUresult gp__serve_array_create(struct gp_worker *w, struct gp_req *rq,
 				       a->channels == 0
 			       ? CUDA_ERROR_INVALID_VALUE
 			       : CUDA_ERROR_NOT_SUPPORTED;
+	/* arrays without memory of their own until mapped: cuMemMapArrayAsync is not forwarded */
+	if (a->flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING))
+		return CUDA_ERROR_NOT_SUPPORTED;
 	bytes = array_charge(a->width, a->height, a->depth, elem);
 	if (bytes == 0 || !gp__charge_fits(w, dev, bytes))
 		return CUDA_ERROR_OUT_OF_MEMORY;

@@ -889,6 +889,17 @@ int main(int argc, char **argv)
 			   CUDA_ERROR_INVALID_VALUE);
 		ARR_EXPECT("three channels", CREATE(8, 8, 0, CU_AD_FORMAT_FLOAT, 3, 0),
 			   CUDA_ERROR_INVALID_VALUE);
+		ARR_EXPECT("a sparse array",
+			   call(array_create,
+				(&(struct gp_in_array_create){.ctx = ctx,
+							      .width = 64,
+							      .height = 64,
+							      .format = CU_AD_FORMAT_FLOAT,
+							      .channels = 1,
+							      .flags = CUDA_ARRAY3D_SPARSE,
+							      .three_d = 1}),
+				&ac),
+			   CUDA_ERROR_NOT_SUPPORTED);
 		ARR_EXPECT("destroy a stale array",
 			   call(array_destroy, (&(struct gp_in_array_destroy){ctx, stale}),
 				(struct gp_out_array_destroy *)NULL),
