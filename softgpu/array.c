@@ -27,6 +27,7 @@ struct sg_array {
 	CUDA_ARRAY3D_DESCRIPTOR desc; /* as created (Height/Depth 0 where the geometry has none) */
 	unsigned esize;
 	uint64_t bytes;
+	uint64_t id; /* its allocation's (memory.c): a later allocation at the address is not it */
 };
 
 /* Bytes of one channel of a format; 0 for a format softgpu does not sample. */
@@ -71,6 +72,8 @@ static CUresult dims_ok(const CUDA_ARRAY3D_DESCRIPTOR *d)
 
 	if (w == 0 || (z && !h && !layered))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (d->Flags & CUDA_ARRAY3D_CUBEMAP)
+		return w == h && z == 6 && w <= 32768 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 	if (layered) {
 		if (z == 0)
 			return CUDA_ERROR_INVALID_VALUE;
@@ -83,7 +86,11 @@ static CUresult dims_ok(const CUDA_ARRAY3D_DESCRIPTOR *d)
 		return w <= (surf ? 32768u : 131072u) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 	if (z == 0)
 		return w <= 131072 && h <= 65536 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-	return w <= 16384 && h <= 16384 && z <= 16384 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	/* 3-D: 16384 cubed, or the alternate 8192 x 8192 x 32768 (not for surfaces) */
+	if (w <= 16384 && h <= 16384 && z <= 16384)
+		return CUDA_SUCCESS;
+	return !surf && w <= 8192 && h <= 8192 && z <= 32768 ? CUDA_SUCCESS
+							     : CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult array_create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d)
@@ -105,14 +112,19 @@ static CUresult array_create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d)
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((r = format_ok(d->Format, d->NumChannels, &esize)))
 		return r;
+	/* layered cubemaps, depth textures, graphics attachments, sparse and deferred arrays:
+	 * not here */
+	if ((d->Flags & ~(CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
+			  CUDA_ARRAY3D_TEXTURE_GATHER)) ||
+	    (d->Flags & (CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED)) ==
+		    (CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED))
+		return CUDA_ERROR_NOT_SUPPORTED;
 	if ((r = dims_ok(d)))
 		return r;
-	/* cubemaps, depth textures, graphics attachments, sparse and deferred arrays: not here */
-	if (d->Flags &
-	    ~(CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_TEXTURE_GATHER))
-		return CUDA_ERROR_NOT_SUPPORTED;
-	if ((d->Flags & CUDA_ARRAY3D_TEXTURE_GATHER) && (d->Height == 0 || d->Depth != 0))
-		return CUDA_ERROR_INVALID_VALUE; /* gather is for 2-D arrays */
+	/* gather is for 2-D arrays, up to MAXIMUM_TEXTURE2D_GATHER_WIDTH/HEIGHT */
+	if ((d->Flags & CUDA_ARRAY3D_TEXTURE_GATHER) &&
+	    (d->Height == 0 || d->Depth != 0 || d->Width > 32768 || d->Height > 32768))
+		return CUDA_ERROR_INVALID_VALUE;
 	n = (uint64_t)d->Width * esize * (d->Height ? d->Height : 1) * (d->Depth ? d->Depth : 1);
 	if ((r = sg_capture_unsafe()))
 		return r;
@@ -123,6 +135,11 @@ static CUresult array_create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d)
 	if (r) {
 		free(a);
 		return r;
+	}
+	{
+		struct sg_alloc m;
+
+		a->id = sg_mem_find(a->dptr, &m) ? m.id : 0;
 	}
 	a->ctx = ctx;
 	a->desc = *d;
@@ -146,7 +163,7 @@ CUresult sg_array_get(CUarray h, struct sg_array_info *out)
 		return CUDA_ERROR_INVALID_HANDLE;
 	/* its context was destroyed (and its memory with it) */
 	if (!sg_mem_find(a->dptr, &m) || m.base != a->dptr || m.kind != SG_MEM_ARRAY ||
-	    m.ctx != a->ctx)
+	    m.ctx != a->ctx || m.id != a->id)
 		return CUDA_ERROR_INVALID_HANDLE;
 	out->dptr = a->dptr;
 	out->desc = a->desc;
@@ -359,7 +376,9 @@ static CUresult resource(const CUDA_RESOURCE_DESC *res, bool surface, struct sg_
 		ref->d = (uint32_t)ai.depth;
 		ref->pitch = ai.pitch;
 		ref->slice = ai.pitch * ai.height;
-		if (fl & CUDA_ARRAY3D_LAYERED)
+		if (fl & CUDA_ARRAY3D_CUBEMAP)
+			ref->geom = SG_TG_CUBE;
+		else if (fl & CUDA_ARRAY3D_LAYERED)
 			ref->geom = ai.desc.Height ? SG_TG_A2D : SG_TG_A1D;
 		else
 			ref->geom = ai.desc.Depth ? SG_TG_3D : ai.desc.Height ? SG_TG_2D : SG_TG_1D;
@@ -387,7 +406,7 @@ static CUresult resource(const CUDA_RESOURCE_DESC *res, bool surface, struct sg_
 		if (lin) {
 			size_t n = res->res.linear.sizeInBytes;
 
-			if (n == 0 || n / esize > 268435456u)
+			if (n < esize || n / esize > 268435456u)
 				return CUDA_ERROR_INVALID_VALUE;
 			ref->geom = SG_TG_BUF;
 			ref->w = n / esize;

@@ -64,7 +64,7 @@ enum {
 
 static const char *geom_name(unsigned g)
 {
-	static const char *const n[] = {"?", "buffer", "1d", "2d", "3d", "a1d", "a2d"};
+	static const char *const n[] = {"?", "buffer", "1d", "2d", "3d", "a1d", "a2d", "cube"};
 
 	return g < sizeof(n) / sizeof(n[0]) ? n[g] : "?";
 }
@@ -84,6 +84,8 @@ static int wrong_geom(struct sg_thread *t, const struct sg_texref *tr, unsigned 
 /* The instruction's geometry fits the object's (a 1-D one reads buffers and 1-D arrays). */
 static bool geom_fits(const struct sg_texref *tr, unsigned g, bool intc)
 {
+	if (g == SG_TG_CUBE)
+		return tr->geom == SG_TG_CUBE && !intc;
 	if (g == SG_TG_1D)
 		return tr->geom == SG_TG_1D || (tr->geom == SG_TG_BUF && intc);
 	return tr->geom == g;
@@ -226,7 +228,7 @@ static bool texel_at(struct sg_thread *t, const struct sg_texref *tr, const int6
 			return true;
 		}
 	}
-	if (tr->geom == SG_TG_A1D || tr->geom == SG_TG_A2D)
+	if (tr->geom == SG_TG_A1D || tr->geom == SG_TG_A2D || tr->geom == SG_TG_CUBE)
 		x[2] = layer;
 	addr = tr->base + x[2] * tr->slice + x[1] * tr->pitch + x[0] * tr->esize;
 	p = sg_addr(t, SG_SP_GLOBAL, addr, tr->esize, false);
@@ -310,6 +312,35 @@ static bool sample(struct sg_thread *t, const struct sg_texref *tr, const float 
 	return true;
 }
 
+/*
+ * The face and face coordinates of direction (x, y, z), as the programming guide's cubemap
+ * table gives them: the major axis m picks the face, (s/|m| + 1)/2 and (t/|m| + 1)/2 are the
+ * normalized coordinates on it.
+ */
+static void cube_face(float x, float y, float z, uint32_t *face, float *c)
+{
+	float ax = fabsf(x), ay = fabsf(y), az = fabsf(z), m, s, t;
+
+	if (ax >= ay && ax >= az) {
+		*face = x >= 0 ? 0 : 1;
+		m = ax;
+		s = x >= 0 ? -z : z;
+		t = -y;
+	} else if (ay >= az) {
+		*face = y >= 0 ? 2 : 3;
+		m = ay;
+		s = x;
+		t = y >= 0 ? z : -z;
+	} else {
+		*face = z >= 0 ? 4 : 5;
+		m = az;
+		s = z >= 0 ? x : -x;
+		t = -y;
+	}
+	c[0] = m > 0 ? (s / m + 1.0f) * 0.5f : 0.5f;
+	c[1] = m > 0 ? (t / m + 1.0f) * 0.5f : 0.5f;
+}
+
 static uint32_t layer_of(const struct sg_texref *tr, uint64_t v)
 {
 	int32_t l = (int32_t)v;
@@ -343,7 +374,16 @@ OP(op_tex)
 		return wrong_geom(t, &tr, g);
 	if (layered)
 		layer = layer_of(&tr, A(1));
-	if (intc) {
+	if (g == SG_TG_CUBE) {
+		float c[2];
+
+		cube_face(sg_f32(A(1)), sg_f32(A(2)), sg_f32(A(3)), &layer, c);
+		/* each face a 2-D texture in normalized coordinates, clamped at its edges */
+		tr.norm = true;
+		tr.addr[0] = tr.addr[1] = CU_TR_ADDRESS_MODE_CLAMP;
+		if (!sample(t, &tr, c, 2, layer, &out))
+			return SG_STOP_FAULT;
+	} else if (intc) {
 		int64_t ijk[3];
 
 		for (unsigned k = 0; k < dims; k++)
@@ -456,7 +496,7 @@ OP(op_query)
 
 	if (!sg_tex_lookup(A(0), &tr) || tr.surface != surface)
 		return no_object(t, A(0), surface);
-	layered = tr.geom == SG_TG_A1D || tr.geom == SG_TG_A2D;
+	layered = tr.geom == SG_TG_A1D || tr.geom == SG_TG_A2D || tr.geom == SG_TG_CUBE;
 	switch (AUX_Q(in->aux)) {
 	case Q_WIDTH:
 		v = (uint32_t)tr.w;
@@ -548,8 +588,11 @@ static bool surf_at(struct sg_thread *t, const struct sg_insn *in, const struct 
 		if (k == 0)
 			c[0] -= c[0] % AUX_CSZ(in->aux);
 	}
-	if (layered)
+	if (layered) {
 		c[2] = c[dims];
+		if (dims == 1)
+			c[1] = 0;
+	}
 	*addr = tr->base + (uint64_t)c[2] * tr->slice + (uint64_t)c[1] * tr->pitch + (uint64_t)c[0];
 	return true;
 }
@@ -560,7 +603,8 @@ static bool surf_object(struct sg_thread *t, const struct sg_insn *in, struct sg
 		no_object(t, A(0), true);
 		return false;
 	}
-	if (tr->geom != AUX_GEOM(in->aux)) {
+	if (tr->geom != AUX_GEOM(in->aux) &&
+	    !(tr->geom == SG_TG_CUBE && AUX_GEOM(in->aux) == SG_TG_A2D)) {
 		wrong_geom(t, tr, AUX_GEOM(in->aux));
 		return false;
 	}
@@ -650,10 +694,11 @@ static bool is(const struct words *ws, int i, const char *s)
 
 static unsigned parse_geom(const struct words *ws, int i)
 {
-	static const char *const n[] = {"1d", "2d", "3d", "a1d", "a2d"};
-	static const unsigned g[] = {SG_TG_1D, SG_TG_2D, SG_TG_3D, SG_TG_A1D, SG_TG_A2D};
+	static const char *const n[] = {"1d", "2d", "3d", "a1d", "a2d", "cube"};
+	static const unsigned g[] = {SG_TG_1D,	SG_TG_2D,  SG_TG_3D,
+				     SG_TG_A1D, SG_TG_A2D, SG_TG_CUBE};
 
-	for (unsigned k = 0; k < 5; k++)
+	for (unsigned k = 0; k < 6; k++)
 		if (is(ws, i, n[k]))
 			return g[k];
 	return 0;
@@ -711,13 +756,17 @@ static int dsts(struct sg_lower *L, const struct sg_opc *o, const struct sg_oper
 
 static unsigned coord_count(unsigned g)
 {
-	return g == SG_TG_3D ? 3 : g == SG_TG_2D ? 2 : g == SG_TG_A2D ? 3 : g == SG_TG_A1D ? 2 : 1;
+	return g == SG_TG_3D || g == SG_TG_CUBE ? 3
+	       : g == SG_TG_2D			? 2
+	       : g == SG_TG_A2D			? 3
+	       : g == SG_TG_A1D			? 2
+						: 1;
 }
 
 /* operands the PTX vector holds: 3-D and a2d pad to 4 */
 static unsigned coord_vec(unsigned g)
 {
-	return g == SG_TG_3D || g == SG_TG_A2D ? 4 : coord_count(g);
+	return g == SG_TG_3D || g == SG_TG_A2D || g == SG_TG_CUBE ? 4 : coord_count(g);
 }
 
 static int lower_tex(struct sg_lower *L, const struct sg_opc *o, const struct words *ws,
@@ -822,7 +871,7 @@ static int lower_surf(struct sg_lower *L, const struct sg_opc *o, const struct w
 	if (!is(ws, 0, "b"))
 		return sg_lower_unsupported(L, o); /* sust.p: formatted stores */
 	g = parse_geom(ws, 1);
-	if (g == 0)
+	if (g == 0 || g == SG_TG_CUBE)
 		return sg_lower_unsupported(L, o);
 	/* cache operators: no effect here */
 	while (is(ws, i, "ca") || is(ws, i, "cg") || is(ws, i, "cs") || is(ws, i, "cv") ||

@@ -785,6 +785,7 @@ enum sg_tex_geom {
 	SG_TG_3D,
 	SG_TG_A1D, /* layered */
 	SG_TG_A2D,
+	SG_TG_CUBE, /* six square faces, as the layers of a 2-D layered array */
 };
 
 struct sg_texref {

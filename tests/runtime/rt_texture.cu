@@ -63,6 +63,13 @@ __global__ void sample3d(cudaTextureObject_t t, float *out, int w, int h, int d)
 	}
 }
 
+__global__ void cube(cudaTextureObject_t t, const float4 *dir, float *out, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		out[i] = texCubemap<float>(t, dir[i].x, dir[i].y, dir[i].z);
+}
+
 __global__ void query(cudaTextureObject_t t, cudaSurfaceObject_t s, int *out)
 {
 	int w, h, sw, sh;
@@ -586,6 +593,88 @@ static void test_3d()
 	std::printf("3-D array cudaMemcpy3D round trip, tex3D: ok\n");
 }
 
+// A cubemap: every texel of every face read back through the direction of its centre (the
+// programming guide's face table, inverted).
+static void test_cubemap()
+{
+	const int w = 4, n = w * w * 6;
+	std::vector<float> v(n);
+	for (int i = 0; i < n; i++)
+		v[i] = (float)(i * 7 % 31);
+	cudaChannelFormatDesc cd = cudaCreateChannelDesc<float>();
+	cudaArray_t arr;
+	CK(cudaMalloc3DArray(&arr, &cd, make_cudaExtent(w, w, 6), cudaArrayCubemap));
+	cudaMemcpy3DParms p = {};
+	p.srcPtr = make_cudaPitchedPtr(v.data(), w * 4, w, w);
+	p.dstArray = arr;
+	p.extent = make_cudaExtent(w, w, 6);
+	p.kind = cudaMemcpyHostToDevice;
+	CK(cudaMemcpy3D(&p));
+	std::vector<float4> dir(n);
+	for (int f = 0; f < 6; f++)
+		for (int y = 0; y < w; y++)
+			for (int x = 0; x < w; x++) {
+				float s = (x + 0.5f) / w * 2 - 1, t = (y + 0.5f) / w * 2 - 1;
+				float4 d;
+				switch (f) {
+				case 0: d = make_float4(1, -t, -s, 0); break;
+				case 1: d = make_float4(-1, -t, s, 0); break;
+				case 2: d = make_float4(s, 1, t, 0); break;
+				case 3: d = make_float4(s, -1, -t, 0); break;
+				case 4: d = make_float4(s, -t, 1, 0); break;
+				default: d = make_float4(-s, -t, -1, 0); break;
+				}
+				dir[(f * w + y) * w + x] = d;
+			}
+	float4 *dd = dev_copy(dir);
+	float *dout;
+	CK(cudaMalloc(&dout, n * sizeof(float)));
+	cudaResourceDesc rd = {};
+	rd.resType = cudaResourceTypeArray;
+	rd.res.array.array = arr;
+	cudaTextureDesc td = {};
+	td.filterMode = cudaFilterModePoint;
+	td.readMode = cudaReadModeElementType;
+	td.normalizedCoords = 1;
+	cudaTextureObject_t t;
+	CK(cudaCreateTextureObject(&t, &rd, &td, nullptr));
+	cube<<<1, n>>>(t, dd, dout, n);
+	std::vector<float> out(n);
+	CK(cudaMemcpy(out.data(), dout, n * sizeof(float), cudaMemcpyDeviceToHost));
+	for (int i = 0; i < n; i++)
+		EXPECT(out[i] == v[i], "cubemap face %d texel %d: %g, CPU %g", i / (w * w),
+		       i % (w * w), out[i], v[i]);
+	CK(cudaDestroyTextureObject(t));
+	CK(cudaFreeArray(arr));
+	CK(cudaFree(dd));
+	CK(cudaFree(dout));
+	std::printf("texCubemap: ok\n");
+}
+
+// A destroyed texture object's handle faults the kernel that uses it (last: the error is
+// sticky).
+static void test_stale_handle()
+{
+	std::vector<float> v(16, 1.0f);
+	float *dv = dev_copy(v), *dout;
+	CK(cudaMalloc(&dout, 16 * sizeof(float)));
+	cudaResourceDesc rd = {};
+	rd.resType = cudaResourceTypeLinear;
+	rd.res.linear.devPtr = dv;
+	rd.res.linear.desc = cudaCreateChannelDesc<float>();
+	rd.res.linear.sizeInBytes = 16 * sizeof(float);
+	cudaTextureDesc td = {};
+	td.readMode = cudaReadModeElementType;
+	cudaTextureObject_t t;
+	CK(cudaCreateTextureObject(&t, &rd, &td, nullptr));
+	CK(cudaDestroyTextureObject(t));
+	fetch1d<<<1, 16>>>(t, dout, 16);
+	cudaError_t e = cudaDeviceSynchronize();
+	EXPECT(e == cudaErrorIllegalAddress, "a destroyed texture object in a kernel: %s",
+	       cudaGetErrorName(e));
+	std::printf("a stale texture handle faults the launch: ok\n");
+}
+
 static void test_memory_limit()
 {
 	size_t free0, total, free1;
@@ -624,7 +713,9 @@ int main()
 	test_gather_layered_query();
 	test_surface();
 	test_3d();
+	test_cubemap();
 	test_memory_limit();
+	test_stale_handle();
 	std::printf("PASSED\n");
 	return 0;
 }
