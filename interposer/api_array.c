@@ -211,7 +211,8 @@ static bool host_packed(const struct end *e, const struct gp_copy3d *d)
 	       (d->depth == 1 || e->hheight == d->height);
 }
 
-CUresult gp__memcpy_3d(const CUDA_MEMCPY3D *p, CUstream s, bool async, bool pt)
+/* A 3-D copy; flags GP_COPY_LINEAR: the 1-D array copies (offsets into an array's bytes). */
+static CUresult copy_3d(const CUDA_MEMCPY3D *p, CUstream s, bool async, bool pt, uint32_t flags)
 {
 	struct gp_copy3d d;
 	struct end src, dst;
@@ -240,7 +241,8 @@ CUresult gp__memcpy_3d(const CUDA_MEMCPY3D *p, CUstream s, bool async, bool pt)
 			       .dst = dst.w,
 			       .width = p->WidthInBytes,
 			       .height = p->Height,
-			       .depth = p->Depth};
+			       .depth = p->Depth,
+			       .flags = flags};
 	if (__builtin_mul_overflow(d.width, d.height, &n) || __builtin_mul_overflow(n, d.depth, &n))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (src.w.kind == GP_SIDE_HOST && dst.w.kind == GP_SIDE_HOST) {
@@ -304,6 +306,11 @@ CUresult gp__memcpy_3d(const CUDA_MEMCPY3D *p, CUstream s, bool async, bool pt)
 	return r == CUDA_SUCCESS ? gp__managed_pull() : r;
 }
 
+CUresult gp__memcpy_3d(const CUDA_MEMCPY3D *p, CUstream s, bool async, bool pt)
+{
+	return copy_3d(p, s, async, pt, 0);
+}
+
 /* A 2-D copy with an array side, as the 3-D copy of one slice. */
 CUresult gp__memcpy_2d_array(const CUDA_MEMCPY2D *p, CUstream s, bool async, bool pt)
 {
@@ -340,7 +347,8 @@ GP_CUDA_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *p, CUstream s)
 	return gp__memcpy_3d(p, s, true, false);
 }
 
-/* The 1-D array copies: one row of n bytes at a byte offset of the array's first row. */
+/* The 1-D array copies: n bytes at a byte offset into the array, as the pool's driver lays
+ * its bytes out (softgpu: rows, then slices, packed). */
 CUresult gp__memcpy_array_1d(CUmemorytype dt, void *dh, CUdeviceptr dd, CUarray da, size_t doff,
 			     CUmemorytype st, const void *sh, CUdeviceptr sd, CUarray sa,
 			     size_t soff, size_t n, CUstream s, bool async, bool pt)
@@ -363,7 +371,7 @@ CUresult gp__memcpy_array_1d(CUmemorytype dt, void *dh, CUdeviceptr dd, CUarray 
 
 	if ((st == CU_MEMORYTYPE_ARRAY && !sa) || (dt == CU_MEMORYTYPE_ARRAY && !da))
 		return CUDA_ERROR_INVALID_VALUE;
-	return gp__memcpy_3d(&c, s, async, pt);
+	return copy_3d(&c, s, async, pt, GP_COPY_LINEAR);
 }
 
 #define HOST CU_MEMORYTYPE_HOST

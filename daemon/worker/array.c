@@ -251,6 +251,7 @@ static CUresult side_check(struct gp_worker *w, const struct gp_copy_side *c,
 		uint64_t slice, first, last, span, start;
 
 		if (pitch < d->width || (d->depth > 1 && rows < d->height) ||
+		    ((d->flags & GP_COPY_LINEAR) && (c->x || c->y || c->z)) ||
 		    __builtin_mul_overflow(rows, pitch, &slice) ||
 		    /* first: the box's offset from addr; last: its last row's from its first */
 		    __builtin_mul_overflow(c->z, slice, &first) ||
@@ -289,9 +290,19 @@ static CUresult side_check(struct gp_worker *w, const struct gp_copy_side *c,
 		row = (uint64_t)ad.Width * elem;
 		rows = ad.Height ? ad.Height : 1;
 		slices = ad.Depth ? ad.Depth : 1;
-		if (elem == 0 || c->x > row || d->width > row - c->x || c->y > rows ||
-		    d->height > rows - c->y || c->z > slices || d->depth > slices - c->z)
+		if (elem == 0)
 			return CUDA_ERROR_INVALID_VALUE;
+		if (d->flags & GP_COPY_LINEAR) {
+			/* the array's bytes as the driver lays them out: at most row * rows *
+			 * slices (each below 2^32 times 16) */
+			uint64_t all = row * rows * slices;
+
+			if (c->y || c->z || c->x > all || d->width > all - c->x)
+				return CUDA_ERROR_INVALID_VALUE;
+		} else if (c->x > row || d->width > row - c->x || c->y > rows ||
+			   d->height > rows - c->y || c->z > slices || d->depth > slices - c->z) {
+			return CUDA_ERROR_INVALID_VALUE;
+		}
 		*s = (struct side){.type = CU_MEMORYTYPE_ARRAY,
 				   .array = (CUarray)h->ptr,
 				   .x = c->x,
@@ -312,7 +323,9 @@ static CUresult copy_check(struct gp_worker *w, const void *blob, size_t len, st
 	if (len != sizeof(*d))
 		return CUDA_ERROR_INVALID_VALUE;
 	memcpy(d, blob, sizeof(*d));
-	if (d->width == 0 || d->height == 0 || d->depth == 0)
+	if (d->width == 0 || d->height == 0 || d->depth == 0 || d->unused ||
+	    (d->flags & ~GP_COPY_LINEAR) ||
+	    ((d->flags & GP_COPY_LINEAR) && (d->height != 1 || d->depth != 1)))
 		return CUDA_ERROR_INVALID_VALUE;
 	r = side_check(w, &d->src, d, src);
 	if (r == CUDA_SUCCESS)
@@ -378,6 +391,26 @@ struct piecewise {
 	bool async;
 };
 
+/* A linear copy between host bytes and an array at byte offset s->x (one row: y, z 0). */
+static CUresult linear_host(struct piecewise *p, const struct side *s, uint8_t *host, size_t k)
+{
+	struct gp_worker *w = p->w;
+	CUresult r;
+
+	if (s->type != CU_MEMORYTYPE_ARRAY)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->to_host) {
+		if (p->sid < 2)
+			return GP_DRV(w, cuMemcpyAtoH_v2, host, s->array, s->x, k);
+		r = GP_DRV(w, cuMemcpyAtoHAsync_v2, host, s->array, s->x, k, p->stream);
+		return r == CUDA_SUCCESS ? GP_DRV(w, cuStreamSynchronize, p->stream) : r;
+	}
+	if (!p->async && p->sid < 2)
+		return GP_DRV(w, cuMemcpyHtoA_v2, s->array, s->x, host, k);
+	r = GP_DRV(w, cuMemcpyHtoAAsync_v2, s->array, s->x, host, k, p->stream);
+	return r == CUDA_SUCCESS && !p->async ? GP_DRV(w, cuStreamSynchronize, p->stream) : r;
+}
+
 static CUresult pieces(struct piecewise *p, uint64_t off, uint8_t *host, size_t n)
 {
 	uint64_t width = p->d.width, height = p->d.height;
@@ -400,6 +433,13 @@ static CUresult pieces(struct piecewise *p, uint64_t off, uint8_t *host, size_t 
 		s.x += col;
 		s.y += y;
 		s.z += row / height;
+		if (p->d.flags & GP_COPY_LINEAR) {
+			r = linear_host(p, &s, host, k);
+			off += k;
+			host += k;
+			n -= k;
+			continue;
+		}
 		memset(&c, 0, sizeof(c));
 		c.WidthInBytes = rows > 1 ? width : k;
 		c.Height = rows;
@@ -451,6 +491,17 @@ CUresult gp__serve_array_copy(struct gp_worker *w, struct gp_req *rq,
 		return r;
 	if (src.type == CU_MEMORYTYPE_HOST || dst.type == CU_MEMORYTYPE_HOST)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (d.flags & GP_COPY_LINEAR) {
+		/* the driver has these only synchronous: done before the answer */
+		if (src.type == CU_MEMORYTYPE_ARRAY && dst.type == CU_MEMORYTYPE_ARRAY)
+			return GP_DRV(w, cuMemcpyAtoA_v2, dst.array, dst.x, src.array, src.x,
+				      d.width);
+		if (src.type == CU_MEMORYTYPE_ARRAY)
+			return GP_DRV(w, cuMemcpyAtoD_v2, dst.dev, src.array, src.x, d.width);
+		if (dst.type == CU_MEMORYTYPE_ARRAY)
+			return GP_DRV(w, cuMemcpyDtoA_v2, dst.array, dst.x, src.dev, d.width);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
 	memset(&c, 0, sizeof(c));
 	side_put(&src, &c, false, NULL, 0);
 	side_put(&dst, &c, true, NULL, 0);

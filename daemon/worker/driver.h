@@ -173,6 +173,13 @@
 	X(cuArray3DGetDescriptor_v2, 0)                                            \
 	X(cuMemcpy3D_v2, 0)                                                        \
 	X(cuMemcpy3DAsync_v2, 0)                                                   \
+	X(cuMemcpyHtoA_v2, 0)                                                      \
+	X(cuMemcpyAtoH_v2, 0)                                                      \
+	X(cuMemcpyHtoAAsync_v2, 0)                                                 \
+	X(cuMemcpyAtoHAsync_v2, 0)                                                 \
+	X(cuMemcpyAtoD_v2, 0)                                                      \
+	X(cuMemcpyDtoA_v2, 0)                                                      \
+	X(cuMemcpyAtoA_v2, 0)                                                      \
 	X(cuTexObjectCreate, 0)                                                    \
 	X(cuTexObjectDestroy, 0)                                                   \
 	X(cuTexObjectGetResourceDesc, 0)                                           \

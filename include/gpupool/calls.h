@@ -101,9 +101,13 @@ struct gp_copy_side {
 	uint32_t kind; /* GP_SIDE_* */
 	uint32_t unused;
 };
+#define GP_COPY_LINEAR 1u /* an array side's x is an offset into its bytes, as the driver
+			    * lays them out (cuMemcpyHtoA and the rest); one row, no y or z */
 struct gp_copy3d {
 	struct gp_copy_side src, dst;
 	uint64_t width, height, depth; /* width in bytes */
+	uint32_t flags;		       /* GP_COPY_* */
+	uint32_t unused;
 };
 
 /* TEX_CREATE's desc and TEX_DESCRIBE's answer: cuTexObjectCreate's three descriptors, with
@@ -362,7 +366,7 @@ struct gp_tex_desc {
 	  "cuArrayGetDescriptor (three_d 0), cuArray3DGetDescriptor: kind is format, channels << 16, flags << 32") \
 	X(ARRAY_COPY, array_copy, 253, GP_C_SYNC | GP_C_ASYNC,                                   \
 	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(BLOB, desc), , ,                        \
-	  "cuMemcpy3D[Async], cuMemcpy2D[Async] and cuMemcpyAtoD/DtoA/AtoA with no host side: desc is a struct gp_copy3d, each side DEVICE or ARRAY") \
+	  "cuMemcpy3D[Async], cuMemcpy2D[Async] and cuMemcpyAtoD/DtoA/AtoA (GP_COPY_LINEAR) with no host side: desc is a struct gp_copy3d, each side DEVICE or ARRAY") \
 	X(ARRAY_COPY_IN, array_copy_in, 254, GP_C_SYNC | GP_C_ASYNC,                             \
 	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(BLOB, desc) GP_ARG(BULK_IN, data), , , \
 	  "cuMemcpy3D[Async] from the host, cuMemcpy2D[Async] and cuMemcpyHtoA[Async] to an array: the source HOST, data its bytes packed") \

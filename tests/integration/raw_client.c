@@ -28,8 +28,8 @@
  *             refused: prints how many and the error, then "held" (ends at EOF on stdin)
  *   hold      a session with a context: prints "held", ends at EOF on stdin
  *   arrays    array copies with hostile boxes (host byte counts that do not match, rows,
- *             slices and x past the array, pitches and slices that wrap, device memory
- *             not the session's), forged and stale array handles, texture descriptors
+ *             slices and x past the array, linear offsets past its bytes, pitches and
+ *             slices that wrap, device memory not the session's), forged and stale array handles, texture descriptors
  *             naming memory or arrays not the session's, texture and surface objects it
  *             never made or already destroyed: refused with CUDA's errors, session goes on
  *   launch-ex LAUNCH_EX with attributes the worker must refuse (unknown ones, an
@@ -924,23 +924,29 @@ int main(int argc, char **argv)
 				CUresult want;
 			} cases[] = {
 				{"host bytes fewer than the box",
-				 {host, to_arr, 256, 16, 1},
+				 {host, to_arr, 256, 16, 1, 0, 0},
 				 100,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"host bytes more than the box",
-				 {host, to_arr, 256, 1, 1},
+				 {host, to_arr, 256, 1, 1, 0, 0},
 				 300,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"rows past the array",
-				 {host, to_arr, 256, 17, 1},
+				 {host, to_arr, 256, 17, 1, 0, 0},
 				 256 * 17,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"a slice past the array",
-				 {host, to_arr, 256, 16, 2},
+				 {host, to_arr, 256, 16, 2, 0, 0},
 				 8192,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"x past the array",
-				 {host, {.kind = GP_SIDE_ARRAY, .addr = arr, .x = 4}, 256, 1, 1},
+				 {host,
+				  {.kind = GP_SIDE_ARRAY, .addr = arr, .x = 4},
+				  256,
+				  1,
+				  1,
+				  0,
+				  0},
 				 256,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"y that wraps",
@@ -948,27 +954,29 @@ int main(int argc, char **argv)
 				  {.kind = GP_SIDE_ARRAY, .addr = arr, .y = UINT64_MAX},
 				  256,
 				  2,
-				  1},
+				  1,
+				  0,
+				  0},
 				 512,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"a stale array",
-				 {host, {.kind = GP_SIDE_ARRAY, .addr = stale}, 32, 1, 1},
+				 {host, {.kind = GP_SIDE_ARRAY, .addr = stale}, 32, 1, 1, 0, 0},
 				 32,
 				 CUDA_ERROR_INVALID_HANDLE},
 				{"a forged array",
-				 {host, {.kind = GP_SIDE_ARRAY, .addr = arr + 1}, 32, 1, 1},
+				 {host, {.kind = GP_SIDE_ARRAY, .addr = arr + 1}, 32, 1, 1, 0, 0},
 				 32,
 				 CUDA_ERROR_INVALID_HANDLE},
 				{"a host side on both ends",
-				 {host, host, 32, 1, 1},
+				 {host, host, 32, 1, 1, 0, 0},
 				 32,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"an unknown side",
-				 {host, {.kind = 7, .addr = dptr}, 32, 1, 1},
+				 {host, {.kind = 7, .addr = dptr}, 32, 1, 1, 0, 0},
 				 32,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"device rows past the allocation",
-				 {dev, to_arr, 256, 17, 1},
+				 {dev, to_arr, 256, 17, 1, 0, 0},
 				 ~0ull,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"a device pitch that wraps",
@@ -976,7 +984,9 @@ int main(int argc, char **argv)
 				  to_arr,
 				  256,
 				  3,
-				  1},
+				  1,
+				  0,
+				  0},
 				 ~0ull,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"device slices that wrap",
@@ -987,7 +997,9 @@ int main(int argc, char **argv)
 				  dev,
 				  16,
 				  1,
-				  2},
+				  2,
+				  0,
+				  0},
 				 ~0ull,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"a device pitch below the width",
@@ -995,17 +1007,57 @@ int main(int argc, char **argv)
 				  to_arr,
 				  32,
 				  2,
-				  1},
+				  1,
+				  0,
+				  0},
 				 ~0ull,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"device memory not the session's",
-				 {{.kind = GP_SIDE_DEVICE, .addr = 0x10000}, to_arr, 256, 1, 1},
+				 {{.kind = GP_SIDE_DEVICE, .addr = 0x10000},
+				  to_arr,
+				  256,
+				  1,
+				  1,
+				  0,
+				  0},
 				 ~0ull,
 				 CUDA_ERROR_INVALID_VALUE},
 				{"an empty box",
-				 {dev, to_arr, 0, 1, 1},
+				 {dev, to_arr, 0, 1, 1, 0, 0},
 				 ~0ull,
 				 CUDA_ERROR_INVALID_VALUE},
+				{"unknown copy flags",
+				 {dev, to_arr, 32, 1, 1, 0x80, 0},
+				 ~0ull,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"linear bytes past the array's",
+				 {host,
+				  {.kind = GP_SIDE_ARRAY, .addr = arr, .x = 4000},
+				  200,
+				  1,
+				  1,
+				  GP_COPY_LINEAR,
+				  0},
+				 200,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a linear copy of two rows",
+				 {host, to_arr, 32, 2, 1, GP_COPY_LINEAR, 0},
+				 64,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a linear device side with an offset",
+				 {{.kind = GP_SIDE_DEVICE, .addr = dptr, .x = 8},
+				  to_arr,
+				  4096,
+				  1,
+				  1,
+				  GP_COPY_LINEAR,
+				  0},
+				 ~0ull,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"all of its memory into all of its array, linearly",
+				 {dev, to_arr, 4096, 1, 1, GP_COPY_LINEAR, 0},
+				 ~0ull,
+				 CUDA_SUCCESS},
 			};
 
 			for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -1030,7 +1082,7 @@ int main(int argc, char **argv)
 				ARR_EXPECT(cases[k].what, r, cases[k].want);
 			}
 			{
-				struct gp_copy3d out = {to_arr, host, 256, 16, 1};
+				struct gp_copy3d out = {to_arr, host, 256, 16, 1, 0, 0};
 
 				out.src = to_arr;
 				out.dst = host;
@@ -1057,7 +1109,7 @@ int main(int argc, char **argv)
 			}
 			/* the session goes on: its own device memory into its own array */
 			{
-				struct gp_copy3d ok = {dev, to_arr, 256, 16, 1};
+				struct gp_copy3d ok = {dev, to_arr, 256, 16, 1, 0, 0};
 
 				ARR_EXPECT(
 					"device to array",
