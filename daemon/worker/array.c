@@ -10,7 +10,8 @@
  * same GPU, so the charge is computed: at least what softgpu allocates (the packed bytes);
  * NVIDIA's layouts of large arrays may take more than this, which the pool does not see.
  *
- * Texture and surface objects are handles too (GP_H_TEXOBJ, GP_H_SURFOBJ), but the client
+ * Texture and surface objects are handles too (GP_H_TEXOBJ, GP_H_SURFOBJ; at most
+ * GP_ARRAY_OBJECTS_MAX of them together, then CUDA_ERROR_OUT_OF_MEMORY), but the client
  * holds the driver's value, because kernels read it: each call that names one finds it
  * among the session's handles first, so the driver never sees a value it did not make.
  * Their resource descriptors name arrays by handle and memory by address: each is checked
@@ -35,6 +36,9 @@
 
 #define GP_ARRAY_ROW_ALIGN 512u
 #define GP_ARRAY_ALIGN 4096u
+/* Texture and surface objects one session may hold at once: each holds driver host memory,
+ * and finding one is a walk of the session's handles. */
+#define GP_ARRAY_OBJECTS_MAX 65536u
 /* Larger than any dimension a driver accepts, small enough that products stay checked. */
 #define GP_ARRAY_DIM_MAX (1ull << 24)
 
@@ -97,6 +101,13 @@ static uint64_t find_by_value(struct gp_worker *w, uint32_t kind, uint64_t value
 			return gp__handle_id(w, h);
 	}
 	return 0;
+}
+
+/* Whether the session may make one more texture or surface object. */
+static bool objects_room(struct gp_worker *w)
+{
+	return gp_owner_count(&w->own, GP_H_TEXOBJ) + gp_owner_count(&w->own, GP_H_SURFOBJ) <
+	       GP_ARRAY_OBJECTS_MAX;
 }
 
 /* A new handle of kind for a driver object made in ctx, charged bytes on device. */
@@ -638,6 +649,8 @@ CUresult gp__serve_tex_create(struct gp_worker *w, struct gp_req *rq,
 	memcpy(&d, a->desc, sizeof(d));
 	if (d.has_view > 1)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (!objects_room(w))
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = res_from_wire(w, &d.res, &res);
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -787,6 +800,8 @@ CUresult gp__serve_surf_create(struct gp_worker *w, struct gp_req *rq,
 
 	if (!h)
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (!objects_room(w))
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	memset(&res, 0, sizeof(res));
 	res.resType = CU_RESOURCE_TYPE_ARRAY;
 	res.res.array.hArray = (CUarray)h->ptr;

@@ -31,7 +31,9 @@
  *             slices and x past the array, linear offsets past its bytes, pitches and
  *             slices that wrap, device memory not the session's), forged and stale array handles, texture descriptors
  *             naming memory or arrays not the session's, texture and surface objects it
- *             never made or already destroyed: refused with CUDA's errors, session goes on
+ *             never made or already destroyed: refused with CUDA's errors, session goes on;
+ *             with RAW_ARRAY_OBJECTS set, texture objects until the bound (65536, then
+ *             CUDA_ERROR_OUT_OF_MEMORY; one destroyed makes room)
  *   launch-ex LAUNCH_EX with attributes the worker must refuse (unknown ones, an
  *             access window over memory not the session's, a cooperative grid too
  *             large, clusters softgpu lacks, parameters too short), each with its
@@ -1217,6 +1219,35 @@ int main(int argc, char **argv)
 				   call(tex_destroy, (&(struct gp_in_tex_destroy){ctx, tc.obj}),
 					(struct gp_out_tex_destroy *)NULL),
 				   CUDA_ERROR_INVALID_VALUE);
+		}
+		if (getenv("RAW_ARRAY_OBJECTS")) {
+			/* texture objects until the bound: 65536, then OUT_OF_MEMORY */
+			struct gp_tex_desc td = {
+				.res = {.type = CU_RESOURCE_TYPE_ARRAY, .handle = arr}};
+			unsigned made = 0;
+			uint64_t last = 0;
+			CUresult r;
+
+			while ((r = call(tex_create,
+					 (&(struct gp_in_tex_create){
+						 .ctx = ctx, .desc = &td, .desc_len = sizeof(td)}),
+					 &tc)) == CUDA_SUCCESS &&
+			       made < 70000) {
+				last = tc.obj;
+				made++;
+			}
+			printf("texture objects made: %u, then %d\n", made, r);
+			bad |= made != 65536 || r != CUDA_ERROR_OUT_OF_MEMORY;
+			ARR_EXPECT("destroy one",
+				   call(tex_destroy, (&(struct gp_in_tex_destroy){ctx, last}),
+					(struct gp_out_tex_destroy *)NULL),
+				   CUDA_SUCCESS);
+			ARR_EXPECT("a texture in its place",
+				   call(tex_create,
+					(&(struct gp_in_tex_create){
+						.ctx = ctx, .desc = &td, .desc_len = sizeof(td)}),
+					&tc),
+				   CUDA_SUCCESS);
 		}
 		ARR_EXPECT("destroy the array",
 			   call(array_destroy, (&(struct gp_in_array_destroy){ctx, arr}),

@@ -1,7 +1,7 @@
 #!/bin/bash
 # CUDA arrays, 2-D and 3-D copies, textures and surfaces (arrays.c): directly on softgpu and
-# through the pool; hostile copies, handles and texture descriptors refused (raw_client
-# arrays); then arrays are charged to the session: past its limit CUDA_ERROR_OUT_OF_MEMORY,
+# through the pool; hostile copies, handles and texture descriptors refused, and texture
+# objects bounded (raw_client arrays); then arrays are charged to the session: past its limit CUDA_ERROR_OUT_OF_MEMORY,
 # and `poolctl status --json` shows the charge while the array is held and none once it is
 # destroyed.
 . "$(dirname "$0")/lib.sh"
@@ -13,7 +13,7 @@ gp_config
 gp_start
 out=$(ARRAYS_POOL=1 run_client "$GP_TESTBIN/arrays" 2>&1) || fail "pool: $out"
 echo "pool: $out"
-out=$("$GP_TESTBIN/raw_client" arrays 2>&1) || fail "raw array calls: $out"
+out=$(RAW_ARRAY_OBJECTS=1 "$GP_TESTBIN/raw_client" arrays 2>&1) || fail "raw array calls: $out"
 echo "$out"
 # the pool still serves sessions after the hostile one
 out=$(run_client "$GP_TESTBIN/arrays" 2>&1) || fail "pool, after: $out"
