@@ -28,6 +28,13 @@ struct sg_array {
 	unsigned esize;
 	uint64_t bytes;
 	uint64_t id; /* its allocation's (memory.c): a later allocation at the address is not it */
+	bool level;  /* a mipmapped array's level: destroyed with it, not by cuArrayDestroy */
+};
+
+struct sg_mipmap {
+	CUDA_ARRAY3D_DESCRIPTOR desc; /* of level 0 */
+	unsigned nlevels;
+	CUarray level[SG_TEX_LEVELS];
 };
 
 /* Bytes of one channel of a format; 0 for a format softgpu does not sample. */
@@ -174,6 +181,7 @@ CUresult sg_array_get(CUarray h, struct sg_array_info *out)
 	out->pitch = (uint64_t)a->desc.Width * a->esize;
 	out->bytes = a->bytes;
 	out->ctx = a->ctx;
+	out->level = a->level;
 	return CUDA_SUCCESS;
 }
 
@@ -195,9 +203,10 @@ SG_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCR
 	return array_create(pHandle, p);
 }
 
+static CUresult array_free(struct sg_array *a);
+
 SG_EXPORT CUresult cuArrayDestroy(CUarray h)
 {
-	struct sg_array_info ai;
 	struct sg_array *a = (struct sg_array *)h;
 	struct sg_ctx *ctx;
 	CUresult r = sg_ctx_current(&ctx, false);
@@ -206,7 +215,16 @@ SG_EXPORT CUresult cuArrayDestroy(CUarray h)
 		return r;
 	if (h == NULL || !sg_handle_ok(a, SG_K_ARRAY))
 		return CUDA_ERROR_INVALID_HANDLE;
-	if (sg_array_get(h, &ai) == CUDA_SUCCESS) {
+	if (a->level)
+		return CUDA_ERROR_INVALID_VALUE; /* cuMipmappedArrayDestroy frees it */
+	return array_free(a);
+}
+
+static CUresult array_free(struct sg_array *a)
+{
+	struct sg_array_info ai;
+
+	if (sg_array_get((CUarray)a, &ai) == CUDA_SUCCESS) {
 		/* a GPU frees memory only once the work using it is done */
 		sg_ctx_sync(a->ctx);
 		sg_mem_free(a->ctx, a->dptr, SG_MEM_ARRAY);
@@ -245,6 +263,106 @@ SG_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *p, CUarray
 	return CUDA_SUCCESS;
 }
 
+/* ---- mipmapped arrays: a level is an array of its own, each side halved (at least 1) ---- */
+
+SG_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+					  const CUDA_ARRAY3D_DESCRIPTOR *p, unsigned int numLevels)
+{
+	struct sg_mipmap *m;
+	size_t big;
+	unsigned most = 1;
+	CUresult r = CUDA_SUCCESS;
+
+	if (pHandle == NULL || p == NULL || numLevels == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->Flags & (CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_TEXTURE_GATHER))
+		return CUDA_ERROR_NOT_SUPPORTED; /* mipmapped cubemaps, gather: not here */
+	/* MAXIMUM_TEXTURE{1D,2D}_MIPMAPPED_*: 32768 */
+	if (!(p->Depth && !(p->Flags & CUDA_ARRAY3D_LAYERED)) &&
+	    (p->Width > 32768 || p->Height > 32768))
+		return CUDA_ERROR_INVALID_VALUE;
+	big = p->Width > p->Height ? p->Width : p->Height;
+	if (!(p->Flags & CUDA_ARRAY3D_LAYERED) && p->Depth > big)
+		big = p->Depth;
+	while (most < SG_TEX_LEVELS && (big >> most))
+		most++;
+	if (numLevels > most)
+		return CUDA_ERROR_INVALID_VALUE;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m->desc = *p;
+	for (unsigned l = 0; l < numLevels && r == CUDA_SUCCESS; l++) {
+		CUDA_ARRAY3D_DESCRIPTOR d = *p;
+
+		d.Width = p->Width >> l ? p->Width >> l : 1;
+		d.Height = p->Height == 0 ? 0 : p->Height >> l ? p->Height >> l : 1;
+		if (!(p->Flags & CUDA_ARRAY3D_LAYERED))
+			d.Depth = p->Depth == 0 ? 0 : p->Depth >> l ? p->Depth >> l : 1;
+		r = array_create(&m->level[l], &d);
+		if (r == CUDA_SUCCESS) {
+			((struct sg_array *)m->level[l])->level = true;
+			m->nlevels = l + 1;
+		}
+	}
+	if (r == CUDA_SUCCESS && sg_handle_add(m, SG_K_MIPMAP))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (r) {
+		for (unsigned l = 0; l < m->nlevels; l++)
+			array_free((struct sg_array *)m->level[l]);
+		free(m);
+		return r;
+	}
+	*pHandle = (CUmipmappedArray)m;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray h,
+					    unsigned int level)
+{
+	const struct sg_mipmap *m = (const struct sg_mipmap *)h;
+
+	if (h == NULL || !sg_handle_ok(m, SG_K_MIPMAP))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (pLevelArray == NULL || level >= m->nlevels)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pLevelArray = m->level[level];
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
+{
+	struct sg_mipmap *m = (struct sg_mipmap *)h;
+	struct sg_ctx *ctx;
+	CUresult r = sg_ctx_current(&ctx, false);
+
+	if (r)
+		return r;
+	if (h == NULL || !sg_handle_ok(m, SG_K_MIPMAP))
+		return CUDA_ERROR_INVALID_HANDLE;
+	sg_handle_del(m);
+	for (unsigned l = 0; l < m->nlevels; l++)
+		array_free((struct sg_array *)m->level[l]);
+	free(m);
+	return CUDA_SUCCESS;
+}
+
+/* Only arrays made with CUDA_ARRAY3D_DEFERRED_MAPPING have requirements, and softgpu makes
+ * none: CUDA's answer for every other array. */
+SG_EXPORT CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *memoryRequirements,
+						CUarray array, CUdevice device)
+{
+	struct sg_array_info ai;
+	CUresult r;
+
+	(void)device;
+	if (memoryRequirements == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = sg_array_get(array, &ai)))
+		return r;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
 /* ---- the object table ---- */
 
 struct tobj {
@@ -278,7 +396,8 @@ bool sg_tex_lookup(uint64_t handle, struct sg_texref *out)
 	pthread_rwlock_rdlock(&tlock);
 	o = tobj_find(handle);
 	if (o)
-		*out = o->ref;
+		memcpy(out, &o->ref,
+		       offsetof(struct sg_texref, lv) + o->ref.nlevels * sizeof(o->ref.lv[0]));
 	pthread_rwlock_unlock(&tlock);
 	return o != NULL;
 }
@@ -365,7 +484,9 @@ static CUresult resource(const CUDA_RESOURCE_DESC *res, bool surface, struct sg_
 		if ((r = sg_array_get(res->res.array.hArray, &ai)))
 			return r;
 		fl = ai.desc.Flags;
-		if (surface && !(fl & CUDA_ARRAY3D_SURFACE_LDST))
+		/* CUDA documents the flag; NVIDIA's cuda-samples bindlessTexture writes surfaces
+		 * into mipmap levels made without it, so levels are taken */
+		if (surface && !(fl & CUDA_ARRAY3D_SURFACE_LDST) && !ai.level)
 			return CUDA_ERROR_INVALID_VALUE;
 		ref->base = ai.dptr;
 		ref->fmt = (uint8_t)ai.desc.Format;
@@ -376,6 +497,12 @@ static CUresult resource(const CUDA_RESOURCE_DESC *res, bool surface, struct sg_
 		ref->d = (uint32_t)ai.depth;
 		ref->pitch = ai.pitch;
 		ref->slice = ai.pitch * ai.height;
+		ref->nlevels = 1;
+		ref->lv[0].base = ref->base;
+		ref->lv[0].w = (uint32_t)ref->w;
+		ref->lv[0].h = ref->h;
+		ref->lv[0].d = ref->d;
+		ref->lv[0].pitch = (uint32_t)ref->pitch;
 		if (fl & CUDA_ARRAY3D_CUBEMAP)
 			ref->geom = SG_TG_CUBE;
 		else if (fl & CUDA_ARRAY3D_LAYERED)
@@ -428,12 +555,30 @@ static CUresult resource(const CUDA_RESOURCE_DESC *res, bool surface, struct sg_
 			span = (h - 1) * pitch + w * esize;
 		}
 		/* inside one allocation (CUDA does not check; a kernel would fault at each read) */
+		ref->nlevels = 1; /* lv[] is read only with mipmaps */
 		if (!sg_mem_find(p, &m) || span > m.size - (p - m.base))
 			return CUDA_ERROR_INVALID_VALUE;
 		return CUDA_SUCCESS;
 	}
-	case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
-		return CUDA_ERROR_NOT_SUPPORTED; /* softgpu makes no mipmapped arrays */
+	case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY: {
+		const struct sg_mipmap *mm =
+			(const struct sg_mipmap *)res->res.mipmap.hMipmappedArray;
+		CUDA_RESOURCE_DESC one = {0};
+
+		if (mm == NULL || !sg_handle_ok(mm, SG_K_MIPMAP))
+			return CUDA_ERROR_INVALID_HANDLE;
+		if (surface)
+			return CUDA_ERROR_INVALID_VALUE; /* a surface takes one level's array */
+		one.resType = CU_RESOURCE_TYPE_ARRAY;
+		for (unsigned l = mm->nlevels; l-- > 0;) {
+			one.res.array.hArray = mm->level[l];
+			if ((r = resource(&one, false, ref)))
+				return r;
+			ref->lv[l] = ref->lv[0];
+		}
+		ref->nlevels = (uint8_t)mm->nlevels;
+		return CUDA_SUCCESS;
+	}
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -474,11 +619,19 @@ SG_EXPORT CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURC
 	if (pTexDesc->flags & CU_TRSF_SRGB)
 		return CUDA_ERROR_NOT_SUPPORTED;
 	ref.filter = (uint8_t)pTexDesc->filterMode;
+	if ((unsigned)pTexDesc->mipmapFilterMode > CU_TR_FILTER_MODE_LINEAR)
+		return CUDA_ERROR_INVALID_VALUE;
+	ref.mipfilter = (uint8_t)pTexDesc->mipmapFilterMode;
+	ref.lod_bias = pTexDesc->mipmapLevelBias;
+	ref.lod_min = pTexDesc->minMipmapLevelClamp;
+	ref.lod_max = pTexDesc->maxMipmapLevelClamp;
 	ref.norm = pTexDesc->flags & CU_TRSF_NORMALIZED_COORDINATES;
 	ref.read_int = int_format(ref.fmt) && ((pTexDesc->flags & CU_TRSF_READ_AS_INTEGER) ||
 					       channel_size((CUarray_format)ref.fmt) == 4);
 	/* filtering needs floating-point texels: floats, or 8/16-bit read as normalized */
-	if (ref.filter == CU_TR_FILTER_MODE_LINEAR && ref.read_int)
+	if ((ref.filter == CU_TR_FILTER_MODE_LINEAR ||
+	     (ref.nlevels > 1 && ref.mipfilter == CU_TR_FILTER_MODE_LINEAR)) &&
+	    ref.read_int)
 		return CUDA_ERROR_INVALID_VALUE;
 	memcpy(ref.border, pTexDesc->borderColor, sizeof(ref.border));
 	ref.ctx = ctx;

@@ -281,10 +281,10 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 2097120;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH:
-		v = 0; /* no mipmapped arrays (array.c) */
+		v = 32768; /* mipmapped arrays (array.c) */
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT:
-		v = 0; /* no mipmapped arrays (array.c) */
+		v = 32768; /* mipmapped arrays (array.c) */
 		break;
 	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
 		v = a->major;
@@ -293,7 +293,7 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = a->minor;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH:
-		v = 0; /* no mipmapped arrays (array.c) */
+		v = 32768; /* mipmapped arrays (array.c) */
 		break;
 	case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
 		v = 1;

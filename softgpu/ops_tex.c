@@ -29,8 +29,8 @@
  *     (max(v / 127, -1), max(v / 32767, -1)); 32-bit integers always read as integers;
  *     half texels read as f32. A missing channel reads 0, a missing alpha 1 (1.0 for float
  *     results).
- * A layer index is clamped to the layers there are. tex.level and tex.grad read level 0
- * (softgpu has no mipmapped arrays, so level 0 is the only level).
+ * A layer index is clamped to the layers there are. A mipmapped texture picks its level(s)
+ * from tex.level's level of detail or tex.grad's gradients (mip_sample).
  */
 
 enum { K_TEX = 1, K_TLD4, K_TXQ, K_SULD, K_SUST, K_SUQ };
@@ -45,6 +45,8 @@ enum { M_TRAP = 0, M_CLAMP, M_ZERO };
 #define AUX_MODE(a) (((a) >> 16) & 0xf)
 #define AUX_Q(a) (((a) >> 20) & 0xff)
 #define F_INTC 1
+#define F_LEVEL 2 /* tex.level: the level of detail in slot imm */
+#define F_GRAD 4  /* tex.grad: the gradients in consecutive slots from imm */
 
 /* txq / suq queries */
 enum {
@@ -359,6 +361,83 @@ static void put4(struct sg_thread *t, const struct sg_insn *in, const uint32_t *
 		t->r[in->d[i]] = v[i];
 }
 
+/* ---- mipmaps ---- */
+
+/* The level of detail: tex.level's operand, tex.grad's from the gradients, else 0. */
+static float lod_of(const struct sg_thread *t, const struct sg_insn *in, const struct sg_texref *tr,
+		    unsigned dims)
+{
+	if (in->flags & F_LEVEL)
+		return sg_f32(t->r[in->imm]);
+	if (in->flags & F_GRAD) {
+		const uint64_t *gr = &t->r[in->imm]; /* dims of d/dx, then dims of d/dy */
+		float n[3] = {(float)tr->w, (float)tr->h, (float)tr->d}, px = 0, py = 0;
+
+		for (unsigned k = 0; k < dims; k++) {
+			float s = tr->norm ? n[k] : 1.0f;
+			float gx = sg_f32(gr[k]) * s, gy = sg_f32(gr[dims + k]) * s;
+
+			px += gx * gx;
+			py += gy * gy;
+		}
+		return 0.5f * log2f(px > py ? px : py); /* log2 of the longer footprint */
+	}
+	return 0.0f;
+}
+
+static void use_level(struct sg_texref *tr, unsigned l)
+{
+	const struct sg_texlevel *v = &tr->lv[l];
+
+	tr->base = v->base;
+	tr->w = v->w;
+	tr->h = v->h;
+	tr->d = v->d;
+	tr->pitch = v->pitch;
+	tr->slice = (uint64_t)v->pitch * v->h;
+}
+
+/*
+ * A mipmapped texture: level of detail plus the bias, clamped to the descriptor's
+ * [min, max] and the levels there are; point mipmap filtering takes the nearest level (0 up
+ * to 0.5), linear blends the two around it by the fraction (in f32, not quantized).
+ */
+static int mip_sample(struct sg_thread *t, const struct sg_insn *in, struct sg_texref *tr,
+		      const float *c, unsigned dims, uint32_t layer)
+{
+	float lod = lod_of(t, in, tr, dims) + tr->lod_bias, top = (float)(tr->nlevels - 1), f = 0;
+	struct texel a, b;
+	unsigned l0;
+
+	if (lod > tr->lod_max)
+		lod = tr->lod_max;
+	if (!(lod >= tr->lod_min))
+		lod = tr->lod_min; /* NaN too */
+	lod = lod < 0 ? 0 : lod > top ? top : lod;
+	if (!(lod == lod))
+		lod = 0;
+	if (tr->mipfilter == CU_TR_FILTER_MODE_LINEAR) {
+		l0 = (unsigned)floorf(lod);
+		f = lod - (float)l0;
+	} else {
+		l0 = lod <= 0.5f ? 0 : (unsigned)ceilf(lod + 0.5f) - 1;
+	}
+	if (l0 >= tr->nlevels)
+		l0 = tr->nlevels - 1;
+	use_level(tr, l0);
+	if (!sample(t, tr, c, dims, layer, &a))
+		return SG_STOP_FAULT;
+	if (f > 0 && l0 + 1 < tr->nlevels) {
+		use_level(tr, l0 + 1);
+		if (!sample(t, tr, c, dims, layer, &b))
+			return SG_STOP_FAULT;
+		for (unsigned ch = 0; ch < 4; ch++)
+			a.f[ch] = (1.0f - f) * a.f[ch] + f * b.f[ch];
+	}
+	put4(t, in, a.u);
+	return 0;
+}
+
 OP(op_tex)
 {
 	unsigned g = AUX_GEOM(in->aux), dims = geom_dims(g);
@@ -411,6 +490,8 @@ OP(op_tex)
 
 		for (unsigned k = 0; k < dims; k++)
 			c[k] = sg_f32(A(first + k));
+		if (tr.nlevels > 1)
+			return mip_sample(t, in, &tr, c, dims, layer);
 		if (!sample(t, &tr, c, dims, layer, &out))
 			return SG_STOP_FAULT;
 	}
@@ -527,8 +608,8 @@ OP(op_query)
 	case Q_ARRAY:
 		v = layered ? tr.d : 1;
 		break;
-	default: /* Q_MIPS: one level, no mipmapped arrays */
-		v = 1;
+	default: /* Q_MIPS */
+		v = tr.nlevels;
 		break;
 	}
 	DST = v;
@@ -769,6 +850,48 @@ static unsigned coord_vec(unsigned g)
 	return g == SG_TG_3D || g == SG_TG_A2D || g == SG_TG_CUBE ? 4 : coord_count(g);
 }
 
+OP(op_movn)
+{
+	uint64_t v[4];
+
+	for (unsigned i = 0; i < in->ns; i++)
+		v[i] = A(i);
+	for (unsigned i = 0; i < in->nd; i++)
+		t->r[in->d[i]] = v[i];
+	return 0;
+}
+
+/* tex.grad's two gradient vectors: their first `dims` each, copied to consecutive slots. */
+static int stage_grads(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *gv,
+		       unsigned dims, struct sg_insn *in)
+{
+	uint32_t base = sg_lower_new_slots(L, 2 * dims);
+	struct sg_insn *e;
+
+	if (base == UINT32_MAX)
+		return sg_lower_error(L, CUDA_ERROR_OUT_OF_MEMORY, "out of memory");
+	for (unsigned v = 0; v < 2; v++) {
+		if (gv[v].kind != SG_O_VEC || gv[v].nvec < (int)dims)
+			return bad(L, o);
+		e = sg_lower_emit(L);
+		if (e == NULL)
+			return L->errcode;
+		e->guard = in->guard;
+		e->gneg = in->gneg | SG_INSN_STRAIGHT;
+		e->line = in->line;
+		e->fn = op_movn;
+		for (unsigned k = 0; k < dims; k++) {
+			if (sg_lower_src(L, &gv[v].vec[k], SG_F32, &e->s[k]))
+				return L->errcode;
+			e->d[k] = base + v * dims + k;
+		}
+		e->ns = e->nd = (uint8_t)dims;
+	}
+	in->flags |= F_GRAD;
+	in->imm = base;
+	return 0;
+}
+
 static int lower_tex(struct sg_lower *L, const struct sg_opc *o, const struct words *ws,
 		     const struct sg_operand *ops, int nops, struct sg_insn *in, bool gather)
 {
@@ -812,6 +935,16 @@ static int lower_tex(struct sg_lower *L, const struct sg_opc *o, const struct wo
 		return L->errcode;
 	if (ctype == SG_S32)
 		in->flags |= F_INTC;
+	if (extra == 1) {
+		uint32_t slot;
+
+		if (sg_lower_src(L, &ops[2], SG_F32, &slot))
+			return L->errcode;
+		in->flags |= F_LEVEL;
+		in->imm = slot;
+	} else if (extra == 2 && stage_grads(L, o, &ops[2], geom_dims(g), in)) {
+		return L->errcode;
+	}
 	in->aux = g | (gather ? K_TLD4 : K_TEX) << 4 | comp << 20;
 	in->fn = gather ? op_tld4 : op_tex;
 	return 0;

@@ -788,6 +788,8 @@ enum sg_tex_geom {
 	SG_TG_CUBE, /* six square faces, as the layers of a 2-D layered array */
 };
 
+#define SG_TEX_LEVELS 16 /* mipmap levels: a 32768-texel side has 16 */
+
 struct sg_texref {
 	uint64_t base;	 /* device address of texel (0, 0, 0) */
 	uint64_t pitch;	 /* bytes from one row to the next */
@@ -805,6 +807,15 @@ struct sg_texref {
 	bool surface;	 /* a surface object (suld/sust/suq), else a texture object */
 	float border[4];
 	const void *ctx; /* the context it was made in (its memory) */
+	/* a mipmapped array's: how levels are chosen, and the levels (lv[0] is the above) */
+	uint8_t mipfilter; /* CUfilter_mode between levels */
+	uint8_t nlevels;   /* 1 without mipmaps */
+	float lod_bias, lod_min, lod_max;
+	struct sg_texlevel {
+		uint64_t base;
+		uint32_t w, h, d; /* as above, for this level */
+		uint32_t pitch;	  /* slice: pitch * h */
+	} lv[SG_TEX_LEVELS];	  /* only the first nlevels are copied out */
 };
 
 /* The object behind a kernel's handle, copied out; false if no live object has it. */

@@ -133,6 +133,7 @@ enum sg_kind {
 	SG_K_MEMPOOL,
 	SG_K_LINK,
 	SG_K_ARRAY,
+	SG_K_MIPMAP,
 };
 
 int sg_handle_add(const void *p, int kind);
@@ -313,6 +314,7 @@ struct sg_array_info {
 	uint64_t pitch;		       /* bytes per row: width * esize */
 	uint64_t bytes;
 	struct sg_ctx *ctx;
+	bool level; /* a mipmapped array's level */
 };
 
 /* CUDA_ERROR_INVALID_HANDLE unless h is a live array (in a live context). */

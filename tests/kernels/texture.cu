@@ -1,5 +1,10 @@
-// texture.cu -- a texture fetch: softgpu has no texture units, so this module must fail to load.
-extern "C" __global__ void tex_read(cudaTextureObject_t t, float *out)
+// texture.cu -- a surface reduction (sured), which softgpu does not implement: the kernel must
+// fail on first use, naming the instruction and its line (softgpu implements tex, tld4, txq,
+// suld, sust and suq; tests/runtime/rt_texture*.cu).
+extern "C" __global__ void tex_read(cudaSurfaceObject_t s, unsigned v)
 {
-	out[threadIdx.x] = tex1Dfetch<float>(t, threadIdx.x);
+	asm volatile("sured.b.add.2d.u32.trap [%0, {%1, %2}], %3;"
+		     :
+		     : "l"(s), "r"(threadIdx.x * 4), "r"(0), "r"(v)
+		     : "memory");
 }

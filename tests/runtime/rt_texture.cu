@@ -54,6 +54,13 @@ __global__ void layered(cudaTextureObject_t t, float *out, int w, int h, int lay
 	}
 }
 
+__global__ void layered1d(cudaTextureObject_t t, const float *x, float *out, int n, int layers)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n * layers)
+		out[i] = tex1DLayered<float>(t, x[i % n], i / n);
+}
+
 __global__ void sample3d(cudaTextureObject_t t, float *out, int w, int h, int d)
 {
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -68,6 +75,16 @@ __global__ void cube(cudaTextureObject_t t, const float4 *dir, float *out, int n
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < n)
 		out[i] = texCubemap<float>(t, dir[i].x, dir[i].y, dir[i].z);
+}
+
+__global__ void lods(cudaTextureObject_t t, const float *lod, float *out, int n, float gx)
+{
+	int i = threadIdx.x;
+	if (i < n)
+		out[i] = tex2DLod<float>(t, 0.3f, 0.6f, lod[i]);
+	if (i == 0)
+		out[n] =
+			tex2DGrad<float>(t, 0.3f, 0.6f, make_float2(gx, 0), make_float2(0, gx / 2));
 }
 
 __global__ void query(cudaTextureObject_t t, cudaSurfaceObject_t s, int *out)
@@ -93,9 +110,9 @@ __global__ void surf_rmw(cudaSurfaceObject_t s, int w, int h, float *edge)
 	}
 	if (x == 0 && y == 0) {
 		float z, c;
-		surf2Dread(&z, s, -4, 0, cudaBoundaryModeZero);	 // outside: 0
+		surf2Dread(&z, s, -4, 0, cudaBoundaryModeZero);		     // outside: 0
 		surf2Dread(&c, s, w * 4 + 40, h + 3, cudaBoundaryModeClamp); // the last texel
-		surf2Dwrite(123.0f, s, w * 4, 0, cudaBoundaryModeZero); // outside: dropped
+		surf2Dwrite(123.0f, s, w * 4, 0, cudaBoundaryModeZero);	     // outside: dropped
 		edge[0] = z;
 		edge[1] = c;
 	}
@@ -149,9 +166,8 @@ static float bilinear(const std::vector<float> &img, int w, int h, float u, floa
 		int di = c & 1, dj = c >> 1;
 		bool bx, by;
 		// wrap and mirror need normalized coordinates: else they act as clamp
-		cudaTextureAddressMode im = normalized || m == cudaAddressModeBorder
-						    ? m
-						    : cudaAddressModeClamp;
+		cudaTextureAddressMode im =
+			normalized || m == cudaAddressModeBorder ? m : cudaAddressModeClamp;
 		int ii = wrap_index(i + di, w, im, &bx);
 		int jj = wrap_index(j + dj, h, im, &by);
 		float t = bx || by ? border : img[jj * w + ii];
@@ -221,8 +237,8 @@ static void test_linear_modes()
 		for (int k = 0; k < n; k++) {
 			float ref = bilinear(img, w, h, xy[k].x, xy[k].y, modes[mi], 0.25f, true);
 			// same weights, the sum in another order: a few ulps of values below 1
-			EXPECT(fabsf(out[k] - ref) <= 2e-6f, "%s (%g, %g): %.9g, CPU %.9g", names[mi],
-			       xy[k].x, xy[k].y, out[k], ref);
+			EXPECT(fabsf(out[k] - ref) <= 2e-6f, "%s (%g, %g): %.9g, CPU %.9g",
+			       names[mi], xy[k].x, xy[k].y, out[k], ref);
 		}
 		CK(cudaDestroyTextureObject(t));
 	}
@@ -438,8 +454,8 @@ static void test_gather_layered_query()
 	CK(cudaMalloc(&dq, sizeof(q)));
 	query<<<1, 1>>>(t, s, dq);
 	CK(cudaMemcpy(q, dq, sizeof(q), cudaMemcpyDeviceToHost));
-	EXPECT(q[0] == w && q[1] == h && q[2] == w && q[3] == h, "txq/suq: %d %d %d %d", q[0],
-	       q[1], q[2], q[3]);
+	EXPECT(q[0] == w && q[1] == h && q[2] == w && q[3] == h, "txq/suq: %d %d %d %d", q[0], q[1],
+	       q[2], q[3]);
 	CK(cudaGetTextureObjectResourceDesc(&rd, t));
 	EXPECT(rd.resType == cudaResourceTypeArray && rd.res.array.array == arr,
 	       "the resource descriptor comes back");
@@ -474,10 +490,53 @@ static void test_gather_layered_query()
 	CK(cudaDestroyTextureObject(t));
 	CK(cudaFreeArray(la));
 	CK(cudaFree(dl));
+
+	// a 1-D layered texture, linear filtering, unnormalized, border: each layer on its own
+	const int w1 = 11, l1 = 4, nx = 40;
+	std::vector<float> v1(w1 * l1), x1(nx);
+	for (auto &x : v1)
+		x = frand();
+	for (auto &x : x1)
+		x = frand() * 15 - 2;
+	CK(cudaMalloc3DArray(&la, &cd, make_cudaExtent(w1, 0, l1), cudaArrayLayered));
+	p = {};
+	p.srcPtr = make_cudaPitchedPtr(v1.data(), w1 * 4, w1, 1);
+	p.dstArray = la;
+	p.extent = make_cudaExtent(w1, 1, l1);
+	p.kind = cudaMemcpyHostToDevice;
+	CK(cudaMemcpy3D(&p));
+	rd = {};
+	rd.resType = cudaResourceTypeArray;
+	rd.res.array.array = la;
+	cudaTextureDesc t1 = {};
+	t1.addressMode[0] = cudaAddressModeBorder;
+	t1.filterMode = cudaFilterModeLinear;
+	t1.readMode = cudaReadModeElementType;
+	t1.borderColor[0] = -3.0f;
+	CK(cudaCreateTextureObject(&t, &rd, &t1, nullptr));
+	float *dx1 = dev_copy(x1), *do1;
+	CK(cudaMalloc(&do1, nx * l1 * sizeof(float)));
+	layered1d<<<1, nx * l1>>>(t, dx1, do1, nx, l1);
+	std::vector<float> o1(nx * l1);
+	CK(cudaMemcpy(o1.data(), do1, o1.size() * sizeof(float), cudaMemcpyDeviceToHost));
+	for (int l = 0; l < l1; l++)
+		for (int k = 0; k < nx; k++) {
+			float xb = x1[k] - 0.5f;
+			int i0 = (int)floorf(xb);
+			float a = rintf((xb - floorf(xb)) * 256.0f) / 256.0f;
+			auto at = [&](int i) { return i < 0 || i >= w1 ? -3.0f : v1[l * w1 + i]; };
+			float ref = (1 - a) * at(i0) + a * at(i0 + 1);
+			EXPECT(fabsf(o1[l * nx + k] - ref) <= 2e-6f,
+			       "1-D layer %d at %g: %.9g, CPU %.9g", l, x1[k], o1[l * nx + k], ref);
+		}
+	CK(cudaDestroyTextureObject(t));
+	CK(cudaFreeArray(la));
+	CK(cudaFree(dx1));
+	CK(cudaFree(do1));
 	CK(cudaFree(dxy));
 	CK(cudaFree(dg));
 	CK(cudaFree(dq));
-	std::printf("tex2Dgather, txq/suq, tex2DLayered: ok\n");
+	std::printf("tex2Dgather, txq/suq, tex2DLayered, tex1DLayered: ok\n");
 }
 
 static void test_surface()
@@ -560,8 +619,8 @@ static void test_3d()
 			for (int x = 0; x < pw; x++) {
 				float got1 = back[(z * ph + y) * pw + x];
 				float ref = x < w && y < h ? v[(z * h + y) * w + x] : -1.0f;
-				EXPECT(got1 == ref, "3-D round trip (%d, %d, %d): %g, CPU %g", x, y, z,
-				       got1, ref);
+				EXPECT(got1 == ref, "3-D round trip (%d, %d, %d): %g, CPU %g", x, y,
+				       z, got1, ref);
 			}
 	// a box of the array outside it is refused
 	p = {};
@@ -617,12 +676,24 @@ static void test_cubemap()
 				float s = (x + 0.5f) / w * 2 - 1, t = (y + 0.5f) / w * 2 - 1;
 				float4 d;
 				switch (f) {
-				case 0: d = make_float4(1, -t, -s, 0); break;
-				case 1: d = make_float4(-1, -t, s, 0); break;
-				case 2: d = make_float4(s, 1, t, 0); break;
-				case 3: d = make_float4(s, -1, -t, 0); break;
-				case 4: d = make_float4(s, -t, 1, 0); break;
-				default: d = make_float4(-s, -t, -1, 0); break;
+				case 0:
+					d = make_float4(1, -t, -s, 0);
+					break;
+				case 1:
+					d = make_float4(-1, -t, s, 0);
+					break;
+				case 2:
+					d = make_float4(s, 1, t, 0);
+					break;
+				case 3:
+					d = make_float4(s, -1, -t, 0);
+					break;
+				case 4:
+					d = make_float4(s, -t, 1, 0);
+					break;
+				default:
+					d = make_float4(-s, -t, -1, 0);
+					break;
 				}
 				dir[(f * w + y) * w + x] = d;
 			}
@@ -649,6 +720,84 @@ static void test_cubemap()
 	CK(cudaFree(dd));
 	CK(cudaFree(dout));
 	std::printf("texCubemap: ok\n");
+}
+
+// A mipmapped array of constant levels (level l holds 10 l): the level of detail from tex2DLod
+// and tex2DGrad, point and linear mipmap filtering, the descriptor's clamp, each level's size.
+static void test_mipmap()
+{
+	const int w = 64, h = 32, levels = 5;
+	cudaChannelFormatDesc cd = cudaCreateChannelDesc<float>();
+	cudaMipmappedArray_t mm;
+	CK(cudaMallocMipmappedArray(&mm, &cd, make_cudaExtent(w, h, 0), levels));
+	for (int l = 0; l < levels; l++) {
+		cudaArray_t a;
+		CK(cudaGetMipmappedArrayLevel(&a, mm, l));
+		cudaExtent e;
+		cudaChannelFormatDesc got;
+		unsigned flags;
+		CK(cudaArrayGetInfo(&got, &e, &flags, a));
+		int lw = w >> l, lh = h >> l;
+		EXPECT((int)e.width == lw && (int)e.height == lh, "level %d is %zu x %zu", l,
+		       e.width, e.height);
+		std::vector<float> v(lw * lh, 10.0f * l);
+		CK(cudaMemcpy2DToArray(a, 0, 0, v.data(), lw * 4, lw * 4, lh,
+				       cudaMemcpyHostToDevice));
+	}
+	cudaArray_t extra;
+	EXPECT(cudaGetMipmappedArrayLevel(&extra, mm, levels) != cudaSuccess, "a level too many");
+	cudaGetLastError();
+	cudaResourceDesc rd = {};
+	rd.resType = cudaResourceTypeMipmappedArray;
+	rd.res.mipmap.mipmap = mm;
+	cudaTextureDesc td = {};
+	td.normalizedCoords = 1;
+	td.filterMode = cudaFilterModeLinear;
+	td.mipmapFilterMode = cudaFilterModeLinear;
+	td.maxMipmapLevelClamp = levels - 1;
+	td.readMode = cudaReadModeElementType;
+	cudaTextureObject_t lin, pt, clamped;
+	CK(cudaCreateTextureObject(&lin, &rd, &td, nullptr));
+	td.mipmapFilterMode = cudaFilterModePoint;
+	CK(cudaCreateTextureObject(&pt, &rd, &td, nullptr));
+	td.maxMipmapLevelClamp = 2;
+	td.mipmapLevelBias = 0.5f;
+	CK(cudaCreateTextureObject(&clamped, &rd, &td, nullptr));
+	std::vector<float> lod = {-1, 0, 0.25f, 1, 1.5f, 2.4f, 2.6f, 3.75f, 4, 9};
+	int n = (int)lod.size();
+	float *dl = dev_copy(lod), *dout;
+	CK(cudaMalloc(&dout, (n + 1) * sizeof(float)));
+	const cudaTextureObject_t objs[3] = {lin, pt, clamped};
+	// tex2DGrad: d/dx of 8 texels along x (4/64 ... scaled by the width), half that along y
+	const float gx = 8.0f / w;
+	for (int k = 0; k < 3; k++) {
+		lods<<<1, n>>>(objs[k], dl, dout, n, gx);
+		std::vector<float> out(n + 1);
+		CK(cudaMemcpy(out.data(), dout, out.size() * sizeof(float),
+			      cudaMemcpyDeviceToHost));
+		for (int i = 0; i <= n; i++) {
+			float l = i < n ? lod[i] : 3.0f; // log2(8) for the gradient
+			float lo = 0.0f, hi = k == 2 ? 2.0f : levels - 1.0f;
+			if (k == 2)
+				l += 0.5f;
+			l = l < lo ? lo : l > hi ? hi : l;
+			float ref;
+			if (k == 0)
+				ref = 10.0f * l; // linear between two constant levels
+			else
+				ref = 10.0f * (l <= 0.5f ? 0 : ceilf(l + 0.5f) - 1);
+			EXPECT(fabsf(out[i] - ref) <= 1e-4f, "object %d, lod %g: %g, CPU %g", k,
+			       i < n ? lod[i] : 3.0f, out[i], ref);
+		}
+	}
+	CK(cudaDestroyTextureObject(lin));
+	CK(cudaDestroyTextureObject(pt));
+	CK(cudaDestroyTextureObject(clamped));
+	CK(cudaFreeMipmappedArray(mm));
+	CK(cudaFree(dl));
+	CK(cudaFree(dout));
+	std::printf(
+		"mipmapped array: tex2DLod, tex2DGrad, point and linear mipmap filtering: ok\n");
 }
 
 // A destroyed texture object's handle faults the kernel that uses it (last: the error is
@@ -714,6 +863,7 @@ int main()
 	test_surface();
 	test_3d();
 	test_cubemap();
+	test_mipmap();
 	test_memory_limit();
 	test_stale_handle();
 	std::printf("PASSED\n");

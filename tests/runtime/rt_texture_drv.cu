@@ -13,16 +13,16 @@
 #include <cuda.h>
 #include <cuda_fp16.h>
 
-#define CU(call)                                                                          \
-	do {                                                                              \
-		CUresult r_ = (call);                                                     \
-		if (r_ != CUDA_SUCCESS) {                                                 \
-			const char *n_ = "?";                                             \
-			cuGetErrorName(r_, &n_);                                          \
-			std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, \
-				     #call, n_);                                          \
-			std::exit(1);                                                     \
-		}                                                                         \
+#define CU(call)                                                                                  \
+	do {                                                                                      \
+		CUresult r_ = (call);                                                             \
+		if (r_ != CUDA_SUCCESS) {                                                         \
+			const char *n_ = "?";                                                     \
+			cuGetErrorName(r_, &n_);                                                  \
+			std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
+				     n_);                                                         \
+			std::exit(1);                                                             \
+		}                                                                                 \
 	} while (0)
 
 #define EXPECT(cond, ...)                                                                        \
@@ -35,11 +35,11 @@
 		}                                                                                \
 	} while (0)
 
-#define EXPECT_RC(call, want)                                                            \
-	do {                                                                             \
-		CUresult r_ = (call);                                                    \
-		const char *n_ = "?";                                                    \
-		cuGetErrorName(r_, &n_);                                                 \
+#define EXPECT_RC(call, want)                                                               \
+	do {                                                                                \
+		CUresult r_ = (call);                                                       \
+		const char *n_ = "?";                                                       \
+		cuGetErrorName(r_, &n_);                                                    \
 		EXPECT(r_ == (want), "%s gave %s (%d), not %s", #call, n_, (int)r_, #want); \
 	} while (0)
 
@@ -144,8 +144,8 @@ static const char *ptx = R"(
 }
 )";
 
-static CUDA_ARRAY3D_DESCRIPTOR desc3(size_t w, size_t h, size_t d, CUarray_format f,
-				     unsigned nch, unsigned flags)
+static CUDA_ARRAY3D_DESCRIPTOR desc3(size_t w, size_t h, size_t d, CUarray_format f, unsigned nch,
+				     unsigned flags)
 {
 	CUDA_ARRAY3D_DESCRIPTOR a = {};
 	a.Width = w;
@@ -201,14 +201,31 @@ static void test_errors()
 	// a 16384-cubed float4 array is within the limits and beyond the memory
 	d = desc3(16384, 16384, 16384, CU_AD_FORMAT_FLOAT, 4, 0);
 	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_OUT_OF_MEMORY);
+	// mipmapped arrays: at most 1 + log2 of the longest side levels; a level is not
+	// cuArrayDestroy's
 	CUmipmappedArray m;
-	d = desc3(16, 16, 0, CU_AD_FORMAT_FLOAT, 1, 0);
-	EXPECT_RC(cuMipmappedArrayCreate(&m, &d, 4), CUDA_ERROR_NOT_SUPPORTED);
+	d = desc3(16, 5, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+	EXPECT_RC(cuMipmappedArrayCreate(&m, &d, 6), CUDA_ERROR_INVALID_VALUE);
+	EXPECT_RC(cuMipmappedArrayCreate(&m, &d, 0), CUDA_ERROR_INVALID_VALUE);
+	d = desc3(32769, 4, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+	EXPECT_RC(cuMipmappedArrayCreate(&m, &d, 2), CUDA_ERROR_INVALID_VALUE);
+	d = desc3(16, 5, 0, CU_AD_FORMAT_FLOAT, 1, 0);
+	CU(cuMipmappedArrayCreate(&m, &d, 5));
+	CU(cuMipmappedArrayGetLevel(&a, m, 4));
+	CUDA_ARRAY3D_DESCRIPTOR lv;
+	CU(cuArray3DGetDescriptor(&lv, a));
+	EXPECT(lv.Width == 1 && lv.Height == 1 && lv.Depth == 0, "level 4 of 16 x 5: %zu x %zu",
+	       lv.Width, lv.Height);
+	EXPECT_RC(cuArrayDestroy(a), CUDA_ERROR_INVALID_VALUE);
+	EXPECT_RC(cuMipmappedArrayGetLevel(&a, m, 5), CUDA_ERROR_INVALID_VALUE);
+	CU(cuMipmappedArrayDestroy(m));
+	EXPECT_RC(cuMipmappedArrayDestroy(m), CUDA_ERROR_INVALID_HANDLE);
+	EXPECT_RC(cuArray3DGetDescriptor(&lv, a), CUDA_ERROR_INVALID_HANDLE);
 	int v = -1;
 	CUdevice dev;
 	CU(cuCtxGetDevice(&dev));
 	CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH, dev));
-	EXPECT(v == 0, "no mipmapped arrays, but the attribute says %d", v);
+	EXPECT(v == 32768, "MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH %d", v);
 
 	// descriptors come back; a destroyed array is an invalid handle
 	size_t free0, free1, total;
@@ -220,6 +237,9 @@ static void test_errors()
 	CUDA_ARRAY3D_DESCRIPTOR g;
 	CU(cuArray3DGetDescriptor(&g, a));
 	EXPECT(!std::memcmp(&g, &d, sizeof(d)), "cuArray3DGetDescriptor gives what was made");
+	CUDA_ARRAY_MEMORY_REQUIREMENTS req;
+	EXPECT_RC(cuArrayGetMemoryRequirements(&req, a, dev),
+		  CUDA_ERROR_INVALID_VALUE); // not deferred
 	CUDA_ARRAY_DESCRIPTOR g2;
 	CU(cuArrayGetDescriptor(&g2, a));
 	EXPECT(g2.Width == 100 && g2.Height == 30 && g2.Format == CU_AD_FORMAT_SIGNED_INT16 &&
@@ -397,8 +417,8 @@ static void test_kernels(CUmodule mod)
 		float al = rintf((xb - floorf(xb)) * 256.0f) / 256.0f;
 		auto at = [&](int k) { return hf[k < 0 ? 0 : k >= w ? w - 1 : k]; };
 		float ref = (1.0f - al) * at(i0) + al * at(i0 + 1);
-		EXPECT(fabsf(res[i] - ref) <= 1e-5f * (1 + fabsf(ref)), "half at %g: %.9g, CPU %.9g",
-		       xs[i], res[i], ref);
+		EXPECT(fabsf(res[i] - ref) <= 1e-5f * (1 + fabsf(ref)),
+		       "half at %g: %.9g, CPU %.9g", xs[i], res[i], ref);
 	}
 	CU(cuTexObjectDestroy(t));
 	CU(cuArrayDestroy(a));
@@ -420,8 +440,8 @@ static void test_kernels(CUmodule mod)
 	// txq and suq on a layered surface-capable array
 	CU(cuTexObjectDestroy(t));
 	CU(cuArrayDestroy(a));
-	d = desc3(16, 0, 3, CU_AD_FORMAT_UNSIGNED_INT32, 2, CUDA_ARRAY3D_LAYERED |
-							     CUDA_ARRAY3D_SURFACE_LDST);
+	d = desc3(16, 0, 3, CU_AD_FORMAT_UNSIGNED_INT32, 2,
+		  CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST);
 	CU(cuArray3DCreate(&a, &d));
 	rd = res_array(a);
 	td = {};

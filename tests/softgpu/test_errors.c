@@ -306,8 +306,8 @@ static void test_unsupported_instruction(void **state)
 {
 	char *ptx = sgt_read("texture.ptx", NULL);
 
-	expect_kernel(ptx, "tex_read", CUDA_ERROR_NOT_SUPPORTED, "tex.1d.v4.f32.s32");
-	expect_kernel(ptx, "tex_read", CUDA_ERROR_NOT_SUPPORTED, "line 29");
+	expect_kernel(ptx, "tex_read", CUDA_ERROR_NOT_SUPPORTED, "sured.b.add.2d.u32.trap");
+	expect_kernel(ptx, "tex_read", CUDA_ERROR_NOT_SUPPORTED, "line 30");
 	free(ptx);
 }
 
