@@ -6,8 +6,9 @@
  * is the driver's own value, since kernels read it; the worker refuses one the session did
  * not make. Every copy with an array or a third dimension travels as one struct gp_copy3d:
  * a host side's rows are packed here (and scattered here on the way back), so the worker
- * sees a host side only as the bulk's bytes. Mipmapped arrays, layered views of them and the
- * legacy texture and surface references are not forwarded (CUDA_ERROR_NOT_SUPPORTED).
+ * sees a host side only as the bulk's bytes. A CUmipmappedArray is a worker's handle too, and
+ * so is each level's CUarray. Sparse and deferred-mapping arrays and the legacy texture and
+ * surface references are not forwarded (CUDA_ERROR_NOT_SUPPORTED).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,7 @@ GP_CUDA_EXPORT CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *d, CUarra
 	r = describe(a, false, &o);
 	if (r != CUDA_SUCCESS)
 		return r;
+	memset(d, 0, sizeof(*d));
 	d->Width = o.width;
 	d->Height = o.height;
 	d->Format = (CUarray_format)(o.kind & 0xffff);
@@ -122,6 +124,7 @@ GP_CUDA_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *d, CU
 	r = describe(a, true, &o);
 	if (r != CUDA_SUCCESS)
 		return r;
+	memset(d, 0, sizeof(*d)); /* padding too: callers compare descriptors whole */
 	d->Width = o.width;
 	d->Height = o.height;
 	d->Depth = o.depth;
@@ -129,6 +132,90 @@ GP_CUDA_EXPORT CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *d, CU
 	d->NumChannels = (unsigned)(o.kind >> 16 & 0xffff);
 	d->Flags = (unsigned)(o.kind >> 32);
 	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS *req, CUarray a,
+						     CUdevice dev)
+{
+	struct gp_out_array_requirements o;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!req)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_array_requirements(0,
+				       &(struct gp_in_array_requirements){.ctx = ctx_opt(),
+									  .array = array_id(a),
+									  .device = (uint64_t)dev},
+				       &o);
+	if (r != CUDA_SUCCESS)
+		return r;
+	memset(req, 0, sizeof(*req));
+	req->size = o.size;
+	req->alignment = o.alignment;
+	return CUDA_SUCCESS;
+}
+
+/* ---- mipmapped arrays ------------------------------------------------------------------ */
+
+GP_CUDA_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+					       const CUDA_ARRAY3D_DESCRIPTOR *d,
+					       unsigned int levels)
+{
+	struct gp_out_mipmap_create o;
+	struct gp_ictx *c;
+	CUresult r = gp__ctx_need(&c);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!pHandle || !d)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_mipmap_create(0,
+				  &(struct gp_in_mipmap_create){.ctx = c->remote,
+								.width = d->Width,
+								.height = d->Height,
+								.depth = d->Depth,
+								.format = d->Format,
+								.channels = d->NumChannels,
+								.flags = d->Flags,
+								.levels = levels},
+				  &o);
+	if (r == CUDA_SUCCESS)
+		*pHandle = (CUmipmappedArray)(uintptr_t)o.mipmap;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray m,
+						 unsigned int level)
+{
+	struct gp_out_mipmap_level o;
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!pLevelArray)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_mipmap_level(0,
+				 &(struct gp_in_mipmap_level){.ctx = ctx_opt(),
+							      .mipmap = (uint64_t)(uintptr_t)m,
+							      .level = level},
+				 &o);
+	if (r == CUDA_SUCCESS)
+		*pLevelArray = (CUarray)(uintptr_t)o.array;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray m)
+{
+	CUresult r = gp__ready();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	return gp__rpc_mipmap_destroy(
+		0,
+		&(struct gp_in_mipmap_destroy){.ctx = ctx_opt(), .mipmap = (uint64_t)(uintptr_t)m},
+		NULL);
 }
 
 /* ---- copies ------------------------------------------------------------------------ */
@@ -468,7 +555,10 @@ static CUresult res_to_wire(const CUDA_RESOURCE_DESC *r, struct gp_res_desc *o)
 		o->pitch = r->res.pitch2D.pitchInBytes;
 		return CUDA_SUCCESS;
 	case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
-		return CUDA_ERROR_NOT_SUPPORTED;
+		if (!r->res.mipmap.hMipmappedArray)
+			return CUDA_ERROR_INVALID_VALUE;
+		o->handle = (uint64_t)(uintptr_t)r->res.mipmap.hMipmappedArray;
+		return CUDA_SUCCESS;
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -562,6 +652,9 @@ GP_CUDA_EXPORT CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC *res, CUte
 	switch (d.res.type) {
 	case CU_RESOURCE_TYPE_ARRAY:
 		res->res.array.hArray = (CUarray)(uintptr_t)d.res.handle;
+		break;
+	case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
+		res->res.mipmap.hMipmappedArray = (CUmipmappedArray)(uintptr_t)d.res.handle;
 		break;
 	case CU_RESOURCE_TYPE_LINEAR:
 		res->res.linear.devPtr = d.res.dptr;

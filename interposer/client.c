@@ -215,11 +215,8 @@ static const CUdevice_attribute not_forwarded[] = {
 	CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED,
 	CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED,
 	CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED,
-	/* arrays, textures and surfaces are forwarded (api_array.c), but not mipmapped,
-	 * sparse or deferred-mapping arrays */
-	CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH,
-	CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH,
-	CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT,
+	/* arrays, textures and surfaces are forwarded (api_array.c), but not sparse or
+	 * deferred-mapping arrays */
 	CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED,
 	CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED,
 };

@@ -10,6 +10,9 @@
  * same GPU, so the charge is computed: at least what softgpu allocates (the packed bytes);
  * NVIDIA's layouts of large arrays may take more than this, which the pool does not see.
  *
+ * A mipmapped array is a handle of kind GP_H_MIPMAP, charged every level; its levels, asked
+ * for, are GP_H_MIPLEVEL handles that copies, textures and surfaces take as arrays.
+ *
  * Texture and surface objects are handles too (GP_H_TEXOBJ, GP_H_SURFOBJ; at most
  * GP_ARRAY_OBJECTS_MAX of them together, then CUDA_ERROR_OUT_OF_MEMORY), but the client
  * holds the driver's value, because kernels read it: each call that names one finds it
@@ -86,9 +89,12 @@ static uint64_t array_charge(uint64_t width, uint64_t height, uint64_t depth, un
 	return round_up(bytes, GP_ARRAY_ALIGN);
 }
 
+/* An array of the session, or a level of one of its mipmapped arrays. */
 static struct gp_handle *array_get(struct gp_worker *w, uint64_t id)
 {
-	return gp__handle_get(w, id, GP_H_ARRAY);
+	struct gp_handle *h = gp__handle_get(w, id, GP_H_ARRAY);
+
+	return h ? h : gp__handle_get(w, id, GP_H_MIPLEVEL);
 }
 
 /* The session's handle of a driver object of kind, by the driver's value; 0: none. */
@@ -108,6 +114,14 @@ static bool objects_room(struct gp_worker *w)
 {
 	return gp_owner_count(&w->own, GP_H_TEXOBJ) + gp_owner_count(&w->own, GP_H_SURFOBJ) <
 	       GP_ARRAY_OBJECTS_MAX;
+}
+
+/* The session's handle of a driver array (a mipmap level's too); 0: none. */
+static uint64_t array_id_of(struct gp_worker *w, CUarray a)
+{
+	uint64_t id = find_by_value(w, GP_H_ARRAY, (uint64_t)(uintptr_t)a);
+
+	return id ? id : find_by_value(w, GP_H_MIPLEVEL, (uint64_t)(uintptr_t)a);
 }
 
 /* A new handle of kind for a driver object made in ctx, charged bytes on device. */
@@ -186,14 +200,32 @@ CUresult gp__serve_array_destroy(struct gp_worker *w, struct gp_req *rq,
 				 const struct gp_wargs_array_destroy *a,
 				 struct gp_out_array_destroy *o)
 {
+	struct gp_handle *h = gp__handle_get(w, a->array, GP_H_ARRAY);
+	CUresult r;
+
+	if (!h) /* a level goes with its mipmapped array, as CUDA says */
+		return gp__handle_get(w, a->array, GP_H_MIPLEVEL) ? CUDA_ERROR_INVALID_VALUE
+								  : CUDA_ERROR_INVALID_HANDLE;
+	r = GP_DRV(w, cuArrayDestroy, (CUarray)h->ptr);
+	if (r == CUDA_SUCCESS)
+		gp__handle_release(w, a->array); /* and its charge */
+	return r;
+}
+
+CUresult gp__serve_array_requirements(struct gp_worker *w, struct gp_req *rq,
+				      const struct gp_wargs_array_requirements *a,
+				      struct gp_out_array_requirements *o)
+{
 	struct gp_handle *h = array_get(w, a->array);
+	CUDA_ARRAY_MEMORY_REQUIREMENTS req;
 	CUresult r;
 
 	if (!h)
 		return CUDA_ERROR_INVALID_HANDLE;
-	r = GP_DRV(w, cuArrayDestroy, (CUarray)h->ptr);
-	if (r == CUDA_SUCCESS)
-		gp__handle_release(w, a->array); /* and its charge */
+	memset(&req, 0, sizeof(req));
+	r = GP_DRV(w, cuArrayGetMemoryRequirements, &req, (CUarray)h->ptr, a->device_drv);
+	o->size = req.size;
+	o->alignment = req.alignment;
 	return r;
 }
 
@@ -231,6 +263,116 @@ CUresult gp__serve_array_descriptor(struct gp_worker *w, struct gp_req *rq,
 		o->kind = (uint64_t)(d.Format & 0xffff) | (uint64_t)(d.NumChannels & 0xffff) << 16;
 	}
 	return r;
+}
+
+/* ---- mipmapped arrays --------------------------------------------------------------
+ * The handle is charged every level (each side halved, at least 1, a layered array's layers
+ * kept); a level asked for gets a GP_H_MIPLEVEL handle, an array for copies, textures and
+ * surfaces but not cuArrayDestroy, which goes when its mipmapped array does. */
+
+#define GP_MIPMAP_LEVELS 32u
+
+static uint64_t halved(uint64_t v, unsigned l)
+{
+	return v == 0 ? 0 : v >> l ? v >> l : 1;
+}
+
+CUresult gp__serve_mipmap_create(struct gp_worker *w, struct gp_req *rq,
+				 const struct gp_wargs_mipmap_create *a,
+				 struct gp_out_mipmap_create *o)
+{
+	unsigned elem = elem_bytes(a->format, a->channels);
+	bool layered = a->flags & CUDA_ARRAY3D_LAYERED;
+	CUDA_ARRAY3D_DESCRIPTOR d = {.Width = a->width,
+				     .Height = a->height,
+				     .Depth = a->depth,
+				     .Format = (CUarray_format)a->format,
+				     .NumChannels = a->channels,
+				     .Flags = a->flags};
+	CUmipmappedArray m = NULL;
+	uint64_t bytes = 0, id;
+	int dev = a->ctx_dev;
+	CUresult r;
+
+	if (a->width == 0 || a->width > GP_ARRAY_DIM_MAX || a->height > GP_ARRAY_DIM_MAX ||
+	    a->depth > GP_ARRAY_DIM_MAX || a->levels == 0 || a->levels > GP_MIPMAP_LEVELS)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (elem == 0)
+		return format_bytes(a->format) ? CUDA_ERROR_INVALID_VALUE
+					       : CUDA_ERROR_NOT_SUPPORTED;
+	if (a->flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	for (unsigned l = 0; l < a->levels; l++) {
+		uint64_t b = array_charge(halved(a->width, l), halved(a->height, l),
+					  layered ? a->depth : halved(a->depth, l), elem);
+
+		if (b == 0 || __builtin_add_overflow(bytes, b, &bytes))
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (!gp__charge_fits(w, dev, bytes))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = GP_DRV(w, cuMipmappedArrayCreate, &m, &d, a->levels);
+	if (r != CUDA_SUCCESS)
+		return r;
+	id = object_add(w, GP_H_MIPMAP, (uint64_t)(uintptr_t)m, a->ctx, dev, bytes);
+	if (!id) {
+		(void)GP_DRV(w, cuMipmappedArrayDestroy, m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	o->mipmap = id;
+	o->bytes = bytes;
+	return CUDA_SUCCESS;
+}
+
+CUresult gp__serve_mipmap_destroy(struct gp_worker *w, struct gp_req *rq,
+				  const struct gp_wargs_mipmap_destroy *a,
+				  struct gp_out_mipmap_destroy *o)
+{
+	struct gp_handle *h = gp__handle_get(w, a->mipmap, GP_H_MIPMAP);
+	CUarray levels[GP_MIPMAP_LEVELS];
+	unsigned n = 0;
+	CUresult r;
+
+	if (!h)
+		return CUDA_ERROR_INVALID_HANDLE;
+	/* its levels, while the driver can still name them */
+	while (n < GP_MIPMAP_LEVELS && GP_DRV(w, cuMipmappedArrayGetLevel, &levels[n],
+					      (CUmipmappedArray)h->ptr, n) == CUDA_SUCCESS)
+		n++;
+	r = GP_DRV(w, cuMipmappedArrayDestroy, (CUmipmappedArray)h->ptr);
+	if (r != CUDA_SUCCESS)
+		return r;
+	for (unsigned l = 0; l < n; l++) {
+		uint64_t lv = find_by_value(w, GP_H_MIPLEVEL, (uint64_t)(uintptr_t)levels[l]);
+
+		if (lv)
+			gp__handle_release(w, lv);
+	}
+	gp__handle_release(w, a->mipmap); /* and its charge */
+	return CUDA_SUCCESS;
+}
+
+CUresult gp__serve_mipmap_level(struct gp_worker *w, struct gp_req *rq,
+				const struct gp_wargs_mipmap_level *a,
+				struct gp_out_mipmap_level *o)
+{
+	struct gp_handle *h = gp__handle_get(w, a->mipmap, GP_H_MIPMAP);
+	CUarray lv = NULL;
+	uint64_t id;
+	CUresult r;
+
+	if (!h)
+		return CUDA_ERROR_INVALID_HANDLE;
+	r = GP_DRV(w, cuMipmappedArrayGetLevel, &lv, (CUmipmappedArray)h->ptr, a->level);
+	if (r != CUDA_SUCCESS)
+		return r;
+	id = find_by_value(w, GP_H_MIPLEVEL, (uint64_t)(uintptr_t)lv);
+	if (!id)
+		id = object_add(w, GP_H_MIPLEVEL, (uint64_t)(uintptr_t)lv, h->parent, h->device, 0);
+	if (!id)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	o->array = id;
+	return CUDA_SUCCESS;
 }
 
 /* ---- copies ---------------------------------------------------------------------- */
@@ -611,8 +753,14 @@ static CUresult res_from_wire(struct gp_worker *w, const struct gp_res_desc *in,
 		res->res.pitch2D.height = in->height;
 		res->res.pitch2D.pitchInBytes = in->pitch;
 		return CUDA_SUCCESS;
-	case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
-		return CUDA_ERROR_NOT_SUPPORTED;
+	case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY: {
+		struct gp_handle *h = gp__handle_get(w, in->handle, GP_H_MIPMAP);
+
+		if (!h)
+			return CUDA_ERROR_INVALID_HANDLE;
+		res->res.mipmap.hMipmappedArray = (CUmipmappedArray)h->ptr;
+		return CUDA_SUCCESS;
+	}
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -737,8 +885,11 @@ CUresult gp__serve_tex_describe(struct gp_worker *w, struct gp_req *rq,
 	d.res.type = res.resType;
 	switch (res.resType) {
 	case CU_RESOURCE_TYPE_ARRAY:
-		d.res.handle =
-			find_by_value(w, GP_H_ARRAY, (uint64_t)(uintptr_t)res.res.array.hArray);
+		d.res.handle = array_id_of(w, res.res.array.hArray);
+		break;
+	case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
+		d.res.handle = find_by_value(w, GP_H_MIPMAP,
+					     (uint64_t)(uintptr_t)res.res.mipmap.hMipmappedArray);
 		break;
 	case CU_RESOURCE_TYPE_LINEAR:
 		d.res.dptr = res.res.linear.devPtr;
@@ -844,6 +995,6 @@ CUresult gp__serve_surf_describe(struct gp_worker *w, struct gp_req *rq,
 	memset(&res, 0, sizeof(res));
 	r = GP_DRV(w, cuSurfObjectGetResourceDesc, &res, (CUsurfObject)a->obj);
 	if (r == CUDA_SUCCESS && res.resType == CU_RESOURCE_TYPE_ARRAY)
-		o->array = find_by_value(w, GP_H_ARRAY, (uint64_t)(uintptr_t)res.res.array.hArray);
+		o->array = array_id_of(w, res.res.array.hArray);
 	return r;
 }

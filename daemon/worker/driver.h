@@ -187,7 +187,11 @@
 	X(cuTexObjectGetResourceViewDesc, 0)                                       \
 	X(cuSurfObjectCreate, 0)                                                   \
 	X(cuSurfObjectDestroy, 0)                                                  \
-	X(cuSurfObjectGetResourceDesc, 0)
+	X(cuSurfObjectGetResourceDesc, 0)                                          \
+	X(cuMipmappedArrayCreate, 0)                                               \
+	X(cuMipmappedArrayGetLevel, 0)                                             \
+	X(cuMipmappedArrayDestroy, 0)                                              \
+	X(cuArrayGetMemoryRequirements, 0)
 
 /* Calls an optional entry point, or answers NOT_SUPPORTED when the driver lacks it. */
 #define GP_DRV(w, name, ...) ((w)->drv.name ? (w)->drv.name(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)

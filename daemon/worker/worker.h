@@ -94,6 +94,8 @@ enum gp_handle_kind {
 	GP_H_ARRAY,	 /* a CUDA array (array.c): parent its context, charged */
 	GP_H_TEXOBJ,	 /* a texture object (array.c): ptr is the driver's value */
 	GP_H_SURFOBJ,	 /* a surface object (array.c): ptr is the driver's value */
+	GP_H_MIPMAP,	 /* a mipmapped array (array.c): parent its context, charged */
+	GP_H_MIPLEVEL,	 /* a mipmapped array's level (array.c): an array that goes with it */
 };
 
 /* Memory pools one session may hold at once (created ones and the devices' default ones). */

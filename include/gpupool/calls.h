@@ -116,7 +116,7 @@ struct gp_res_desc {
 	uint32_t type;		     /* CUresourcetype */
 	uint32_t format, channels;   /* LINEAR, PITCH2D */
 	uint32_t flags;		     /* must be 0 */
-	uint64_t handle;	     /* ARRAY (MIPMAPPED_ARRAY): the worker's handle */
+	uint64_t handle;	     /* ARRAY, MIPMAPPED_ARRAY: the worker's handle */
 	uint64_t dptr, bytes;	     /* LINEAR, PITCH2D (bytes: LINEAR) */
 	uint64_t width, height, pitch; /* PITCH2D (width in elements) */
 };
@@ -394,6 +394,22 @@ struct gp_tex_desc {
 	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, obj),                                                 \
 	  GP_OUT(array), ,                                                                       \
 	  "cuSurfObjectGetResourceDesc: the array's handle")                                     \
+	X(MIPMAP_CREATE, mipmap_create, 262, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U64, depth)             \
+	  GP_ARG(U32, format) GP_ARG(U32, channels) GP_ARG(U32, flags) GP_ARG(U32, levels),      \
+	  GP_OUT(mipmap) GP_OUT(bytes), ,                                                        \
+	  "cuMipmappedArrayCreate: charged to the session (bytes, every level)")                 \
+	X(MIPMAP_DESTROY, mipmap_destroy, 263, 0,                                                \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, mipmap), , ,                                          \
+	  "cuMipmappedArrayDestroy (its levels' handles go with it)")                            \
+	X(MIPMAP_LEVEL, mipmap_level, 264, 0,                                                    \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, mipmap) GP_ARG(U32, level),                           \
+	  GP_OUT(array), ,                                                                       \
+	  "cuMipmappedArrayGetLevel: an array handle of the level (not for cuArrayDestroy)")     \
+	X(ARRAY_REQUIREMENTS, array_requirements, 265, 0,                                        \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, array) GP_ARG(DEVICE, device),                        \
+	  GP_OUT(size) GP_OUT(alignment), ,                                                      \
+	  "cuArrayGetMemoryRequirements (the driver's answer; for an ordinary array CUDA's is INVALID_VALUE)") \
 	/* ---- graphs (graph, node, exec: U64 handles the handler checks by kind) ---- */      \
 	X(GRAPH_CREATE, graph_create, 160, 0,                                                    \
 	  GP_ARG(CTX, ctx) GP_ARG(U32, flags),                                                   \

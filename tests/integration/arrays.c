@@ -9,12 +9,14 @@
  *                   and border addressing, normalized coordinates with wrap, linear
  *                   filtering, 8-bit reads as normalized floats) and a surface written by a
  *                   kernel, each read back and compared
- *                   (ARRAYS_POOL set: through the pool, whose devices claim no mipmapped,
- *                   sparse or deferred-mapping arrays, which it does not forward)
+ *                   (ARRAYS_POOL set: through the pool, whose devices claim no sparse or
+ *                   deferred-mapping arrays, which it does not forward); a mipmapped array:
+ *                   its levels' extents, a copy into a level and back, a texture over it
  *   arrays limit    for test-arrays.sh: prints "ready", then makes a 32 MiB array, tries a
  *                   64 MiB one (expects CUDA_ERROR_OUT_OF_MEMORY under a 64 MiB limit) and
- *                   prints "held"; after a line on stdin destroys it ("released"), after
- *                   another exits */
+ *                   prints "held"; after a line on stdin makes a 5 MiB mipmapped array
+ *                   ("mipmapped"), after another destroys both ("released"), after a
+ *                   third exits */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +120,9 @@ static int limit_mode(void)
 				       .Depth = 16,
 				       .Format = CU_AD_FORMAT_FLOAT,
 				       .NumChannels = 1};
+	CUDA_ARRAY3D_DESCRIPTOR level0 = {
+		.Width = 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+	CUmipmappedArray m;
 	CUarray a, b;
 
 	printf("ready\n");
@@ -127,6 +132,11 @@ static int limit_mode(void)
 	expect("64 MiB more", cuArray3DCreate(&b, &big), CUDA_ERROR_OUT_OF_MEMORY);
 	printf("held\n");
 	wait_line();
+	/* 1024 x 1024 floats and 512 x 512: 5 MiB */
+	expect("a mipmapped array", cuMipmappedArrayCreate(&m, &level0, 2), CUDA_SUCCESS);
+	printf("mipmapped\n");
+	wait_line();
+	expect("destroy the mipmapped array", cuMipmappedArrayDestroy(m), CUDA_SUCCESS);
 	expect("destroy", cuArrayDestroy(a), CUDA_SUCCESS);
 	printf("released\n");
 	wait_line();
@@ -499,6 +509,63 @@ static void surfaces(CUmodule mod)
 	expect("destroy its array", cuArrayDestroy(a), CUDA_SUCCESS);
 }
 
+static void mipmaps(void)
+{
+	CUDA_ARRAY3D_DESCRIPTOR d = {.Width = 16,
+				     .Height = 12,
+				     .Format = CU_AD_FORMAT_FLOAT,
+				     .NumChannels = 1},
+				got;
+	CUDA_RESOURCE_DESC res = {.resType = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY}, back;
+	CUDA_TEXTURE_DESC td;
+	float in[8 * 6], out[8 * 6];
+	CUmipmappedArray m;
+	CUtexObject t = 0;
+	CUarray l0, l1, l1again;
+	CUDA_MEMCPY2D c = {.srcMemoryType = CU_MEMORYTYPE_HOST,
+			   .srcHost = in,
+			   .srcPitch = 8 * 4,
+			   .dstMemoryType = CU_MEMORYTYPE_ARRAY,
+			   .WidthInBytes = 8 * 4,
+			   .Height = 6};
+
+	for (int i = 0; i < 8 * 6; i++)
+		in[i] = (float)i + 0.5f;
+	expect("mipmapped array", cuMipmappedArrayCreate(&m, &d, 3), CUDA_SUCCESS);
+	expect("level 0", cuMipmappedArrayGetLevel(&l0, m, 0), CUDA_SUCCESS);
+	expect("level 1", cuMipmappedArrayGetLevel(&l1, m, 1), CUDA_SUCCESS);
+	expect("level 1 again", cuMipmappedArrayGetLevel(&l1again, m, 1), CUDA_SUCCESS);
+	truth("a level is one array", l1 == l1again && l0 != l1);
+	expect("level 3 of 3", cuMipmappedArrayGetLevel(&l1again, m, 3), CUDA_ERROR_INVALID_VALUE);
+	expect("level 1's extents", cuArray3DGetDescriptor(&got, l1), CUDA_SUCCESS);
+	truth("level 1 is 8x6", got.Width == 8 && got.Height == 6);
+	c.dstArray = l1;
+	expect("into level 1", cuMemcpy2D(&c), CUDA_SUCCESS);
+	c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+	c.srcArray = l1;
+	c.dstMemoryType = CU_MEMORYTYPE_HOST;
+	c.dstHost = out;
+	c.dstPitch = 8 * 4;
+	memset(out, 0, sizeof(out));
+	expect("out of level 1", cuMemcpy2D(&c), CUDA_SUCCESS);
+	truth("level 1 round trip", memcmp(in, out, sizeof(in)) == 0);
+	res.res.mipmap.hMipmappedArray = m;
+	memset(&td, 0, sizeof(td));
+	td.filterMode = CU_TR_FILTER_MODE_POINT;
+	td.mipmapFilterMode = CU_TR_FILTER_MODE_POINT;
+	td.maxMipmapLevelClamp = 2.0f;
+	expect("texture over it", cuTexObjectCreate(&t, &res, &td, NULL), CUDA_SUCCESS);
+	expect("its resource", cuTexObjectGetResourceDesc(&back, t), CUDA_SUCCESS);
+	truth("its resource is the mipmapped array",
+	      back.resType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY &&
+		      back.res.mipmap.hMipmappedArray == m);
+	expect("destroy the texture", cuTexObjectDestroy(t), CUDA_SUCCESS);
+	expect("destroy it", cuMipmappedArrayDestroy(m), CUDA_SUCCESS);
+	if (getenv("ARRAYS_POOL"))
+		expect("a level once it is gone", cuArray3DGetDescriptor(&got, l1),
+		       CUDA_ERROR_INVALID_HANDLE);
+}
+
 int main(int argc, char **argv)
 {
 	CUcontext ctx;
@@ -512,15 +579,15 @@ int main(int argc, char **argv)
 	if (getenv("ARRAYS_POOL")) {
 		/* what the pool does not forward, its devices do not claim */
 		static const CUdevice_attribute absent[] = {
-			CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH,
-			CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH,
-			CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT,
 			CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED,
 			CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED,
 		};
-		CUDA_ARRAY3D_DESCRIPTOR md = {
-			.Width = 16, .Height = 16, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
-		CUmipmappedArray mm;
+		CUDA_ARRAY3D_DESCRIPTOR sd = {.Width = 64,
+					      .Height = 64,
+					      .Format = CU_AD_FORMAT_FLOAT,
+					      .NumChannels = 1,
+					      .Flags = CUDA_ARRAY3D_SPARSE};
+		CUarray sp;
 		int v;
 
 		for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++) {
@@ -531,8 +598,13 @@ int main(int argc, char **argv)
 				bad = 1;
 			}
 		}
-		expect("mipmapped array", cuMipmappedArrayCreate(&mm, &md, 2),
-		       CUDA_ERROR_NOT_SUPPORTED);
+		expect("a sparse array", cuArray3DCreate(&sp, &sd), CUDA_ERROR_NOT_SUPPORTED);
+		v = 0;
+		expect("mipmapped 2-D width",
+		       cuDeviceGetAttribute(
+			       &v, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH, dev),
+		       CUDA_SUCCESS);
+		truth("mipmapped arrays claimed (they are forwarded)", v > 0);
 		v = 0;
 		expect("2-D texture width",
 		       cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH, dev),
@@ -541,6 +613,7 @@ int main(int argc, char **argv)
 	}
 	copies_2d();
 	copies_3d();
+	mipmaps();
 	expect("module", cuModuleLoadData(&mod, tex_ptx), CUDA_SUCCESS);
 	if (!bad) {
 		textures(mod);

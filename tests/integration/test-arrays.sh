@@ -2,8 +2,8 @@
 # CUDA arrays, 2-D and 3-D copies, textures and surfaces (arrays.c): directly on softgpu and
 # through the pool; hostile copies, handles and texture descriptors refused, and texture
 # objects bounded (raw_client arrays); then arrays are charged to the session: past its limit CUDA_ERROR_OUT_OF_MEMORY,
-# and `poolctl status --json` shows the charge while the array is held and none once it is
-# destroyed.
+# and `poolctl status --json` shows the charge while the array (and a mipmapped one) is held
+# and none once they are destroyed.
 . "$(dirname "$0")/lib.sh"
 export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=1G
 
@@ -38,6 +38,9 @@ base=$(status_json | jq '.sessions[0].memory_used')
 echo >&"$L_IN"
 until_line held
 assert_status ".sessions[0].memory_used == $base + 33554432" "32 MiB charged while held"
+echo >&"$L_IN"
+until_line mipmapped
+assert_status ".sessions[0].memory_used == $base + 33554432 + 5242880" "and 5 MiB for a mipmapped array"
 echo >&"$L_IN"
 until_line released
 assert_status ".sessions[0].memory_used == $base" "no charge once destroyed"
