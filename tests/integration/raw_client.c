@@ -29,7 +29,8 @@
  *   hold      a session with a context: prints "held", ends at EOF on stdin
  *   arrays    array copies with hostile boxes (host byte counts that do not match, rows,
  *             slices and x past the array, linear offsets past its bytes, pitches and
- *             slices that wrap, device memory not the session's), forged and stale array handles, texture descriptors
+ *             slices that wrap, device memory not the session's), forged and stale array
+ *             and mipmapped-array handles, a level destroyed as an array, texture descriptors
  *             naming memory or arrays not the session's, texture and surface objects it
  *             never made or already destroyed: refused with CUDA's errors, session goes on;
  *             with RAW_ARRAY_OBJECTS set, texture objects until the bound (65536, then
@@ -1219,6 +1220,68 @@ int main(int argc, char **argv)
 				   call(tex_destroy, (&(struct gp_in_tex_destroy){ctx, tc.obj}),
 					(struct gp_out_tex_destroy *)NULL),
 				   CUDA_ERROR_INVALID_VALUE);
+		}
+		{
+			struct gp_out_mipmap_create mc;
+			struct gp_out_mipmap_level ml;
+			struct gp_tex_desc td;
+			uint64_t mm, lvl;
+
+			ARR_EXPECT("a mipmapped array of no levels",
+				   call(mipmap_create,
+					(&(struct gp_in_mipmap_create){.ctx = ctx,
+								       .width = 16,
+								       .height = 16,
+								       .format = CU_AD_FORMAT_FLOAT,
+								       .channels = 1}),
+					&mc),
+				   CUDA_ERROR_INVALID_VALUE);
+			ARR_EXPECT("a mipmapped array",
+				   call(mipmap_create,
+					(&(struct gp_in_mipmap_create){.ctx = ctx,
+								       .width = 16,
+								       .height = 16,
+								       .format = CU_AD_FORMAT_FLOAT,
+								       .channels = 1,
+								       .levels = 3}),
+					&mc),
+				   CUDA_SUCCESS);
+			mm = mc.mipmap;
+			ARR_EXPECT(
+				"its level 1",
+				call(mipmap_level, (&(struct gp_in_mipmap_level){ctx, mm, 1}), &ml),
+				CUDA_SUCCESS);
+			lvl = ml.array;
+			ARR_EXPECT("a level of an array's id",
+				   call(mipmap_level, (&(struct gp_in_mipmap_level){ctx, arr, 1}),
+					(struct gp_out_mipmap_level *)NULL),
+				   CUDA_ERROR_INVALID_HANDLE);
+			ARR_EXPECT("a level destroyed as an array",
+				   call(array_destroy, (&(struct gp_in_array_destroy){ctx, lvl}),
+					(struct gp_out_array_destroy *)NULL),
+				   CUDA_ERROR_INVALID_VALUE);
+			memset(&td, 0, sizeof(td));
+			td.res = (struct gp_res_desc){.type = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY,
+						      .handle = arr};
+			ARR_EXPECT("a mipmapped texture of a plain array",
+				   call(tex_create,
+					(&(struct gp_in_tex_create){
+						.ctx = ctx, .desc = &td, .desc_len = sizeof(td)}),
+					(struct gp_out_tex_create *)NULL),
+				   CUDA_ERROR_INVALID_HANDLE);
+			ARR_EXPECT("destroy the mipmapped array",
+				   call(mipmap_destroy, (&(struct gp_in_mipmap_destroy){ctx, mm}),
+					(struct gp_out_mipmap_destroy *)NULL),
+				   CUDA_SUCCESS);
+			ARR_EXPECT("its level, once it is gone",
+				   call(array_descriptor,
+					(&(struct gp_in_array_descriptor){ctx, lvl, 1}),
+					(struct gp_out_array_descriptor *)NULL),
+				   CUDA_ERROR_INVALID_HANDLE);
+			ARR_EXPECT("destroy it again",
+				   call(mipmap_destroy, (&(struct gp_in_mipmap_destroy){ctx, mm}),
+					(struct gp_out_mipmap_destroy *)NULL),
+				   CUDA_ERROR_INVALID_HANDLE);
 		}
 		if (getenv("RAW_ARRAY_OBJECTS")) {
 			/* texture objects until the bound: 65536, then OUT_OF_MEMORY */
