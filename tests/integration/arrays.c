@@ -297,6 +297,38 @@ static void copies_3d(void)
 	c.Depth = D;
 	expect("device box to host", cuMemcpy3D(&c), CUDA_SUCCESS);
 	truth("3-D round trip", memcmp(src, back, W * H * D * 4) == 0);
+	/* host -> pitched device box at an offset -> host, no array */
+	memset(&c, 0, sizeof(c));
+	c.srcMemoryType = CU_MEMORYTYPE_HOST;
+	c.srcHost = back;
+	c.srcPitch = W * 4;
+	c.srcHeight = H;
+	c.srcZ = 1;
+	c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	c.dstDevice = dev;
+	c.dstPitch = pitch;
+	c.dstHeight = dheight;
+	c.dstXInBytes = 8;
+	c.dstY = 2;
+	c.WidthInBytes = W * 4 - 8;
+	c.Height = H - 1;
+	c.Depth = D - 1;
+	expect("host to device box", cuMemcpy3D(&c), CUDA_SUCCESS);
+	{
+		unsigned char *box = calloc(pitch * dheight, D);
+
+		expect("device to host whole", cuMemcpyDtoH(box, dev, pitch * dheight * D),
+		       CUDA_SUCCESS);
+		for (int z = 0, ok = 1; z < D - 1 && ok; z++)
+			for (int y = 0; y < H - 1 && ok; y++)
+				if (memcmp(box + (z * dheight + y + 2) * pitch + 8,
+					   src + ((z + 1) * H + y) * W * 4, W * 4 - 8)) {
+					printf("FAIL host to device box at slice %d row %d\n", z,
+					       y);
+					bad = ok = 0;
+				}
+		free(box);
+	}
 	/* a box one slice too deep: refused */
 	memset(&c, 0, sizeof(c));
 	c.srcMemoryType = CU_MEMORYTYPE_HOST;
