@@ -79,8 +79,10 @@ static CUresult dims_ok(const CUDA_ARRAY3D_DESCRIPTOR *d)
 
 	if (w == 0 || (z && !h && !layered))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (d->Flags & CUDA_ARRAY3D_CUBEMAP)
-		return w == h && z == 6 && w <= 32768 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	if (d->Flags & CUDA_ARRAY3D_CUBEMAP) /* 6 faces, or 6 per layer (at most 2046) */
+		return w == h && w <= 32768 && (layered ? z && z % 6 == 0 && z / 6 <= 2046 : z == 6)
+			       ? CUDA_SUCCESS
+			       : CUDA_ERROR_INVALID_VALUE;
 	if (layered) {
 		if (z == 0)
 			return CUDA_ERROR_INVALID_VALUE;
@@ -119,12 +121,9 @@ static CUresult array_create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d)
 		return CUDA_ERROR_INVALID_VALUE;
 	if ((r = format_ok(d->Format, d->NumChannels, &esize)))
 		return r;
-	/* layered cubemaps, depth textures, graphics attachments, sparse and deferred arrays:
-	 * not here */
-	if ((d->Flags & ~(CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
-			  CUDA_ARRAY3D_TEXTURE_GATHER)) ||
-	    (d->Flags & (CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED)) ==
-		    (CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED))
+	/* depth textures, graphics attachments, sparse and deferred arrays: not here */
+	if (d->Flags & ~(CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
+			 CUDA_ARRAY3D_TEXTURE_GATHER))
 		return CUDA_ERROR_NOT_SUPPORTED;
 	if ((r = dims_ok(d)))
 		return r;
@@ -504,7 +503,7 @@ static CUresult resource(const CUDA_RESOURCE_DESC *res, bool surface, struct sg_
 		ref->lv[0].d = ref->d;
 		ref->lv[0].pitch = (uint32_t)ref->pitch;
 		if (fl & CUDA_ARRAY3D_CUBEMAP)
-			ref->geom = SG_TG_CUBE;
+			ref->geom = fl & CUDA_ARRAY3D_LAYERED ? SG_TG_ACUBE : SG_TG_CUBE;
 		else if (fl & CUDA_ARRAY3D_LAYERED)
 			ref->geom = ai.desc.Height ? SG_TG_A2D : SG_TG_A1D;
 		else
@@ -637,7 +636,7 @@ SG_EXPORT CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURC
 	ref.ctx = ctx;
 	if ((r = tobj_add(&ref, pResDesc, pTexDesc, &h)))
 		return r;
-	*pTexObject = h;
+	memcpy(pTexObject, &h, sizeof(h)); /* callers hand unaligned ones too */
 	return CUDA_SUCCESS;
 }
 
@@ -707,7 +706,7 @@ SG_EXPORT CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESO
 	ref.ctx = ctx;
 	if ((r = tobj_add(&ref, pResDesc, NULL, &h)))
 		return r;
-	*pSurfObject = h;
+	memcpy(pSurfObject, &h, sizeof(h));
 	return CUDA_SUCCESS;
 }
 

@@ -221,10 +221,10 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 32768;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH:
-		v = 0; /* no layered cubemaps (array.c) */
+		v = 32768;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS:
-		v = 0; /* no layered cubemaps (array.c) */
+		v = 2046;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH:
 		v = 32768;
@@ -263,10 +263,10 @@ CUresult sg_device_attr(const struct sg_device *dev, int attr, int *value)
 		v = 32768;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH:
-		v = 0; /* no layered cubemaps (array.c) */
+		v = 32768;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS:
-		v = 0; /* no layered cubemaps (array.c) */
+		v = 2046;
 		break;
 	case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH:
 		v = 268435456;

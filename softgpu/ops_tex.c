@@ -66,7 +66,8 @@ enum {
 
 static const char *geom_name(unsigned g)
 {
-	static const char *const n[] = {"?", "buffer", "1d", "2d", "3d", "a1d", "a2d", "cube"};
+	static const char *const n[] = {"?",   "buffer", "1d",	 "2d",	 "3d",
+					"a1d", "a2d",	 "cube", "acube"};
 
 	return g < sizeof(n) / sizeof(n[0]) ? n[g] : "?";
 }
@@ -86,8 +87,8 @@ static int wrong_geom(struct sg_thread *t, const struct sg_texref *tr, unsigned 
 /* The instruction's geometry fits the object's (a 1-D one reads buffers and 1-D arrays). */
 static bool geom_fits(const struct sg_texref *tr, unsigned g, bool intc)
 {
-	if (g == SG_TG_CUBE)
-		return tr->geom == SG_TG_CUBE && !intc;
+	if (g == SG_TG_CUBE || g == SG_TG_ACUBE)
+		return tr->geom == g && !intc;
 	if (g == SG_TG_1D)
 		return tr->geom == SG_TG_1D || (tr->geom == SG_TG_BUF && intc);
 	return tr->geom == g;
@@ -230,7 +231,8 @@ static bool texel_at(struct sg_thread *t, const struct sg_texref *tr, const int6
 			return true;
 		}
 	}
-	if (tr->geom == SG_TG_A1D || tr->geom == SG_TG_A2D || tr->geom == SG_TG_CUBE)
+	if (tr->geom == SG_TG_A1D || tr->geom == SG_TG_A2D || tr->geom == SG_TG_CUBE ||
+	    tr->geom == SG_TG_ACUBE)
 		x[2] = layer;
 	addr = tr->base + x[2] * tr->slice + x[1] * tr->pitch + x[0] * tr->esize;
 	p = sg_addr(t, SG_SP_GLOBAL, addr, tr->esize, false);
@@ -453,10 +455,18 @@ OP(op_tex)
 		return wrong_geom(t, &tr, g);
 	if (layered)
 		layer = layer_of(&tr, A(1));
-	if (g == SG_TG_CUBE) {
+	if (g == SG_TG_CUBE || g == SG_TG_ACUBE) {
 		float c[2];
 
-		cube_face(sg_f32(A(1)), sg_f32(A(2)), sg_f32(A(3)), &layer, c);
+		if (g == SG_TG_CUBE) {
+			cube_face(sg_f32(A(1)), sg_f32(A(2)), sg_f32(A(3)), &layer, c);
+		} else {
+			/* {cubemap, x, y, z}: z in slot imm; the cubemap index is clamped */
+			int32_t l = (int32_t)A(1), top = (int32_t)(tr.d / 6) - 1;
+
+			cube_face(sg_f32(A(2)), sg_f32(A(3)), sg_f32(t->r[in->imm]), &layer, c);
+			layer += 6 * (uint32_t)(l < 0 ? 0 : l > top ? top : l);
+		}
 		/* each face a 2-D texture in normalized coordinates, clamped at its edges */
 		tr.norm = true;
 		tr.addr[0] = tr.addr[1] = CU_TR_ADDRESS_MODE_CLAMP;
@@ -577,7 +587,7 @@ OP(op_query)
 
 	if (!sg_tex_lookup(A(0), &tr) || tr.surface != surface)
 		return no_object(t, A(0), surface);
-	layered = tr.geom == SG_TG_A1D || tr.geom == SG_TG_A2D || tr.geom == SG_TG_CUBE;
+	layered = tr.geom == SG_TG_A1D || tr.geom == SG_TG_A2D;
 	switch (AUX_Q(in->aux)) {
 	case Q_WIDTH:
 		v = (uint32_t)tr.w;
@@ -606,7 +616,7 @@ OP(op_query)
 		v = ptx_addr(tr.addr[AUX_Q(in->aux) - Q_ADDR0]);
 		break;
 	case Q_ARRAY:
-		v = layered ? tr.d : 1;
+		v = layered ? tr.d : tr.geom == SG_TG_ACUBE ? tr.d / 6 : 1;
 		break;
 	default: /* Q_MIPS */
 		v = tr.nlevels;
@@ -685,7 +695,8 @@ static bool surf_object(struct sg_thread *t, const struct sg_insn *in, struct sg
 		return false;
 	}
 	if (tr->geom != AUX_GEOM(in->aux) &&
-	    !(tr->geom == SG_TG_CUBE && AUX_GEOM(in->aux) == SG_TG_A2D)) {
+	    !((tr->geom == SG_TG_CUBE || tr->geom == SG_TG_ACUBE) &&
+	      AUX_GEOM(in->aux) == SG_TG_A2D)) {
 		wrong_geom(t, tr, AUX_GEOM(in->aux));
 		return false;
 	}
@@ -775,11 +786,11 @@ static bool is(const struct words *ws, int i, const char *s)
 
 static unsigned parse_geom(const struct words *ws, int i)
 {
-	static const char *const n[] = {"1d", "2d", "3d", "a1d", "a2d", "cube"};
-	static const unsigned g[] = {SG_TG_1D,	SG_TG_2D,  SG_TG_3D,
-				     SG_TG_A1D, SG_TG_A2D, SG_TG_CUBE};
+	static const char *const n[] = {"1d", "2d", "3d", "a1d", "a2d", "cube", "acube"};
+	static const unsigned g[] = {SG_TG_1D,	SG_TG_2D,   SG_TG_3D,	SG_TG_A1D,
+				     SG_TG_A2D, SG_TG_CUBE, SG_TG_ACUBE};
 
-	for (unsigned k = 0; k < 6; k++)
+	for (unsigned k = 0; k < 7; k++)
 		if (is(ws, i, n[k]))
 			return g[k];
 	return 0;
@@ -837,17 +848,19 @@ static int dsts(struct sg_lower *L, const struct sg_opc *o, const struct sg_oper
 
 static unsigned coord_count(unsigned g)
 {
-	return g == SG_TG_3D || g == SG_TG_CUBE ? 3
-	       : g == SG_TG_2D			? 2
-	       : g == SG_TG_A2D			? 3
-	       : g == SG_TG_A1D			? 2
-						: 1;
+	return g == SG_TG_3D || g == SG_TG_CUBE || g == SG_TG_ACUBE ? 3
+	       : g == SG_TG_2D					    ? 2
+	       : g == SG_TG_A2D					    ? 3
+	       : g == SG_TG_A1D					    ? 2
+								    : 1;
 }
 
 /* operands the PTX vector holds: 3-D and a2d pad to 4 */
 static unsigned coord_vec(unsigned g)
 {
-	return g == SG_TG_3D || g == SG_TG_A2D || g == SG_TG_CUBE ? 4 : coord_count(g);
+	return g == SG_TG_3D || g == SG_TG_A2D || g == SG_TG_CUBE || g == SG_TG_ACUBE
+		       ? 4
+		       : coord_count(g);
 }
 
 OP(op_movn)
@@ -931,8 +944,18 @@ static int lower_tex(struct sg_lower *L, const struct sg_opc *o, const struct wo
 					: bad(L, o);
 	if (dsts(L, o, &ops[0], 4, in, false) ||
 	    lower_target(L, o, &ops[1], coord_count(g), coord_vec(g), ctype,
-			 g == SG_TG_A1D || g == SG_TG_A2D, in))
+			 g == SG_TG_A1D || g == SG_TG_A2D || g == SG_TG_ACUBE, in))
 		return L->errcode;
+	if (g == SG_TG_ACUBE) {
+		/* {cubemap, x, y, z}: the fifth source, z, goes in imm */
+		uint32_t slot;
+
+		if (extra || ctype != SG_F32)
+			return sg_lower_unsupported(L, o);
+		if (sg_lower_src(L, &ops[1].vec[3], SG_F32, &slot))
+			return L->errcode;
+		in->imm = slot;
+	}
 	if (ctype == SG_S32)
 		in->flags |= F_INTC;
 	if (extra == 1) {
@@ -1004,7 +1027,7 @@ static int lower_surf(struct sg_lower *L, const struct sg_opc *o, const struct w
 	if (!is(ws, 0, "b"))
 		return sg_lower_unsupported(L, o); /* sust.p: formatted stores */
 	g = parse_geom(ws, 1);
-	if (g == 0 || g == SG_TG_CUBE)
+	if (g == 0 || g == SG_TG_CUBE || g == SG_TG_ACUBE)
 		return sg_lower_unsupported(L, o);
 	/* cache operators: no effect here */
 	while (is(ws, i, "ca") || is(ws, i, "cg") || is(ws, i, "cs") || is(ws, i, "cv") ||

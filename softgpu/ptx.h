@@ -785,7 +785,8 @@ enum sg_tex_geom {
 	SG_TG_3D,
 	SG_TG_A1D, /* layered */
 	SG_TG_A2D,
-	SG_TG_CUBE, /* six square faces, as the layers of a 2-D layered array */
+	SG_TG_CUBE,  /* six square faces, as the layers of a 2-D layered array */
+	SG_TG_ACUBE, /* layered: cubemap l's faces are layers 6l to 6l + 5 */
 };
 
 #define SG_TEX_LEVELS 16 /* mipmap levels: a 32768-texel side has 16 */

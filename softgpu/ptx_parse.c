@@ -209,6 +209,13 @@ static int parse_attrs(struct sg_lower *L, struct decl_attrs *a)
 				return L->errcode;
 		} else if (is_dir(t, ".ptr")) {
 			pointee = true;
+		} else if (is_dir(t, ".texref") || is_dir(t, ".samplerref") ||
+			   is_dir(t, ".surfref")) {
+			/* the pre-object texture API; softgpu runs texture and surface objects */
+			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
+					      "texture, sampler and surface references ('%.*s') "
+					      "are not supported",
+					      (int)t->len, t->p);
 		} else if (is_dir(t, ".global") || is_dir(t, ".shared") || is_dir(t, ".local") ||
 			   is_dir(t, ".const")) {
 			/* the pointee's state space: informative only */

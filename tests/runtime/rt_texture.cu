@@ -87,6 +87,15 @@ __global__ void lods(cudaTextureObject_t t, const float *lod, float *out, int n,
 			tex2DGrad<float>(t, 0.3f, 0.6f, make_float2(gx, 0), make_float2(0, gx / 2));
 }
 
+__global__ void cube_layered(cudaTextureObject_t t, const float4 *dir, float *out, int n,
+			     int layers)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n * layers)
+		out[i] = texCubemapLayered<float>(t, dir[i % n].x, dir[i % n].y, dir[i % n].z,
+						  i / n);
+}
+
 __global__ void query(cudaTextureObject_t t, cudaSurfaceObject_t s, int *out)
 {
 	int w, h, sw, sh;
@@ -717,9 +726,36 @@ static void test_cubemap()
 		       i % (w * w), out[i], v[i]);
 	CK(cudaDestroyTextureObject(t));
 	CK(cudaFreeArray(arr));
+
+	// a layered cubemap: 3 cubemaps, each texel through its direction and layer
+	const int layers = 3;
+	std::vector<float> lv(n * layers);
+	for (size_t i = 0; i < lv.size(); i++)
+		lv[i] = (float)(i * 11 % 97);
+	CK(cudaMalloc3DArray(&arr, &cd, make_cudaExtent(w, w, 6 * layers),
+			     cudaArrayCubemap | cudaArrayLayered));
+	p = {};
+	p.srcPtr = make_cudaPitchedPtr(lv.data(), w * 4, w, w);
+	p.dstArray = arr;
+	p.extent = make_cudaExtent(w, w, 6 * layers);
+	p.kind = cudaMemcpyHostToDevice;
+	CK(cudaMemcpy3D(&p));
+	rd.res.array.array = arr;
+	CK(cudaCreateTextureObject(&t, &rd, &td, nullptr));
+	float *dlo;
+	CK(cudaMalloc(&dlo, lv.size() * sizeof(float)));
+	cube_layered<<<1, (int)lv.size()>>>(t, dd, dlo, n, layers);
+	std::vector<float> lo(lv.size());
+	CK(cudaMemcpy(lo.data(), dlo, lo.size() * sizeof(float), cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < lv.size(); i++)
+		EXPECT(lo[i] == lv[i], "layered cubemap %zu, face %zu texel %zu: %g, CPU %g", i / n,
+		       i % n / (w * w), i % (w * w), lo[i], lv[i]);
+	CK(cudaDestroyTextureObject(t));
+	CK(cudaFreeArray(arr));
+	CK(cudaFree(dlo));
 	CK(cudaFree(dd));
 	CK(cudaFree(dout));
-	std::printf("texCubemap: ok\n");
+	std::printf("texCubemap, texCubemapLayered: ok\n");
 }
 
 // A mipmapped array of constant levels (level l holds 10 l): the level of detail from tex2DLod
@@ -849,6 +885,21 @@ static void test_memory_limit()
 		EXPECT(e == cudaErrorMemoryAllocation, "an array just past free memory: %s",
 		       cudaGetErrorName(e));
 		cudaGetLastError();
+	}
+	// a mipmapped array whose first level fits and whose levels together do not: out of
+	// memory, and the levels made before it ran out are given back
+	size_t mh = (size_t)(free1 * 0.9) / (16384 * 16);
+	if (mh > 32768)
+		mh = 32768;
+	if (mh > 0 && 16384 * 16 * mh * 4 / 3 > free1) {
+		cudaMipmappedArray_t mm;
+		e = cudaMallocMipmappedArray(&mm, &cd, make_cudaExtent(16384, mh, 0), 8);
+		EXPECT(e == cudaErrorMemoryAllocation, "a mipmapped array past free memory: %s",
+		       cudaGetErrorName(e));
+		cudaGetLastError();
+		size_t free2;
+		CK(cudaMemGetInfo(&free2, &total));
+		EXPECT(free2 == free1, "the levels came back: %zu free, was %zu", free2, free1);
 	}
 	std::printf("arrays charged to device memory, past it out of memory: ok\n");
 }

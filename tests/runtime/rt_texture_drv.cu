@@ -184,8 +184,11 @@ static void test_errors()
 	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE);
 	d = desc3(16, 8, 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP);
 	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE);
-	d = desc3(16, 16, 12, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED);
-	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_NOT_SUPPORTED);
+	d = desc3(16, 16, 13, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP | CUDA_ARRAY3D_LAYERED);
+	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE); // not 6 faces a layer
+	d = desc3(16, 16, 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP);
+	CUmipmappedArray mc;
+	EXPECT_RC(cuMipmappedArrayCreate(&mc, &d, 2), CUDA_ERROR_NOT_SUPPORTED);
 	d = desc3(16, 0, 4, CU_AD_FORMAT_FLOAT, 1, 0); // depth without height
 	EXPECT_RC(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE);
 	d = desc3(16, 16, 4, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_TEXTURE_GATHER); // not 2-D
@@ -514,6 +517,61 @@ static void test_kernels(CUmodule mod)
 	std::printf("a trapping surface access fails its launch: ok\n");
 }
 
+// Malformed or unsupported texture PTX fails the kernel that uses it, with the CUresult a
+// load of bad PTX gives (INVALID_PTX) or NOT_SUPPORTED for a form softgpu does not run.
+static void test_bad_ptx()
+{
+	struct {
+		const char *insn;
+		CUresult want;
+		const char *decl;
+	} cases[] = {
+		{"tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f1}];", CUDA_ERROR_INVALID_PTX},
+		{"tex.2d.v4.f32.f32 {%f1, %f2, %f3}, [%rd1, {%f1, %f2}];", CUDA_ERROR_INVALID_PTX},
+		{"tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, %f1];", CUDA_ERROR_INVALID_PTX},
+		{"tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f1, %f2}], {%r1, %r1};",
+		 CUDA_ERROR_NOT_SUPPORTED},
+		// a module with a texture reference does not load (valid PTX softgpu does not run)
+		{"tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [tref, {%f1, %f2}];",
+		 CUDA_ERROR_NOT_SUPPORTED, ".global .texref tref;\n"},
+		// a texture operand that is not a register: a variable's address
+		{"tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [gv, {%f1, %f2}];",
+		 CUDA_ERROR_NOT_SUPPORTED},
+		{"tex.2dms.v4.f32.s32 {%f1, %f2, %f3, %f4}, [%rd1, {%r1, %r1, %r1, %r1}];",
+		 CUDA_ERROR_NOT_SUPPORTED},
+		{"tex.level.acube.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%r1, %f1, %f2, %f3}], "
+		 "%f1;",
+		 CUDA_ERROR_NOT_SUPPORTED},
+		{"sust.p.2d.v4.b32.trap [%rd1, {%r1, %r1}], {%r1, %r1, %r1, %r1};",
+		 CUDA_ERROR_NOT_SUPPORTED},
+		{"suld.b.2d.v4.b64.trap {%rd1, %rd1, %rd1, %rd1}, [%rd1, {%r1, %r1}];",
+		 CUDA_ERROR_NOT_SUPPORTED},
+		{"txq.num_samples.b32 %r1, [%rd1];", CUDA_ERROR_NOT_SUPPORTED},
+		{"ld.global.f32 %f1, [%rd1, {%r1}];", CUDA_ERROR_INVALID_PTX},
+	};
+	for (auto &c : cases) {
+		char text[1024];
+		std::snprintf(text, sizeof(text),
+			      ".version 8.0\n.target sm_75\n.address_size 64\n"
+			      ".global .u64 gv;\n%s"
+			      ".visible .entry k(.param .u64 t)\n{\n"
+			      "\t.reg .b32 %%r<4>;\n\t.reg .f32 %%f<6>;\n\t.reg .b64 %%rd<4>;\n"
+			      "\tld.param.u64 %%rd1, [t];\n\tmov.u32 %%r1, 0;\n\t%s\n\tret;\n}\n",
+			      c.decl ? c.decl : "", c.insn);
+		CUmodule m;
+		CUresult r = cuModuleLoadData(&m, text);
+		if (r == CUDA_SUCCESS) {
+			CUfunction f;
+			r = cuModuleGetFunction(&f, m, "k");
+			CU(cuModuleUnload(m));
+		}
+		const char *n = "?";
+		cuGetErrorName(r, &n);
+		EXPECT(r == c.want, "'%s' gave %s", c.insn, n);
+	}
+	std::printf("malformed and unsupported texture PTX fails the kernel: ok\n");
+}
+
 int main()
 {
 	CUdevice dev;
@@ -526,6 +584,7 @@ int main()
 	CU(cuCtxSetCurrent(ctx));
 	CU(cuModuleLoadData(&mod, ptx));
 	test_errors();
+	test_bad_ptx();
 	test_kernels(mod);
 	CU(cuModuleUnload(mod));
 	CU(cuDevicePrimaryCtxRelease(dev));
