@@ -607,7 +607,7 @@ CUresult gp__memcpy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, 
 
 /* ---- 2-D copies ----------------------------------------------------------------------------
  * Host rows are packed or scattered here; the device side travels as (base, pitch, width)
- * and the worker walks its rows. Arrays are not forwarded. */
+ * and the worker walks its rows. A copy with an array side is api_array.c's. */
 
 static CUresult side_of(CUmemorytype t, const void *host, CUdeviceptr dev, bool *is_dev)
 {
@@ -641,6 +641,8 @@ CUresult gp__memcpy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async, bool pt)
 
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+		return gp__memcpy_2d_array(p, s, async, pt);
 	r = gp__ctx_stream(s, pt, &c, &sid);
 	if (r == CUDA_SUCCESS)
 		r = side_of(p->srcMemoryType, p->srcHost, p->srcDevice, &sdev);

@@ -64,6 +64,61 @@ GP_CUDA_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *p, CUstream
 	return gp__memcpy_2d(p, s, true, true);
 }
 
+GP_CUDA_EXPORT CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *p)
+{
+	return gp__memcpy_3d(p, NULL, false, true);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *p, CUstream s)
+{
+	return gp__memcpy_3d(p, s, true, true);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyHtoA_v2_ptds(CUarray dst, size_t off, const void *src, size_t n)
+{
+	return gp__memcpy_array_1d(CU_MEMORYTYPE_ARRAY, NULL, 0, dst, off, CU_MEMORYTYPE_HOST, src,
+				   0, NULL, 0, n, NULL, false, true);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyAtoH_v2_ptds(void *dst, CUarray src, size_t off, size_t n)
+{
+	return gp__memcpy_array_1d(CU_MEMORYTYPE_HOST, dst, 0, NULL, 0, CU_MEMORYTYPE_ARRAY, NULL,
+				   0, src, off, n, NULL, false, true);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dst, size_t off, const void *src,
+						  size_t n, CUstream s)
+{
+	return gp__memcpy_array_1d(CU_MEMORYTYPE_ARRAY, NULL, 0, dst, off, CU_MEMORYTYPE_HOST, src,
+				   0, NULL, 0, n, s, true, true);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyAtoHAsync_v2_ptsz(void *dst, CUarray src, size_t off, size_t n,
+						  CUstream s)
+{
+	return gp__memcpy_array_1d(CU_MEMORYTYPE_HOST, dst, 0, NULL, 0, CU_MEMORYTYPE_ARRAY, NULL,
+				   0, src, off, n, s, true, true);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr dst, CUarray src, size_t off, size_t n)
+{
+	return gp__memcpy_array_1d(CU_MEMORYTYPE_DEVICE, NULL, dst, NULL, 0, CU_MEMORYTYPE_ARRAY,
+				   NULL, 0, src, off, n, NULL, false, true);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyDtoA_v2_ptds(CUarray dst, size_t off, CUdeviceptr src, size_t n)
+{
+	return gp__memcpy_array_1d(CU_MEMORYTYPE_ARRAY, NULL, 0, dst, off, CU_MEMORYTYPE_DEVICE,
+				   NULL, src, NULL, 0, n, NULL, false, true);
+}
+
+GP_CUDA_EXPORT CUresult cuMemcpyAtoA_v2_ptds(CUarray dst, size_t doff, CUarray src, size_t soff,
+					     size_t n)
+{
+	return gp__memcpy_array_1d(CU_MEMORYTYPE_ARRAY, NULL, 0, dst, doff, CU_MEMORYTYPE_ARRAY,
+				   NULL, 0, src, soff, n, NULL, false, true);
+}
+
 GP_CUDA_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n)
 {
 	return gp__memset(d, 0, v, 1, n, 1, NULL, false, true);

@@ -264,6 +264,10 @@ static const CUdevice_attribute not_forwarded[] = {
 	CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED,
 	CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED,
 	CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED,
+	/* arrays, textures and surfaces are forwarded (api_array.c), but not sparse or
+	 * deferred-mapping arrays */
+	CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED,
+	CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED,
 };
 
 static CUresult take_snapshot(struct gp_client *c, const Gp__HelloReply *rep)

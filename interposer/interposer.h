@@ -9,6 +9,7 @@
  * api_context.c  contexts, primary contexts, the per-thread context stack
  * api_memory.c   allocations, copies, memsets, host memory, pointer attributes
  * api_vmm.c      virtual memory management: reservations, allocations, mappings, access
+ * api_array.c    CUDA arrays, 3-D and array copies, texture and surface objects
  * api_module.c   modules, libraries (loaded lazily), kernels, globals, attributes
  * api_link.c     JIT linking: inputs collected into a link bundle the pool links at load
  * api_launch.c   kernel launches, occupancy
@@ -487,6 +488,12 @@ CUresult gp__memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s,
 CUresult gp__memcpy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, bool async,
 			bool pt);
 CUresult gp__memcpy_2d(const CUDA_MEMCPY2D *p, CUstream s, bool async, bool pt);
+/* api_array.c: 3-D copies, 2-D copies with an array side, the 1-D array copies */
+CUresult gp__memcpy_3d(const CUDA_MEMCPY3D *p, CUstream s, bool async, bool pt);
+CUresult gp__memcpy_2d_array(const CUDA_MEMCPY2D *p, CUstream s, bool async, bool pt);
+CUresult gp__memcpy_array_1d(CUmemorytype dt, void *dh, CUdeviceptr dd, CUarray da, size_t doff,
+			     CUmemorytype st, const void *sh, CUdeviceptr sd, CUarray sa,
+			     size_t soff, size_t n, CUstream s, bool async, bool pt);
 CUresult gp__memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned esize, size_t width,
 		    size_t height, CUstream s, bool async, bool pt);
 CUresult gp__launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

@@ -165,7 +165,33 @@
 	X(cuMemPoolSetAccess, 0)                                                   \
 	X(cuMemPoolGetAccess, 0)                                                   \
 	X(cuDeviceGetDefaultMemPool, 0)                                            \
-	X(cuDeviceSetMemPool, 0)
+	X(cuDeviceSetMemPool, 0)                                                   \
+	X(cuArrayCreate_v2, 0)                                                     \
+	X(cuArray3DCreate_v2, 0)                                                   \
+	X(cuArrayDestroy, 0)                                                       \
+	X(cuArrayGetDescriptor_v2, 0)                                              \
+	X(cuArray3DGetDescriptor_v2, 0)                                            \
+	X(cuMemcpy3D_v2, 0)                                                        \
+	X(cuMemcpy3DAsync_v2, 0)                                                   \
+	X(cuMemcpyHtoA_v2, 0)                                                      \
+	X(cuMemcpyAtoH_v2, 0)                                                      \
+	X(cuMemcpyHtoAAsync_v2, 0)                                                 \
+	X(cuMemcpyAtoHAsync_v2, 0)                                                 \
+	X(cuMemcpyAtoD_v2, 0)                                                      \
+	X(cuMemcpyDtoA_v2, 0)                                                      \
+	X(cuMemcpyAtoA_v2, 0)                                                      \
+	X(cuTexObjectCreate, 0)                                                    \
+	X(cuTexObjectDestroy, 0)                                                   \
+	X(cuTexObjectGetResourceDesc, 0)                                           \
+	X(cuTexObjectGetTextureDesc, 0)                                            \
+	X(cuTexObjectGetResourceViewDesc, 0)                                       \
+	X(cuSurfObjectCreate, 0)                                                   \
+	X(cuSurfObjectDestroy, 0)                                                  \
+	X(cuSurfObjectGetResourceDesc, 0)                                          \
+	X(cuMipmappedArrayCreate, 0)                                               \
+	X(cuMipmappedArrayGetLevel, 0)                                             \
+	X(cuMipmappedArrayDestroy, 0)                                              \
+	X(cuArrayGetMemoryRequirements, 0)
 
 /* Calls an optional entry point, or answers NOT_SUPPORTED when the driver lacks it. */
 #define GP_DRV(w, name, ...) ((w)->drv.name ? (w)->drv.name(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)

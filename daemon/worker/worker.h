@@ -17,6 +17,7 @@
  * vmm.c       virtual memory management: reservations, allocations (charged), mappings
  * mempool.c   memory pools and stream-ordered allocation; what pools hold is charged
  * managed.c   managed and mapped memory: the client's pages kept coherent with a shadow
+ * array.c     CUDA arrays (charged), 3-D and array copies, texture and surface objects
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * driver.c    the dlopen'd libcuda
@@ -91,6 +92,11 @@ enum gp_handle_kind {
 	GP_H_GRAPH_EXEC, /* parent: the context it was made in */
 	GP_H_VMEM,	 /* a cuMemCreate allocation (vmm.c): aux its record, charged */
 	GP_H_MEMPOOL,	 /* a memory pool (the session's, not a context's): mempool.c */
+	GP_H_ARRAY,	 /* a CUDA array (array.c): parent its context, charged */
+	GP_H_TEXOBJ,	 /* a texture object (array.c): ptr is the driver's value */
+	GP_H_SURFOBJ,	 /* a surface object (array.c): ptr is the driver's value */
+	GP_H_MIPMAP,	 /* a mipmapped array (array.c): parent its context, charged */
+	GP_H_MIPLEVEL,	 /* a mipmapped array's level (array.c): an array that goes with it */
 };
 
 /* Memory pools one session may hold at once (created ones and the devices' default ones). */

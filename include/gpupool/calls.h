@@ -81,6 +81,60 @@ struct gp_tensor_desc {
 };
 #define GP_TENSOR_MAP_BYTES 128u
 
+/*
+ * Arrays, textures and surfaces (daemon/worker/array.c). An array, texture object or
+ * surface object is a handle of the worker; the client's CUarray is that id, while a
+ * texture or surface object is the driver's own 64-bit value (kernels read it), which the
+ * worker finds among the session's before it destroys or describes one.
+ *
+ * ARRAY_COPY*'s desc: one side of a 3-D copy. HOST: the bytes travel packed (BULK_IN or
+ * BULK_OUT), rows of width bytes; DEVICE: addr, rows pitch apart, height rows a slice;
+ * ARRAY: addr is the array's handle, x in bytes. Native-endian.
+ */
+#define GP_SIDE_HOST 0u
+#define GP_SIDE_DEVICE 1u
+#define GP_SIDE_ARRAY 2u
+struct gp_copy_side {
+	uint64_t addr;
+	uint64_t x, y, z;
+	uint64_t pitch, height;
+	uint32_t kind; /* GP_SIDE_* */
+	uint32_t unused;
+};
+#define GP_COPY_LINEAR 1u /* an array side's x is an offset into its bytes, as the driver
+			    * lays them out (cuMemcpyHtoA and the rest); one row, no y or z */
+struct gp_copy3d {
+	struct gp_copy_side src, dst;
+	uint64_t width, height, depth; /* width in bytes */
+	uint32_t flags;		       /* GP_COPY_* */
+	uint32_t unused;
+};
+
+/* TEX_CREATE's desc and TEX_DESCRIBE's answer: cuTexObjectCreate's three descriptors, with
+ * an array as its handle and floats as their bits. Native-endian, unused fields 0. */
+struct gp_res_desc {
+	uint32_t type;		     /* CUresourcetype */
+	uint32_t format, channels;   /* LINEAR, PITCH2D */
+	uint32_t flags;		     /* must be 0 */
+	uint64_t handle;	     /* ARRAY, MIPMAPPED_ARRAY: the worker's handle */
+	uint64_t dptr, bytes;	     /* LINEAR, PITCH2D (bytes: LINEAR) */
+	uint64_t width, height, pitch; /* PITCH2D (width in elements) */
+};
+struct gp_tex_params {
+	uint32_t address[3], filter, flags, max_anisotropy, mip_filter;
+	uint32_t mip_bias, min_mip_clamp, max_mip_clamp, border[4]; /* float bits */
+};
+struct gp_view_desc {
+	uint32_t format, first_mip, last_mip, first_layer, last_layer, unused;
+	uint64_t width, height, depth;
+};
+struct gp_tex_desc {
+	struct gp_res_desc res;
+	struct gp_tex_params tex;
+	struct gp_view_desc view;
+	uint32_t has_view, unused;
+};
+
 #define GP_NAME_MAX 4096u
 #define GP_BLOB_MAX 32768u /* CUDA's kernel parameter limit is 32764 bytes */
 
@@ -297,6 +351,65 @@ struct gp_tensor_desc {
 	  GP_ARG(CTX_OPT, ctx) GP_ARG(DEVICE, device) GP_ARG(DPTR, ptr),                         \
 	  GP_OUT(flags), ,                                                                       \
 	  "cuMemGetAccess")                                                                      \
+	/* ---- arrays, textures, surfaces (daemon/worker/array.c) ---- */                   \
+	X(ARRAY_CREATE, array_create, 250, 0,                                                    \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U64, depth)             \
+	  GP_ARG(U32, format) GP_ARG(U32, channels) GP_ARG(U32, flags) GP_ARG(U32, three_d),     \
+	  GP_OUT(array) GP_OUT(bytes), ,                                                         \
+	  "cuArrayCreate (three_d 0: depth and flags 0), cuArray3DCreate: charged to the session (bytes)") \
+	X(ARRAY_DESTROY, array_destroy, 251, 0,                                                  \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, array), , ,                                           \
+	  "cuArrayDestroy (an array of the session; its charge goes)")                           \
+	X(ARRAY_DESCRIPTOR, array_descriptor, 252, 0,                                            \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, array) GP_ARG(U32, three_d),                          \
+	  GP_OUT(width) GP_OUT(height) GP_OUT(depth) GP_OUT(kind), ,                             \
+	  "cuArrayGetDescriptor (three_d 0), cuArray3DGetDescriptor: kind is format, channels << 16, flags << 32") \
+	X(ARRAY_COPY, array_copy, 253, GP_C_SYNC | GP_C_ASYNC,                                   \
+	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(BLOB, desc), , ,                        \
+	  "cuMemcpy3D[Async], cuMemcpy2D[Async] and cuMemcpyAtoD/DtoA/AtoA (GP_COPY_LINEAR) with no host side: desc is a struct gp_copy3d, each side DEVICE or ARRAY") \
+	X(ARRAY_COPY_IN, array_copy_in, 254, GP_C_SYNC | GP_C_ASYNC,                             \
+	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(BLOB, desc) GP_ARG(BULK_IN, data), , , \
+	  "cuMemcpy3D[Async] from the host, cuMemcpy2D[Async] and cuMemcpyHtoA[Async] to an array: the source HOST, data its bytes packed") \
+	X(ARRAY_COPY_OUT, array_copy_out, 255, GP_C_SYNC,                                        \
+	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(BLOB, desc) GP_ARG(BULK_OUT, data), , ,\
+	  "cuMemcpy3D[Async] to the host, cuMemcpy2D[Async] and cuMemcpyAtoH[Async] from an array: the destination HOST, data its bytes packed") \
+	X(TEX_CREATE, tex_create, 256, 0,                                                        \
+	  GP_ARG(CTX, ctx) GP_ARG(BLOB, desc),                                                   \
+	  GP_OUT(obj), ,                                                                         \
+	  "cuTexObjectCreate: desc is a struct gp_tex_desc naming an array or memory of the session; obj the driver's value") \
+	X(TEX_DESTROY, tex_destroy, 257, 0,                                                      \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, obj), , ,                                             \
+	  "cuTexObjectDestroy (an object of the session)")                                       \
+	X(TEX_DESCRIBE, tex_describe, 258, 0,                                                    \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, obj) GP_ARG(BULK_OUT, desc), , ,                      \
+	  "cuTexObjectGetResourceDesc, cuTexObjectGetTextureDesc, cuTexObjectGetResourceViewDesc: the driver's struct gp_tex_desc") \
+	X(SURF_CREATE, surf_create, 259, 0,                                                      \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, array),                                                   \
+	  GP_OUT(obj), ,                                                                         \
+	  "cuSurfObjectCreate (an array of the session made with CUDA_ARRAY3D_SURFACE_LDST): obj the driver's value") \
+	X(SURF_DESTROY, surf_destroy, 260, 0,                                                    \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, obj), , ,                                             \
+	  "cuSurfObjectDestroy (an object of the session)")                                      \
+	X(SURF_DESCRIBE, surf_describe, 261, 0,                                                  \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, obj),                                                 \
+	  GP_OUT(array), ,                                                                       \
+	  "cuSurfObjectGetResourceDesc: the array's handle")                                     \
+	X(MIPMAP_CREATE, mipmap_create, 262, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, width) GP_ARG(U64, height) GP_ARG(U64, depth)             \
+	  GP_ARG(U32, format) GP_ARG(U32, channels) GP_ARG(U32, flags) GP_ARG(U32, levels),      \
+	  GP_OUT(mipmap) GP_OUT(bytes), ,                                                        \
+	  "cuMipmappedArrayCreate: charged to the session (bytes, every level)")                 \
+	X(MIPMAP_DESTROY, mipmap_destroy, 263, 0,                                                \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, mipmap), , ,                                          \
+	  "cuMipmappedArrayDestroy (its levels' handles go with it)")                            \
+	X(MIPMAP_LEVEL, mipmap_level, 264, 0,                                                    \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, mipmap) GP_ARG(U32, level),                           \
+	  GP_OUT(array), ,                                                                       \
+	  "cuMipmappedArrayGetLevel: an array handle of the level (not for cuArrayDestroy)")     \
+	X(ARRAY_REQUIREMENTS, array_requirements, 265, 0,                                        \
+	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, array) GP_ARG(DEVICE, device),                        \
+	  GP_OUT(size) GP_OUT(alignment), ,                                                      \
+	  "cuArrayGetMemoryRequirements (the driver's answer; for an ordinary array CUDA's is INVALID_VALUE)") \
 	/* ---- graphs (graph, node, exec: U64 handles the handler checks by kind) ---- */      \
 	X(GRAPH_CREATE, graph_create, 160, 0,                                                    \
 	  GP_ARG(CTX, ctx) GP_ARG(U32, flags),                                                   \

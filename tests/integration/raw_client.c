@@ -27,6 +27,14 @@
  *   contexts  retains device 0's primary context, then creates contexts until one is
  *             refused: prints how many and the error, then "held" (ends at EOF on stdin)
  *   hold      a session with a context: prints "held", ends at EOF on stdin
+ *   arrays    array copies with hostile boxes (host byte counts that do not match, rows,
+ *             slices and x past the array, linear offsets past its bytes, pitches and
+ *             slices that wrap, device memory not the session's), forged and stale array
+ *             and mipmapped-array handles, a level destroyed as an array, texture descriptors
+ *             naming memory or arrays not the session's, texture and surface objects it
+ *             never made or already destroyed: refused with CUDA's errors, session goes on;
+ *             with RAW_ARRAY_OBJECTS set, texture objects until the bound (65536, then
+ *             CUDA_ERROR_OUT_OF_MEMORY; one destroyed makes room)
  *   launch-ex LAUNCH_EX with attributes the worker must refuse (unknown ones, an
  *             access window over memory not the session's, a cooperative grid too
  *             large, clusters softgpu lacks, parameters too short), each with its
@@ -835,6 +843,484 @@ int main(int argc, char **argv)
 		r = module_load(cc.ctx, ptx, module_with(64, ptx, sizeof(ptx)));
 		printf("then PTX text: %d\n", r);
 		return r == CUDA_SUCCESS ? 0 : 1;
+	}
+	if (strcmp(mode, "arrays") == 0) {
+		struct gp_out_ctx_create cc;
+		struct gp_out_mem_alloc ma;
+		struct gp_out_array_create ac;
+		struct gp_out_tex_create tc;
+		static uint8_t bytes[8192];
+		uint64_t ctx, dptr, arr, stale;
+		int bad = 0;
+
+		if (call(ctx_create, (&(struct gp_in_ctx_create){0}), &cc) != CUDA_SUCCESS)
+			die("CTX_CREATE");
+		ctx = cc.ctx;
+		if (call(mem_alloc, (&(struct gp_in_mem_alloc){ctx, 4096}), &ma) != CUDA_SUCCESS)
+			die("MEM_ALLOC");
+		dptr = ma.dptr;
+#define ARR_EXPECT(what, r, want)               \
+	do {                                    \
+		CUresult got_ = (r);            \
+		printf("%s: %d\n", what, got_); \
+		bad |= got_ != (want);          \
+	} while (0)
+#define CREATE(w, h, d, fmt, ch, three)                          \
+	call(array_create,                                       \
+	     (&(struct gp_in_array_create){.ctx = ctx,           \
+					   .width = (w),         \
+					   .height = (h),        \
+					   .depth = (d),         \
+					   .format = (fmt),      \
+					   .channels = (ch),     \
+					   .three_d = (three)}), \
+	     &ac)
+		/* 64 floats by 16 rows: rows of 256 bytes */
+		ARR_EXPECT("create 64x16 float", CREATE(64, 16, 0, CU_AD_FORMAT_FLOAT, 1, 0),
+			   CUDA_SUCCESS);
+		arr = ac.array;
+		ARR_EXPECT("create and destroy another", CREATE(8, 8, 0, CU_AD_FORMAT_FLOAT, 1, 0),
+			   CUDA_SUCCESS);
+		stale = ac.array;
+		ARR_EXPECT("destroy it",
+			   call(array_destroy, (&(struct gp_in_array_destroy){ctx, stale}),
+				(struct gp_out_array_destroy *)NULL),
+			   CUDA_SUCCESS);
+		ARR_EXPECT("an array whose size overflows",
+			   CREATE(1u << 24, 1u << 24, 1u << 24, CU_AD_FORMAT_FLOAT, 4, 1),
+			   CUDA_ERROR_OUT_OF_MEMORY);
+		ARR_EXPECT("an array wider than any",
+			   CREATE(1ull << 40, 1, 0, CU_AD_FORMAT_FLOAT, 1, 0),
+			   CUDA_ERROR_INVALID_VALUE);
+		ARR_EXPECT("three channels", CREATE(8, 8, 0, CU_AD_FORMAT_FLOAT, 3, 0),
+			   CUDA_ERROR_INVALID_VALUE);
+		ARR_EXPECT("a sparse array",
+			   call(array_create,
+				(&(struct gp_in_array_create){.ctx = ctx,
+							      .width = 64,
+							      .height = 64,
+							      .format = CU_AD_FORMAT_FLOAT,
+							      .channels = 1,
+							      .flags = CUDA_ARRAY3D_SPARSE,
+							      .three_d = 1}),
+				&ac),
+			   CUDA_ERROR_NOT_SUPPORTED);
+		ARR_EXPECT("destroy a stale array",
+			   call(array_destroy, (&(struct gp_in_array_destroy){ctx, stale}),
+				(struct gp_out_array_destroy *)NULL),
+			   CUDA_ERROR_INVALID_HANDLE);
+		ARR_EXPECT("destroy a context's id as an array",
+			   call(array_destroy, (&(struct gp_in_array_destroy){ctx, ctx}),
+				(struct gp_out_array_destroy *)NULL),
+			   CUDA_ERROR_INVALID_HANDLE);
+		ARR_EXPECT("describe a forged array",
+			   call(array_descriptor,
+				(&(struct gp_in_array_descriptor){ctx, arr ^ (1ull << 32), 1}),
+				(struct gp_out_array_descriptor *)NULL),
+			   CUDA_ERROR_INVALID_HANDLE);
+		{
+			const struct gp_copy_side host = {.kind = GP_SIDE_HOST};
+			const struct gp_copy_side to_arr = {.kind = GP_SIDE_ARRAY, .addr = arr};
+			const struct gp_copy_side dev = {.kind = GP_SIDE_DEVICE, .addr = dptr};
+			struct {
+				const char *what;
+				struct gp_copy3d d;
+				uint64_t data; /* bytes sent (COPY_IN), or ~0: a device copy */
+				CUresult want;
+			} cases[] = {
+				{"host bytes fewer than the box",
+				 {host, to_arr, 256, 16, 1, 0, 0},
+				 100,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"host bytes more than the box",
+				 {host, to_arr, 256, 1, 1, 0, 0},
+				 300,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"rows past the array",
+				 {host, to_arr, 256, 17, 1, 0, 0},
+				 256 * 17,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a slice past the array",
+				 {host, to_arr, 256, 16, 2, 0, 0},
+				 8192,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"x past the array",
+				 {host,
+				  {.kind = GP_SIDE_ARRAY, .addr = arr, .x = 4},
+				  256,
+				  1,
+				  1,
+				  0,
+				  0},
+				 256,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"y that wraps",
+				 {host,
+				  {.kind = GP_SIDE_ARRAY, .addr = arr, .y = UINT64_MAX},
+				  256,
+				  2,
+				  1,
+				  0,
+				  0},
+				 512,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a stale array",
+				 {host, {.kind = GP_SIDE_ARRAY, .addr = stale}, 32, 1, 1, 0, 0},
+				 32,
+				 CUDA_ERROR_INVALID_HANDLE},
+				{"a forged array",
+				 {host, {.kind = GP_SIDE_ARRAY, .addr = arr + 1}, 32, 1, 1, 0, 0},
+				 32,
+				 CUDA_ERROR_INVALID_HANDLE},
+				{"a host side on both ends",
+				 {host, host, 32, 1, 1, 0, 0},
+				 32,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"an unknown side",
+				 {host, {.kind = 7, .addr = dptr}, 32, 1, 1, 0, 0},
+				 32,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"device rows past the allocation",
+				 {dev, to_arr, 256, 17, 1, 0, 0},
+				 ~0ull,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a device pitch that wraps",
+				 {{.kind = GP_SIDE_DEVICE, .addr = dptr, .pitch = 1ull << 63},
+				  to_arr,
+				  256,
+				  3,
+				  1,
+				  0,
+				  0},
+				 ~0ull,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"device slices that wrap",
+				 {{.kind = GP_SIDE_DEVICE,
+				   .addr = dptr,
+				   .pitch = 256,
+				   .height = (UINT64_MAX >> 8) + 2},
+				  dev,
+				  16,
+				  1,
+				  2,
+				  0,
+				  0},
+				 ~0ull,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a device pitch below the width",
+				 {{.kind = GP_SIDE_DEVICE, .addr = dptr, .pitch = 16},
+				  to_arr,
+				  32,
+				  2,
+				  1,
+				  0,
+				  0},
+				 ~0ull,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"device memory not the session's",
+				 {{.kind = GP_SIDE_DEVICE, .addr = 0x10000},
+				  to_arr,
+				  256,
+				  1,
+				  1,
+				  0,
+				  0},
+				 ~0ull,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"an empty box",
+				 {dev, to_arr, 0, 1, 1, 0, 0},
+				 ~0ull,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"unknown copy flags",
+				 {dev, to_arr, 32, 1, 1, 0x80, 0},
+				 ~0ull,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"linear bytes past the array's",
+				 {host,
+				  {.kind = GP_SIDE_ARRAY, .addr = arr, .x = 4000},
+				  200,
+				  1,
+				  1,
+				  GP_COPY_LINEAR,
+				  0},
+				 200,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a linear copy of two rows",
+				 {host, to_arr, 32, 2, 1, GP_COPY_LINEAR, 0},
+				 64,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a linear device side with an offset",
+				 {{.kind = GP_SIDE_DEVICE, .addr = dptr, .x = 8},
+				  to_arr,
+				  4096,
+				  1,
+				  1,
+				  GP_COPY_LINEAR,
+				  0},
+				 ~0ull,
+				 CUDA_ERROR_INVALID_VALUE},
+				{"all of its memory into all of its array, linearly",
+				 {dev, to_arr, 4096, 1, 1, GP_COPY_LINEAR, 0},
+				 ~0ull,
+				 CUDA_SUCCESS},
+			};
+
+			for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+				CUresult r;
+
+				if (cases[k].data == ~0ull)
+					r = call(array_copy,
+						 (&(struct gp_in_array_copy){
+							 .ctx = ctx,
+							 .desc = &cases[k].d,
+							 .desc_len = sizeof(cases[k].d)}),
+						 (struct gp_out_array_copy *)NULL);
+				else
+					r = call(array_copy_in,
+						 (&(struct gp_in_array_copy_in){
+							 .ctx = ctx,
+							 .desc = &cases[k].d,
+							 .desc_len = sizeof(cases[k].d),
+							 .data = bytes,
+							 .data_len = cases[k].data}),
+						 (struct gp_out_array_copy_in *)NULL);
+				ARR_EXPECT(cases[k].what, r, cases[k].want);
+			}
+			{
+				struct gp_copy3d out = {to_arr, host, 256, 16, 1, 0, 0};
+
+				out.src = to_arr;
+				out.dst = host;
+				ARR_EXPECT("bytes out fewer than the box",
+					   call(array_copy_out,
+						(&(struct gp_in_array_copy_out){.ctx = ctx,
+										.desc = &out,
+										.desc_len =
+											sizeof(out),
+										.data = bytes,
+										.data_len = 10}),
+						(struct gp_out_array_copy_out *)NULL),
+					   CUDA_ERROR_INVALID_VALUE);
+				ARR_EXPECT("a description of the wrong size",
+					   call(array_copy_out,
+						(&(struct gp_in_array_copy_out){
+							.ctx = ctx,
+							.desc = &out,
+							.desc_len = sizeof(out) - 8,
+							.data = bytes,
+							.data_len = 4096}),
+						(struct gp_out_array_copy_out *)NULL),
+					   CUDA_ERROR_INVALID_VALUE);
+			}
+			/* the session goes on: its own device memory into its own array */
+			{
+				struct gp_copy3d ok = {dev, to_arr, 256, 16, 1, 0, 0};
+
+				ARR_EXPECT(
+					"device to array",
+					call(array_copy,
+					     (&(struct gp_in_array_copy){.ctx = ctx,
+									 .desc = &ok,
+									 .desc_len = sizeof(ok)}),
+					     (struct gp_out_array_copy *)NULL),
+					CUDA_SUCCESS);
+			}
+		}
+		{
+			struct gp_tex_desc td;
+			struct {
+				const char *what;
+				struct gp_res_desc res;
+				CUresult want;
+			} cases[] = {
+				{"a texture over memory not the session's",
+				 {.type = CU_RESOURCE_TYPE_LINEAR,
+				  .format = CU_AD_FORMAT_FLOAT,
+				  .channels = 1,
+				  .dptr = 0x10000,
+				  .bytes = 4096},
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a linear texture past its allocation",
+				 {.type = CU_RESOURCE_TYPE_LINEAR,
+				  .format = CU_AD_FORMAT_FLOAT,
+				  .channels = 1,
+				  .dptr = dptr,
+				  .bytes = 8192},
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a pitched texture past its allocation",
+				 {.type = CU_RESOURCE_TYPE_PITCH2D,
+				  .format = CU_AD_FORMAT_FLOAT,
+				  .channels = 1,
+				  .dptr = dptr,
+				  .width = 64,
+				  .height = 17,
+				  .pitch = 256},
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a pitched texture whose rows wrap",
+				 {.type = CU_RESOURCE_TYPE_PITCH2D,
+				  .format = CU_AD_FORMAT_FLOAT,
+				  .channels = 1,
+				  .dptr = dptr,
+				  .width = 64,
+				  .height = 3,
+				  .pitch = 1ull << 63},
+				 CUDA_ERROR_INVALID_VALUE},
+				{"a texture of a stale array",
+				 {.type = CU_RESOURCE_TYPE_ARRAY, .handle = stale},
+				 CUDA_ERROR_INVALID_HANDLE},
+				{"a texture of a context's id as an array",
+				 {.type = CU_RESOURCE_TYPE_ARRAY, .handle = ctx},
+				 CUDA_ERROR_INVALID_HANDLE},
+				{"resource flags",
+				 {.type = CU_RESOURCE_TYPE_ARRAY, .handle = arr, .flags = 1},
+				 CUDA_ERROR_INVALID_VALUE},
+			};
+
+			for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+				memset(&td, 0, sizeof(td));
+				td.res = cases[k].res;
+				ARR_EXPECT(
+					cases[k].what,
+					call(tex_create,
+					     (&(struct gp_in_tex_create){.ctx = ctx,
+									 .desc = &td,
+									 .desc_len = sizeof(td)}),
+					     (struct gp_out_tex_create *)NULL),
+					cases[k].want);
+			}
+			ARR_EXPECT("destroy a texture never made",
+				   call(tex_destroy, (&(struct gp_in_tex_destroy){ctx, 0xdeadbeef}),
+					(struct gp_out_tex_destroy *)NULL),
+				   CUDA_ERROR_INVALID_VALUE);
+			ARR_EXPECT("destroy a surface never made",
+				   call(surf_destroy, (&(struct gp_in_surf_destroy){ctx, 1}),
+					(struct gp_out_surf_destroy *)NULL),
+				   CUDA_ERROR_INVALID_VALUE);
+			ARR_EXPECT("a surface of a stale array",
+				   call(surf_create, (&(struct gp_in_surf_create){ctx, stale}),
+					(struct gp_out_surf_create *)NULL),
+				   CUDA_ERROR_INVALID_HANDLE);
+			/* a texture of its own, destroyed once */
+			memset(&td, 0, sizeof(td));
+			td.res =
+				(struct gp_res_desc){.type = CU_RESOURCE_TYPE_ARRAY, .handle = arr};
+			ARR_EXPECT("a texture of its array",
+				   call(tex_create,
+					(&(struct gp_in_tex_create){
+						.ctx = ctx, .desc = &td, .desc_len = sizeof(td)}),
+					&tc),
+				   CUDA_SUCCESS);
+			ARR_EXPECT("destroy a value next to it",
+				   call(tex_destroy, (&(struct gp_in_tex_destroy){ctx, tc.obj + 1}),
+					(struct gp_out_tex_destroy *)NULL),
+				   CUDA_ERROR_INVALID_VALUE);
+			ARR_EXPECT("destroy it",
+				   call(tex_destroy, (&(struct gp_in_tex_destroy){ctx, tc.obj}),
+					(struct gp_out_tex_destroy *)NULL),
+				   CUDA_SUCCESS);
+			ARR_EXPECT("destroy it again",
+				   call(tex_destroy, (&(struct gp_in_tex_destroy){ctx, tc.obj}),
+					(struct gp_out_tex_destroy *)NULL),
+				   CUDA_ERROR_INVALID_VALUE);
+		}
+		{
+			struct gp_out_mipmap_create mc;
+			struct gp_out_mipmap_level ml;
+			struct gp_tex_desc td;
+			uint64_t mm, lvl;
+
+			ARR_EXPECT("a mipmapped array of no levels",
+				   call(mipmap_create,
+					(&(struct gp_in_mipmap_create){.ctx = ctx,
+								       .width = 16,
+								       .height = 16,
+								       .format = CU_AD_FORMAT_FLOAT,
+								       .channels = 1}),
+					&mc),
+				   CUDA_ERROR_INVALID_VALUE);
+			ARR_EXPECT("a mipmapped array",
+				   call(mipmap_create,
+					(&(struct gp_in_mipmap_create){.ctx = ctx,
+								       .width = 16,
+								       .height = 16,
+								       .format = CU_AD_FORMAT_FLOAT,
+								       .channels = 1,
+								       .levels = 3}),
+					&mc),
+				   CUDA_SUCCESS);
+			mm = mc.mipmap;
+			ARR_EXPECT(
+				"its level 1",
+				call(mipmap_level, (&(struct gp_in_mipmap_level){ctx, mm, 1}), &ml),
+				CUDA_SUCCESS);
+			lvl = ml.array;
+			ARR_EXPECT("a level of an array's id",
+				   call(mipmap_level, (&(struct gp_in_mipmap_level){ctx, arr, 1}),
+					(struct gp_out_mipmap_level *)NULL),
+				   CUDA_ERROR_INVALID_HANDLE);
+			ARR_EXPECT("a level destroyed as an array",
+				   call(array_destroy, (&(struct gp_in_array_destroy){ctx, lvl}),
+					(struct gp_out_array_destroy *)NULL),
+				   CUDA_ERROR_INVALID_VALUE);
+			memset(&td, 0, sizeof(td));
+			td.res = (struct gp_res_desc){.type = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY,
+						      .handle = arr};
+			ARR_EXPECT("a mipmapped texture of a plain array",
+				   call(tex_create,
+					(&(struct gp_in_tex_create){
+						.ctx = ctx, .desc = &td, .desc_len = sizeof(td)}),
+					(struct gp_out_tex_create *)NULL),
+				   CUDA_ERROR_INVALID_HANDLE);
+			ARR_EXPECT("destroy the mipmapped array",
+				   call(mipmap_destroy, (&(struct gp_in_mipmap_destroy){ctx, mm}),
+					(struct gp_out_mipmap_destroy *)NULL),
+				   CUDA_SUCCESS);
+			ARR_EXPECT("its level, once it is gone",
+				   call(array_descriptor,
+					(&(struct gp_in_array_descriptor){ctx, lvl, 1}),
+					(struct gp_out_array_descriptor *)NULL),
+				   CUDA_ERROR_INVALID_HANDLE);
+			ARR_EXPECT("destroy it again",
+				   call(mipmap_destroy, (&(struct gp_in_mipmap_destroy){ctx, mm}),
+					(struct gp_out_mipmap_destroy *)NULL),
+				   CUDA_ERROR_INVALID_HANDLE);
+		}
+		if (getenv("RAW_ARRAY_OBJECTS")) {
+			/* texture objects until the bound: 65536, then OUT_OF_MEMORY */
+			struct gp_tex_desc td = {
+				.res = {.type = CU_RESOURCE_TYPE_ARRAY, .handle = arr}};
+			unsigned made = 0;
+			uint64_t last = 0;
+			CUresult r;
+
+			while ((r = call(tex_create,
+					 (&(struct gp_in_tex_create){
+						 .ctx = ctx, .desc = &td, .desc_len = sizeof(td)}),
+					 &tc)) == CUDA_SUCCESS &&
+			       made < 70000) {
+				last = tc.obj;
+				made++;
+			}
+			printf("texture objects made: %u, then %d\n", made, r);
+			bad |= made != 65536 || r != CUDA_ERROR_OUT_OF_MEMORY;
+			ARR_EXPECT("destroy one",
+				   call(tex_destroy, (&(struct gp_in_tex_destroy){ctx, last}),
+					(struct gp_out_tex_destroy *)NULL),
+				   CUDA_SUCCESS);
+			ARR_EXPECT("a texture in its place",
+				   call(tex_create,
+					(&(struct gp_in_tex_create){
+						.ctx = ctx, .desc = &td, .desc_len = sizeof(td)}),
+					&tc),
+				   CUDA_SUCCESS);
+		}
+		ARR_EXPECT("destroy the array",
+			   call(array_destroy, (&(struct gp_in_array_destroy){ctx, arr}),
+				(struct gp_out_array_destroy *)NULL),
+			   CUDA_SUCCESS);
+#undef CREATE
+#undef ARR_EXPECT
+		return bad;
 	}
 	if (strcmp(mode, "launch-ex") == 0) {
 		static char ptx[512];
