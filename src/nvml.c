@@ -631,11 +631,11 @@ GP_NVML_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int
 
 	if (r != NVML_SUCCESS)
 		return r;
-	if (inst >= 0)
-		return NVML_ERROR_NOT_SUPPORTED; /* an instance has no NVML index */
 	if (index == NULL)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	*index = (unsigned)device->ordinal;
+	/* A MIG handle's index is the one nvmlDeviceGetMigDeviceHandleByIndex takes (NVIDIA's
+	 * documented behaviour). */
+	*index = inst >= 0 ? (unsigned)inst : (unsigned)device->ordinal;
 	return NVML_SUCCESS;
 }
 

@@ -19,22 +19,22 @@ static int fail(char *err, size_t len, const char *s, const char *why)
 	return -1;
 }
 
-/* "Ng.Mgb" exactly (case aside): N 1-7, M 1-99999. */
+/* "Ng.Mgb" exactly (case aside): N 1-7, M 1-99999, no leading zeros (so it fits profile[]). */
 static bool is_profile(const char *s)
 {
 	const char *p = s;
 	char *end;
 	unsigned long n, m;
 
-	if (!isdigit((unsigned char)*p))
+	if (!isdigit((unsigned char)*p) || *p == '0')
 		return false;
 	n = strtoul(p, &end, 10);
 	if (tolower((unsigned char)end[0]) != 'g' || end[1] != '.' ||
-	    !isdigit((unsigned char)end[2]))
+	    !isdigit((unsigned char)end[2]) || end[2] == '0')
 		return false;
 	m = strtoul(end + 2, &end, 10);
 	return n >= 1 && n <= 7 && m >= 1 && m <= 99999 && strcasecmp(end, "gb") == 0 &&
-	       end - s < 16;
+	       end - s + 2 < (ptrdiff_t)sizeof(((struct gp_slice *)0)->profile);
 }
 
 int gp_slice_parse(const char *s, struct gp_slice *out, char *err, size_t errlen)

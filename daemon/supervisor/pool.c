@@ -140,15 +140,32 @@ static bool could_fit(const struct gp_pool *p, const struct gp_config *cfg,
 	const struct gp_tenant *t = gp_config_tenant(cfg, c->tenant);
 	uint32_t n = gpus_asked(c), fits = 0, targets = 0;
 	uint64_t biggest = 0, least;
+	bool instances = false, instance_fits = false;
 
 	for (uint32_t g = 0; g < p->ngpus; g++) {
-		if (!eligible(c, &p->gpu[g]))
+		const struct gp_pool_gpu *gpu = &p->gpu[g];
+		bool room = per_gpu(cfg, c, gpu) <= gpu->total_mem;
+
+		if (!eligible(c, gpu))
 			continue;
-		targets++;
-		if (per_gpu(cfg, c, &p->gpu[g]) <= p->gpu[g].total_mem)
-			fits++;
-		if (p->gpu[g].total_mem > biggest)
-			biggest = p->gpu[g].total_mem;
+		if (gpu->instance) { /* at most one a claim: see choose() */
+			targets += !instances;
+			fits += room && !instance_fits;
+			instances = true;
+			instance_fits = instance_fits || room;
+		} else {
+			targets++;
+			fits += room;
+		}
+		if (gpu->total_mem > biggest)
+			biggest = gpu->total_mem;
+	}
+	if (c->slice.set && n > 1) {
+		snprintf(why, len,
+			 "asked for %u MIG instances; a session uses one (CUDA enumerates one MIG "
+			 "instance per process)",
+			 n);
+		return false;
 	}
 	if (c->slice.set && targets < n) {
 		char have[160] = "";
@@ -169,8 +186,16 @@ static bool could_fit(const struct gp_pool *p, const struct gp_config *cfg,
 			 have);
 		return false;
 	}
+	/* The claim's arrays (dev, chosen) hold GP_STATS_MAX_DEVICES; the pool may have more
+	 * targets than that once MIG instances count. */
+	if (n > GP_STATS_MAX_DEVICES) {
+		snprintf(why, len, "asked for %u GPUs; a session holds at most %u", n,
+			 GP_STATS_MAX_DEVICES);
+		return false;
+	}
 	if (n > targets) {
-		snprintf(why, len, "asked for %u GPUs; the pool has %u", n, targets);
+		snprintf(why, len, "asked for %u GPUs; the pool has %u%s", n, targets,
+			 instances ? " (a session uses at most one MIG instance)" : "");
 		return false;
 	}
 	if (gp_pool_compute_share(cfg, c) > 100) {
@@ -205,8 +230,10 @@ static bool could_fit(const struct gp_pool *p, const struct gp_config *cfg,
 /*
  * Chooses n GPUs that are not draining and have the claim's memory unreserved and its
  * compute share ungranted, none reserving more than per_gpu_budget. spread: the most memory
- * left first; binpack: the least. Ties: fewer sessions, then the lower slot. Returns false
- * when there are not n such GPUs.
+ * left first; binpack: the least. Ties: fewer sessions, then the lower slot. At most one MIG
+ * instance: CUDA (11 and later, and softgpu) enumerates one MIG instance per process, so a
+ * second would be reserved for a session that cannot see it. Returns false when there are not
+ * n such GPUs.
  */
 static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const struct gp_claim *c,
 		   uint32_t n, uint64_t per_gpu_budget, uint32_t *chosen, uint64_t *mem)
@@ -215,6 +242,8 @@ static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const s
 	uint32_t share = gp_pool_compute_share(cfg, c);
 
 	*mem = 0;
+	bool instance = false;
+
 	for (uint32_t k = 0; k < n; k++) {
 		int best = -1;
 
@@ -223,7 +252,8 @@ static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const s
 			uint64_t m = per_gpu(cfg, c, gpu);
 
 			if (taken[g] || !eligible(c, gpu) || draining(p, gpu) || m > free_on(gpu) ||
-			    m > per_gpu_budget || gpu->compute + share > 100)
+			    m > per_gpu_budget || gpu->compute + share > 100 ||
+			    (gpu->instance && instance))
 				continue;
 			if (best < 0) {
 				best = (int)g;
@@ -241,6 +271,7 @@ static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const s
 		if (best < 0)
 			return false;
 		taken[best] = true;
+		instance = instance || p->gpu[best].instance;
 		chosen[k] = (uint32_t)best;
 		/* One limit for all the claim's GPUs: the smallest they reserve. */
 		if (k == 0 || per_gpu(cfg, c, &p->gpu[best]) < *mem)

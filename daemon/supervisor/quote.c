@@ -28,7 +28,8 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 {
 	const struct gp_config *cfg = d->cfg;
 	const struct gp_tenant *t = gp_config_tenant(cfg, tenant);
-	uint32_t n = q->gpus ? q->gpus : 1, fitting = 0, open = 0, share;
+	uint32_t n = q->gpus ? q->gpus : 1, fitting = 0, open = 0, share, usable = 0;
+	bool instance_fits = false;
 	struct gp_claim asked = {.tenant = tenant, .want_compute = q->compute}, any;
 	char bad_slice[256];
 	bool slice_ok = gp_slice_parse(q->slice, &asked.slice, bad_slice, sizeof(bad_slice)) == 0;
@@ -58,6 +59,9 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 		if (m > room || m > budget || (share && share > 100 - gpu->compute))
 			continue;
 		fitting++;
+		/* A session uses at most one MIG instance (pool.c, choose). */
+		usable += !gpu->instance || !instance_fits;
+		instance_fits = instance_fits || gpu->instance;
 		if (room > out->room_max)
 			out->room_max = room;
 		if (room < out->room_min)
@@ -91,10 +95,16 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 	else if (t && t->gpus != GP_LIMIT_NONE && u.gpus + n > t->gpus)
 		snprintf(reason, len, "tenant %s would hold more than its %llu GPUs", tenant,
 			 (unsigned long long)t->gpus);
-	else if (fitting < n)
+	else if (asked.slice.set && n > 1)
 		snprintf(reason, len,
-			 "%u GPU%s with room for the memory and compute asked; %u asked for",
-			 fitting, fitting == 1 ? "" : "s", n);
+			 "asked for %u MIG instances; a session uses one (CUDA enumerates one MIG "
+			 "instance per process)",
+			 n);
+	else if (usable < n)
+		snprintf(reason, len,
+			 "%u GPU%s with room for the memory and compute asked%s; %u asked for",
+			 usable, usable == 1 ? "" : "s",
+			 usable < fitting ? " (a session uses at most one MIG instance)" : "", n);
 	out->fits = !reason[0];
 	out->reason = reason;
 }

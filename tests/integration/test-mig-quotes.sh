@@ -20,9 +20,16 @@ jq -e '[.fits, .free_gpus, .unreserved] == [true, 2, 6442450944]' "$T/q.json" >/
 quote --slice 2g.4gb >"$T/q.json"
 jq -e '[.fits, .free_gpus, .unreserved, .room_max] == [true, 1, 4294967296, 4294967296]' \
 	"$T/q.json" >/dev/null || { cat "$T/q.json"; fail "2g.4gb: the one instance"; }
-quote --slice "mem>=1G" --gpus 2 >"$T/q.json"
+quote --slice "mem>=1G" >"$T/q.json"
 jq -e '[.fits, .free_gpus] == [true, 2]' "$T/q.json" >/dev/null ||
 	{ cat "$T/q.json"; fail "mem>=1G: both instances"; }
+# A process enumerates one MIG instance: two are no session's, with a slice or without.
+quote --slice "mem>=1G" --gpus 2 >"$T/q.json"
+jq -e '.fits == false and (.reason | test("a session uses one"))' "$T/q.json" >/dev/null ||
+	{ cat "$T/q.json"; fail "mem>=1G --gpus 2: one instance a session"; }
+quote --gpus 2 >"$T/q.json"
+jq -e '.fits == false and (.reason | test("at most one MIG instance"))' "$T/q.json" >/dev/null ||
+	{ cat "$T/q.json"; fail "--gpus 2 on two instances: one instance a session"; }
 quote --slice 3g.20gb >"$T/q.json"
 jq -e '[.fits, .free_gpus, .draining] == [false, 0, false]' "$T/q.json" >/dev/null ||
 	{ cat "$T/q.json"; fail "3g.20gb: no instance, and not draining"; }

@@ -31,7 +31,7 @@ struct view {
 	char uuid_s[2][MAXI][48], iname[2][MAXI][96];
 	unsigned isms[2][MAXI], gi[2][MAXI], ci[2][MAXI], slices[2][MAXI];
 	unsigned long long imb[2][MAXI], itotal[2][MAXI];
-	int parent_ok[2][MAXI], by_uuid_ok[2][MAXI], is_mig[2][MAXI];
+	int parent_ok[2][MAXI], by_uuid_ok[2][MAXI], is_mig[2][MAXI], index_ok[2][MAXI];
 	nvmlReturn_t attr_gpu, past_last, gi_gpu, pci_mig;
 	char err[600]; /* what softgpu logged (SOFTGPU_LOG=1) */
 };
@@ -62,7 +62,7 @@ static void nvml_view(struct view *v)
 			nvmlMemory_t m;
 			nvmlDevice_t mh, back, by;
 			nvmlPciInfo_t pci;
-			unsigned is;
+			unsigned is, idx = ~0u;
 			nvmlReturn_t r = nvmlDeviceGetMigDeviceHandleByIndex(h, k, &mh);
 
 			if (r != NVML_SUCCESS) {
@@ -90,6 +90,9 @@ static void nvml_view(struct view *v)
 			v->is_mig[i][k] =
 				nvmlDeviceIsMigDeviceHandle(mh, &is) == NVML_SUCCESS && is;
 			v->pci_mig = nvmlDeviceGetPciInfo_v3(mh, &pci);
+			/* NVIDIA: a MIG handle's index is the one that gives it back. */
+			v->index_ok[i][k] =
+				nvmlDeviceGetIndex(mh, &idx) == NVML_SUCCESS && idx == k;
 		}
 	}
 	nvmlShutdown();
@@ -213,6 +216,7 @@ static void test_default(void **state)
 		assert_true(v.parent_ok[0][k]);
 		assert_true(v.by_uuid_ok[0][k]);
 		assert_true(v.is_mig[0][k]);
+		assert_true(v.index_ok[0][k]);
 	}
 }
 

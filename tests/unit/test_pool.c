@@ -814,7 +814,7 @@ static void test_mig_targets(void **state)
 {
 	struct gp_config *cfg = conf("placement spread\nqueue_timeout 60\n");
 	struct gp_claim a = claim("t", 1, 0), b = claim("t", 1, 0), c = claim("t", 1, 0),
-			d = claim("t", 1, 0), e = claim("t", 4, 0);
+			d = claim("t", 1, 0), e = claim("t", 4, 0), two = claim("t", 2, 0);
 	struct gp_pool p;
 
 	(void)state;
@@ -828,8 +828,13 @@ static void test_mig_targets(void **state)
 	assert_int_equal(b.dev[0], 128);
 	assert_int_equal(ask(&p, cfg, &c, 0), GP_CLAIM_ADMITTED);
 	assert_int_equal(c.dev[0], 0);
-	/* Three targets: four GPUs is refused at once. */
-	assert_refused(&p, cfg, &e, "asked for 4 GPUs; the pool has 3");
+	/* Three targets, of which a session may use one instance: four GPUs (or three) is refused
+	 * at once. */
+	assert_refused(&p, cfg, &e,
+		       "asked for 4 GPUs; the pool has 2 (a session uses at most one "
+		       "MIG instance)");
+	e.want_gpus = 3;
+	assert_refused(&p, cfg, &e, "asked for 3 GPUs; the pool has 2");
 	/* GPU 64's 40 GiB are unreserved, but it is no target: d waits. */
 	assert_int_equal(ask(&p, cfg, &d, 0), GP_CLAIM_QUEUED);
 	assert_int_equal(gp_pool_gpu(&p, 64)->reserved, 0);
@@ -842,6 +847,14 @@ static void test_mig_targets(void **state)
 	gp_pool_release(&p, &a);
 	gp_pool_release(&p, &c);
 	gp_pool_release(&p, &d);
+	assert_empty(&p);
+	/* Two GPUs: one instance (CUDA would enumerate only one of two) and GPU 0. */
+	assert_int_equal(ask(&p, cfg, &two, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(two.ndev, 2);
+	assert_int_equal(two.dev[0], 129);
+	assert_int_equal(two.dev[1], 0);
+	assert_int_equal(gp_pool_gpu(&p, 128)->sessions, 0);
+	gp_pool_release(&p, &two);
 	assert_empty(&p);
 	gp_config_free(cfg);
 }
@@ -873,8 +886,9 @@ static void test_mig_slices(void **state)
 	/* A profile is matched whatever its case; this one waits for instance 128. */
 	assert_int_equal(ask(&p, cfg, &f, 0), GP_CLAIM_QUEUED);
 	gp_pool_release(&p, &f);
-	two.want_gpus = 3;
-	assert_refused(&p, cfg, &two, "asked for 3 MIG instances matching the slice; 2 match");
+	/* Two instances match, but a process enumerates one MIG instance. */
+	two.want_gpus = 2;
+	assert_refused(&p, cfg, &two, "asked for 2 MIG instances; a session uses one");
 	gp_pool_release(&p, &a);
 	gp_pool_release(&p, &b);
 	gp_pool_release(&p, &c);
@@ -909,6 +923,40 @@ static void test_mig_tenant_and_drain(void **state)
 	gp_config_free(cfg);
 }
 
+/* The most whole GPUs the inventory keeps (GP_STATS_MAX_DEVICES) and a MIG instance make more
+ * targets than a session may hold: a claim for more is refused, not written past its arrays. */
+static void test_mig_many_targets(void **state)
+{
+	struct gp_config *cfg = conf("queue_timeout 60\n");
+	struct gp_claim big = claim("t", GP_STATS_MAX_DEVICES + 1, G),
+			most = claim("t", GP_STATS_MAX_DEVICES, G);
+	struct gp_pool p;
+
+	(void)state;
+	gp_pool_init(&p);
+	for (uint32_t i = 0; i < GP_STATS_MAX_DEVICES; i++)
+		assert_int_equal(gp_pool_add_gpu(&p, i, 2 * G), 0);
+	assert_int_equal(gp_pool_add_gpu(&p, GP_SLICE_GPU_INDEX(0), 8 * G), 0);
+	gp_pool_gpu(&p, GP_SLICE_GPU_INDEX(0))->mig = true;
+	for (uint32_t k = 0; k < 3; k++) {
+		struct gp_pool_gpu *g;
+
+		assert_int_equal(gp_pool_add_gpu(&p, GP_SLICE_INSTANCE_INDEX(0, k), 2 * G), 0);
+		g = gp_pool_gpu(&p, GP_SLICE_INSTANCE_INDEX(0, k));
+		g->instance = true;
+		g->parent = GP_SLICE_GPU_INDEX(0);
+	}
+	assert_int_equal(gp_pool_targets(&p), GP_STATS_MAX_DEVICES + 3);
+	assert_refused(&p, cfg, &big, "a session holds at most 16");
+	assert_int_equal(ask(&p, cfg, &most, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(most.ndev, GP_STATS_MAX_DEVICES);
+	gp_pool_release(&p, &most);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* The last four have leading zeros: NVIDIA never spells a profile so, and the longer two did
+ * not fit gp_slice.profile (17 bytes into 16). */
 static void test_slice_parse(void **state)
 {
 	static const char *bad[] = {"1g",
@@ -929,7 +977,11 @@ static void test_slice_parse(void **state)
 				    "mem>=1G,mem>=2G",
 				    "mem>=1G,,sms>=1",
 				    "mem",
-				    "1g.10gb,mem>=1G"};
+				    "1g.10gb,mem>=1G",
+				    "01g.10gb",
+				    "1g.010gb",
+				    "000000000001g.1gb",
+				    "1g.000000000001gb"};
 	struct gp_slice s;
 	char err[256];
 
@@ -1210,6 +1262,7 @@ int main(void)
 		cmocka_unit_test(test_mig_targets),
 		cmocka_unit_test(test_mig_slices),
 		cmocka_unit_test(test_mig_tenant_and_drain),
+		cmocka_unit_test(test_mig_many_targets),
 		cmocka_unit_test(test_slice_parse),
 		cmocka_unit_test(test_preempt_overkill),
 		cmocka_unit_test(test_preempt_due_other_waiter),
