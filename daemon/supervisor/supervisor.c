@@ -506,14 +506,26 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 		       enum gp_transport transport)
 {
 	Gp__WorkerSetup setup = GP__WORKER_SETUP__INIT;
-	struct gp_session *s = warm_take(d, client_fd);
-	bool warm = s != NULL;
+	struct gp_session *s;
+	uint32_t uid = 0;
+	bool warm;
 
+	/* worker_uids: none free is a busy pool, which the client tries again (uids.c). */
+	if (d->cfg->worker_uid_first && gp__uid_pick(d, &uid)) {
+		gp_log_warnx("connection from %s closed: every uid of worker_uids is a live "
+			     "worker's",
+			     addr);
+		close(client_fd);
+		return;
+	}
+	s = warm_take(d, client_fd);
+	warm = s != NULL;
 	if (!s)
 		s = worker_spawn(d, client_fd);
 	close(client_fd);
 	if (!s)
 		return;
+	s->uid = uid;
 	s->id = d->next_id++;
 	s->started = time(NULL);
 	s->started_ms = gp__wall_ms();
@@ -539,9 +551,15 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 	setup.max_events = d->cfg->max_events;
 	setup.max_modules = d->cfg->max_modules;
 	setup.seccomp = d->cfg->worker_seccomp;
+	setup.uid = uid;
+	setup.n_groups = uid ? d->nworker_gids : 0;
+	setup.groups = d->worker_gids;
 	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_WORKER_SETUP, &setup.base);
 	gp_log_debug("session %llu: %s worker %d for %s", (unsigned long long)s->id,
 		     warm ? "warm" : "new", s->proc.pid, addr);
+	if (uid)
+		gp_log_debug("session %llu: its worker runs as uid %u", (unsigned long long)s->id,
+			     uid);
 	notify_status(d);
 	if (warm)
 		gp__warm_fill(d); /* the next connection finds one too */

@@ -57,6 +57,7 @@
 #include "conn.h"
 #include "driver.h"
 #include "owner.h"
+#include "seccomp.h"
 #include "stats.h"
 
 /* Inherited descriptors, set up by the supervisor at spawn. */
@@ -418,7 +419,6 @@ int gp__output_capture(void);
  * answer. */
 int gp__output_flush(struct gp_worker *w);
 
-/* seccomp.c: installs the filter (no_new_privs must be set). 0 or -errno. */
-int gp__worker_seccomp(void);
+/* seccomp.c: gp__worker_seccomp, in seccomp.h. */
 
 #endif
