@@ -9,6 +9,7 @@
  * `gpupool-worker --inventory --driver PATH` instead lists the GPUs the driver
  * shows on fd 4 and exits (the supervisor itself never loads CUDA).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -567,6 +568,39 @@ static int no_new_privs(struct gp_worker *w)
  * the daemon's user may read, is then out of reach. What ran before it as the daemon's user
  * with the client's bytes: the TLS handshake, Hello's decoding, admission.
  */
+/* Every thread of this process (the driver's too) runs as uid with no capability: each
+ * one's /proc/self/task/TID/status says so. */
+static bool threads_dropped(uid_t uid)
+{
+	char want[64], path[64], buf[4096];
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *de;
+	bool ok = dir != NULL;
+
+	snprintf(want, sizeof(want), "\nUid:\t%u\t%u\t%u\t%u\n", (unsigned)uid, (unsigned)uid,
+		 (unsigned)uid, (unsigned)uid);
+	while (ok && (de = readdir(dir))) {
+		int fd;
+		ssize_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%.20s/status", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* a thread that has just ended */
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		ok = n > 0 && strstr(buf, want) && strstr(buf, "\nCapPrm:\t0000000000000000\n") &&
+		     strstr(buf, "\nCapEff:\t0000000000000000\n") &&
+		     strstr(buf, "\nCapAmb:\t0000000000000000\n");
+	}
+	if (dir)
+		closedir(dir);
+	return ok;
+}
+
 static int drop_identity(struct gp_worker *w, const Gp__WorkerSetup *setup)
 {
 	uid_t uid = (uid_t)setup->uid, was = geteuid(), r, e, sv;
@@ -581,24 +615,26 @@ static int drop_identity(struct gp_worker *w, const Gp__WorkerSetup *setup)
 		return refuse(w, GP_ENOTREADY, "the pool's worker got too many groups");
 	for (size_t i = 0; i < setup->n_groups; i++)
 		groups[i] = (gid_t)setup->groups[i];
-	/* glibc applies each to every thread, the driver's too. */
-	if (setgroups(setup->n_groups, groups) || setresgid(gid, gid, gid) ||
+	/* glibc applies each to every thread, the driver's too. The kernel clears a thread's
+	 * capabilities (permitted, effective, ambient) when its uids go from any of them being
+	 * 0 to none: a daemon that is not root (CAP_SETUID ambient) first makes its saved uid
+	 * 0, which changes neither its file access nor its capabilities, so that its last step
+	 * clears them on every thread as it does from root. */
+	if ((was != 0 && setresuid((uid_t)-1, (uid_t)-1, 0)) ||
+	    setgroups(setup->n_groups, groups) || setresgid(gid, gid, gid) ||
 	    setresuid(uid, uid, uid)) {
 		gp_log_error("session %llu: cannot switch to uid %u: %s",
 			     (unsigned long long)w->session_id, (unsigned)uid, strerror(errno));
 		return refuse(w, GP_ENOTREADY, "the pool's worker cannot switch to its own user");
 	}
-	/* From root the kernel clears the capabilities itself; a daemon that is not root but
-	 * has CAP_SETUID (ambient) would keep them. None stays, nor any to inherit. */
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) ||
-	    syscall(SYS_capset, &caph, caps) || syscall(SYS_capget, &caph, caps) ||
-	    caps[0].effective || caps[0].permitted || caps[0].inheritable || caps[1].effective ||
-	    caps[1].permitted || caps[1].inheritable)
-		gp_fatalx("session %llu: uid %u: the worker cannot drop its capabilities",
+	/* Nothing to inherit either (only on exec, which no_new_privs and the filter bar). */
+	if (syscall(SYS_capset, &caph, caps) || !threads_dropped(uid))
+		gp_fatalx("session %llu: uid %u: a thread of the worker kept its capabilities "
+			  "or ids",
 			  (unsigned long long)w->session_id, (unsigned)uid);
 	if (getresuid(&r, &e, &sv) || getresgid(&rg, &eg, &sg) || r != uid || e != uid ||
 	    sv != uid || rg != gid || eg != gid || sg != gid ||
-	    (was != uid && setresuid(was, was, was) == 0) ||
+	    (was != uid && setresuid(was, was, was) == 0) || setresuid(0, 0, 0) == 0 ||
 	    (wasg != gid && setresgid(wasg, wasg, wasg) == 0))
 		gp_fatalx("session %llu: uid %u: the worker could switch back",
 			  (unsigned long long)w->session_id, (unsigned)uid);
