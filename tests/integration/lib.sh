@@ -60,8 +60,12 @@ gp_config() {
 		echo "driver $GP_SOFTGPU"
 		echo "admin_socket $T/admin.sock"
 		echo "log_level debug"
-		[ -z "$GP_WORKER_UIDS" ] || echo "worker_uids $GP_WORKER_UIDS"
 		for line in "$@"; do echo "$line"; done
+		# Last, so that the tests' own lines keep their numbers; not over a test's own.
+		case " $* " in
+		*" worker_uids "*) ;;
+		*) [ -z "$GP_WORKER_UIDS" ] || echo "worker_uids $GP_WORKER_UIDS" ;;
+		esac
 	} >"$T/gpupoold.conf"
 }
 
