@@ -20,7 +20,8 @@
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * driver.c    the dlopen'd libcuda
- * seccomp.c   worker_seccomp: the syscall filter set before the tenant's first call
+ * seccomp.c   worker_seccomp: the syscall filter (an allow-list, or the denylist) set before the
+ *             tenant's first call (seccomp.h; tests/unit/test_seccomp.c)
  *
  * DESIGN: the main thread reads every frame from the client, in order, and runs
  * each call on the driver under w->lock (the session's tables, state.c/owner.c,
