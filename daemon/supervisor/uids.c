@@ -92,6 +92,10 @@ int gp__uids_resolve(const struct gp_config *cfg, uint32_t *gids, unsigned *ngid
 	*ngids = 0;
 	if (!cfg->worker_uid_first)
 		return 0;
+	if ((uint64_t)cfg->worker_uid_last - cfg->worker_uid_first + 1 < cfg->max_sessions)
+		gp_log_warnx("worker_uids %u-%u: fewer uids than max_sessions (%u); connections "
+			     "past them are closed",
+			     cfg->worker_uid_first, cfg->worker_uid_last, cfg->max_sessions);
 	r = can_switch(why, whylen);
 	if (r || !cfg->worker_groups)
 		return r;
