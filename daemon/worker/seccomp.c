@@ -18,7 +18,9 @@
  * child process that could outlive the worker on its uid (worker_uids); clone3 answers
  * ENOSYS, whose flags sit in memory a filter cannot read (glibc then uses clone); socket
  * only for AF_UNIX; no execve, ptrace, mount, namespaces, modules, keys, BPF, perf, setuid
- * or seccomp itself. A call through another architecture's entry (x32, i386 on x86-64)
+ * or seccomp itself; signals only to the worker's own process (kill, tgkill and the
+ * sigqueue calls naming another pid get EPERM, tkill always). A call through another
+ * architecture's entry (x32, i386 on x86-64)
  * ends the process, as its numbers would pass unchecked.
  *
  * Under AddressSanitizer, LeakSanitizer stops the process's threads at exit from a child
@@ -26,10 +28,13 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -53,6 +58,13 @@
 /* Two instructions: allow nr, or go on. */
 #define ALLOW(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), RET(SECCOMP_RET_ALLOW)
 #define DENY(nr) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), ERRNO(EPERM)
+/* Five instructions: nr only when its argument 0 is this process (a signal to itself), with
+ * SELF replaced by the pid when the filter is installed. */
+#define SELF 0xfffffff1u
+#define SELF_ONLY(nr)                                                                    \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 4), LOAD_ARG(0),                    \
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SELF, 0, 1), RET(SECCOMP_RET_ALLOW), \
+		ERRNO(EPERM)
 
 #define CLONE_NS_FLAGS                                                                             \
 	(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | \
@@ -116,11 +128,13 @@ static const struct sock_filter allow_list[] = {
 	ALLOW(__NR_sched_setscheduler), ALLOW(__NR_sched_getattr), ALLOW(__NR_sched_setattr),
 	ALLOW(__NR_sched_get_priority_max), ALLOW(__NR_sched_get_priority_min),
 	ALLOW(__NR_getpriority), ALLOW(__NR_setpriority), ALLOW(__NR_getcpu),
-	/* signals (kill reaches only what the worker's uid may signal) */
+	/* signals: to this process only (without worker_uids the daemon and the other workers
+	 * share its uid); tkill, which names no process, not at all */
 	ALLOW(__NR_rt_sigaction), ALLOW(__NR_rt_sigprocmask), ALLOW(__NR_rt_sigreturn),
 	ALLOW(__NR_rt_sigpending), ALLOW(__NR_rt_sigtimedwait), ALLOW(__NR_rt_sigsuspend),
-	ALLOW(__NR_rt_sigqueueinfo), ALLOW(__NR_rt_tgsigqueueinfo), ALLOW(__NR_sigaltstack),
-	ALLOW(__NR_kill), ALLOW(__NR_tkill), ALLOW(__NR_tgkill),
+	ALLOW(__NR_sigaltstack),
+	SELF_ONLY(__NR_kill), SELF_ONLY(__NR_tgkill), SELF_ONLY(__NR_rt_sigqueueinfo),
+	SELF_ONLY(__NR_rt_tgsigqueueinfo),
 	/* files */
 	ALLOW(__NR_read), ALLOW(__NR_write), ALLOW(__NR_readv), ALLOW(__NR_writev),
 	ALLOW(__NR_pread64), ALLOW(__NR_pwrite64), ALLOW(__NR_preadv), ALLOW(__NR_pwritev),
@@ -185,11 +199,16 @@ static const struct sock_filter deny_list[] = {
 
 int gp__worker_seccomp(enum gp_seccomp_mode mode)
 {
+	struct sock_filter allow[sizeof(allow_list) / sizeof(allow_list[0])];
 	struct sock_fprog prog;
 
 	if (mode == GP_SECCOMP_ALLOW) {
-		prog.len = (unsigned short)(sizeof(allow_list) / sizeof(allow_list[0]));
-		prog.filter = (struct sock_filter *)allow_list;
+		memcpy(allow, allow_list, sizeof(allow));
+		for (size_t i = 0; i < sizeof(allow) / sizeof(allow[0]); i++)
+			if (allow[i].code == (BPF_JMP | BPF_JEQ | BPF_K) && allow[i].k == SELF)
+				allow[i].k = (uint32_t)getpid();
+		prog.len = (unsigned short)(sizeof(allow) / sizeof(allow[0]));
+		prog.filter = allow;
 	} else if (mode == GP_SECCOMP_DENY) {
 		prog.len = (unsigned short)(sizeof(deny_list) / sizeof(deny_list[0]));
 		prog.filter = (struct sock_filter *)deny_list;

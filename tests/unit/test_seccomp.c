@@ -198,6 +198,15 @@ static void denied_calls(void)
 	REFUSED(18, chroot("/"), EPERM);
 	REFUSED(19, syscall(SYS_setns, 0, 0), EPERM);
 	REFUSED(20, syscall(SYS_userfaultfd, 0), EPERM);
+	/* Signals to another process (the parent: the daemon, for a worker), even signal 0. */
+	REFUSED(21, kill(getppid(), 0), EPERM);
+	REFUSED(22, syscall(SYS_tgkill, getppid(), getppid(), 0), EPERM);
+	REFUSED(23, kill(0, 0), EPERM); /* the process group */
+	REFUSED(24, kill(-1, 0), EPERM);
+	REFUSED(25, syscall(SYS_tkill, gettid(), 0), EPERM);
+	/* ... and to itself they work: a signal to a thread, to the process. */
+	CHECK(26, syscall(SYS_tgkill, getpid(), gettid(), 0) == 0);
+	CHECK(27, pthread_kill(pthread_self(), 0) == 0);
 }
 
 static void test_allow_list_denies(void **state)
