@@ -23,6 +23,9 @@
  * architecture's entry (x32, i386 on x86-64)
  * ends the process, as its numbers would pass unchecked.
  *
+ * Installed on every thread of the process at once (SECCOMP_FILTER_FLAG_TSYNC), with
+ * no_new_privs: the threads the driver started before it run tenants' work too.
+ *
  * Under AddressSanitizer, LeakSanitizer stops the process's threads at exit from a child
  * task it creates with clone (no CLONE_THREAD) and ptrace: those two are allowed there.
  */
@@ -201,6 +204,7 @@ int gp__worker_seccomp(enum gp_seccomp_mode mode)
 {
 	struct sock_filter allow[sizeof(allow_list) / sizeof(allow_list[0])];
 	struct sock_fprog prog;
+	long r;
 
 	if (mode == GP_SECCOMP_ALLOW) {
 		memcpy(allow, allow_list, sizeof(allow));
@@ -215,10 +219,13 @@ int gp__worker_seccomp(enum gp_seccomp_mode mode)
 	} else {
 		return -EINVAL;
 	}
-	/* no_new_privs is set already (worker.c); without it an unprivileged filter fails. */
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+	/* no_new_privs is set already (worker.c); without it an unprivileged filter fails.
+	 * TSYNC: on every thread of the process, not only this one (softgpu's block pool runs
+	 * the tenant's kernels on threads cuInit started), and no_new_privs with it. */
+	r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+	if (r < 0)
 		return -errno;
-	return 0;
+	return r > 0 ? -EBUSY : 0; /* thread r could not take it */
 }
 
 #else /* no filter for this architecture: the session is refused (worker.c) */

@@ -4,8 +4,8 @@
 
 #include "config.h" /* enum gp_seccomp_mode */
 
-/* Installs the filter of that mode on the calling thread and those it creates later
- * (no_new_privs must be set, or the caller be privileged). 0 or -errno; -ENOSYS where
+/* Installs the filter of that mode on every thread of the process and those created later
+ * (no_new_privs must be set on the caller, or it be privileged; the other threads get it). 0 or -errno; -ENOSYS where
  * the architecture has no filter (x86-64 and arm64 have). */
 int gp__worker_seccomp(enum gp_seccomp_mode mode);
 

@@ -14,6 +14,14 @@ for mode in default off denylist on; do
 	want=2
 	[ "$mode" = off ] && want=0
 	[ "$sc" = "$want" ] || fail "worker_seccomp $mode: the worker's seccomp mode is $sc"
+	# Every thread, softgpu's (started by cuInit, before the filter) too.
+	for st in /proc/"$wpid"/task/*/status; do
+		tsc=$(sed -n 's/^Seccomp:[[:space:]]*//p' "$st")
+		[ "$tsc" = "$want" ] || fail "worker_seccomp $mode: thread $st is in mode $tsc"
+		[ "$mode" = off ] || grep -q '^NoNewPrivs:[[:space:]]*1' "$st" ||
+			fail "worker_seccomp $mode: thread $st has no no_new_privs"
+	done
+	[ "$(ls /proc/"$wpid"/task | wc -l)" -gt 1 ] || fail "the worker should have threads"
 	release H || fail "hold_session failed with worker_seccomp $mode"
 	run_client "$GP_TESTBIN/misc_calls" "$GP_TESTBIN/spin_kernel.ptx" >"$T/misc.out" 2>&1 ||
 		{ cat "$T/misc.out"; fail "misc_calls failed with worker_seccomp $mode"; }

@@ -82,6 +82,21 @@ static void *thread_fn(void *arg)
 	return arg;
 }
 
+/* A thread started before the filter: it must be filtered too once it is installed. */
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+
+static void *early_thread(void *arg)
+{
+	long r;
+
+	pthread_mutex_lock(&gate); /* held by the main thread until the filter is in */
+	errno = 0;
+	r = socket(AF_INET, SOCK_STREAM, 0);
+	*(int *)arg = r == -1 && errno == EPERM && prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
+	pthread_mutex_unlock(&gate);
+	return NULL;
+}
+
 /* Seccomp: 2 in /proc/self/status, read under the filter. */
 static bool filtered(void)
 {
@@ -165,13 +180,19 @@ static void denied_calls(void)
 	struct iovec local = {0}, remote = {0};
 	char buf[8];
 	char *argv[] = {"/bin/true", NULL};
+	pthread_t early;
+	int early_ok = 0;
 	long r;
 
+	pthread_mutex_lock(&gate);
+	CHECK(102, pthread_create(&early, NULL, early_thread, &early_ok) == 0);
 	local.iov_base = buf;
 	local.iov_len = sizeof(buf);
 	remote.iov_base = buf;
 	remote.iov_len = sizeof(buf);
 	install(GP_SECCOMP_ALLOW);
+	pthread_mutex_unlock(&gate);
+	CHECK(28, pthread_join(early, NULL) == 0 && early_ok);
 #ifndef __SANITIZE_ADDRESS__
 	REFUSED(1, ptrace(PTRACE_TRACEME, 0, NULL, NULL), EPERM);
 	REFUSED(2, fork(), EPERM);
