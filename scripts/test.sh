@@ -37,6 +37,8 @@ if [ "${GP_TEST_TSAN:-1}" != 0 ]; then
 	GP_CMAKE_ARGS=-DGP_TSAN=ON "$top/scripts/build.sh" "$tsan"
 	rm -rf "$reports"
 	mkdir -p "$reports"
+	# As root the workers write there as uids of their own (worker_uids, tests/integration/lib.sh).
+	chmod 1777 "$reports"
 	rc=0
 	(cd "$tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 \
 log_path=$reports/tsan" \

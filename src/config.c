@@ -232,19 +232,66 @@ static int set_placement(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
-static int set_onoff(struct parse *p, char **words, int n, size_t off)
+/* worker_seccomp on|denylist|off */
+static int set_seccomp(struct parse *p, char **words, int n, size_t off)
 {
-	unsigned *slot = (unsigned *)((char *)p->cfg + off);
-
 	if (n != 2)
 		return perr(p, "'%s' takes exactly one value", words[0]);
 	if (strcmp(words[1], "on") == 0)
-		*slot = 1;
+		p->cfg->worker_seccomp = GP_SECCOMP_ALLOW;
+	else if (strcmp(words[1], "denylist") == 0)
+		p->cfg->worker_seccomp = GP_SECCOMP_DENY;
 	else if (strcmp(words[1], "off") == 0)
-		*slot = 0;
+		p->cfg->worker_seccomp = GP_SECCOMP_OFF;
 	else
-		return perr(p, "'%s %s': expected on or off", words[0], words[1]);
+		return perr(p, "'%s %s': expected on, denylist or off", words[0], words[1]);
 	return 0;
+}
+
+/* worker_uids FIRST-LAST: a range of uids no one else uses; never 0, never (uid_t)-1. */
+static int set_worker_uids(struct parse *p, char **words, int n, size_t off)
+{
+	unsigned long first, last;
+	char *end;
+
+	if (n != 2)
+		return perr(p, "'%s' takes one range, FIRST-LAST", words[0]);
+	errno = 0;
+	first = strtoul(words[1], &end, 10);
+	if (errno || *end != '-' || !isdigit((unsigned char)words[1][0]) ||
+	    !isdigit((unsigned char)end[1]))
+		return perr(p, "'%s %s': expected FIRST-LAST, two uids", words[0], words[1]);
+	last = strtoul(end + 1, &end, 10);
+	if (errno || *end)
+		return perr(p, "'%s %s': expected FIRST-LAST, two uids", words[0], words[1]);
+	if (first == 0 || last < first || last >= UINT32_MAX)
+		return perr(p, "'%s %s': the range must be non-empty and leave out uid 0 and %lu",
+			    words[0], words[1], (unsigned long)UINT32_MAX);
+	p->cfg->worker_uid_first = (unsigned)first;
+	p->cfg->worker_uid_last = (unsigned)last;
+	return 0;
+}
+
+/* worker_groups NAME|GID[,...]: checked for form here, resolved by the daemon at start. */
+static int set_worker_groups(struct parse *p, char **words, int n, size_t off)
+{
+	unsigned count = 1;
+
+	if (n != 2)
+		return perr(p, "'%s' takes one comma-separated list of groups", words[0]);
+	for (const char *c = words[1]; *c; c++) {
+		if (*c == ',' && (c == words[1] || c[1] == ',' || c[1] == '\0'))
+			return perr(p, "'%s %s': an empty group", words[0], words[1]);
+		if (*c == ',')
+			count++;
+		else if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-' && *c != '.')
+			return perr(p, "'%s %s': a group is a name or a number", words[0],
+				    words[1]);
+	}
+	if (count > GP_WORKER_GROUPS_MAX)
+		return perr(p, "'%s %s': one to %d groups", words[0], words[1],
+			    GP_WORKER_GROUPS_MAX);
+	return set_string(p, words, n, off);
 }
 
 static int set_tenant_from(struct parse *p, char **words, int n, size_t off)
@@ -659,7 +706,9 @@ static const struct {
 	{"max_streams", set_positive, offsetof(struct gp_config, max_streams)},
 	{"max_events", set_positive, offsetof(struct gp_config, max_events)},
 	{"max_modules", set_positive, offsetof(struct gp_config, max_modules)},
-	{"worker_seccomp", set_onoff, offsetof(struct gp_config, worker_seccomp)},
+	{"worker_seccomp", set_seccomp, 0},
+	{"worker_uids", set_worker_uids, 0},
+	{"worker_groups", set_worker_groups, offsetof(struct gp_config, worker_groups)},
 	{"cgroup", set_cgroup, 0},
 	{"worker_host_memory", set_host_memory, 0},
 	{"worker_tasks", set_tasks, offsetof(struct gp_config, worker_tasks)},
@@ -751,6 +800,7 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->cgroup = GP_CGROUP_AUTO;
 	cfg->worker_host_memory = GP_DEFAULT_WORKER_HOST_MEMORY;
 	cfg->worker_tasks = GP_DEFAULT_WORKER_TASKS;
+	cfg->worker_seccomp = GP_SECCOMP_ALLOW;
 	cfg->accounting_max_bytes = 64ull << 20;
 	cfg->accounting_keep = 10;
 	cfg->admin_ca_role = GP_ROLE_READ_ONLY;
@@ -807,6 +857,11 @@ struct gp_config *gp_config_parse(const char *text, const char *name, char *err,
 			 "%s: admin_listen needs admin_ca, or tls_ca with admin_name lines: "
 			 "otherwise nobody could be an admin there",
 			 name);
+		gp_config_free(p.cfg);
+		return NULL;
+	}
+	if (p.cfg->worker_groups && !p.cfg->worker_uid_first) {
+		snprintf(err, errlen, "%s: worker_groups needs worker_uids", name);
 		gp_config_free(p.cfg);
 		return NULL;
 	}
@@ -894,6 +949,7 @@ void gp_config_free(struct gp_config *cfg)
 	free(cfg->listen_unix);
 	free(cfg->listen_unix_group);
 	free(cfg->listen_plain);
+	free(cfg->worker_groups);
 	free(cfg->accounting_file);
 	free(cfg->admin_listen);
 	free(cfg->admin_ca);

@@ -14,13 +14,21 @@ enum gp_placement {
 };
 
 #define GP_LIMIT_NONE UINT64_MAX
-#define GP_ACCT_KEEP_MAX 1000 /* accounting_keep: rotated accounting files kept at most */
+#define GP_WORKER_GROUPS_MAX 32 /* worker_groups: supplementary groups at most */
+#define GP_ACCT_KEEP_MAX 1000	/* accounting_keep: rotated accounting files kept at most */
 
 /* What one session may hold at once unless the file says otherwise (max_contexts etc.). */
 #define GP_DEFAULT_MAX_CONTEXTS 16 /* besides the primary ones; each costs device memory */
 #define GP_DEFAULT_MAX_STREAMS 4096
 #define GP_DEFAULT_MAX_EVENTS 65536
 #define GP_DEFAULT_MAX_MODULES 4096 /* modules and libraries together */
+
+/* worker_seccomp (daemon/worker/seccomp.c). */
+enum gp_seccomp_mode {
+	GP_SECCOMP_OFF = 0,
+	GP_SECCOMP_ALLOW, /* on, the default: an allow-list */
+	GP_SECCOMP_DENY,  /* denylist: what a worker never needs is denied, the rest allowed */
+};
 
 enum { GP_PREEMPT_CLIENT = 0, GP_PREEMPT_YES, GP_PREEMPT_NO };
 
@@ -107,7 +115,12 @@ struct gp_config {
 	unsigned max_queued_per_tenant;	     /* sessions of one tenant waiting for room at once */
 	enum gp_placement placement;
 	unsigned max_contexts, max_streams, max_events, max_modules; /* per session */
-	unsigned worker_seccomp; /* 1: workers set their syscall filter (daemon/worker/seccomp.c) */
+	enum gp_seccomp_mode worker_seccomp; /* the workers' syscall filter */
+	/* worker_uids FIRST-LAST: each worker switches to a uid (and the gid of that number)
+	 * of its own from this range; 0, 0: workers keep the daemon's. worker_groups: the
+	 * supplementary groups they keep (names or numbers, comma-separated; NULL: none). */
+	unsigned worker_uid_first, worker_uid_last;
+	char *worker_groups;
 	/* Host limits per worker, enforced by a cgroup per session (cgroup.c); 0: no limit. */
 	enum gp_cgroup_mode cgroup;
 	char *cgroup_path;	     /* GP_CGROUP_PATH: the base, e.g. /gpupool.slice */

@@ -24,6 +24,8 @@
  * listen.c      listening sockets: TCP for clients, Unix for local clients and admin
  * cgroup.c      a cgroup per worker (v2 delegated, or v1): host memory, tasks and CPU
  *               limits, its memory for status, why the kernel ended it
+ * uids.c        worker_uids: each worker's own uid from the range, and whether the daemon can
+ *               have workers switch to it (worker/worker.c switches)
  *
  * DESIGN: everything runs on the one loop thread; no locks. Each session is
  * a worker process with the client's socket, a control socketpair (read
@@ -81,6 +83,7 @@ struct gp_session {
 	char program[128];
 	char slice[80]; /* GPUPOOL_SLICE as the client sent it (cut short) */
 	uint32_t client_pid;
+	uint32_t uid; /* worker_uids: its worker's own uid, held until it is reaped; 0: none */
 	/* What it asked for and, once admitted, holds: its GPUs and per-GPU limit (pool.h).
 	 * Times are uv_now(). */
 	struct gp_claim claim;
@@ -203,6 +206,10 @@ struct gp_daemon {
 	unsigned nremotes;
 	struct gp_acct acct;
 	struct gp_cgroup cg;
+	/* worker_uids (uids.c): worker_groups resolved, and where the next pick starts. */
+	uint32_t worker_gids[GP_WORKER_GROUPS_MAX];
+	unsigned nworker_gids;
+	uint32_t uid_next;
 };
 
 /* gpupoold.c */
@@ -312,6 +319,14 @@ void gp__acct_usage(struct gp_daemon *d, const Gp__UsageQuery *q, gp_acct_usage_
 /* The pool's state as poolctl sees it; pointers into d, valid until the loop runs on. */
 int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep);
 void gp__status_free(Gp__AdminReply *rep);
+
+/* uids.c */
+/* worker_uids and worker_groups of cfg: whether this daemon can have its workers switch
+ * (root, or the capabilities; see uids.c), and the groups' ids. 0, or -errno with why set. */
+int gp__uids_resolve(const struct gp_config *cfg, uint32_t *gids, unsigned *ngids, char *why,
+		     size_t whylen);
+/* A uid of worker_uids that no live worker holds; -EAGAIN when every one is held. */
+int gp__uid_pick(struct gp_daemon *d, uint32_t *uid);
 
 /* listen.c */
 /* Binds and listens on HOST:PORT; writes the bound address (port 0 resolved) to bound. */

@@ -81,11 +81,18 @@ static bool keep_bound(char **slot, const char *running)
 int gp__daemon_reload(struct gp_daemon *d, char *why, size_t whylen)
 {
 	struct gp_config *cfg;
+	uint32_t gids[GP_WORKER_GROUPS_MAX];
+	unsigned ngids;
+	bool ok = false;
 	char err[512];
 
 	cfg = gp_config_load(d->cfg->path, err, sizeof(err));
-	if (!cfg || check_tls(cfg)) {
-		snprintf(why, whylen, "%s", cfg ? "the TLS certificate or key is unusable" : err);
+	if (cfg && check_tls(cfg))
+		snprintf(err, sizeof(err), "the TLS certificate or key is unusable");
+	else if (cfg && gp__uids_resolve(cfg, gids, &ngids, err, sizeof(err)) == 0)
+		ok = true;
+	if (!ok) {
+		snprintf(why, whylen, "%s", err);
 		gp_log_error("reload failed, keeping the running configuration: %s", why);
 		gp_config_free(cfg);
 		return GP_ECONFIG;
@@ -114,6 +121,9 @@ int gp__daemon_reload(struct gp_daemon *d, char *why, size_t whylen)
 		gp__warm_drop(d);
 	gp_config_free(d->cfg);
 	d->cfg = cfg;
+	/* Live workers keep their uids; new ones come from the new range (uids.c). */
+	memcpy(d->worker_gids, gids, sizeof(gids));
+	d->nworker_gids = ngids;
 	gp__warm_fill(d);
 	gp__acct_configure(d);
 	gp_log_set_level(cfg->log_level);
@@ -179,6 +189,8 @@ int main(int argc, char **argv)
 	gp_log_set_level(debug ? GP_LOG_DEBUG : d.cfg->log_level);
 	if (check_tls(d.cfg))
 		return 1;
+	if (gp__uids_resolve(d.cfg, d.worker_gids, &d.nworker_gids, err, sizeof(err)))
+		gp_fatalx("%s: %s", d.cfg->path, err);
 	if (check_only) {
 		printf("configuration OK\n");
 		gp_config_free(d.cfg);

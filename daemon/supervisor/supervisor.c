@@ -534,9 +534,20 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 	 * names the local tenant from this, never from the worker. */
 	bool cred = transport == GP_TRANSPORT_UNIX &&
 		    getsockopt(client_fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0;
-	struct gp_session *s = warm_take(d, client_fd);
-	bool warm = s != NULL;
+	struct gp_session *s;
+	uint32_t uid = 0;
+	bool warm;
 
+	/* worker_uids: none free is a busy pool, which the client tries again (uids.c). */
+	if (d->cfg->worker_uid_first && gp__uid_pick(d, &uid)) {
+		gp_log_warnx("connection from %s closed: every uid of worker_uids is a live "
+			     "worker's",
+			     addr);
+		close(client_fd);
+		return;
+	}
+	s = warm_take(d, client_fd);
+	warm = s != NULL;
 	if (!s)
 		s = worker_spawn(d, client_fd);
 	close(client_fd);
@@ -557,6 +568,7 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 		gp_log_error("session: no random bytes for its tenant nonce; certificate clients "
 			     "are refused");
 	}
+	s->uid = uid;
 	s->id = d->next_id++;
 	gp__cgroup_name(s);
 	s->started = time(NULL);
@@ -583,6 +595,9 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 	setup.max_events = d->cfg->max_events;
 	setup.max_modules = d->cfg->max_modules;
 	setup.seccomp = d->cfg->worker_seccomp;
+	setup.uid = uid;
+	setup.n_groups = uid ? d->nworker_gids : 0;
+	setup.groups = d->worker_gids;
 	if (s->cg_failed) {
 		/* Killed: its client sees the connection close. */
 		gp_log_error("session %llu: its worker has no cgroup; ending it",
@@ -591,6 +606,9 @@ void gp__session_spawn(struct gp_daemon *d, int client_fd, const char *addr,
 		gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_WORKER_SETUP, &setup.base);
 		gp_log_debug("session %llu: %s worker %d for %s", (unsigned long long)s->id,
 			     warm ? "warm" : "new", s->proc.pid, addr);
+		if (uid)
+			gp_log_debug("session %llu: its worker runs as uid %u",
+				     (unsigned long long)s->id, uid);
 	}
 	notify_status(d);
 	if (warm)

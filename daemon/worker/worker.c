@@ -9,9 +9,11 @@
  * `gpupool-worker --inventory --driver PATH` instead lists the GPUs the driver
  * shows on fd 4 and exits (the supervisor itself never loads CUDA).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -22,8 +24,11 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include <gpupool/gpupool.h>
 
@@ -659,10 +664,102 @@ static int no_new_privs(struct gp_worker *w)
 	return 0;
 }
 
-/* worker_seccomp: after no_new_privs, which an unprivileged filter needs. */
-static int seccomp_filter(struct gp_worker *w)
+/*
+ * worker_uids: the worker becomes a user of its own, the uid the supervisor picked for this
+ * session (supervisor/uids.c), the gid of that number, and worker_groups as its only
+ * supplementary groups. Real, effective and saved ids all: nothing is left to switch back
+ * to, and that is checked. This comes after everything that needs the daemon's identity:
+ * the pool's key was read and has served its handshake (and was dropped), the driver is
+ * initialised (cuInit may exec nvidia-modprobe; it opened the device nodes, which stay
+ * open), and before the tenant's first call is read. The key file, and whatever else only
+ * the daemon's user may read, is then out of reach. What ran before it as the daemon's user
+ * with the client's bytes: the TLS handshake, Hello's decoding, admission.
+ */
+/* Every thread of this process (the driver's too) runs as uid with no capability: each
+ * one's /proc/self/task/TID/status says so. */
+static bool threads_dropped(uid_t uid)
 {
-	int r = gp__worker_seccomp();
+	char want[64], path[64], buf[4096];
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *de;
+	bool ok = dir != NULL;
+
+	snprintf(want, sizeof(want), "\nUid:\t%u\t%u\t%u\t%u\n", (unsigned)uid, (unsigned)uid,
+		 (unsigned)uid, (unsigned)uid);
+	while (ok && (de = readdir(dir))) {
+		int fd;
+		ssize_t n;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%.20s/status", de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* a thread that has just ended */
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		ok = n > 0 && strstr(buf, want) && strstr(buf, "\nCapPrm:\t0000000000000000\n") &&
+		     strstr(buf, "\nCapEff:\t0000000000000000\n") &&
+		     strstr(buf, "\nCapAmb:\t0000000000000000\n");
+	}
+	if (dir)
+		closedir(dir);
+	return ok;
+}
+
+static int drop_identity(struct gp_worker *w, const Gp__WorkerSetup *setup)
+{
+	uid_t uid = (uid_t)setup->uid, was = geteuid(), r, e, sv;
+	gid_t gid = (gid_t)setup->uid, wasg = getegid(), rg, eg, sg;
+	gid_t groups[GP_WORKER_GROUPS_MAX];
+	struct __user_cap_header_struct caph = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct caps[2] = {0};
+
+	if (!setup->uid)
+		return 0;
+	if (setup->n_groups > GP_WORKER_GROUPS_MAX)
+		return refuse(w, GP_ENOTREADY, "the pool's worker got too many groups");
+	for (size_t i = 0; i < setup->n_groups; i++)
+		groups[i] = (gid_t)setup->groups[i];
+	/* glibc applies each to every thread, the driver's too. The kernel clears a thread's
+	 * capabilities (permitted, effective, ambient) when its uids go from any of them being
+	 * 0 to none: a daemon that is not root (CAP_SETUID ambient) first makes its saved uid
+	 * 0, which changes neither its file access nor its capabilities, so that its last step
+	 * clears them on every thread as it does from root. */
+	if ((was != 0 && setresuid((uid_t)-1, (uid_t)-1, 0)) ||
+	    setgroups(setup->n_groups, groups) || setresgid(gid, gid, gid) ||
+	    setresuid(uid, uid, uid)) {
+		gp_log_error("session %llu: cannot switch to uid %u: %s",
+			     (unsigned long long)w->session_id, (unsigned)uid, strerror(errno));
+		return refuse(w, GP_ENOTREADY, "the pool's worker cannot switch to its own user");
+	}
+	/* Nothing to inherit either (only on exec, which no_new_privs and the filter bar). */
+	if (syscall(SYS_capset, &caph, caps) || !threads_dropped(uid))
+		gp_fatalx("session %llu: uid %u: a thread of the worker kept its capabilities "
+			  "or ids",
+			  (unsigned long long)w->session_id, (unsigned)uid);
+	if (getresuid(&r, &e, &sv) || getresgid(&rg, &eg, &sg) || r != uid || e != uid ||
+	    sv != uid || rg != gid || eg != gid || sg != gid ||
+	    (was != uid && setresuid(was, was, was) == 0) || setresuid(0, 0, 0) == 0 ||
+	    (wasg != gid && setresgid(wasg, wasg, wasg) == 0))
+		gp_fatalx("session %llu: uid %u: the worker could switch back",
+			  (unsigned long long)w->session_id, (unsigned)uid);
+#ifndef __SANITIZE_ADDRESS__
+	/* A change of ids resets it: other processes of this uid may not ptrace it either. */
+	prctl(PR_SET_DUMPABLE, 0);
+#else
+	prctl(PR_SET_DUMPABLE, 1); /* LeakSanitizer ptraces its own threads at exit */
+#endif
+	gp_log_debug("session %llu: running as uid %u gid %u", (unsigned long long)w->session_id,
+		     (unsigned)uid, (unsigned)gid);
+	return 0;
+}
+
+/* worker_seccomp: after no_new_privs, which an unprivileged filter needs. */
+static int seccomp_filter(struct gp_worker *w, enum gp_seccomp_mode mode)
+{
+	int r = gp__worker_seccomp(mode);
 
 	if (r) {
 		gp_log_error("session %llu: worker_seccomp: %s", (unsigned long long)w->session_id,
@@ -759,9 +856,11 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	if (ret == 0)
 		ret = load_driver(w, setup->driver);
 	if (ret == 0)
+		ret = drop_identity(w, setup);
+	if (ret == 0)
 		ret = no_new_privs(w);
 	if (ret == 0 && setup->seccomp)
-		ret = seccomp_filter(w);
+		ret = seccomp_filter(w, (enum gp_seccomp_mode)setup->seccomp);
 	if (ret == 0)
 		ret = send_hello_reply(w);
 out_ctx:

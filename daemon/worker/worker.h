@@ -21,7 +21,8 @@
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * driver.c    the dlopen'd libcuda
- * seccomp.c   worker_seccomp: the syscall filter set before the tenant's first call
+ * seccomp.c   worker_seccomp: the syscall filter (an allow-list, or the denylist) set before the
+ *             tenant's first call (seccomp.h; tests/unit/test_seccomp.c)
  *
  * DESIGN: the main thread reads every frame from the client, in order, and runs
  * each call on the driver under w->lock (the session's tables, state.c/owner.c,
@@ -59,6 +60,7 @@
 #include "driver.h"
 #include "owner.h"
 #include "slice.h"
+#include "seccomp.h"
 #include "stats.h"
 
 /* Inherited descriptors, set up by the supervisor at spawn. */
@@ -450,7 +452,6 @@ int gp__output_capture(void);
  * answer. */
 int gp__output_flush(struct gp_worker *w);
 
-/* seccomp.c: installs the filter (no_new_privs must be set). 0 or -errno. */
-int gp__worker_seccomp(void);
+/* seccomp.c: gp__worker_seccomp, in seccomp.h. */
 
 #endif

@@ -41,6 +41,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# As root the workers run as users of their own (worker_uids), as a real pool's should: a
+# range of 256 uids per test run, so that runs side by side rarely share one (sharing would
+# only weaken what the range isolates). GP_TEST_WORKER_UIDS=0: the workers keep root.
+GP_WORKER_UIDS=
+if [ "$(id -u)" -eq 0 ] && [ "${GP_TEST_WORKER_UIDS:-1}" != 0 ]; then
+	GP_WORKER_UID0=$(( 3000000 + ($$ % 30000) * 256 ))
+	GP_WORKER_UIDS="$GP_WORKER_UID0-$(( GP_WORKER_UID0 + 255 ))"
+fi
+
 # gp_config [extra config lines...]: writes $T/gpupoold.conf.
 gp_config() {
 	[ -f "$T/certs/ca.pem" ] || "$GP_SRC/scripts/gen-certs.sh" "$T/certs" >/dev/null
@@ -52,6 +61,11 @@ gp_config() {
 		echo "admin_socket $T/admin.sock"
 		echo "log_level debug"
 		for line in "$@"; do echo "$line"; done
+		# Last, so that the tests' own lines keep their numbers; not over a test's own.
+		case " $* " in
+		*" worker_uids "*) ;;
+		*) [ -z "$GP_WORKER_UIDS" ] || echo "worker_uids $GP_WORKER_UIDS" ;;
+		esac
 	} >"$T/gpupoold.conf"
 }
 

@@ -102,7 +102,8 @@ set +e
 "$POOLCTL" -s "$T/admin.sock" reload 2>"$T/err"
 rc=$?
 set -e
-[ $rc -eq 1 ] && grep -qF "gpupoold.conf:11: 'accounting_keep none'" "$T/err" ||
+line=$(grep -n '^accounting_keep none' "$T/gpupoold.conf" | cut -d: -f1) # 11, or 12 with worker_uids
+[ $rc -eq 1 ] && grep -qF "gpupoold.conf:$line: 'accounting_keep none'" "$T/err" ||
 	fail "a bad reload should name file and line: $(cat "$T/err")"
 ACCT=$T/acct/other.jsonl
 

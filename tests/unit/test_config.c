@@ -151,6 +151,10 @@ static void test_defaults(void **state)
 	assert_null(c->worker);
 	assert_int_equal(c->log_level, GP_LOG_INFO);
 	assert_int_equal(c->max_sessions, 64);
+	assert_int_equal(c->worker_seccomp, GP_SECCOMP_ALLOW); /* on unless turned off */
+	assert_int_equal(c->worker_uid_first, 0);	       /* workers keep the daemon's uid */
+	assert_int_equal(c->worker_uid_last, 0);
+	assert_null(c->worker_groups);
 	gp_config_free(c);
 }
 
@@ -224,7 +228,8 @@ static void test_admission_keys(void **state)
 			   "max_queued_per_tenant 7\n"
 			   "tenant_from san-uri\n"
 			   "max_streams 8\nmax_events 9\nmax_modules 10\nmax_contexts 3\n"
-			   "worker_seccomp on\n";
+			   "worker_seccomp denylist\n"
+			   "worker_uids 200000-200099\nworker_groups video,44\n";
 	struct gp_config *c = gp_config_parse(text, "t", err, sizeof(err));
 	const struct gp_tenant *t;
 
@@ -235,7 +240,10 @@ static void test_admission_keys(void **state)
 	assert_int_equal(c->max_events, 9);
 	assert_int_equal(c->max_modules, 10);
 	assert_int_equal(c->max_contexts, 3);
-	assert_true(c->worker_seccomp);
+	assert_int_equal(c->worker_seccomp, GP_SECCOMP_DENY);
+	assert_int_equal(c->worker_uid_first, 200000);
+	assert_int_equal(c->worker_uid_last, 200099);
+	assert_string_equal(c->worker_groups, "video,44");
 	assert_int_equal(c->default_memory, 2ull << 30);
 	assert_int_equal(c->queue_timeout, 5);
 	assert_int_equal(c->idle_timeout, 600);
@@ -281,7 +289,35 @@ static void test_admission_key_errors(void **state)
 	expect_error("tls_cert a\ntls_key b\ntenant_from email\n",
 		     "test.conf:3: 'tenant_from email': expected cn, san-uri or san-dns");
 	expect_error("tls_cert a\ntls_key b\nworker_seccomp yes\n",
-		     "test.conf:3: 'worker_seccomp yes': expected on or off");
+		     "test.conf:3: 'worker_seccomp yes': expected on, denylist or off");
+	expect_error(
+		"tls_cert a\ntls_key b\nworker_uids 0-10\n",
+		"test.conf:3: 'worker_uids 0-10': the range must be non-empty and leave out uid 0");
+	expect_error("tls_cert a\ntls_key b\nworker_uids 20-10\n",
+		     "test.conf:3: 'worker_uids 20-10': the range must be non-empty");
+	expect_error("tls_cert a\ntls_key b\nworker_uids 10-4294967295\n",
+		     "test.conf:3: 'worker_uids 10-4294967295': the range must be non-empty");
+	expect_error("tls_cert a\ntls_key b\nworker_uids 10-99999999999\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\nworker_uids 100\n",
+		     "test.conf:3: 'worker_uids 100': expected FIRST-LAST, two uids");
+	expect_error("tls_cert a\ntls_key b\nworker_uids 100-\n", "expected FIRST-LAST");
+	expect_error("tls_cert a\ntls_key b\nworker_uids -5-10\n", "expected FIRST-LAST");
+	expect_error("tls_cert a\ntls_key b\nworker_uids 5-10x\n", "expected FIRST-LAST");
+	expect_error("tls_cert a\ntls_key b\nworker_uids 5-10 7\n", "takes one range");
+	expect_error("tls_cert a\ntls_key b\nworker_uids 5-10\nworker_groups video,,x\n",
+		     "test.conf:4: 'worker_groups video,,x': an empty group");
+	expect_error("tls_cert a\ntls_key b\nworker_uids 5-10\nworker_groups ,video\n",
+		     "an empty group");
+	expect_error("tls_cert a\ntls_key b\nworker_uids 5-10\nworker_groups video,\n",
+		     "an empty group");
+	expect_error("tls_cert a\ntls_key b\nworker_uids 5-10\nworker_groups a/b\n",
+		     "a group is a name or a number");
+	expect_error("tls_cert a\ntls_key b\nworker_uids 5-10\nworker_groups "
+		     "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,"
+		     "28,29,30,31,32,33\n",
+		     "one to 32 groups");
+	expect_error("tls_cert a\ntls_key b\nworker_groups video\n",
+		     "worker_groups needs worker_uids");
 	expect_error("tls_cert a\ntls_key b\n\ntenant_from\n",
 		     "test.conf:4: 'tenant_from' takes exactly one value");
 	expect_error("tls_cert a\ntls_key b\ndefault_memory lots\n", "test.conf:3:");
