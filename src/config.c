@@ -339,6 +339,7 @@ static int set_cgroup(struct parse *p, char **words, int n, size_t off)
 	}
 	if (v[0] != '/' || strcmp(v, "/") == 0 || strstr(v, "/../") || strstr(v, "/./") ||
 	    strstr(v, "//") || (strlen(v) >= 3 && strcmp(v + strlen(v) - 3, "/..") == 0) ||
+	    strcmp(v + strlen(v) - 2, "/.") == 0 || /* "/." is the root, "/a/." is "/a" */
 	    v[strlen(v) - 1] == '/' || strlen(v) > 1024 || strpbrk(v, "\n"))
 		return perr(p,
 			    "'cgroup %s': expected auto, off or a cgroup's path below the "

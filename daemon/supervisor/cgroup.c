@@ -351,6 +351,46 @@ static int v1_setup(struct gp_daemon *d, const char *path, char *why, size_t len
 
 /* ---- start and stop ----------------------------------------------------------------- */
 
+static void forget(struct gp_daemon *d, const char *name);
+
+static bool is_gone(const struct gp_daemon *d, const char *name)
+{
+	for (const struct gp_cg_gone *g = d->cg.gone; g; g = g->next)
+		if (strcmp(g->name, name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The worker and session cgroups a daemon that was killed left in a base that outlives it
+ * (v2, a `cgroup PATH`; v1's per-daemon directories are swept by v1_sweep): what is left in
+ * them is killed and they go, now or on a later tick. Else session-1 of this run would be
+ * joined to the old session-1, its processes and its counters (an OOM kill) (move_into
+ * takes only a cgroup it made).
+ */
+static void sweep(struct gp_daemon *d)
+{
+	for (int c = 0; c < GP_CG_NCTL; c++) {
+		DIR *dir = d->cg.base[c][0] && !(d->cg.version == 2 && c > 0)
+				   ? opendir(d->cg.base[c])
+				   : NULL;
+		struct dirent *e;
+
+		if (!dir)
+			continue;
+		while ((e = readdir(dir))) {
+			if ((strncmp(e->d_name, "session-", 8) != 0 &&
+			     strncmp(e->d_name, "worker-", 7) != 0) ||
+			    strlen(e->d_name) >= sizeof(d->cg.gone->name) || is_gone(d, e->d_name))
+				continue;
+			gp_log_info("cgroup %s/%s: left by an earlier gpupoold; removing it",
+				    d->cg.base[c], e->d_name);
+			forget(d, e->d_name);
+		}
+		closedir(dir);
+	}
+}
+
 int gp__cgroup_start(struct gp_daemon *d)
 {
 	const struct gp_config *cfg = d->cfg;
@@ -401,6 +441,8 @@ int gp__cgroup_start(struct gp_daemon *d)
 		     why[0] ? why : "neither a delegated v2 cgroup nor v1 controllers");
 	return 0;
 done:
+	if (d->cg.version == 2 || path)
+		sweep(d);
 	if (d->cg.version == 2)
 		gp_log_info("cgroup v2: a cgroup per worker under %s (memory, pids%s)",
 			    d->cg.base[GP_CG_MEMORY], d->cg.cpu_ok ? ", cpu" : "");
@@ -504,6 +546,20 @@ static int set_memory(struct gp_daemon *d, const char *name, uint64_t bytes, uin
 
 static void apply_limits(struct gp_session *s);
 
+/* Takes name off the list of cgroups whose removal is retried. */
+static void unforget(struct gp_daemon *d, const char *name)
+{
+	for (struct gp_cg_gone **pp = &d->cg.gone; *pp; pp = &(*pp)->next) {
+		if (strcmp((*pp)->name, name) == 0) {
+			struct gp_cg_gone *g = *pp;
+
+			*pp = g->next;
+			free(g);
+			return;
+		}
+	}
+}
+
 /* Makes the cgroup `name` (s->cg_name from now), sets its limits, then moves the worker in:
  * it runs under every limit from the moment it is in. 0 or a negative code (logged). */
 static int move_into(struct gp_session *s, const char *name)
@@ -514,13 +570,20 @@ static int move_into(struct gp_session *s, const char *name)
 
 	snprintf(s->cg_name, sizeof(s->cg_name), "%s", name);
 	snprintf(pid, sizeof(pid), "%d", s->proc.pid);
+	/* The name is this worker's now: a retried removal of an earlier one of the same name
+	 * (a reused pid) must not end it. */
+	unforget(d, name);
 	for (int c = 0; c < GP_CG_NCTL; c++) {
 		/* In v2 one directory holds every controller: made and joined once. */
 		if (!dir_of(d, c, s->cg_name, dir, sizeof(dir)) ||
 		    (c == GP_CG_CPU && !d->cg.cpu_ok) || (d->cg.version == 2 && c > 0))
 			continue;
-		if ((r = make_dir(dir))) {
-			gp_log_error("cgroup %s: %s", dir, strerror(-r));
+		/* Only a cgroup made here: one left from before still holds others' processes
+		 * and counters (sweep, forget remove it). */
+		if (mkdir(dir, 0755) != 0) {
+			r = -errno;
+			gp_log_error("cgroup %s: %s%s", dir, strerror(-r),
+				     r == -EEXIST ? " (left from before, not yet removed)" : "");
 			return r;
 		}
 	}

@@ -69,10 +69,11 @@ struct gp_session {
 	struct gp_stats *stats;
 	int state; /* enum gp_session_state, as the supervisor sees it */
 	bool exited, ctl_closed, proc_closed;
-	bool evicted;	/* ended by poolctl evict or the idle timeout */
-	bool refused;	/* turned away by admission: its worker is on its way out */
-	bool warm;	/* started ahead (warm_workers): no client yet, in d->warm */
-	bool cg_failed; /* it could not be put in its cgroup: killed, it serves nobody */
+	bool evicted;	  /* ended by poolctl evict or the idle timeout */
+	bool refused;	  /* turned away by admission: its worker is on its way out */
+	bool admit_asked; /* its worker sent its AdmitRequest (only one is taken) */
+	bool warm;	  /* started ahead (warm_workers): no client yet, in d->warm */
+	bool cg_failed;	  /* it could not be put in its cgroup: killed, it serves nobody */
 	enum gp_transport transport;
 	/* Its cgroup (cgroup.c): worker-PID, then session-ID; "" when none. */
 	char cg_name[40];

@@ -277,11 +277,15 @@ static void on_ctl_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	while ((r = gp_frame_decoder_next(&s->dec, &f)) == 1) {
 		ProtobufCMessage *m;
 
-		if (s->warm || f.hdr.type != GP_MSG_ADMIT_REQUEST || /* warm: no client yet */
+		/* warm: no client yet. One AdmitRequest per worker: a second (after a refusal,
+		 * say) is a compromised worker's, which would be admitted uncounted as live and
+		 * could make the loop check proofs without end. */
+		if (s->warm || f.hdr.type != GP_MSG_ADMIT_REQUEST || s->admit_asked ||
 		    !(m = gp_msg_unpack(f.hdr.type, f.msg, f.hdr.msg_len))) {
 			r = GP_ETYPE;
 			break;
 		}
+		s->admit_asked = true;
 		gp__admit_request(s, (Gp__AdmitRequest *)m);
 		protobuf_c_message_free_unpacked(m, NULL);
 		gp__cgroup_admitted(s); /* the tenant is known: its host_memory= */

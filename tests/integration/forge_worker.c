@@ -10,6 +10,8 @@
  *   save=FILE      changes nothing, and writes the proof it forwards to FILE
  *   replay=FILE    forwards the proof saved in FILE (another session's) instead of its own,
  *                  and claims the tenant saved with it
+ *   retry          sends its AdmitRequest stripped of the proof (refused), then unchanged:
+ *                  a second request a worker is never let make
  * Each rewrite is said on stderr (the daemon's log): "forge_worker: ...".
  */
 #include <errno.h>
@@ -128,6 +130,21 @@ static size_t forge(const struct gp_frame_hdr *h, const uint8_t *body, uint8_t *
 
 	if (!r || !how)
 		goto same;
+	if (strcmp(how, "retry") == 0) {
+		Gp__AdmitRequest bare = *r;
+		size_t whole = GP_FRAME_HDR_SIZE + h->msg_len + h->bulk_len;
+
+		fprintf(stderr, "forge_worker: asking without the proof, then again with it\n");
+		bare.n_peer_chain = 0;
+		bare.proof_signature.len = 0;
+		bare.proof_exporter.len = 0;
+		n = protobuf_c_message_get_packed_size(&bare.base);
+		nh.msg_len = (uint32_t)n;
+		gp_frame_hdr_encode(&nh, out);
+		protobuf_c_message_pack(&bare.base, out + GP_FRAME_HDR_SIZE);
+		memcpy(out + GP_FRAME_HDR_SIZE + n, body - GP_FRAME_HDR_SIZE, whole);
+		return GP_FRAME_HDR_SIZE + n + whole;
+	}
 	if (strncmp(how, "tenant=", 7) == 0) {
 		fprintf(stderr, "forge_worker: claiming tenant %s for the client of %s\n", how + 7,
 			r->tenant);

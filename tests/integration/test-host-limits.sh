@@ -148,4 +148,57 @@ gp_stop
 case "$BASE" in
 */gpupoold-*) [ ! -d "$BASE" ] || fail "the daemon's v1 cgroup $BASE is left behind" ;;
 esac
+
+# Under a `cgroup PATH` (which outlives the daemon) a killed daemon left session-1 with a
+# process still in it: the next daemon ends and removes it at start, and its own session 1
+# gets a cgroup of its own (it was joined to the old one, its process and its counters).
+CGP=/gpupool-test-$$
+gp_config "cgroup $CGP"
+: >"$T/daemon.log"
+gp_start
+PBASE=$(sed -n 's/.*cgroup v[12]: a cgroup per worker under \([^ ,]*\).*/\1/p' "$T/daemon.log" | head -n 1)
+PDIRS=$(sed -n 's/.*cgroup v[12]: a cgroup per worker under \([^(]*\).*/\1/p' "$T/daemon.log" | head -n 1)
+gp_stop
+case "$PBASE" in *"$CGP") ;; *) fail "cgroup $CGP should be used: '$PBASE'" ;; esac
+# The stale process and the PATH's directories go however the test ends.
+path_cleanup() {
+	[ -z "${STALE:-}" ] || kill -KILL "$STALE" 2>/dev/null || true
+	for dir in ${PDIRS//,/ }; do
+		for _ in $(seq 1 50); do
+			rmdir "$dir"/*/ 2>/dev/null || true
+			rmdir "$dir" 2>/dev/null && break
+			sleep 0.1
+		done
+	done
+}
+trap 'path_cleanup; cleanup' EXIT
+mkdir -p "$PBASE/session-1"
+sleep 600 &
+STALE=$!
+echo "$STALE" >"$PBASE/session-1/cgroup.procs"
+: >"$T/daemon.log"
+gp_start
+for _ in $(seq 1 100); do
+	[ -d "$PBASE/session-1" ] || break
+	sleep 0.1
+done
+[ ! -d "$PBASE/session-1" ] || fail "$PBASE/session-1, left from before, should be removed at start"
+wait "$STALE" 2>/dev/null || true
+STALE=
+hold_start C $((16 << 20))
+hold_line C
+case "$HELD" in READY*) ;; *) fail "session C: $HELD" ;; esac
+assert_status '.sessions | length == 1' "one session"
+ID_C=$(jq -r '.sessions[0].id' "$T/status.json")
+PID_C=$(jq -r '.sessions[0].worker_pid' "$T/status.json")
+[ "$(cat "$PBASE/session-$ID_C/cgroup.procs")" = "$PID_C" ] ||
+	fail "session $ID_C's cgroup should hold its worker $PID_C alone: $(cat "$PBASE/session-$ID_C/cgroup.procs")"
+echo >&"$C_IN"
+wait "$C_PID" || fail "session C should end cleanly: $(cat "$T/C.out")"
+wait_for '.sessions | length == 0' 20
+gp_stop
+path_cleanup
+for dir in ${PDIRS//,/ }; do
+	[ ! -d "$dir" ] || fail "$dir should be removable: a worker's cgroup is left in it"
+done
 echo PASS

@@ -105,6 +105,8 @@ forged tenant=alice 'claims tenant "alice", but its credentials name "bob".*comp
 forged tenant=alice "claims tenant \"alice\", but its credentials name \"$me\".*compromised" \
 	GPUPOOL_SERVER=unix:$SOCK
 forged bare=alice "refused: no client certificate was forwarded" $BOB
+# Refused, then asking again with the real proof: the second request ends the session.
+forged retry "control channel: unexpected message type; ending the session" $BOB
 
 # Over plain TCP only a token names the tenant: a worker that names one itself is lying.
 gp_config "listen_plain 127.0.0.1:0" "token 0123456789abcdef0123 bob" "warm_workers 0" \

@@ -480,6 +480,8 @@ static void test_worker_host_keys(void **state)
 	expect_error("tls_cert a\ntls_key b\ncgroup /a/../b\n", "test.conf:3: 'cgroup /a/../b'");
 	expect_error("tls_cert a\ntls_key b\ncgroup /a/..\n", "test.conf:3:");
 	expect_error("tls_cert a\ntls_key b\ncgroup /\n", "test.conf:3:");
+	expect_error("tls_cert a\ntls_key b\ncgroup /.\n", "test.conf:3: 'cgroup /.'");
+	expect_error("tls_cert a\ntls_key b\ncgroup /a/.\n", "test.conf:3: 'cgroup /a/.'");
 	expect_error("tls_cert a\ntls_key b\ncgroup /a/\n", "test.conf:3:");
 	expect_error("tls_cert a\ntls_key b\ncgroup /a//b\n", "test.conf:3:");
 	expect_error("tls_cert a\ntls_key b\ncgroup\n", "test.conf:3: 'cgroup' takes exactly");

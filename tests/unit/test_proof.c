@@ -401,6 +401,38 @@ static void test_name_rules_apply(void **state)
 	forwarded_free(&f);
 }
 
+/* The chain is checked as TLS checks a client's: a leaf only for servers (serverAuth), or
+ * one that has expired, is refused. */
+static void test_purpose_and_time_checked(void **state)
+{
+	X509 *server = cert_new("alice", NULL, P.alice_key, P.ca, P.ca_key, false);
+	X509 *old = cert_new("alice", NULL, P.alice_key, P.ca, P.ca_key, false);
+	uint8_t nonce[GP_PROOF_NONCE_LEN];
+	char name[128], why[256];
+	struct forwarded f;
+
+	(void)state;
+	nonce_new(nonce);
+	X509_EXTENSION_free(
+		X509_delete_ext(server, X509_get_ext_by_NID(server, NID_ext_key_usage, -1)));
+	add_ext(server, P.ca, NID_ext_key_usage, "serverAuth");
+	assert_true(X509_sign(server, P.ca_key, EVP_sha256()) > 0);
+	forward(&f, server, NULL, P.alice_key, nonce);
+	assert_int_equal(check(&f, nonce, name, why), GP_EREFUSED);
+	assert_non_null(strstr(why, "unsuitable certificate purpose"));
+	forwarded_free(&f);
+
+	X509_gmtime_adj(X509_getm_notBefore(old), -7200);
+	X509_gmtime_adj(X509_getm_notAfter(old), -60);
+	assert_true(X509_sign(old, P.ca_key, EVP_sha256()) > 0);
+	forward(&f, old, NULL, P.alice_key, nonce);
+	assert_int_equal(check(&f, nonce, name, why), GP_EREFUSED);
+	assert_non_null(strstr(why, "expired"));
+	forwarded_free(&f);
+	X509_free(server);
+	X509_free(old);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_rsa_without_pss_refused),
 		cmocka_unit_test(test_missing_or_malformed_refused),
 		cmocka_unit_test(test_name_rules_apply),
+		cmocka_unit_test(test_purpose_and_time_checked),
 	};
 
 	return cmocka_run_group_tests(tests, pki_setup, pki_teardown);
