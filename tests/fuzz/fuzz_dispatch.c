@@ -717,7 +717,8 @@ static void reply_in(const struct gp_frame_hdr *h)
 			FUZZ_CHECK(r->data == r->asked);
 	}
 	FUZZ_CHECK(rep->n_out <= GP_CALL_OUTS_MAX);
-	memcpy(r->out, rep->out, rep->n_out * sizeof(uint64_t));
+	if (rep->n_out)
+		memcpy(r->out, rep->out, rep->n_out * sizeof(uint64_t));
 	r->nout = rep->n_out;
 	if (rep->n_function) {
 		r->funcs = calloc(rep->n_function, sizeof(uint64_t));
