@@ -670,6 +670,20 @@ static void teardown(void)
 			;
 		teardown_call(GP_MSG_PRIMARY_RESET, &a, 1);
 	}
+	/* What the pools still hold (a default pool's memory outlives the contexts) goes back,
+	 * and a created pool that held allocations goes now. */
+	n = 0;
+	pthread_mutex_lock(&w->lock);
+	for (uint32_t i = 0; i < w->nhandles && n < 512; i++)
+		if (w->handles[i].kind == GP_H_MEMPOOL)
+			hs[n++].id = gp__handle_id(w, &w->handles[i]);
+	pthread_mutex_unlock(&w->lock);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a[2] = {hs[i].id, 0};
+
+		teardown_call(GP_MSG_POOL_TRIM, a, 2);
+		teardown_call(GP_MSG_POOL_DESTROY, a, 1);
+	}
 }
 
 static void *client(void *arg)
