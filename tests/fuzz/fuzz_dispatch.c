@@ -85,24 +85,31 @@ struct argdesc {
 	const char *name;
 };
 
+/* A device range the worker checks (GP_RANGE; GP_RANGE1: height and pitch NULL). */
+struct rangedesc {
+	const char *base, *width, *height, *pitch;
+};
+
 struct calldesc {
 	const char *name;
 	unsigned num, flags;
 	const struct argdesc *args;
 	const char *const *outs;
+	const struct rangedesc *ranges;
 };
 
 #define GP_ARG(kind, f) {AK_##kind, #f},
 #define GP_OUT(f) #f,
-#define GP_RANGE(base, width, height, pitch)
-#define GP_RANGE1(base, bytes)
+#define GP_RANGE(base, width, height, pitch) {#base, #width, #height, #pitch},
+#define GP_RANGE1(base, bytes) {#base, #bytes, NULL, NULL},
 #define DESC(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC)             \
 	static const struct argdesc args_##name[] = {ARGS{AK_END, NULL}}; \
-	static const char *const outs_##name[] = {OUTS NULL};
+	static const char *const outs_##name[] = {OUTS NULL};             \
+	static const struct rangedesc ranges_##name[] = {RANGES{NULL, NULL, NULL, NULL}};
 GP_CALL_MAP(DESC)
 #undef DESC
 #define ROW(NAME, name, NUM, FLAGS, ARGS, OUTS, RANGES, DOC) \
-	{#NAME, NUM, FLAGS, args_##name, outs_##name},
+	{#NAME, NUM, FLAGS, args_##name, outs_##name, ranges_##name},
 static const struct calldesc calls[] = {GP_CALL_MAP(ROW)};
 #undef ROW
 #undef GP_RANGE1
@@ -334,6 +341,8 @@ static struct {
 	uint64_t vmaps[64][2], vresv[64][2];
 	unsigned nvmaps, nvresv;
 	struct seen seen;
+	uint64_t mem[256][2]; /* device memory replies gave the session: base, bytes */
+	unsigned nmem;
 } S;
 
 static struct gp_worker W;
@@ -405,13 +414,100 @@ static uint64_t send_call(const struct calldesc *d, bool async, const uint64_t *
 	return ret ? 0 : id;
 }
 
-/* A sent call answered: what it made joins the values later calls use. */
-static void note_reply(const struct calldesc *d, const uint64_t *args, uint64_t id)
+static uint64_t arg_named(const struct calldesc *d, const uint64_t *full, const char *name)
+{
+	for (unsigned i = 0; d->args[i].kind != AK_END; i++)
+		if (!strcmp(d->args[i].name, name))
+			return full[i];
+	FUZZ_CHECK(!"a range names arguments of its call");
+	return 0;
+}
+
+static uint64_t out_named(const struct calldesc *d, const struct req *r, const char *name)
+{
+	for (unsigned i = 0; i < r->nout; i++)
+		if (!strcmp(d->outs[i], name))
+			return r->out[i];
+	return 0;
+}
+
+static void mem_add(uint64_t base, uint64_t bytes)
+{
+	if (bytes && S.nmem < 256) {
+		S.mem[S.nmem][0] = base;
+		S.mem[S.nmem++][1] = bytes;
+	}
+}
+
+/*
+ * A call that succeeded touched only device memory some reply gave the session (an
+ * allocation, a global, a mapping: all of one of them; the worker's own table is not
+ * asked). Memory freed since still counts: this catches reaching outside the session, not
+ * use after free.
+ */
+static void check_ranges(const struct calldesc *d, const uint64_t *full)
+{
+	for (const struct rangedesc *g = d->ranges; g->base; g++) {
+		uint64_t base = arg_named(d, full, g->base), width = arg_named(d, full, g->width);
+		uint64_t height = g->height ? arg_named(d, full, g->height) : 1;
+		uint64_t pitch = g->pitch ? arg_named(d, full, g->pitch) : 0, ext, end;
+		bool inside = false;
+
+		if (width == 0 || height == 0)
+			continue;
+		if (!pitch)
+			pitch = width;
+		/* rows of width bytes, pitch apart: the last row ends at (height - 1) * pitch +
+		 * width */
+		FUZZ_CHECK(!__builtin_mul_overflow(height - 1, pitch, &ext) &&
+			   !__builtin_add_overflow(ext, width, &ext) &&
+			   !__builtin_add_overflow(base, ext, &end));
+		for (unsigned i = 0; i < S.nmem && !inside; i++)
+			inside = base >= S.mem[i][0] && end - S.mem[i][0] <= S.mem[i][1];
+		if (!inside) {
+			fprintf(stderr,
+				"fuzz_dispatch: %s succeeded on [0x%llx, 0x%llx), which no reply "
+				"gave "
+				"the session\n",
+				d->name, (unsigned long long)base, (unsigned long long)end);
+			FUZZ_CHECK(!"a call touches only the session's device memory");
+		}
+	}
+}
+
+/* A sent call answered: what it made joins the values later calls use, and the device
+ * memory it touched was the session's. full: the arguments by the table's index. */
+static void note_reply(const struct calldesc *d, const uint64_t *full, uint64_t id)
 {
 	const struct req *r = &S.req[id];
+	const uint64_t *args = full; /* the calls below have no NAME or BLOB */
 
 	if (r->result != CUDA_SUCCESS)
 		return;
+	check_ranges(d, full);
+	switch (d->num) {
+	case GP_MSG_MEM_ALLOC:
+	case GP_MSG_MEM_ALLOC_ASYNC:
+		mem_add(out_named(d, r, "dptr"), arg_named(d, full, "bytes"));
+		break;
+	case GP_MSG_MANAGED_ALLOC: /* page-aligned: whole pages */
+		mem_add(out_named(d, r, "dptr"), (arg_named(d, full, "bytes") + 4095) & ~4095ull);
+		break;
+	case GP_MSG_MEM_ALLOC_PITCH:
+		mem_add(out_named(d, r, "dptr"),
+			out_named(d, r, "pitch") * arg_named(d, full, "height"));
+		break;
+	case GP_MSG_GET_GLOBAL:
+		mem_add(out_named(d, r, "dptr"), out_named(d, r, "bytes"));
+		break;
+	case GP_MSG_MANAGED_GLOBAL:
+		mem_add(out_named(d, r, "dptr"), out_named(d, r, "bytes"));
+		mem_add(out_named(d, r, "base"), out_named(d, r, "len"));
+		break;
+	case GP_MSG_VMM_MAP:
+		mem_add(arg_named(d, full, "ptr"), arg_named(d, full, "bytes"));
+		break;
+	}
 	for (size_t i = 0; i < r->nout; i++)
 		seen_add(&S.seen, cat_of_name(d->outs[i]), r->out[i]);
 	for (size_t i = 0; i < r->nfuncs; i++)
@@ -442,7 +538,7 @@ static bool one_op(struct in *in)
 {
 	unsigned op = u8(in), fl = u8(in);
 	const struct calldesc *d;
-	uint64_t args[32];
+	uint64_t args[32], full[32];
 	char name[256];
 	uint8_t blob[512];
 	size_t blob_len = 0, nargs;
@@ -572,6 +668,7 @@ static bool one_op(struct in *in)
 		args[i] = v;
 	}
 	/* NAME and BLOB travel beside Call.arg: drop their placeholders. */
+	memcpy(full, args, nargs * sizeof(args[0]));
 	{
 		size_t k = 0;
 
@@ -588,7 +685,7 @@ static bool one_op(struct in *in)
 		return true;
 	if (!await(id))
 		return false; /* the session ended there */
-	note_reply(d, args, id);
+	note_reply(d, full, id);
 	return true;
 }
 
