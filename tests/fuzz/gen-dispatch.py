@@ -33,7 +33,8 @@ N = dict(CTX_CREATE=100, CTX_DESTROY=101, CTX_SYNCHRONIZE=102, PRIMARY_RETAIN=10
          MANAGED_DIFF=193, MANAGED_FETCH=194, MANAGED_GLOBAL=195, LAUNCH_EX=204,
          VMM_GRANULARITY=220, VMM_CREATE=221, VMM_RELEASE=222, VMM_PROPS=223,
          VMM_RETAIN=224, VMM_RESERVE=225, VMM_ADDRESS_FREE=226, VMM_MAP=227, VMM_UNMAP=228,
-         VMM_SET_ACCESS=229, VMM_GET_ACCESS=230, GRAPH_QUERY=240)
+         VMM_SET_ACCESS=229, VMM_GET_ACCESS=230, GRAPH_QUERY=240, GRAPH_NODE_OP=241,
+         GRAPH_CLIENT_COPY=174, MANAGED_PUSH=192)
 
 
 def lit(k): return bytes([k & 31])
@@ -168,6 +169,62 @@ seeds = {
     'raw-end': CTX + op('MEM_ALLOC', ref(), pow2(12))
     + bytes([0xff, 0, N['MEM_ALLOC'], 0, 4, 0x08, 0x01, 0x10, 0x02]),
 }
+
+VADD = (CTX + op('MEM_ALLOC', ref(), pow2(12)) + op('MEM_ALLOC', ref(), pow2(12))
+        + op('MEM_ALLOC', ref(), pow2(12)) + op('MODULE_LOAD', ref(), image(0)))
+VADD_PARAMS = params(4, 4, ref(2), ref(1), ref(0), lit(16))
+seeds.update({
+    'graph-kernel': VADD + op('GRAPH_CREATE', ref(), lit(0))
+    + op('GRAPH_ADD_KERNEL', ref(), ref(), ref(), lit(1), lit(1), lit(1), lit(8), lit(1),
+         lit(1), lit(0), lit(0), lit(0), VADD_PARAMS)
+    + op('GRAPH_ADD_COPY', ref(), ref(), ref(0), ref(1), pow2(6), lit(1), lit(0), lit(0),
+         lit(0), lit(0))
+    + op('GRAPH_EDGES', ref(), ref(), lit(0), params(2, 0, any_(1), any_(0)))
+    + op('GRAPH_INSTANTIATE', ref(), ref(), lit(0))
+    + op('GRAPH_NODE_OP', ref(), ref(1), ref(), ref(), lit(1), lit(0))
+    + op('GRAPH_NODE_OP', ref(), ref(1), ref(), ref(), lit(2), lit(0))
+    + op('GRAPH_LAUNCH', ref(), ref(), S, lit(0), nowait=True)
+    + op('GRAPH_ADD_KERNEL', ref(), ref(), ref(), lit(2), lit(1), lit(1), lit(8), lit(1),
+         lit(1), lit(0), ref(1), ref(), VADD_PARAMS)
+    + op('GRAPH_LAUNCH', ref(), ref(), S, lit(0))
+    + op('STREAM_SYNCHRONIZE', ref(), S)
+    + op('MEMCPY_DTOH', ref(), ref(), pow2(6), lit(1), lit(0), S, pow2(6))
+    + op('GRAPH_NODE_OP', ref(), ref(1), lit(0), ref(), lit(0), lit(0)),
+    'launch-ex': VADD + op('STREAM_CREATE', ref(), lit(1), lit(0))
+    + op('LAUNCH_EX', ref(), ref(), lit(2), lit(1), lit(1), lit(8), lit(1), lit(1), lit(0),
+         ref(), lit(2), lit(0), lit(0), lit(0), lit(0), lit(0), lit(0), lit(0), lit(0),
+         lit(0), lit(0), lit(0), VADD_PARAMS)
+    + op('LAUNCH_EX', ref(), ref(), lit(1), lit(1), lit(1), lit(4), lit(1), lit(1), lit(0),
+         S, lit(1), lit(1), lit(0), lit(0), lit(0), lit(0), lit(0), lit(0), lit(0),
+         lit(0), lit(0), lit(0), VADD_PARAMS, nowait=True)
+    + op('STREAM_SYNCHRONIZE', ref(), ref()),
+    'client-copy': CTX + op('MEM_ALLOC', ref(), pow2(12)) + op('GRAPH_CREATE', ref(), lit(0))
+    + op('GRAPH_CLIENT_COPY', ref(), ref(), pow2(10), lit(1), lit(0), S, ref(), lit(7), lit(1))
+    + op('GRAPH_CLIENT_COPY', ref(), ref(), pow2(9), lit(2), pow2(9), S, ref(), lit(8), lit(0))
+    + op('GRAPH_INSTANTIATE', ref(), ref(), lit(0))
+    + op('GRAPH_LAUNCH', ref(), ref(), S, lit(0), nowait=True)
+    + op('STREAM_SYNCHRONIZE', ref(), S)
+    + op('STREAM_CREATE', ref(), lit(1), lit(0))
+    + op('STREAM_BEGIN_CAPTURE', ref(), ref(), lit(0))
+    + op('GRAPH_CLIENT_COPY', ref(), ref(), pow2(8), lit(1), lit(0), ref(), lit(0), lit(9), lit(1))
+    + op('STREAM_END_CAPTURE', ref(), ref(), lit(0))
+    + op('GRAPH_INSTANTIATE', ref(), ref(), lit(0))
+    + op('GRAPH_LAUNCH', ref(), ref(), ref(), lit(0))
+    + op('STREAM_SYNCHRONIZE', ref(), ref()),
+    'managed-push': CTX + op('MANAGED_ALLOC', ref(), pow2(12), lit(1))
+    + op('MANAGED_PUSH', params(2, 0, ref(0), pow2(8)), bytes([0x11]), pow2(8))
+    + op('MEMSET', ref(), ref(), lit(9), lit(4), pow2(6), lit(1), lit(0), S)
+    + op('CTX_SYNCHRONIZE', ref())
+    + op('MANAGED_DIFF', pow2(16)) + op('MANAGED_FETCH', any_(2))
+    + op('MANAGED_PUSH', params(2, 0, inside(4), pow2(4)), bytes([0x12]), pow2(4), nowait=True)
+    + op('MEM_FREE', ref(), ref()),
+    'hostfn': CTX + op('STREAM_CREATE', ref(), lit(1), lit(0))
+    + op('LAUNCH_HOST_FUNC', ref(), ref(), lit(5), lit(6), lit(3), lit(0))
+    + op('LAUNCH_HOST_FUNC', ref(), ref(), lit(5), lit(6), lit(3), lit(1))
+    + op('LAUNCH_HOST_FUNC', ref(), S, lit(5), lit(6), lit(0), lit(0), nowait=True)
+    + op('STREAM_QUERY', ref(), ref()) + op('STREAM_SYNCHRONIZE', ref(), ref())
+    + op('STREAM_DESTROY', ref(), ref()),
+})
 
 out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
                                                           'corpus', 'dispatch')
