@@ -9,9 +9,17 @@
  *
  *	op     a call number of <gpupool/calls.h> (any other byte: the call at byte % calls;
  *	       0xff: a raw frame, below, which ends the ops)
- *	flags  bit 0: sent without waiting (GP_F_NO_REPLY), where the call allows it
- *	then one value per argument (value()), a name (name_of()), a blob (blob_of()) and the
- *	bulk of a BULK_IN argument (bulk_of()) as the call's arguments say.
+ *	flags  bit 0: sent without waiting (GP_F_NO_REPLY), where the call allows it; bit 1:
+ *	       a MODLIB argument takes a library rather than a module
+ *	then per argument, in the call's order:
+ *	  scalar   a value (value(): its first byte says how it is made)
+ *	  NAME     byte b: below 0x80 one of symbols[]; else b & 0x7f bytes of text
+ *	  BLOB     byte b: with 0x80 set, b & 0x7f bytes (0x7f: and twice the next byte more);
+ *	           else b % 9 values of 8 bytes, the last (b >> 4) & 7 bytes cut off
+ *	  BULK_IN  byte b: an image: b & 3 below 3 the PTX (b >> 2) % 4, else a length byte and
+ *	           that many bytes; other bulk: b & 0x80 width * height bytes, else a value's
+ *	           worth (at most 1 MiB), each byte b
+ *	  BULK_OUT a value, at most 16 MiB
  *	raw    type (2 bytes), flags (bit 0), length, body: a well-formed frame of any type
  *
  * Values come from small literals, 64-bit literals, or what earlier replies answered
@@ -540,7 +548,7 @@ static bool one_op(struct in *in)
 	const struct calldesc *d;
 	uint64_t args[32], full[32];
 	char name[256];
-	uint8_t blob[512];
+	uint8_t blob[640];
 	size_t blob_len = 0, nargs;
 	const char *nm = NULL;
 	struct bulk bk, *bkp = NULL;
@@ -602,6 +610,8 @@ static bool one_op(struct in *in)
 
 			if (b & 0x80) {
 				blob_len = b & 0x7f;
+				if (blob_len == 0x7f) /* longer: a tensor map's description */
+					blob_len += 2 * u8(in);
 				blob_len = blob_len < in->n ? blob_len : in->n;
 				memcpy(blob, in->p, blob_len);
 				in->p += blob_len;

@@ -34,7 +34,7 @@ N = dict(CTX_CREATE=100, CTX_DESTROY=101, CTX_SYNCHRONIZE=102, PRIMARY_RETAIN=10
          VMM_GRANULARITY=220, VMM_CREATE=221, VMM_RELEASE=222, VMM_PROPS=223,
          VMM_RETAIN=224, VMM_RESERVE=225, VMM_ADDRESS_FREE=226, VMM_MAP=227, VMM_UNMAP=228,
          VMM_SET_ACCESS=229, VMM_GET_ACCESS=230, GRAPH_QUERY=240, GRAPH_NODE_OP=241,
-         GRAPH_CLIENT_COPY=174, MANAGED_PUSH=192)
+         GRAPH_CLIENT_COPY=174, MANAGED_PUSH=192, TENSOR_MAP_ENCODE=205)
 
 
 def lit(k): return bytes([k & 31])
@@ -225,6 +225,18 @@ seeds.update({
     + op('STREAM_QUERY', ref(), ref()) + op('STREAM_SYNCHRONIZE', ref(), ref())
     + op('STREAM_DESTROY', ref(), ref()),
 })
+
+# TENSOR_MAP_ENCODE's struct gp_tensor_desc (include/gpupool/calls.h): a tiled 1-D map of
+# 64 bytes, boxes of 16.
+DESC = (struct.pack('<5Q', 64, 1, 1, 1, 1) + struct.pack('<4Q', 0, 0, 0, 0)
+        + struct.pack('<2I', 0, 1) + struct.pack('<5I', 16, 1, 1, 1, 1)
+        + struct.pack('<5I', 1, 1, 1, 1, 1) + struct.pack('<4I', 0, 0, 0, 0)
+        + struct.pack('<3i', 0, 0, 0) + struct.pack('<3i', 0, 0, 0) + struct.pack('<2I', 0, 0))
+assert len(DESC) == 168
+def raw_blob(b):
+    return bytes([0xff, (len(b) - 127) // 2]) + b
+seeds['tensor-map'] = (CTX + op('MEM_ALLOC', ref(), pow2(12))
+                       + op('TENSOR_MAP_ENCODE', ref(), lit(0), ref(), raw_blob(DESC), pow2(7)))
 
 out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
                                                           'corpus', 'dispatch')
