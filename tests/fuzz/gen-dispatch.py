@@ -238,6 +238,18 @@ def raw_blob(b):
 seeds['tensor-map'] = (CTX + op('MEM_ALLOC', ref(), pow2(12))
                        + op('TENSOR_MAP_ENCODE', ref(), lit(0), ref(), raw_blob(DESC), pow2(7)))
 
+# A library's managed global, its context gone, then pushed to and diffed.
+seeds['managed-global-gone'] = (CTX + op('LIBRARY_LOAD', ref(), image(2))
+                                + op('MANAGED_GLOBAL', ref(), ref(), sym(4))
+                                + op('CTX_DESTROY', ref())
+                                + op('MANAGED_PUSH', params(2, 0, ref(0), pow2(12)),
+                                     bytes([0x11]), pow2(12))
+                                + op('MANAGED_DIFF', pow2(16)) + op('MANAGED_FETCH', any_(2))
+                                + CTX + op('MANAGED_GLOBAL', ref(), ref(), sym(4))
+                                + op('LIBRARY_UNLOAD', ref())
+                                + op('MANAGED_PUSH', params(2, 0, ref(0), pow2(12)),
+                                     bytes([0x11]), pow2(12)))
+
 out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
                                                           'corpus', 'dispatch')
 os.makedirs(out, exist_ok=True)
