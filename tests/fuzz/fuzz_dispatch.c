@@ -14,8 +14,9 @@
  *	then per argument, in the call's order:
  *	  scalar   a value (value(): its first byte says how it is made)
  *	  NAME     byte b: below 0x80 one of symbols[]; else b & 0x7f bytes of text
- *	  BLOB     byte b: with 0x80 set, b & 0x7f bytes (0x7f: and twice the next byte more);
- *	           else b % 9 values of 8 bytes, the last (b >> 4) & 7 bytes cut off
+ *	  BLOB     byte b: 0xfe: a length byte (times 256, at most GP_BLOB_MAX + 8) and a fill
+ *	           byte; else with 0x80 set, b & 0x7f bytes (0x7f: and twice the next byte
+ *	           more); else b % 9 values of 8 bytes, the last (b >> 4) & 7 bytes cut off
  *	  BULK_IN  byte b: an image: b & 3 below 3 the PTX (b >> 2) % 4, else a length byte and
  *	           that many bytes; other bulk: b & 0x80 width * height bytes, else a value's
  *	           worth (at most 1 MiB), each byte b
@@ -548,7 +549,7 @@ static bool one_op(struct in *in)
 	const struct calldesc *d;
 	uint64_t args[32], full[32];
 	char name[256];
-	uint8_t blob[640];
+	static uint8_t blob[GP_BLOB_MAX + 8]; /* the client thread's */
 	size_t blob_len = 0, nargs;
 	const char *nm = NULL;
 	struct bulk bk, *bkp = NULL;
@@ -608,7 +609,12 @@ static bool one_op(struct in *in)
 		if (a->kind == AK_BLOB) {
 			unsigned b = u8(in);
 
-			if (b & 0x80) {
+			if (b == 0xfe) {
+				/* large: up to the protocol's limit and past it, one byte over */
+				blob_len = (size_t)u8(in) << 8;
+				blob_len = blob_len > GP_BLOB_MAX + 8 ? GP_BLOB_MAX + 8 : blob_len;
+				memset(blob, (int)u8(in), blob_len);
+			} else if (b & 0x80) {
 				blob_len = b & 0x7f;
 				if (blob_len == 0x7f) /* longer: a tensor map's description */
 					blob_len += 2 * u8(in);

@@ -250,6 +250,16 @@ seeds['managed-global-gone'] = (CTX + op('LIBRARY_LOAD', ref(), image(2))
                                 + op('MANAGED_PUSH', params(2, 0, ref(0), pow2(12)),
                                      bytes([0x11]), pow2(12)))
 
+# Parameter blobs of the protocol's limit and one over it (the session ends there), edges too.
+def big_blob(k256, fill):
+    return bytes([0xfe, k256, fill])
+seeds['big-blobs'] = (VADD + op('GRAPH_CREATE', ref(), lit(0))
+                      + op('GRAPH_EDGES', ref(), ref(), lit(0), big_blob(0x7f, 0))
+                      + op('LAUNCH', ref(), ref(), lit(1), lit(1), lit(1), lit(1), lit(1),
+                           lit(1), lit(0), S, big_blob(0x80, 0x11))
+                      + op('LAUNCH', ref(), ref(), lit(1), lit(1), lit(1), lit(1), lit(1),
+                           lit(1), lit(0), S, big_blob(0xff, 0x11)))
+
 out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
                                                           'corpus', 'dispatch')
 os.makedirs(out, exist_ok=True)
