@@ -399,6 +399,14 @@ static uint64_t send_call(const struct calldesc *d, bool async, const uint64_t *
 	id = S.next_id++;
 	S.req[id] = (struct req){.d = d, .async = async, .asked = asked};
 	pthread_mutex_unlock(&S.lock);
+	if (trace) {
+		fprintf(stderr, "fuzz_dispatch: %llu %s%s(", (unsigned long long)id, d->name,
+			async ? " (no reply)" : "");
+		for (size_t i = 0; i < nargs; i++)
+			fprintf(stderr, "%s0x%llx", i ? ", " : "", (unsigned long long)args[i]);
+		fprintf(stderr, ")%s%s, blob %zu, bulk %llu\n", name ? " name " : "",
+			name ? name : "", blob_len, bk ? (unsigned long long)bk->len : 0ull);
+	}
 	call.n_arg = nargs;
 	call.arg = (uint64_t *)args;
 	call.name = (char *)(name ? name : "");
