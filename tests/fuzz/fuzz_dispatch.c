@@ -20,7 +20,7 @@
  *	  BULK_IN  byte b: an image: b & 3 below 3 the PTX (b >> 2) % 4, else a length byte and
  *	           that many bytes; other bulk: b & 0x80 width * height bytes, else a value's
  *	           worth (at most 1 MiB), each byte b
- *	  BULK_OUT a value, at most 16 MiB
+ *	  BULK_OUT a value
  *	raw    type (2 bytes), flags (bit 0), length, body: a well-formed frame of any type
  *
  * Values come from small literals, 64-bit literals, or what earlier replies answered
@@ -307,8 +307,7 @@ struct bulk {
 	uint8_t fill;
 };
 
-#define BULK_MAX (1u << 20)	 /* host-to-device bytes one call sends */
-#define BULK_OUT_MAX (16u << 20) /* device-to-host bytes one call may ask for */
+#define BULK_MAX (1u << 20) /* host-to-device bytes one call sends */
 
 static uint8_t fill_buf[GP_CHUNK_SIZE];
 
@@ -674,8 +673,7 @@ static bool one_op(struct in *in)
 			v = value(in, &S.seen, c);
 		}
 		if (a->kind == AK_BULK_OUT) {
-			if (v > BULK_OUT_MAX)
-				v %= BULK_OUT_MAX + 1;
+			/* as asked: what comes back is bounded by the session's memory */
 			asked = v;
 		}
 		/* Launches stay small: at most 27 blocks of 512 threads. */
