@@ -757,7 +757,9 @@ static void teardown(void)
 		switch (hs[i].kind) {
 		case GP_H_VMEM:
 			a[0] = 0;
-			for (int k = 0; k < 8 && teardown_call(GP_MSG_VMM_RELEASE, a, 2) == 0; k++)
+			/* once for the create and once for each retain */
+			for (int k = 0;
+			     k < REQS_MAX && teardown_call(GP_MSG_VMM_RELEASE, a, 2) == 0; k++)
 				;
 			break;
 		case GP_H_GRAPH_EXEC:
