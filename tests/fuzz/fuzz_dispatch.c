@@ -715,11 +715,11 @@ static bool one_op(struct in *in)
 static void teardown(void)
 {
 	struct gp_worker *w = S.w;
-	struct {
+	static struct {
 		uint32_t kind;
 		uint64_t id;
 		bool primary;
-	} hs[512];
+	} hs[REQS_MAX]; /* every handle made: one request each at most */
 	size_t n = 0;
 	uint64_t dev0 = 0, t = 0;
 
@@ -727,7 +727,7 @@ static void teardown(void)
 	if (teardown_call(GP_MSG_PRIMARY_RETAIN, &dev0, 1) == CUDA_SUCCESS)
 		t = S.req[S.next_id - 1].out[0];
 	pthread_mutex_lock(&w->lock);
-	for (uint32_t i = 0; i < w->nhandles && n < 512; i++) {
+	for (uint32_t i = 0; i < w->nhandles && n < REQS_MAX; i++) {
 		struct gp_handle *h = &w->handles[i];
 
 		if (!h->kind)
@@ -795,7 +795,7 @@ static void teardown(void)
 	 * and a created pool that held allocations goes now. */
 	n = 0;
 	pthread_mutex_lock(&w->lock);
-	for (uint32_t i = 0; i < w->nhandles && n < 512; i++)
+	for (uint32_t i = 0; i < w->nhandles && n < REQS_MAX; i++)
 		if (w->handles[i].kind == GP_H_MEMPOOL)
 			hs[n++].id = gp__handle_id(w, &w->handles[i]);
 	pthread_mutex_unlock(&w->lock);
