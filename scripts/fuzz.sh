@@ -1,6 +1,7 @@
 #!/bin/sh
 # fuzz.sh [SECONDS [TARGET...]] -- build the fuzz targets as libFuzzer binaries (clang,
-# ASan+UBSan) and run each for SECONDS (default 60): frame, config, acct, resolve, image, ptx.
+# ASan+UBSan) and run each for SECONDS (default 60): frame, config, acct, resolve, image, ptx,
+# dispatch.
 # New inputs collect in BUILD/fuzz-corpus/TARGET; a crash is saved under
 # BUILD/fuzz-artifacts/TARGET/ and makes the script exit 1. tests/fuzz/README.md
 # says how to reproduce and keep one. BUILD is GP_FUZZ_BUILD or ./build-fuzz.
@@ -9,7 +10,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${GP_FUZZ_BUILD:-$top/build-fuzz}
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-frame config acct resolve image ptx}
+targets=${*:-frame config acct resolve image ptx dispatch}
 
 "$top/scripts/install-deps.sh"
 cmake -S "$top" -B "$build" -DCMAKE_C_COMPILER=clang -DGP_FUZZ=ON \

@@ -480,8 +480,7 @@ void sg_streams_release(struct sg_ctx *ctx)
 		sg_handle_del(e);
 		pthread_mutex_lock(&qlock);
 		r->destroyed = true;
-		r->refs++;
-		ev_unref_locked(e);
+		ev_unref_locked(e); /* the context's reference: ops still queued hold theirs */
 		pthread_mutex_unlock(&qlock);
 		e = n;
 	}

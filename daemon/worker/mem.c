@@ -139,16 +139,27 @@ CUresult gp__serve_mem_get_info(struct gp_worker *w, struct gp_req *rq,
 CUresult gp__serve_memcpy_dtod(struct gp_worker *w, struct gp_req *rq,
 			       const struct gp_wargs_memcpy_dtod *a, struct gp_out_memcpy_dtod *o)
 {
-	bool packed = a->height == 1;
 	CUresult r = CUDA_SUCCESS;
 
-	if (a->height == 0 || (a->height > 1 && (!a->dst_pitch || !a->src_pitch)))
-		return CUDA_ERROR_INVALID_VALUE;
-	for (uint64_t row = 0; r == CUDA_SUCCESS && row < a->height; row++) {
-		CUdeviceptr d = packed ? a->dst : a->dst + row * a->dst_pitch;
-		CUdeviceptr s = packed ? a->src : a->src + row * a->src_pitch;
+	if (a->height == 0 ||
+	    (a->height > 1 && (a->dst_pitch < a->width || a->src_pitch < a->width)))
+		return CUDA_ERROR_INVALID_VALUE; /* rows that overlap: CUDA refuses them too */
+	/* One driver call however many rows (no bytes: none): a copy of a great many rows of
+	 * few bytes must not queue as many copies. */
+	if (a->width && a->height == 1) {
+		r = GP_DRV(w, cuMemcpyDtoDAsync_v2, a->dst, a->src, (size_t)a->width,
+			   a->stream_drv);
+	} else if (a->width) {
+		CUDA_MEMCPY2D c = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+				   .srcDevice = a->src,
+				   .srcPitch = (size_t)a->src_pitch,
+				   .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+				   .dstDevice = a->dst,
+				   .dstPitch = (size_t)a->dst_pitch,
+				   .WidthInBytes = (size_t)a->width,
+				   .Height = (size_t)a->height};
 
-		r = GP_DRV(w, cuMemcpyDtoDAsync_v2, d, s, (size_t)a->width, a->stream_drv);
+		r = GP_DRV(w, cuMemcpy2DAsync_v2, &c, a->stream_drv);
 	}
 	/* Queued on its stream; a synchronous one is answered from there. */
 	return r == CUDA_SUCCESS ? gp__answer_on_stream(w, rq, a->stream_drv) : r;
