@@ -267,8 +267,9 @@ CUresult gp__serve_array_descriptor(struct gp_worker *w, struct gp_req *rq,
 
 /* ---- mipmapped arrays --------------------------------------------------------------
  * The handle is charged every level (each side halved, at least 1, a layered array's layers
- * kept); a level asked for gets a GP_H_MIPLEVEL handle, an array for copies, textures and
- * surfaces but not cuArrayDestroy, which goes when its mipmapped array does. */
+ * and a cubemap's faces kept); a level asked for gets a GP_H_MIPLEVEL handle, an array for
+ * copies, textures and surfaces but not cuArrayDestroy, which goes when its mipmapped array
+ * does. */
 
 #define GP_MIPMAP_LEVELS 32u
 
@@ -282,7 +283,8 @@ CUresult gp__serve_mipmap_create(struct gp_worker *w, struct gp_req *rq,
 				 struct gp_out_mipmap_create *o)
 {
 	unsigned elem = elem_bytes(a->format, a->channels);
-	bool layered = a->flags & CUDA_ARRAY3D_LAYERED;
+	/* a layered or cubemap array keeps its layers (faces) at every level */
+	bool layered = a->flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP);
 	CUDA_ARRAY3D_DESCRIPTOR d = {.Width = a->width,
 				     .Height = a->height,
 				     .Depth = a->depth,

@@ -5,7 +5,8 @@
  *   arrays          descriptors; 2-D copies host -> array -> device -> array -> host with
  *                   offsets and pitches; a 3-D round trip through a layered-free 3-D array
  *                   and pitched device memory; the 1-D copies; copies past an array's
- *                   extents refused; textures over an array (point filtering with clamp
+ *                   extents refused; a 3 MiB 3-D box to an array and back (past the
+ *                   pool's 1 MiB chunks, which end inside rows); textures over an array (point filtering with clamp
  *                   and border addressing, normalized coordinates with wrap, linear
  *                   filtering, 8-bit reads as normalized floats) and a surface written by a
  *                   kernel, each read back and compared
@@ -598,6 +599,48 @@ static void mipmaps(void)
 		       CUDA_ERROR_INVALID_HANDLE);
 }
 
+/* A 3-D box of 3 MiB to and from the host: through the pool it travels in 1 MiB chunks,
+ * which end inside rows and slices of 1000 bytes by 700 rows. */
+static void copies_big(void)
+{
+	enum { W = 250, H = 700, D = 5 };
+	CUDA_ARRAY3D_DESCRIPTOR d3 = {.Width = W,
+				      .Height = H,
+				      .Depth = D,
+				      .Format = CU_AD_FORMAT_UNSIGNED_INT8,
+				      .NumChannels = 4};
+	size_t n = (size_t)W * 4 * H * D;
+	unsigned char *src = malloc(n), *back = calloc(n, 1);
+	CUDA_MEMCPY3D c;
+	CUarray a;
+
+	for (size_t i = 0; i < n; i++)
+		src[i] = (unsigned char)(i * 13 + i / 997);
+	expect("create 3 MiB 3-D", cuArray3DCreate(&a, &d3), CUDA_SUCCESS);
+	memset(&c, 0, sizeof(c));
+	c.srcMemoryType = CU_MEMORYTYPE_HOST;
+	c.srcHost = src;
+	c.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+	c.dstArray = a;
+	c.WidthInBytes = W * 4;
+	c.Height = H;
+	c.Depth = D;
+	expect("3 MiB host to array", cuMemcpy3D(&c), CUDA_SUCCESS);
+	memset(&c, 0, sizeof(c));
+	c.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+	c.srcArray = a;
+	c.dstMemoryType = CU_MEMORYTYPE_HOST;
+	c.dstHost = back;
+	c.WidthInBytes = W * 4;
+	c.Height = H;
+	c.Depth = D;
+	expect("3 MiB array to host", cuMemcpy3D(&c), CUDA_SUCCESS);
+	truth("3 MiB round trip", memcmp(src, back, n) == 0);
+	expect("destroy 3 MiB", cuArrayDestroy(a), CUDA_SUCCESS);
+	free(src);
+	free(back);
+}
+
 int main(int argc, char **argv)
 {
 	CUcontext ctx;
@@ -645,6 +688,7 @@ int main(int argc, char **argv)
 	}
 	copies_2d();
 	copies_3d();
+	copies_big();
 	mipmaps();
 	expect("module", cuModuleLoadData(&mod, tex_ptx), CUDA_SUCCESS);
 	if (!bad) {

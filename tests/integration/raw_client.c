@@ -34,7 +34,9 @@
  *             naming memory or arrays not the session's, texture and surface objects it
  *             never made or already destroyed: refused with CUDA's errors, session goes on;
  *             with RAW_ARRAY_OBJECTS set, texture objects until the bound (65536, then
- *             CUDA_ERROR_OUT_OF_MEMORY; one destroyed makes room)
+ *             CUDA_ERROR_OUT_OF_MEMORY; one destroyed makes room); with RAW_MEMORY set
+ *             (456 MiB), mipmapped arrays whose every level's layers or cubemap faces are
+ *             past the limit: CUDA_ERROR_OUT_OF_MEMORY
  *   launch-ex LAUNCH_EX with attributes the worker must refuse (unknown ones, an
  *             access window over memory not the session's, a cooperative grid too
  *             large, clusters softgpu lacks, parameters too short), each with its
@@ -1284,6 +1286,27 @@ int main(int argc, char **argv)
 				   call(mipmap_destroy, (&(struct gp_in_mipmap_destroy){ctx, mm}),
 					(struct gp_out_mipmap_destroy *)NULL),
 				   CUDA_ERROR_INVALID_HANDLE);
+		}
+		if (getenv("RAW_MEMORY")) {
+			/* a cubemap keeps its 6 faces at every level: 4096 x 4096 floats, 2 levels
+			 * are 384 + 96 MiB, past a 456 MiB session (with 3 faces at level 1 it
+			 * would fit beside the context's charges: 432 MiB) */
+			struct gp_in_mipmap_create mi = {.ctx = ctx,
+							 .width = 4096,
+							 .height = 4096,
+							 .depth = 6,
+							 .format = CU_AD_FORMAT_FLOAT,
+							 .channels = 1,
+							 .flags = CUDA_ARRAY3D_LAYERED,
+							 .levels = 2};
+
+			ARR_EXPECT("6 layers of 2 levels, past the limit",
+				   call(mipmap_create, &mi, (struct gp_out_mipmap_create *)NULL),
+				   CUDA_ERROR_OUT_OF_MEMORY);
+			mi.flags = CUDA_ARRAY3D_CUBEMAP;
+			ARR_EXPECT("a cubemap of 2 levels, past the limit",
+				   call(mipmap_create, &mi, (struct gp_out_mipmap_create *)NULL),
+				   CUDA_ERROR_OUT_OF_MEMORY);
 		}
 		if (getenv("RAW_ARRAY_OBJECTS")) {
 			/* texture objects until the bound: 65536, then OUT_OF_MEMORY */

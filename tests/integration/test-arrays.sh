@@ -15,6 +15,9 @@ out=$(ARRAYS_POOL=1 run_client "$GP_TESTBIN/arrays" 2>&1) || fail "pool: $out"
 echo "pool: $out"
 out=$(RAW_ARRAY_OBJECTS=1 "$GP_TESTBIN/raw_client" arrays 2>&1) || fail "raw array calls: $out"
 echo "$out"
+# mipmapped arrays charged every level's layers and faces, in a 456 MiB session
+out=$(RAW_MEMORY=$((456 << 20)) "$GP_TESTBIN/raw_client" arrays 2>&1) || fail "raw array calls, 456 MiB: $out"
+echo "$out" | grep 'of 2 levels'
 # the pool still serves sessions after the hostile one
 out=$(run_client "$GP_TESTBIN/arrays" 2>&1) || fail "pool, after: $out"
 
