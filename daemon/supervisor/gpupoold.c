@@ -191,6 +191,11 @@ int main(int argc, char **argv)
 		return 1;
 	if (gp__uids_resolve(d.cfg, d.worker_gids, &d.nworker_gids, err, sizeof(err)))
 		gp_fatalx("%s: %s", d.cfg->path, err);
+	/* A worker taken over as root writes what root may (/proc/sys, other processes'
+	 * memory): the syscall filter does not contain that, a uid of its own does. */
+	if (geteuid() == 0 && !d.cfg->worker_uid_first)
+		gp_log_warnx("running as root without worker_uids: every worker runs as root, and "
+			     "a tenant who takes one over owns the host (docs/security.md)");
 	if (check_only) {
 		printf("configuration OK\n");
 		gp_config_free(d.cfg);

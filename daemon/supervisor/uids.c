@@ -81,6 +81,11 @@ static int group_id(const char *name, uint32_t *gid)
 	return 0;
 }
 
+static bool in_range(const struct gp_config *cfg, uint32_t id)
+{
+	return id >= cfg->worker_uid_first && id <= cfg->worker_uid_last;
+}
+
 int gp__uids_resolve(const struct gp_config *cfg, uint32_t *gids, unsigned *ngids, char *why,
 		     size_t whylen)
 {
@@ -92,6 +97,17 @@ int gp__uids_resolve(const struct gp_config *cfg, uint32_t *gids, unsigned *ngid
 	*ngids = 0;
 	if (!cfg->worker_uid_first)
 		return 0;
+	/* A worker is the uid and the gid of its number: neither may be the daemon's own, nor
+	 * that gid admin_group (its files, its key, the admin socket's mode would let it in). */
+	if (in_range(cfg, geteuid()) || in_range(cfg, getuid()) || in_range(cfg, getegid()) ||
+	    in_range(cfg, getgid()) || (has_admin && in_range(cfg, admin))) {
+		snprintf(why, whylen,
+			 "worker_uids %u-%u: holds the daemon's own uid or gid%s; pick a range no "
+			 "one uses",
+			 cfg->worker_uid_first, cfg->worker_uid_last,
+			 has_admin ? ", or admin_group's gid" : "");
+		return -EINVAL;
+	}
 	if ((uint64_t)cfg->worker_uid_last - cfg->worker_uid_first + 1 < cfg->max_sessions)
 		gp_log_warnx("worker_uids %u-%u: fewer uids than max_sessions (%u); connections "
 			     "past them are closed",

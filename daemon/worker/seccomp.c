@@ -19,9 +19,12 @@
  * ENOSYS, whose flags sit in memory a filter cannot read (glibc then uses clone); socket
  * only for AF_UNIX; no execve, ptrace, mount, namespaces, modules, keys, BPF, perf, setuid
  * or seccomp itself; signals only to the worker's own process (kill, tgkill and the
- * sigqueue calls naming another pid get EPERM, tkill always). A call through another
- * architecture's entry (x32, i386 on x86-64)
- * ends the process, as its numbers would pass unchecked.
+ * sigqueue calls naming another pid get EPERM, tkill always; nor through F_SETOWN, FIOSETOWN
+ * or SIOCSPGRP, the SIGIO routes); no TIOCSTI or TIOCLINUX (typing into a terminal);
+ * prlimit64 only on itself. A call through another architecture's entry (x32, i386 on
+ * x86-64) ends the process, as its numbers would pass unchecked. The denylist also checks
+ * clone's namespace flags (clone3: ENOSYS) and denies io_uring, whose operations no filter
+ * sees.
  *
  * Installed on every thread of the process at once (SECCOMP_FILTER_FLAG_TSYNC), with
  * no_new_privs: the threads the driver started before it run tenants' work too.
@@ -30,10 +33,12 @@
  * task it creates with clone (no CLONE_THREAD) and ptrace: those two are allowed there.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -115,6 +120,36 @@ static const struct sock_filter allow_list[] = {
 #ifdef __SANITIZE_ADDRESS__
 	ALLOW(__NR_ptrace),
 #endif
+	/* ioctl on any descriptor (the device nodes), but not those that reach past the worker:
+	 * TIOCSTI and TIOCLINUX type into a terminal (its stderr may be the daemon's, and it
+	 * shares the daemon's controlling terminal), FIOSETOWN and SIOCSPGRP aim SIGIO at
+	 * another process or group, as F_SETOWN does (the command is an unsigned int). */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 7),
+	LOAD_ARG(1),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 4, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 3, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FIOSETOWN, 2, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SIOCSPGRP, 1, 0),
+	RET(SECCOMP_RET_ALLOW),
+	ERRNO(EPERM),
+	/* fcntl: F_SETOWN only to this process (another pid or group would get its SIGIO, or
+	 * any signal F_SETSIG names); F_SETOWN_EX, whose owner sits in memory, not at all. */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_fcntl, 0, 7),
+	LOAD_ARG(1),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, F_SETOWN_EX, 4, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, F_SETOWN, 0, 2),
+	LOAD_ARG(2),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SELF, 0, 1),
+	RET(SECCOMP_RET_ALLOW),
+	ERRNO(EPERM),
+	/* prlimit64: this process's limits only (pid 0, as glibc's getrlimit and setrlimit
+	 * pass, or its own): lowering another's (RLIMIT_CPU, RLIMIT_NOFILE) would end it. */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prlimit64, 0, 5),
+	LOAD_ARG(0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SELF, 0, 1),
+	RET(SECCOMP_RET_ALLOW),
+	ERRNO(EPERM),
 	/* memory */
 	ALLOW(__NR_mmap), ALLOW(__NR_munmap), ALLOW(__NR_mprotect), ALLOW(__NR_mremap),
 	ALLOW(__NR_madvise), ALLOW(__NR_brk), ALLOW(__NR_msync), ALLOW(__NR_mincore),
@@ -145,8 +180,8 @@ static const struct sock_filter allow_list[] = {
 	ALLOW(__NR_close_range), ALLOW(__NR_fstat), ALLOW(__NR_newfstatat), ALLOW(__NR_statx),
 	ALLOW(__NR_statfs), ALLOW(__NR_fstatfs), ALLOW(__NR_lseek), ALLOW(__NR_faccessat),
 	ALLOW(__NR_faccessat2), ALLOW(__NR_readlinkat), ALLOW(__NR_getcwd),
-	ALLOW(__NR_getdents64), ALLOW(__NR_fcntl), ALLOW(__NR_flock), ALLOW(__NR_dup),
-	ALLOW(__NR_dup3), ALLOW(__NR_ioctl), ALLOW(__NR_ftruncate), ALLOW(__NR_fallocate),
+	ALLOW(__NR_getdents64), ALLOW(__NR_flock), ALLOW(__NR_dup),
+	ALLOW(__NR_dup3), ALLOW(__NR_ftruncate), ALLOW(__NR_fallocate),
 	ALLOW(__NR_fsync), ALLOW(__NR_fdatasync), ALLOW(__NR_fadvise64), ALLOW(__NR_readahead),
 	ALLOW(__NR_mkdirat), ALLOW(__NR_unlinkat), ALLOW(__NR_renameat), ALLOW(__NR_renameat2),
 	ALLOW(__NR_fchmod), ALLOW(__NR_utimensat), ALLOW(__NR_umask), ALLOW(__NR_chdir),
@@ -170,7 +205,7 @@ static const struct sock_filter allow_list[] = {
 	ALLOW(__NR_getpid), ALLOW(__NR_gettid), ALLOW(__NR_getppid), ALLOW(__NR_getuid),
 	ALLOW(__NR_geteuid), ALLOW(__NR_getgid), ALLOW(__NR_getegid), ALLOW(__NR_getresuid),
 	ALLOW(__NR_getresgid), ALLOW(__NR_getgroups), ALLOW(__NR_getpgid), ALLOW(__NR_getsid),
-	ALLOW(__NR_capget), ALLOW(__NR_prctl), ALLOW(__NR_getrlimit), ALLOW(__NR_prlimit64),
+	ALLOW(__NR_capget), ALLOW(__NR_prctl), ALLOW(__NR_getrlimit),
 	ALLOW(__NR_getrusage), ALLOW(__NR_sysinfo), ALLOW(__NR_uname), ALLOW(__NR_times),
 	ALLOW(__NR_getrandom),
 	/* x86-64's older entries, which arm64 never had */
@@ -187,6 +222,21 @@ static const struct sock_filter allow_list[] = {
 
 static const struct sock_filter deny_list[] = {
 	HEAD,
+	/* clone and clone3 make namespaces as unshare does: clone's flags checked, clone3 ENOSYS
+	 * (glibc falls back to clone). */
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4),
+	LOAD_ARG(0),
+	BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NS_FLAGS, 1, 0),
+	RET(SECCOMP_RET_ALLOW),
+	ERRNO(EPERM),
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+	ERRNO(ENOSYS),
+	/* io_uring's operations pass no filter; the newer mount calls are mounts; handles and
+	 * pidfds reach other processes' files and memory. */
+	DENY(__NR_io_uring_setup), DENY(__NR_io_uring_enter), DENY(__NR_io_uring_register),
+	DENY(__NR_fsopen), DENY(__NR_fsconfig), DENY(__NR_fsmount), DENY(__NR_fspick),
+	DENY(__NR_move_mount), DENY(__NR_open_tree), DENY(__NR_mount_setattr),
+	DENY(__NR_name_to_handle_at), DENY(__NR_pidfd_getfd), DENY(__NR_process_madvise),
 	DENY(__NR_ptrace), DENY(__NR_process_vm_readv), DENY(__NR_process_vm_writev),
 	DENY(__NR_execve), DENY(__NR_execveat), DENY(__NR_mount), DENY(__NR_umount2),
 	DENY(__NR_pivot_root), DENY(__NR_chroot), DENY(__NR_unshare), DENY(__NR_setns),

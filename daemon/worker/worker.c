@@ -675,16 +675,18 @@ static int no_new_privs(struct gp_worker *w)
  * the daemon's user may read, is then out of reach. What ran before it as the daemon's user
  * with the client's bytes: the TLS handshake, Hello's decoding, admission.
  */
-/* Every thread of this process (the driver's too) runs as uid with no capability: each
- * one's /proc/self/task/TID/status says so. */
+/* Every thread of this process (the driver's too) runs as uid and the gid of that number,
+ * with no capability: each one's /proc/self/task/TID/status says so. */
 static bool threads_dropped(uid_t uid)
 {
-	char want[64], path[64], buf[4096];
+	char want[64], wantg[64], path[64], buf[4096];
 	DIR *dir = opendir("/proc/self/task");
 	struct dirent *de;
 	bool ok = dir != NULL;
 
 	snprintf(want, sizeof(want), "\nUid:\t%u\t%u\t%u\t%u\n", (unsigned)uid, (unsigned)uid,
+		 (unsigned)uid, (unsigned)uid);
+	snprintf(wantg, sizeof(wantg), "\nGid:\t%u\t%u\t%u\t%u\n", (unsigned)uid, (unsigned)uid,
 		 (unsigned)uid, (unsigned)uid);
 	while (ok && (de = readdir(dir))) {
 		int fd;
@@ -699,7 +701,8 @@ static bool threads_dropped(uid_t uid)
 		n = read(fd, buf, sizeof(buf) - 1);
 		close(fd);
 		buf[n > 0 ? n : 0] = '\0';
-		ok = n > 0 && strstr(buf, want) && strstr(buf, "\nCapPrm:\t0000000000000000\n") &&
+		ok = n > 0 && strstr(buf, want) && strstr(buf, wantg) &&
+		     strstr(buf, "\nCapPrm:\t0000000000000000\n") &&
 		     strstr(buf, "\nCapEff:\t0000000000000000\n") &&
 		     strstr(buf, "\nCapAmb:\t0000000000000000\n");
 	}

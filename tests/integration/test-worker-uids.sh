@@ -57,6 +57,29 @@ ua=$(ids "$wa" Uid | cut -d' ' -f1)
 ub=$(ids "$wb" Uid | cut -d' ' -f1)
 [ "$ua" != "$ub" ] || fail "two live workers share uid $ua"
 
+# Its own cgroup's files are the daemon's: as its uid a worker can neither raise its limit nor
+# move itself out (v1 memory, or v2; skipped where the pool made no cgroup).
+cgv1=$(sed -n 's/^[0-9]*:memory:\(.*\)$/\1/p' "/proc/$wa/cgroup")
+cgv2=$(sed -n 's/^0::\(.*\)$/\1/p' "/proc/$wa/cgroup")
+limit=
+if [ -n "$cgv1" ] && [ -f "/sys/fs/cgroup/memory$cgv1/memory.limit_in_bytes" ]; then
+	limit=/sys/fs/cgroup/memory$cgv1/memory.limit_in_bytes
+elif [ -n "$cgv2" ] && [ -f "/sys/fs/cgroup$cgv2/memory.max" ]; then
+	limit=/sys/fs/cgroup$cgv2/memory.max
+fi
+case "$limit" in
+*session*)
+	[ -w "$limit" ] || fail "root cannot write $limit"
+	for f in "$limit" "$(dirname "$(dirname "$limit")")/cgroup.procs"; do
+		if setpriv --reuid="$ua" --regid="$ua" --clear-groups sh -c "echo $wa >'$f'" 2>/dev/null
+		then
+			fail "uid $ua could write $f"
+		fi
+	done
+	;;
+*) echo "note: worker $wa has no session cgroup here; its files are not checked" ;;
+esac
+
 # The key file: the daemon's user reads it, a worker's uid cannot (EACCES).
 key=$T/certs/server.key
 cat "$key" >/dev/null || fail "root cannot read $key"

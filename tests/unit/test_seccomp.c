@@ -25,6 +25,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -180,6 +181,9 @@ static void denied_calls(void)
 	struct iovec local = {0}, remote = {0};
 	char buf[8];
 	char *argv[] = {"/bin/true", NULL};
+	struct f_owner_ex owner = {.type = F_OWNER_PID, .pid = getppid()};
+	int parent = getppid(), sv[2];
+	struct rlimit rl;
 	pthread_t early;
 	int early_ok = 0;
 	long r;
@@ -228,6 +232,26 @@ static void denied_calls(void)
 	/* ... and to itself they work: a signal to a thread, to the process. */
 	CHECK(26, syscall(SYS_tgkill, getpid(), gettid(), 0) == 0);
 	CHECK(27, pthread_kill(pthread_self(), 0) == 0);
+	/* A thread in a new namespace: the kernel itself answers EINVAL, so EPERM is the
+	 * filter's namespace check (check 14's clone is refused as a process already). */
+	REFUSED(29,
+		syscall(SYS_clone, CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM, NULL,
+			NULL, NULL, NULL),
+		EPERM);
+	/* No SIGIO (or F_SETSIG's signal) aimed at another process or group. */
+	CHECK(30, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	REFUSED(31, fcntl(sv[0], F_SETOWN, getppid()), EPERM);
+	REFUSED(32, fcntl(sv[0], F_SETOWN, -getpgrp()), EPERM);
+	REFUSED(33, fcntl(sv[0], F_SETOWN_EX, &owner), EPERM);
+	REFUSED(34, ioctl(sv[0], FIOSETOWN, &parent), EPERM);
+	REFUSED(35, ioctl(sv[0], SIOCSPGRP, &parent), EPERM);
+	CHECK(36, fcntl(sv[0], F_SETOWN, getpid()) == 0 && fcntl(sv[0], F_GETOWN) == getpid());
+	/* No typing into a terminal (ENOTTY here without the filter). */
+	REFUSED(37, ioctl(sv[0], TIOCSTI, "x"), EPERM);
+	/* Limits: its own (pid 0 or its pid), not another process's. */
+	REFUSED(38, prlimit(getppid(), RLIMIT_NOFILE, NULL, &rl), EPERM);
+	CHECK(39, getrlimit(RLIMIT_NOFILE, &rl) == 0 && setrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+			  prlimit(getpid(), RLIMIT_NOFILE, NULL, &rl) == 0);
 }
 
 static void test_allow_list_denies(void **state)
@@ -263,6 +287,32 @@ static void test_other_arch_killed(void **state)
 	assert_int_equal(WTERMSIG(status), SIGSYS);
 }
 
+/* An x32 call on x86-64 (the native number with bit 30 set): the process ends, whether or
+ * not the kernel has x32 (without the check it would get the list's EPERM). */
+static void x32_entry(void)
+{
+	long r = -1;
+
+	install(GP_SECCOMP_ALLOW);
+#ifdef __x86_64__
+	r = syscall(__NR_getpid | 0x40000000);
+#endif
+	_exit(r > 0 ? 30 : 31);
+}
+
+static void test_x32_killed(void **state)
+{
+	int status;
+
+	(void)state;
+#ifndef __x86_64__
+	skip();
+#endif
+	status = in_child(x32_entry);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGSYS);
+}
+
 /* ---- the denylist ---- */
 
 static void denylist_calls(void)
@@ -284,6 +334,14 @@ static void denylist_calls(void)
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	CHECK(6, fd >= 0);
 	close(fd);
+	/* Namespaces through clone as through unshare; clone3 falls back. */
+	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
+	if (pid == 0)
+		_exit(0); /* a child was made: the parent reports it */
+	CHECK(7, pid == -1 && errno == EPERM);
+	REFUSED(8, syscall(SYS_clone3, NULL, 0), ENOSYS);
+	REFUSED(9, syscall(SYS_io_uring_setup, 1, NULL), EPERM);
+	REFUSED(10, syscall(SYS_fsopen, "tmpfs", 0), EPERM);
 }
 
 static void test_denylist(void **state)
@@ -297,7 +355,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_mode),	  cmocka_unit_test(test_allow_list_allows),
 		cmocka_unit_test(test_allow_list_denies), cmocka_unit_test(test_other_arch_killed),
-		cmocka_unit_test(test_denylist),
+		cmocka_unit_test(test_x32_killed),	  cmocka_unit_test(test_denylist),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -76,6 +77,30 @@ static void test_range_at_the_top(void **state)
 	assert_int_equal(gp__uid_pick(&f->d, &uid), -EAGAIN);
 }
 
+/* A range holding the daemon's own ids or admin_group's gid is refused, before the
+ * capability check (so also where the test is not root). */
+static void test_range_overlaps(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t gids[GP_WORKER_GROUPS_MAX];
+	unsigned ngids = 9;
+	char why[256] = "";
+
+	f->cfg.worker_uid_first = 4000;
+	f->cfg.worker_uid_last = 6000;
+	f->cfg.admin_group = "5000";
+	assert_int_equal(gp__uids_resolve(&f->cfg, gids, &ngids, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "admin_group"));
+	assert_int_equal(ngids, 0);
+	f->cfg.admin_group = NULL;
+	if (geteuid() != 0) {
+		f->cfg.worker_uid_first = f->cfg.worker_uid_last = (unsigned)geteuid();
+		assert_int_equal(gp__uids_resolve(&f->cfg, gids, &ngids, why, sizeof(why)),
+				 -EINVAL);
+		assert_non_null(strstr(why, "the daemon's own uid"));
+	}
+}
+
 /* ---- normal behaviour ---- */
 
 static void test_distinct_and_next_fit(void **state)
@@ -133,6 +158,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_all_held, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_range_at_the_top, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_range_overlaps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_distinct_and_next_fit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_new_range, setup, teardown),
 	};
