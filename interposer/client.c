@@ -365,7 +365,7 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 	hello->preemptible = s && strcmp(s, "1") == 0;
 	s = getenv("GPUPOOL_TOKEN");
 	hello->token = (char *)(s ? s : "");
-	hello->tenant_proof = true; /* answer_challenge */
+	hello->tenant_proof = true;  /* answer_challenge */
 	s = getenv("GPUPOOL_SLICE"); /* checked by gp__connect */
 	hello->slice = (char *)(s ? s : "");
 }

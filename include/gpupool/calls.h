@@ -101,7 +101,8 @@ struct gp_copy_side {
 	uint32_t kind; /* GP_SIDE_* */
 	uint32_t unused;
 };
-#define GP_COPY_LINEAR 1u /* an array side's x is an offset into its bytes, as the driver
+#define GP_COPY_LINEAR \
+	1u /* an array side's x is an offset into its bytes, as the driver
 			    * lays them out (cuMemcpyHtoA and the rest); one row, no y or z */
 struct gp_copy3d {
 	struct gp_copy_side src, dst;
@@ -113,11 +114,11 @@ struct gp_copy3d {
 /* TEX_CREATE's desc and TEX_DESCRIBE's answer: cuTexObjectCreate's three descriptors, with
  * an array as its handle and floats as their bits. Native-endian, unused fields 0. */
 struct gp_res_desc {
-	uint32_t type;		     /* CUresourcetype */
-	uint32_t format, channels;   /* LINEAR, PITCH2D */
-	uint32_t flags;		     /* must be 0 */
-	uint64_t handle;	     /* ARRAY, MIPMAPPED_ARRAY: the worker's handle */
-	uint64_t dptr, bytes;	     /* LINEAR, PITCH2D (bytes: LINEAR) */
+	uint32_t type;		       /* CUresourcetype */
+	uint32_t format, channels;     /* LINEAR, PITCH2D */
+	uint32_t flags;		       /* must be 0 */
+	uint64_t handle;	       /* ARRAY, MIPMAPPED_ARRAY: the worker's handle */
+	uint64_t dptr, bytes;	       /* LINEAR, PITCH2D (bytes: LINEAR) */
 	uint64_t width, height, pitch; /* PITCH2D (width in elements) */
 };
 struct gp_tex_params {
