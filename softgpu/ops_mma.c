@@ -537,14 +537,7 @@ OP(op_wmma_st)
 
 /* ---- lowering ---- */
 
-/* The '.'-separated words of an opcode after its base. */
-struct words {
-	const char *w[16];
-	size_t n[16];
-	int count;
-};
-
-static int split(const struct sg_opc *o, struct words *ws)
+int sg_opc_words(const struct sg_opc *o, struct sg_words *ws)
 {
 	const char *p = strchr(o->text, '.');
 
@@ -562,21 +555,21 @@ static int split(const struct sg_opc *o, struct words *ws)
 	return 0;
 }
 
-static bool is(const struct words *ws, int i, const char *s)
+bool sg_word_is(const struct sg_words *ws, int i, const char *s)
 {
 	return i < ws->count && strlen(s) == ws->n[i] && memcmp(ws->w[i], s, ws->n[i]) == 0;
 }
 
-static bool has(const struct words *ws, const char *s)
+static bool has(const struct sg_words *ws, const char *s)
 {
 	for (int i = 0; i < ws->count; i++)
-		if (is(ws, i, s))
+		if (sg_word_is(ws, i, s))
 			return true;
 	return false;
 }
 
 /* mNnNkN, each N of at most 3 decimal digits (sscanf's %u has no defined overflow) */
-static bool parse_shape(const struct words *ws, int i, unsigned *m, unsigned *n, unsigned *k)
+static bool parse_shape(const struct sg_words *ws, int i, unsigned *m, unsigned *n, unsigned *k)
 {
 	const char *p = ws->w[i], *end = p + ws->n[i];
 	static const char names[3] = {'m', 'n', 'k'};
@@ -705,27 +698,27 @@ static unsigned slots_for(unsigned rows, unsigned cols, int type)
 static int lower_mma(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
 		     int nops, struct sg_insn *in)
 {
-	struct words ws;
+	struct sg_words ws;
 	struct mdesc d;
 	int types[4], nt = 0;
 	bool ok = false;
 
 	memset(&d, 0, sizeof(d));
-	if (split(o, &ws) || ws.count < 4 || !is(&ws, 0, "sync") || !is(&ws, 1, "aligned") ||
-	    !parse_shape(&ws, 2, &d.m, &d.n, &d.k))
+	if (sg_opc_words(o, &ws) || ws.count < 4 || !sg_word_is(&ws, 0, "sync") ||
+	    !sg_word_is(&ws, 1, "aligned") || !parse_shape(&ws, 2, &d.m, &d.n, &d.k))
 		return sg_lower_unsupported(L, o);
 	for (int i = 3; i < ws.count; i++) {
 		int e = et_parse(ws.w[i], ws.n[i]);
 
 		if (e != E_NONE && nt < 4)
 			types[nt++] = e;
-		else if (is(&ws, i, "satfinite"))
+		else if (sg_word_is(&ws, i, "satfinite"))
 			d.sat = true;
-		else if (!(i == 3 && is(&ws, i, "row")) && !(i == 4 && is(&ws, i, "col")) &&
-			 !is(&ws, i, "rn"))
+		else if (!(i == 3 && sg_word_is(&ws, i, "row")) &&
+			 !(i == 4 && sg_word_is(&ws, i, "col")) && !sg_word_is(&ws, i, "rn"))
 			return sg_lower_unsupported(L, o);
 	}
-	if (nt != 4 || !is(&ws, 3, "row") || !is(&ws, 4, "col"))
+	if (nt != 4 || !sg_word_is(&ws, 3, "row") || !sg_word_is(&ws, 4, "col"))
 		return sg_lower_unsupported(L, o);
 	d.dt = types[0];
 	d.at = types[1];
@@ -812,7 +805,7 @@ static bool wmma_shape_c(const struct mdesc *d, int type)
 }
 
 /* The state space of a matrix load/store: from the opcode, else what the address names. */
-static int mspace(struct sg_lower *L, const struct sg_opc *o, const struct words *ws, int hint,
+static int mspace(struct sg_lower *L, const struct sg_opc *o, const struct sg_words *ws, int hint,
 		  bool allow_global, int *space)
 {
 	int sp = SG_SP_GENERIC;
@@ -830,10 +823,10 @@ static int mspace(struct sg_lower *L, const struct sg_opc *o, const struct words
 	return 0;
 }
 
-static int lower_wmma_ldst(struct sg_lower *L, const struct sg_opc *o, const struct words *ws,
+static int lower_wmma_ldst(struct sg_lower *L, const struct sg_opc *o, const struct sg_words *ws,
 			   const struct sg_operand *ops, int nops, struct sg_insn *in)
 {
-	bool store = is(ws, 0, "store");
+	bool store = sg_word_is(ws, 0, "store");
 	struct mdesc d;
 	int which, type = E_NONE, hint, space;
 	const struct sg_operand *data = store ? &ops[1] : &ops[0],
@@ -844,19 +837,22 @@ static int lower_wmma_ldst(struct sg_lower *L, const struct sg_opc *o, const str
 	bool wrap32, colmaj, fits;
 
 	memset(&d, 0, sizeof(d));
-	if (ws->count < 7 || !is(ws, 2, "sync") || !is(ws, 3, "aligned") ||
-	    !(is(ws, 4, "row") || is(ws, 4, "col")) || !parse_shape(ws, 5, &d.m, &d.n, &d.k))
+	if (ws->count < 7 || !sg_word_is(ws, 2, "sync") || !sg_word_is(ws, 3, "aligned") ||
+	    !(sg_word_is(ws, 4, "row") || sg_word_is(ws, 4, "col")) ||
+	    !parse_shape(ws, 5, &d.m, &d.n, &d.k))
 		return sg_lower_unsupported(L, o);
-	if (store ? !is(ws, 1, "d") : !(is(ws, 1, "a") || is(ws, 1, "b") || is(ws, 1, "c")))
+	if (store ? !sg_word_is(ws, 1, "d")
+		  : !(sg_word_is(ws, 1, "a") || sg_word_is(ws, 1, "b") || sg_word_is(ws, 1, "c")))
 		return sg_lower_unsupported(L, o);
-	which = is(ws, 1, "a") ? MAT_A : is(ws, 1, "b") ? MAT_B : MAT_C;
-	colmaj = is(ws, 4, "col");
+	which = sg_word_is(ws, 1, "a") ? MAT_A : sg_word_is(ws, 1, "b") ? MAT_B : MAT_C;
+	colmaj = sg_word_is(ws, 4, "col");
 	for (int i = 6; i < ws->count; i++) {
 		int e = et_parse(ws->w[i], ws->n[i]);
 
 		if (e != E_NONE && type == E_NONE)
 			type = e;
-		else if (!is(ws, i, "global") && !is(ws, i, "shared") && !is(ws, i, "shared::cta"))
+		else if (!sg_word_is(ws, i, "global") && !sg_word_is(ws, i, "shared") &&
+			 !sg_word_is(ws, i, "shared::cta"))
 			return sg_lower_unsupported(L, o);
 	}
 	/* before any slot is counted: the slot arrays and aux's fields hold the ISA's shapes */
@@ -900,7 +896,7 @@ static int lower_wmma_ldst(struct sg_lower *L, const struct sg_opc *o, const str
 	return 0;
 }
 
-static int lower_wmma_mma(struct sg_lower *L, const struct sg_opc *o, const struct words *ws,
+static int lower_wmma_mma(struct sg_lower *L, const struct sg_opc *o, const struct sg_words *ws,
 			  const struct sg_operand *ops, int nops, struct sg_insn *in)
 {
 	struct mdesc d;
@@ -908,8 +904,9 @@ static int lower_wmma_mma(struct sg_lower *L, const struct sg_opc *o, const stru
 
 	memset(&d, 0, sizeof(d));
 	d.wmma = true;
-	if (ws->count < 7 || !is(ws, 1, "sync") || !is(ws, 2, "aligned") ||
-	    !(is(ws, 3, "row") || is(ws, 3, "col")) || !(is(ws, 4, "row") || is(ws, 4, "col")) ||
+	if (ws->count < 7 || !sg_word_is(ws, 1, "sync") || !sg_word_is(ws, 2, "aligned") ||
+	    !(sg_word_is(ws, 3, "row") || sg_word_is(ws, 3, "col")) ||
+	    !(sg_word_is(ws, 4, "row") || sg_word_is(ws, 4, "col")) ||
 	    !parse_shape(ws, 5, &d.m, &d.n, &d.k))
 		return sg_lower_unsupported(L, o);
 	for (int i = 6; i < ws->count; i++) {
@@ -917,9 +914,9 @@ static int lower_wmma_mma(struct sg_lower *L, const struct sg_opc *o, const stru
 
 		if (e != E_NONE && nt < 4)
 			types[nt++] = e;
-		else if (is(ws, i, "satfinite"))
+		else if (sg_word_is(ws, i, "satfinite"))
 			d.sat = true;
-		else if (!is(ws, i, "rn"))
+		else if (!sg_word_is(ws, i, "rn"))
 			return sg_lower_unsupported(L, o);
 	}
 	if (nt == 2) { /* .dtype.ctype: f16 inputs */
@@ -955,7 +952,7 @@ static int lower_wmma_mma(struct sg_lower *L, const struct sg_opc *o, const stru
 	return lower_mma_common(L, o, ops, nops, in, &d);
 }
 
-static int lower_ldstmatrix(struct sg_lower *L, const struct sg_opc *o, const struct words *ws,
+static int lower_ldstmatrix(struct sg_lower *L, const struct sg_opc *o, const struct sg_words *ws,
 			    const struct sg_operand *ops, int nops, struct sg_insn *in)
 {
 	bool store = o->base == SG_B_STMATRIX, trans = false;
@@ -964,15 +961,15 @@ static int lower_ldstmatrix(struct sg_lower *L, const struct sg_opc *o, const st
 	bool wrap32;
 	uint32_t slots[4];
 
-	if (ws->count < 5 || !is(ws, 0, "sync") || !is(ws, 1, "aligned") || !is(ws, 2, "m8n8") ||
-	    !is(ws, ws->count - 1, "b16"))
+	if (ws->count < 5 || !sg_word_is(ws, 0, "sync") || !sg_word_is(ws, 1, "aligned") ||
+	    !sg_word_is(ws, 2, "m8n8") || !sg_word_is(ws, ws->count - 1, "b16"))
 		return sg_lower_unsupported(L, o);
 	for (int i = 3; i < ws->count - 1; i++) {
-		if (is(ws, i, "x1") || is(ws, i, "x2") || is(ws, i, "x4"))
+		if (sg_word_is(ws, i, "x1") || sg_word_is(ws, i, "x2") || sg_word_is(ws, i, "x4"))
 			num = (unsigned)(ws->w[i][1] - '0');
-		else if (is(ws, i, "trans"))
+		else if (sg_word_is(ws, i, "trans"))
 			trans = true;
-		else if (!is(ws, i, "shared") && !is(ws, i, "shared::cta"))
+		else if (!sg_word_is(ws, i, "shared") && !sg_word_is(ws, i, "shared::cta"))
 			return sg_lower_unsupported(L, o);
 	}
 	if (num == 0 || nops != 2)
@@ -994,9 +991,9 @@ static int lower_ldstmatrix(struct sg_lower *L, const struct sg_opc *o, const st
 int sg_lower_matrix(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops,
 		    int nops, struct sg_insn *in)
 {
-	struct words ws;
+	struct sg_words ws;
 
-	if (split(o, &ws))
+	if (sg_opc_words(o, &ws))
 		return sg_lower_unsupported(L, o);
 	switch (o->base) {
 	case SG_B_MMA:
@@ -1005,9 +1002,9 @@ int sg_lower_matrix(struct sg_lower *L, const struct sg_opc *o, const struct sg_
 	case SG_B_STMATRIX:
 		return lower_ldstmatrix(L, o, &ws, ops, nops, in);
 	case SG_B_WMMA:
-		if (ws.count > 0 && (is(&ws, 0, "load") || is(&ws, 0, "store")))
+		if (ws.count > 0 && (sg_word_is(&ws, 0, "load") || sg_word_is(&ws, 0, "store")))
 			return lower_wmma_ldst(L, o, &ws, ops, nops, in);
-		if (ws.count > 0 && is(&ws, 0, "mma"))
+		if (ws.count > 0 && sg_word_is(&ws, 0, "mma"))
 			return lower_wmma_mma(L, o, &ws, ops, nops, in);
 		return sg_lower_unsupported(L, o);
 	default:

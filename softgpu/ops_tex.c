@@ -755,43 +755,14 @@ OP(op_sust)
 
 /* ---- lowering ---- */
 
-struct words {
-	const char *w[16];
-	size_t n[16];
-	int count;
-};
-
-static int split(const struct sg_opc *o, struct words *ws)
-{
-	const char *p = strchr(o->text, '.');
-
-	ws->count = 0;
-	while (p) {
-		const char *s = p + 1, *e = strchr(s, '.');
-		size_t n = e ? (size_t)(e - s) : strlen(s);
-
-		if (ws->count == 16)
-			return -1;
-		ws->w[ws->count] = s;
-		ws->n[ws->count++] = n;
-		p = e;
-	}
-	return 0;
-}
-
-static bool is(const struct words *ws, int i, const char *s)
-{
-	return i < ws->count && strlen(s) == ws->n[i] && memcmp(ws->w[i], s, ws->n[i]) == 0;
-}
-
-static unsigned parse_geom(const struct words *ws, int i)
+static unsigned parse_geom(const struct sg_words *ws, int i)
 {
 	static const char *const n[] = {"1d", "2d", "3d", "a1d", "a2d", "cube", "acube"};
 	static const unsigned g[] = {SG_TG_1D,	SG_TG_2D,   SG_TG_3D,	SG_TG_A1D,
 				     SG_TG_A2D, SG_TG_CUBE, SG_TG_ACUBE};
 
 	for (unsigned k = 0; k < 7; k++)
-		if (is(ws, i, n[k]))
+		if (sg_word_is(ws, i, n[k]))
 			return g[k];
 	return 0;
 }
@@ -905,7 +876,7 @@ static int stage_grads(struct sg_lower *L, const struct sg_opc *o, const struct 
 	return 0;
 }
 
-static int lower_tex(struct sg_lower *L, const struct sg_opc *o, const struct words *ws,
+static int lower_tex(struct sg_lower *L, const struct sg_opc *o, const struct sg_words *ws,
 		     const struct sg_operand *ops, int nops, struct sg_insn *in, bool gather)
 {
 	int i = 0, extra = 0;
@@ -915,26 +886,28 @@ static int lower_tex(struct sg_lower *L, const struct sg_opc *o, const struct wo
 	if (gather) {
 		static const char *const c[] = {"r", "g", "b", "a"};
 
-		for (comp = 0; comp < 4 && !is(ws, 0, c[comp]); comp++)
+		for (comp = 0; comp < 4 && !sg_word_is(ws, 0, c[comp]); comp++)
 			;
 		if (comp == 4)
 			return sg_lower_unsupported(L, o);
 		i = 1;
-	} else if (is(ws, 0, "level")) {
+	} else if (sg_word_is(ws, 0, "level")) {
 		extra = 1;
 		i = 1;
-	} else if (is(ws, 0, "grad")) {
+	} else if (sg_word_is(ws, 0, "grad")) {
 		extra = 2;
 		i = 1;
-	} else if (is(ws, 0, "base")) {
+	} else if (sg_word_is(ws, 0, "base")) {
 		i = 1;
 	}
 	g = parse_geom(ws, i);
-	if (g == 0 || (gather && g != SG_TG_2D) || ws->count != i + 4 || !is(ws, i + 1, "v4") ||
-	    !(is(ws, i + 2, "f32") || is(ws, i + 2, "s32") || is(ws, i + 2, "u32")) ||
-	    !(is(ws, i + 3, "f32") || is(ws, i + 3, "s32")))
+	if (g == 0 || (gather && g != SG_TG_2D) || ws->count != i + 4 ||
+	    !sg_word_is(ws, i + 1, "v4") ||
+	    !(sg_word_is(ws, i + 2, "f32") || sg_word_is(ws, i + 2, "s32") ||
+	      sg_word_is(ws, i + 2, "u32")) ||
+	    !(sg_word_is(ws, i + 3, "f32") || sg_word_is(ws, i + 3, "s32")))
 		return sg_lower_unsupported(L, o);
-	ctype = is(ws, i + 3, "s32") ? SG_S32 : SG_F32;
+	ctype = sg_word_is(ws, i + 3, "s32") ? SG_S32 : SG_F32;
 	if (gather && ctype != SG_F32)
 		return sg_lower_unsupported(L, o);
 	/* d, [h, {c}], then the level or the two gradients (level 0 is the only level) */
@@ -973,7 +946,7 @@ static int lower_tex(struct sg_lower *L, const struct sg_opc *o, const struct wo
 	return 0;
 }
 
-static int lower_query(struct sg_lower *L, const struct sg_opc *o, const struct words *ws,
+static int lower_query(struct sg_lower *L, const struct sg_opc *o, const struct sg_words *ws,
 		       const struct sg_operand *ops, int nops, struct sg_insn *in, bool surface)
 {
 	static const struct {
@@ -996,10 +969,10 @@ static int lower_query(struct sg_lower *L, const struct sg_opc *o, const struct 
 	};
 	unsigned q = 0;
 
-	if (ws->count != 2 || !is(ws, 1, "b32"))
+	if (ws->count != 2 || !sg_word_is(ws, 1, "b32"))
 		return sg_lower_unsupported(L, o);
 	for (unsigned k = 0; k < sizeof(qs) / sizeof(qs[0]); k++)
-		if (is(ws, 0, qs[k].name) && (qs[k].surf || !surface))
+		if (sg_word_is(ws, 0, qs[k].name) && (qs[k].surf || !surface))
 			q = qs[k].q;
 	if (q == 0)
 		return sg_lower_unsupported(L, o);
@@ -1018,41 +991,41 @@ static int lower_query(struct sg_lower *L, const struct sg_opc *o, const struct 
 	return 0;
 }
 
-static int lower_surf(struct sg_lower *L, const struct sg_opc *o, const struct words *ws,
+static int lower_surf(struct sg_lower *L, const struct sg_opc *o, const struct sg_words *ws,
 		      const struct sg_operand *ops, int nops, struct sg_insn *in, bool store)
 {
 	int i = 2;
 	unsigned g, nv = 1, csz, mode;
 
-	if (!is(ws, 0, "b"))
+	if (!sg_word_is(ws, 0, "b"))
 		return sg_lower_unsupported(L, o); /* sust.p: formatted stores */
 	g = parse_geom(ws, 1);
 	if (g == 0 || g == SG_TG_CUBE || g == SG_TG_ACUBE)
 		return sg_lower_unsupported(L, o);
 	/* cache operators: no effect here */
-	while (is(ws, i, "ca") || is(ws, i, "cg") || is(ws, i, "cs") || is(ws, i, "cv") ||
-	       is(ws, i, "wb") || is(ws, i, "wt"))
+	while (sg_word_is(ws, i, "ca") || sg_word_is(ws, i, "cg") || sg_word_is(ws, i, "cs") ||
+	       sg_word_is(ws, i, "cv") || sg_word_is(ws, i, "wb") || sg_word_is(ws, i, "wt"))
 		i++;
-	if (is(ws, i, "v2") || is(ws, i, "v4")) {
+	if (sg_word_is(ws, i, "v2") || sg_word_is(ws, i, "v4")) {
 		nv = ws->w[i][1] - '0';
 		i++;
 	}
-	if (is(ws, i, "b8"))
+	if (sg_word_is(ws, i, "b8"))
 		csz = 1;
-	else if (is(ws, i, "b16"))
+	else if (sg_word_is(ws, i, "b16"))
 		csz = 2;
-	else if (is(ws, i, "b32"))
+	else if (sg_word_is(ws, i, "b32"))
 		csz = 4;
-	else if (is(ws, i, "b64"))
+	else if (sg_word_is(ws, i, "b64"))
 		csz = 8;
 	else
 		return sg_lower_unsupported(L, o);
 	i++;
-	if (is(ws, i, "trap"))
+	if (sg_word_is(ws, i, "trap"))
 		mode = M_TRAP;
-	else if (is(ws, i, "clamp"))
+	else if (sg_word_is(ws, i, "clamp"))
 		mode = M_CLAMP;
-	else if (is(ws, i, "zero"))
+	else if (sg_word_is(ws, i, "zero"))
 		mode = M_ZERO;
 	else
 		return sg_lower_unsupported(L, o);
@@ -1070,9 +1043,9 @@ static int lower_surf(struct sg_lower *L, const struct sg_opc *o, const struct w
 int sg_lower_tex(struct sg_lower *L, const struct sg_opc *o, const struct sg_operand *ops, int nops,
 		 struct sg_insn *in)
 {
-	struct words ws;
+	struct sg_words ws;
 
-	if (split(o, &ws))
+	if (sg_opc_words(o, &ws))
 		return sg_lower_unsupported(L, o);
 	switch (o->base) {
 	case SG_B_TEX:
