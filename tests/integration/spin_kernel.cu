@@ -7,3 +7,19 @@ extern "C" __global__ void spin(long long n, long long *out)
 		x = x * 3 + i;
 	*out = x;
 }
+
+// Busy for at least ns nanoseconds of the device's global timer, however fast the device
+// runs: out[0] gets the nanoseconds it saw pass, out[1] the loops it made.
+extern "C" __global__ void spin_for(long long ns, long long *out)
+{
+	unsigned long long start, now;
+	long long loops = 0;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+	do {
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+		loops++;
+	} while ((long long)(now - start) < ns);
+	out[0] = (long long)(now - start);
+	out[1] = loops;
+}

@@ -29,7 +29,7 @@ gp_config "idle_timeout 1"
 gp_start
 # A kernel that runs longer than idle_timeout keeps its session: busy is not idle.
 start=$(date +%s)
-out=$(run_client "$GP_TESTBIN/spin" 800000000) || fail "the busy session was ended: $out"
+out=$(run_client "$GP_TESTBIN/spin" -t 4000) || fail "the busy session was ended: $out"
 case "$out" in *"DONE"*ok*) ;; *) fail "spin: $out" ;; esac
 echo "a $(( $(date +%s) - start )) s session with a long kernel survived idle_timeout 1"
 hold A 4096
