@@ -1,6 +1,7 @@
 // rt_memory.cu -- the rest of everyday memory work: pitched allocations with 2-D copies and
 // memsets (sync and async), unified copies (cudaMemcpyDefault), registered host memory,
-// pointer attributes, dynamic shared memory with a raised limit, and cudaLaunchKernelEx.
+// pointer attributes, device-to-device 2-D copies of several rows, dynamic shared memory
+// with a raised limit, and cudaLaunchKernelEx.
 #include <cstring>
 #include <vector>
 
@@ -61,6 +62,41 @@ int main()
 			EXPECT(sub[y * 8 + x] == want, "sub[%d][%d] = %g, want %g", y, x,
 			       sub[y * 8 + x], want);
 		}
+
+	// Device to device, several rows, between two pitched allocations: a 20x7 block from
+	// (3, 4) of d to (1, 2) of d2, sync and then async; d2's other bytes stay as set.
+	float *d2;
+	size_t pitch2 = 0;
+	CK(cudaMallocPitch(&d2, &pitch2, 29 * sizeof(float), 13));
+	for (int pass = 0; pass < 2; pass++) {
+		std::vector<float> c(29 * 13);
+		CK(cudaMemset2D(d2, pitch2, 0xff, 29 * sizeof(float), 13));
+		float *src = (float *)((char *)d + 4 * pitch) + 3;
+		float *dst = (float *)((char *)d2 + 2 * pitch2) + 1;
+		if (pass == 0)
+			CK(cudaMemcpy2D(dst, pitch2, src, pitch, 20 * sizeof(float), 7,
+					cudaMemcpyDeviceToDevice));
+		else
+			CK(cudaMemcpy2DAsync(dst, pitch2, src, pitch, 20 * sizeof(float), 7,
+					     cudaMemcpyDeviceToDevice, s));
+		CK(cudaMemcpy2DAsync(c.data(), 29 * sizeof(float), d2, pitch2, 29 * sizeof(float),
+				     13, cudaMemcpyDeviceToHost, s));
+		CK(cudaStreamSynchronize(s));
+		for (int y = 0; y < 13; y++)
+			for (int x = 0; x < 29; x++) {
+				bool in = y >= 2 && y < 9 && x >= 1 && x < 21;
+				float got = c[y * 29 + x];
+				if (in) {
+					float want = b[(y + 2) * w + (x + 2)];
+					EXPECT(got == want, "pass %d d2[%d][%d] = %g, want %g", pass,
+					       y, x, got, want);
+				} else {
+					EXPECT(got != got, "pass %d d2[%d][%d] = %g, want untouched",
+					       pass, y, x, got);
+				}
+			}
+	}
+	CK(cudaFree(d2));
 
 	// Unified copies and pointer attributes.
 	int *dv, *reg = (int *)std::malloc(4096 * sizeof(int));
