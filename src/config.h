@@ -14,7 +14,7 @@ enum gp_placement {
 };
 
 #define GP_LIMIT_NONE UINT64_MAX
-#define GP_PRIORITY_MAX 9 /* priorities are 0 (the default) to 9 */
+#define GP_PRIORITY_MAX 9	/* priorities are 0 (the default) to 9 */
 #define GP_WORKER_GROUPS_MAX 32 /* worker_groups: supplementary groups at most */
 #define GP_ACCT_KEEP_MAX 1000	/* accounting_keep: rotated accounting files kept at most */
 

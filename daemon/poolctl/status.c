@@ -253,9 +253,9 @@ static void print_sessions(const Gp__AdminReply *r)
 {
 	char a[32], b[32], c[32];
 
-	printf("%-8s %-10s %-12s %-22s %-16s %-6s %12s %12s %12s %8s %6s %4s\n", "SESSION",
-	       "STATE", "TENANT", "CLIENT", "PROGRAM", "GPUS", "MEM USED", "LIMIT", "HOST MEM",
-	       "CALLS", "AGE", "PRIO");
+	printf("%-8s %-10s %-12s %-22s %-16s %-6s %12s %12s %12s %8s %6s %4s\n", "SESSION", "STATE",
+	       "TENANT", "CLIENT", "PROGRAM", "GPUS", "MEM USED", "LIMIT", "HOST MEM", "CALLS",
+	       "AGE", "PRIO");
 	if (r->n_session == 0)
 		printf("(no sessions)\n");
 	for (size_t i = 0; i < r->n_session; i++) {
@@ -290,7 +290,8 @@ static void print_sessions(const Gp__AdminReply *r)
 			if (localtime_r(&at, &tm))
 				strftime(when, sizeof(when), "%H:%M:%S", &tm);
 			k = strlen(note);
-			k += (size_t)snprintf(note + k, sizeof(note) - k, "; would preempt session%s ",
+			k += (size_t)snprintf(note + k, sizeof(note) - k,
+					      "; would preempt session%s ",
 					      s->n_would_preempt == 1 ? "" : "s");
 			for (size_t j = 0; j < s->n_would_preempt && k < sizeof(note) - 32; j++)
 				k += (size_t)snprintf(note + k, sizeof(note) - k, "%s%" PRIu64,

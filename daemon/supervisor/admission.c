@@ -288,7 +288,7 @@ static void preempt(struct gp_daemon *d)
 
 	for (unsigned i = 0; i < n; i++) {
 		struct gp_session *s = session_of(v[i]), *ws = session_of(w);
-		char because[96];
+		char because[48];
 
 		if (gp_pool_preempt_by_priority(d->cfg, v[i], w))
 			snprintf(because, sizeof(because), "of priority %u (this session's is %u)",
@@ -297,10 +297,11 @@ static void preempt(struct gp_daemon *d)
 			snprintf(because, sizeof(because), "within its guarantee");
 		s->preempt_noticed = uv_now(d->loop);
 		gp__session_preempt_signal(s, GP_PREEMPT_NOTICE); /* its worker tells its client */
-		snprintf(s->preempt_why, sizeof(s->preempt_why),
-			 "preempted: the session was preemptible, and its GPU memory or compute was "
-			 "needed for session %llu of tenant %s, %s",
-			 (unsigned long long)ws->id, ws->tenant, because);
+		snprintf(
+			s->preempt_why, sizeof(s->preempt_why),
+			"preempted: the session was preemptible, and its GPU memory or compute was "
+			"needed for session %llu of tenant %s, %s",
+			(unsigned long long)ws->id, ws->tenant, because);
 		gp_log_info("session %llu (tenant %s) is preemptible: it will be ended in %u s "
 			    "(preempt_grace) to admit session %llu (tenant %s, %s)",
 			    (unsigned long long)s->id, s->tenant, d->cfg->preempt_grace,

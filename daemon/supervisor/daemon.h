@@ -163,8 +163,8 @@ struct gp_cgroup {
 
 /* An MPS control daemon the pool runs for one GPU (mps.c). */
 struct gp_mps {
-	uint32_t gpu; /* pool GPU index */
-	int pid;      /* 0: not running (next_start says when it starts again) */
+	uint32_t gpu;			 /* pool GPU index */
+	int pid;			 /* 0: not running (next_start says when it starts again) */
 	uint64_t started_at, next_start; /* monotonic ms */
 	unsigned backoff_ms;		 /* before the next restart, doubled up to 60 s */
 	unsigned starts;

@@ -233,7 +233,7 @@ void gp__mps_tick(struct gp_daemon *d)
 			m->pid = 0;
 			m->next_start = now + m->backoff_ms;
 			m->backoff_ms = m->backoff_ms * 2 > MPS_BACKOFF_MAX_MS ? MPS_BACKOFF_MAX_MS
-									  : m->backoff_ms * 2;
+									       : m->backoff_ms * 2;
 			continue;
 		}
 		if (!d->stopping && now >= m->next_start)
@@ -290,7 +290,8 @@ void gp__mps_stop(struct gp_daemon *d)
 			continue;
 		send_quit(d, m);
 		if (reap_within(m->pid, MPS_QUIT_WAIT_MS)) {
-			gp_log_info("GPU %u: MPS control daemon (pid %d) quit", m->gpu, (int)m->pid);
+			gp_log_info("GPU %u: MPS control daemon (pid %d) quit", m->gpu,
+				    (int)m->pid);
 		} else {
 			gp_log_warnx("GPU %u: MPS control daemon (pid %d) did not quit; SIGTERM",
 				     m->gpu, (int)m->pid);

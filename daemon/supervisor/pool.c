@@ -281,8 +281,7 @@ static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const s
 }
 
 /* Is x one of gone[0..n), skip aside? */
-static bool among(const struct gp_claim *x, struct gp_claim *const *gone, unsigned n,
-		  unsigned skip)
+static bool among(const struct gp_claim *x, struct gp_claim *const *gone, unsigned n, unsigned skip)
 {
 	for (unsigned k = 0; k < n; k++)
 		if (k != skip && gone[k] == x)

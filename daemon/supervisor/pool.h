@@ -94,10 +94,10 @@ struct gp_claim {
 	uint32_t want_gpus;    /* 0: 1 */
 	uint64_t want_memory;  /* per GPU; 0: the pool's default_memory, or a whole GPU */
 	uint32_t want_compute; /* percent of each GPU's compute; 0: its tenant's default_compute */
-	bool preemptible; /* its client's word (GPUPOOL_PREEMPTIBLE); its tenant's counts too */
-	bool priority_set;     /* its client asked for a priority (GPUPOOL_PRIORITY) */
+	bool preemptible;  /* its client's word (GPUPOOL_PREEMPTIBLE); its tenant's counts too */
+	bool priority_set; /* its client asked for a priority (GPUPOOL_PRIORITY) */
 	uint32_t want_priority; /* that priority, capped by its tenant's (gp_pool_priority) */
-	struct gp_slice slice; /* GPUPOOL_SLICE: only MIG instances that match it */
+	struct gp_slice slice;	/* GPUPOOL_SLICE: only MIG instances that match it */
 	/* The pool's, read-only to the caller. */
 	enum gp_claim_state state;
 	uint64_t queued_at; /* the `now` it was queued at */

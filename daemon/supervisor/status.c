@@ -47,12 +47,13 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 
 	for (struct gp_session *s = d->sessions; pw && s; s = s->next) {
 		uint64_t end = gp__admit_preempt_deadline(s), now = uv_now(d->loop);
+		int64_t at = (int64_t)time(NULL) + (int64_t)((end > now ? end - now : 0) / 1000);
 
 		if (!end || nv == sizeof(victims) / sizeof(victims[0]))
 			continue;
 		victims[nv++] = s->id;
-		if ((int64_t)time(NULL) + (int64_t)((end > now ? end - now : 0) / 1000) > victims_at)
-			victims_at = (int64_t)time(NULL) + (int64_t)((end > now ? end - now : 0) / 1000);
+		if (at > victims_at)
+			victims_at = at;
 	}
 	rep->gpu = calloc(d->pool.ngpus + 1, sizeof(*rep->gpu));
 	rep->session = calloc(d->nsessions + 1, sizeof(*rep->session));
@@ -123,7 +124,8 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		x->slice_requested = s->slice;
 		x->preemptible = gp_pool_preemptible(d->cfg, &s->claim);
 		x->priority = gp_pool_priority(d->cfg, &s->claim);
-		x->priority_requested = s->claim.priority_set ? (int32_t)s->claim.want_priority : -1;
+		x->priority_requested =
+			s->claim.priority_set ? (int32_t)s->claim.want_priority : -1;
 		if (pw == &s->claim) {
 			x->n_would_preempt = nv;
 			x->would_preempt = victims;

@@ -471,7 +471,7 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello, const struct proof
 			 (unsigned long long)((rep->memory_limit + (1u << 20) - 1) >> 20));
 		setenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", lim, 1);
 		gp_log_info("session %llu: MPS client of %s, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=%s",
-			     (unsigned long long)w->session_id, rep->mps_pipe_directory, lim);
+			    (unsigned long long)w->session_id, rep->mps_pipe_directory, lim);
 	} else {
 		unsetenv("CUDA_MPS_PIPE_DIRECTORY");
 		unsetenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
@@ -901,7 +901,8 @@ int gp__worker_preempt_tell(struct gp_worker *w, bool ending)
 	static const char notice[] =
 		"gpupool: this session is preemptible (GPUPOOL_PREEMPTIBLE or its tenant's "
 		"preemptible=yes), and its GPU room is needed for a session of higher priority or "
-		"within its tenant's guarantee: the pool will end it after preempt_grace unless the room is no longer "
+		"within its tenant's guarantee: the pool will end it after preempt_grace unless "
+		"the room is no longer "
 		"needed\n";
 	static const char end[] = "gpupool: the pool ended this session: it was preemptible, and "
 				  "its GPU room went to "

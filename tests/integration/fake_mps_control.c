@@ -5,6 +5,7 @@
  *   fake_mps_control -f   the "control daemon": logs "start pid=P args=-f pipe=D log=L
  *                         visible=V", makes the FIFO D/control and reads commands from it
  *                         until "quit" (logs "quit pid=P", exits 0); SIGTERM logs "term".
+ *                         With FAKE_MPS_IGNORE_QUIT=1 it logs "ignored quit" and goes on.
  *   fake_mps_control      the "control client": passes each line of its stdin to D/control
  *                         (logs "client cmd=C"); exits 1 when no daemon reads it.
  */
@@ -82,7 +83,9 @@ int main(int argc, char **argv)
 		while (fgets(line, sizeof(line), in)) {
 			line[strcspn(line, "\n")] = '\0';
 			note("command pid=%d cmd=%s", (int)getpid(), line);
-			if (strcmp(line, "quit") == 0) {
+			if (strcmp(line, "quit") == 0 && getenv("FAKE_MPS_IGNORE_QUIT")) {
+				note("ignored quit pid=%d", (int)getpid());
+			} else if (strcmp(line, "quit") == 0) {
 				note("quit pid=%d", (int)getpid());
 				unlink(fifo);
 				return 0;

@@ -79,4 +79,16 @@ grep -qx "client cmd=quit" "$FAKE_MPS_LOG" || fail "quit should be sent: $(cat "
 grep -qx "quit pid=$pid2" "$FAKE_MPS_LOG" || fail "the control daemon should quit: $(cat "$FAKE_MPS_LOG")"
 grep -q "GPU 0: MPS control daemon (pid $pid2) quit" "$T/daemon.log" || fail "the quit should be logged"
 if kill -0 "$pid2" 2>/dev/null; then fail "the control daemon is still running"; fi
+
+# One that does not quit is sent SIGTERM (after 5 s).
+: >"$FAKE_MPS_LOG"
+FAKE_MPS_IGNORE_QUIT=1 gp_start
+for _ in $(seq 1 100); do [ "$(starts)" -ge 1 ] && break; sleep 0.05; done
+pid3=$(sed -n 's/^start pid=\([0-9]*\) .*/\1/p' "$FAKE_MPS_LOG" | head -n 1)
+[ -n "$pid3" ] || fail "no control daemon on the second start: $(cat "$FAKE_MPS_LOG")"
+gp_stop
+grep -qx "ignored quit pid=$pid3" "$FAKE_MPS_LOG" || fail "quit should be sent: $(cat "$FAKE_MPS_LOG")"
+grep -qx "term pid=$pid3" "$FAKE_MPS_LOG" || fail "SIGTERM should follow: $(cat "$FAKE_MPS_LOG")"
+grep -q "GPU 0: MPS control daemon (pid $pid3) did not quit; SIGTERM" "$T/daemon.log" ||
+	fail "the SIGTERM should be logged"
 echo PASS
