@@ -29,6 +29,15 @@ bad "gpu 1 mps" "gpu 1: mps (nothing): expected on or off"
 bad "mps_dir relative/dir" "'mps_dir relative/dir': expected an absolute path"
 bad "tenant a priority=10" "tenant a: priority=10 is not a priority (0-9)"
 
+# Directories that cannot be made stop the daemon at start.
+: >"$T/afile"
+gp_config "gpu 0 mps on" "mps_control $GP_TESTBIN/fake_mps_control" "mps_dir $T/afile/mps"
+if timeout 60 "$GP_STAGE/bin/gpupoold" -f "$T/gpupoold.conf" 2>"$T/nodir.log"; then
+	fail "gpupoold should not start without its MPS directories"
+fi
+grep -q "GPU 0: cannot make its MPS directories under $T/afile/mps" "$T/nodir.log" ||
+	fail "the reason should be logged: $(cat "$T/nodir.log")"
+
 gp_config "token $A alice" "gpu 0 mps on" "gpu 1 mps off" "gpu 5 mps on" \
 	"mps_control $GP_TESTBIN/fake_mps_control" "mps_dir $T/mps" "queue_timeout 30"
 gp_start

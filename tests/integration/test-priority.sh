@@ -69,6 +69,14 @@ release H1
 hold_line M1 30
 case "$HELD" in READY*) ;; *) fail "mid was not admitted once hi left: $HELD" ;; esac
 release M1
+# A value that is not a priority is not sent (the interposer says why): the tenant's.
+GPUPOOL_TOKEN=$H GPUPOOL_MEMORY=1G GPUPOOL_PRIORITY=high GPUPOOL_LOG=warn hold H2 4096
+case "$HELD" in READY*) ;; *) fail "hi with a bad GPUPOOL_PRIORITY: $HELD" ;; esac
+grep -q "GPUPOOL_PRIORITY=high: expected 0 to 9" "$T/H2.err" ||
+	fail "the interposer should say why it sent no priority: $(cat "$T/H2.err")"
+assert_status '.sessions[0] | .priority == 5 and .priority_requested == -1' \
+	"a session asking for no valid priority gets its tenant's"
+release H2
 wait_for '.sessions | length == 0' 10
 gp_stop
 echo PASS
