@@ -397,6 +397,27 @@ static void test_share_keys(void **state)
 	expect_error("tls_cert a\ntls_key b\ntenant a priority=high\n",
 		     "test.conf:3: tenant a: priority=high is not a priority");
 	expect_error("tls_cert a\ntls_key b\ntenant a priority=5x\n", "priority=5x is not");
+	/* MPS: gpu N mps on|off, the later line winning; the control program and directory */
+	c = gp_config_parse("tls_cert a\ntls_key b\n", "t", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(c->mps_gpus, 0);
+	assert_string_equal(c->mps_control, "nvidia-cuda-mps-control");
+	assert_string_equal(c->mps_dir, "/run/gpupool/mps");
+	gp_config_free(c);
+	c = gp_config_parse("tls_cert a\ntls_key b\ngpu 0 mps on\ngpu 3 mps on\ngpu 3 mps off\n"
+			    "gpu 63 mps on\nmps_control /opt/mps-control\nmps_dir /tmp/m\n",
+			    "t", err, sizeof(err));
+	assert_non_null(c);
+	assert_true(c->mps_gpus == (1ull | 1ull << 63));
+	assert_string_equal(c->mps_control, "/opt/mps-control");
+	assert_string_equal(c->mps_dir, "/tmp/m");
+	gp_config_free(c);
+	expect_error("tls_cert a\ntls_key b\ngpu 0 mps yes\n",
+		     "test.conf:3: gpu 0: mps yes: expected on or off");
+	expect_error("tls_cert a\ntls_key b\ngpu -1 mps on\n", "test.conf:3: gpu -1: not a GPU");
+	expect_error("tls_cert a\ntls_key b\ngpu 0 mps on mig on\n",
+		     "test.conf:3: gpu 0: unknown setting 'mig' (mps)");
+	expect_error("tls_cert a\ntls_key b\nmps_dir mps\n", "expected an absolute path");
 	/* preemption */
 	c = gp_config_parse("tls_cert a\ntls_key b\ntenant batch preemptible=yes\n"
 			    "tenant svc preemptible=no\ntenant other\npreempt_grace 5\n",
