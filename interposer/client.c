@@ -363,6 +363,17 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 	if (s && *s && strcmp(s, "1") != 0 && strcmp(s, "0") != 0)
 		gp_log_warnx("GPUPOOL_PREEMPTIBLE=%s: expected 1 or 0; not preemptible", s);
 	hello->preemptible = s && strcmp(s, "1") == 0;
+	s = getenv("GPUPOOL_PRIORITY"); /* 0-9, capped by the tenant's (docs/scheduling.md) */
+	if (s && *s) {
+		if (s[0] >= '0' && s[0] <= '9' && s[1] == '\0') {
+			hello->priority = (uint32_t)(s[0] - '0');
+			hello->priority_set = true;
+		} else {
+			gp_log_warnx("GPUPOOL_PRIORITY=%s: expected 0 to 9; asking for none "
+				     "(its tenant's)",
+				     s);
+		}
+	}
 	s = getenv("GPUPOOL_TOKEN");
 	hello->token = (char *)(s ? s : "");
 	hello->tenant_proof = true;  /* answer_challenge */

@@ -450,7 +450,7 @@ static int parse_percent(const char *s, unsigned *out)
 
 /*
  * A tenant's shares (docs/scheduling.md): guarantee_gpus=N, guarantee_memory=SIZE,
- * compute=P%, default_compute=P%, preemptible=yes|no; and host_memory=SIZE. 1: the key was one of these and is set; 0: not one of
+ * compute=P%, default_compute=P%, priority=N, preemptible=yes|no; and host_memory=SIZE. 1: the key was one of these and is set; 0: not one of
  * these; GP_ECONFIG: a bad value.
  */
 static int tenant_share(struct parse *p, struct gp_tenant *t, const char *tenant, const char *key,
@@ -473,6 +473,15 @@ static int tenant_share(struct parse *p, struct gp_tenant *t, const char *tenant
 				    "tenant %s: guarantee_gpus=%s is not a number of GPUs (0-%u)",
 				    tenant, value, GP_STATS_MAX_DEVICES);
 		t->guarantee_gpus = v;
+		return 1;
+	}
+	if (strcmp(key, "priority") == 0) {
+		errno = 0;
+		v = strtoull(value, &end, 10);
+		if (errno || *end || !isdigit((unsigned char)*value) || v > GP_PRIORITY_MAX)
+			return perr(p, "tenant %s: priority=%s is not a priority (0-%u)", tenant,
+				    value, GP_PRIORITY_MAX);
+		t->priority = (unsigned)v;
 		return 1;
 	}
 	if (strcmp(key, "preemptible") == 0) {
@@ -515,7 +524,7 @@ static int tenant_share_check(struct parse *p, const struct gp_tenant *t)
 
 /* tenant NAME [sessions=N] [gpus=N] [memory=SIZE] [queue=N] [kernel_timeout=SECONDS]
  *	      [guarantee_gpus=N] [guarantee_memory=SIZE] [compute=P%] [default_compute=P%]
- *	      [preemptible=yes|no] [host_memory=SIZE] */
+ *	      [priority=N] [preemptible=yes|no] [host_memory=SIZE] */
 static int add_tenant(struct parse *p, char **words, int n, size_t off)
 {
 	struct gp_config *cfg = p->cfg;
@@ -571,7 +580,7 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 			return perr(p,
 				    "tenant %s: unknown limit '%s' (sessions, gpus, memory, queue, "
 				    "kernel_timeout, guarantee_gpus, guarantee_memory, compute, "
-				    "default_compute, preemptible, host_memory)",
+				    "default_compute, priority, preemptible, host_memory)",
 				    words[1], words[i]);
 		}
 	}
@@ -587,6 +596,36 @@ static int add_tenant(struct parse *p, char **words, int n, size_t off)
 	if (!t.name)
 		return -ENOMEM;
 	cfg->tenants[cfg->ntenants++] = t;
+	return 0;
+}
+
+/* gpu INDEX mps on|off: per GPU settings (only mps so far). */
+static int set_gpu(struct parse *p, char **words, int n, size_t off)
+{
+	unsigned long v;
+	char *end;
+
+	(void)off;
+	if (n < 2)
+		return perr(p, "'gpu' needs a GPU index and settings (gpu 0 mps on)");
+	errno = 0;
+	v = strtoul(words[1], &end, 10);
+	if (errno || *end || !isdigit((unsigned char)words[1][0]) || v > 63)
+		return perr(p, "gpu %s: not a GPU index (0-63)", words[1]);
+	if (n == 2)
+		return perr(p, "gpu %lu: no settings (mps on|off)", v);
+	for (int i = 2; i < n; i += 2) {
+		if (strcmp(words[i], "mps") != 0)
+			return perr(p, "gpu %lu: unknown setting '%s' (mps)", v, words[i]);
+		if (i + 1 >= n ||
+		    (strcmp(words[i + 1], "on") != 0 && strcmp(words[i + 1], "off") != 0))
+			return perr(p, "gpu %lu: mps %s: expected on or off", v,
+				    i + 1 < n ? words[i + 1] : "(nothing)");
+		if (words[i + 1][1] == 'n')
+			p->cfg->mps_gpus |= 1ull << v;
+		else
+			p->cfg->mps_gpus &= ~(1ull << v);
+	}
 	return 0;
 }
 
@@ -725,6 +764,9 @@ static const struct {
 	{"accounting_max_bytes", set_rotate_size, offsetof(struct gp_config, accounting_max_bytes)},
 	{"accounting_keep", set_keep, offsetof(struct gp_config, accounting_keep)},
 	{"tenant", add_tenant, 0},
+	{"gpu", set_gpu, 0},
+	{"mps_control", set_string, offsetof(struct gp_config, mps_control)},
+	{"mps_dir", set_path, offsetof(struct gp_config, mps_dir)},
 	{"token", add_token, 0},
 	/* the admin endpoint (admin_listen) */
 	{"admin_listen", set_listen, offsetof(struct gp_config, admin_listen)},
@@ -780,6 +822,8 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->listen = strdup(buf);
 	cfg->driver = strdup("libcuda.so.1");
 	cfg->admin_socket = strdup("/run/gpupool/admin.sock");
+	cfg->mps_control = strdup("nvidia-cuda-mps-control");
+	cfg->mps_dir = strdup("/run/gpupool/mps");
 	cfg->log_level = GP_LOG_INFO;
 	cfg->max_sessions = 64;
 	cfg->max_handshakes = 16;
@@ -807,7 +851,8 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->admin_ca_role = GP_ROLE_READ_ONLY;
 	cfg->admin_max_connections = 32;
 	cfg->admin_max_per_address = 4;
-	if (!cfg->listen || !cfg->driver || !cfg->admin_socket)
+	if (!cfg->listen || !cfg->driver || !cfg->admin_socket || !cfg->mps_control ||
+	    !cfg->mps_dir)
 		return -ENOMEM;
 	return 0;
 }
@@ -944,6 +989,8 @@ void gp_config_free(struct gp_config *cfg)
 	free(cfg->tls_ca);
 	free(cfg->driver);
 	free(cfg->admin_socket);
+	free(cfg->mps_control);
+	free(cfg->mps_dir);
 	free(cfg->worker);
 	free(cfg->admin_group);
 	free(cfg->metrics_listen);

@@ -14,6 +14,7 @@ enum gp_placement {
 };
 
 #define GP_LIMIT_NONE UINT64_MAX
+#define GP_PRIORITY_MAX 9	/* priorities are 0 (the default) to 9 */
 #define GP_WORKER_GROUPS_MAX 32 /* worker_groups: supplementary groups at most */
 #define GP_ACCT_KEEP_MAX 1000	/* accounting_keep: rotated accounting files kept at most */
 
@@ -64,6 +65,11 @@ struct gp_tenant {
 	 * client says (GPUPOOL_PREEMPTIBLE); _YES: all of them (preemptible=yes); _NO: none,
 	 * whatever the client says (preemptible=no). */
 	unsigned preemptible;
+	/* Its priority (priority=N, 0 to GP_PRIORITY_MAX; 0 without the key): what its
+	 * sessions get, and the most one may ask for (GPUPOOL_PRIORITY). The queue serves higher
+	 * priorities first, and a waiter preempts preemptible sessions of lower priority
+	 * (docs/scheduling.md). */
+	unsigned priority;
 	/* Bytes of host memory each of its workers may use (host_memory=SIZE); 0: the file's
 	 * worker_host_memory. */
 	uint64_t host_memory;
@@ -151,6 +157,12 @@ struct gp_config {
 	size_t ntenants;
 	struct gp_token *tokens;
 	size_t ntokens;
+	/* MPS (daemon/supervisor/mps.c, docs/scheduling.md): the GPUs (by index, bit i for GPU
+	 * i) the daemon runs an MPS control daemon for (gpu N mps on), the control program, and
+	 * the directory under which each gets its pipe and log directories. */
+	uint64_t mps_gpus;
+	char *mps_control; /* default nvidia-cuda-mps-control, found on PATH */
+	char *mps_dir;	   /* default /run/gpupool/mps */
 };
 
 /*

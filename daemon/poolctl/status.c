@@ -169,6 +169,11 @@ static void print_json(const Gp__AdminReply *r)
 		poolctl_json_str(s->host_memory_from);
 		printf(",\"slice_requested\":");
 		poolctl_json_str(s->slice_requested);
+		printf(",\"priority\":%u,\"priority_requested\":%d,\"would_preempt\":[",
+		       s->priority, s->priority_requested);
+		for (size_t k = 0; k < s->n_would_preempt; k++)
+			printf("%s%" PRIu64, k ? "," : "", s->would_preempt[k]);
+		printf("],\"would_preempt_at\":%" PRId64, s->would_preempt_at);
 		printf("}");
 	}
 	printf("]}\n");
@@ -248,15 +253,15 @@ static void print_sessions(const Gp__AdminReply *r)
 {
 	char a[32], b[32], c[32];
 
-	printf("%-8s %-10s %-12s %-22s %-16s %-6s %12s %12s %12s %8s %6s\n", "SESSION", "STATE",
+	printf("%-8s %-10s %-12s %-22s %-16s %-6s %12s %12s %12s %8s %6s %4s\n", "SESSION", "STATE",
 	       "TENANT", "CLIENT", "PROGRAM", "GPUS", "MEM USED", "LIMIT", "HOST MEM", "CALLS",
-	       "AGE");
+	       "AGE", "PRIO");
 	if (r->n_session == 0)
 		printf("(no sessions)\n");
 	for (size_t i = 0; i < r->n_session; i++) {
 		const Gp__SessionStatus *s = r->session[i];
 		char gpus[64] = "-", lim[32] = "-", tenant[13], client[23], program[17];
-		char note[128] = "";
+		char note[320] = "";
 		size_t k = 0;
 
 		for (size_t j = 0; j < s->n_gpu && k < sizeof(gpus) - 8; j++)
@@ -276,6 +281,29 @@ static void print_sessions(const Gp__AdminReply *r)
 				 strcmp(s->waiting_for, "tenant") == 0	 ? "its tenant's limits"
 				 : strcmp(s->waiting_for, "behind") == 0 ? "those before it"
 									 : "room");
+		/* The preemption under way for it: whom it ends, and when. */
+		if (s->n_would_preempt) {
+			time_t at = (time_t)s->would_preempt_at;
+			struct tm tm;
+			char when[16] = "?";
+
+			if (localtime_r(&at, &tm))
+				strftime(when, sizeof(when), "%H:%M:%S", &tm);
+			k = strlen(note);
+			k += (size_t)snprintf(note + k, sizeof(note) - k,
+					      "; would preempt session%s ",
+					      s->n_would_preempt == 1 ? "" : "s");
+			for (size_t j = 0; j < s->n_would_preempt && k < sizeof(note) - 32; j++)
+				k += (size_t)snprintf(note + k, sizeof(note) - k, "%s%" PRIu64,
+						      j ? "," : "", s->would_preempt[j]);
+			if (k < sizeof(note))
+				snprintf(note + k, sizeof(note) - k, " at %s", when);
+		}
+		if (s->priority_requested >= 0 && (uint32_t)s->priority_requested > s->priority) {
+			k = strlen(note);
+			snprintf(note + k, sizeof(note) - k, "  priority %d asked",
+				 s->priority_requested);
+		}
 		if (s->share && strcmp(s->share, "borrowing") == 0) {
 			k = strlen(note);
 			snprintf(note + k, sizeof(note) - k, "  borrowing");
@@ -294,12 +322,12 @@ static void print_sessions(const Gp__AdminReply *r)
 				 poolctl_human(s->host_memory_limit, c, sizeof(c)));
 		}
 		printf("%-8" PRIu64 " %-10s %-12s %-22s %-16s %-6s %12s %12s %12s %8" PRIu64
-		       " %6s%s\n",
+		       " %6s %4u%s\n",
 		       s->id, s->state, poolctl_cell(tenant, 12, s->tenant),
 		       poolctl_cell(client, 22, s->client), poolctl_cell(program, 16, s->program),
 		       gpus, poolctl_human(s->mem_used, a, sizeof(a)), lim,
 		       poolctl_human(s->host_memory, c, sizeof(c)), s->calls,
-		       age(s->started, b, sizeof(b)), note);
+		       age(s->started, b, sizeof(b)), s->priority, note);
 	}
 }
 

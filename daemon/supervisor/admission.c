@@ -39,6 +39,9 @@ static void reply(struct gp_session *s, int status, const char *msg)
 		}
 		rep.n_visible = s->claim.ndev;
 		rep.visible = visp;
+		/* One MPS server a process: a session on one GPU with mps on is its client. */
+		if (s->claim.ndev == 1 && gp__mps_pipe_dir(s->d, s->claim.dev[0]))
+			rep.mps_pipe_directory = (char *)gp__mps_pipe_dir(s->d, s->claim.dev[0]);
 	}
 	gp__uv_send((uv_stream_t *)&s->ctl, GP_MSG_ADMIT_REPLY, &rep.base);
 }
@@ -175,6 +178,9 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	s->claim.want_memory = req->memory;
 	s->claim.want_compute = req->compute;
 	s->claim.preemptible = req->preemptible;
+	/* GPUPOOL_PRIORITY: a larger value than 9 is cut to the tenant's like any other. */
+	s->claim.priority_set = req->priority_set;
+	s->claim.want_priority = req->priority;
 	s->claim.tenant = s->tenant;
 	/* The tenant: the certificate's name (or on the Unix socket the user's) as the supervisor
 	 * itself finds it, else what a known token names, else default. Plain TCP proves nothing
@@ -272,8 +278,9 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 		    (unsigned long long)s->claim.want_memory);
 }
 
-/* An entitled waiter waits for room that preemptible sessions of borrowing tenants hold:
- * they are told (logged) and ended after preempt_grace (gp__admit_preempt_tick). */
+/* The first waiter waits for room that preemptible sessions it may preempt hold (of lower
+ * priority, or of borrowing tenants when it is entitled; pool.h): they are told (logged) and
+ * ended after preempt_grace (gp__admit_preempt_tick). */
 static void preempt(struct gp_daemon *d)
 {
 	struct gp_claim *v[GP_STATS_MAX_DEVICES * 4], *w;
@@ -281,19 +288,24 @@ static void preempt(struct gp_daemon *d)
 
 	for (unsigned i = 0; i < n; i++) {
 		struct gp_session *s = session_of(v[i]), *ws = session_of(w);
+		char because[48];
 
+		if (gp_pool_preempt_by_priority(d->cfg, v[i], w))
+			snprintf(because, sizeof(because), "of priority %u (this session's is %u)",
+				 gp_pool_priority(d->cfg, w), gp_pool_priority(d->cfg, v[i]));
+		else
+			snprintf(because, sizeof(because), "within its guarantee");
 		s->preempt_noticed = uv_now(d->loop);
 		gp__session_preempt_signal(s, GP_PREEMPT_NOTICE); /* its worker tells its client */
 		snprintf(
 			s->preempt_why, sizeof(s->preempt_why),
 			"preempted: the session was preemptible, and its GPU memory or compute was "
-			"needed for session %llu of tenant %s, within its guarantee",
-			(unsigned long long)ws->id, ws->tenant);
-		gp_log_info(
-			"session %llu (tenant %s) is preemptible: it will be ended in %u s "
-			"(preempt_grace) to admit session %llu (tenant %s, within its guarantee)",
-			(unsigned long long)s->id, s->tenant, d->cfg->preempt_grace,
-			(unsigned long long)ws->id, ws->tenant);
+			"needed for session %llu of tenant %s, %s",
+			(unsigned long long)ws->id, ws->tenant, because);
+		gp_log_info("session %llu (tenant %s) is preemptible: it will be ended in %u s "
+			    "(preempt_grace) to admit session %llu (tenant %s, %s)",
+			    (unsigned long long)s->id, s->tenant, d->cfg->preempt_grace,
+			    (unsigned long long)ws->id, ws->tenant, because);
 	}
 }
 

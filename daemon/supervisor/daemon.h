@@ -24,6 +24,8 @@
  * listen.c      listening sockets: TCP for clients, Unix for local clients and admin
  * cgroup.c      a cgroup per worker (v2 delegated, or v1): host memory, tasks and CPU
  *               limits, its memory for status, why the kernel ended it
+ * mps.c         the MPS control daemons the pool owns (gpu N mps on): started per GPU,
+ *               restarted with backoff when one dies, stopped at exit
  * uids.c        worker_uids: each worker's own uid from the range, and whether the daemon can
  *               have workers switch to it (worker/worker.c switches)
  *
@@ -159,6 +161,16 @@ struct gp_cgroup {
 	struct gp_cg_gone *gone;
 };
 
+/* An MPS control daemon the pool runs for one GPU (mps.c). */
+struct gp_mps {
+	uint32_t gpu;			 /* pool GPU index */
+	int pid;			 /* 0: not running (next_start says when it starts again) */
+	uint64_t started_at, next_start; /* monotonic ms */
+	unsigned backoff_ms;		 /* before the next restart, doubled up to 60 s */
+	unsigned starts;
+	char pipe_dir[256], log_dir[256]; /* mps_dir/gpuN/pipe, mps_dir/gpuN/log */
+};
+
 struct gp_daemon {
 	uv_loop_t *loop;
 	struct gp_config *cfg;
@@ -211,6 +223,8 @@ struct gp_daemon {
 	uint32_t worker_gids[GP_WORKER_GROUPS_MAX];
 	unsigned nworker_gids;
 	uint32_t uid_next;
+	struct gp_mps mps[GP_POOL_MAX_GPUS];
+	unsigned nmps;
 };
 
 /* gpupoold.c */
@@ -221,6 +235,17 @@ int gp__daemon_reload(struct gp_daemon *d, char *why, size_t whylen);
 int gp__inventory(struct gp_daemon *d);
 /* What CUDA_VISIBLE_DEVICES names pool GPU index by: its ordinal, or a MIG instance's MIG-. */
 void gp__visible_name(const struct gp_daemon *d, uint32_t index, char *out, size_t len);
+
+/* mps.c */
+/* Starts an MPS control daemon for each GPU with mps on; -1 when its directories cannot be
+ * made (the daemon does not start). */
+int gp__mps_start(struct gp_daemon *d);
+/* Reaps one that died and restarts it after its backoff (from the supervisor's tick). */
+void gp__mps_tick(struct gp_daemon *d);
+/* quit, then SIGTERM, then SIGKILL, each waited for (blocks; at exit). */
+void gp__mps_stop(struct gp_daemon *d);
+/* The pipe directory of the GPU's control daemon, or NULL without one. */
+const char *gp__mps_pipe_dir(const struct gp_daemon *d, uint32_t gpu);
 
 /* supervisor.c */
 /* Starts warm workers up to warm_workers per GPU (none while stopping). */

@@ -230,6 +230,14 @@ int main(int argc, char **argv)
 		gp_config_free(d.cfg);
 		return 1;
 	}
+	/* Before any worker: warm ones are told the pipe directory at admission. */
+	if (gp__mps_start(&d)) {
+		gp__mps_stop(&d);
+		gp__cgroup_stop(&d);
+		gp__admin_close(&d);
+		gp_config_free(d.cfg);
+		return 1;
+	}
 	uv_signal_init(d.loop, &d.sigterm);
 	uv_signal_init(d.loop, &d.sigint);
 	uv_signal_init(d.loop, &d.sighup);
@@ -247,6 +255,7 @@ int main(int argc, char **argv)
 	sd_notifyf(0, "READY=1\nSTATUS=0 sessions, %u GPU%s\nMAINPID=%d", gp_pool_targets(&d.pool),
 		   gp_pool_targets(&d.pool) == 1 ? "" : "s", getpid());
 	ret = uv_run(d.loop, UV_RUN_DEFAULT);
+	gp__mps_stop(&d);
 	gp__cgroup_stop(&d);
 	gp_log_info("stopped");
 	uv_loop_close(d.loop);

@@ -280,9 +280,21 @@ static bool choose(const struct gp_pool *p, const struct gp_config *cfg, const s
 	return true;
 }
 
-/* Could the claim be placed now? PLACED (on chosen, mem each), WAIT_TENANT or WAIT_CAPACITY. */
-static int fit(const struct gp_pool *p, const struct gp_config *cfg, const struct gp_claim *c,
-	       uint32_t *chosen, uint64_t *mem)
+/* Is x one of gone[0..n), skip aside? */
+static bool among(const struct gp_claim *x, struct gp_claim *const *gone, unsigned n, unsigned skip)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (k != skip && gone[k] == x)
+			return true;
+	return false;
+}
+
+/* Could the claim be placed now, with the claims gone[0..ngone) (but gone[skip]) ended (their
+ * reservations already out of p's ledger: they no longer count against c's tenant either)?
+ * PLACED (on chosen, mem each), WAIT_TENANT or WAIT_CAPACITY. */
+static int fit_except(const struct gp_pool *p, const struct gp_config *cfg,
+		      const struct gp_claim *c, uint32_t *chosen, uint64_t *mem,
+		      struct gp_claim *const *gone, unsigned ngone, unsigned skip)
 {
 	const struct gp_tenant *t = gp_config_tenant(cfg, c->tenant);
 	uint32_t n = gpus_asked(c);
@@ -290,6 +302,13 @@ static int fit(const struct gp_pool *p, const struct gp_config *cfg, const struc
 	struct gp_pool_usage u;
 
 	gp_pool_tenant_usage(p, c->tenant, &u);
+	for (struct gp_claim *x = p->admitted; ngone && x; x = x->anext) {
+		if (strcmp(x->tenant, c->tenant) != 0 || !among(x, gone, ngone, skip))
+			continue;
+		u.sessions--;
+		u.gpus -= x->ndev;
+		u.memory -= x->mem_limit * x->ndev;
+	}
 	if (t && (u.sessions + 1 > t->sessions || u.gpus + n > t->gpus))
 		return WAIT_TENANT;
 	/* The tenant's memory left, shared over the GPUs asked for: a whole-GPU claim is
@@ -301,6 +320,12 @@ static int fit(const struct gp_pool *p, const struct gp_config *cfg, const struc
 			       ? WAIT_TENANT
 			       : WAIT_CAPACITY;
 	return PLACED;
+}
+
+static int fit(const struct gp_pool *p, const struct gp_config *cfg, const struct gp_claim *c,
+	       uint32_t *chosen, uint64_t *mem)
+{
+	return fit_except(p, cfg, c, chosen, mem, NULL, 0, 0);
 }
 
 /* Places the claim now if it fits; PLACED, WAIT_TENANT or WAIT_CAPACITY. */
@@ -374,16 +399,28 @@ bool gp_pool_tenant_entitled(const struct gp_pool *p, const struct gp_config *cf
 	return within(gp_config_tenant(cfg, tenant), &u, 0, 0);
 }
 
-/* Sets each waiter's tenant tier and share, from the tenant's oldest waiter, and clears the
- * marks next_in_order leaves. */
+unsigned gp_pool_priority(const struct gp_config *cfg, const struct gp_claim *c)
+{
+	const struct gp_tenant *t = cfg && c && c->tenant ? gp_config_tenant(cfg, c->tenant) : NULL;
+	unsigned cap = t ? t->priority : 0;
+
+	if (!c)
+		return 0;
+	return c->priority_set && c->want_priority < cap ? c->want_priority : cap;
+}
+
+/* Sets each waiter's priority and its tenant's tier and share, from the tenant's oldest
+ * waiter of that priority, and clears the marks next_in_order leaves. */
 static void rank(struct gp_pool *p, const struct gp_config *cfg)
 {
+	for (struct gp_claim *c = p->queue; c; c = c->qnext)
+		c->ord_prio = gp_pool_priority(cfg, c);
 	for (struct gp_claim *c = p->queue; c; c = c->qnext) {
 		struct gp_claim *head = p->queue;
 		const struct gp_tenant *t;
 		struct gp_pool_usage u;
 
-		while (strcmp(head->tenant, c->tenant) != 0)
+		while (strcmp(head->tenant, c->tenant) != 0 || head->ord_prio != c->ord_prio)
 			head = head->qnext;
 		c->ord_seen = false;
 		if (head != c) {
@@ -400,8 +437,11 @@ static void rank(struct gp_pool *p, const struct gp_config *cfg)
 	}
 }
 
+/* Priority first (higher first), then entitlement, the share held, arrival. */
 static bool before(const struct gp_claim *a, const struct gp_claim *b)
 {
+	if (a->ord_prio != b->ord_prio)
+		return a->ord_prio > b->ord_prio;
 	if (a->ord_tier != b->ord_tier)
 		return a->ord_tier < b->ord_tier;
 	if (a->ord_share < b->ord_share)
@@ -435,9 +475,10 @@ bool gp_pool_preemptible(const struct gp_config *cfg, const struct gp_claim *c)
 	return c && c->preemptible;
 }
 
-/* The first waiter in the order, past those held by their own tenant's limits, when it is
- * entitled, waits for room and may wait (one that may not is refused at once); else NULL. */
-static struct gp_claim *entitled_waiting(struct gp_pool *p, const struct gp_config *cfg)
+/* The first waiter in the order, past those held by their own tenant's limits, when it waits
+ * for room and may wait (one that may not is refused at once); else NULL. Whom it may
+ * preempt is may_preempt's. */
+static struct gp_claim *first_waiting(struct gp_pool *p, const struct gp_config *cfg)
 {
 	uint32_t chosen[GP_STATS_MAX_DEVICES];
 	struct gp_claim *x;
@@ -449,20 +490,36 @@ static struct gp_claim *entitled_waiting(struct gp_pool *p, const struct gp_conf
 
 		if (r == WAIT_TENANT)
 			continue;
-		if (r != WAIT_CAPACITY || x->ord_tier != 0 || !gp_pool_may_wait(p, cfg, x))
+		if (r != WAIT_CAPACITY || !gp_pool_may_wait(p, cfg, x))
 			return NULL;
 		return x;
 	}
 	return NULL;
 }
 
-/* May x be ended to make room for w? Preemptible, of another tenant, which is borrowing. */
+bool gp_pool_preempt_by_priority(const struct gp_config *cfg, const struct gp_claim *x,
+				 const struct gp_claim *w)
+{
+	return cfg && x && w && gp_pool_priority(cfg, x) < gp_pool_priority(cfg, w);
+}
+
+/*
+ * May x be ended to make room for w (ranked, first in the order)? x must be preemptible and
+ * (unless again) not chosen already. Priority first: one of lower priority may be, whoever
+ * its tenant is; one of higher priority never; one of the same priority when w is entitled
+ * and x is of another tenant, which is borrowing.
+ */
 static bool may_preempt(const struct gp_pool *p, const struct gp_config *cfg,
-			const struct gp_claim *x, const struct gp_claim *w)
+			const struct gp_claim *x, const struct gp_claim *w, bool again)
 {
 	struct gp_pool_usage u;
 
-	if (x->preempting || !gp_pool_preemptible(cfg, x) || strcmp(x->tenant, w->tenant) == 0)
+	if ((x->preempting && !again) || !gp_pool_preemptible(cfg, x))
+		return false;
+	if (gp_pool_preempt_by_priority(cfg, x, w))
+		return true;
+	if (gp_pool_priority(cfg, x) > w->ord_prio || w->ord_tier != 0 ||
+	    strcmp(x->tenant, w->tenant) == 0)
 		return false;
 	gp_pool_tenant_usage(p, x->tenant, &u);
 	return !within(gp_config_tenant(cfg, x->tenant), &u, 0, 0);
@@ -483,7 +540,7 @@ static void take_out(struct gp_pool *room, const struct gp_claim *x)
 }
 
 /* Would w fit with victims[0..n) ended, all but victims[skip] (skip >= n: none skipped)?
- * The claim lists are p's: the victims are other tenants', so w's tenant usage is the same. */
+ * A victim of w's own tenant (by priority) no longer counts against its limits either. */
 static bool fits_without(const struct gp_pool *p, const struct gp_config *cfg,
 			 const struct gp_claim *w, struct gp_claim *const *victims, unsigned n,
 			 unsigned skip)
@@ -495,7 +552,7 @@ static bool fits_without(const struct gp_pool *p, const struct gp_config *cfg,
 	for (unsigned k = 0; k < n; k++)
 		if (k != skip)
 			take_out(&room, victims[k]);
-	return fit(&room, cfg, w, chosen, &mem) == PLACED;
+	return fit_except(&room, cfg, w, chosen, &mem, victims, n, skip) == PLACED;
 }
 
 unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim **victims,
@@ -510,11 +567,11 @@ unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct 
 	for (struct gp_claim *x = p->admitted; x; x = x->anext)
 		if (x->preempting)
 			return 0;
-	w = entitled_waiting(p, cfg);
+	w = first_waiting(p, cfg);
 	if (!w)
 		return 0;
 	for (struct gp_claim *x = p->admitted; x && n < max; x = x->anext) {
-		if (!may_preempt(p, cfg, x, w))
+		if (!may_preempt(p, cfg, x, w, false))
 			continue;
 		victims[n++] = x;
 		if (fits_without(p, cfg, w, victims, n, n))
@@ -537,30 +594,60 @@ unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct 
 	return n;
 }
 
+/* The first waiter in the order when ending the preempting claims (there are some) is due
+ * for it: it may preempt each and ending them lets it in now. NULL otherwise, and when none
+ * is preempting (*any false). */
+static struct gp_claim *preempt_target(struct gp_pool *p, const struct gp_config *cfg, bool *any)
+{
+	struct gp_claim *gone[GP_STATS_MAX_DEVICES * 4], *w;
+	uint32_t chosen[GP_STATS_MAX_DEVICES];
+	struct gp_pool room;
+	unsigned n = 0;
+	uint64_t mem;
+
+	*any = false;
+	w = first_waiting(p, cfg);
+	room = *p;
+	for (struct gp_claim *x = p->admitted; x; x = x->anext) {
+		if (!x->preempting)
+			continue;
+		*any = true;
+		if (!w || !may_preempt(p, cfg, x, w, true) || n == sizeof(gone) / sizeof(gone[0]))
+			return NULL;
+		take_out(&room, x);
+		gone[n++] = x;
+	}
+	if (!w || !*any)
+		return NULL;
+	return fit_except(&room, cfg, w, chosen, &mem, gone, n, n) == PLACED ? w : NULL;
+}
+
+struct gp_claim *gp_pool_preempt_waiter(struct gp_pool *p, const struct gp_config *cfg)
+{
+	bool any;
+
+	return p && cfg ? preempt_target(p, cfg, &any) : NULL;
+}
+
 bool gp_pool_preempt_due(struct gp_pool *p, const struct gp_config *cfg)
 {
-	uint32_t chosen[GP_STATS_MAX_DEVICES];
-	struct gp_claim *w;
-	struct gp_pool room;
-	bool any = false;
-	uint64_t mem;
+	bool any;
 
 	if (!p || !cfg)
 		return false;
 	/* The waiter they were chosen for may have gone in meanwhile, or another come first:
-	 * ending them is due only when that lets the first entitled waiter in now. */
-	w = entitled_waiting(p, cfg);
-	if (w) {
-		room = *p;
-		for (struct gp_claim *x = p->admitted; x; x = x->anext) {
-			if (x->preempting) {
-				take_out(&room, x);
-				any = true;
-			}
-		}
-		/* None chosen yet: one is due (gp_pool_preempt chooses). */
-		if (!any || fit(&room, cfg, w, chosen, &mem) == PLACED)
-			return true;
+	 * ending them is due only when that one may preempt them all and it gets in then. */
+	if (preempt_target(p, cfg, &any))
+		return true;
+	/* None chosen yet: one is due when the first waiter waits for room and some admitted
+	 * claim is one it may preempt (gp_pool_preempt chooses, if they make room). */
+	if (!any) {
+		struct gp_claim *w = first_waiting(p, cfg);
+
+		for (struct gp_claim *x = p->admitted; w && x; x = x->anext)
+			if (may_preempt(p, cfg, x, w, false))
+				return true;
+		return false;
 	}
 	for (struct gp_claim *x = p->admitted; x; x = x->anext)
 		x->preempting = false;

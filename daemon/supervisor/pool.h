@@ -25,6 +25,10 @@
  * GPUs whose granted shares leave room for it (no GPU is promised more than 100%). A claim
  * without one is not counted and not limited.
  *
+ * Priorities (docs/scheduling.md): a claim's priority is its tenant's (priority=N, 0 without),
+ * or what its client asked for when that is lower. Priority comes first, everywhere: the
+ * queue serves higher priorities first, and what follows orders waiters of one priority.
+ *
  * The queue's order (docs/scheduling.md): a tenant may have a guaranteed share of the pool
  * (guarantee_gpus, guarantee_memory) and borrow what is idle beyond it. Each tenant with
  * waiters is ranked by its oldest one: first tenants whom that waiter, admitted, would keep
@@ -36,11 +40,13 @@
  * large claim is not starved by small ones); a waiter held back only by its own tenant's
  * limits holds up nobody.
  *
- * Preemption (gp_pool_preempt): when the first waiter in the queue's order is entitled and
- * waits for room, admitted preemptible claims of other, borrowing tenants are chosen, newest
- * first, until their release would make room, and those it would not need (their GPUs do not
- * help) are spared; the caller ends them after a grace, if that still lets the first
- * entitled waiter in then.
+ * Preemption (gp_pool_preempt): when the first waiter in the queue's order waits for room,
+ * admitted preemptible claims it may preempt are chosen, newest first, until their release
+ * would make room, and those it would not need (their GPUs do not help) are spared; the
+ * caller ends them after a grace, if that still lets the first waiter in then. A waiter may
+ * preempt a preemptible claim of lower priority (of any tenant, its own included, within
+ * its guarantee or not), and, when it is entitled, one of the same or lower priority of
+ * another tenant that is borrowing; never one of higher priority.
  *
  * Nothing here sends, logs or reads a clock: time comes in as an argument, decisions come
  * back as values, and admission.c does the I/O (tests/unit/test_pool.c tests this alone).
@@ -88,8 +94,10 @@ struct gp_claim {
 	uint32_t want_gpus;    /* 0: 1 */
 	uint64_t want_memory;  /* per GPU; 0: the pool's default_memory, or a whole GPU */
 	uint32_t want_compute; /* percent of each GPU's compute; 0: its tenant's default_compute */
-	bool preemptible; /* its client's word (GPUPOOL_PREEMPTIBLE); its tenant's counts too */
-	struct gp_slice slice; /* GPUPOOL_SLICE: only MIG instances that match it */
+	bool preemptible;  /* its client's word (GPUPOOL_PREEMPTIBLE); its tenant's counts too */
+	bool priority_set; /* its client asked for a priority (GPUPOOL_PRIORITY) */
+	uint32_t want_priority; /* that priority, capped by its tenant's (gp_pool_priority) */
+	struct gp_slice slice;	/* GPUPOOL_SLICE: only MIG instances that match it */
 	/* The pool's, read-only to the caller. */
 	enum gp_claim_state state;
 	uint64_t queued_at; /* the `now` it was queued at */
@@ -101,6 +109,7 @@ struct gp_claim {
 	bool preempting; /* chosen by gp_pool_preempt: the caller ends it after preempt_grace */
 	struct gp_claim *qnext, *anext;
 	/* Its tenant's place in the queue's order, set afresh on each look at the queue. */
+	unsigned ord_prio; /* its priority (gp_pool_priority) */
 	unsigned ord_tier; /* 0: entitled, 1: borrowing */
 	double ord_share;  /* what its tenant holds over its guarantee; DBL_MAX: none */
 	bool ord_seen;
@@ -161,10 +170,19 @@ uint32_t gp_pool_compute_share(const struct gp_config *cfg, const struct gp_clai
 /* Preemptible: its tenant's line says so (preemptible=yes), or says nothing and its client
  * does. */
 bool gp_pool_preemptible(const struct gp_config *cfg, const struct gp_claim *c);
+/* Its priority: what its client asked for, at most its tenant's priority=; without a request
+ * its tenant's (0 without priority=). */
+unsigned gp_pool_priority(const struct gp_config *cfg, const struct gp_claim *c);
+/* Would waiter w, first in the queue's order, preempt admitted claim x by priority (x's
+ * priority is lower) rather than by entitlement? For the reason given. */
+bool gp_pool_preempt_by_priority(const struct gp_config *cfg, const struct gp_claim *x,
+				 const struct gp_claim *w);
+/* While claims are preempting, the waiter that ending them would let in now (the first in
+ * the queue's order, when it waits for room); else NULL. For poolctl. */
+struct gp_claim *gp_pool_preempt_waiter(struct gp_pool *p, const struct gp_config *cfg);
 /*
  * When the first waiter in the queue's order (past those held by their own tenant's limits)
- * is entitled and waits for room, chooses admitted preemptible claims of other tenants that
- * are borrowing, newest first, until releasing them would let the waiter in, then spares
+ * waits for room, chooses admitted preemptible claims it may preempt (above), newest first, until releasing them would let the waiter in, then spares
  * each one (the latest chosen first) without which it would still get in; marks them
  * preempting, puts them in victims (at most max) and the waiter in *waiter, and returns how
  * many. 0, marking none: no preemption is due, one is under way (a claim is preempting), or
@@ -172,9 +190,10 @@ bool gp_pool_preemptible(const struct gp_config *cfg, const struct gp_claim *c);
  */
 unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim **victims,
 			 unsigned max, struct gp_claim **waiter);
-/* Is a preemption still due: an entitled waiter first in the order waits for room, and
- * (when claims are preempting) ending them would let it in now? The waiter they were chosen
- * for may have been admitted meanwhile and another come first, whom they may not help. If
+/* Is a preemption still due: the first waiter in the order waits for room, it may preempt
+ * every preempting claim, and (when claims are preempting) ending them would let it in now?
+ * The waiter they were chosen for may have been admitted meanwhile and another come first,
+ * whom they may not help, or who may not preempt them. If
  * not due, every preempting mark is cleared and false returned: the caller ends no one. */
 bool gp_pool_preempt_due(struct gp_pool *p, const struct gp_config *cfg);
 /* How many claims of the tenant wait now. */

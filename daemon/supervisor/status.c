@@ -38,8 +38,23 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 {
 	Gp__GpuStatus *gs = calloc(d->pool.ngpus + 1, sizeof(*gs));
 	Gp__SessionStatus *ss = calloc(d->nsessions + 1, sizeof(*ss));
-	size_t n = 0;
+	/* The sessions a preemption under way ends, for the one waiter it is for: one preemption
+	 * at a time (pool.h), and the reply is packed before the next build. */
+	static uint64_t victims[GP_STATS_MAX_DEVICES * 4];
+	struct gp_claim *pw = gp_pool_preempt_waiter(&d->pool, d->cfg);
+	size_t n = 0, nv = 0;
+	int64_t victims_at = 0;
 
+	for (struct gp_session *s = d->sessions; pw && s; s = s->next) {
+		uint64_t end = gp__admit_preempt_deadline(s), now = uv_now(d->loop);
+		int64_t at = (int64_t)time(NULL) + (int64_t)((end > now ? end - now : 0) / 1000);
+
+		if (!end || nv == sizeof(victims) / sizeof(victims[0]))
+			continue;
+		victims[nv++] = s->id;
+		if (at > victims_at)
+			victims_at = at;
+	}
 	rep->gpu = calloc(d->pool.ngpus + 1, sizeof(*rep->gpu));
 	rep->session = calloc(d->nsessions + 1, sizeof(*rep->session));
 	if (!gs || !ss || !rep->gpu || !rep->session) {
@@ -108,6 +123,14 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		x->compute_requested = s->claim.want_compute;
 		x->slice_requested = s->slice;
 		x->preemptible = gp_pool_preemptible(d->cfg, &s->claim);
+		x->priority = gp_pool_priority(d->cfg, &s->claim);
+		x->priority_requested =
+			s->claim.priority_set ? (int32_t)s->claim.want_priority : -1;
+		if (pw == &s->claim) {
+			x->n_would_preempt = nv;
+			x->would_preempt = victims;
+			x->would_preempt_at = victims_at;
+		}
 		if (gp__admit_preempt_deadline(s)) {
 			uint64_t now = uv_now(d->loop), end = gp__admit_preempt_deadline(s);
 			uint64_t left = end > now ? end - now : 0;

@@ -408,6 +408,8 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello, const struct proof
 	req.memory = hello->memory;
 	req.compute = hello->compute;
 	req.preemptible = hello->preemptible;
+	req.priority = hello->priority;
+	req.priority_set = hello->priority_set;
 	req.client_host = hello->client_host;
 	req.client_pid = hello->client_pid;
 	req.program = hello->program;
@@ -458,6 +460,21 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello, const struct proof
 		setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct, 1);
 	} else {
 		unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+	}
+	/* An MPS control daemon the pool runs for this GPU (gpu N mps on): its client, with
+	 * the session's memory limit pinned (device 0 as this process sees it). */
+	if (rep->mps_pipe_directory && *rep->mps_pipe_directory) {
+		char lim[32];
+
+		setenv("CUDA_MPS_PIPE_DIRECTORY", rep->mps_pipe_directory, 1);
+		snprintf(lim, sizeof(lim), "0=%lluM",
+			 (unsigned long long)((rep->memory_limit + (1u << 20) - 1) >> 20));
+		setenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", lim, 1);
+		gp_log_info("session %llu: MPS client of %s, CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=%s",
+			    (unsigned long long)w->session_id, rep->mps_pipe_directory, lim);
+	} else {
+		unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+		unsetenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
 	}
 	gp_log_debug("session %llu placed on devices %s, limit %llu bytes, compute %u%%",
 		     (unsigned long long)w->session_id, vis, (unsigned long long)w->mem_limit,
@@ -883,12 +900,14 @@ int gp__worker_preempt_tell(struct gp_worker *w, bool ending)
 {
 	static const char notice[] =
 		"gpupool: this session is preemptible (GPUPOOL_PREEMPTIBLE or its tenant's "
-		"preemptible=yes), and its GPU room is needed for a session within its tenant's "
-		"guarantee: the pool will end it after preempt_grace unless the room is no longer "
+		"preemptible=yes), and its GPU room is needed for a session of higher priority or "
+		"within its tenant's guarantee: the pool will end it after preempt_grace unless "
+		"the room is no longer "
 		"needed\n";
 	static const char end[] = "gpupool: the pool ended this session: it was preemptible, and "
 				  "its GPU room went to "
-				  "a session within its tenant's guarantee after preempt_grace\n";
+				  "a session of higher priority or within its tenant's guarantee "
+				  "after preempt_grace\n";
 	static atomic_bool told_end; /* the watchdog and the main thread may both end it */
 	const char *msg = ending ? end : notice;
 	size_t len = ending ? sizeof(end) - 1 : sizeof(notice) - 1;

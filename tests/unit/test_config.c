@@ -381,6 +381,43 @@ static void test_share_keys(void **state)
 	expect_error("tls_cert a\ntls_key b\ntenant a compute=25%% \n", "compute=25%% is not");
 	expect_error("tls_cert a\ntls_key b\ntenant a compute=25 default_compute=50\n",
 		     "test.conf:3: tenant a: default_compute=50% is more than its compute=25%");
+	/* priorities: 0 to 9, 0 without the key; on tenant * for the tenants without a line */
+	c = gp_config_parse("tls_cert a\ntls_key b\ntenant hi priority=9\ntenant lo\n"
+			    "tenant * priority=2\n",
+			    "t", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(gp_config_tenant(c, "hi")->priority, 9);
+	assert_int_equal(gp_config_tenant(c, "lo")->priority, 0);
+	assert_int_equal(gp_config_tenant(c, "nobody")->priority, 2);
+	gp_config_free(c);
+	expect_error("tls_cert a\ntls_key b\n\ntenant a priority=10\n",
+		     "test.conf:4: tenant a: priority=10 is not a priority (0-9)");
+	expect_error("tls_cert a\ntls_key b\ntenant a priority=-1\n",
+		     "test.conf:3: tenant a: priority=-1 is not a priority (0-9)");
+	expect_error("tls_cert a\ntls_key b\ntenant a priority=high\n",
+		     "test.conf:3: tenant a: priority=high is not a priority");
+	expect_error("tls_cert a\ntls_key b\ntenant a priority=5x\n", "priority=5x is not");
+	/* MPS: gpu N mps on|off, the later line winning; the control program and directory */
+	c = gp_config_parse("tls_cert a\ntls_key b\n", "t", err, sizeof(err));
+	assert_non_null(c);
+	assert_int_equal(c->mps_gpus, 0);
+	assert_string_equal(c->mps_control, "nvidia-cuda-mps-control");
+	assert_string_equal(c->mps_dir, "/run/gpupool/mps");
+	gp_config_free(c);
+	c = gp_config_parse("tls_cert a\ntls_key b\ngpu 0 mps on\ngpu 3 mps on\ngpu 3 mps off\n"
+			    "gpu 63 mps on\nmps_control /opt/mps-control\nmps_dir /tmp/m\n",
+			    "t", err, sizeof(err));
+	assert_non_null(c);
+	assert_true(c->mps_gpus == (1ull | 1ull << 63));
+	assert_string_equal(c->mps_control, "/opt/mps-control");
+	assert_string_equal(c->mps_dir, "/tmp/m");
+	gp_config_free(c);
+	expect_error("tls_cert a\ntls_key b\ngpu 0 mps yes\n",
+		     "test.conf:3: gpu 0: mps yes: expected on or off");
+	expect_error("tls_cert a\ntls_key b\ngpu -1 mps on\n", "test.conf:3: gpu -1: not a GPU");
+	expect_error("tls_cert a\ntls_key b\ngpu 0 mps on mig on\n",
+		     "test.conf:3: gpu 0: unknown setting 'mig' (mps)");
+	expect_error("tls_cert a\ntls_key b\nmps_dir mps\n", "expected an absolute path");
 	/* preemption */
 	c = gp_config_parse("tls_cert a\ntls_key b\ntenant batch preemptible=yes\n"
 			    "tenant svc preemptible=no\ntenant other\npreempt_grace 5\n",

@@ -1233,6 +1233,193 @@ static void test_release_every_way(void **state)
 	gp_config_free(cfg);
 }
 
+/* ---- priorities ---- */
+
+static struct gp_claim prio_claim(const char *tenant, uint64_t memory, int asked)
+{
+	struct gp_claim c = claim(tenant, 1, memory);
+
+	if (asked >= 0) {
+		c.priority_set = true;
+		c.want_priority = (uint32_t)asked;
+	}
+	return c;
+}
+
+/* A claim's priority is its tenant's, or less when its client asks for less; the queue serves
+ * higher priorities first, entitlement and arrival only within one priority. */
+static void test_priority_order(void **state)
+{
+	struct gp_config *cfg = conf("tenant hi priority=5\ntenant ent guarantee_memory=16G\n"
+				     "tenant lo\n");
+	struct gp_pool p;
+	struct gp_claim fill = claim("lo", 1, 16 * G), lo = prio_claim("lo", 16 * G, 9),
+			ent = prio_claim("ent", 16 * G, -1), h3 = prio_claim("hi", 16 * G, 3),
+			h5 = prio_claim("hi", 16 * G, -1), h9 = prio_claim("hi", 16 * G, 9);
+	struct gp_claim *order[] = {&h5, &h9, &h3, &ent, &lo};
+	unsigned place;
+
+	(void)state;
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_int_equal(gp_pool_priority(cfg, &lo), 0); /* asked 9: lo's is 0 */
+	assert_int_equal(gp_pool_priority(cfg, &ent), 0);
+	assert_int_equal(gp_pool_priority(cfg, &h3), 3); /* asked less than its tenant's */
+	assert_int_equal(gp_pool_priority(cfg, &h5), 5); /* asked none: its tenant's */
+	assert_int_equal(gp_pool_priority(cfg, &h9), 5); /* asked more: cut to its tenant's */
+	assert_int_equal(ask(&p, cfg, &fill, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &lo, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &ent, 2), GP_CLAIM_QUEUED); /* entitled, priority 0 */
+	assert_int_equal(ask(&p, cfg, &h3, 3), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &h5, 4), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &h9, 5), GP_CLAIM_QUEUED);
+	for (unsigned k = 0; k < 5; k++) {
+		assert_int_equal(gp_pool_waiting_for(&p, cfg, order[k], &place),
+				 GP_POOL_WAIT_CAPACITY);
+		assert_int_equal(place, k + 1);
+	}
+	/* one at a time, in that order: hi's two at 5 in arrival order, its 3 before its older
+	 * ones of lower priority, then the entitled tenant before the borrowing one */
+	gp_pool_release(&p, &fill);
+	for (unsigned k = 0; k < 5; k++) {
+		assert_ptr_equal(gp_pool_admit_next(&p, cfg), order[k]);
+		assert_null(gp_pool_admit_next(&p, cfg));
+		gp_pool_release(&p, order[k]);
+	}
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* Within one tenant, a session of higher priority goes before its tenant's older ones; those
+ * of one priority keep their arrival order. */
+static void test_priority_within_tenant(void **state)
+{
+	struct gp_config *cfg = conf("tenant t priority=4\n");
+	struct gp_pool p;
+	struct gp_claim fill = claim("u", 1, 16 * G), a = prio_claim("t", 16 * G, 1),
+			b = prio_claim("t", 16 * G, 1), c = prio_claim("t", 16 * G, 2);
+
+	(void)state;
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_int_equal(ask(&p, cfg, &fill, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &a, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &b, 2), GP_CLAIM_QUEUED);
+	assert_int_equal(ask(&p, cfg, &c, 3), GP_CLAIM_QUEUED);
+	gp_pool_release(&p, &fill);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &c);
+	gp_pool_release(&p, &c);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &a);
+	gp_pool_release(&p, &a);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &b);
+	gp_pool_release(&p, &b);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* A waiter of higher priority preempts preemptible claims of lower priority, of any tenant
+ * (its own, one within its guarantee); never one of higher priority, nor one that is not
+ * preemptible. */
+static void test_priority_preempt(void **state)
+{
+	struct gp_config *cfg = conf("tenant hi priority=5\ntenant mid priority=3\n"
+				     "tenant ent guarantee_memory=16G\n");
+	struct gp_pool p;
+	struct gp_claim e = prio_claim("ent", 8 * G, -1), m = prio_claim("mid", 8 * G, -1),
+			h = prio_claim("hi", 8 * G, -1), own = prio_claim("hi", 8 * G, 1),
+			h2 = prio_claim("hi", 16 * G, -1), *v[8], *w;
+
+	(void)state;
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	e.preemptible = m.preemptible = own.preemptible = true;
+	assert_int_equal(ask(&p, cfg, &e, 0), GP_CLAIM_ADMITTED); /* within its guarantee */
+	assert_int_equal(ask(&p, cfg, &m, 0), GP_CLAIM_ADMITTED);
+	/* h (5) waits for 8G: the newest lower one goes, m (3); e is spared */
+	assert_int_equal(ask(&p, cfg, &h, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1);
+	assert_ptr_equal(w, &h);
+	assert_ptr_equal(v[0], &m);
+	assert_true(gp_pool_preempt_by_priority(cfg, &m, &h));
+	assert_ptr_equal(gp_pool_preempt_waiter(&p, cfg), &h);
+	assert_true(gp_pool_preempt_due(&p, cfg));
+	gp_pool_release(&p, &m);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &h);
+	assert_null(gp_pool_preempt_waiter(&p, cfg));
+	/* h2 (5) waits for 16G: e (0) could go, within its guarantee or not, but h (5, not
+	 * preemptible, and not lower) holds the other 8G: no room to be had, nobody chosen */
+	assert_int_equal(ask(&p, cfg, &h2, 2), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);
+	assert_false(e.preempting);
+	gp_pool_release(&p, &h2);
+	/* its own tenant's session of priority 1 goes for a session of 5 */
+	gp_pool_release(&p, &h);
+	assert_int_equal(ask(&p, cfg, &own, 3), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &h, 4), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1);
+	assert_ptr_equal(v[0], &own); /* newest first: own, then e; own is room enough */
+	assert_false(e.preempting);
+	gp_pool_release(&p, &own);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &h);
+	gp_pool_release(&p, &h);
+	gp_pool_release(&p, &e);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* When entitlement and priority disagree, priority wins: a borrowing waiter of higher
+ * priority is served before an entitled one queued earlier and preempts a preemptible
+ * session of a tenant within its guarantee; an entitled waiter never preempts a session of
+ * higher priority; a preemption chosen for a higher priority is not carried out for a
+ * lower one that comes first after it left. */
+static void test_priority_beats_entitlement(void **state)
+{
+	struct gp_config *cfg = conf("tenant alice guarantee_memory=16G\n"
+				     "tenant bob priority=5\ntenant carol priority=3\n");
+	struct gp_pool p;
+	struct gp_claim c = prio_claim("carol", 16 * G, -1), a = prio_claim("alice", 16 * G, -1),
+			b = prio_claim("bob", 16 * G, -1), a0 = prio_claim("alice", 16 * G, -1),
+			*v[8], *w;
+	unsigned place;
+
+	(void)state;
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	c.preemptible = true;
+	a0.preemptible = true;
+	/* carol (3, borrowing, preemptible) holds the GPU; alice (0, entitled) waits: carol's
+	 * priority is higher, so alice preempts nobody */
+	assert_int_equal(ask(&p, cfg, &c, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &a, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);
+	assert_false(c.preempting);
+	/* bob (5, borrowing) comes later and goes first in the order */
+	assert_int_equal(ask(&p, cfg, &b, 2), GP_CLAIM_QUEUED);
+	gp_pool_waiting_for(&p, cfg, &b, &place);
+	assert_int_equal(place, 1);
+	gp_pool_waiting_for(&p, cfg, &a, &place);
+	assert_int_equal(place, 2);
+	/* and preempts carol (3 < 5) */
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1);
+	assert_ptr_equal(w, &b);
+	assert_ptr_equal(v[0], &c);
+	/* bob leaves before the grace ends: alice is first now, and may not preempt carol */
+	gp_pool_release(&p, &b);
+	assert_null(gp_pool_preempt_waiter(&p, cfg));
+	assert_false(gp_pool_preempt_due(&p, cfg));
+	assert_false(c.preempting);
+	gp_pool_release(&p, &a);
+	gp_pool_release(&p, &c);
+	/* alice's preemptible session within her guarantee goes for bob's */
+	assert_int_equal(ask(&p, cfg, &a0, 3), GP_CLAIM_ADMITTED);
+	assert_true(gp_pool_tenant_entitled(&p, cfg, "alice"));
+	assert_int_equal(ask(&p, cfg, &b, 4), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1);
+	assert_ptr_equal(v[0], &a0);
+	assert_true(gp_pool_preempt_due(&p, cfg));
+	gp_pool_release(&p, &a0);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &b);
+	gp_pool_release(&p, &b);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1269,6 +1456,10 @@ int main(void)
 		cmocka_unit_test(test_preempt),
 		cmocka_unit_test(test_preempt_not),
 		cmocka_unit_test(test_release_every_way),
+		cmocka_unit_test(test_priority_order),
+		cmocka_unit_test(test_priority_within_tenant),
+		cmocka_unit_test(test_priority_preempt),
+		cmocka_unit_test(test_priority_beats_entitlement),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
