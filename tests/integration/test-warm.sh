@@ -11,6 +11,14 @@ wait_for '.warm_workers == 4' 20 # 2 per GPU, 2 GPUs
 out=$(run_client "$GP_STAGE/bin/vector_add" 5000) || fail "vector_add: $out"
 case "$out" in *PASSED*) ;; *) fail "vector_add: $out" ;; esac
 grep -q "session 1: warm worker [0-9]* for" "$T/daemon.log" || fail "session 1 should get a warm worker"
+# A warm worker pays OpenSSL's first-use costs ahead (gp_tls_warm_up): it is started with
+# the pool's certificate (public), never its key.
+warm_args=""
+for p in $(pgrep -P "$DAEMON_PID" gpupool-worker); do
+	warm_args+="$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) "
+done
+case "$warm_args" in *"--warm "*"--tls-cert $T/"*) ;; *) fail "warm workers without --tls-cert: $warm_args" ;; esac
+case "$warm_args" in *.key*) fail "a warm worker was given a key path: $warm_args" ;; esac
 wait_for '.warm_workers == 4 and (.sessions | length) == 0' 20
 
 # A used worker ends with its session: the next session is another process. And a warm
