@@ -870,11 +870,8 @@ static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
 	 * (an answer to what was just sent, say) are still on their way, and a read tried
 	 * first would only fail. Wait for them first; a poll that finds them there costs what
 	 * that failed read would have. */
-	if (c->drained && !gp_conn_pending(c)) {
-		if (c->interrupt && *c->interrupt)
-			return -EINTR;
-		wait_ready(c, POLLIN);
-	}
+	if (c->drained && !gp_conn_pending(c))
+		wait_ready(c, POLLIN); /* bounded when c->interrupt is set: the loop checks it */
 	for (;;) {
 		short want = POLLIN;
 		ssize_t ret = 0;

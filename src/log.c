@@ -1,5 +1,6 @@
 /* log.c -- leveled logging to stderr (journald collects it under systemd). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,8 @@
 
 static char log_tag[64] = "gpupool";
 static int log_level = GP_LOG_INFO;
-static FILE *log_out;	  /* NULL: stderr */
-static int log_time = -1; /* GPUPOOL_LOG_TIME=1: each line starts with the monotonic clock */
+static FILE *log_out;		  /* NULL: stderr */
+static _Atomic int log_time = -1; /* GPUPOOL_LOG_TIME=1: lines start with the monotonic clock */
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
