@@ -48,8 +48,10 @@ struct gp_conn {
 	 * write, never while waiting); `send` is the writers' lock (gp_conn_send_lock). */
 	bool concurrent;
 	pthread_mutex_t io, send;
-	/* The last read from the socket got less than it asked for: the socket was empty. */
-	bool drained;
+	/* The last read from the socket got less than it asked for: the socket was empty. A
+	 * hint for the reader, set under `io` by whoever reads the socket (a writer's SSL_write
+	 * may read too). */
+	_Atomic bool drained;
 };
 
 /* TLS contexts. On failure return NULL and write the reason into err. */
