@@ -417,6 +417,7 @@ static int open_pool(struct gp_client *c, SSL_CTX **ctx, const struct gp_endpoin
 		close(fd);
 		return -1;
 	}
+	gp_log_debug("setup: connected to %s", ep->kind == GP_EP_UNIX ? ep->name : ep->addr);
 	if (ep->kind != GP_EP_TLS)
 		return 0;
 	if (!*ctx) {
@@ -426,6 +427,7 @@ static int open_pool(struct gp_client *c, SSL_CTX **ctx, const struct gp_endpoin
 			gp_log_error("TLS setup: %s", err);
 			return -1;
 		}
+		gp_log_debug("setup: TLS context made");
 	}
 	if (gp_conn_tls_connect(c->conn, *ctx, ep->name)) {
 		if (*turned_away(c->conn->err)) {
@@ -440,6 +442,8 @@ static int open_pool(struct gp_client *c, SSL_CTX **ctx, const struct gp_endpoin
 				     : "");
 		return -1;
 	}
+	gp_log_debug("setup: TLS handshake done%s",
+		     SSL_session_reused(c->conn->ssl) ? " (session resumed)" : "");
 	return 0;
 }
 
@@ -577,6 +581,7 @@ CUresult gp__connect(void)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	gp_log_debug("setup: connecting to %s", servers);
 	seed = (uint32_t)getpid() * 2654435761u ^ (uint32_t)t0.tv_nsec;
 	for (;;) {
 		struct gp_endpoints cands = {0};
@@ -1208,13 +1213,13 @@ static void pass_token(struct gp_client *c)
 		wake_reader();
 }
 
-/* With c->lock held and the token down: bytes wait to be read, in the connection's buffer
- * or the socket (a TLS record's rest that OpenSSL holds is not seen: the next call reads it). */
+/* With c->lock held and the token down: bytes wait to be read, in the connection's buffer,
+ * OpenSSL's (read-ahead) or the socket. */
 static bool frame_came(struct gp_client *c)
 {
 	struct pollfd pfd = {.fd = c->conn->fd, .events = POLLIN};
 
-	return c->conn->rlen > c->conn->rpos || poll(&pfd, 1, 0) > 0;
+	return gp_conn_pending(c->conn) || poll(&pfd, 1, 0) > 0;
 }
 
 /* Reads one frame with the token; c->lock held on entry and on return. A failure ends the
@@ -1283,6 +1288,8 @@ static void wait_socket(struct gp_client *c)
 	uint64_t n;
 	ssize_t r;
 
+	if (gp_conn_pending(c->conn))
+		return; /* received already, where the socket does not show it */
 	reader_polling = true;
 	pthread_mutex_unlock(&c->lock);
 	poll(pfd, 2, -1);

@@ -171,6 +171,35 @@ void gp_conn_tls_forget_key(struct gp_conn *c)
 	SSL_CTX_set_ex_data(ctx, key_index, NULL);
 }
 
+/*
+ * What OpenSSL does once per process, the first time: reading its configuration, loading
+ * its provider and fetching the algorithms a context and the PEM decoders need (measured
+ * here: ~5 ms of CPU for the first SSL_CTX_new, ~2 more for the first certificate and key
+ * decoded). A warm worker pays it before it has a client (worker.c), so that a session's
+ * handshake does not wait for it. The certificate (public) is decoded and dropped; the key
+ * decoders are exercised on a key made for that and freed, never on the pool's key.
+ */
+void gp_tls_warm_up(const char *cert)
+{
+	SSL_CTX *ctx;
+	EVP_PKEY *k, *back = NULL;
+	BIO *bio;
+
+	OPENSSL_init_ssl(OPENSSL_INIT_LOAD_CONFIG, NULL);
+	ctx = SSL_CTX_new(TLS_server_method());
+	if (ctx && cert && *cert)
+		SSL_CTX_use_certificate_chain_file(ctx, cert);
+	SSL_CTX_free(ctx);
+	k = EVP_EC_gen("P-256");
+	bio = k ? BIO_new(BIO_s_mem()) : NULL;
+	if (bio && PEM_write_bio_PrivateKey(bio, k, NULL, NULL, 0, NULL, NULL) == 1)
+		back = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+	BIO_free(bio); /* a key made for this and thrown away: nothing secret */
+	EVP_PKEY_free(back);
+	EVP_PKEY_free(k);
+	ERR_clear_error();
+}
+
 SSL_CTX *gp_tls_server_ctx_new(const char *cert, const char *key, const char *ca, char *err,
 			       size_t errlen)
 {
@@ -403,6 +432,9 @@ static int nosig_read(BIO *b, char *data, int len)
 	n = recv(c->fd, data, (size_t)len, 0);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 		BIO_set_retry_read(b);
+	/* Less than OpenSSL asked for (it asks for its whole buffer, read-ahead): the socket
+	 * was emptied, so the next read most likely has to wait (read_some_concurrent). */
+	c->drained = n < len;
 	return (int)n;
 }
 
@@ -454,6 +486,10 @@ static int new_ssl(struct gp_conn *c, SSL_CTX *ctx)
 	}
 	BIO_set_data(bio, c);
 	SSL_set_bio(c->ssl, bio, bio);
+	/* Read-ahead: OpenSSL reads as much as the socket has into its buffer, so a record
+	 * costs one recv, not two (header, then body). What it holds the socket no longer
+	 * shows: anyone who polls the socket asks gp_conn_pending() first. */
+	SSL_set_read_ahead(c->ssl, 1);
 	return 0;
 }
 
@@ -830,6 +866,12 @@ static void wait_ready(struct gp_conn *c, short events)
  */
 static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
 {
+	/* The last read emptied the socket and OpenSSL holds nothing: the bytes wanted now
+	 * (an answer to what was just sent, say) are still on their way, and a read tried
+	 * first would only fail. Wait for them first; a poll that finds them there costs what
+	 * that failed read would have. */
+	if (c->drained && !gp_conn_pending(c))
+		wait_ready(c, POLLIN); /* bounded when c->interrupt is set: the loop checks it */
 	for (;;) {
 		short want = POLLIN;
 		ssize_t ret = 0;
@@ -873,6 +915,7 @@ static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
 			ssize_t n = recv(c->fd, buf, len, 0);
 
 			e = errno;
+			c->drained = n < (ssize_t)len;
 			if (n > 0) {
 				ret = n;
 			} else if (n == 0) {
@@ -962,6 +1005,22 @@ static ssize_t raw_read_some(struct gp_conn *c, void *buf, size_t len)
 			return -errno;
 		}
 	}
+}
+
+bool gp_conn_pending(struct gp_conn *c)
+{
+	bool ssl_has = false;
+
+	if (c->rlen > c->rpos)
+		return true;
+	if (!c->ssl)
+		return false;
+	if (c->concurrent)
+		pthread_mutex_lock(&c->io);
+	ssl_has = SSL_has_pending(c->ssl) == 1;
+	if (c->concurrent)
+		pthread_mutex_unlock(&c->io);
+	return ssl_has;
 }
 
 int gp_conn_flush(struct gp_conn *c)

@@ -48,6 +48,10 @@ struct gp_conn {
 	 * write, never while waiting); `send` is the writers' lock (gp_conn_send_lock). */
 	bool concurrent;
 	pthread_mutex_t io, send;
+	/* The last read from the socket got less than it asked for: the socket was empty. A
+	 * hint for the reader, set under `io` by whoever reads the socket (a writer's SSL_write
+	 * may read too). */
+	_Atomic bool drained;
 };
 
 /* TLS contexts. On failure return NULL and write the reason into err. */
@@ -55,6 +59,9 @@ SSL_CTX *gp_tls_server_ctx_new(const char *cert, const char *key, const char *ca
 			       size_t errlen);
 SSL_CTX *gp_tls_client_ctx_new(const char *ca, const char *cert, const char *key, char *err,
 			       size_t errlen);
+
+/* OpenSSL's first-use costs paid now (cert, a public certificate file, may be NULL). */
+void gp_tls_warm_up(const char *cert);
 
 /* Takes ownership of fd. Returns NULL only when out of memory. */
 struct gp_conn *gp_conn_new(int fd);
@@ -110,6 +117,11 @@ void gp_conn_send_unlock(struct gp_conn *c);
 int gp_conn_send(struct gp_conn *c, unsigned type, unsigned flags, uint64_t request_id,
 		 const ProtobufCMessage *msg, const void *bulk, size_t bulk_len);
 int gp_conn_flush(struct gp_conn *c);
+/* Bytes have been received that no read has taken yet: in the connection's buffer, or
+ * in OpenSSL's (read-ahead), where polling the socket does not see them. A thread that
+ * polls the socket before reading asks this first. In concurrent mode, from the reading
+ * side only (or while nobody reads). */
+bool gp_conn_pending(struct gp_conn *c);
 /* Queues raw bytes (tests use it to send malformed frames). */
 int gp_conn_write(struct gp_conn *c, const void *buf, size_t len);
 

@@ -1,16 +1,19 @@
 /* log.c -- leveled logging to stderr (journald collects it under systemd). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "escape.h"
 #include "log.h"
 
 static char log_tag[64] = "gpupool";
 static int log_level = GP_LOG_INFO;
-static FILE *log_out; /* NULL: stderr */
+static FILE *log_out;		  /* NULL: stderr */
+static _Atomic int log_time = -1; /* GPUPOOL_LOG_TIME=1: lines start with the monotonic clock */
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -61,8 +64,23 @@ void gp_vlog(int level, const char *fmt, va_list ap)
 	if (level > log_level || log_level < 0)
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	n = snprintf(line, sizeof(line), "%s: %s: ", log_tag,
-		     level >= 0 && level <= GP_LOG_DEBUG ? level_names[level] : "?");
+	if (log_time < 0) {
+		const char *t = getenv("GPUPOOL_LOG_TIME");
+
+		log_time = t && strcmp(t, "1") == 0;
+	}
+	n = 0;
+	if (log_time) {
+		/* CLOCK_MONOTONIC, one clock for every process on the host: the client's, the
+		 * supervisor's and the worker's lines of one session line up. */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		n = snprintf(line, sizeof(line), "[%lld.%06ld] ", (long long)ts.tv_sec,
+			     ts.tv_nsec / 1000);
+	}
+	n += snprintf(line + n, sizeof(line) - (size_t)n, "%s: %s: ", log_tag,
+		      level >= 0 && level <= GP_LOG_DEBUG ? level_names[level] : "?");
 	if (n < 0 || (size_t)n >= sizeof(line))
 		n = 0;
 	gp_escape(line + n, sizeof(line) - (size_t)n, msg, NULL);

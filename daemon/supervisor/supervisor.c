@@ -336,7 +336,7 @@ static struct gp_session *worker_spawn(struct gp_daemon *d, int client_fd)
 {
 	uv_process_options_t opts = {0};
 	uv_stdio_container_t stdio[6];
-	char *args[] = {d->worker_path, NULL, NULL, NULL, NULL};
+	char *args[] = {d->worker_path, NULL, NULL, NULL, NULL, NULL, NULL};
 	struct gp_session *s;
 	int sv[2] = {-1, -1}, stats_fd = -1, r;
 
@@ -371,6 +371,10 @@ static struct gp_session *worker_spawn(struct gp_daemon *d, int client_fd)
 		args[1] = "--warm";
 		args[2] = "--driver";
 		args[3] = d->cfg->driver;
+		if (d->cfg->tls_cert && *d->cfg->tls_cert) { /* public: for gp_tls_warm_up */
+			args[4] = "--tls-cert";
+			args[5] = d->cfg->tls_cert;
+		}
 	}
 	opts.file = d->worker_path;
 	opts.args = args;

@@ -2,8 +2,9 @@
  *
  * Spawned by gpupoold with the accepted client socket on fd 3, a control
  * socketpair to the supervisor on fd 4 and the session's stats page on fd 5.
- * `gpupool-worker --warm --driver PATH` is started ahead of any client: it loads
- * the driver (not cuInit: that follows the placement), then waits for its client socket, which the
+ * `gpupool-worker --warm --driver PATH [--tls-cert FILE]` is started ahead of any client: it
+ * loads the driver (not cuInit: that follows the placement) and pays OpenSSL's first-use
+ * costs (gp_tls_warm_up), then waits for its client socket, which the
  * supervisor passes over fd 4 (one byte with SCM_RIGHTS) when a connection comes;
  * from there it is any session's worker, and ends with it as every worker does.
  * `gpupool-worker --inventory --driver PATH` instead lists the GPUs the driver
@@ -824,6 +825,7 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 					      : w->client->err);
 		goto out_ctx;
 	}
+	gp_log_debug("session %llu: setup: TLS handshake done", (unsigned long long)w->session_id);
 	/* Who it is: the certificate's name, or on this host the user the kernel names. */
 	if (ctx) {
 		gp_conn_peer_name(w->client, setup->tenant_from, w->tenant, sizeof(w->tenant),
@@ -876,6 +878,9 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	if (ret == 0)
 		ret = load_driver(w, setup->driver);
 	if (ret == 0)
+		gp_log_debug("session %llu: setup: driver initialised",
+			     (unsigned long long)w->session_id);
+	if (ret == 0)
 		ret = drop_identity(w, setup);
 	if (ret == 0)
 		ret = no_new_privs(w);
@@ -883,6 +888,9 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 		ret = seccomp_filter(w, (enum gp_seccomp_mode)setup->seccomp);
 	if (ret == 0)
 		ret = send_hello_reply(w);
+	if (ret == 0)
+		gp_log_debug("session %llu: setup: HelloReply sent",
+			     (unsigned long long)w->session_id);
 out_ctx:
 	SSL_CTX_free(ctx);
 	return ret;
@@ -1052,7 +1060,7 @@ static void *map_stats(int fd)
 static void usage(void)
 {
 	fprintf(stderr, "usage: gpupool-worker            (spawned by gpupoold)\n"
-			"       gpupool-worker --warm --driver PATH\n"
+			"       gpupool-worker --warm --driver PATH [--tls-cert FILE]\n"
 			"       gpupool-worker --inventory --driver PATH\n");
 	exit(2);
 }
@@ -1063,11 +1071,12 @@ int main(int argc, char **argv)
 		{"inventory", no_argument, NULL, 'i'},
 		{"warm", no_argument, NULL, 'w'},
 		{"driver", required_argument, NULL, 'd'},
+		{"tls-cert", required_argument, NULL, 'c'},
 		{NULL, 0, NULL, 0},
 	};
 	struct gp_worker w = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	Gp__WorkerSetup *setup;
-	const char *driver = "libcuda.so.1";
+	const char *driver = "libcuda.so.1", *warm_cert = NULL;
 	bool inventory = false, warm = false;
 	char tag[64];
 	double secs;
@@ -1101,6 +1110,9 @@ int main(int argc, char **argv)
 		case 'd':
 			driver = optarg;
 			break;
+		case 'c':
+			warm_cert = optarg;
+			break;
 		default:
 			usage();
 		}
@@ -1124,6 +1136,8 @@ int main(int argc, char **argv)
 			gp_log_error("warm worker: %s", err);
 			return 1;
 		}
+		/* OpenSSL's first-use costs too, so that the handshake does not wait for them. */
+		gp_tls_warm_up(warm_cert);
 		/* No session was served: the driver's memory goes with the process. */
 		if (warm_wait())
 			_exit(0);
@@ -1146,6 +1160,8 @@ int main(int argc, char **argv)
 	snprintf(w.client_addr, sizeof(w.client_addr), "%s", setup->client_addr);
 	snprintf(tag, sizeof(tag), "gpupool-worker[%llu]", (unsigned long long)w.session_id);
 	gp_log_init(tag, (int)setup->log_level);
+	gp_log_debug("session %llu: setup: %s worker has its client",
+		     (unsigned long long)w.session_id, warm ? "a warm" : "a new");
 	session_limits(&w, setup);
 	w.stats = map_stats(GP_WORKER_FD_STATS);
 	if (w.stats && w.stats->magic != GP_STATS_MAGIC)

@@ -11,6 +11,28 @@ wait_for '.warm_workers == 4' 20 # 2 per GPU, 2 GPUs
 out=$(run_client "$GP_STAGE/bin/vector_add" 5000) || fail "vector_add: $out"
 case "$out" in *PASSED*) ;; *) fail "vector_add: $out" ;; esac
 grep -q "session 1: warm worker [0-9]* for" "$T/daemon.log" || fail "session 1 should get a warm worker"
+# A warm worker pays OpenSSL's first-use costs ahead (gp_tls_warm_up): it is started with
+# the pool's certificate (public), never its key.
+warm_args=""
+for p in $(pgrep -P "$DAEMON_PID" gpupool-worker); do
+	warm_args+="$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) "
+done
+case "$warm_args" in *"--warm "*"--tls-cert $T/"*) ;; *) fail "warm workers without --tls-cert: $warm_args" ;; esac
+case "$warm_args" in *.key*) fail "a warm worker was given a key path: $warm_args" ;; esac
+wait_for '.warm_workers == 4 and (.sessions | length) == 0' 20
+
+# GPUPOOL_LOG_TIME=1: the client's setup steps, stamped with the monotonic clock, in order.
+GPUPOOL_LOG=debug GPUPOOL_LOG_TIME=1 run_client "$GP_STAGE/bin/vector_add" 1000 \
+	>"$T/timed.out" 2>"$T/timed.err" || fail "vector_add with GPUPOOL_LOG_TIME: $(cat "$T/timed.err")"
+grep -q PASSED "$T/timed.out" || fail "vector_add with GPUPOOL_LOG_TIME: $(cat "$T/timed.out")"
+stamp() { sed -n "s/^\[\([0-9]*\.[0-9]\{6\}\)\] gpupool: debug: setup: $1.*/\1/p" "$T/timed.err" | head -n 1; }
+t_conn=$(stamp connecting)
+t_tls=$(stamp "TLS handshake done")
+[ -n "$t_conn" ] && [ -n "$t_tls" ] || fail "no stamped setup lines: $(head -n 5 "$T/timed.err")"
+awk -v a="$t_conn" -v b="$t_tls" 'BEGIN { exit !(b >= a) }' ||
+	fail "the handshake ($t_tls) is stamped before the connect ($t_conn)"
+grep -v '^\[[0-9]*\.[0-9]\{6\}\] ' "$T/timed.err" | grep -q 'gpupool: ' &&
+	fail "a line without its stamp: $(grep -v '^\[' "$T/timed.err" | head -n 1)"
 wait_for '.warm_workers == 4 and (.sessions | length) == 0' 20
 
 # A used worker ends with its session: the next session is another process. And a warm

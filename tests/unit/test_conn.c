@@ -1,4 +1,5 @@
-/* test_conn.c -- gp_cert_name(): the tenant a client certificate names, or why none. */
+/* test_conn.c -- gp_cert_name(): the tenant a client certificate names, or why none; and
+ * framed reads over TLS with OpenSSL's read-ahead: what it holds, gp_conn_pending says. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,7 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cmocka.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -222,6 +229,172 @@ static void test_control_and_bad_utf8_refused(void **state)
 	X509_free(x);
 }
 
+/* ---- TLS over a socket pair ---------------------------------------------------- */
+
+struct tls_pair {
+	char dir[64], cert[96], key[96];
+	SSL_CTX *sctx, *cctx;
+	struct gp_conn *server, *client;
+	unsigned frames, delay_ms; /* what the server thread sends, after delay_ms */
+};
+
+/* A self-signed P-256 certificate (a CA, so that it verifies as its own anchor) and its key,
+ * in files under a fresh directory: gp_tls_*_ctx_new take paths. */
+static void tls_files(struct tls_pair *t)
+{
+	EVP_PKEY *k = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	X509V3_CTX v3;
+	X509_EXTENSION *ext;
+	FILE *f;
+
+	assert_non_null(k);
+	assert_non_null(x);
+	snprintf(t->dir, sizeof(t->dir), "/tmp/test_conn.XXXXXX");
+	assert_non_null(mkdtemp(t->dir));
+	snprintf(t->cert, sizeof(t->cert), "%s/cert.pem", t->dir);
+	snprintf(t->key, sizeof(t->key), "%s/key.pem", t->dir);
+	X509_set_version(x, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), -60);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+				   (const unsigned char *)"test_conn", -1, -1, 0);
+	X509_set_issuer_name(x, X509_get_subject_name(x));
+	X509_set_pubkey(x, k);
+	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+	ext = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints, "critical,CA:TRUE");
+	assert_non_null(ext);
+	X509_add_ext(x, ext, -1);
+	X509_EXTENSION_free(ext);
+	assert_true(X509_sign(x, k, EVP_sha256()) > 0);
+	f = fopen(t->cert, "w");
+	assert_non_null(f);
+	PEM_write_X509(f, x);
+	fclose(f);
+	f = fopen(t->key, "w");
+	assert_non_null(f);
+	PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL);
+	fclose(f);
+	X509_free(x);
+	EVP_PKEY_free(k);
+}
+
+static void *tls_server(void *arg)
+{
+	struct tls_pair *t = arg;
+
+	if (gp_conn_tls_accept(t->server, t->sctx))
+		return "accept";
+	if (t->delay_ms)
+		usleep(t->delay_ms * 1000);
+	/* Each frame flushed on its own: a TLS record, and a send, each. */
+	for (unsigned i = 0; i < t->frames; i++)
+		if (gp_conn_send(t->server, 1, 0, 100 + i, NULL, "abcdefgh", 8) ||
+		    gp_conn_flush(t->server))
+			return "send";
+	return NULL;
+}
+
+static void tls_open(struct tls_pair *t, unsigned frames, unsigned delay_ms, pthread_t *th)
+{
+	char err[256];
+	int sv[2];
+
+	tls_files(t);
+	t->sctx = gp_tls_server_ctx_new(t->cert, t->key, NULL, err, sizeof(err));
+	assert_non_null(t->sctx);
+	t->cctx = gp_tls_client_ctx_new(t->cert, NULL, NULL, err, sizeof(err));
+	assert_non_null(t->cctx);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	t->server = gp_conn_new(sv[0]);
+	t->client = gp_conn_new(sv[1]);
+	assert_non_null(t->server);
+	assert_non_null(t->client);
+	t->frames = frames;
+	t->delay_ms = delay_ms;
+	assert_int_equal(pthread_create(th, NULL, tls_server, t), 0);
+	assert_int_equal(gp_conn_tls_connect(t->client, t->cctx, NULL), 0);
+}
+
+static void tls_join(pthread_t th)
+{
+	void *why;
+
+	assert_int_equal(pthread_join(th, &why), 0);
+	assert_null(why);
+}
+
+static void tls_close(struct tls_pair *t)
+{
+	char path[128];
+
+	gp_conn_free(t->client);
+	gp_conn_free(t->server);
+	SSL_CTX_free(t->cctx);
+	SSL_CTX_free(t->sctx);
+	unlink(t->cert);
+	unlink(t->key);
+	snprintf(path, sizeof(path), "%s", t->dir);
+	rmdir(path);
+}
+
+static void read_frame(struct gp_conn *c, uint64_t id)
+{
+	struct gp_frame_hdr h;
+	char body[8];
+
+	assert_int_equal(gp_conn_recv(c, &h), 0);
+	assert_int_equal(h.request_id, id);
+	assert_int_equal(h.bulk_len, sizeof(body));
+	assert_int_equal(gp_conn_read(c, body, sizeof(body)), 0);
+	assert_memory_equal(body, "abcdefgh", sizeof(body));
+}
+
+static bool socket_readable(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, 0) > 0;
+}
+
+/* Three frames in three records, all sent before the client reads: the first read takes
+ * them all from the socket (read-ahead), so after the first frame the socket shows nothing
+ * while the other two wait in OpenSSL's buffer, and gp_conn_pending says so until the last
+ * is read. (Without read-ahead the other records would still be in the socket.) */
+static void test_tls_pending_after_read_ahead(void **state)
+{
+	struct tls_pair t = {0};
+	pthread_t th;
+
+	tls_open(&t, 3, 0, &th);
+	tls_join(th); /* everything is sent */
+	read_frame(t.client, 100);
+	assert_true(gp_conn_pending(t.client));
+	assert_false(socket_readable(t.client->fd));
+	read_frame(t.client, 101);
+	assert_true(gp_conn_pending(t.client));
+	read_frame(t.client, 102);
+	assert_false(gp_conn_pending(t.client));
+	tls_close(&t);
+}
+
+/* Concurrent mode, the answer late: the read that follows a drained socket waits for it
+ * (poll first) and then reads it whole, frame after frame. */
+static void test_tls_concurrent_late_answer(void **state)
+{
+	struct tls_pair t = {0};
+	pthread_t th;
+
+	tls_open(&t, 2, 50, &th);
+	assert_int_equal(gp_conn_concurrent(t.client), 0);
+	read_frame(t.client, 100);
+	read_frame(t.client, 101);
+	assert_false(gp_conn_pending(t.client));
+	tls_join(th);
+	tls_close(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +408,8 @@ int main(void)
 		cmocka_unit_test(test_two_cns_refused),
 		cmocka_unit_test(test_two_san_uris_refused),
 		cmocka_unit_test(test_control_and_bad_utf8_refused),
+		cmocka_unit_test(test_tls_pending_after_read_ahead),
+		cmocka_unit_test(test_tls_concurrent_late_answer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
