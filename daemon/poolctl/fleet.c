@@ -326,7 +326,7 @@ static void print_fleet_tables(struct host *h, size_t n, struct tenant_sum *t, s
 		if (!nt)
 			printf("(no sessions)\n");
 		for (size_t j = 0; j < nt; j++)
-			printf("%-16s %8u %6u %5u %12s %12s %5u %6.2f/%-7.2f\n",
+			printf("%-16s %8u %6u %5u %12s %12s %5u %9.2f/%.2f\n",
 			       poolctl_cell(cell, 16, t[j].name), t[j].sessions, t[j].queued,
 			       t[j].gpus, poolctl_human(t[j].reserved, a, sizeof(a)),
 			       poolctl_human(t[j].used, b, sizeof(b)), t[j].hosts, t[j].gpus_1m,
