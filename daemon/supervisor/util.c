@@ -10,8 +10,10 @@
  * A GPU's figure is unknown when, in the window, a session on it ran whose driver does not
  * tell busy time (NVIDIA's: docs/operations.md "Utilization"). Sessions sharing a GPU are
  * added, and the percentage is capped at 100: on softgpu each session's device is its own
- * emulation on the host's CPUs, so two sessions can both be busy all the time.
+ * emulation on the host's CPUs, so two sessions can both be busy all the time. A GPU in MIG
+ * mode has its instances' time, each weighed by its part of the GPU (instance_share).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,6 +215,25 @@ static double pct(double busy, double span)
 	return p > 100 ? 100 : p;
 }
 
+/* What part of its GPU a MIG instance is: its SMs of the GPU's, where the inventory knows
+ * the GPU's; else its profile's compute slices of NVIDIA's seven ("2g.20gb": 2/7); else an
+ * equal part of the GPU's instances. */
+static double instance_share(const struct gp_daemon *d, const struct gp_pool_gpu *pg,
+			     const struct gp_pool_gpu *ic)
+{
+	unsigned n = 0, slices = 0;
+	char g = 0;
+
+	if (pg->sms && ic->sms)
+		return (double)ic->sms / pg->sms;
+	if (sscanf(ic->profile, "%ug%c", &slices, &g) == 2 && g == '.' && slices >= 1 &&
+	    slices <= 7)
+		return slices / 7.0;
+	for (uint32_t c = 0; c < d->pool.ngpus; c++)
+		n += d->pool.gpu[c].instance && d->pool.gpu[c].parent == pg->index;
+	return n ? 1.0 / n : 0;
+}
+
 int gp__util_fill(struct gp_daemon *d, Gp__AdminReply *rep)
 {
 	uint64_t now = uv_now(d->loop), gpu[GP_POOL_MAX_GPUS], ten[TENANTS_MAX];
@@ -230,7 +251,7 @@ int gp__util_fill(struct gp_daemon *d, Gp__AdminReply *rep)
 			known[k][g] = w[k].slot >= 0 &&
 				      (!u.gpu[g].unknown_ms || u.gpu[g].unknown_ms < w[k].from_ms);
 		}
-	/* A GPU in MIG mode: its instances' time, each weighted by its share of the SMs. */
+	/* A GPU in MIG mode: its instances' time, each weighted by its share of the GPU. */
 	for (uint32_t g = 0; g < d->pool.ngpus && g < rep->n_gpu; g++) {
 		const struct gp_pool_gpu *pg = &d->pool.gpu[g];
 
@@ -238,20 +259,13 @@ int gp__util_fill(struct gp_daemon *d, Gp__AdminReply *rep)
 			continue;
 		for (int k = 0; k < 2; k++) {
 			double sum = 0;
-			unsigned n = 0;
-			bool weighed = pg->sms > 0;
 
-			for (uint32_t c = 0; c < d->pool.ngpus; c++)
-				if (d->pool.gpu[c].instance && d->pool.gpu[c].parent == pg->index) {
-					n++;
-					weighed &= d->pool.gpu[c].sms > 0;
-				}
 			for (uint32_t c = 0; c < d->pool.ngpus; c++) {
 				const struct gp_pool_gpu *ic = &d->pool.gpu[c];
 
 				if (!ic->instance || ic->parent != pg->index)
 					continue;
-				sum += weighed ? busy[k][c] * ic->sms / pg->sms : busy[k][c] / n;
+				sum += busy[k][c] * instance_share(d, pg, ic);
 				known[k][g] &= known[k][c];
 			}
 			busy[k][g] += sum;
