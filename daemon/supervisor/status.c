@@ -166,7 +166,11 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 	rep->nvml_driver_version = d->nvml_driver_version;
 	rep->host = d->hostname;
 	if (gp__util_fill(d, rep)) {
+		/* Nothing of it is left to send: the caller answers the error alone. */
 		gp__status_free(rep);
+		rep->gpu = NULL;
+		rep->session = NULL;
+		rep->n_gpu = rep->n_session = 0;
 		return -ENOMEM;
 	}
 	return 0;
