@@ -93,6 +93,10 @@ static void sums(struct gp_daemon *d, uint64_t *gpu, uint64_t *ten)
 {
 	uint64_t now = uv_now(d->loop);
 
+	/* Tenants first, so that every one has its sum started from its base below. */
+	for (struct gp_session *s = d->sessions; s; s = s->next)
+		if (counts(s))
+			tenant(s->tenant, true);
 	for (uint32_t g = 0; g < d->pool.ngpus; g++)
 		gpu[g] = u.gpu[g].base;
 	for (unsigned t = 0; t < u.ntenants; t++)
@@ -102,7 +106,7 @@ static void sums(struct gp_daemon *d, uint64_t *gpu, uint64_t *ten)
 
 		if (!counts(s))
 			continue;
-		ts = tenant(s->tenant, true);
+		ts = tenant(s->tenant, false);
 		for (uint32_t i = 0; i < s->claim.ndev && i < GP_STATS_MAX_DEVICES; i++) {
 			int g = gpu_slot(d, s->claim.dev[i]);
 			uint64_t ns;
