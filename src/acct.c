@@ -239,7 +239,7 @@ int gp_acct_format(const struct gp_acct_record *r, char *dst, size_t cap)
 	put(&o, "],\"mem_limit\":%llu,\"gpu_seconds\":%.3f", (unsigned long long)r->mem_limit,
 	    r->gpu_seconds);
 	if (r->busy_known)
-		put(&o, ",\"gpu_busy_seconds\":%.3f", r->gpu_busy_seconds);
+		put(&o, ",\"gpu_busy_seconds\":%.6f", r->gpu_busy_seconds);
 	else
 		put(&o, ",\"gpu_busy_seconds\":null");
 	put(&o,

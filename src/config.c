@@ -232,6 +232,26 @@ static int set_placement(struct parse *p, char **words, int n, size_t off)
 	return 0;
 }
 
+const char *gp_compute_enforce_name(enum gp_compute_enforce e)
+{
+	static const char *const names[] = {"off", "mps", "time", "both"};
+
+	return (unsigned)e < 4 ? names[e] : "off";
+}
+
+/* compute_enforce mps|time|both|off */
+static int set_enforce(struct parse *p, char **words, int n, size_t off)
+{
+	if (n != 2)
+		return perr(p, "'%s' takes exactly one value", words[0]);
+	for (int e = GP_ENFORCE_OFF; e <= GP_ENFORCE_BOTH; e++)
+		if (strcmp(words[1], gp_compute_enforce_name(e)) == 0) {
+			p->cfg->compute_enforce = e;
+			return 0;
+		}
+	return perr(p, "'%s %s': expected mps, time, both or off", words[0], words[1]);
+}
+
 /* worker_seccomp on|denylist|off */
 static int set_seccomp(struct parse *p, char **words, int n, size_t off)
 {
@@ -747,6 +767,7 @@ static const struct {
 	{"max_events", set_positive, offsetof(struct gp_config, max_events)},
 	{"max_modules", set_positive, offsetof(struct gp_config, max_modules)},
 	{"worker_seccomp", set_seccomp, 0},
+	{"compute_enforce", set_enforce, 0},
 	{"worker_uids", set_worker_uids, 0},
 	{"worker_groups", set_worker_groups, offsetof(struct gp_config, worker_groups)},
 	{"cgroup", set_cgroup, 0},
@@ -846,6 +867,7 @@ static int set_defaults(struct gp_config *cfg)
 	cfg->worker_host_memory = GP_DEFAULT_WORKER_HOST_MEMORY;
 	cfg->worker_tasks = GP_DEFAULT_WORKER_TASKS;
 	cfg->worker_seccomp = GP_SECCOMP_ALLOW;
+	cfg->compute_enforce = GP_ENFORCE_MPS;
 	cfg->accounting_max_bytes = 64ull << 20;
 	cfg->accounting_keep = 10;
 	cfg->admin_ca_role = GP_ROLE_READ_ONLY;

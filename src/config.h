@@ -33,6 +33,16 @@ enum gp_seccomp_mode {
 
 enum { GP_PREEMPT_CLIENT = 0, GP_PREEMPT_YES, GP_PREEMPT_NO };
 
+/* compute_enforce (docs/scheduling.md, "Compute shares"): how a session's compute share is
+ * held. Bits: MPS's thread percentage, the worker's time budget (daemon/worker/busy.c). */
+enum gp_compute_enforce {
+	GP_ENFORCE_OFF = 0,
+	GP_ENFORCE_MPS = 1,
+	GP_ENFORCE_TIME = 2,
+	GP_ENFORCE_BOTH = 3,
+};
+const char *gp_compute_enforce_name(enum gp_compute_enforce e);
+
 /* cgroup: where each worker's host limits are enforced (daemon/supervisor/cgroup.c). */
 enum gp_cgroup_mode {
 	GP_CGROUP_AUTO = 0, /* the daemon's own delegated v2 cgroup, else v1 controllers */
@@ -121,7 +131,8 @@ struct gp_config {
 	unsigned max_queued_per_tenant;	     /* sessions of one tenant waiting for room at once */
 	enum gp_placement placement;
 	unsigned max_contexts, max_streams, max_events, max_modules; /* per session */
-	enum gp_seccomp_mode worker_seccomp; /* the workers' syscall filter */
+	enum gp_seccomp_mode worker_seccomp;	 /* the workers' syscall filter */
+	enum gp_compute_enforce compute_enforce; /* default mps */
 	/* worker_uids FIRST-LAST: each worker switches to a uid (and the gid of that number)
 	 * of its own from this range; 0, 0: workers keep the daemon's. worker_groups: the
 	 * supplementary groups they keep (names or numbers, comma-separated; NULL: none). */

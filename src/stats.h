@@ -64,6 +64,12 @@ struct gp_stats {
 	 * (its writes) and page bytes sent back (the device's changes). */
 	_Atomic uint64_t managed_in;
 	_Atomic uint64_t managed_out;
+	/* GPU busy time (daemon/worker/busy.c): nanoseconds in which each device ran a kernel
+	 * of this session, as its driver measures it; busy_known 0 while it cannot. held_ns:
+	 * time launches were held back to keep the compute share (compute_enforce time). */
+	_Atomic uint32_t busy_known;
+	_Atomic uint64_t dev_busy_ns[GP_STATS_MAX_DEVICES];
+	_Atomic uint64_t held_ns;
 };
 
 #define GP_STATS_SIZE 4096

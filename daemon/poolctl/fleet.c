@@ -31,6 +31,7 @@ struct host {
 	uint64_t total, used, reserved;
 	unsigned sessions, queued;
 	unsigned targets; /* GPUs and MIG instances: not the GPUs in MIG mode */
+	unsigned phys;	  /* GPUs, MIG instances not counted: what its utilization averages */
 };
 
 struct tenant_sum {
@@ -38,7 +39,58 @@ struct tenant_sum {
 	unsigned sessions, queued, gpus, hosts;
 	uint64_t reserved, used;
 	int last_host; /* the last host counted, for `hosts` */
+	/* GPU busy time of its sessions over the last minute and hour, summed over hosts. */
+	double busy_1m, busy_1h, gpus_1m, gpus_1h;
 };
+
+/* The tenant's sum, added when it is not there yet. */
+static struct tenant_sum *tenant_of(struct tenant_sum **t, size_t *nt, char *name)
+{
+	struct tenant_sum *n;
+
+	for (size_t j = 0; j < *nt; j++)
+		if (strcmp((*t)[j].name, name) == 0)
+			return &(*t)[j];
+	n = realloc(*t, (*nt + 1) * sizeof(**t));
+	if (!n) {
+		fprintf(stderr, "poolctl: out of memory\n");
+		exit(1);
+	}
+	*t = n;
+	n[*nt] = (struct tenant_sum){.name = name, .last_host = -1};
+	return &n[(*nt)++];
+}
+
+/* The fleet's utilization: its hosts' (each the mean of its GPUs), weighted by their GPUs.
+ * Known when every host that answered knows its own. */
+static bool fleet_util(const struct host *h, size_t n, double *m, double *hr)
+{
+	unsigned gpus = 0;
+	bool known = true;
+
+	*m = *hr = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!h[i].rep || !h[i].phys)
+			continue;
+		known &= h[i].rep->util_known;
+		*m += h[i].rep->util_1m * h[i].phys;
+		*hr += h[i].rep->util_1h * h[i].phys;
+		gpus += h[i].phys;
+	}
+	if (gpus) {
+		*m /= gpus;
+		*hr /= gpus;
+	}
+	return known && gpus;
+}
+
+static void json_util(const char *key, bool known, double v)
+{
+	if (known)
+		printf(",\"%s\":%.2f", key, v);
+	else
+		printf(",\"%s\":null", key);
+}
 
 static void resolve_or_exit(struct poolctl *pc, struct gp_endpoints *eps)
 {
@@ -84,6 +136,7 @@ static size_t sum_tenants(struct host *h, size_t n, struct tenant_sum **out)
 		const Gp__AdminReply *r = h[i].rep;
 
 		for (size_t k = 0; r && k < r->n_gpu; k++) {
+			h[i].phys += !r->gpu[k]->instance;
 			if (r->gpu[k]->mig)
 				continue; /* its instances' memory is counted by them */
 			h[i].targets++;
@@ -94,32 +147,28 @@ static size_t sum_tenants(struct host *h, size_t n, struct tenant_sum **out)
 		for (size_t k = 0; r && k < r->n_session; k++) {
 			const Gp__SessionStatus *s = r->session[k];
 			bool queued = strcmp(s->state, "queued") == 0;
-			size_t j;
+			struct tenant_sum *ts = tenant_of(&t, &nt, s->tenant);
 
 			h[i].sessions++;
 			h[i].queued += queued;
-			for (j = 0; j < nt; j++)
-				if (strcmp(t[j].name, s->tenant) == 0)
-					break;
-			if (j == nt) {
-				struct tenant_sum *nt_ = realloc(t, (nt + 1) * sizeof(*t));
+			ts->sessions++;
+			ts->queued += queued;
+			ts->gpus += (unsigned)s->n_gpu;
+			ts->reserved += s->mem_limit * s->n_gpu;
+			ts->used += s->mem_used;
+			if (ts->last_host != (int)i) {
+				ts->hosts++;
+				ts->last_host = (int)i;
+			}
+		}
+		for (size_t k = 0; r && k < r->n_tenant_util; k++) {
+			const Gp__TenantUtil *u = r->tenant_util[k];
+			struct tenant_sum *ts = tenant_of(&t, &nt, u->tenant);
 
-				if (!nt_) {
-					fprintf(stderr, "poolctl: out of memory\n");
-					exit(1);
-				}
-				t = nt_;
-				t[nt++] = (struct tenant_sum){.name = s->tenant, .last_host = -1};
-			}
-			t[j].sessions++;
-			t[j].queued += queued;
-			t[j].gpus += (unsigned)s->n_gpu;
-			t[j].reserved += s->mem_limit * s->n_gpu;
-			t[j].used += s->mem_used;
-			if (t[j].last_host != (int)i) {
-				t[j].hosts++;
-				t[j].last_host = (int)i;
-			}
+			ts->busy_1m += u->busy_1m_seconds;
+			ts->busy_1h += u->busy_1h_seconds;
+			ts->gpus_1m += u->gpus_1m;
+			ts->gpus_1h += u->gpus_1h;
 		}
 	}
 	*out = t;
@@ -130,6 +179,8 @@ static void print_fleet_json(struct host *h, size_t n, struct tenant_sum *t, siz
 {
 	uint64_t total = 0, used = 0, reserved = 0;
 	unsigned up = 0, gpus = 0, sessions = 0, queued = 0, draining = 0;
+	double um, uh;
+	bool uk = fleet_util(h, n, &um, &uh);
 
 	for (size_t i = 0; i < n; i++) {
 		if (!h[i].rep)
@@ -146,8 +197,11 @@ static void print_fleet_json(struct host *h, size_t n, struct tenant_sum *t, siz
 	}
 	printf("{\"fleet\":{\"hosts\":%zu,\"up\":%u,\"down\":%zu,\"gpus\":%u,\"gpus_draining\":%u,"
 	       "\"memory_total\":%" PRIu64 ",\"memory_used\":%" PRIu64
-	       ",\"memory_reserved\":%" PRIu64 ",\"sessions\":%u,\"queued\":%u},\"hosts\":[",
+	       ",\"memory_reserved\":%" PRIu64 ",\"sessions\":%u,\"queued\":%u",
 	       n, up, n - up, gpus, draining, total, used, reserved, sessions, queued);
+	json_util("util_1m", uk, um);
+	json_util("util_1h", uk, uh);
+	printf("},\"hosts\":[");
 	for (size_t i = 0; i < n; i++) {
 		const Gp__AdminReply *r = h[i].rep;
 
@@ -177,14 +231,20 @@ static void print_fleet_json(struct host *h, size_t n, struct tenant_sum *t, siz
 			poolctl_json_str(g->name);
 			printf(",\"memory_total\":%" PRIu64 ",\"memory_used\":%" PRIu64
 			       ",\"memory_reserved\":%" PRIu64 ",\"sessions\":%u,\"draining\":%s"
-			       ",\"mig\":%s,\"instance\":%s,\"parent\":%u}",
+			       ",\"mig\":%s,\"instance\":%s,\"parent\":%u",
 			       g->total_mem, g->used_mem, g->reserved_mem, g->sessions,
 			       g->draining ? "true" : "false", g->mig ? "true" : "false",
 			       g->instance ? "true" : "false", g->parent);
+			json_util("util_1m", g->util_known, g->util_1m);
+			json_util("util_1h", g->util_known, g->util_1h);
+			printf("}");
 		}
 		printf("],\"memory_total\":%" PRIu64 ",\"memory_used\":%" PRIu64
-		       ",\"memory_reserved\":%" PRIu64 ",\"sessions\":[",
+		       ",\"memory_reserved\":%" PRIu64,
 		       h[i].total, h[i].used, h[i].reserved);
+		json_util("util_1m", r->util_known, r->util_1m);
+		json_util("util_1h", r->util_known, r->util_1h);
+		printf(",\"sessions\":[");
 		for (size_t k = 0; k < r->n_session; k++) {
 			const Gp__SessionStatus *s = r->session[k];
 
@@ -197,8 +257,10 @@ static void print_fleet_json(struct host *h, size_t n, struct tenant_sum *t, siz
 			printf(",\"gpus\":[");
 			for (size_t j = 0; j < s->n_gpu; j++)
 				printf("%s%u", j ? "," : "", s->gpu[j]);
-			printf("],\"memory_limit\":%" PRIu64 ",\"memory_used\":%" PRIu64 "}",
+			printf("],\"memory_limit\":%" PRIu64 ",\"memory_used\":%" PRIu64,
 			       s->mem_limit, s->mem_used);
+			json_util("gpu_busy_seconds", s->busy_known, s->gpu_busy_seconds);
+			printf("}");
 		}
 		printf("],\"queued\":%u}", h[i].queued);
 	}
@@ -207,8 +269,10 @@ static void print_fleet_json(struct host *h, size_t n, struct tenant_sum *t, siz
 		printf("%s{\"tenant\":", j ? "," : "");
 		poolctl_json_str(t[j].name);
 		printf(",\"sessions\":%u,\"queued\":%u,\"gpus\":%u,\"memory_reserved\":%" PRIu64
-		       ",\"memory_used\":%" PRIu64 ",\"hosts\":%u}",
-		       t[j].sessions, t[j].queued, t[j].gpus, t[j].reserved, t[j].used, t[j].hosts);
+		       ",\"memory_used\":%" PRIu64 ",\"hosts\":%u,\"busy_1m_seconds\":%.3f"
+		       ",\"busy_1h_seconds\":%.3f,\"gpus_busy_1m\":%.3f,\"gpus_busy_1h\":%.3f}",
+		       t[j].sessions, t[j].queued, t[j].gpus, t[j].reserved, t[j].used, t[j].hosts,
+		       t[j].busy_1m, t[j].busy_1h, t[j].gpus_1m, t[j].gpus_1h);
 	}
 	printf("]}\n");
 }
@@ -218,7 +282,9 @@ static void print_fleet_tables(struct host *h, size_t n, struct tenant_sum *t, s
 {
 	uint64_t total = 0, used = 0, reserved = 0;
 	unsigned up = 0, gpus = 0, sessions = 0, queued = 0;
-	char a[32], b[32], c[32], cell[64];
+	char a[32], b[32], c[32], cell[64], util[32];
+	double um, uh;
+	bool uk = fleet_util(h, n, &um, &uh);
 
 	for (size_t i = 0; i < n; i++) {
 		if (!h[i].rep)
@@ -233,35 +299,38 @@ static void print_fleet_tables(struct host *h, size_t n, struct tenant_sum *t, s
 	}
 	if (!sessions_only) {
 		printf("fleet: %zu host%s (%u up, %zu down), %u GPU%s, %s used, %s reserved of %s, "
-		       "%u session%s, %u queued\n\n",
+		       "%u session%s, %u queued, utilization %s (last minute/hour)\n\n",
 		       n, n == 1 ? "" : "s", up, n - up, gpus, gpus == 1 ? "" : "s",
 		       poolctl_human(used, a, sizeof(a)), poolctl_human(reserved, b, sizeof(b)),
 		       poolctl_human(total, c, sizeof(c)), sessions, sessions == 1 ? "" : "s",
-		       queued);
-		printf("%-24s %-5s %4s %12s %12s %12s %8s %6s\n", "HOST", "STATE", "GPUS", "USED",
-		       "RESERVED", "TOTAL", "SESSIONS", "QUEUED");
+		       queued, poolctl_util(uk, um, uh, util, sizeof(util)));
+		printf("%-24s %-5s %4s %12s %12s %12s %8s %6s %10s\n", "HOST", "STATE", "GPUS",
+		       "USED", "RESERVED", "TOTAL", "SESSIONS", "QUEUED", "UTIL 1M/1H");
 		for (size_t i = 0; i < n; i++) {
 			if (!h[i].rep) {
 				printf("%-24s %-5s %s\n", poolctl_cell(cell, 24, h[i].ep->addr),
 				       "down", said(h[i].err));
 				continue;
 			}
-			printf("%-24s %-5s %4zu %12s %12s %12s %8u %6u%s\n",
+			printf("%-24s %-5s %4zu %12s %12s %12s %8u %6u %10s%s\n",
 			       poolctl_cell(cell, 24, h[i].ep->addr), "up", (size_t)h[i].targets,
 			       poolctl_human(h[i].used, a, sizeof(a)),
 			       poolctl_human(h[i].reserved, b, sizeof(b)),
 			       poolctl_human(h[i].total, c, sizeof(c)), h[i].sessions, h[i].queued,
+			       poolctl_util(h[i].rep->util_known, h[i].rep->util_1m,
+					    h[i].rep->util_1h, util, sizeof(util)),
 			       h[i].rep->draining ? "  draining" : "");
 		}
-		printf("\n%-16s %8s %6s %5s %12s %12s %5s\n", "TENANT", "SESSIONS", "QUEUED",
-		       "GPUS", "RESERVED", "USED", "HOSTS");
+		printf("\n%-16s %8s %6s %5s %12s %12s %5s %14s\n", "TENANT", "SESSIONS", "QUEUED",
+		       "GPUS", "RESERVED", "USED", "HOSTS", "BUSY GPUS 1M/1H");
 		if (!nt)
 			printf("(no sessions)\n");
 		for (size_t j = 0; j < nt; j++)
-			printf("%-16s %8u %6u %5u %12s %12s %5u\n",
+			printf("%-16s %8u %6u %5u %12s %12s %5u %9.2f/%.2f\n",
 			       poolctl_cell(cell, 16, t[j].name), t[j].sessions, t[j].queued,
 			       t[j].gpus, poolctl_human(t[j].reserved, a, sizeof(a)),
-			       poolctl_human(t[j].used, b, sizeof(b)), t[j].hosts);
+			       poolctl_human(t[j].used, b, sizeof(b)), t[j].hosts, t[j].gpus_1m,
+			       t[j].gpus_1h);
 		printf("\n");
 	}
 	printf("%-24s %-8s %-10s %-12s %-16s %-6s %12s\n", "HOST", "SESSION", "STATE", "TENANT",

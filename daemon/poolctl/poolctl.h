@@ -50,6 +50,8 @@ int poolctl_sessions(struct poolctl *pc, int argc, char **argv);
 /* A client's string as JSON, always valid (escape.h); a table cell, escaped and cut. */
 void poolctl_json_str(const char *s);
 const char *poolctl_cell(char *buf, size_t width, const char *s);
+/* Utilization, last minute and hour: "12%/3%", "-" when not known. */
+const char *poolctl_util(bool known, double m, double h, char *buf, size_t len);
 /* 1536 -> "1.5 KiB" */
 const char *poolctl_human(uint64_t v, char *buf, size_t len);
 

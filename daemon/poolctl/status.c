@@ -80,6 +80,35 @@ static void print_json_mig(const Gp__AdminReply *r, const Gp__GpuStatus *g)
 	printf("]");
 }
 
+/* A utilization figure, or null when it is not known (docs/operations.md "Utilization"). */
+static void json_util(const char *key, bool known, double v)
+{
+	if (known)
+		printf(",\"%s\":%.2f", key, v);
+	else
+		printf(",\"%s\":null", key);
+}
+
+/* The host's utilization and each tenant's busy time, after its "gpus" and "sessions". */
+static void json_util_all(const Gp__AdminReply *r)
+{
+	printf(",\"utilization\":{\"span_1m\":%.3f,\"span_1h\":%.3f", r->util_span_1m,
+	       r->util_span_1h);
+	json_util("util_1m", r->util_known, r->util_1m);
+	json_util("util_1h", r->util_known, r->util_1h);
+	printf(",\"tenants\":[");
+	for (size_t i = 0; i < r->n_tenant_util; i++) {
+		const Gp__TenantUtil *t = r->tenant_util[i];
+
+		printf("%s{\"tenant\":", i ? "," : "");
+		poolctl_json_str(t->tenant);
+		printf(",\"busy_1m_seconds\":%.3f,\"busy_1h_seconds\":%.3f,\"gpus_1m\":%.3f"
+		       ",\"gpus_1h\":%.3f}",
+		       t->busy_1m_seconds, t->busy_1h_seconds, t->gpus_1m, t->gpus_1h);
+	}
+	printf("]}");
+}
+
 static void print_json(const Gp__AdminReply *r)
 {
 	char uuid[48];
@@ -129,6 +158,10 @@ static void print_json(const Gp__AdminReply *r)
 		       g->total_mem, g->used_mem, g->reserved_mem, g->compute_reserved, g->sessions,
 		       g->draining ? "true" : "false");
 		print_json_mig(r, g);
+		json_util("util_1m", g->util_known, g->util_1m);
+		json_util("util_1h", g->util_known, g->util_1h);
+		json_util("busy_1m_seconds", g->util_known, g->busy_1m_seconds);
+		json_util("busy_1h_seconds", g->util_known, g->busy_1h_seconds);
 		printf("}");
 	}
 	printf("],\"sessions\":[");
@@ -174,9 +207,17 @@ static void print_json(const Gp__AdminReply *r)
 		for (size_t k = 0; k < s->n_would_preempt; k++)
 			printf("%s%" PRIu64, k ? "," : "", s->would_preempt[k]);
 		printf("],\"would_preempt_at\":%" PRId64, s->would_preempt_at);
+		if (s->busy_known)
+			printf(",\"gpu_busy_seconds\":%.6f", s->gpu_busy_seconds);
+		else
+			printf(",\"gpu_busy_seconds\":null");
+		printf(",\"held_seconds\":%.6f,\"compute_enforce\":", s->held_seconds);
+		poolctl_json_str(s->compute_enforce);
 		printf("}");
 	}
-	printf("]}\n");
+	printf("]");
+	json_util_all(r);
+	printf("}\n");
 }
 
 const char *poolctl_human(uint64_t v, char *buf, size_t len)
@@ -213,15 +254,25 @@ static const char *age(int64_t since, char *buf, size_t len)
 	return buf;
 }
 
+/* "12%/3%", or "-" when not known. */
+const char *poolctl_util(bool known, double m, double h, char *buf, size_t len)
+{
+	if (known)
+		snprintf(buf, len, "%.0f%%/%.0f%%", m, h);
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
 static void print_gpus(const Gp__AdminReply *r)
 {
 	char a[32], b[32], c[32];
 
-	printf("%-4s %-24s %12s %12s %12s %8s %8s\n", "GPU", "NAME", "USED", "RESERVED", "TOTAL",
-	       "COMPUTE", "SESSIONS");
+	printf("%-4s %-24s %12s %12s %12s %8s %8s %9s\n", "GPU", "NAME", "USED", "RESERVED",
+	       "TOTAL", "COMPUTE", "SESSIONS", "UTIL 1M/1H");
 	for (size_t i = 0; i < r->n_gpu; i++) {
 		const Gp__GpuStatus *g = r->gpu[i];
-		char name[25], compute[16], label[64], idx[16];
+		char name[25], compute[16], label[64], idx[16], util[32];
 
 		/* The compute granted to sessions' shares, next to the memory reserved. A GPU in
 		 * MIG mode takes no session itself: its instances follow it, indented, each with
@@ -235,10 +286,11 @@ static void print_gpus(const Gp__AdminReply *r)
 			snprintf(label, sizeof(label), "%s (MIG)", poolctl_cell(name, 17, g->name));
 		else
 			snprintf(label, sizeof(label), "%s", poolctl_cell(name, 24, g->name));
-		printf("%-4s %-24s %12s %12s %12s %8s %8u%s%s", idx, label,
+		printf("%-4s %-24s %12s %12s %12s %8s %8u %9s%s%s", idx, label,
 		       poolctl_human(g->used_mem, a, sizeof(a)),
 		       poolctl_human(g->reserved_mem, b, sizeof(b)),
 		       poolctl_human(g->total_mem, c, sizeof(c)), compute, g->sessions,
+		       poolctl_util(g->util_known, g->util_1m, g->util_1h, util, sizeof(util)),
 		       g->draining ? "  draining" : "",
 		       g->nvml && strcmp(g->nvml, "mismatch") == 0 ? "  NVML disagrees" : "");
 		if (g->instance && g->sessions) {
@@ -315,6 +367,15 @@ static void print_sessions(const Gp__AdminReply *r)
 			snprintf(note + k, sizeof(note) - k, "  preempted, ends in %" PRId64 "s",
 				 left > 0 ? left : 0);
 		}
+		/* Its GPU busy time, and how long its launches were held for its share. */
+		if (s->busy_known) {
+			k = strlen(note);
+			snprintf(note + k, sizeof(note) - k, "  busy %.1fs", s->gpu_busy_seconds);
+		}
+		if (s->held_seconds >= 0.05) {
+			k = strlen(note);
+			snprintf(note + k, sizeof(note) - k, "  held %.1fs", s->held_seconds);
+		}
 		/* The worker's host memory: its cgroup's (limit in the note), or its RSS. */
 		if (s->host_memory_limit) {
 			k = strlen(note);
@@ -345,6 +406,20 @@ static void print_tables(const Gp__AdminReply *r)
 	       targets, targets == 1 ? "" : "s", r->n_session, r->n_session == 1 ? "" : "s",
 	       r->warm_workers, r->warm_workers == 1 ? "" : "s", r->draining ? ", draining" : "");
 	print_gpus(r);
+	if (r->util_known)
+		printf("\nutilization %.1f%% over the last %.0fs, %.1f%% over the last %.0fs\n",
+		       r->util_1m, r->util_span_1m, r->util_1h, r->util_span_1h);
+	else
+		printf("\nutilization not known (a driver that does not tell busy time)\n");
+	for (size_t i = 0; i < r->n_tenant_util; i++) {
+		char t[25];
+		const Gp__TenantUtil *u = r->tenant_util[i];
+
+		printf("  tenant %-24s %8.1f GPU-s busy (%.2f GPUs) last minute, %8.1f (%.2f) last "
+		       "hour\n",
+		       poolctl_cell(t, 24, u->tenant), u->busy_1m_seconds, u->gpus_1m,
+		       u->busy_1h_seconds, u->gpus_1h);
+	}
 	printf("\n");
 	print_sessions(r);
 }

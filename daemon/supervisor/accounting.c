@@ -386,6 +386,7 @@ void gp__acct_session_ended(struct gp_session *s, int64_t status, int sig)
 	struct gp_stats *st = s->stats;
 	struct gp_acct_record *r;
 
+	gp__util_session_end(s);
 	if (!s->admitted_ms || !st)
 		return; /* refused or never asked: it held nothing */
 	r = calloc(1, sizeof(*r));
@@ -419,7 +420,12 @@ void gp__acct_session_ended(struct gp_session *s, int64_t status, int sig)
 	}
 	r->mem_limit = s->claim.mem_limit;
 	r->gpu_seconds = r->ngpus * r->held_s;
-	r->busy_known = false; /* not measured: docs/operations.md, "Metering" */
+	/* Measured by its worker (daemon/worker/busy.c), or not: docs/operations.md, "Metering". */
+	r->busy_known = atomic_load_explicit(&st->busy_known, memory_order_relaxed) != 0;
+	for (uint32_t i = 0; r->busy_known && i < s->claim.ndev && i < GP_STATS_MAX_DEVICES; i++)
+		r->gpu_busy_seconds +=
+			(double)atomic_load_explicit(&st->dev_busy_ns[i], memory_order_relaxed) /
+			1e9;
 	r->mem_gib_seconds = (double)r->mem_limit * r->ngpus / (1024.0 * 1024 * 1024) * r->held_s;
 	r->mem_peak = atomic_load_explicit(&st->mem_peak, memory_order_relaxed);
 	r->bytes_in = atomic_load_explicit(&st->bytes_in, memory_order_relaxed);

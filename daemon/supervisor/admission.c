@@ -32,6 +32,8 @@ static void reply(struct gp_session *s, int status, const char *msg)
 		rep.device = s->claim.dev;
 		rep.memory_limit = s->claim.mem_limit;
 		rep.compute = s->claim.compute;
+		rep.compute_enforce = (char *)gp_compute_enforce_name(s->d->cfg->compute_enforce);
+		s->compute_enforce = s->d->cfg->compute_enforce;
 		/* MIG instances are named by UUID (inventory.c). */
 		for (uint32_t i = 0; i < s->claim.ndev && i < GP_STATS_MAX_DEVICES; i++) {
 			gp__visible_name(s->d, s->claim.dev[i], vis[i], sizeof(vis[i]));

@@ -20,6 +20,8 @@
  * accounting.c  a record per ended session, written and fsync'd by its own thread; the
  *               sums `poolctl usage` asks for, read on libuv's threadpool (src/acct.h)
  * metrics.c     the Prometheus endpoint (metrics_listen)
+ * util.c        utilization: each GPU's and tenant's busy time over the last minute and hour,
+ *               from the sessions' stats pages (daemon/worker/busy.c measures)
  * status.c      the pool's state as one snapshot, for the admin socket and metrics
  * listen.c      listening sockets: TCP for clients, Unix for local clients and admin
  * cgroup.c      a cgroup per worker (v2 delegated, or v1): host memory, tasks and CPU
@@ -107,6 +109,10 @@ struct gp_session {
 	uint64_t admitted_at; /* uv_now() at admission */
 	const char *end_code; /* why the pool ended it ("evicted", ...); NULL: it did not */
 	bool acct_pending;    /* its record is being written: not freed until it is */
+	/* Busy time (util.c): how its compute share is held (enum gp_compute_enforce, set at
+	 * admission), and whether its last figure was banked at its end. */
+	unsigned compute_enforce;
+	bool busy_banked;
 	/* Preempted (claim.preempting): told at preempt_noticed (uv_now(); 0: not), ended
 	 * preempt_grace later (the configuration's now: a reload applies), saying preempt_why. */
 	uint64_t preempt_noticed;
@@ -226,6 +232,14 @@ struct gp_daemon {
 	struct gp_mps mps[GP_POOL_MAX_GPUS];
 	unsigned nmps;
 };
+
+/* util.c: a sample a second (from the tick); an ended session's busy time banked (before
+ * its claim is released); the utilization fields of a status reply (their arrays freed by
+ * gp__util_free, which gp__status_free calls). */
+void gp__util_tick(struct gp_daemon *d);
+void gp__util_session_end(struct gp_session *s);
+int gp__util_fill(struct gp_daemon *d, Gp__AdminReply *rep);
+void gp__util_free(Gp__AdminReply *rep);
 
 /* gpupoold.c */
 /* Re-reads the configuration; on failure keeps the old one and says why. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "acct.h"
 #include "escape.h"
 #include "log.h"
 
@@ -88,6 +89,128 @@ static void help(FILE *f, const char *name, const char *type, const char *text)
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
 }
 
+/* dcgm-exporter's labels for a GPU: gpu, UUID, modelName, Hostname (and a MIG instance's). */
+static void dcgm_labels(FILE *f, const Gp__AdminReply *r, const Gp__GpuStatus *g)
+{
+	char uuid[48] = "";
+
+	if (g->uuid.len == 16)
+		gp_uuid_format(g->uuid.data, uuid);
+	if (g->instance && uuid[0])
+		memcpy(uuid, "MIG-", 4);
+	fprintf(f, "{gpu=\"%u\",UUID=\"%s\",modelName=\"", g->instance ? g->parent : g->index,
+		uuid);
+	label(f, g->name);
+	fputs("\",Hostname=\"", f);
+	label(f, r->host ? r->host : "");
+	if (g->instance) {
+		fputs("\",GPU_I_PROFILE=\"", f);
+		label(f, g->profile);
+		fprintf(f, "\",GPU_I_ID=\"%u", g->gpu_instance);
+	}
+	fputs("\"}", f);
+}
+
+/*
+ * Utilization (util.c), where it is known. A GPU's in dcgm-exporter's names: percent over
+ * the last minute as DCGM_FI_DEV_GPU_UTIL, a MIG instance's as the ratio
+ * DCGM_FI_PROF_GR_ENGINE_ACTIVE (DCGM has no GPU_UTIL per instance); then ours: each window
+ * per GPU, each session's busy seconds and held seconds, each tenant's windows.
+ */
+static void render_util(FILE *f, const Gp__AdminReply *r)
+{
+	bool any = false, inst = false;
+
+	for (size_t i = 0; i < r->n_gpu; i++) {
+		any |= r->gpu[i]->util_known && !r->gpu[i]->instance && !r->gpu[i]->mig;
+		inst |= r->gpu[i]->util_known && r->gpu[i]->instance;
+	}
+	if (any)
+		help(f, "DCGM_FI_DEV_GPU_UTIL", "gauge",
+		     "GPU utilization (in %): its sessions' kernel time over the last minute.");
+	for (size_t i = 0; any && i < r->n_gpu; i++) {
+		const Gp__GpuStatus *g = r->gpu[i];
+
+		if (!g->util_known || g->instance || g->mig)
+			continue;
+		fputs("DCGM_FI_DEV_GPU_UTIL", f);
+		dcgm_labels(f, r, g);
+		fprintf(f, " %.0f\n", g->util_1m);
+	}
+	if (inst)
+		help(f, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
+		     "Ratio of time the MIG instance ran kernels, over the last minute.");
+	for (size_t i = 0; inst && i < r->n_gpu; i++) {
+		const Gp__GpuStatus *g = r->gpu[i];
+
+		if (!g->util_known || !g->instance)
+			continue;
+		fputs("DCGM_FI_PROF_GR_ENGINE_ACTIVE", f);
+		dcgm_labels(f, r, g);
+		fprintf(f, " %.4f\n", g->util_1m / 100.0);
+	}
+	any |= inst;
+	for (size_t i = 0; i < r->n_gpu; i++)
+		any |= r->gpu[i]->util_known;
+	if (any)
+		help(f, "gpupool_gpu_utilization_ratio", "gauge",
+		     "Ratio of the window its sessions' kernels ran (capped at 1), by window.");
+	for (size_t i = 0; any && i < r->n_gpu; i++) {
+		const Gp__GpuStatus *g = r->gpu[i];
+
+		if (!g->util_known)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			fprintf(f, "gpupool_gpu_utilization_ratio{gpu=\"%u\",name=\"", g->index);
+			label(f, g->name);
+			fprintf(f, "\",window=\"%s\"} %.4f\n", k ? "1h" : "1m",
+				(k ? g->util_1h : g->util_1m) / 100.0);
+		}
+	}
+	any = false;
+	for (size_t i = 0; i < r->n_session; i++)
+		any |= r->session[i]->busy_known;
+	if (any)
+		help(f, "gpupool_session_gpu_busy_seconds_total", "counter",
+		     "Seconds its kernels ran, summed over its GPUs (sessions whose driver "
+		     "tells).");
+	for (size_t i = 0; i < r->n_session; i++) {
+		const Gp__SessionStatus *s = r->session[i];
+
+		if (!s->busy_known)
+			continue;
+		fprintf(f, "gpupool_session_gpu_busy_seconds_total{session=\"%llu\",tenant=\"",
+			(unsigned long long)s->id);
+		label(f, s->tenant);
+		fputs("\",program=\"", f);
+		label(f, s->program);
+		fprintf(f, "\"} %.6f\n", s->gpu_busy_seconds);
+	}
+	help(f, "gpupool_session_compute_held_seconds_total", "counter",
+	     "Seconds its launches waited to keep its compute share (compute_enforce time).");
+	for (size_t i = 0; i < r->n_session; i++) {
+		const Gp__SessionStatus *s = r->session[i];
+
+		fprintf(f, "gpupool_session_compute_held_seconds_total{session=\"%llu\",tenant=\"",
+			(unsigned long long)s->id);
+		label(f, s->tenant);
+		fputs("\",program=\"", f);
+		label(f, s->program);
+		fprintf(f, "\"} %.6f\n", s->held_seconds);
+	}
+	if (r->n_tenant_util)
+		help(f, "gpupool_tenant_gpu_busy_seconds", "gauge",
+		     "Seconds its sessions' kernels ran in the window, on every GPU.");
+	for (size_t i = 0; i < r->n_tenant_util; i++)
+		for (int k = 0; k < 2; k++) {
+			fputs("gpupool_tenant_gpu_busy_seconds{tenant=\"", f);
+			label(f, r->tenant_util[i]->tenant);
+			fprintf(f, "\",window=\"%s\"} %.6f\n", k ? "1h" : "1m",
+				k ? r->tenant_util[i]->busy_1h_seconds
+				  : r->tenant_util[i]->busy_1m_seconds);
+		}
+}
+
 static void render(FILE *f, const Gp__AdminReply *r)
 {
 	static const struct {
@@ -158,6 +281,7 @@ static void render(FILE *f, const Gp__AdminReply *r)
 		label(f, g->profile);
 		fprintf(f, "\",sms=\"%u\"} 1\n", g->sms);
 	}
+	render_util(f, r);
 	for (size_t i = 0; i < r->n_session; i++)
 		for (int k = 0; k < 4; k++)
 			if (strcmp(r->session[i]->state, state_names[k]) == 0)

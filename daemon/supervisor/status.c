@@ -121,6 +121,8 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		x->memory_requested = s->claim.want_memory;
 		x->compute = s->claim.compute;
 		x->compute_requested = s->claim.want_compute;
+		x->compute_enforce =
+			x->compute ? (char *)gp_compute_enforce_name(s->compute_enforce) : "";
 		x->slice_requested = s->slice;
 		x->preemptible = gp_pool_preemptible(d->cfg, &s->claim);
 		x->priority = gp_pool_priority(d->cfg, &s->claim);
@@ -155,6 +157,17 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 				atomic_load_explicit(&st->managed_out, memory_order_relaxed);
 			x->last_active =
 				atomic_load_explicit(&st->last_active, memory_order_relaxed);
+			x->busy_known =
+				atomic_load_explicit(&st->busy_known, memory_order_relaxed) != 0;
+			for (uint32_t i = 0;
+			     x->busy_known && i < s->claim.ndev && i < GP_STATS_MAX_DEVICES; i++)
+				x->gpu_busy_seconds +=
+					(double)atomic_load_explicit(&st->dev_busy_ns[i],
+								     memory_order_relaxed) /
+					1e9;
+			x->held_seconds =
+				(double)atomic_load_explicit(&st->held_ns, memory_order_relaxed) /
+				1e9;
 			/* Per-GPU use: the worker counts by its own device index. */
 			for (uint32_t i = 0; i < s->claim.ndev && i < GP_STATS_MAX_DEVICES; i++)
 				for (uint32_t g = 0; g < d->pool.ngpus; g++)
@@ -174,6 +187,15 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 	rep->warm_workers = gp__warm_ready(d);
 	rep->nvml_library = d->nvml_library;
 	rep->nvml_driver_version = d->nvml_driver_version;
+	rep->host = d->hostname;
+	if (gp__util_fill(d, rep)) {
+		/* Nothing of it is left to send: the caller answers the error alone. */
+		gp__status_free(rep);
+		rep->gpu = NULL;
+		rep->session = NULL;
+		rep->n_gpu = rep->n_session = 0;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -184,4 +206,5 @@ void gp__status_free(Gp__AdminReply *rep)
 	free(rep->session[0]);
 	free(rep->gpu);
 	free(rep->session);
+	gp__util_free(rep);
 }

@@ -864,6 +864,7 @@ void gp__supervisor_tick(struct gp_daemon *d)
 	gp__remote_tick(d);
 	gp__cgroup_tick(d);
 	gp__mps_tick(d);
+	gp__util_tick(d);
 	for (struct gp_session *s = d->warm; s; s = s->next) {
 		if (!s->exited && s->term_at && now - s->term_at > KILL_AFTER_MS) {
 			gp__session_kill(s, SIGKILL);

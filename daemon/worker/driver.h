@@ -36,6 +36,7 @@
 	X(cuLaunchKernel, 1)                                                       \
 	/* Optional: a driver without one answers that call with NOT_SUPPORTED. */ \
 	X(cuDevicePrimaryCtxRetain, 0)                                             \
+	X(cuGetExportTable, 0)                                                     \
 	X(cuLaunchKernelEx, 0)                                                     \
 	X(cuMemAllocManaged, 0)                                                    \
 	X(cuLibraryGetManaged, 0)                                                  \

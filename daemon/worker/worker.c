@@ -454,7 +454,13 @@ static int admit(struct gp_worker *w, const Gp__Hello *hello, const struct proof
 	w->mem_limit = rep->memory_limit;
 	/* A compute share: the MPS client limit NVIDIA's driver (under an MPS control daemon)
 	 * and softgpu read at cuInit. Without one the session is not limited. */
-	if (rep->compute > 0 && rep->compute < 100) {
+	w->compute = rep->compute < 100 ? rep->compute : 0;
+	w->compute_by_time = rep->compute_enforce && (strcmp(rep->compute_enforce, "time") == 0 ||
+						      strcmp(rep->compute_enforce, "both") == 0);
+	if (rep->compute > 0 && rep->compute < 100 &&
+	    (!rep->compute_enforce || !*rep->compute_enforce ||
+	     strcmp(rep->compute_enforce, "mps") == 0 ||
+	     strcmp(rep->compute_enforce, "both") == 0)) {
 		char pct[16];
 
 		snprintf(pct, sizeof(pct), "%u", rep->compute);
@@ -947,6 +953,7 @@ static void serve(struct gp_worker *w)
 	if (gp__watch_start(w))
 		gp_log_warnx("session %llu: no watchdog thread; a long call cannot be cut short",
 			     (unsigned long long)w->session_id);
+	gp__busy_start(w, w->compute_by_time ? w->compute : 0);
 	if (gp__waits_prestart(w))
 		gp_log_warnx("session %llu: no thread to wait on; synchronizing calls will fail",
 			     (unsigned long long)w->session_id);
@@ -1173,6 +1180,7 @@ int main(int argc, char **argv)
 	protobuf_c_message_free_unpacked(&setup->base, NULL);
 
 	secs = difftime(time(NULL), w.started);
+	gp__busy_final(&w);
 	stats_final(&w);
 	gp_log_info("session %llu ended: tenant %s client %s duration %.0fs peak %llu bytes "
 		    "calls %llu in %llu bytes out %llu bytes",

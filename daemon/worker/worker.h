@@ -20,6 +20,8 @@
  * array.c     CUDA arrays (charged), 3-D and array copies, texture and surface objects
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
+ * busy.c      GPU busy time: a thread samples the driver's, for the stats page; a compute
+ *             share held by time (launches wait while the session is over its share)
  * driver.c    the dlopen'd libcuda
  * seccomp.c   worker_seccomp: the syscall filter (an allow-list, or the denylist) set before the
  *             tenant's first call (seccomp.h; tests/unit/test_seccomp.c)
@@ -47,6 +49,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -126,6 +129,8 @@ struct gp_worker {
 	char tenant[128];
 	char client_addr[128];
 	int ndev;
+	unsigned compute;     /* percent of each GPU granted; 0: no share */
+	bool compute_by_time; /* compute_enforce time or both: busy.c holds launches */
 
 	/* What the session owns (owner.h), also named directly: w->handles, w->dev_used. */
 	union {
@@ -362,6 +367,20 @@ CUresult gp__use_ctx(struct gp_worker *w, uint64_t id, struct gp_handle **out);
 CUresult gp__use_stream(struct gp_worker *w, uint64_t id, CUstream *out);
 /* A launchable handle: a module's function or a library's kernel (used as CUfunction). */
 struct gp_handle *gp__launchable(struct gp_worker *w, uint64_t id);
+
+/* busy.c: see its DESIGN block. Started once the session is admitted and the driver is up:
+ * 0, or -1 when the driver does not tell busy time (the session's figure stays unknown).
+ * share: percent to hold by time, 0 for none. gp__busy_final publishes a last reading. */
+int gp__busy_start(struct gp_worker *w, unsigned share);
+void gp__busy_final(struct gp_worker *w);
+extern atomic_bool gp__share_held;
+void gp__share_wait(struct gp_worker *w);
+/* Before a launch: waits while the session is over its compute share (busy.c). */
+static inline void gp__share_gate(struct gp_worker *w)
+{
+	if (atomic_load_explicit(&gp__share_held, memory_order_relaxed))
+		gp__share_wait(w);
+}
 
 /* watchdog.c: see its DESIGN block. Started once the session is admitted. */
 int gp__watch_start(struct gp_worker *w);

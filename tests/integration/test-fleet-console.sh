@@ -37,7 +37,8 @@ jq -e '.fleet.hosts == 2 and .fleet.up == 2 and .fleet.gpus == 3 and
 	.fleet.sessions == 3 and .fleet.queued == 0' "$T/f.json" >/dev/null ||
 	{ cat "$T/f.json"; fail "fleet totals"; }
 jq -e '.tenants == [{"tenant":"default","sessions":3,"queued":0,"gpus":3,
-	"memory_reserved":805306368,"memory_used":.tenants[0].memory_used,"hosts":2}]' \
+	"memory_reserved":805306368,"memory_used":.tenants[0].memory_used,"hosts":2,
+	"busy_1m_seconds":0,"busy_1h_seconds":0,"gpus_busy_1m":0,"gpus_busy_1h":0}]' \
 	"$T/f.json" >/dev/null || { cat "$T/f.json"; fail "the tenant across hosts"; }
 echo "---- poolctl --pool $GPUPOOL_ADMIN_POOL status ----"
 fpoolctl ops-ro status || fail "the fleet table"

@@ -63,7 +63,8 @@ line=$(grep "session $id_a ended: tenant" "$T/daemon.log" | head -n 1)
 win=$(echo "$line" | sed -n 's/.* in \([0-9]*\) bytes out.*/\1/p')
 wout=$(echo "$line" | sed -n 's/.* out \([0-9]*\) bytes$/\1/p')
 check "$ra" ".bytes_in == $win and .bytes_out == $wout" "the worker's own count ($line)"
-check "$ra" '.gpu_busy_seconds == null' "busy time is not measured: null, not a guess"
+# softgpu tells each session's kernel time (daemon/worker/busy.c): none ran in this one.
+check "$ra" '.gpu_busy_seconds == 0' "busy time: no kernel ran, 0 measured"
 check "$ra" '(.gpu_seconds - .held_s | fabs) < 0.002 and
 	(.mem_gib_seconds - .held_s * 0.0625 | fabs) < 0.0002' "GPU- and GiB-seconds held"
 check "$ra" '[.start, .admitted, .end] | all(test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$"))' \
@@ -71,6 +72,8 @@ check "$ra" '[.start, .admitted, .end] | all(test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[
 check "$ra" '.start <= .admitted and .admitted <= .end' "start, admission, end in order"
 check "$rk" '.tenant == "alice" and .ended == "client_closed" and .calls > 5' \
 	"the kernel's session"
+check "$rk" '.gpu_busy_seconds > 0 and .gpu_busy_seconds < .held_s' \
+	"the kernel's session was busy, for less than it held the GPU"
 check "$rb" '.tenant == "bob" and .ended == "client_gone" and .bytes_in >= 4194304' \
 	"the killed client's session ends without a goodbye"
 check "$rc" '.tenant == "bob" and .ended == "evicted"' "the evicted session"
@@ -91,8 +94,9 @@ done
 jq -e '.records == 4 and .skipped == 0 and .total.sessions == 4 and (.rows | length) == 2 and
 	.by == "tenant" and .until == null and .files == ["'"$ACCT"'"]' "$T/u.json" >/dev/null ||
 	fail "usage: 4 records, 2 tenants"
-jq -e '.rows[] | select(.key == "alice") | .gpu_busy_seconds == null' "$T/u.json" >/dev/null ||
-	fail "an unmeasured sum stays null"
+want=$(jq -s 'map(select(.tenant == "alice") | .gpu_busy_seconds) | add' "$ACCT")
+jq -e --argjson w "$want" '.rows[] | select(.key == "alice") | (.gpu_busy_seconds - $w | fabs) < 0.002' \
+	"$T/u.json" >/dev/null || fail "alice's busy seconds should sum her records' ($want)"
 # By day (UTC, the day each session ended) and by client host.
 want=$(jq -s -c 'group_by(.end[0:10]) | map({key: .[0].end[0:10], sessions: length})' "$ACCT")
 got=$(usage --since "$today" --by day --json | jq -c '[.rows[] | {key, sessions}]')

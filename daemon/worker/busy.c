@@ -1,0 +1,179 @@
+/* busy.c -- the session's GPU busy time, and its compute share held by time.
+ *
+ * DESIGN: a sampler thread reads, every SAMPLE_MS (THROTTLE_MS while a share is held by
+ * time), how long each of the session's devices has run a kernel of this process, and
+ * publishes it on the stats page (src/stats.h: dev_busy_ns, busy_known), where the
+ * supervisor reads it for status, utilization and the accounting record. The launch path
+ * costs no driver call for it: the sampler alone asks the driver.
+ *
+ * Where the figure comes from: the driver's gpupool NVML source table (src/nvml_source.h),
+ * asked for through cuGetExportTable. softgpu serves it, and since a worker is one process
+ * for one session, its busy() is exactly this session's kernel time on each device (grids
+ * running at once on several streams count once). NVIDIA's libcuda answers NOT_FOUND:
+ * there the figure stays unknown (busy_known 0, null in the record) rather than guessed;
+ * docs/operations.md, "Utilization", says why.
+ *
+ * Compute share by time (compute_enforce time|both, docs/scheduling.md): each device has a
+ * token bucket that fills at share x elapsed time, holds at most share x WINDOW_NS, and is
+ * drained by the device's busy time. While any device's bucket is below zero the sampler
+ * raises `hold`, and the next launch (gp__share_gate, one relaxed load when nothing is held)
+ * waits for it to drop. Work already queued on the device runs on: it is paid for by
+ * holding the launches after it, so the share holds on average over the window, not per
+ * kernel.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "nvml_source.h"
+#include "worker.h"
+
+#define SAMPLE_MS 100
+#define THROTTLE_MS 5
+#define WINDOW_NS 1000000000ll /* the bucket: a second's worth of the share */
+#define HOLD_POLL_NS 2000000   /* a held launch looks again every 2 ms */
+
+atomic_bool gp__share_held;
+
+static struct {
+	const struct gp__nvml_source *src;
+	struct gp_worker *w;
+	int ndev;
+	unsigned share; /* percent held by time; 0: not held */
+	pthread_t thread;
+	bool started;
+	/* The sampler's own: last reading and each bucket, in ns. */
+	uint64_t last_busy[GP_STATS_MAX_DEVICES], last_now[GP_STATS_MAX_DEVICES];
+	int64_t tokens[GP_STATS_MAX_DEVICES];
+} bs;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* One reading of every device: published, and the buckets moved. Returns whether any
+ * bucket is below zero. */
+static bool sample(void)
+{
+	bool over = false;
+
+	for (int i = 0; i < bs.ndev; i++) {
+		uint64_t b[2], now;
+
+		if (bs.src->busy(i, b, &now) != CUDA_SUCCESS)
+			continue;
+		atomic_store_explicit(&bs.w->stats->dev_busy_ns[i], b[0], memory_order_relaxed);
+		if (bs.share) {
+			int64_t cap = WINDOW_NS * bs.share / 100;
+
+			bs.tokens[i] += (int64_t)((now - bs.last_now[i]) * bs.share / 100);
+			bs.tokens[i] -= (int64_t)(b[0] - bs.last_busy[i]);
+			if (bs.tokens[i] > cap)
+				bs.tokens[i] = cap;
+			over |= bs.tokens[i] < 0;
+		}
+		bs.last_busy[i] = b[0];
+		bs.last_now[i] = now;
+	}
+	return over;
+}
+
+static void *sampler(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	for (;;) {
+		bool over = sample();
+
+		atomic_store_explicit(&gp__share_held, over, memory_order_relaxed);
+		ts.tv_sec = 0;
+		ts.tv_nsec = (bs.share ? THROTTLE_MS : SAMPLE_MS) * 1000000l;
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+int gp__busy_start(struct gp_worker *w, unsigned share)
+{
+	static const char id_bytes[] = GP_NVML_SOURCE_ID_BYTES;
+	const void *table = NULL;
+	CUuuid id;
+	CUresult r;
+
+	if (!w->stats || w->ndev <= 0)
+		return -1;
+	memcpy(id.bytes, id_bytes, sizeof(id.bytes));
+	r = GP_DRV(w, cuGetExportTable, &table, &id);
+	bs.src = table;
+	if (r != CUDA_SUCCESS || !bs.src || bs.src->size < sizeof(*bs.src) || !bs.src->busy) {
+		gp_log_debug("session %llu: the driver does not tell GPU busy time",
+			     (unsigned long long)w->session_id);
+		bs.src = NULL;
+		if (share)
+			gp_log_warnx("session %llu: compute share %u%% cannot be held by time: the "
+				     "driver does not tell busy time",
+				     (unsigned long long)w->session_id, share);
+		return -1;
+	}
+	bs.w = w;
+	bs.ndev = w->ndev < GP_STATS_MAX_DEVICES ? w->ndev : GP_STATS_MAX_DEVICES;
+	bs.share = share > 0 && share < 100 ? share : 0;
+	for (int i = 0; i < bs.ndev; i++) {
+		uint64_t b[2], now;
+
+		/* The driver may not count a device until its first kernel. */
+		if (bs.src->busy(i, b, &now) != CUDA_SUCCESS) {
+			b[0] = 0;
+			now = mono_ns();
+		}
+		bs.last_busy[i] = b[0];
+		bs.last_now[i] = now;
+		bs.tokens[i] = WINDOW_NS * bs.share / 100;
+		atomic_store_explicit(&w->stats->dev_busy_ns[i], b[0], memory_order_relaxed);
+	}
+	atomic_store_explicit(&w->stats->busy_known, 1, memory_order_relaxed);
+	if (pthread_create(&bs.thread, NULL, sampler, NULL)) {
+		gp_log_warnx("session %llu: no thread to measure GPU busy time",
+			     (unsigned long long)w->session_id);
+		atomic_store_explicit(&w->stats->busy_known, 0, memory_order_relaxed);
+		bs.src = NULL;
+		return -1;
+	}
+	bs.started = true;
+	if (bs.share)
+		gp_log_debug("session %llu: compute share %u%% held by time",
+			     (unsigned long long)w->session_id, bs.share);
+	return 0;
+}
+
+void gp__busy_final(struct gp_worker *w)
+{
+	/* A last reading as the session ends; the sampler may be publishing at once, and both
+	 * write the same counters, which only grow. */
+	if (bs.started && w->stats)
+		for (int i = 0; i < bs.ndev; i++) {
+			uint64_t b[2], now;
+
+			if (bs.src->busy(i, b, &now) == CUDA_SUCCESS)
+				atomic_store_explicit(&w->stats->dev_busy_ns[i], b[0],
+						      memory_order_relaxed);
+		}
+}
+
+void gp__share_wait(struct gp_worker *w)
+{
+	struct timespec ts = {0, HOLD_POLL_NS};
+	uint64_t t0 = mono_ns();
+
+	while (atomic_load_explicit(&gp__share_held, memory_order_relaxed) && !gp__worker_stop)
+		nanosleep(&ts, NULL);
+	if (w->stats)
+		atomic_fetch_add_explicit(&w->stats->held_ns, mono_ns() - t0, memory_order_relaxed);
+}
