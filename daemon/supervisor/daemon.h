@@ -260,7 +260,6 @@ int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg);
 /* ipc.c: a worker's IPC socket (the supervisor's end, taken), and its end at the exit. */
 int gp__ipc_attach(struct gp_session *s, int fd);
 void gp__ipc_detach(struct gp_session *s);
-unsigned gp__ipc_exports(const struct gp_session *s);
 
 /* pending.c */
 /* Takes an accepted connection (fd and all) until its first message is in and a slot is

@@ -402,8 +402,3 @@ void gp__ipc_detach(struct gp_session *s)
 	c->nexp = c->nfds = 0;
 	uv_close((uv_handle_t *)&c->poll, on_poll_closed);
 }
-
-unsigned gp__ipc_exports(const struct gp_session *s)
-{
-	return s->ipc ? s->ipc->nexp : 0;
-}

@@ -4,7 +4,8 @@
 # reads its words, rewrites them with a kernel and records the exporter's interprocess event;
 # the exporter waits on it and checks every word. The imported memory is charged to the
 # exporter only (poolctl status --json). Another tenant presenting the same bytes, forged
-# bytes and any open after the exporter has gone are refused with CUDA_ERROR_INVALID_HANDLE.
+# bytes, the handle presented to another daemon and any open after the exporter has gone are
+# refused with CUDA_ERROR_INVALID_HANDLE.
 . "$(dirname "$0")/lib.sh"
 export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=256M GPUPOOL_MEMORY=64M
 ALICE=aaaaaaaaaaaaaaaaaaaa
@@ -40,6 +41,26 @@ case "$out" in "REFUSED memory CUDA_ERROR_INVALID_HANDLE, event CUDA_ERROR_INVAL
 echo "another tenant: $out"
 grep -q "presented an IPC handle of session" "$T/daemon.log" ||
 	fail "the daemon should log the other tenant's attempt"
+
+# Another daemon on this host (its own id) knows nothing of this one's handles.
+sed -e "s|^admin_socket .*|admin_socket $T/admin2.sock|" "$T/gpupoold.conf" >"$T/second.conf"
+"$GP_STAGE/bin/gpupoold" -f "$T/second.conf" 2>>"$T/daemon2.log" &
+D2PID=$!
+trap 'kill -KILL "$D2PID" 2>/dev/null || true; cleanup' EXIT
+for _ in $(seq 1 200); do
+	"$POOLCTL" -s "$T/admin2.sock" status --json >"$T/status2.json" 2>/dev/null && break
+	sleep 0.1
+done
+second=$(jq -r .listen "$T/status2.json")
+[ -n "$second" ] && [ "$second" != "$GPUPOOL_SERVER" ] || fail "the second daemon did not start"
+out=$(GPUPOOL_SERVER=$second GPUPOOL_TOKEN=$ALICE run_client "$GP_TESTBIN/ipc" refused "$D" 2>&1) ||
+	fail "another daemon: $out"
+kill -TERM "$D2PID"
+wait "$D2PID" || fail "the second daemon did not exit cleanly: $(tail "$T/daemon2.log")"
+trap cleanup EXIT
+case "$out" in "REFUSED memory CUDA_ERROR_INVALID_HANDLE, event CUDA_ERROR_INVALID_HANDLE"*) ;;
+*) fail "another daemon should refuse the handle: $out" ;; esac
+echo "another daemon: $out"
 
 # The importer, holding twice: before it opens anything and while it holds the mapping.
 IPC_HOLD=1 GPUPOOL_TOKEN=$ALICE run_client "$GP_TESTBIN/ipc" import "$D" >"$T/import.out" 2>&1 &
