@@ -72,7 +72,7 @@
 	X(ADMIT_REQUEST, 201, admit_request)                                                     \
 	X(ADMIT_REPLY, 202, admit_reply)                                                         \
 	X(INVENTORY, 203, inventory)                                                             \
-	/* worker <-> supervisor, IPC socket (one datagram each, no frame header) */            \
+	/* worker <-> supervisor, on the IPC socket (a datagram each, no frame header) */        \
 	X(IPC_REQUEST, 330, ipc_request)                                                         \
 	X(IPC_REPLY, 331, ipc_reply)                                                             \
 	/* poolctl <-> supervisor */                                                             \
