@@ -169,6 +169,7 @@ static int do_export(void)
 	CUipcEventHandle eh;
 	CUevent ev, plain;
 	CUdeviceptr self;
+	int capable = 0, ev_ok = 0;
 	FILE *f;
 
 	context();
@@ -176,6 +177,13 @@ static int do_export(void)
 		host[i] = i * 7 + 3;
 	CK(cuMemAlloc(&d, N * sizeof(unsigned)));
 	CK(cuMemcpyHtoD(d, host, sizeof(host)));
+	/* what the pointer and the device say agrees with what works */
+	CK(cuPointerGetAttribute(&capable, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, d));
+	CK(cuDeviceGetAttribute(&ev_ok, CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED, 0));
+	if (capable != 1 || ev_ok != 1) {
+		printf("FAIL IPC capable %d, IPC events supported %d\n", capable, ev_ok);
+		return 1;
+	}
 	CK(cuIpcGetMemHandle(&mh, d));
 	/* any pointer into the allocation names the whole allocation */
 	inner = d + 64;
