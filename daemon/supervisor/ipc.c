@@ -130,8 +130,9 @@ static void reply(struct gp_ipc_chan *c, Gp__IpcReply *rep, const int *fds, unsi
 	do {
 		n = sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 	} while (n < 0 && errno == EINTR);
-	if (n < 0 && c->s) {
-		/* Full: a worker that sends without reading its answers. */
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && c->s) {
+		/* Full: a worker that sends without reading its answers. (Any other error:
+		 * the worker is gone, and its exit is on its way.) */
 		gp_log_warnx("session %llu: its IPC socket does not take answers (%s); ending it",
 			     (unsigned long long)c->s->id, strerror(errno));
 		gp__session_kill(c->s, SIGKILL);
