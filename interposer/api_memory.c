@@ -372,6 +372,11 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
 		*(int *)data = dev && managed;
 		break;
 	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+		/* cuMemAlloc memory exports (api_ipc.c); pool, managed and opened memory do not */
+		*(int *)data = known && rg.kind == GP_MEM_DEVICE &&
+			       !(rg.flags & (GP_RANGE_POOLED | GP_RANGE_MANAGED | GP_RANGE_MIRROR |
+					     GP_RANGE_IPC));
+		break;
 	case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
 		*(int *)data = 0;
 		break;

@@ -342,8 +342,6 @@ GP_CUDA_EXPORT CUresult cuEventCreate(CUevent *pe, unsigned int flags)
 	if (!pe ||
 	    (flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (flags & CU_EVENT_INTERPROCESS)
-		return CUDA_ERROR_NOT_SUPPORTED;
 	r = gp__ctx_need(&c);
 	if (r != CUDA_SUCCESS)
 		return r;

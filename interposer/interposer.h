@@ -19,6 +19,7 @@
  * managed.c      managed and mapped memory: one address here and on the pool, pages kept
  *                coherent (write-protection and a SIGSEGV handler here, a shadow there)
  * api_ptds.c     the _ptds/_ptsz per-thread-default-stream entry points
+ * api_ipc.c      CUDA IPC between sessions of one tenant: the pool's handles
  * nvml_source.c  what the NVML shim (libnvidia-ml.so.1, src/nvml.c) asks of the session
  * (cuGetProcAddress and cuGetExportTable are src/cuda_entry.c's, served locally)
  *
@@ -357,6 +358,8 @@ struct gp_range {
 #define GP_RANGE_MIRROR 0x10000000u
 /* Host memory the program registered (cuMemHostRegister), not allocated here. */
 #define GP_RANGE_REGISTERED 0x08000000u
+/* Another session's memory opened through IPC (api_ipc.c): not freeable, not this one's. */
+#define GP_RANGE_IPC 0x04000000u
 /* Records a range. Device ranges are reserved in this process's address space first:
  * -EEXIST when host memory already sits there (the caller should take another). */
 int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,

@@ -30,6 +30,8 @@
  *               restarted with backoff when one dies, stopped at exit
  * uids.c        worker_uids: each worker's own uid from the range, and whether the daemon can
  *               have workers switch to it (worker/worker.c switches)
+ * ipc.c         CUDA IPC between sessions of one tenant: the pool's handles, what workers
+ *               registered behind them (descriptors too), each worker's IPC socket
  *
  * DESIGN: everything runs on the one loop thread; no locks. Each session is
  * a worker process with the client's socket, a control socketpair (read
@@ -117,6 +119,7 @@ struct gp_session {
 	 * preempt_grace later (the configuration's now: a reload applies), saying preempt_why. */
 	uint64_t preempt_noticed;
 	char preempt_why[320];
+	struct gp_ipc_chan *ipc; /* its IPC socket and exports (ipc.c); NULL once it exited */
 	struct gp_session *next;
 };
 
@@ -292,6 +295,10 @@ void gp__session_end(struct gp_session *s, const char *code, const char *why);
 /* Its record is written (or could not be): it may be freed once its handles are closed. */
 void gp__session_accounted(struct gp_session *s);
 int gp__uv_send(uv_stream_t *s, unsigned type, const ProtobufCMessage *msg);
+
+/* ipc.c: a worker's IPC socket (the supervisor's end, taken), and its end at the exit. */
+int gp__ipc_attach(struct gp_session *s, int fd);
+void gp__ipc_detach(struct gp_session *s);
 
 /* pending.c */
 /* Takes an accepted connection (fd and all) until its first message is in and a slot is

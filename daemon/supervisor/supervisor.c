@@ -173,6 +173,7 @@ static void on_worker_exit(uv_process_t *p, int64_t status, int sig)
 	char why[512];
 
 	s->exited = true;
+	gp__ipc_detach(s); /* its handles open nothing from now on */
 	code = gp__cgroup_leave(s, sig, why, sizeof(why));
 	if (s->warm) {
 		if (!s->term_at) {
@@ -335,10 +336,10 @@ static void on_spawn_failed(uv_handle_t *h)
 static struct gp_session *worker_spawn(struct gp_daemon *d, int client_fd)
 {
 	uv_process_options_t opts = {0};
-	uv_stdio_container_t stdio[6];
+	uv_stdio_container_t stdio[7];
 	char *args[] = {d->worker_path, NULL, NULL, NULL, NULL, NULL, NULL};
 	struct gp_session *s;
-	int sv[2] = {-1, -1}, stats_fd = -1, r;
+	int sv[2] = {-1, -1}, ipc[2] = {-1, -1}, stats_fd = -1, r;
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -352,7 +353,8 @@ static struct gp_session *worker_spawn(struct gp_daemon *d, int client_fd)
 		gp_log_warn("a worker's stats page");
 		goto out_free;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ipc) < 0) {
 		gp_log_warn("socketpair");
 		goto out_free;
 	}
@@ -367,6 +369,8 @@ static struct gp_session *worker_spawn(struct gp_daemon *d, int client_fd)
 	stdio[4].data.fd = sv[1];
 	stdio[5].flags = UV_INHERIT_FD;
 	stdio[5].data.fd = stats_fd;
+	stdio[6].flags = UV_INHERIT_FD; /* IPC requests (ipc.c) */
+	stdio[6].data.fd = ipc[1];
 	if (s->warm) {
 		args[1] = "--warm";
 		args[2] = "--driver";
@@ -380,7 +384,7 @@ static struct gp_session *worker_spawn(struct gp_daemon *d, int client_fd)
 	opts.args = args;
 	opts.exit_cb = on_worker_exit;
 	opts.stdio = stdio;
-	opts.stdio_count = 6;
+	opts.stdio_count = 7;
 	s->proc.data = s;
 	r = uv_spawn(d->loop, &s->proc, &opts);
 	if (r) {
@@ -389,12 +393,17 @@ static struct gp_session *worker_spawn(struct gp_daemon *d, int client_fd)
 		 * freed only in the close callback. */
 		close(sv[0]);
 		close(sv[1]);
+		close(ipc[0]);
+		close(ipc[1]);
 		close(stats_fd);
 		uv_close((uv_handle_t *)&s->proc, on_spawn_failed);
 		return NULL;
 	}
 	close(sv[1]);
+	close(ipc[1]);
 	close(stats_fd);
+	if (gp__ipc_attach(s, ipc[0]))
+		close(ipc[0]); /* it answers IPC with errors: its requests find no one */
 	uv_pipe_init(d->loop, &s->ctl, 0);
 	s->ctl.data = s;
 	uv_pipe_open(&s->ctl, sv[0]);
@@ -416,6 +425,10 @@ out_free:
 		close(sv[0]);
 	if (sv[1] >= 0)
 		close(sv[1]);
+	if (ipc[0] >= 0)
+		close(ipc[0]);
+	if (ipc[1] >= 0)
+		close(ipc[1]);
 	if (stats_fd >= 0)
 		close(stats_fd);
 	return NULL;

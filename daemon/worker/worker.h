@@ -22,6 +22,7 @@
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * busy.c      GPU busy time: a thread samples the driver's, for the stats page; a compute
  *             share held by time (launches wait while the session is over its share)
+ * ipc.c       CUDA IPC between sessions of one tenant: exports and opens through the supervisor
  * driver.c    the dlopen'd libcuda
  * seccomp.c   worker_seccomp: the syscall filter (an allow-list, or the denylist) set before the
  *             tenant's first call (seccomp.h; tests/unit/test_seccomp.c)
@@ -70,6 +71,7 @@
 #define GP_WORKER_FD_CLIENT 3
 #define GP_WORKER_FD_CONTROL 4
 #define GP_WORKER_FD_STATS 5
+#define GP_WORKER_FD_IPC 6 /* CUDA IPC requests to the supervisor (ipc.c) */
 
 /* Set when the pool asks the worker to end (SIGTERM). */
 extern volatile sig_atomic_t gp__worker_stop;

@@ -411,6 +411,29 @@ struct gp_tex_desc {
 	  GP_ARG(CTX_OPT, ctx) GP_ARG(U64, array) GP_ARG(DEVICE, device),                        \
 	  GP_OUT(size) GP_OUT(alignment), ,                                                      \
 	  "cuArrayGetMemoryRequirements (the driver's answer; for an ordinary array CUDA's is INVALID_VALUE)") \
+	/* ---- IPC between sessions of one tenant (daemon/worker/ipc.c, docs/security.md) ---- */ \
+	X(IPC_MEM_EXPORT, ipc_mem_export, 270, 0,                                                \
+	  GP_ARG(CTX, ctx) GP_ARG(DPTR, dptr),                                                   \
+	  GP_OUT(host) GP_OUT(session) GP_OUT(secret_hi) GP_OUT(secret_lo), ,                    \
+	  "cuIpcGetMemHandle: the pool's handle of the cuMemAlloc allocation holding dptr")      \
+	X(IPC_MEM_OPEN, ipc_mem_open, 271, 0,                                                    \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, host) GP_ARG(U64, session) GP_ARG(U64, secret_hi)         \
+	  GP_ARG(U64, secret_lo) GP_ARG(U32, flags),                                             \
+	  GP_OUT(dptr) GP_OUT(bytes), ,                                                          \
+	  "cuIpcOpenMemHandle[_v2]: another session's export, of this tenant; not charged here") \
+	X(IPC_MEM_CLOSE, ipc_mem_close, 272, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(DPTR, dptr),                                                   \
+	  GP_OUT(last), ,                                                                        \
+	  "cuIpcCloseMemHandle (last: 1 when that was the last open of dptr)")                   \
+	X(IPC_EVENT_EXPORT, ipc_event_export, 273, 0,                                            \
+	  GP_ARG(CTX, ctx) GP_ARG(EVENT, event),                                                 \
+	  GP_OUT(host) GP_OUT(session) GP_OUT(secret_hi) GP_OUT(secret_lo), ,                    \
+	  "cuIpcGetEventHandle")                                                                 \
+	X(IPC_EVENT_OPEN, ipc_event_open, 274, 0,                                                \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, host) GP_ARG(U64, session) GP_ARG(U64, secret_hi)         \
+	  GP_ARG(U64, secret_lo),                                                                \
+	  GP_OUT(event), ,                                                                       \
+	  "cuIpcOpenEventHandle: another session's interprocess event, of this tenant")          \
 	/* ---- graphs (graph, node, exec: U64 handles the handler checks by kind) ---- */      \
 	X(GRAPH_CREATE, graph_create, 160, 0,                                                    \
 	  GP_ARG(CTX, ctx) GP_ARG(U32, flags),                                                   \

@@ -72,6 +72,9 @@
 	X(ADMIT_REQUEST, 201, admit_request)                                                     \
 	X(ADMIT_REPLY, 202, admit_reply)                                                         \
 	X(INVENTORY, 203, inventory)                                                             \
+	/* worker <-> supervisor, on the IPC socket (a datagram each, no frame header) */        \
+	X(IPC_REQUEST, 330, ipc_request)                                                         \
+	X(IPC_REPLY, 331, ipc_reply)                                                             \
 	/* poolctl <-> supervisor */                                                             \
 	X(ADMIN_REQUEST, 300, admin_request)                                                     \
 	X(ADMIN_REPLY, 301, admin_reply)

@@ -111,6 +111,25 @@ static void await(const char *file)
 	exit(1);
 }
 
+/* IPC_HOLD set (test-ipc-pool.sh, which looks at the pool's books meanwhile): says so in
+ * DIR/what, with this process's pid, and waits for DIR/what.go. */
+static void hold(const char *what)
+{
+	char file[64];
+	FILE *f;
+
+	if (!getenv("IPC_HOLD"))
+		return;
+	f = fopen(path("hold.tmp"), "w");
+	if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) ||
+	    rename(path("hold.tmp"), path(what))) {
+		printf("FAIL cannot write %s\n", path(what));
+		exit(1);
+	}
+	snprintf(file, sizeof(file), "%s.go", what);
+	await(file);
+}
+
 static void read_handles(CUipcMemHandle *mh, CUipcEventHandle *eh)
 {
 	FILE *f = fopen(path("handle"), "rb");
@@ -150,6 +169,7 @@ static int do_export(void)
 	CUipcEventHandle eh;
 	CUevent ev, plain;
 	CUdeviceptr self;
+	int capable = 0, ev_ok = 0;
 	FILE *f;
 
 	context();
@@ -157,6 +177,13 @@ static int do_export(void)
 		host[i] = i * 7 + 3;
 	CK(cuMemAlloc(&d, N * sizeof(unsigned)));
 	CK(cuMemcpyHtoD(d, host, sizeof(host)));
+	/* what the pointer and the device say agrees with what works */
+	CK(cuPointerGetAttribute(&capable, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, d));
+	CK(cuDeviceGetAttribute(&ev_ok, CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED, 0));
+	if (capable != 1 || ev_ok != 1) {
+		printf("FAIL IPC capable %d, IPC events supported %d\n", capable, ev_ok);
+		return 1;
+	}
 	CK(cuIpcGetMemHandle(&mh, d));
 	/* any pointer into the allocation names the whole allocation */
 	inner = d + 64;
@@ -223,6 +250,8 @@ static int do_import(void)
 
 	read_handles(&mh, &eh);
 	context();
+	twice_module(&fn);
+	hold("before");
 	EXPECT(cuIpcOpenMemHandle(&d, mh, 0x10), CUDA_ERROR_INVALID_VALUE);
 	/* a handle with one byte of its tag changed opens nothing */
 	bad = mh;
@@ -250,7 +279,6 @@ static int do_import(void)
 		return 1;
 	}
 	CK(cuIpcOpenEventHandle(&ev, eh));
-	twice_module(&fn);
 	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	void *args[] = {&d};
 	CK(cuLaunchKernel(fn, 1, 1, 1, N, 1, 1, 0, s, args, NULL));
@@ -258,6 +286,7 @@ static int do_import(void)
 	touch("recorded");
 	CK(cuStreamSynchronize(s));
 	await("checked");
+	hold("holding");
 	/* opened twice: the same address, closed twice */
 	CK(cuIpcOpenMemHandle(&again, mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
 	if (again != d) {
@@ -270,6 +299,45 @@ static int do_import(void)
 	CK(cuEventDestroy(ev));
 	CK(cuStreamDestroy(s));
 	printf("OK importer: read the exporter's words, wrote %d, recorded its event\n", N);
+	return 0;
+}
+
+/* Handles changed in each part (kind, daemon, session, secret, padding), a zero handle and
+ * the memory handle presented as an event's: none opens anything. */
+static int do_forged(void)
+{
+	static const int at[] = {5, 10, 20, 30, 38, 50};
+	CUipcMemHandle mh, bad;
+	CUipcEventHandle eh, ebad;
+	CUdeviceptr d;
+	CUevent ev;
+	CUresult r;
+
+	read_handles(&mh, &eh);
+	context();
+	for (unsigned i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		bad = mh;
+		bad.reserved[at[i]] ^= 0x01;
+		r = cuIpcOpenMemHandle(&d, bad, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+		if (r != CUDA_ERROR_INVALID_HANDLE) {
+			printf("FAIL memory handle changed at byte %d: %s\n", at[i], name(r));
+			return 1;
+		}
+		ebad = eh;
+		ebad.reserved[at[i]] ^= 0x01;
+		r = cuIpcOpenEventHandle(&ev, ebad);
+		if (r != CUDA_ERROR_INVALID_HANDLE) {
+			printf("FAIL event handle changed at byte %d: %s\n", at[i], name(r));
+			return 1;
+		}
+	}
+	memset(&bad, 0, sizeof(bad));
+	EXPECT(cuIpcOpenMemHandle(&d, bad, 0), CUDA_ERROR_INVALID_HANDLE);
+	memcpy(ebad.reserved, mh.reserved, sizeof(ebad.reserved));
+	EXPECT(cuIpcOpenEventHandle(&ev, ebad), CUDA_ERROR_INVALID_HANDLE);
+	memcpy(bad.reserved, eh.reserved, sizeof(bad.reserved));
+	EXPECT(cuIpcOpenMemHandle(&d, bad, 0), CUDA_ERROR_INVALID_HANDLE);
+	printf("REFUSED every forged handle: CUDA_ERROR_INVALID_HANDLE\n");
 	return 0;
 }
 
@@ -450,7 +518,7 @@ int main(int argc, char **argv)
 		return do_handed(atoi(argv[3]));
 	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: ipc export|import|refused|handover DIR\n");
+		fprintf(stderr, "usage: ipc export|import|refused|forged|handover DIR\n");
 		return 2;
 	}
 	dir = argv[2];
@@ -460,6 +528,8 @@ int main(int argc, char **argv)
 		return do_export();
 	if (strcmp(argv[1], "import") == 0)
 		return do_import();
+	if (strcmp(argv[1], "forged") == 0)
+		return do_forged();
 	if (strcmp(argv[1], "refused") == 0)
 		return do_refused();
 	fprintf(stderr, "ipc: unknown mode %s\n", argv[1]);

@@ -2,8 +2,7 @@
 # CUDA IPC on softgpu between two processes (tests/integration/ipc.c): the importer reads the
 # exporter's memory, rewrites it with a kernel and records an interprocess event the exporter
 # waits on; a process that may not read the exporter's descriptors (another user) is
-# refused, as is any process once the exporter has gone. Through the pool IPC is not
-# forwarded: it must say so (CUDA_ERROR_NOT_SUPPORTED), not pretend.
+# refused, as is any process once the exporter has gone. Through the pool: test-ipc-pool.sh.
 . "$(dirname "$0")/lib.sh"
 export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=256M
 
@@ -58,16 +57,5 @@ out=$(IPC_AS_NOBODY=$other on_softgpu "$GP_TESTBIN/ipc" handover "$D3" 2>&1) ||
 case "$out" in "OK handover"*) ;; *) fail "handover: $out" ;; esac
 echo "$out"
 
-gp_config
-gp_start
-D2=$T/pool
-mkdir "$D2"
-set +e
-out=$(run_client "$GP_TESTBIN/ipc" export "$D2" 2>&1)
-set -e
-case "$out" in *"cuIpcGetMemHandle"*CUDA_ERROR_NOT_SUPPORTED*) ;;
-*) fail "through the pool cuIpcGetMemHandle should be NOT_SUPPORTED: $out" ;; esac
-[ ! -f "$D2/handle" ] || fail "the pool made a handle it cannot serve"
-echo "through the pool: $out"
-gp_stop
+# Through the pool: test-ipc-pool.sh.
 echo PASS
