@@ -138,6 +138,7 @@ enum sg_kind {
 	SG_K_LINK,
 	SG_K_ARRAY,
 	SG_K_MIPMAP,
+	SG_K_GCOND, /* a graph conditional handle (graph.c) */
 };
 
 int sg_handle_add(const void *p, int kind);
@@ -433,6 +434,7 @@ enum sg_op_kind {
 	SG_OP_CALLBACK,
 	SG_OP_NOP,
 	SG_OP_MEMFREE, /* cuMemFreeAsync (mempool.c) */
+	SG_OP_GRAPHFN, /* graph.c: a memory or conditional node; always run, done() when freed */
 };
 
 struct sg_event {
@@ -486,6 +488,11 @@ struct sg_op {
 				gen; /* the allocation's (a chunk's use), so a stale op does nothing */
 			bool pooled; /* from a pool; else a cuMemAlloc allocation */
 		} mfree;
+		struct {
+			void (*run)(struct sg_stream *s, void *data, int sticky);
+			void (*done)(void *data);
+			void *data;
+		} gfn;
 	} u;
 	void *staging; /* freed when the op completes */
 };
@@ -544,6 +551,9 @@ struct sg_op *sg_op_new(int kind);
 void sg_op_free(struct sg_op *op);
 /* A RECORD (the event's next generation) or WAIT (its latest) op on e. */
 struct sg_op *sg_event_op_new(struct sg_event *e, int kind);
+/* Runs op at once on s's own thread (a conditional node's body: graph.c), then frees it;
+ * not for event records and waits. */
+void sg_stream_run_now(struct sg_stream *s, struct sg_op *op);
 /* An event of context c (stream.c); with CU_EVENT_INTERPROCESS, ipc_handle names the exported
  * event it opens (NULL: a new one). CUresult. */
 CUresult sg_event_new(struct sg_ctx *c, unsigned flags, const void *ipc_handle, CUevent *out);
