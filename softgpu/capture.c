@@ -368,7 +368,12 @@ CUresult sg_capture_stream_sync(struct sg_stream *s, bool destroying)
 	struct sg_capture *c;
 
 	pthread_mutex_lock(&sg_glock);
-	if (s->cap) {
+	if (s->cap && destroying && s->cap->origin != s) {
+		/* a forked stream destroyed: it leaves, what it captured stays (CUDA lets a
+		 * program destroy a stream it joined back, as cuda-samples' graphMemoryNodes
+		 * does; softgpu does not check that it was joined) */
+		leave(s);
+	} else if (s->cap) {
 		c = s->cap;
 		invalidate(c);
 		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -505,18 +510,23 @@ static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
 	struct sg_ctx *ctx;
 	struct sg_stream *s;
 	struct sg_capture *c, **pp;
+	CUgraph none;
 	CUresult r = sg_stream_resolve(hs, pt, &ctx, &s);
 
 	if (r)
 		return r;
-	if (out == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&sg_glock);
 	c = s->cap;
 	if (c == NULL) {
 		r = CUDA_ERROR_ILLEGAL_STATE;
 		goto out;
 	}
+	if (out == NULL && c->own_graph) {
+		r = CUDA_ERROR_INVALID_VALUE; /* NULL only when capturing into a given graph */
+		goto out;
+	}
+	if (out == NULL)
+		out = &none;
 	if (c->origin != s) {
 		invalidate(c);
 		r = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;

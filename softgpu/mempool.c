@@ -854,6 +854,7 @@ SG_EXPORT CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType 
 struct sg_gmem {
 	struct sg_device *dev;
 	uint64_t va, size, span; /* span: size rounded up to the VMM granule */
+	uint8_t *host;		 /* the reservation's host shadow (vmm.c) */
 	CUmemGenericAllocationHandle phys; /* 0: none yet, or trimmed */
 	bool mapped;
 	unsigned pending; /* launches queued whose allocation has not run yet */
@@ -902,6 +903,7 @@ CUresult sg_gmem_new(struct sg_device *dev, uint64_t size, struct sg_gmem **out,
 		return r;
 	}
 	m->va = p;
+	m->host = sg_vmm_shadow(p);
 	m->refs = 1;
 	pthread_mutex_lock(&gmem_lock);
 	m->next = gmems;
@@ -971,6 +973,20 @@ void sg_gmem_set_graph_frees(struct sg_gmem *m)
 	pthread_mutex_lock(&gmem_lock);
 	m->graph_frees = true;
 	pthread_mutex_unlock(&gmem_lock);
+}
+
+uint8_t *sg_gmem_host(uint64_t addr, uint64_t size)
+{
+	uint8_t *h = NULL;
+
+	if (__atomic_load_n(&gmems, __ATOMIC_ACQUIRE) == NULL)
+		return NULL;
+	pthread_mutex_lock(&gmem_lock);
+	for (struct sg_gmem *m = gmems; m; m = m->next)
+		if (addr - m->va < m->size && size <= m->size - (addr - m->va) && m->host)
+			h = m->host + (addr - m->va);
+	pthread_mutex_unlock(&gmem_lock);
+	return h;
 }
 
 bool sg_gmem_claim(struct sg_gmem *m)
@@ -1110,6 +1126,16 @@ static CUresult gmem_user_free(struct sg_gmem *m, struct sg_stream *s)
 	op->u.gfn.done = gmem_op_done;
 	op->u.gfn.data = m;
 	return sg_stream_submit(s, op);
+}
+
+bool sg_gmem_free_sync(uint64_t dptr, CUresult *r)
+{
+	struct sg_gmem *m = sg_gmem_find(dptr);
+
+	if (m == NULL)
+		return false;
+	*r = gmem_user_free(m, NULL);
+	return true;
 }
 
 static CUresult graph_dev(CUdevice device, struct sg_device **out)

@@ -308,6 +308,13 @@ void sg_mem_info(const struct sg_device *dev, uint64_t *free, uint64_t *total);
 /* For vmm.c: takes size bytes of dev's memory (*off names them for sg_mem_uncharge); CUresult. */
 CUresult sg_mem_charge(struct sg_device *dev, uint64_t size, uint64_t *off);
 void sg_mem_uncharge(struct sg_device *dev, uint64_t off, uint64_t size);
+/* vmm.c: the host shadow of reserved device address va (mapped or not), or NULL. */
+uint8_t *sg_vmm_shadow(uint64_t va);
+/* mempool.c: the host memory of [addr, addr+size) inside one graph allocation node's
+ * memory, mapped or not (a copy or memset node made before it runs), or NULL. */
+uint8_t *sg_gmem_host(uint64_t addr, uint64_t size);
+/* cuMemFree of dptr: true when it is a graph allocation's address (*r: the result). */
+bool sg_gmem_free_sync(uint64_t dptr, CUresult *r);
 /* Device address space reserved by vmm.c: never taken for host memory by copies. */
 int sg_mem_reserve_add(uint64_t base, uint64_t size);
 void sg_mem_reserve_del(uint64_t base);
