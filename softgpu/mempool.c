@@ -844,8 +844,11 @@ SG_EXPORT CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType 
  * cuMemFreeAsync or a relaunch with AUTO_FREE_ON_LAUNCH running unmaps it. A node and the
  * private copies instantiation makes of it share one struct sg_gmem, counted.
  *
- * The device's graph memory attributes: "used" counts mapped bytes, "reserved" bytes with
- * physical memory, both in whole granules. gmem_lock guards every sg_gmem and the
+ * The device's graph memory attributes, in whole granules: "reserved" counts the bytes
+ * with physical memory, "used" those of them an executable holds (or still mapped after
+ * its executable went). Trim gives back the physical memory no executable holds. Each
+ * allocation node has its own physical memory: softgpu does not share it between graphs
+ * whose allocations never overlap in time, as CUDA may. gmem_lock guards every sg_gmem and the
  * counters; vmm.c's lock is taken inside it, never the other way round.
  */
 
@@ -873,6 +876,25 @@ static struct gmem_stats {
 static struct gmem_stats *stats_of(const struct sg_device *dev)
 {
 	return &gstats[dev->ordinal % GMEM_MAX_DEVICES];
+}
+
+/* With gmem_lock: dev's counters counted again, after a change; the highs follow. */
+static void gmem_count(const struct sg_device *dev)
+{
+	struct gmem_stats *st = stats_of(dev);
+
+	st->used = st->reserved = 0;
+	for (struct sg_gmem *m = gmems; m; m = m->next) {
+		if (m->dev != dev || m->phys == 0)
+			continue;
+		st->reserved += m->span;
+		if (m->claimed || m->mapped)
+			st->used += m->span;
+	}
+	if (st->used > st->used_high)
+		st->used_high = st->used;
+	if (st->reserved > st->reserved_high)
+		st->reserved_high = st->reserved;
 }
 
 CUresult sg_gmem_new(struct sg_device *dev, uint64_t size, struct sg_gmem **out, uint64_t *va)
@@ -928,7 +950,7 @@ static void gmem_unmap(struct sg_gmem *m)
 		return;
 	cuMemUnmap(m->va, m->span);
 	m->mapped = false;
-	stats_of(m->dev)->used -= m->span;
+	gmem_count(m->dev);
 }
 
 /* With gmem_lock: gives m's physical memory back (it is not mapped). */
@@ -938,7 +960,7 @@ static void gmem_release(struct sg_gmem *m)
 		return;
 	cuMemRelease(m->phys);
 	m->phys = 0;
-	stats_of(m->dev)->reserved -= m->span;
+	gmem_count(m->dev);
 }
 
 void sg_gmem_unref(struct sg_gmem *m)
@@ -956,6 +978,7 @@ void sg_gmem_unref(struct sg_gmem *m)
 			break;
 		}
 	}
+	m->claimed = false;
 	gmem_unmap(m);
 	gmem_release(m);
 	cuMemAddressFree(m->va, m->span);
@@ -996,6 +1019,7 @@ bool sg_gmem_claim(struct sg_gmem *m)
 	pthread_mutex_lock(&gmem_lock);
 	ok = !m->claimed;
 	m->claimed = true;
+	gmem_count(m->dev);
 	pthread_mutex_unlock(&gmem_lock);
 	return ok;
 }
@@ -1004,6 +1028,7 @@ void sg_gmem_unclaim(struct sg_gmem *m)
 {
 	pthread_mutex_lock(&gmem_lock);
 	m->claimed = false;
+	gmem_count(m->dev);
 	pthread_mutex_unlock(&gmem_lock);
 }
 
@@ -1022,7 +1047,6 @@ CUresult sg_gmem_prepare(struct sg_gmem *m, bool auto_free)
 {
 	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
 				    .location = {CU_MEM_LOCATION_TYPE_DEVICE, m->dev->ordinal}};
-	struct gmem_stats *st = stats_of(m->dev);
 	CUresult r = CUDA_SUCCESS;
 
 	pthread_mutex_lock(&gmem_lock);
@@ -1036,9 +1060,7 @@ CUresult sg_gmem_prepare(struct sg_gmem *m, bool auto_free)
 			m->phys = 0;
 			goto out;
 		}
-		st->reserved += m->span;
-		if (st->reserved > st->reserved_high)
-			st->reserved_high = st->reserved;
+		gmem_count(m->dev);
 	}
 	m->pending++;
 out:
@@ -1057,7 +1079,6 @@ CUresult sg_gmem_alloc_run(struct sg_gmem *m)
 {
 	CUmemAccessDesc acc = {{CU_MEM_LOCATION_TYPE_DEVICE, m->dev->ordinal},
 			       CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-	struct gmem_stats *st = stats_of(m->dev);
 	CUresult r = CUDA_SUCCESS;
 
 	pthread_mutex_lock(&gmem_lock);
@@ -1068,9 +1089,7 @@ CUresult sg_gmem_alloc_run(struct sg_gmem *m)
 			cuMemUnmap(m->va, m->span);
 		if (r == CUDA_SUCCESS) {
 			m->mapped = true;
-			st->used += m->span;
-			if (st->used > st->used_high)
-				st->used_high = st->used;
+			gmem_count(m->dev);
 		}
 	}
 	pthread_mutex_unlock(&gmem_lock);
@@ -1159,7 +1178,7 @@ SG_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device)
 		return r;
 	pthread_mutex_lock(&gmem_lock);
 	for (struct sg_gmem *m = gmems; m; m = m->next)
-		if (m->dev == dev && !m->mapped && !m->pending)
+		if (m->dev == dev && !m->claimed && !m->mapped && !m->pending)
 			gmem_release(m);
 	pthread_mutex_unlock(&gmem_lock);
 	return CUDA_SUCCESS;
