@@ -199,7 +199,8 @@ int sg_capture_mem(struct sg_stream *s, uint64_t alloc_size, uint64_t free_ptr, 
 	if (alloc_size) {
 		CUDA_MEM_ALLOC_NODE_PARAMS p = {
 			.poolProps = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
-				      .location = {CU_MEM_LOCATION_TYPE_DEVICE, s->ctx->dev->ordinal}},
+				      .location = {CU_MEM_LOCATION_TYPE_DEVICE,
+						   s->ctx->dev->ordinal}},
 			.bytesize = alloc_size};
 
 		r = sg_gnode_mem_alloc(s->cap->g, s->cdeps, s->ncdeps, &p, s->ctx, &n);

@@ -715,8 +715,8 @@ static bool has_mem_nodes(const struct sg_graph *g)
 	return false;
 }
 
-static CUresult cond_create(CUgraphConditionalHandle *out, CUgraph h, CUcontext hctx,
-			    unsigned dflt, unsigned flags)
+static CUresult cond_create(CUgraphConditionalHandle *out, CUgraph h, CUcontext hctx, unsigned dflt,
+			    unsigned flags)
 {
 	struct sg_graph *g = (struct sg_graph *)h;
 	struct sg_gcond *c;
@@ -934,8 +934,9 @@ SG_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGra
 					  const CUgraphNode *dependencies, size_t numDependencies,
 					  CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
 {
-	CUresult r = add_node(phGraphNode, hGraph, dependencies, numDependencies,
-			      CU_GRAPH_NODE_TYPE_MEM_ALLOC, &(struct add_args){.alloc = nodeParams});
+	CUresult r =
+		add_node(phGraphNode, hGraph, dependencies, numDependencies,
+			 CU_GRAPH_NODE_TYPE_MEM_ALLOC, &(struct add_args){.alloc = nodeParams});
 
 	if (r == CUDA_SUCCESS)
 		nodeParams->dptr = ((struct sg_gnode *)*phGraphNode)->palloc.dptr;
@@ -2009,7 +2010,8 @@ static void cond_op_run(struct sg_stream *s, void *data, int sticky)
 			b = 0;
 		else if (n->ctype == CU_GRAPH_COND_TYPE_IF && n->nbodies == 2)
 			b = 1; /* else */
-		if (b < 0 || body_run(s, j->x, &n->bodies[b]) || n->ctype != CU_GRAPH_COND_TYPE_WHILE)
+		if (b < 0 || body_run(s, j->x, &n->bodies[b]) ||
+		    n->ctype != CU_GRAPH_COND_TYPE_WHILE)
 			break;
 		sticky = __atomic_load_n(&s->ctx->sticky, __ATOMIC_ACQUIRE);
 	}
@@ -2061,8 +2063,7 @@ static struct sg_op *gmem_op(struct sg_gexec *x, struct sg_gnode *n, CUresult *e
 		sg_op_free(op);
 		return NULL;
 	}
-	*err = sg_gmem_prepare(n->gmem,
-			       x->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
+	*err = sg_gmem_prepare(n->gmem, x->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
 	if (*err) {
 		free(j);
 		sg_op_free(op);

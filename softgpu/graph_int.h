@@ -7,7 +7,7 @@
 struct sg_graph {
 	struct sg_gnode **nodes;
 	size_t n, cap;
-	bool visible; /* its nodes are handles (not an executable's private copy) */
+	bool visible;		 /* its nodes are handles (not an executable's private copy) */
 	struct sg_gcond **conds; /* the conditional handles made on it (references) */
 	size_t nconds, capconds;
 };
@@ -43,7 +43,7 @@ struct sg_gnode {
 		struct sg_graph *g;
 		struct sg_gnode **order;
 		size_t norder;
-	} *bodies;
+	} * bodies;
 	CUgraph *bodies_out;
 };
 
@@ -61,7 +61,7 @@ struct sg_gexec {
 	unsigned long long flags;
 	struct sg_gnode **order;
 	size_t norder;
-	int refs; /* its handle, and each queued op of a conditional node */
+	int refs;		 /* its handle, and each queued op of a conditional node */
 	struct sg_gcond **conds; /* every handle its nodes use, with a default to apply */
 	size_t nconds, capconds;
 	struct sg_gmem **gmems; /* every allocation node's memory (one instantiation each) */

@@ -856,8 +856,8 @@ SG_EXPORT CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType 
 
 struct sg_gmem {
 	struct sg_device *dev;
-	uint64_t va, size, span; /* span: size rounded up to the VMM granule */
-	uint8_t *host;		 /* the reservation's host shadow (vmm.c) */
+	uint64_t va, size, span;	   /* span: size rounded up to the VMM granule */
+	uint8_t *host;			   /* the reservation's host shadow (vmm.c) */
 	CUmemGenericAllocationHandle phys; /* 0: none yet, or trimmed */
 	bool mapped;
 	unsigned pending; /* launches queued whose allocation has not run yet */
