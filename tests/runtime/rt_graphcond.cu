@@ -2,7 +2,7 @@
 // the loop with cudaGraphSetConditional, an IF node with an else body (the condition set by
 // a kernel before it), a SWITCH node, a body filled by cudaStreamBeginCaptureToGraph and
 // default launch values; checked against the CPU over several launches. Through the pool
-// (GP_EXPECT_REFUSED=1) conditional handles are refused (see docs/graphs.md).
+// (GP_EXPECT_REFUSED=1) conditional handles are refused (see docs/conformance.md).
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>

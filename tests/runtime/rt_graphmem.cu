@@ -4,7 +4,7 @@
 // allocation freed outside its graph (with and without AUTO_FREE_ON_LAUNCH), the one
 // instantiation rule and an allocation past the device's memory. Every value is checked
 // against the CPU. Through the pool the program only checks that graph memory nodes are
-// refused (GP_EXPECT_REFUSED=1: see docs/graphs.md).
+// refused (GP_EXPECT_REFUSED=1: see docs/conformance.md).
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
