@@ -130,7 +130,7 @@ int sg_capture_op(struct sg_stream *s, struct sg_op *op, bool sync)
 		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
 		goto out;
 	}
-	/* stream-ordered frees would be free nodes: not supported */
+	/* a stream-ordered free of memory not from an allocation node: refused */
 	if (sync || op->kind == SG_OP_CALLBACK || op->kind == SG_OP_MEMFREE) {
 		invalidate(s->cap);
 		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -174,6 +174,49 @@ out:
 			op->kind = SG_OP_NOP;
 		sg_op_free(op);
 	}
+	return r;
+}
+
+int sg_capture_mem(struct sg_stream *s, uint64_t alloc_size, uint64_t free_ptr, uint64_t *dptr)
+{
+	struct sg_gnode *n;
+	struct sg_capture *c;
+	int r;
+
+	pthread_mutex_lock(&sg_glock);
+	if (s->cap == NULL) {
+		r = SG_NOT_CAPTURED;
+		if (s->is_null && (c = blocking_capture(s->ctx))) {
+			invalidate(c);
+			r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+		}
+		goto out;
+	}
+	if (s->cap->invalid) {
+		r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+		goto out;
+	}
+	if (alloc_size) {
+		CUDA_MEM_ALLOC_NODE_PARAMS p = {
+			.poolProps = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+				      .location = {CU_MEM_LOCATION_TYPE_DEVICE,
+						   s->ctx->dev->ordinal}},
+			.bytesize = alloc_size};
+
+		r = sg_gnode_mem_alloc(s->cap->g, s->cdeps, s->ncdeps, &p, s->ctx, &n);
+		if (r == CUDA_SUCCESS)
+			*dptr = n->palloc.dptr;
+	} else {
+		r = sg_gnode_mem_free(s->cap->g, s->cdeps, s->ncdeps, free_ptr, &n);
+		if (r == CUDA_ERROR_INVALID_VALUE)
+			r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* not graph memory */
+	}
+	if (r == CUDA_SUCCESS)
+		r = set_frontier(s, &n, 1);
+	if (r)
+		invalidate(s->cap);
+out:
+	pthread_mutex_unlock(&sg_glock);
 	return r;
 }
 
@@ -326,7 +369,12 @@ CUresult sg_capture_stream_sync(struct sg_stream *s, bool destroying)
 	struct sg_capture *c;
 
 	pthread_mutex_lock(&sg_glock);
-	if (s->cap) {
+	if (s->cap && destroying && s->cap->origin != s) {
+		/* a forked stream destroyed: it leaves, what it captured stays (CUDA lets a
+		 * program destroy a stream it joined back, as cuda-samples' graphMemoryNodes
+		 * does; softgpu does not check that it was joined) */
+		leave(s);
+	} else if (s->cap) {
 		c = s->cap;
 		invalidate(c);
 		r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -463,18 +511,23 @@ static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
 	struct sg_ctx *ctx;
 	struct sg_stream *s;
 	struct sg_capture *c, **pp;
+	CUgraph none;
 	CUresult r = sg_stream_resolve(hs, pt, &ctx, &s);
 
 	if (r)
 		return r;
-	if (out == NULL)
-		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&sg_glock);
 	c = s->cap;
 	if (c == NULL) {
 		r = CUDA_ERROR_ILLEGAL_STATE;
 		goto out;
 	}
+	if (out == NULL && c->own_graph) {
+		r = CUDA_ERROR_INVALID_VALUE; /* NULL only when capturing into a given graph */
+		goto out;
+	}
+	if (out == NULL)
+		out = &none;
 	if (c->origin != s) {
 		invalidate(c);
 		r = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;

@@ -95,6 +95,45 @@ struct sg_graph *sg_graph_new(bool visible)
 
 void sg_graph_free(struct sg_graph *g);
 
+/* ---- conditional handles ---- */
+
+static void cond_unref(struct sg_gcond *c)
+{
+	if (c && __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		sg_handle_del(c);
+		free(c);
+	}
+}
+
+static bool conds_push(struct sg_gcond ***arr, size_t *n, size_t *cap, struct sg_gcond *c)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*arr)[i] == c)
+			return true;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 4;
+		struct sg_gcond **a = realloc(*arr, nc * sizeof(*a));
+
+		if (a == NULL)
+			return false;
+		*arr = a;
+		*cap = nc;
+	}
+	(*arr)[(*n)++] = c;
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+	return true;
+}
+
+int sg_graph_set_conditional(uint64_t handle, uint32_t value)
+{
+	struct sg_gcond *c = (struct sg_gcond *)(uintptr_t)handle;
+
+	if (!sg_handle_ok(c, SG_K_GCOND))
+		return -1;
+	__atomic_store_n(&c->value, value, __ATOMIC_RELEASE);
+	return 0;
+}
+
 static void node_free(struct sg_gnode *n)
 {
 	if (n == NULL)
@@ -104,6 +143,15 @@ static void node_free(struct sg_gnode *n)
 	sg_launch_free(n->launch);
 	free(n->kparams);
 	sg_graph_free(n->child);
+	sg_gmem_unref(n->gmem);
+	free(n->acc);
+	cond_unref(n->cond);
+	for (unsigned i = 0; i < n->nbodies; i++) {
+		sg_graph_free(n->bodies[i].g);
+		free(n->bodies[i].order);
+	}
+	free(n->bodies);
+	free(n->bodies_out);
 	free(n->deps);
 	free(n->outs);
 	free(n);
@@ -117,6 +165,9 @@ void sg_graph_free(struct sg_graph *g)
 		sg_handle_del(g);
 	for (size_t i = 0; i < g->n; i++)
 		node_free(g->nodes[i]);
+	for (size_t i = 0; i < g->nconds; i++)
+		cond_unref(g->conds[i]);
+	free(g->conds);
 	free(g->nodes);
 	free(g);
 }
@@ -195,6 +246,28 @@ static size_t index_of(const struct sg_graph *g, const struct sg_gnode *n)
 	return (size_t)-1;
 }
 
+struct sg_graph *sg_graph_clone(const struct sg_graph *src, bool visible);
+
+/* A conditional node's handle and bodies, from src into n (which has none). */
+static CUresult cond_copy(struct sg_gnode *n, const struct sg_gnode *src, bool visible)
+{
+	n->cond = src->cond;
+	__atomic_add_fetch(&n->cond->refs, 1, __ATOMIC_ACQ_REL);
+	n->ctype = src->ctype;
+	n->bodies = calloc(src->nbodies, sizeof(*n->bodies));
+	n->bodies_out = calloc(src->nbodies, sizeof(*n->bodies_out));
+	if (n->bodies == NULL || n->bodies_out == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (unsigned i = 0; i < src->nbodies; i++) {
+		n->bodies[i].g = sg_graph_clone(src->bodies[i].g, visible);
+		if (n->bodies[i].g == NULL)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		n->bodies_out[i] = (CUgraph)n->bodies[i].g;
+		n->nbodies = i + 1;
+	}
+	return CUDA_SUCCESS;
+}
+
 /* Copies what a node does (not its edges) from src into n. */
 static CUresult node_copy_params(struct sg_gnode *n, const struct sg_gnode *src, bool visible)
 {
@@ -226,6 +299,22 @@ static CUresult node_copy_params(struct sg_gnode *n, const struct sg_gnode *src,
 		sg_graph_free(n->child);
 		n->child = c;
 	}
+	if (r == CUDA_SUCCESS && src->gmem != n->gmem) {
+		sg_gmem_unref(n->gmem);
+		n->gmem = src->gmem;
+		if (n->gmem)
+			sg_gmem_ref(n->gmem);
+	}
+	n->palloc = src->palloc;
+	if (r == CUDA_SUCCESS && src->acc && n->acc == NULL) {
+		n->acc = malloc(src->palloc.accessDescCount * sizeof(*n->acc));
+		if (n->acc == NULL)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		memcpy(n->acc, src->acc, src->palloc.accessDescCount * sizeof(*n->acc));
+	}
+	n->palloc.accessDescs = n->acc;
+	if (r == CUDA_SUCCESS && src->cond && n->cond == NULL)
+		r = cond_copy(n, src, visible);
 	return r;
 }
 
@@ -243,6 +332,9 @@ struct sg_graph *sg_graph_clone(const struct sg_graph *src, bool visible)
 			goto fail;
 		n->orig = s;
 	}
+	for (size_t i = 0; i < src->nconds; i++)
+		if (!conds_push(&g->conds, &g->nconds, &g->capconds, src->conds[i]))
+			goto fail;
 	for (size_t i = 0; i < src->n; i++) {
 		const struct sg_gnode *s = src->nodes[i];
 
@@ -351,12 +443,16 @@ SG_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
 	LOCKED(graph_destroy(hGraph));
 }
 
+static bool has_mem_nodes(const struct sg_graph *g);
+
 static CUresult graph_clone_api(CUgraph *out, CUgraph h)
 {
 	struct sg_graph *g;
 
 	if (out == NULL || !sg_graph_ok(h))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (has_mem_nodes((struct sg_graph *)h))
+		return CUDA_ERROR_NOT_SUPPORTED; /* CUDA does not clone graphs with memory nodes */
 	g = sg_graph_clone((struct sg_graph *)h, true);
 	if (g == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -489,6 +585,177 @@ static CUresult event_set(struct sg_gnode *n, CUevent e)
 	return CUDA_SUCCESS;
 }
 
+/* ---- memory and conditional nodes ---- */
+
+static CUresult alloc_set(struct sg_gnode *n, const CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+	const CUmemPoolProps *pp;
+	uint64_t va;
+	CUresult r;
+
+	if (p == NULL || p->bytesize == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	pp = &p->poolProps;
+	if (pp->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    pp->location.type != CU_MEM_LOCATION_TYPE_DEVICE || pp->location.id < 0 ||
+	    pp->location.id >= sg_ndevices || pp->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->accessDescCount > (size_t)sg_ndevices || (p->accessDescCount && !p->accessDescs))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < p->accessDescCount; i++) {
+		const CUmemAccessDesc *a = &p->accessDescs[i];
+
+		if (a->location.type != CU_MEM_LOCATION_TYPE_DEVICE || a->location.id < 0 ||
+		    a->location.id >= sg_ndevices)
+			return CUDA_ERROR_INVALID_VALUE;
+		if (a->location.id != pp->location.id)
+			return CUDA_ERROR_NOT_SUPPORTED; /* no peer access in softgpu */
+		if (a->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+			return CUDA_ERROR_INVALID_VALUE; /* the owning device always reads and writes */
+	}
+	n->acc = malloc((p->accessDescCount ? p->accessDescCount : 1) * sizeof(*n->acc));
+	if (n->acc == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (p->accessDescCount)
+		memcpy(n->acc, p->accessDescs, p->accessDescCount * sizeof(*n->acc));
+	r = sg_gmem_new(&sg_devices[pp->location.id], p->bytesize, &n->gmem, &va);
+	if (r)
+		return r;
+	n->palloc = *p;
+	n->palloc.accessDescs = n->acc;
+	n->palloc.dptr = va;
+	return CUDA_SUCCESS;
+}
+
+static CUresult free_set(struct sg_gnode *n, uint64_t dptr)
+{
+	struct sg_graph *g = n->graph;
+	struct sg_gmem *m = sg_gmem_find(dptr);
+	bool own = false;
+
+	if (m == NULL)
+		return CUDA_ERROR_INVALID_VALUE; /* not an allocation node's address */
+	for (size_t i = 0; i < g->n; i++) {
+		const struct sg_gnode *o = g->nodes[i];
+
+		if (o != n && o->gmem == m && o->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+			return CUDA_ERROR_INVALID_VALUE; /* freed twice in one graph */
+		if (o->gmem == m && o->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+			own = true;
+	}
+	sg_gmem_ref(m);
+	n->gmem = m;
+	n->palloc.dptr = dptr;
+	if (own)
+		sg_gmem_set_graph_frees(m);
+	return CUDA_SUCCESS;
+}
+
+static CUresult cond_set(struct sg_gnode *n, const CUDA_CONDITIONAL_NODE_PARAMS *p)
+{
+	struct sg_gcond *c;
+	struct sg_ctx *ctx;
+	CUresult r;
+
+	if (p == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	c = (struct sg_gcond *)(uintptr_t)p->handle;
+	if (!sg_handle_ok(c, SG_K_GCOND))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = node_ctx(p->ctx, &ctx)))
+		return r;
+	if (ctx != c->ctx)
+		return CUDA_ERROR_INVALID_VALUE; /* the handle's context only */
+	switch (p->type) {
+	case CU_GRAPH_COND_TYPE_IF:
+		if (p->size != 1 && p->size != 2)
+			return CUDA_ERROR_INVALID_VALUE;
+		break;
+	case CU_GRAPH_COND_TYPE_WHILE:
+		if (p->size != 1)
+			return CUDA_ERROR_INVALID_VALUE;
+		break;
+	case CU_GRAPH_COND_TYPE_SWITCH:
+		if (p->size == 0 || p->size > 4096)
+			return CUDA_ERROR_INVALID_VALUE;
+		break;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	n->bodies = calloc(p->size, sizeof(*n->bodies));
+	n->bodies_out = calloc(p->size, sizeof(*n->bodies_out));
+	if (n->bodies == NULL || n->bodies_out == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (unsigned i = 0; i < p->size; i++) {
+		n->bodies[i].g = sg_graph_new(true);
+		if (n->bodies[i].g == NULL)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		n->bodies_out[i] = (CUgraph)n->bodies[i].g;
+		n->nbodies = i + 1;
+	}
+	n->ctx = ctx;
+	n->ctype = p->type;
+	n->cond = c;
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+	return CUDA_SUCCESS;
+}
+
+/* Whether g (or a graph inside it) has memory nodes: such a graph is not cloned. */
+static bool has_mem_nodes(const struct sg_graph *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		const struct sg_gnode *n = g->nodes[i];
+
+		if (n->gmem || (n->child && has_mem_nodes(n->child)))
+			return true;
+		for (unsigned b = 0; b < n->nbodies; b++)
+			if (has_mem_nodes(n->bodies[b].g))
+				return true;
+	}
+	return false;
+}
+
+static CUresult cond_create(CUgraphConditionalHandle *out, CUgraph h, CUcontext hctx, unsigned dflt,
+			    unsigned flags)
+{
+	struct sg_graph *g = (struct sg_graph *)h;
+	struct sg_gcond *c;
+	struct sg_ctx *ctx;
+	CUresult r;
+
+	if (out == NULL || !sg_graph_ok(h) || (flags & ~(unsigned)CU_GRAPH_COND_ASSIGN_DEFAULT))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = node_ctx(hctx, &ctx)))
+		return r;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*c = (struct sg_gcond){.value = dflt, .dflt = dflt, .flags = flags, .ctx = ctx};
+	if (sg_handle_add(c, SG_K_GCOND)) {
+		free(c);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (!conds_push(&g->conds, &g->nconds, &g->capconds, c)) {
+		sg_handle_del(c);
+		free(c);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = (CUgraphConditionalHandle)(uintptr_t)c;
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out,
+						  CUgraph hGraph, CUcontext ctx,
+						  unsigned int defaultLaunchValue,
+						  unsigned int flags)
+{
+	CUresult r = sg_inited();
+
+	if (r)
+		return r;
+	LOCKED(cond_create(pHandle_out, hGraph, ctx, defaultLaunchValue, flags));
+}
+
 /* What an add call sets on its new node. */
 struct add_args {
 	const CUDA_KERNEL_NODE_PARAMS *kernel;
@@ -498,6 +765,9 @@ struct add_args {
 	CUcontext ctx;
 	CUevent event;
 	CUgraph child;
+	const CUDA_MEM_ALLOC_NODE_PARAMS *alloc;
+	uint64_t free_ptr;
+	const CUDA_CONDITIONAL_NODE_PARAMS *cond;
 };
 
 static CUresult add_node(CUgraphNode *out, CUgraph hg, const CUgraphNode *deps, size_t ndeps,
@@ -532,13 +802,23 @@ static CUresult add_node(CUgraphNode *out, CUgraph hg, const CUgraphNode *deps, 
 			r = event_set(n, a->event);
 			break;
 		case CU_GRAPH_NODE_TYPE_GRAPH:
-			if (!sg_graph_ok(a->child) || a->child == hg)
-				r = CUDA_ERROR_INVALID_VALUE;
+			if (!sg_graph_ok(a->child) || a->child == hg ||
+			    has_mem_nodes((struct sg_graph *)a->child))
+				r = CUDA_ERROR_INVALID_VALUE; /* memory nodes: only moved, in CUDA */
 			else if ((n->child = sg_graph_clone((struct sg_graph *)a->child, true)) ==
 				 NULL)
 				r = CUDA_ERROR_OUT_OF_MEMORY;
 			break;
 		case CU_GRAPH_NODE_TYPE_EMPTY:
+			break;
+		case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+			r = alloc_set(n, a->alloc);
+			break;
+		case CU_GRAPH_NODE_TYPE_MEM_FREE:
+			r = free_set(n, a->free_ptr);
+			break;
+		case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+			r = cond_set(n, a->cond);
 			break;
 		default:
 			r = CUDA_ERROR_NOT_SUPPORTED;
@@ -620,6 +900,57 @@ SG_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGr
 			CU_GRAPH_NODE_TYPE_WAIT_EVENT, &(struct add_args){.event = event});
 }
 
+CUresult sg_gnode_mem_alloc(struct sg_graph *g, struct sg_gnode *const *deps, size_t ndeps,
+			    const CUDA_MEM_ALLOC_NODE_PARAMS *p, struct sg_ctx *ctx,
+			    struct sg_gnode **out)
+{
+	CUresult r = sg_gnode_new(g, CU_GRAPH_NODE_TYPE_MEM_ALLOC, deps, ndeps, out);
+
+	if (r)
+		return r;
+	(*out)->ctx = ctx;
+	if ((r = alloc_set(*out, p))) {
+		node_unlink(*out);
+		node_free(*out);
+	}
+	return r;
+}
+
+CUresult sg_gnode_mem_free(struct sg_graph *g, struct sg_gnode *const *deps, size_t ndeps,
+			   uint64_t dptr, struct sg_gnode **out)
+{
+	CUresult r = sg_gnode_new(g, CU_GRAPH_NODE_TYPE_MEM_FREE, deps, ndeps, out);
+
+	if (r)
+		return r;
+	if ((r = free_set(*out, dptr))) {
+		node_unlink(*out);
+		node_free(*out);
+	}
+	return r;
+}
+
+SG_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					  const CUgraphNode *dependencies, size_t numDependencies,
+					  CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+	CUresult r =
+		add_node(phGraphNode, hGraph, dependencies, numDependencies,
+			 CU_GRAPH_NODE_TYPE_MEM_ALLOC, &(struct add_args){.alloc = nodeParams});
+
+	if (r == CUDA_SUCCESS)
+		nodeParams->dptr = ((struct sg_gnode *)*phGraphNode)->palloc.dptr;
+	return r;
+}
+
+SG_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					 const CUgraphNode *dependencies, size_t numDependencies,
+					 CUdeviceptr dptr)
+{
+	return add_node(phGraphNode, hGraph, dependencies, numDependencies,
+			CU_GRAPH_NODE_TYPE_MEM_FREE, &(struct add_args){.free_ptr = dptr});
+}
+
 /* cuGraphAddNode's generic parameters as an add call's; NOT_SUPPORTED for other types. */
 static CUresult generic_args(const CUgraphNodeParams *p, struct add_args *a,
 			     CUDA_KERNEL_NODE_PARAMS *k, CUDA_MEMSET_NODE_PARAMS *m,
@@ -663,6 +994,15 @@ static CUresult generic_args(const CUgraphNodeParams *p, struct add_args *a,
 		return CUDA_SUCCESS;
 	case CU_GRAPH_NODE_TYPE_EMPTY:
 		return CUDA_SUCCESS;
+	case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+		a->alloc = (const CUDA_MEM_ALLOC_NODE_PARAMS *)&p->alloc; /* v1 and v2 agree */
+		return CUDA_SUCCESS;
+	case CU_GRAPH_NODE_TYPE_MEM_FREE:
+		a->free_ptr = p->free.dptr;
+		return CUDA_SUCCESS;
+	case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+		a->cond = &p->conditional;
+		return CUDA_SUCCESS;
 	default:
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
@@ -694,10 +1034,52 @@ SG_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
 		return r;
 	if (!sg_edges_default(dependencyData, numDependencies))
 		return CUDA_ERROR_NOT_SUPPORTED; /* programmatic edges */
-	return add_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams->type, &a);
+	r = add_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams->type, &a);
+	if (r == CUDA_SUCCESS && nodeParams->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+		nodeParams->alloc.dptr = ((struct sg_gnode *)*phGraphNode)->palloc.dptr;
+	if (r == CUDA_SUCCESS && nodeParams->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+		nodeParams->conditional.phGraph_out = ((struct sg_gnode *)*phGraphNode)->bodies_out;
+	return r;
 }
 
 /* ---- querying and editing nodes ---- */
+
+static CUresult node_get(CUgraphNode h, CUgraphNodeType type, struct sg_gnode **out);
+
+static CUresult alloc_get(CUgraphNode h, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, CU_GRAPH_NODE_TYPE_MEM_ALLOC, &n);
+
+	if (r == CUDA_SUCCESS && p == NULL)
+		r = CUDA_ERROR_INVALID_VALUE;
+	if (r == CUDA_SUCCESS)
+		*p = n->palloc;
+	return r;
+}
+
+SG_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
+						CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
+{
+	LOCKED(alloc_get(hNode, params_out));
+}
+
+static CUresult free_get(CUgraphNode h, CUdeviceptr *p)
+{
+	struct sg_gnode *n;
+	CUresult r = node_get(h, CU_GRAPH_NODE_TYPE_MEM_FREE, &n);
+
+	if (r == CUDA_SUCCESS && p == NULL)
+		r = CUDA_ERROR_INVALID_VALUE;
+	if (r == CUDA_SUCCESS)
+		*p = n->palloc.dptr;
+	return r;
+}
+
+SG_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)
+{
+	LOCKED(free_get(hNode, dptr_out));
+}
 
 static CUresult node_get(CUgraphNode h, CUgraphNodeType type, struct sg_gnode **out)
 {
@@ -1096,6 +1478,8 @@ static CUresult destroy_node(CUgraphNode h)
 
 	if (!sg_gnode_ok(h))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (has_mem_nodes(n->graph))
+		return CUDA_ERROR_NOT_SUPPORTED; /* CUDA keeps the nodes of such graphs */
 	node_unlink(n);
 	node_free(n);
 	return CUDA_SUCCESS;
@@ -1112,9 +1496,83 @@ static void exec_free(struct sg_gexec *x)
 {
 	if (x == NULL)
 		return;
+	for (size_t i = 0; i < x->ngmems; i++)
+		sg_gmem_unclaim(x->gmems[i]);
+	free(x->gmems);
+	for (size_t i = 0; i < x->nconds; i++)
+		cond_unref(x->conds[i]);
+	free(x->conds);
 	sg_graph_free(x->g);
 	free(x->order);
 	free(x);
+}
+
+static void exec_unref(struct sg_gexec *x)
+{
+	if (__atomic_sub_fetch(&x->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		exec_free(x);
+}
+
+/*
+ * Instantiation's walk of g (an executable's private graph): each conditional body's order,
+ * the handles whose default applies at each launch, each allocation node's memory (claimed:
+ * one instantiation at a time). in_body: g is inside a conditional body, where CUDA allows
+ * only kernels, empty nodes, child graphs, memsets, copies and conditionals.
+ */
+static CUresult exec_walk(struct sg_gexec *x, struct sg_graph *g, bool in_body)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	for (size_t i = 0; i < g->nconds && r == CUDA_SUCCESS; i++)
+		if ((g->conds[i]->flags & CU_GRAPH_COND_ASSIGN_DEFAULT) &&
+		    !conds_push(&x->conds, &x->nconds, &x->capconds, g->conds[i]))
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; i < g->n && r == CUDA_SUCCESS; i++) {
+		struct sg_gnode *n = g->nodes[i];
+		struct sg_gmem **a;
+
+		switch (n->type) {
+		case CU_GRAPH_NODE_TYPE_KERNEL:
+		case CU_GRAPH_NODE_TYPE_EMPTY:
+		case CU_GRAPH_NODE_TYPE_MEMSET:
+		case CU_GRAPH_NODE_TYPE_MEMCPY:
+			break;
+		case CU_GRAPH_NODE_TYPE_GRAPH:
+			r = exec_walk(x, n->child, in_body);
+			break;
+		case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+			for (unsigned b = 0; b < n->nbodies && r == CUDA_SUCCESS; b++) {
+				size_t cap = 0;
+
+				r = topo(n->bodies[b].g, &n->bodies[b].order, &n->bodies[b].norder,
+					 &cap);
+				if (r == CUDA_SUCCESS)
+					r = exec_walk(x, n->bodies[b].g, true);
+			}
+			break;
+		case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+			if (in_body) {
+				r = CUDA_ERROR_INVALID_VALUE;
+				break;
+			}
+			a = realloc(x->gmems, (x->ngmems + 1) * sizeof(*a));
+			if (a == NULL) {
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+				break;
+			}
+			x->gmems = a;
+			if (!sg_gmem_claim(n->gmem))
+				r = CUDA_ERROR_INVALID_VALUE; /* instantiated already */
+			else
+				x->gmems[x->ngmems++] = n->gmem;
+			break;
+		default:
+			if (in_body)
+				r = CUDA_ERROR_INVALID_VALUE;
+			break;
+		}
+	}
+	return r;
 }
 
 static CUresult instantiate(CUgraphExec *out, CUgraph h, unsigned long long flags)
@@ -1141,7 +1599,10 @@ static CUresult instantiate(CUgraphExec *out, CUgraph h, unsigned long long flag
 		free(x);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	x->refs = 1;
 	r = topo(x->g, &x->order, &x->norder, &cap);
+	if (r == CUDA_SUCCESS)
+		r = exec_walk(x, x->g, false);
 	if (r == CUDA_SUCCESS && sg_handle_add(x, SG_K_GEXEC))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	if (r) {
@@ -1222,7 +1683,7 @@ static CUresult exec_destroy(CUgraphExec h)
 	if (!exec_ok(h))
 		return CUDA_ERROR_INVALID_VALUE;
 	sg_handle_del(h);
-	exec_free((struct sg_gexec *)h);
+	exec_unref((struct sg_gexec *)h); /* queued conditional nodes may hold it still */
 	return CUDA_SUCCESS;
 }
 
@@ -1370,6 +1831,10 @@ static bool same_topology(const struct sg_graph *a, const struct sg_graph *b,
 		const struct sg_gnode *x = a->nodes[i], *y = b->nodes[i];
 
 		info->errorNode = (CUgraphNode)y;
+		if (x->type == CU_GRAPH_NODE_TYPE_CONDITIONAL || x->gmem != y->gmem) {
+			info->result = CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+			return false;
+		}
 		if (x->type != y->type) {
 			info->result = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
 			return false;
@@ -1453,16 +1918,177 @@ SG_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
 
 /* ---- launching ---- */
 
-/* The ops one launch of x queues, in its order (NULL entries for nodes that do nothing). */
-static CUresult launch_ops(struct sg_gexec *x, struct sg_op ***out, size_t *nops)
+struct alloc_job {
+	struct sg_gmem *m;
+	bool ran;
+};
+
+static void alloc_op_run(struct sg_stream *s, void *data, int sticky)
 {
-	struct sg_op **ops = calloc(x->norder ? x->norder : 1, sizeof(*ops));
+	struct alloc_job *j = data;
+	CUresult r;
+
+	(void)sticky; /* mapped even so: the free that follows expects it */
+	j->ran = true;
+	if ((r = sg_gmem_alloc_run(j->m)))
+		sg_ctx_set_sticky(s->ctx, (int)r);
+}
+
+static void alloc_op_done(void *data)
+{
+	struct alloc_job *j = data;
+
+	if (!j->ran)
+		sg_gmem_unprepare(j->m);
+	sg_gmem_unref(j->m);
+	free(j);
+}
+
+static void free_op_run(struct sg_stream *s, void *data, int sticky)
+{
+	(void)s;
+	(void)sticky;
+	sg_gmem_free_run(data);
+}
+
+static void gmem_op_done(void *data)
+{
+	sg_gmem_unref(data);
+}
+
+struct cond_job {
+	struct sg_gexec *x;
+	struct sg_gnode *n; /* x's */
+};
+
+static void defaults_run(struct sg_stream *s, void *data, int sticky)
+{
+	struct sg_gexec *x = ((struct cond_job *)data)->x;
+
+	(void)s;
+	(void)sticky;
+	for (size_t i = 0; i < x->nconds; i++)
+		__atomic_store_n(&x->conds[i]->value, x->conds[i]->dflt, __ATOMIC_RELEASE);
+}
+
+static CUresult order_ops(struct sg_gexec *x, struct sg_gnode *const *order, size_t norder,
+			  struct sg_op ***out, size_t *nops);
+
+/* One run of a conditional body, now, on s's thread: 0, or -1 after a failure. */
+static int body_run(struct sg_stream *s, struct sg_gexec *x, const struct sg_gbody *b)
+{
+	struct sg_op **ops = NULL;
+	size_t n = 0;
+	CUresult r;
+
+	pthread_mutex_lock(&sg_glock); /* exec SetParams calls may edit x's nodes */
+	r = order_ops(x, b->order, b->norder, &ops, &n);
+	pthread_mutex_unlock(&sg_glock);
+	if (r) {
+		sg_ctx_set_sticky(s->ctx, (int)r);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		sg_stream_run_now(s, ops[i]);
+	free(ops);
+	return 0;
+}
+
+/* A conditional node running: its value read now picks the body (or ends the loop). */
+static void cond_op_run(struct sg_stream *s, void *data, int sticky)
+{
+	struct cond_job *j = data;
+	const struct sg_gnode *n = j->n;
+
+	while (!sticky) {
+		uint32_t v = __atomic_load_n(&n->cond->value, __ATOMIC_ACQUIRE);
+		long b = -1;
+
+		if (n->ctype == CU_GRAPH_COND_TYPE_SWITCH)
+			b = v < n->nbodies ? (long)v : -1;
+		else if (v)
+			b = 0;
+		else if (n->ctype == CU_GRAPH_COND_TYPE_IF && n->nbodies == 2)
+			b = 1; /* else */
+		if (b < 0 || body_run(s, j->x, &n->bodies[b]) ||
+		    n->ctype != CU_GRAPH_COND_TYPE_WHILE)
+			break;
+		sticky = __atomic_load_n(&s->ctx->sticky, __ATOMIC_ACQUIRE);
+	}
+}
+
+static void cond_op_done(void *data)
+{
+	struct cond_job *j = data;
+
+	exec_unref(j->x);
+	free(j);
+}
+
+/* A GRAPHFN op of x (taking a reference on it) running fn over node n. */
+static struct sg_op *exec_op(struct sg_gexec *x, struct sg_gnode *n,
+			     void (*fn)(struct sg_stream *, void *, int))
+{
+	struct cond_job *j = malloc(sizeof(*j));
+	struct sg_op *op = j ? sg_op_new(SG_OP_GRAPHFN) : NULL;
+
+	if (op == NULL) {
+		free(j);
+		return NULL;
+	}
+	*j = (struct cond_job){x, n};
+	__atomic_add_fetch(&x->refs, 1, __ATOMIC_ACQ_REL);
+	op->u.gfn.run = fn;
+	op->u.gfn.done = cond_op_done;
+	op->u.gfn.data = j;
+	return op;
+}
+
+static struct sg_op *gmem_op(struct sg_gexec *x, struct sg_gnode *n, CUresult *err)
+{
+	struct alloc_job *j;
+	struct sg_op *op = sg_op_new(SG_OP_GRAPHFN);
+
+	if (op == NULL)
+		return NULL;
+	if (n->type == CU_GRAPH_NODE_TYPE_MEM_FREE) {
+		sg_gmem_ref(n->gmem);
+		op->u.gfn.run = free_op_run;
+		op->u.gfn.done = gmem_op_done;
+		op->u.gfn.data = n->gmem;
+		return op;
+	}
+	j = calloc(1, sizeof(*j));
+	if (j == NULL) {
+		sg_op_free(op);
+		return NULL;
+	}
+	*err = sg_gmem_prepare(n->gmem, x->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
+	if (*err) {
+		free(j);
+		sg_op_free(op);
+		return NULL;
+	}
+	sg_gmem_ref(n->gmem);
+	j->m = n->gmem;
+	op->u.gfn.run = alloc_op_run;
+	op->u.gfn.done = alloc_op_done;
+	op->u.gfn.data = j;
+	return op;
+}
+
+/* The ops a run of order (x's nodes) makes, in that order (nodes that do nothing have none). */
+static CUresult order_ops(struct sg_gexec *x, struct sg_gnode *const *order, size_t norder,
+			  struct sg_op ***out, size_t *nops)
+{
+	struct sg_op **ops = calloc(norder + 1, sizeof(*ops));
 	size_t k = 0;
+	CUresult err = CUDA_ERROR_OUT_OF_MEMORY;
 
 	if (ops == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	for (size_t i = 0; i < x->norder; i++) {
-		struct sg_gnode *n = x->order[i];
+	for (size_t i = 0; i < norder; i++) {
+		struct sg_gnode *n = order[i];
 		struct sg_op *op = NULL;
 
 		if (!n->enabled)
@@ -1496,14 +2122,19 @@ static CUresult launch_ops(struct sg_gexec *x, struct sg_op ***out, size_t *nops
 		case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
 		case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
 			if (!sg_handle_ok(n->event, SG_K_EVENT)) {
-				for (size_t j = 0; j < k; j++)
-					sg_op_free(ops[j]);
-				free(ops);
-				return CUDA_ERROR_INVALID_HANDLE; /* destroyed since */
+				err = CUDA_ERROR_INVALID_HANDLE; /* destroyed since */
+				break;
 			}
 			op = sg_event_op_new(n->event, n->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD
 							       ? SG_OP_RECORD
 							       : SG_OP_WAIT);
+			break;
+		case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+		case CU_GRAPH_NODE_TYPE_MEM_FREE:
+			op = gmem_op(x, n, &err);
+			break;
+		case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+			op = exec_op(x, n, cond_op_run);
 			break;
 		default:
 			continue; /* empty */
@@ -1512,12 +2143,32 @@ static CUresult launch_ops(struct sg_gexec *x, struct sg_op ***out, size_t *nops
 			for (size_t j = 0; j < k; j++)
 				sg_op_free(ops[j]);
 			free(ops);
-			return CUDA_ERROR_OUT_OF_MEMORY;
+			return err;
 		}
 		ops[k++] = op;
 	}
 	*out = ops;
 	*nops = k;
+	return CUDA_SUCCESS;
+}
+
+/* The ops one launch of x queues: its handles' defaults first, then its order. */
+static CUresult launch_ops(struct sg_gexec *x, struct sg_op ***out, size_t *nops)
+{
+	struct sg_op *d = NULL, **ops;
+	CUresult r;
+
+	if (x->nconds && (d = exec_op(x, NULL, defaults_run)) == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = order_ops(x, x->order, x->norder, out, nops);
+	if (r || d == NULL) {
+		sg_op_free(d);
+		return r;
+	}
+	ops = *out;
+	memmove(ops + 1, ops, *nops * sizeof(*ops)); /* order_ops leaves a spare slot */
+	ops[0] = d;
+	(*nops)++;
 	return CUDA_SUCCESS;
 }
 
@@ -1591,6 +2242,12 @@ static const char *type_name(CUgraphNodeType t)
 		return "event_wait";
 	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
 		return "event_record";
+	case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+		return "mem_alloc";
+	case CU_GRAPH_NODE_TYPE_MEM_FREE:
+		return "mem_free";
+	case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+		return "conditional";
 	default:
 		return "other";
 	}

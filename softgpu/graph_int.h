@@ -7,7 +7,9 @@
 struct sg_graph {
 	struct sg_gnode **nodes;
 	size_t n, cap;
-	bool visible; /* its nodes are handles (not an executable's private copy) */
+	bool visible;		 /* its nodes are handles (not an executable's private copy) */
+	struct sg_gcond **conds; /* the conditional handles made on it (references) */
+	size_t nconds, capconds;
 };
 
 struct sg_gnode {
@@ -28,6 +30,30 @@ struct sg_gnode {
 	CUDA_HOST_NODE_PARAMS host;
 	struct sg_event *event;
 	struct sg_graph *child; /* owned */
+	/* memory nodes: the allocation's memory (a reference); an allocation's parameters */
+	struct sg_gmem *gmem;
+	CUDA_MEM_ALLOC_NODE_PARAMS palloc;
+	CUmemAccessDesc *acc; /* palloc.accessDescs: the node's copy */
+	/* conditional nodes: the handle (a reference), the bodies (owned; each body's order
+	 * filled in by instantiation), what phGraph_out names */
+	struct sg_gcond *cond;
+	CUgraphConditionalNodeType ctype;
+	unsigned nbodies;
+	struct sg_gbody {
+		struct sg_graph *g;
+		struct sg_gnode **order;
+		size_t norder;
+	} * bodies;
+	CUgraph *bodies_out;
+};
+
+/* A conditional handle (cuGraphConditionalHandleCreate): counted by the graphs and
+ * executables that hold it; the value is read and written atomically. */
+struct sg_gcond {
+	uint32_t value, dflt;
+	unsigned flags;
+	int refs;
+	struct sg_ctx *ctx;
 };
 
 struct sg_gexec {
@@ -35,6 +61,11 @@ struct sg_gexec {
 	unsigned long long flags;
 	struct sg_gnode **order;
 	size_t norder;
+	int refs;		 /* its handle, and each queued op of a conditional node */
+	struct sg_gcond **conds; /* every handle its nodes use, with a default to apply */
+	size_t nconds, capconds;
+	struct sg_gmem **gmems; /* every allocation node's memory (one instantiation each) */
+	size_t ngmems, capgmems;
 };
 
 /* Guards every graph, executable, capture and the capture fields of streams and events;
@@ -63,5 +94,41 @@ bool sg_edges_default(const CUgraphEdgeData *d, size_t n);
 CUresult sg_capture_add_child(struct sg_stream *s, struct sg_gexec *x);
 /* Whether a capture in progress builds g. */
 bool sg_capture_uses_graph(const struct sg_graph *g);
+/*
+ * cuMemAllocAsync (alloc_size, *dptr out) or cuMemFreeAsync (free_ptr) on s while a capture
+ * is in progress: an allocation or free node of s's capture (CUresult), refused as
+ * sg_capture_op refuses, or SG_NOT_CAPTURED.
+ */
+int sg_capture_mem(struct sg_stream *s, uint64_t alloc_size, uint64_t free_ptr, uint64_t *dptr);
+
+/* graph.c: an allocation (*va) or free node of g after deps, as the API calls make them. */
+CUresult sg_gnode_mem_alloc(struct sg_graph *g, struct sg_gnode *const *deps, size_t ndeps,
+			    const CUDA_MEM_ALLOC_NODE_PARAMS *p, struct sg_ctx *ctx,
+			    struct sg_gnode **out);
+CUresult sg_gnode_mem_free(struct sg_graph *g, struct sg_gnode *const *deps, size_t ndeps,
+			   uint64_t dptr, struct sg_gnode **out);
+
+/*
+ * mempool.c: graph memory. An allocation node's memory: its address reserved at once
+ * (sg_gmem_new), its physical memory made when a launch is queued (sg_gmem_prepare:
+ * INVALID_VALUE when its last allocation is not freed and the launch may not free it),
+ * mapped when the node runs and unmapped by a free (node, cuMemFreeAsync, relaunch).
+ */
+struct sg_gmem;
+CUresult sg_gmem_new(struct sg_device *dev, uint64_t size, struct sg_gmem **out, uint64_t *va);
+void sg_gmem_ref(struct sg_gmem *m);
+void sg_gmem_unref(struct sg_gmem *m);
+uint64_t sg_gmem_va(const struct sg_gmem *m);
+/* The memory of the allocation node whose address is va, or NULL. */
+struct sg_gmem *sg_gmem_find(uint64_t va);
+/* Its own graph has a free node for it: no one else may free it. */
+void sg_gmem_set_graph_frees(struct sg_gmem *m);
+/* One executable at a time: false when one holds it already. */
+bool sg_gmem_claim(struct sg_gmem *m);
+void sg_gmem_unclaim(struct sg_gmem *m);
+CUresult sg_gmem_prepare(struct sg_gmem *m, bool auto_free);
+void sg_gmem_unprepare(struct sg_gmem *m); /* a prepared launch that never ran */
+CUresult sg_gmem_alloc_run(struct sg_gmem *m);
+void sg_gmem_free_run(struct sg_gmem *m);
 
 #endif

@@ -459,6 +459,8 @@ uint8_t *sg_mem_xlate(uint64_t addr, uint64_t size, bool host_ok, CUresult *err)
 		*err = CUDA_ERROR_INVALID_VALUE;
 	}
 	pthread_rwlock_unlock(&table_lock);
+	if (h == NULL && (h = sg_gmem_host(addr, size)))
+		*err = CUDA_SUCCESS; /* graph memory not allocated yet (its lock is taken first) */
 	return h;
 }
 
@@ -723,6 +725,8 @@ SG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 		return sg_mempool_free_now(dptr); /* memory from cuMemAllocAsync goes back */
 	if (a.kind == SG_MEM_MANAGED && a.base == dptr)
 		advice_forget(dptr); /* the address may come back for another allocation */
+	if (sg_gmem_free_sync(dptr, &r))
+		return r; /* a graph allocation node's memory */
 	return sg_mem_free(c, dptr, SG_MEM_DEVICE);
 }
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "softgpu.h"
+#include "graph_int.h"
 
 /*
  * DESIGN: a pool holds chunks of its device's arena (memory.c). A chunk is LIVE while an
@@ -33,6 +33,8 @@
  */
 
 enum { CH_LIVE = 1, CH_FREEING, CH_FREE };
+
+static CUresult gmem_user_free(struct sg_gmem *m, struct sg_stream *s);
 
 struct chunk {
 	uint64_t base;
@@ -254,20 +256,20 @@ static CUresult pool_alloc(struct sg_mempool *p, struct sg_ctx *ctx, struct sg_s
 	return CUDA_SUCCESS;
 }
 
-/* The stream of a stream-ordered call, refused while it is being captured (allocation nodes
- * are not supported). */
-static CUresult ordered_stream(CUstream h, bool pt, struct sg_ctx **ctx, struct sg_stream **s)
+/* The stream of a stream-ordered call. While it is being captured, an allocation or free
+ * becomes an allocation or free node (capture.c): *cap is then its CUresult; else -1. */
+static CUresult ordered_stream(CUstream h, bool pt, struct sg_ctx **ctx, struct sg_stream **s,
+			       uint64_t alloc_size, uint64_t free_ptr, uint64_t *dptr, int *cap)
 {
 	CUresult r = sg_stream_resolve(h, pt, ctx, s);
-	int c;
 
+	*cap = SG_NOT_CAPTURED;
 	if (r)
 		return r;
 	if ((r = (CUresult)__atomic_load_n(&(*ctx)->sticky, __ATOMIC_ACQUIRE)))
 		return r;
-	if (__atomic_load_n(&sg_captures_active, __ATOMIC_ACQUIRE) &&
-	    (c = sg_capture_op(*s, NULL, false)) != SG_NOT_CAPTURED)
-		return (CUresult)c;
+	if (__atomic_load_n(&sg_captures_active, __ATOMIC_ACQUIRE))
+		*cap = sg_capture_mem(*s, alloc_size, free_ptr, dptr);
 	return CUDA_SUCCESS;
 }
 
@@ -277,12 +279,19 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool h, CUst
 	struct sg_stream *s;
 	struct sg_mempool *p;
 	uint64_t d = 0;
-	CUresult r = ordered_stream(hs, pt, &ctx, &s);
+	int cap;
+	CUresult r;
 
-	if (r)
-		return r;
 	if (dptr == NULL || size == 0)
 		return CUDA_ERROR_INVALID_VALUE;
+	r = ordered_stream(hs, pt, &ctx, &s, size, 0, &d, &cap);
+	if (r)
+		return r;
+	if (cap != SG_NOT_CAPTURED) {
+		if (cap == CUDA_SUCCESS)
+			*dptr = (CUdeviceptr)d;
+		return (CUresult)cap;
+	}
 	pthread_mutex_lock(&pool_lock);
 	if (h == NULL) {
 		p = default_pool(ctx->dev) ? ctx->dev->mem_pool : NULL;
@@ -325,12 +334,20 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hs, bool pt)
 	struct sg_alloc a;
 	struct sg_op *op;
 	struct chunk *c;
-	CUresult r = ordered_stream(hs, pt, &ctx, &s);
+	struct sg_gmem *m;
+	uint64_t unused;
+	int cap;
+	CUresult r;
 
-	if (r)
-		return r;
 	if (dptr == 0)
 		return CUDA_ERROR_INVALID_VALUE;
+	r = ordered_stream(hs, pt, &ctx, &s, 0, dptr, &unused, &cap);
+	if (r)
+		return r;
+	if (cap != SG_NOT_CAPTURED)
+		return (CUresult)cap;
+	if ((m = sg_gmem_find(dptr)))
+		return gmem_user_free(m, s);
 	op = sg_op_new(SG_OP_MEMFREE);
 	if (op == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -813,4 +830,420 @@ SG_EXPORT CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType 
 	CUresult r = location_device(location, type, &d);
 
 	return r ? r : set_device_pool(d, pool);
+}
+
+/* ---- graph memory: the memory of allocation nodes (graph.c, capture.c) ---------------- */
+
+/*
+ * DESIGN: an allocation node's memory is a VMM reservation (vmm.c) made when the node is
+ * made, so its address is fixed from then on, across instantiations and launches. Its
+ * physical memory (a cuMemCreate allocation, counted against the device like any) is
+ * made when a launch of a graph holding the node is queued and kept, as CUDA's graph
+ * memory is, until cuDeviceGraphMemTrim or the node's last holder goes. The node running
+ * maps it (the address then works for kernels, copies and pointer queries); a free node,
+ * cuMemFreeAsync or a relaunch with AUTO_FREE_ON_LAUNCH running unmaps it. A node and the
+ * private copies instantiation makes of it share one struct sg_gmem, counted.
+ *
+ * The device's graph memory attributes, in whole granules: "reserved" counts the bytes
+ * with physical memory, "used" those of them an executable holds (or still mapped after
+ * its executable went). Trim gives back the physical memory no executable holds. Each
+ * allocation node has its own physical memory: softgpu does not share it between graphs
+ * whose allocations never overlap in time, as CUDA may. gmem_lock guards every sg_gmem and the
+ * counters; vmm.c's lock is taken inside it, never the other way round.
+ */
+
+#define GMEM_MAX_DEVICES 64
+
+struct sg_gmem {
+	struct sg_device *dev;
+	uint64_t va, size, span;	   /* span: size rounded up to the VMM granule */
+	uint8_t *host;			   /* the reservation's host shadow (vmm.c) */
+	CUmemGenericAllocationHandle phys; /* 0: none yet, or trimmed */
+	bool mapped;
+	unsigned pending; /* launches queued whose allocation has not run yet */
+	bool graph_frees; /* its own graph frees it: it never outlives a launch */
+	bool claimed;	  /* an executable of its graph exists */
+	int refs;
+	struct sg_gmem *next;
+};
+
+static pthread_mutex_t gmem_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sg_gmem *gmems;
+static struct gmem_stats {
+	uint64_t used, used_high, reserved, reserved_high;
+} gstats[GMEM_MAX_DEVICES];
+
+static struct gmem_stats *stats_of(const struct sg_device *dev)
+{
+	return &gstats[dev->ordinal % GMEM_MAX_DEVICES];
+}
+
+/* With gmem_lock: dev's counters counted again, after a change; the highs follow. */
+static void gmem_count(const struct sg_device *dev)
+{
+	struct gmem_stats *st = stats_of(dev);
+
+	st->used = st->reserved = 0;
+	for (struct sg_gmem *m = gmems; m; m = m->next) {
+		if (m->dev != dev || m->phys == 0)
+			continue;
+		st->reserved += m->span;
+		if (m->claimed || m->mapped)
+			st->used += m->span;
+	}
+	if (st->used > st->used_high)
+		st->used_high = st->used;
+	if (st->reserved > st->reserved_high)
+		st->reserved_high = st->reserved;
+}
+
+CUresult sg_gmem_new(struct sg_device *dev, uint64_t size, struct sg_gmem **out, uint64_t *va)
+{
+	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				    .location = {CU_MEM_LOCATION_TYPE_DEVICE, dev->ordinal}};
+	struct sg_gmem *m;
+	size_t gran;
+	CUdeviceptr p;
+	CUresult r;
+
+	if (size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+	if (r)
+		return r;
+	if (size > dev->mem_total)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m->dev = dev;
+	m->size = size;
+	m->span = (size + gran - 1) / gran * gran;
+	r = cuMemAddressReserve(&p, m->span, 0, 0, 0);
+	if (r) {
+		free(m);
+		return r;
+	}
+	m->va = p;
+	m->host = sg_vmm_shadow(p);
+	m->refs = 1;
+	pthread_mutex_lock(&gmem_lock);
+	m->next = gmems;
+	gmems = m;
+	pthread_mutex_unlock(&gmem_lock);
+	*out = m;
+	*va = p;
+	return CUDA_SUCCESS;
+}
+
+void sg_gmem_ref(struct sg_gmem *m)
+{
+	pthread_mutex_lock(&gmem_lock);
+	m->refs++;
+	pthread_mutex_unlock(&gmem_lock);
+}
+
+/* With gmem_lock: unmaps m. */
+static void gmem_unmap(struct sg_gmem *m)
+{
+	if (!m->mapped)
+		return;
+	cuMemUnmap(m->va, m->span);
+	m->mapped = false;
+	gmem_count(m->dev);
+}
+
+/* With gmem_lock: gives m's physical memory back (it is not mapped). */
+static void gmem_release(struct sg_gmem *m)
+{
+	if (m->phys == 0)
+		return;
+	cuMemRelease(m->phys);
+	m->phys = 0;
+	gmem_count(m->dev);
+}
+
+void sg_gmem_unref(struct sg_gmem *m)
+{
+	if (m == NULL)
+		return;
+	pthread_mutex_lock(&gmem_lock);
+	if (--m->refs > 0) {
+		pthread_mutex_unlock(&gmem_lock);
+		return;
+	}
+	for (struct sg_gmem **pp = &gmems; *pp; pp = &(*pp)->next) {
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	}
+	m->claimed = false;
+	gmem_unmap(m);
+	gmem_release(m);
+	cuMemAddressFree(m->va, m->span);
+	pthread_mutex_unlock(&gmem_lock);
+	free(m);
+}
+
+uint64_t sg_gmem_va(const struct sg_gmem *m)
+{
+	return m->va;
+}
+
+void sg_gmem_set_graph_frees(struct sg_gmem *m)
+{
+	pthread_mutex_lock(&gmem_lock);
+	m->graph_frees = true;
+	pthread_mutex_unlock(&gmem_lock);
+}
+
+uint8_t *sg_gmem_host(uint64_t addr, uint64_t size)
+{
+	uint8_t *h = NULL;
+
+	if (__atomic_load_n(&gmems, __ATOMIC_ACQUIRE) == NULL)
+		return NULL;
+	pthread_mutex_lock(&gmem_lock);
+	for (struct sg_gmem *m = gmems; m; m = m->next)
+		if (addr - m->va < m->size && size <= m->size - (addr - m->va) && m->host)
+			h = m->host + (addr - m->va);
+	pthread_mutex_unlock(&gmem_lock);
+	return h;
+}
+
+bool sg_gmem_claim(struct sg_gmem *m)
+{
+	bool ok;
+
+	pthread_mutex_lock(&gmem_lock);
+	ok = !m->claimed;
+	m->claimed = true;
+	gmem_count(m->dev);
+	pthread_mutex_unlock(&gmem_lock);
+	return ok;
+}
+
+void sg_gmem_unclaim(struct sg_gmem *m)
+{
+	pthread_mutex_lock(&gmem_lock);
+	m->claimed = false;
+	gmem_count(m->dev);
+	pthread_mutex_unlock(&gmem_lock);
+}
+
+struct sg_gmem *sg_gmem_find(uint64_t va)
+{
+	struct sg_gmem *m;
+
+	pthread_mutex_lock(&gmem_lock);
+	for (m = gmems; m && m->va != va; m = m->next)
+		;
+	pthread_mutex_unlock(&gmem_lock);
+	return m;
+}
+
+CUresult sg_gmem_prepare(struct sg_gmem *m, bool auto_free)
+{
+	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				    .location = {CU_MEM_LOCATION_TYPE_DEVICE, m->dev->ordinal}};
+	CUresult r = CUDA_SUCCESS;
+
+	pthread_mutex_lock(&gmem_lock);
+	if (!m->graph_frees && !auto_free && (m->mapped || m->pending)) {
+		r = CUDA_ERROR_INVALID_VALUE; /* its last allocation was never freed */
+		goto out;
+	}
+	if (m->phys == 0) {
+		r = cuMemCreate(&m->phys, m->span, &prop, 0);
+		if (r) {
+			m->phys = 0;
+			goto out;
+		}
+		gmem_count(m->dev);
+	}
+	m->pending++;
+out:
+	pthread_mutex_unlock(&gmem_lock);
+	return r;
+}
+
+void sg_gmem_unprepare(struct sg_gmem *m)
+{
+	pthread_mutex_lock(&gmem_lock);
+	m->pending--;
+	pthread_mutex_unlock(&gmem_lock);
+}
+
+CUresult sg_gmem_alloc_run(struct sg_gmem *m)
+{
+	CUmemAccessDesc acc = {{CU_MEM_LOCATION_TYPE_DEVICE, m->dev->ordinal},
+			       CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+	CUresult r = CUDA_SUCCESS;
+
+	pthread_mutex_lock(&gmem_lock);
+	m->pending--;
+	if (!m->mapped) { /* mapped: a relaunch with AUTO_FREE_ON_LAUNCH reuses it */
+		r = cuMemMap(m->va, m->span, 0, m->phys, 0);
+		if (r == CUDA_SUCCESS && (r = cuMemSetAccess(m->va, m->span, &acc, 1)))
+			cuMemUnmap(m->va, m->span);
+		if (r == CUDA_SUCCESS) {
+			m->mapped = true;
+			gmem_count(m->dev);
+		}
+	}
+	pthread_mutex_unlock(&gmem_lock);
+	return r;
+}
+
+void sg_gmem_free_run(struct sg_gmem *m)
+{
+	pthread_mutex_lock(&gmem_lock);
+	gmem_unmap(m);
+	pthread_mutex_unlock(&gmem_lock);
+}
+
+/* A cuMemFreeAsync of an allocation node's memory: its op runs the free. */
+static void gmem_free_op(struct sg_stream *s, void *data, int sticky)
+{
+	(void)s;
+	(void)sticky;
+	sg_gmem_free_run(data);
+}
+
+static void gmem_op_done(void *data)
+{
+	sg_gmem_unref(data);
+}
+
+/* cuMemFreeAsync / cuMemFree of dptr, the address of an allocation node's memory: queued on
+ * s (NULL: at once); INVALID_VALUE when it is not allocated now or its graph frees it. */
+static CUresult gmem_user_free(struct sg_gmem *m, struct sg_stream *s)
+{
+	struct sg_op *op;
+	CUresult r = CUDA_SUCCESS;
+
+	pthread_mutex_lock(&gmem_lock);
+	if (m->graph_frees || !(m->mapped || m->pending))
+		r = CUDA_ERROR_INVALID_VALUE;
+	else
+		m->refs++;
+	pthread_mutex_unlock(&gmem_lock);
+	if (r)
+		return r;
+	if (s == NULL) {
+		sg_gmem_free_run(m);
+		sg_gmem_unref(m);
+		return CUDA_SUCCESS;
+	}
+	op = sg_op_new(SG_OP_GRAPHFN);
+	if (op == NULL) {
+		sg_gmem_unref(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	op->u.gfn.run = gmem_free_op;
+	op->u.gfn.done = gmem_op_done;
+	op->u.gfn.data = m;
+	return sg_stream_submit(s, op);
+}
+
+bool sg_gmem_free_sync(uint64_t dptr, CUresult *r)
+{
+	struct sg_gmem *m = sg_gmem_find(dptr);
+
+	if (m == NULL)
+		return false;
+	*r = gmem_user_free(m, NULL);
+	return true;
+}
+
+static CUresult graph_dev(CUdevice device, struct sg_device **out)
+{
+	CUresult r = sg_inited();
+
+	if (r)
+		return r;
+	if (device < 0 || device >= sg_ndevices)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*out = &sg_devices[device];
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+	struct sg_device *dev;
+	CUresult r = graph_dev(device, &dev);
+
+	if (r)
+		return r;
+	pthread_mutex_lock(&gmem_lock);
+	for (struct sg_gmem *m = gmems; m; m = m->next)
+		if (m->dev == dev && !m->claimed && !m->mapped && !m->pending)
+			gmem_release(m);
+	pthread_mutex_unlock(&gmem_lock);
+	return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
+						void *value)
+{
+	struct sg_device *dev;
+	struct gmem_stats *st;
+	CUresult r = graph_dev(device, &dev);
+	uint64_t v;
+
+	if (r)
+		return r;
+	if (value == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	st = stats_of(dev);
+	pthread_mutex_lock(&gmem_lock);
+	switch (attr) {
+	case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+		v = st->used;
+		break;
+	case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+		v = st->used_high;
+		break;
+	case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
+		v = st->reserved;
+		break;
+	case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+		v = st->reserved_high;
+		break;
+	default:
+		r = CUDA_ERROR_INVALID_VALUE;
+		break;
+	}
+	pthread_mutex_unlock(&gmem_lock);
+	if (r == CUDA_SUCCESS)
+		memcpy(value, &v, sizeof(v));
+	return r;
+}
+
+SG_EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
+						void *value)
+{
+	struct sg_device *dev;
+	struct gmem_stats *st;
+	CUresult r = graph_dev(device, &dev);
+	uint64_t v;
+
+	if (r)
+		return r;
+	if (value == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(&v, value, sizeof(v));
+	if (v != 0)
+		return CUDA_ERROR_INVALID_VALUE; /* a high watermark can only be reset */
+	st = stats_of(dev);
+	pthread_mutex_lock(&gmem_lock);
+	if (attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)
+		st->used_high = st->used;
+	else if (attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
+		st->reserved_high = st->reserved;
+	else
+		r = CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_unlock(&gmem_lock);
+	return r;
 }

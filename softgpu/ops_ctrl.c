@@ -86,6 +86,17 @@ static int builtin(struct sg_thread *t, const struct sg_call *c, const struct sg
 			break;
 		sg_builtin_free(t, frame_u64(fr + c->arg_off[0]));
 		return 0;
+	case SG_BUILTIN_SET_CONDITIONAL: {
+		uint32_t v;
+
+		if (c->nargs != 2)
+			break;
+		memcpy(&v, fr + c->arg_off[1], 4);
+		if (sg_graph_set_conditional(frame_u64(fr + c->arg_off[0]), v))
+			return sg_fault(t, CUDA_ERROR_LAUNCH_FAILED,
+					"cudaGraphSetConditional of an unknown handle");
+		return 0;
+	}
 	}
 	return sg_fault(t, CUDA_ERROR_LAUNCH_FAILED, "call of '%s' with an unexpected signature",
 			f->name);

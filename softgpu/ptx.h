@@ -353,6 +353,7 @@ enum sg_builtin {
 	SG_BUILTIN_ASSERTFAIL,
 	SG_BUILTIN_MALLOC,
 	SG_BUILTIN_FREE,
+	SG_BUILTIN_SET_CONDITIONAL, /* cudaGraphSetConditional (graph.c) */
 };
 
 struct sg_func {
@@ -592,6 +593,8 @@ int sg_builtin_assertfail(struct sg_thread *t, uint64_t msg, uint64_t file, uint
 			  uint64_t func);
 uint64_t sg_builtin_malloc(struct sg_thread *t, uint64_t size);
 void sg_builtin_free(struct sg_thread *t, uint64_t ptr);
+/* cudaGraphSetConditional (graph.c): sets a conditional handle's value; -1 for an unknown handle. */
+int sg_graph_set_conditional(uint64_t handle, uint32_t value);
 
 /* ---- handler helpers (exec.c) ---- */
 

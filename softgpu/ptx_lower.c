@@ -776,6 +776,7 @@ static const struct {
 	{"__assertfail", SG_BUILTIN_ASSERTFAIL},
 	{"malloc", SG_BUILTIN_MALLOC},
 	{"free", SG_BUILTIN_FREE},
+	{"cudaGraphSetConditional", SG_BUILTIN_SET_CONDITIONAL},
 };
 
 /* A function on local_chain's stack: the next callee to visit, the deepest chain so far. */

@@ -138,6 +138,7 @@ enum sg_kind {
 	SG_K_LINK,
 	SG_K_ARRAY,
 	SG_K_MIPMAP,
+	SG_K_GCOND, /* a graph conditional handle (graph.c) */
 };
 
 int sg_handle_add(const void *p, int kind);
@@ -307,6 +308,13 @@ void sg_mem_info(const struct sg_device *dev, uint64_t *free, uint64_t *total);
 /* For vmm.c: takes size bytes of dev's memory (*off names them for sg_mem_uncharge); CUresult. */
 CUresult sg_mem_charge(struct sg_device *dev, uint64_t size, uint64_t *off);
 void sg_mem_uncharge(struct sg_device *dev, uint64_t off, uint64_t size);
+/* vmm.c: the host shadow of reserved device address va (mapped or not), or NULL. */
+uint8_t *sg_vmm_shadow(uint64_t va);
+/* mempool.c: the host memory of [addr, addr+size) inside one graph allocation node's
+ * memory, mapped or not (a copy or memset node made before it runs), or NULL. */
+uint8_t *sg_gmem_host(uint64_t addr, uint64_t size);
+/* cuMemFree of dptr: true when it is a graph allocation's address (*r: the result). */
+bool sg_gmem_free_sync(uint64_t dptr, CUresult *r);
 /* Device address space reserved by vmm.c: never taken for host memory by copies. */
 int sg_mem_reserve_add(uint64_t base, uint64_t size);
 void sg_mem_reserve_del(uint64_t base);
@@ -433,6 +441,7 @@ enum sg_op_kind {
 	SG_OP_CALLBACK,
 	SG_OP_NOP,
 	SG_OP_MEMFREE, /* cuMemFreeAsync (mempool.c) */
+	SG_OP_GRAPHFN, /* graph.c: a memory or conditional node; always run, done() when freed */
 };
 
 struct sg_event {
@@ -486,6 +495,11 @@ struct sg_op {
 				gen; /* the allocation's (a chunk's use), so a stale op does nothing */
 			bool pooled; /* from a pool; else a cuMemAlloc allocation */
 		} mfree;
+		struct {
+			void (*run)(struct sg_stream *s, void *data, int sticky);
+			void (*done)(void *data);
+			void *data;
+		} gfn;
 	} u;
 	void *staging; /* freed when the op completes */
 };
@@ -544,6 +558,9 @@ struct sg_op *sg_op_new(int kind);
 void sg_op_free(struct sg_op *op);
 /* A RECORD (the event's next generation) or WAIT (its latest) op on e. */
 struct sg_op *sg_event_op_new(struct sg_event *e, int kind);
+/* Runs op at once on s's own thread (a conditional node's body: graph.c), then frees it;
+ * not for event records and waits. */
+void sg_stream_run_now(struct sg_stream *s, struct sg_op *op);
 /* An event of context c (stream.c); with CU_EVENT_INTERPROCESS, ipc_handle names the exported
  * event it opens (NULL: a new one). CUresult. */
 CUresult sg_event_new(struct sg_ctx *c, unsigned flags, const void *ipc_handle, CUevent *out);

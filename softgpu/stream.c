@@ -78,6 +78,8 @@ void sg_op_free(struct sg_op *op)
 		return;
 	if (op->kind == SG_OP_LAUNCH)
 		sg_launch_free(op->u.launch);
+	if (op->kind == SG_OP_GRAPHFN && op->u.gfn.done)
+		op->u.gfn.done(op->u.gfn.data);
 	if ((op->kind == SG_OP_RECORD || op->kind == SG_OP_WAIT) && op->u.ev.ev) {
 		pthread_mutex_lock(&qlock);
 		ev_unref_locked(op->u.ev.ev);
@@ -188,9 +190,18 @@ static void execute(struct sg_stream *s, struct sg_op *op)
 	case SG_OP_MEMFREE: /* memory goes back even after a fault, as events complete */
 		sg_mempool_free_run(op);
 		break;
+	case SG_OP_GRAPHFN:
+		op->u.gfn.run(s, op->u.gfn.data, sticky);
+		break;
 	default:
 		break;
 	}
+}
+
+void sg_stream_run_now(struct sg_stream *s, struct sg_op *op)
+{
+	execute(s, op);
+	sg_op_free(op);
 }
 
 static void *worker(void *arg)

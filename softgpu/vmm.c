@@ -98,6 +98,18 @@ static struct resv *resv_find(uint64_t va, uint64_t size)
 	return NULL;
 }
 
+uint8_t *sg_vmm_shadow(uint64_t va)
+{
+	struct resv *rv;
+	uint8_t *h;
+
+	pthread_mutex_lock(&vmm_lock);
+	rv = resv_find(va, 1);
+	h = rv ? rv->shadow + (va - rv->base) : NULL;
+	pthread_mutex_unlock(&vmm_lock);
+	return h;
+}
+
 /* The mapping containing va, or NULL; *rp its reservation. */
 static struct mapping *map_find(uint64_t va, struct resv **rp)
 {

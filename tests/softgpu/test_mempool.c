@@ -246,19 +246,36 @@ static void test_context_and_free(void **state)
 }
 
 /* An allocation or free on a capturing stream would be a graph memory node: refused. */
-static void test_capture_refused(void **state)
+/* On a capturing stream an allocation and its free are graph memory nodes; a free of other
+ * memory there is refused and invalidates the capture. */
+static void test_capture(void **state)
 {
 	CUstream s;
-	CUdeviceptr a;
+	CUdeviceptr a, b;
 	CUgraph g;
+	CUgraphNode nodes[2];
+	CUgraphNodeType t0, t1;
+	size_t n = 2;
 
 	(void)state;
 	CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	CK(cuMemAllocAsync(&a, 4096, s));
 	CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
-	CK_EQ(cuMemAllocAsync(&a, 4096, s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	CK(cuMemAllocAsync(&b, 4096, s));
+	assert_true(b != 0 && b != a);
+	CK(cuMemFreeAsync(b, s));
+	CK(cuStreamEndCapture(s, &g));
+	CK(cuGraphGetNodes(g, nodes, &n));
+	assert_int_equal(n, 2);
+	CK(cuGraphNodeGetType(nodes[0], &t0));
+	CK(cuGraphNodeGetType(nodes[1], &t1));
+	assert_int_equal(t0, CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+	assert_int_equal(t1, CU_GRAPH_NODE_TYPE_MEM_FREE);
+	CK(cuGraphDestroy(g));
+
+	CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
 	CK_EQ(cuMemFreeAsync(a, s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-	cuStreamEndCapture(s, &g);
+	CK_EQ(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 	CK(cuMemFreeAsync(a, s));
 	CK(cuStreamSynchronize(s));
 	CK(cuStreamDestroy(s));
@@ -275,7 +292,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threshold_and_current_pool, sgt_setup,
 						sgt_teardown),
 		cmocka_unit_test_setup_teardown(test_context_and_free, sgt_setup, sgt_teardown),
-		cmocka_unit_test_setup_teardown(test_capture_refused, sgt_setup, sgt_teardown),
+		cmocka_unit_test_setup_teardown(test_capture, sgt_setup, sgt_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
