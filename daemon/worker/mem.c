@@ -265,6 +265,13 @@ struct on_stream {
 	uint64_t bytes, cap;
 	unsigned epoch; /* staging_epoch when it was taken */
 	struct on_stream *next;
+	/* Streamed device to host (more than one chunk): the sender thread sends each chunk
+	 * once the stream has copied it. All under staging_lock. */
+	bool streamed;
+	bool queued, last, sent; /* handed to the sender; the stream got to the end; sent */
+	uint64_t ready;		 /* packed bytes the stream has copied into the staging */
+	CUresult status;	 /* the first failure the stream or the queueing saw */
+	struct on_stream *qnext; /* the sender's queue */
 };
 
 /* Staging is made once and kept for the session: freeing page-locked memory synchronizes
@@ -460,16 +467,52 @@ static CUresult copy_runs(struct gp_worker *w, const struct layout *l, uint8_t *
 	return r;
 }
 
-/* The bytes of the request into staging, then the copy queued; a synchronous call's answer
- * comes from the stream. */
+/* Packed bytes [off, off + n) of a layout copied from staging at p + off, on stream s. */
+static CUresult copy_part(struct gp_worker *w, const struct layout *l, const uint8_t *p,
+			  uint64_t off, uint64_t n, CUstream s)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	while (n && r == CUDA_SUCCESS) {
+		uint64_t run;
+		CUdeviceptr d = layout_at(l, off, &run);
+		uint64_t k = run < n ? run : n;
+
+		r = GP_DRV(w, cuMemcpyHtoDAsync_v2, d, p + off, (size_t)k, s);
+		off += k;
+		n -= k;
+	}
+	return r;
+}
+
+/*
+ * Host to device through staging, streamed: each frame's bytes land in place in the staging
+ * and are queued on the stream at once, so the device copies one chunk while the next is
+ * received (the staging holds the whole copy: no chunk's bytes are overwritten while its
+ * copy may still read them). The stream keeps its order: the pieces are queued in turn and
+ * nothing else is queued on it before the last; a synchronous call's answer comes from the
+ * stream after the last piece.
+ */
+struct htod_stream {
+	struct gp_worker *w;
+	const struct layout *l;
+	CUstream s;
+};
+
+static int htod_landed(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	struct htod_stream *hs = arg;
+
+	return (int)copy_part(hs->w, hs->l, p - off, off, n, hs->s);
+}
+
 static CUresult htod_staged(struct gp_worker *w, struct gp_req *rq, struct on_stream *o,
 			    const struct layout *l, uint64_t len, CUstream s)
 {
-	struct gp_bulk_sink sink = {.dst = o->buf};
+	struct htod_stream hs = {w, l, s};
+	struct gp_bulk_sink sink = {.dst = o->buf, .write = htod_landed, .arg = &hs};
 	CUresult r = gp__req_recv(w, rq, len, &sink);
 
-	if (r == CUDA_SUCCESS && !rq->err)
-		r = copy_runs(w, l, o->buf, s, false);
 	if (rq->err)
 		r = CUDA_ERROR_UNKNOWN;
 	return answer_on(w, rq, o, s, r);
@@ -527,6 +570,198 @@ static const uint8_t *dtoh_read(void *arg, uint64_t off, size_t n, int *err)
 	return r == CUDA_SUCCESS ? w->staging : NULL;
 }
 
+/*
+ * Device to host, streamed. A copy of more than one chunk is queued on its stream chunk by
+ * chunk, each chunk followed by a callback that only notes it copied; the sender thread
+ * sends each chunk as soon as it is there, while the stream copies the next. The stream's
+ * last callback waits until the bytes and the answer are sent, so the stream's later work
+ * (and whatever observes it) still comes after the answer, as with one callback. The
+ * sender holds the send lock from the first chunk to the answer: the client reads a
+ * transfer's DATA frames in one piece. It waits only for chunks queued back to back on one
+ * stream, whose first is done, so it waits for no other stream (a callback on another
+ * stream that wants the send lock waits for this copy, never the other way round).
+ */
+static pthread_cond_t sender_cv = PTHREAD_COND_INITIALIZER;
+static struct on_stream *send_head, **send_tail = &send_head;
+static bool sender_started;
+
+/* With staging_lock held: the copy's stream got to a chunk's end (or its end, last). */
+static void chunk_reached(struct on_stream *o, CUresult status, bool last)
+{
+	if (status != CUDA_SUCCESS && o->status == CUDA_SUCCESS)
+		o->status = status;
+	o->ready = o->ready + GP_CHUNK_SIZE < o->bytes ? o->ready + GP_CHUNK_SIZE : o->bytes;
+	o->last = o->last || last;
+	if (!o->queued) {
+		o->queued = true;
+		o->qnext = NULL;
+		*send_tail = o;
+		send_tail = &o->qnext;
+	}
+	pthread_cond_broadcast(&sender_cv);
+}
+
+static void CUDA_CB chunk_copied(CUstream s, CUresult status, void *arg)
+{
+	(void)s;
+	pthread_mutex_lock(&staging_lock);
+	chunk_reached(arg, status, false);
+	pthread_mutex_unlock(&staging_lock);
+}
+
+static void CUDA_CB stream_copied(CUstream s, CUresult status, void *arg)
+{
+	struct on_stream *o = arg;
+
+	(void)s;
+	pthread_mutex_lock(&staging_lock);
+	chunk_reached(o, status, true);
+	while (!o->sent)
+		pthread_cond_wait(&sender_cv, &staging_lock);
+	o->next = answered;
+	answered = o;
+	pthread_mutex_unlock(&staging_lock);
+}
+
+/* The sender's source: the n bytes at off once the stream has copied them; NULL (the
+ * transfer ends early) when the stream failed or stopped before them. */
+static const uint8_t *streamed_read(void *arg, uint64_t off, size_t n, int *err)
+{
+	struct on_stream *o = arg;
+	bool have;
+
+	pthread_mutex_lock(&staging_lock);
+	while (o->status == CUDA_SUCCESS && o->ready < off + n && !o->last)
+		pthread_cond_wait(&sender_cv, &staging_lock);
+	have = o->status == CUDA_SUCCESS && o->ready >= off + n;
+	*err = have ? 0 : (int)(o->status != CUDA_SUCCESS ? o->status : CUDA_ERROR_UNKNOWN);
+	pthread_mutex_unlock(&staging_lock);
+	return have ? (const uint8_t *)o->buf + off : NULL;
+}
+
+static void *sender_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct gp_bulk_source src = {.read = streamed_read};
+		Gp__Reply rep = GP__REPLY__INIT;
+		struct on_stream *o;
+		struct gp_worker *w;
+		int ret;
+
+		pthread_mutex_lock(&staging_lock);
+		while (!send_head)
+			pthread_cond_wait(&sender_cv, &staging_lock);
+		o = send_head;
+		send_head = o->qnext;
+		if (!send_head)
+			send_tail = &send_head;
+		pthread_mutex_unlock(&staging_lock);
+		w = o->w;
+		src.arg = o;
+		gp_conn_send_lock(w->client);
+		ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, o->id, NULL, o->bytes, &src);
+		pthread_mutex_lock(&staging_lock);
+		rep.result = (int32_t)o->status;
+		pthread_mutex_unlock(&staging_lock);
+		if (!ret)
+			ret = gp_conn_send(w->client, GP_MSG_REPLY, 0, o->id, &rep.base, NULL, 0);
+		if (!ret)
+			gp_conn_flush(w->client);
+		gp_conn_send_unlock(w->client);
+		/* A failed send ends the session (the main thread sees the connection go). */
+		pthread_mutex_lock(&staging_lock);
+		o->sent = true;
+		pthread_cond_broadcast(&sender_cv);
+		pthread_mutex_unlock(&staging_lock);
+	}
+	return NULL;
+}
+
+/* Packed bytes [off, off + n) of a layout copied into staging at p + off, on stream s. */
+static CUresult copy_part_out(struct gp_worker *w, const struct layout *l, uint8_t *p,
+			      uint64_t off, uint64_t n, CUstream s)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	while (n && r == CUDA_SUCCESS) {
+		uint64_t run;
+		CUdeviceptr d = layout_at(l, off, &run);
+		uint64_t k = run < n ? run : n;
+
+		r = GP_DRV(w, cuMemcpyDtoHAsync_v2, p + off, d, (size_t)k, s);
+		off += k;
+		n -= k;
+	}
+	return r;
+}
+
+/* Whether the sender thread runs (started on the first streamed copy). */
+static bool sender_up(void)
+{
+	pthread_t t;
+	bool up;
+
+	pthread_mutex_lock(&staging_lock);
+	if (!sender_started && pthread_create(&t, NULL, sender_main, NULL) == 0) {
+		pthread_detach(t);
+		sender_started = true;
+	}
+	up = sender_started;
+	pthread_mutex_unlock(&staging_lock);
+	return up;
+}
+
+/*
+ * Queues a streamed copy of more than one chunk on s (above); from here the stream and the
+ * sender answer it. A failure to queue before any callback was queued is the caller's to
+ * answer (the staging is not given back: copies queued may still use it); one after it is
+ * the answer's result, after the chunks queued before it (the transfer ends early).
+ */
+static CUresult dtoh_streamed(struct gp_worker *w, struct gp_req *rq, struct on_stream *o,
+			      const struct layout *l, CUstream s)
+{
+	uint64_t off = 0, callbacks = 0;
+	CUresult r = CUDA_SUCCESS;
+
+	o->streamed = true;
+	while (off < o->bytes && r == CUDA_SUCCESS) {
+		uint64_t n = o->bytes - off < GP_CHUNK_SIZE ? o->bytes - off : GP_CHUNK_SIZE;
+
+		r = copy_part_out(w, l, o->buf, off, n, s);
+		if (r == CUDA_SUCCESS && off + n < o->bytes) {
+			r = GP_DRV(w, cuStreamAddCallback, s, chunk_copied, o, 0);
+			callbacks += r == CUDA_SUCCESS;
+		}
+		off += n;
+	}
+	if (r != CUDA_SUCCESS && callbacks == 0) {
+		pthread_mutex_lock(&staging_lock);
+		o->buf = NULL;
+		give_back(o);
+		pthread_mutex_unlock(&staging_lock);
+		return r;
+	}
+	pthread_mutex_lock(&staging_lock);
+	if (r != CUDA_SUCCESS && o->status == CUDA_SUCCESS)
+		o->status = r;
+	pthread_mutex_unlock(&staging_lock);
+	r = GP_DRV(w, cuStreamAddCallback, s, stream_copied, o, 0);
+	if (r != CUDA_SUCCESS) {
+		/* The chunks' callbacks still hand it to the sender, which ends the transfer
+		 * where they stop and answers; nothing gives o back (the process frees it). */
+		gp_log_warnx("a device-to-host copy's last callback: %d; answered early", (int)r);
+		pthread_mutex_lock(&staging_lock);
+		if (o->status == CUDA_SUCCESS)
+			o->status = r;
+		o->last = true;
+		pthread_cond_broadcast(&sender_cv);
+		pthread_mutex_unlock(&staging_lock);
+	}
+	rq->answered_later = true;
+	return CUDA_SUCCESS;
+}
+
 /* Device to host: into staging on the stream, the bytes and the answer when it gets there;
  * past the staging bound, at once on this thread (DATA, then the Reply finish() sends). */
 static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout *l, uint64_t sid,
@@ -541,6 +776,11 @@ static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout
 	if (bytes == 0)
 		return CUDA_SUCCESS;
 	o = stage(w, rq, bytes);
+	if (o && bytes > GP_CHUNK_SIZE && sender_up()) {
+		o->data = true;
+		o->reply = true;
+		return dtoh_streamed(w, rq, o, l, s);
+	}
 	if (o) {
 		o->data = true;
 		o->reply = true;
