@@ -485,6 +485,24 @@ static CUresult copy_part(struct gp_worker *w, const struct layout *l, const uin
 	return r;
 }
 
+/* Packed bytes [off, off + n) of a layout copied into staging at p + off, on stream s. */
+static CUresult copy_part_out(struct gp_worker *w, const struct layout *l, uint8_t *p, uint64_t off,
+			      uint64_t n, CUstream s)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	while (n && r == CUDA_SUCCESS) {
+		uint64_t run;
+		CUdeviceptr d = layout_at(l, off, &run);
+		uint64_t k = run < n ? run : n;
+
+		r = GP_DRV(w, cuMemcpyDtoHAsync_v2, p + off, d, (size_t)k, s);
+		off += k;
+		n -= k;
+	}
+	return r;
+}
+
 /*
  * Host to device through staging, streamed: each frame's bytes land in place in the staging
  * and are queued on the stream at once, so the device copies one chunk while the next is
@@ -518,19 +536,179 @@ static CUresult htod_staged(struct gp_worker *w, struct gp_req *rq, struct on_st
 	return answer_on(w, rq, o, s, r);
 }
 
+/*
+ * Past the staging bound, a copy goes through a ring of RING_SLOTS page-locked chunks on
+ * this thread: host to device, each chunk is received into a slot and queued on the stream
+ * while the next is received into the next slot; device to host, the stream copies the next
+ * chunks into the other slots while one is sent. A slot is reused once an event recorded
+ * after its copy has completed. The copy waits for its last chunks before it returns (the
+ * path this replaces waited for every chunk), so the ring is free for the next one.
+ */
+#define RING_SLOTS 4
+
+struct ring {
+	struct gp_worker *w;
+	const struct layout *l;
+	CUstream s;
+	struct gp_bulk_sink *sink; /* host to device: whose staging moves slot to slot */
+	CUevent ev[RING_SLOTS];
+	bool busy[RING_SLOTS]; /* a copy from or into the slot may still run */
+	uint64_t queued;       /* device to host: packed bytes queued on the stream */
+	bool closed;	       /* its events destroyed */
+};
+
+static uint8_t *ring_mem;   /* RING_SLOTS chunks, page-locked, kept */
+static unsigned ring_epoch; /* staging_epoch when it was made */
+
+static uint8_t *slot(unsigned k)
+{
+	return ring_mem + (size_t)k * GP_CHUNK_SIZE;
+}
+
+/* Until slot k is free: the copy queued from or into it has completed. */
+static CUresult slot_wait(struct ring *g, unsigned k)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	if (g->busy[k])
+		r = GP_DRV(g->w, cuEventSynchronize, g->ev[k]);
+	g->busy[k] = false;
+	return r;
+}
+
+static CUresult ring_open(struct ring *g)
+{
+	struct gp_worker *w = g->w;
+	unsigned epoch;
+	void *p;
+
+	pthread_mutex_lock(&staging_lock);
+	epoch = staging_epoch;
+	pthread_mutex_unlock(&staging_lock);
+	if (ring_mem && ring_epoch != epoch)
+		ring_mem = NULL; /* made in a context that went, and gone with it */
+	if (!ring_mem) {
+		if (GP_DRV(w, cuMemHostAlloc, &p, (size_t)RING_SLOTS * GP_CHUNK_SIZE,
+			   CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		ring_mem = p;
+		ring_epoch = epoch;
+	}
+	for (unsigned k = 0; k < RING_SLOTS; k++) {
+		CUresult r = GP_DRV(w, cuEventCreate, &g->ev[k], CU_EVENT_DISABLE_TIMING);
+
+		if (r != CUDA_SUCCESS) {
+			while (k--)
+				GP_DRV(w, cuEventDestroy_v2, g->ev[k]);
+			return r;
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+/* Waits for every slot; the first failure is the copy's, if it had none. */
+static CUresult ring_close(struct ring *g, CUresult r)
+{
+	if (g->closed)
+		return r;
+	g->closed = true;
+	for (unsigned k = 0; k < RING_SLOTS; k++) {
+		CUresult e = slot_wait(g, k);
+
+		if (r == CUDA_SUCCESS)
+			r = e;
+		GP_DRV(g->w, cuEventDestroy_v2, g->ev[k]);
+	}
+	return r;
+}
+
+/* Host to device: piece [off, off + n) has landed in the sink's staging, a slot. */
+static int ring_landed(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	struct ring *g = arg;
+	unsigned k = (unsigned)((p - ring_mem) / GP_CHUNK_SIZE), next = (k + 1) % RING_SLOTS;
+	CUresult r = copy_part(g->w, g->l, p - off, off, n, g->s);
+
+	if (r == CUDA_SUCCESS)
+		r = GP_DRV(g->w, cuEventRecord, g->ev[k], g->s);
+	g->busy[k] = r == CUDA_SUCCESS;
+	if (r == CUDA_SUCCESS)
+		r = slot_wait(g, next);
+	if (r != CUDA_SUCCESS) {
+		/* The rest is read and dropped into a slot no copy reads any more. */
+		r = ring_close(g, r);
+		return (int)(r != CUDA_SUCCESS ? r : CUDA_ERROR_UNKNOWN);
+	}
+	g->sink->staging = slot(next);
+	return 0;
+}
+
+static bool htod_ring(struct gp_worker *w, struct gp_req *rq, const struct layout *l, uint64_t len,
+		      CUstream s, CUresult *res)
+{
+	struct gp_bulk_sink sink = {.write = ring_landed};
+	struct ring g = {.w = w, .l = l, .s = s, .sink = &sink};
+	CUresult r;
+
+	if (ring_open(&g) != CUDA_SUCCESS)
+		return false;
+	sink.arg = &g;
+	sink.staging = slot(0);
+	r = gp__req_recv(w, rq, len, &sink);
+	/* After a failure ring_landed has closed the ring already. */
+	*res = ring_close(&g, r);
+	return true;
+}
+
+/* Device to host: chunk i of the copy queued into slot i % RING_SLOTS. */
+static CUresult ring_queue(struct ring *g, uint64_t total)
+{
+	unsigned k = (unsigned)(g->queued / GP_CHUNK_SIZE % RING_SLOTS);
+	uint64_t n = total - g->queued < GP_CHUNK_SIZE ? total - g->queued : GP_CHUNK_SIZE;
+	CUresult r = copy_part_out(g->w, g->l, slot(k) - g->queued, g->queued, n, g->s);
+
+	if (r == CUDA_SUCCESS)
+		r = GP_DRV(g->w, cuEventRecord, g->ev[k], g->s);
+	g->busy[k] = r == CUDA_SUCCESS;
+	g->queued += n;
+	return r;
+}
+
+/* The sender's source: chunk off / GP_CHUNK_SIZE once copied; the slot of the chunk sent
+ * before it, free now, takes the chunk RING_SLOTS - 1 ahead. */
+static const uint8_t *ring_read(void *arg, uint64_t off, size_t n, int *err)
+{
+	struct ring *g = arg;
+	uint64_t total = layout_bytes(g->l);
+	unsigned k = (unsigned)(off / GP_CHUNK_SIZE % RING_SLOTS);
+	CUresult r = CUDA_SUCCESS;
+
+	while (r == CUDA_SUCCESS && g->queued < total &&
+	       g->queued < off + (uint64_t)RING_SLOTS * GP_CHUNK_SIZE)
+		r = ring_queue(g, total);
+	if (r == CUDA_SUCCESS)
+		r = slot_wait(g, k);
+	(void)n;
+	*err = (int)r;
+	return r == CUDA_SUCCESS ? slot(k) : NULL;
+}
+
 CUresult gp__serve_memcpy_htod(struct gp_worker *w, struct gp_req *rq,
 			       const struct gp_wargs_memcpy_htod *a, struct gp_out_memcpy_htod *o)
 {
 	struct htod cp = {w, {a->dst, a->width, a->height, a->pitch}, a->stream_drv, rq->async};
 	struct gp_bulk_sink sink = {.write = htod_write, .arg = &cp, .staging = w->staging};
 	struct on_stream *st;
+	CUresult r;
 
 	if (a->data_len != layout_bytes(&cp.l))
 		return CUDA_ERROR_INVALID_VALUE; /* the bytes are still read, to stay in step */
 	st = a->data_len ? stage(w, rq, a->data_len) : NULL;
 	if (st)
 		return htod_staged(w, rq, st, &cp.l, a->data_len, a->stream_drv);
-	/* Past the staging bound: chunk by chunk, on this thread. */
+	/* Past the staging bound: through the ring, or chunk by chunk without it. */
+	if (a->data_len && htod_ring(w, rq, &cp.l, a->data_len, a->stream_drv, &r))
+		return r;
 	return gp__req_recv(w, rq, a->data_len, &sink);
 }
 
@@ -678,24 +856,6 @@ static void *sender_main(void *arg)
 	return NULL;
 }
 
-/* Packed bytes [off, off + n) of a layout copied into staging at p + off, on stream s. */
-static CUresult copy_part_out(struct gp_worker *w, const struct layout *l, uint8_t *p,
-			      uint64_t off, uint64_t n, CUstream s)
-{
-	CUresult r = CUDA_SUCCESS;
-
-	while (n && r == CUDA_SUCCESS) {
-		uint64_t run;
-		CUdeviceptr d = layout_at(l, off, &run);
-		uint64_t k = run < n ? run : n;
-
-		r = GP_DRV(w, cuMemcpyDtoHAsync_v2, p + off, d, (size_t)k, s);
-		off += k;
-		n -= k;
-	}
-	return r;
-}
-
 /* Whether the sender thread runs (started on the first streamed copy). */
 static bool sender_up(void)
 {
@@ -769,8 +929,11 @@ static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout
 {
 	struct dtoh cp = {w, *l, sid, s};
 	struct gp_bulk_source src = {.read = dtoh_read, .arg = &cp};
+	struct ring g = {.w = w, .l = l, .s = s};
 	uint64_t bytes = layout_bytes(l);
 	struct on_stream *o;
+	bool ringed = false;
+	CUresult r;
 	int ret;
 
 	if (bytes == 0)
@@ -786,14 +949,19 @@ static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout
 		o->reply = true;
 		return answer_on(w, rq, o, s, copy_runs(w, l, o->buf, s, true));
 	}
+	if (ring_open(&g) == CUDA_SUCCESS) {
+		src = (struct gp_bulk_source){.read = ring_read, .arg = &g};
+		ringed = true;
+	}
 	gp_conn_send_lock(w->client);
 	ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, rq->h->request_id, NULL, bytes, &src);
 	gp_conn_send_unlock(w->client);
+	r = ringed ? ring_close(&g, (CUresult)src.err) : (CUresult)src.err;
 	if (ret) {
 		rq->err = ret;
 		return CUDA_ERROR_UNKNOWN;
 	}
-	return (CUresult)src.err;
+	return r;
 }
 
 /* DATA frames with the bytes, then the reply; a failed copy stops its DATA early. */

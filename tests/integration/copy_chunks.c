@@ -14,13 +14,13 @@
 
 #include "fill_ptx.h"
 
-#define CK(x)                                                                 \
-	do {                                                                  \
-		CUresult r_ = (x);                                            \
-		if (r_ != CUDA_SUCCESS) {                                     \
+#define CK(x)                                                                     \
+	do {                                                                      \
+		CUresult r_ = (x);                                                \
+		if (r_ != CUDA_SUCCESS) {                                         \
 			printf("ERROR line %d: %s: %d\n", __LINE__, #x, (int)r_); \
-			exit(1);                                              \
-		}                                                             \
+			exit(1);                                                  \
+		}                                                                 \
 	} while (0)
 
 #define CHUNK (1u << 20)
@@ -35,8 +35,7 @@ static void pattern(uint8_t *p, size_t n, unsigned seed)
 		p[i] = (uint8_t)((i * 131 + (i >> 12) * 7 + seed) ^ (i >> 20));
 }
 
-static int check(const char *what, size_t size, const uint8_t *got, const uint8_t *want,
-		 size_t n)
+static int check(const char *what, size_t size, const uint8_t *got, const uint8_t *want, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (got[i] != want[i]) {
@@ -220,7 +219,7 @@ static int invalid_ranges(void)
 	pattern(h, 3 * size, 9);
 	CK(cuMemAlloc(&d, size));
 	CK(cuMemcpyHtoD(d, h, size));
-	if (cuMemcpyHtoD(d + CHUNK, h + size, 3 * size) == CUDA_SUCCESS) {
+	if (cuMemcpyHtoD(d + CHUNK, h + size, 2 * size) == CUDA_SUCCESS) {
 		printf("FAIL an HtoD past the allocation's end succeeded\n");
 		bad = 1;
 	}
