@@ -256,6 +256,11 @@ static int htod_write(void *arg, uint64_t off, const uint8_t *p, size_t n)
 
 #define STAGING_MAX (256ull << 20)
 
+/* How much of a streamed copy is handed to the stream at once (a multiple of the wire's
+ * chunk): each hand-over is a copy queued and, on softgpu, a stream thread woken, which on
+ * a loaded machine costs a scheduling delay; measured in docs/performance.md. */
+#define COPY_UNIT (4ull * GP_CHUNK_SIZE)
+
 struct on_stream {
 	struct gp_worker *w;
 	uint64_t id;
@@ -265,8 +270,8 @@ struct on_stream {
 	uint64_t bytes, cap;
 	unsigned epoch; /* staging_epoch when it was taken */
 	struct on_stream *next;
-	/* Streamed device to host (more than one chunk): the sender thread sends each chunk
-	 * once the stream has copied it. All under staging_lock. */
+	/* Streamed device to host (more than one COPY_UNIT): the sender thread sends each
+	 * unit once the stream has copied it. All under staging_lock. */
 	bool streamed;
 	bool queued, last, sent; /* handed to the sender; the stream got to the end; sent */
 	uint64_t ready;		 /* packed bytes the stream has copied into the staging */
@@ -515,19 +520,28 @@ struct htod_stream {
 	struct gp_worker *w;
 	const struct layout *l;
 	CUstream s;
+	uint64_t queued; /* packed bytes queued on the stream */
 };
 
+/* Bytes landed up to off + n: queued a COPY_UNIT at a time, and at the end. */
 static int htod_landed(void *arg, uint64_t off, const uint8_t *p, size_t n)
 {
 	struct htod_stream *hs = arg;
+	const uint8_t *base = p - off;
+	uint64_t end = off + n;
+	CUresult r = CUDA_SUCCESS;
 
-	return (int)copy_part(hs->w, hs->l, p - off, off, n, hs->s);
+	if (end - hs->queued >= COPY_UNIT || end == layout_bytes(hs->l)) {
+		r = copy_part(hs->w, hs->l, base, hs->queued, end - hs->queued, hs->s);
+		hs->queued = end;
+	}
+	return (int)r;
 }
 
 static CUresult htod_staged(struct gp_worker *w, struct gp_req *rq, struct on_stream *o,
 			    const struct layout *l, uint64_t len, CUstream s)
 {
-	struct htod_stream hs = {w, l, s};
+	struct htod_stream hs = {w, l, s, 0};
 	struct gp_bulk_sink sink = {.dst = o->buf, .write = htod_landed, .arg = &hs};
 	CUresult r = gp__req_recv(w, rq, len, &sink);
 
@@ -537,11 +551,11 @@ static CUresult htod_staged(struct gp_worker *w, struct gp_req *rq, struct on_st
 }
 
 /*
- * Past the staging bound, a copy goes through a ring of RING_SLOTS page-locked chunks on
- * this thread: host to device, each chunk is received into a slot and queued on the stream
+ * Past the staging bound, a copy goes through a ring of RING_SLOTS page-locked units on
+ * this thread: host to device, each unit is received into a slot and queued on the stream
  * while the next is received into the next slot; device to host, the stream copies the next
- * chunks into the other slots while one is sent. A slot is reused once an event recorded
- * after its copy has completed. The copy waits for its last chunks before it returns (the
+ * units into the other slots while one is sent. A slot is reused once an event recorded
+ * after its copy has completed. The copy waits for its last units before it returns (the
  * path this replaces waited for every chunk), so the ring is free for the next one.
  */
 #define RING_SLOTS 4
@@ -553,16 +567,17 @@ struct ring {
 	struct gp_bulk_sink *sink; /* host to device: whose staging moves slot to slot */
 	CUevent ev[RING_SLOTS];
 	bool busy[RING_SLOTS]; /* a copy from or into the slot may still run */
-	uint64_t queued;       /* device to host: packed bytes queued on the stream */
+	unsigned cur;	       /* host to device: the slot being filled */
+	uint64_t queued;       /* packed bytes queued on the stream */
 	bool closed;	       /* its events destroyed */
 };
 
-static uint8_t *ring_mem;   /* RING_SLOTS chunks, page-locked, kept */
+static uint8_t *ring_mem;   /* RING_SLOTS units, page-locked, kept */
 static unsigned ring_epoch; /* staging_epoch when it was made */
 
 static uint8_t *slot(unsigned k)
 {
-	return ring_mem + (size_t)k * GP_CHUNK_SIZE;
+	return ring_mem + (size_t)k * COPY_UNIT;
 }
 
 /* Until slot k is free: the copy queued from or into it has completed. */
@@ -588,7 +603,7 @@ static CUresult ring_open(struct ring *g)
 	if (ring_mem && ring_epoch != epoch)
 		ring_mem = NULL; /* made in a context that went, and gone with it */
 	if (!ring_mem) {
-		if (GP_DRV(w, cuMemHostAlloc, &p, (size_t)RING_SLOTS * GP_CHUNK_SIZE,
+		if (GP_DRV(w, cuMemHostAlloc, &p, (size_t)RING_SLOTS * COPY_UNIT,
 			   CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		ring_mem = p;
@@ -622,16 +637,28 @@ static CUresult ring_close(struct ring *g, CUresult r)
 	return r;
 }
 
-/* Host to device: piece [off, off + n) has landed in the sink's staging, a slot. */
+/*
+ * Host to device: piece [off, off + n) has landed in the sink's staging, in the slot being
+ * filled. The slot is queued on the stream once the next piece (a frame, at most a chunk,
+ * of whatever size the client chose) might not fit, or at the end; the next piece lands in
+ * the next slot once that one's last copy has completed.
+ */
 static int ring_landed(void *arg, uint64_t off, const uint8_t *p, size_t n)
 {
 	struct ring *g = arg;
-	unsigned k = (unsigned)((p - ring_mem) / GP_CHUNK_SIZE), next = (k + 1) % RING_SLOTS;
-	CUresult r = copy_part(g->w, g->l, p - off, off, n, g->s);
+	unsigned k = g->cur, next = (k + 1) % RING_SLOTS;
+	uint64_t end = off + n, fill = end - g->queued;
+	CUresult r = CUDA_SUCCESS;
 
+	if (fill + GP_CHUNK_SIZE <= COPY_UNIT && end < layout_bytes(g->l)) {
+		g->sink->staging = slot(k) + fill;
+		return 0;
+	}
+	r = copy_part(g->w, g->l, slot(k) - g->queued, g->queued, fill, g->s);
 	if (r == CUDA_SUCCESS)
 		r = GP_DRV(g->w, cuEventRecord, g->ev[k], g->s);
 	g->busy[k] = r == CUDA_SUCCESS;
+	g->queued = end;
 	if (r == CUDA_SUCCESS)
 		r = slot_wait(g, next);
 	if (r != CUDA_SUCCESS) {
@@ -639,6 +666,7 @@ static int ring_landed(void *arg, uint64_t off, const uint8_t *p, size_t n)
 		r = ring_close(g, r);
 		return (int)(r != CUDA_SUCCESS ? r : CUDA_ERROR_UNKNOWN);
 	}
+	g->cur = next;
 	g->sink->staging = slot(next);
 	return 0;
 }
@@ -660,11 +688,11 @@ static bool htod_ring(struct gp_worker *w, struct gp_req *rq, const struct layou
 	return true;
 }
 
-/* Device to host: chunk i of the copy queued into slot i % RING_SLOTS. */
+/* Device to host: unit i of the copy queued into slot i % RING_SLOTS. */
 static CUresult ring_queue(struct ring *g, uint64_t total)
 {
-	unsigned k = (unsigned)(g->queued / GP_CHUNK_SIZE % RING_SLOTS);
-	uint64_t n = total - g->queued < GP_CHUNK_SIZE ? total - g->queued : GP_CHUNK_SIZE;
+	unsigned k = (unsigned)(g->queued / COPY_UNIT % RING_SLOTS);
+	uint64_t n = total - g->queued < COPY_UNIT ? total - g->queued : COPY_UNIT;
 	CUresult r = copy_part_out(g->w, g->l, slot(k) - g->queued, g->queued, n, g->s);
 
 	if (r == CUDA_SUCCESS)
@@ -674,23 +702,26 @@ static CUresult ring_queue(struct ring *g, uint64_t total)
 	return r;
 }
 
-/* The sender's source: chunk off / GP_CHUNK_SIZE once copied; the slot of the chunk sent
- * before it, free now, takes the chunk RING_SLOTS - 1 ahead. */
+/* The sender's source (chunks at multiples of GP_CHUNK_SIZE, our own sender's): the
+ * bytes at off once their unit is copied. At a unit's start the unit sent before it is on
+ * the wire, and its slot takes the unit RING_SLOTS - 1 ahead. */
 static const uint8_t *ring_read(void *arg, uint64_t off, size_t n, int *err)
 {
 	struct ring *g = arg;
 	uint64_t total = layout_bytes(g->l);
-	unsigned k = (unsigned)(off / GP_CHUNK_SIZE % RING_SLOTS);
+	unsigned k = (unsigned)(off / COPY_UNIT % RING_SLOTS);
 	CUresult r = CUDA_SUCCESS;
 
-	while (r == CUDA_SUCCESS && g->queued < total &&
-	       g->queued < off + (uint64_t)RING_SLOTS * GP_CHUNK_SIZE)
-		r = ring_queue(g, total);
-	if (r == CUDA_SUCCESS)
-		r = slot_wait(g, k);
 	(void)n;
+	if (off % COPY_UNIT == 0) {
+		while (r == CUDA_SUCCESS && g->queued < total &&
+		       g->queued < off + (uint64_t)RING_SLOTS * COPY_UNIT)
+			r = ring_queue(g, total);
+		if (r == CUDA_SUCCESS)
+			r = slot_wait(g, k);
+	}
 	*err = (int)r;
-	return r == CUDA_SUCCESS ? slot(k) : NULL;
+	return r == CUDA_SUCCESS ? slot(k) + off % COPY_UNIT : NULL;
 }
 
 CUresult gp__serve_memcpy_htod(struct gp_worker *w, struct gp_req *rq,
@@ -749,9 +780,9 @@ static const uint8_t *dtoh_read(void *arg, uint64_t off, size_t n, int *err)
 }
 
 /*
- * Device to host, streamed. A copy of more than one chunk is queued on its stream chunk by
- * chunk, each chunk followed by a callback that only notes it copied; the sender thread
- * sends each chunk as soon as it is there, while the stream copies the next. The stream's
+ * Device to host, streamed. A copy of more than one COPY_UNIT is queued on its stream unit
+ * by unit, each unit followed by a callback that only notes it copied; the sender thread
+ * sends each unit (in chunks) as soon as it is there, while the stream copies the next. The stream's
  * last callback waits until the bytes and the answer are sent, so the stream's later work
  * (and whatever observes it) still comes after the answer, as with one callback. The
  * sender holds the send lock from the first chunk to the answer: the client reads a
@@ -763,12 +794,12 @@ static pthread_cond_t sender_cv = PTHREAD_COND_INITIALIZER;
 static struct on_stream *send_head, **send_tail = &send_head;
 static bool sender_started;
 
-/* With staging_lock held: the copy's stream got to a chunk's end (or its end, last). */
+/* With staging_lock held: the copy's stream got to a unit's end (or its end, last). */
 static void chunk_reached(struct on_stream *o, CUresult status, bool last)
 {
 	if (status != CUDA_SUCCESS && o->status == CUDA_SUCCESS)
 		o->status = status;
-	o->ready = o->ready + GP_CHUNK_SIZE < o->bytes ? o->ready + GP_CHUNK_SIZE : o->bytes;
+	o->ready = o->ready + COPY_UNIT < o->bytes ? o->ready + COPY_UNIT : o->bytes;
 	o->last = o->last || last;
 	if (!o->queued) {
 		o->queued = true;
@@ -886,7 +917,7 @@ static CUresult dtoh_streamed(struct gp_worker *w, struct gp_req *rq, struct on_
 
 	o->streamed = true;
 	while (off < o->bytes && r == CUDA_SUCCESS) {
-		uint64_t n = o->bytes - off < GP_CHUNK_SIZE ? o->bytes - off : GP_CHUNK_SIZE;
+		uint64_t n = o->bytes - off < COPY_UNIT ? o->bytes - off : COPY_UNIT;
 
 		r = copy_part_out(w, l, o->buf, off, n, s);
 		if (r == CUDA_SUCCESS && off + n < o->bytes) {
@@ -939,7 +970,7 @@ static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout
 	if (bytes == 0)
 		return CUDA_SUCCESS;
 	o = stage(w, rq, bytes);
-	if (o && bytes > GP_CHUNK_SIZE && sender_up()) {
+	if (o && bytes > COPY_UNIT && sender_up()) {
 		o->data = true;
 		o->reply = true;
 		return dtoh_streamed(w, rq, o, l, s);

@@ -624,6 +624,7 @@ int main(int argc, char **argv)
 	if (o.quick) {
 		o = (struct opts){.json = o.json,
 				  .quick = true,
+				  .copies = o.copies,
 				  .repeats = 1,
 				  .rounds = 200,
 				  .launches = 2000,

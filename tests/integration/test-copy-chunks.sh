@@ -20,6 +20,12 @@ case "$out" in *PASS) ;; *) fail "through the pool: $out" ;; esac
 out=$(GPUPOOL_SERVER=unix:$T/client.sock run_client "$GP_TESTBIN/copy_chunks" "$mib") ||
 	fail "through the Unix socket: $out"
 case "$out" in *PASS) ;; *) fail "through the Unix socket: $out" ;; esac
+# Past the worker's staging bound (256 MiB): its ring of page-locked chunks, both ways.
+if [ -z "${GP_SAN_RUNTIME:-}" ]; then
+	out=$(GPUPOOL_SERVER=unix:$T/client.sock run_client "$GP_TESTBIN/copy_chunks" 300 big) ||
+		fail "300 MiB through the Unix socket: $out"
+	case "$out" in *PASS) ;; *) fail "300 MiB through the Unix socket: $out" ;; esac
+fi
 wait_for '.sessions | length == 0' 10
 assert_status '.gpus[0].memory_used == 0' "the session's memory must be free"
 gp_stop
