@@ -510,8 +510,8 @@ static CUresult copy_part_out(struct gp_worker *w, const struct layout *l, uint8
 
 /*
  * Host to device through staging, streamed: each frame's bytes land in place in the staging
- * and are queued on the stream at once, so the device copies one chunk while the next is
- * received (the staging holds the whole copy: no chunk's bytes are overwritten while its
+ * and are queued on the stream a COPY_UNIT at a time, so the device copies one unit while
+ * the next is received (the staging holds the whole copy: no bytes are overwritten while a
  * copy may still read them). The stream keeps its order: the pieces are queued in turn and
  * nothing else is queued on it before the last; a synchronous call's answer comes from the
  * stream after the last piece.
@@ -556,7 +556,8 @@ static CUresult htod_staged(struct gp_worker *w, struct gp_req *rq, struct on_st
  * while the next is received into the next slot; device to host, the stream copies the next
  * units into the other slots while one is sent. A slot is reused once an event recorded
  * after its copy has completed. The copy waits for its last units before it returns (the
- * path this replaces waited for every chunk), so the ring is free for the next one.
+ * path this replaces waited for every chunk), so the ring is free for the next one. Whoever
+ * waits here waits for the stream on the main thread, as past the bound it always did.
  */
 #define RING_SLOTS 4
 
@@ -782,13 +783,13 @@ static const uint8_t *dtoh_read(void *arg, uint64_t off, size_t n, int *err)
 /*
  * Device to host, streamed. A copy of more than one COPY_UNIT is queued on its stream unit
  * by unit, each unit followed by a callback that only notes it copied; the sender thread
- * sends each unit (in chunks) as soon as it is there, while the stream copies the next. The stream's
- * last callback waits until the bytes and the answer are sent, so the stream's later work
- * (and whatever observes it) still comes after the answer, as with one callback. The
- * sender holds the send lock from the first chunk to the answer: the client reads a
- * transfer's DATA frames in one piece. It waits only for chunks queued back to back on one
- * stream, whose first is done, so it waits for no other stream (a callback on another
- * stream that wants the send lock waits for this copy, never the other way round).
+ * sends each unit (in chunks) as soon as it is there, while the stream copies the next.
+ * The stream's last callback waits until the bytes and the answer are sent, so the
+ * stream's later work (and whatever observes it) still comes after the answer, as with one
+ * callback. The sender holds the send lock from the first chunk to the answer: the client
+ * reads a transfer's DATA frames in one piece. It waits only for units queued back to back
+ * on one stream, whose first is done, so it waits for no other stream (a callback on
+ * another stream that wants the send lock waits for this copy, never the other way round).
  */
 static pthread_cond_t sender_cv = PTHREAD_COND_INITIALIZER;
 static struct on_stream *send_head, **send_tail = &send_head;
@@ -904,10 +905,10 @@ static bool sender_up(void)
 }
 
 /*
- * Queues a streamed copy of more than one chunk on s (above); from here the stream and the
+ * Queues a streamed copy of more than one unit on s (above); from here the stream and the
  * sender answer it. A failure to queue before any callback was queued is the caller's to
  * answer (the staging is not given back: copies queued may still use it); one after it is
- * the answer's result, after the chunks queued before it (the transfer ends early).
+ * the answer's result, after the units queued before it (the transfer ends early).
  */
 static CUresult dtoh_streamed(struct gp_worker *w, struct gp_req *rq, struct on_stream *o,
 			      const struct layout *l, CUstream s)
@@ -939,7 +940,7 @@ static CUresult dtoh_streamed(struct gp_worker *w, struct gp_req *rq, struct on_
 	pthread_mutex_unlock(&staging_lock);
 	r = GP_DRV(w, cuStreamAddCallback, s, stream_copied, o, 0);
 	if (r != CUDA_SUCCESS) {
-		/* The chunks' callbacks still hand it to the sender, which ends the transfer
+		/* The units' callbacks still hand it to the sender, which ends the transfer
 		 * where they stop and answers; nothing gives o back (the process frees it). */
 		gp_log_warnx("a device-to-host copy's last callback: %d; answered early", (int)r);
 		pthread_mutex_lock(&staging_lock);
