@@ -271,12 +271,13 @@ struct on_stream {
 	unsigned epoch; /* staging_epoch when it was taken */
 	struct on_stream *next;
 	/* Streamed device to host (more than one COPY_UNIT): the sender thread sends each
-	 * unit once the stream has copied it. All under staging_lock. */
+	 * unit once the event recorded after it has completed. All under staging_lock. */
 	bool streamed;
-	bool queued, last, sent; /* handed to the sender; the stream got to the end; sent */
-	uint64_t ready;		 /* packed bytes the stream has copied into the staging */
-	CUresult status;	 /* the first failure the stream or the queueing saw */
-	struct on_stream *qnext; /* the sender's queue */
+	bool queued, enqueued, sent; /* handed to the sender; all queued on the stream; sent */
+	uint64_t units;		     /* units queued on the stream, an event after each */
+	CUevent *ev;		     /* made and destroyed by the main thread */
+	CUresult status;	     /* the first failure the stream or the queueing saw */
+	struct on_stream *qnext;     /* the sender's queue */
 };
 
 /* Staging is made once and kept for the session: freeing page-locked memory synchronizes
@@ -332,20 +333,39 @@ static void give_back(struct on_stream *o)
 		staged -= o->cap; /* not kept: the process frees it at its end */
 	}
 	outstanding--;
+	free(o->ev);
 	free(o);
+}
+
+/* On the main thread, without staging_lock: a streamed copy's events, unless their
+ * context went (and they with it). */
+static void drop_events(struct gp_worker *w, struct on_stream *o, uint64_t n)
+{
+	bool live;
+
+	pthread_mutex_lock(&staging_lock);
+	live = o->epoch == staging_epoch;
+	pthread_mutex_unlock(&staging_lock);
+	for (uint64_t i = 0; live && o->ev && i < n; i++)
+		GP_DRV(w, cuEventDestroy_v2, o->ev[i]);
 }
 
 void gp__dtoh_async_reap(struct gp_worker *w)
 {
-	struct on_stream *o;
+	struct on_stream *o, *list;
 
-	(void)w;
 	pthread_mutex_lock(&staging_lock);
-	while ((o = answered) != NULL) {
-		answered = o->next;
-		give_back(o);
-	}
+	list = answered;
+	answered = NULL;
 	pthread_mutex_unlock(&staging_lock);
+	while ((o = list) != NULL) {
+		list = o->next;
+		if (o->ev)
+			drop_events(w, o, (o->bytes + COPY_UNIT - 1) / COPY_UNIT);
+		pthread_mutex_lock(&staging_lock);
+		give_back(o);
+		pthread_mutex_unlock(&staging_lock);
+	}
 }
 
 void gp__staging_forget(void)
@@ -782,26 +802,26 @@ static const uint8_t *dtoh_read(void *arg, uint64_t off, size_t n, int *err)
 
 /*
  * Device to host, streamed. A copy of more than one COPY_UNIT is queued on its stream unit
- * by unit, each unit followed by a callback that only notes it copied; the sender thread
- * sends each unit (in chunks) as soon as it is there, while the stream copies the next.
- * The stream's last callback waits until the bytes and the answer are sent, so the
- * stream's later work (and whatever observes it) still comes after the answer, as with one
- * callback. The sender holds the send lock from the first chunk to the answer: the client
- * reads a transfer's DATA frames in one piece. It waits only for units queued back to back
- * on one stream, whose first is done, so it waits for no other stream (a callback on
- * another stream that wants the send lock waits for this copy, never the other way round).
+ * by unit into the staging, an event recorded after each; a stream callback after the first
+ * unit hands the copy to the sender thread, which sends each unit (in chunks) once its event
+ * has completed, while the stream copies the next. A callback after the last unit waits
+ * until the bytes and the answer are sent, so the stream's later work (and whatever
+ * observes it) still comes after the answer, as with one callback. The sender holds the
+ * send lock from the first chunk to the answer (the client reads a transfer's DATA frames
+ * in one piece) and meanwhile waits only for events of units queued back to back on one
+ * stream whose first is done: for the device, never for a callback, since a driver may run
+ * the callbacks of all streams on one thread, where one waiting for the send lock would
+ * hold up any callback the sender waited for.
  */
 static pthread_cond_t sender_cv = PTHREAD_COND_INITIALIZER;
 static struct on_stream *send_head, **send_tail = &send_head;
 static bool sender_started;
 
-/* With staging_lock held: the copy's stream got to a unit's end (or its end, last). */
-static void chunk_reached(struct on_stream *o, CUresult status, bool last)
+/* With staging_lock held: o goes to the sender, once. */
+static void to_sender(struct on_stream *o, CUresult status)
 {
 	if (status != CUDA_SUCCESS && o->status == CUDA_SUCCESS)
 		o->status = status;
-	o->ready = o->ready + COPY_UNIT < o->bytes ? o->ready + COPY_UNIT : o->bytes;
-	o->last = o->last || last;
 	if (!o->queued) {
 		o->queued = true;
 		o->qnext = NULL;
@@ -811,11 +831,11 @@ static void chunk_reached(struct on_stream *o, CUresult status, bool last)
 	pthread_cond_broadcast(&sender_cv);
 }
 
-static void CUDA_CB chunk_copied(CUstream s, CUresult status, void *arg)
+static void CUDA_CB first_copied(CUstream s, CUresult status, void *arg)
 {
 	(void)s;
 	pthread_mutex_lock(&staging_lock);
-	chunk_reached(arg, status, false);
+	to_sender(arg, status);
 	pthread_mutex_unlock(&staging_lock);
 }
 
@@ -825,7 +845,7 @@ static void CUDA_CB stream_copied(CUstream s, CUresult status, void *arg)
 
 	(void)s;
 	pthread_mutex_lock(&staging_lock);
-	chunk_reached(o, status, true);
+	to_sender(o, status);
 	while (!o->sent)
 		pthread_cond_wait(&sender_cv, &staging_lock);
 	o->next = answered;
@@ -833,20 +853,33 @@ static void CUDA_CB stream_copied(CUstream s, CUresult status, void *arg)
 	pthread_mutex_unlock(&staging_lock);
 }
 
-/* The sender's source: the n bytes at off once the stream has copied them; NULL (the
- * transfer ends early) when the stream failed or stopped before them. */
+/* The sender's source: the n bytes at off once their unit is copied; NULL (the transfer
+ * ends early) when the copy failed or was not queued that far. */
 static const uint8_t *streamed_read(void *arg, uint64_t off, size_t n, int *err)
 {
 	struct on_stream *o = arg;
-	bool have;
+	uint64_t u = off / COPY_UNIT;
+	CUresult r;
 
+	(void)n;
 	pthread_mutex_lock(&staging_lock);
-	while (o->status == CUDA_SUCCESS && o->ready < off + n && !o->last)
+	while (!o->enqueued)
 		pthread_cond_wait(&sender_cv, &staging_lock);
-	have = o->status == CUDA_SUCCESS && o->ready >= off + n;
-	*err = have ? 0 : (int)(o->status != CUDA_SUCCESS ? o->status : CUDA_ERROR_UNKNOWN);
+	r = o->status;
+	if (r == CUDA_SUCCESS && u >= o->units)
+		r = CUDA_ERROR_UNKNOWN;
 	pthread_mutex_unlock(&staging_lock);
-	return have ? (const uint8_t *)o->buf + off : NULL;
+	/* The first unit is done: its callback handed the copy over. */
+	if (r == CUDA_SUCCESS && u > 0 && off % COPY_UNIT == 0)
+		r = GP_DRV(o->w, cuEventSynchronize, o->ev[u]);
+	if (r != CUDA_SUCCESS) {
+		pthread_mutex_lock(&staging_lock);
+		if (o->status == CUDA_SUCCESS)
+			o->status = r;
+		pthread_mutex_unlock(&staging_lock);
+	}
+	*err = (int)r;
+	return r == CUDA_SUCCESS ? (const uint8_t *)o->buf + off : NULL;
 }
 
 static void *sender_main(void *arg)
@@ -905,53 +938,74 @@ static bool sender_up(void)
 }
 
 /*
- * Queues a streamed copy of more than one unit on s (above); from here the stream and the
- * sender answer it. A failure to queue before any callback was queued is the caller's to
- * answer (the staging is not given back: copies queued may still use it); one after it is
- * the answer's result, after the units queued before it (the transfer ends early).
+ * Queues a streamed copy on s (above); false when its events cannot be made (the caller
+ * then queues it whole). From the first unit's callback on, the stream and the sender
+ * answer it; a failure to queue before that is *r, the caller's to answer (the staging is
+ * not given back: copies queued may still use it); one after it is the answer's result,
+ * after the units queued before it (the transfer ends early).
  */
-static CUresult dtoh_streamed(struct gp_worker *w, struct gp_req *rq, struct on_stream *o,
-			      const struct layout *l, CUstream s)
+static bool dtoh_streamed(struct gp_worker *w, struct gp_req *rq, struct on_stream *o,
+			  const struct layout *l, CUstream s, CUresult *res)
 {
-	uint64_t off = 0, callbacks = 0;
+	uint64_t nunits = (o->bytes + COPY_UNIT - 1) / COPY_UNIT, u, made = 0;
 	CUresult r = CUDA_SUCCESS;
+	bool handed = false;
 
+	o->ev = calloc(nunits, sizeof(*o->ev));
+	while (o->ev && made < nunits &&
+	       GP_DRV(w, cuEventCreate, &o->ev[made], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
+		made++;
+	if (made < nunits) {
+		drop_events(w, o, made);
+		free(o->ev);
+		o->ev = NULL;
+		return false;
+	}
 	o->streamed = true;
-	while (off < o->bytes && r == CUDA_SUCCESS) {
+	for (u = 0; u < nunits && r == CUDA_SUCCESS; u++) {
+		uint64_t off = u * COPY_UNIT;
 		uint64_t n = o->bytes - off < COPY_UNIT ? o->bytes - off : COPY_UNIT;
 
 		r = copy_part_out(w, l, o->buf, off, n, s);
-		if (r == CUDA_SUCCESS && off + n < o->bytes) {
-			r = GP_DRV(w, cuStreamAddCallback, s, chunk_copied, o, 0);
-			callbacks += r == CUDA_SUCCESS;
+		if (r == CUDA_SUCCESS)
+			r = GP_DRV(w, cuEventRecord, o->ev[u], s);
+		if (r == CUDA_SUCCESS && u == 0) {
+			r = GP_DRV(w, cuStreamAddCallback, s, first_copied, o, 0);
+			handed = r == CUDA_SUCCESS;
 		}
-		off += n;
+		if (r != CUDA_SUCCESS)
+			break;
 	}
-	if (r != CUDA_SUCCESS && callbacks == 0) {
+	if (!handed) {
+		/* Nothing will hand it to the sender: answered by the caller. */
+		drop_events(w, o, nunits);
 		pthread_mutex_lock(&staging_lock);
 		o->buf = NULL;
 		give_back(o);
 		pthread_mutex_unlock(&staging_lock);
-		return r;
+		*res = r;
+		return true;
 	}
 	pthread_mutex_lock(&staging_lock);
+	o->units = u;
+	o->enqueued = true;
 	if (r != CUDA_SUCCESS && o->status == CUDA_SUCCESS)
 		o->status = r;
+	pthread_cond_broadcast(&sender_cv);
 	pthread_mutex_unlock(&staging_lock);
 	r = GP_DRV(w, cuStreamAddCallback, s, stream_copied, o, 0);
 	if (r != CUDA_SUCCESS) {
-		/* The units' callbacks still hand it to the sender, which ends the transfer
-		 * where they stop and answers; nothing gives o back (the process frees it). */
-		gp_log_warnx("a device-to-host copy's last callback: %d; answered early", (int)r);
+		/* The sender still answers, after what was queued; nothing gives o back (the
+		 * process frees it), and the stream's later work is not held for the answer. */
+		gp_log_warnx("a device-to-host copy's last callback: %d", (int)r);
 		pthread_mutex_lock(&staging_lock);
 		if (o->status == CUDA_SUCCESS)
 			o->status = r;
-		o->last = true;
-		pthread_cond_broadcast(&sender_cv);
 		pthread_mutex_unlock(&staging_lock);
 	}
 	rq->answered_later = true;
-	return CUDA_SUCCESS;
+	*res = CUDA_SUCCESS;
+	return true;
 }
 
 /* Device to host: into staging on the stream, the bytes and the answer when it gets there;
@@ -974,7 +1028,8 @@ static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout
 	if (o && bytes > COPY_UNIT && sender_up()) {
 		o->data = true;
 		o->reply = true;
-		return dtoh_streamed(w, rq, o, l, s);
+		if (dtoh_streamed(w, rq, o, l, s, &r))
+			return r;
 	}
 	if (o) {
 		o->data = true;
