@@ -9,8 +9,12 @@ static int take(struct gp_conn *c, struct gp_bulk_sink *s, uint64_t off, uint32_
 {
 	int ret;
 
-	if (s->dst)
-		return gp_conn_read(c, s->dst + off, n);
+	if (s->dst) {
+		ret = gp_conn_read(c, s->dst + off, n);
+		if (!ret && n && s->write && !s->err)
+			s->err = s->write(s->arg, off, s->dst + off, n);
+		return ret;
+	}
 	if (!s->write || !s->staging)
 		return gp_conn_skip(c, n);
 	while (n > 0) {

@@ -18,7 +18,11 @@
 /* Where received bytes go. With dst set they land in place at dst + offset (the buffer
  * holds the whole transfer); otherwise each piece is read into staging (GP_CHUNK_SIZE
  * bytes) and handed to write(), whose first non-zero answer is kept in err while the rest
- * is still read and dropped. With neither, the bytes are dropped. */
+ * is still read and dropped; write() may point staging elsewhere for the next piece (a
+ * ring of buffers), which must then hold GP_CHUNK_SIZE bytes. With both dst and write set,
+ * the bytes land in place and write() is told of each piece once it is there (a receiver
+ * that streams them on), until its first non-zero answer. With neither, the bytes are
+ * dropped. */
 typedef int (*gp_bulk_write_fn)(void *arg, uint64_t off, const uint8_t *p, size_t n);
 struct gp_bulk_sink {
 	uint8_t *dst;

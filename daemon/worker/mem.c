@@ -256,6 +256,11 @@ static int htod_write(void *arg, uint64_t off, const uint8_t *p, size_t n)
 
 #define STAGING_MAX (256ull << 20)
 
+/* How much of a streamed copy is handed to the stream at once (a multiple of the wire's
+ * chunk): each hand-over is a copy queued and, on softgpu, a stream thread woken, which on
+ * a loaded machine costs a scheduling delay; measured in docs/performance.md. */
+#define COPY_UNIT (4ull * GP_CHUNK_SIZE)
+
 struct on_stream {
 	struct gp_worker *w;
 	uint64_t id;
@@ -265,6 +270,14 @@ struct on_stream {
 	uint64_t bytes, cap;
 	unsigned epoch; /* staging_epoch when it was taken */
 	struct on_stream *next;
+	/* Streamed device to host (more than one COPY_UNIT): the sender thread sends each
+	 * unit once the event recorded after it has completed. All under staging_lock. */
+	bool streamed;
+	bool queued, enqueued, sent; /* handed to the sender; all queued on the stream; sent */
+	uint64_t units;		     /* units queued on the stream, an event after each */
+	CUevent *ev;		     /* made and destroyed by the main thread */
+	CUresult status;	     /* the first failure the stream or the queueing saw */
+	struct on_stream *qnext;     /* the sender's queue */
 };
 
 /* Staging is made once and kept for the session: freeing page-locked memory synchronizes
@@ -320,20 +333,39 @@ static void give_back(struct on_stream *o)
 		staged -= o->cap; /* not kept: the process frees it at its end */
 	}
 	outstanding--;
+	free(o->ev);
 	free(o);
+}
+
+/* On the main thread, without staging_lock: a streamed copy's events, unless their
+ * context went (and they with it). */
+static void drop_events(struct gp_worker *w, struct on_stream *o, uint64_t n)
+{
+	bool live;
+
+	pthread_mutex_lock(&staging_lock);
+	live = o->epoch == staging_epoch;
+	pthread_mutex_unlock(&staging_lock);
+	for (uint64_t i = 0; live && o->ev && i < n; i++)
+		GP_DRV(w, cuEventDestroy_v2, o->ev[i]);
 }
 
 void gp__dtoh_async_reap(struct gp_worker *w)
 {
-	struct on_stream *o;
+	struct on_stream *o, *list;
 
-	(void)w;
 	pthread_mutex_lock(&staging_lock);
-	while ((o = answered) != NULL) {
-		answered = o->next;
-		give_back(o);
-	}
+	list = answered;
+	answered = NULL;
 	pthread_mutex_unlock(&staging_lock);
+	while ((o = list) != NULL) {
+		list = o->next;
+		if (o->ev)
+			drop_events(w, o, (o->bytes + COPY_UNIT - 1) / COPY_UNIT);
+		pthread_mutex_lock(&staging_lock);
+		give_back(o);
+		pthread_mutex_unlock(&staging_lock);
+	}
 }
 
 void gp__staging_forget(void)
@@ -460,19 +492,257 @@ static CUresult copy_runs(struct gp_worker *w, const struct layout *l, uint8_t *
 	return r;
 }
 
-/* The bytes of the request into staging, then the copy queued; a synchronous call's answer
- * comes from the stream. */
+/* Packed bytes [off, off + n) of a layout copied from staging at p + off, on stream s. */
+static CUresult copy_part(struct gp_worker *w, const struct layout *l, const uint8_t *p,
+			  uint64_t off, uint64_t n, CUstream s)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	while (n && r == CUDA_SUCCESS) {
+		uint64_t run;
+		CUdeviceptr d = layout_at(l, off, &run);
+		uint64_t k = run < n ? run : n;
+
+		r = GP_DRV(w, cuMemcpyHtoDAsync_v2, d, p + off, (size_t)k, s);
+		off += k;
+		n -= k;
+	}
+	return r;
+}
+
+/* Packed bytes [off, off + n) of a layout copied into staging at p + off, on stream s. */
+static CUresult copy_part_out(struct gp_worker *w, const struct layout *l, uint8_t *p, uint64_t off,
+			      uint64_t n, CUstream s)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	while (n && r == CUDA_SUCCESS) {
+		uint64_t run;
+		CUdeviceptr d = layout_at(l, off, &run);
+		uint64_t k = run < n ? run : n;
+
+		r = GP_DRV(w, cuMemcpyDtoHAsync_v2, p + off, d, (size_t)k, s);
+		off += k;
+		n -= k;
+	}
+	return r;
+}
+
+/*
+ * Host to device through staging, streamed: each frame's bytes land in place in the staging
+ * and are queued on the stream a COPY_UNIT at a time, so the device copies one unit while
+ * the next is received (the staging holds the whole copy: no bytes are overwritten while a
+ * copy may still read them). The stream keeps its order: the pieces are queued in turn and
+ * nothing else is queued on it before the last; a synchronous call's answer comes from the
+ * stream after the last piece.
+ */
+struct htod_stream {
+	struct gp_worker *w;
+	const struct layout *l;
+	CUstream s;
+	uint64_t queued; /* packed bytes queued on the stream */
+};
+
+/* Bytes landed up to off + n: queued a COPY_UNIT at a time, and at the end. */
+static int htod_landed(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	struct htod_stream *hs = arg;
+	const uint8_t *base = p - off;
+	uint64_t end = off + n;
+	CUresult r = CUDA_SUCCESS;
+
+	if (end - hs->queued >= COPY_UNIT || end == layout_bytes(hs->l)) {
+		r = copy_part(hs->w, hs->l, base, hs->queued, end - hs->queued, hs->s);
+		hs->queued = end;
+	}
+	return (int)r;
+}
+
 static CUresult htod_staged(struct gp_worker *w, struct gp_req *rq, struct on_stream *o,
 			    const struct layout *l, uint64_t len, CUstream s)
 {
-	struct gp_bulk_sink sink = {.dst = o->buf};
+	struct htod_stream hs = {w, l, s, 0};
+	struct gp_bulk_sink sink = {.dst = o->buf, .write = htod_landed, .arg = &hs};
 	CUresult r = gp__req_recv(w, rq, len, &sink);
 
-	if (r == CUDA_SUCCESS && !rq->err)
-		r = copy_runs(w, l, o->buf, s, false);
 	if (rq->err)
 		r = CUDA_ERROR_UNKNOWN;
 	return answer_on(w, rq, o, s, r);
+}
+
+/*
+ * Past the staging bound, a copy goes through a ring of RING_SLOTS page-locked units on
+ * this thread: host to device, each unit is received into a slot and queued on the stream
+ * while the next is received into the next slot; device to host, the stream copies the next
+ * units into the other slots while one is sent. A slot is reused once an event recorded
+ * after its copy has completed. The copy waits for its last units before it returns (the
+ * path this replaces waited for every chunk), so the ring is free for the next one. Whoever
+ * waits here waits for the stream on the main thread, as past the bound it always did.
+ */
+#define RING_SLOTS 4
+
+struct ring {
+	struct gp_worker *w;
+	const struct layout *l;
+	CUstream s;
+	struct gp_bulk_sink *sink; /* host to device: whose staging moves slot to slot */
+	CUevent ev[RING_SLOTS];
+	bool busy[RING_SLOTS]; /* a copy from or into the slot may still run */
+	unsigned cur;	       /* host to device: the slot being filled */
+	uint64_t queued;       /* packed bytes queued on the stream */
+	bool closed;	       /* its events destroyed */
+};
+
+static uint8_t *ring_mem;   /* RING_SLOTS units, page-locked, kept */
+static unsigned ring_epoch; /* staging_epoch when it was made */
+
+static uint8_t *slot(unsigned k)
+{
+	return ring_mem + (size_t)k * COPY_UNIT;
+}
+
+/* Until slot k is free: the copy queued from or into it has completed. */
+static CUresult slot_wait(struct ring *g, unsigned k)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	if (g->busy[k])
+		r = GP_DRV(g->w, cuEventSynchronize, g->ev[k]);
+	g->busy[k] = false;
+	return r;
+}
+
+static CUresult ring_open(struct ring *g)
+{
+	struct gp_worker *w = g->w;
+	unsigned epoch;
+	void *p;
+
+	pthread_mutex_lock(&staging_lock);
+	epoch = staging_epoch;
+	pthread_mutex_unlock(&staging_lock);
+	if (ring_mem && ring_epoch != epoch)
+		ring_mem = NULL; /* made in a context that went, and gone with it */
+	if (!ring_mem) {
+		if (GP_DRV(w, cuMemHostAlloc, &p, (size_t)RING_SLOTS * COPY_UNIT,
+			   CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		ring_mem = p;
+		ring_epoch = epoch;
+	}
+	for (unsigned k = 0; k < RING_SLOTS; k++) {
+		CUresult r = GP_DRV(w, cuEventCreate, &g->ev[k], CU_EVENT_DISABLE_TIMING);
+
+		if (r != CUDA_SUCCESS) {
+			while (k--)
+				GP_DRV(w, cuEventDestroy_v2, g->ev[k]);
+			return r;
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+/* Waits for every slot; the first failure is the copy's, if it had none. */
+static CUresult ring_close(struct ring *g, CUresult r)
+{
+	if (g->closed)
+		return r;
+	g->closed = true;
+	for (unsigned k = 0; k < RING_SLOTS; k++) {
+		CUresult e = slot_wait(g, k);
+
+		if (r == CUDA_SUCCESS)
+			r = e;
+		GP_DRV(g->w, cuEventDestroy_v2, g->ev[k]);
+	}
+	return r;
+}
+
+/*
+ * Host to device: piece [off, off + n) has landed in the sink's staging, in the slot being
+ * filled. The slot is queued on the stream once the next piece (a frame, at most a chunk,
+ * of whatever size the client chose) might not fit, or at the end; the next piece lands in
+ * the next slot once that one's last copy has completed.
+ */
+static int ring_landed(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	struct ring *g = arg;
+	unsigned k = g->cur, next = (k + 1) % RING_SLOTS;
+	uint64_t end = off + n, fill = end - g->queued;
+	CUresult r = CUDA_SUCCESS;
+
+	if (fill + GP_CHUNK_SIZE <= COPY_UNIT && end < layout_bytes(g->l)) {
+		g->sink->staging = slot(k) + fill;
+		return 0;
+	}
+	r = copy_part(g->w, g->l, slot(k) - g->queued, g->queued, fill, g->s);
+	if (r == CUDA_SUCCESS)
+		r = GP_DRV(g->w, cuEventRecord, g->ev[k], g->s);
+	g->busy[k] = r == CUDA_SUCCESS;
+	g->queued = end;
+	if (r == CUDA_SUCCESS)
+		r = slot_wait(g, next);
+	if (r != CUDA_SUCCESS) {
+		/* The rest is read and dropped into a slot no copy reads any more. */
+		r = ring_close(g, r);
+		return (int)(r != CUDA_SUCCESS ? r : CUDA_ERROR_UNKNOWN);
+	}
+	g->cur = next;
+	g->sink->staging = slot(next);
+	return 0;
+}
+
+static bool htod_ring(struct gp_worker *w, struct gp_req *rq, const struct layout *l, uint64_t len,
+		      CUstream s, CUresult *res)
+{
+	struct gp_bulk_sink sink = {.write = ring_landed};
+	struct ring g = {.w = w, .l = l, .s = s, .sink = &sink};
+	CUresult r;
+
+	if (ring_open(&g) != CUDA_SUCCESS)
+		return false;
+	sink.arg = &g;
+	sink.staging = slot(0);
+	r = gp__req_recv(w, rq, len, &sink);
+	/* After a failure ring_landed has closed the ring already. */
+	*res = ring_close(&g, r);
+	return true;
+}
+
+/* Device to host: unit i of the copy queued into slot i % RING_SLOTS. */
+static CUresult ring_queue(struct ring *g, uint64_t total)
+{
+	unsigned k = (unsigned)(g->queued / COPY_UNIT % RING_SLOTS);
+	uint64_t n = total - g->queued < COPY_UNIT ? total - g->queued : COPY_UNIT;
+	CUresult r = copy_part_out(g->w, g->l, slot(k) - g->queued, g->queued, n, g->s);
+
+	if (r == CUDA_SUCCESS)
+		r = GP_DRV(g->w, cuEventRecord, g->ev[k], g->s);
+	g->busy[k] = r == CUDA_SUCCESS;
+	g->queued += n;
+	return r;
+}
+
+/* The sender's source (chunks at multiples of GP_CHUNK_SIZE, our own sender's): the
+ * bytes at off once their unit is copied. At a unit's start the unit sent before it is on
+ * the wire, and its slot takes the unit RING_SLOTS - 1 ahead. */
+static const uint8_t *ring_read(void *arg, uint64_t off, size_t n, int *err)
+{
+	struct ring *g = arg;
+	uint64_t total = layout_bytes(g->l);
+	unsigned k = (unsigned)(off / COPY_UNIT % RING_SLOTS);
+	CUresult r = CUDA_SUCCESS;
+
+	(void)n;
+	if (off % COPY_UNIT == 0) {
+		while (r == CUDA_SUCCESS && g->queued < total &&
+		       g->queued < off + (uint64_t)RING_SLOTS * COPY_UNIT)
+			r = ring_queue(g, total);
+		if (r == CUDA_SUCCESS)
+			r = slot_wait(g, k);
+	}
+	*err = (int)r;
+	return r == CUDA_SUCCESS ? slot(k) + off % COPY_UNIT : NULL;
 }
 
 CUresult gp__serve_memcpy_htod(struct gp_worker *w, struct gp_req *rq,
@@ -481,13 +751,16 @@ CUresult gp__serve_memcpy_htod(struct gp_worker *w, struct gp_req *rq,
 	struct htod cp = {w, {a->dst, a->width, a->height, a->pitch}, a->stream_drv, rq->async};
 	struct gp_bulk_sink sink = {.write = htod_write, .arg = &cp, .staging = w->staging};
 	struct on_stream *st;
+	CUresult r;
 
 	if (a->data_len != layout_bytes(&cp.l))
 		return CUDA_ERROR_INVALID_VALUE; /* the bytes are still read, to stay in step */
 	st = a->data_len ? stage(w, rq, a->data_len) : NULL;
 	if (st)
 		return htod_staged(w, rq, st, &cp.l, a->data_len, a->stream_drv);
-	/* Past the staging bound: chunk by chunk, on this thread. */
+	/* Past the staging bound: through the ring, or chunk by chunk without it. */
+	if (a->data_len && htod_ring(w, rq, &cp.l, a->data_len, a->stream_drv, &r))
+		return r;
 	return gp__req_recv(w, rq, a->data_len, &sink);
 }
 
@@ -527,6 +800,214 @@ static const uint8_t *dtoh_read(void *arg, uint64_t off, size_t n, int *err)
 	return r == CUDA_SUCCESS ? w->staging : NULL;
 }
 
+/*
+ * Device to host, streamed. A copy of more than one COPY_UNIT is queued on its stream unit
+ * by unit into the staging, an event recorded after each; a stream callback after the first
+ * unit hands the copy to the sender thread, which sends each unit (in chunks) once its event
+ * has completed, while the stream copies the next. A callback after the last unit waits
+ * until the bytes and the answer are sent, so the stream's later work (and whatever
+ * observes it) still comes after the answer, as with one callback. The sender holds the
+ * send lock from the first chunk to the answer (the client reads a transfer's DATA frames
+ * in one piece) and meanwhile waits only for events of units queued back to back on one
+ * stream whose first is done: for the device, never for a callback, since a driver may run
+ * the callbacks of all streams on one thread, where one waiting for the send lock would
+ * hold up any callback the sender waited for.
+ */
+static pthread_cond_t sender_cv = PTHREAD_COND_INITIALIZER;
+static struct on_stream *send_head, **send_tail = &send_head;
+static bool sender_started;
+
+/* With staging_lock held: o goes to the sender, once. */
+static void to_sender(struct on_stream *o, CUresult status)
+{
+	if (status != CUDA_SUCCESS && o->status == CUDA_SUCCESS)
+		o->status = status;
+	if (!o->queued) {
+		o->queued = true;
+		o->qnext = NULL;
+		*send_tail = o;
+		send_tail = &o->qnext;
+	}
+	pthread_cond_broadcast(&sender_cv);
+}
+
+static void CUDA_CB first_copied(CUstream s, CUresult status, void *arg)
+{
+	(void)s;
+	pthread_mutex_lock(&staging_lock);
+	to_sender(arg, status);
+	pthread_mutex_unlock(&staging_lock);
+}
+
+static void CUDA_CB stream_copied(CUstream s, CUresult status, void *arg)
+{
+	struct on_stream *o = arg;
+
+	(void)s;
+	pthread_mutex_lock(&staging_lock);
+	to_sender(o, status);
+	while (!o->sent)
+		pthread_cond_wait(&sender_cv, &staging_lock);
+	o->next = answered;
+	answered = o;
+	pthread_mutex_unlock(&staging_lock);
+}
+
+/* The sender's source: the n bytes at off once their unit is copied; NULL (the transfer
+ * ends early) when the copy failed or was not queued that far. */
+static const uint8_t *streamed_read(void *arg, uint64_t off, size_t n, int *err)
+{
+	struct on_stream *o = arg;
+	uint64_t u = off / COPY_UNIT;
+	CUresult r;
+
+	(void)n;
+	pthread_mutex_lock(&staging_lock);
+	while (!o->enqueued)
+		pthread_cond_wait(&sender_cv, &staging_lock);
+	r = o->status;
+	if (r == CUDA_SUCCESS && u >= o->units)
+		r = CUDA_ERROR_UNKNOWN;
+	pthread_mutex_unlock(&staging_lock);
+	/* The first unit is done: its callback handed the copy over. */
+	if (r == CUDA_SUCCESS && u > 0 && off % COPY_UNIT == 0)
+		r = GP_DRV(o->w, cuEventSynchronize, o->ev[u]);
+	if (r != CUDA_SUCCESS) {
+		pthread_mutex_lock(&staging_lock);
+		if (o->status == CUDA_SUCCESS)
+			o->status = r;
+		pthread_mutex_unlock(&staging_lock);
+	}
+	*err = (int)r;
+	return r == CUDA_SUCCESS ? (const uint8_t *)o->buf + off : NULL;
+}
+
+static void *sender_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct gp_bulk_source src = {.read = streamed_read};
+		Gp__Reply rep = GP__REPLY__INIT;
+		struct on_stream *o;
+		struct gp_worker *w;
+		int ret;
+
+		pthread_mutex_lock(&staging_lock);
+		while (!send_head)
+			pthread_cond_wait(&sender_cv, &staging_lock);
+		o = send_head;
+		send_head = o->qnext;
+		if (!send_head)
+			send_tail = &send_head;
+		pthread_mutex_unlock(&staging_lock);
+		w = o->w;
+		src.arg = o;
+		gp_conn_send_lock(w->client);
+		ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, o->id, NULL, o->bytes, &src);
+		pthread_mutex_lock(&staging_lock);
+		rep.result = (int32_t)o->status;
+		pthread_mutex_unlock(&staging_lock);
+		if (!ret)
+			ret = gp_conn_send(w->client, GP_MSG_REPLY, 0, o->id, &rep.base, NULL, 0);
+		if (!ret)
+			gp_conn_flush(w->client);
+		gp_conn_send_unlock(w->client);
+		/* A failed send ends the session (the main thread sees the connection go). */
+		pthread_mutex_lock(&staging_lock);
+		o->sent = true;
+		pthread_cond_broadcast(&sender_cv);
+		pthread_mutex_unlock(&staging_lock);
+	}
+	return NULL;
+}
+
+/* Whether the sender thread runs (started on the first streamed copy). */
+static bool sender_up(void)
+{
+	pthread_t t;
+	bool up;
+
+	pthread_mutex_lock(&staging_lock);
+	if (!sender_started && pthread_create(&t, NULL, sender_main, NULL) == 0) {
+		pthread_detach(t);
+		sender_started = true;
+	}
+	up = sender_started;
+	pthread_mutex_unlock(&staging_lock);
+	return up;
+}
+
+/*
+ * Queues a streamed copy on s (above); false when its events cannot be made (the caller
+ * then queues it whole). From the first unit's callback on, the stream and the sender
+ * answer it; a failure to queue before that is *r, the caller's to answer (the staging is
+ * not given back: copies queued may still use it); one after it is the answer's result,
+ * after the units queued before it (the transfer ends early).
+ */
+static bool dtoh_streamed(struct gp_worker *w, struct gp_req *rq, struct on_stream *o,
+			  const struct layout *l, CUstream s, CUresult *res)
+{
+	uint64_t nunits = (o->bytes + COPY_UNIT - 1) / COPY_UNIT, u, made = 0;
+	CUresult r = CUDA_SUCCESS;
+	bool handed = false;
+
+	o->ev = calloc(nunits, sizeof(*o->ev));
+	while (o->ev && made < nunits &&
+	       GP_DRV(w, cuEventCreate, &o->ev[made], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
+		made++;
+	if (made < nunits) {
+		drop_events(w, o, made);
+		free(o->ev);
+		o->ev = NULL;
+		return false;
+	}
+	o->streamed = true;
+	for (u = 0; u < nunits && r == CUDA_SUCCESS; u++) {
+		uint64_t off = u * COPY_UNIT;
+		uint64_t n = o->bytes - off < COPY_UNIT ? o->bytes - off : COPY_UNIT;
+
+		r = copy_part_out(w, l, o->buf, off, n, s);
+		if (r == CUDA_SUCCESS)
+			r = GP_DRV(w, cuEventRecord, o->ev[u], s);
+		if (r == CUDA_SUCCESS && u == 0) {
+			r = GP_DRV(w, cuStreamAddCallback, s, first_copied, o, 0);
+			handed = r == CUDA_SUCCESS;
+		}
+		if (r != CUDA_SUCCESS)
+			break;
+	}
+	if (!handed) {
+		/* Nothing will hand it to the sender: answered by the caller. */
+		drop_events(w, o, nunits);
+		pthread_mutex_lock(&staging_lock);
+		o->buf = NULL;
+		give_back(o);
+		pthread_mutex_unlock(&staging_lock);
+		*res = r;
+		return true;
+	}
+	pthread_mutex_lock(&staging_lock);
+	o->units = u;
+	o->enqueued = true;
+	if (r != CUDA_SUCCESS && o->status == CUDA_SUCCESS)
+		o->status = r;
+	pthread_cond_broadcast(&sender_cv);
+	pthread_mutex_unlock(&staging_lock);
+	r = GP_DRV(w, cuStreamAddCallback, s, stream_copied, o, 0);
+	if (r != CUDA_SUCCESS) {
+		/* The sender still answers, after what was queued; nothing gives o back (the
+		 * process frees it), and the stream's later work is not held for the answer. */
+		gp_log_warnx("a device-to-host copy's last callback: %d", (int)r);
+		pthread_mutex_lock(&staging_lock);
+		if (o->status == CUDA_SUCCESS)
+			o->status = r;
+		pthread_mutex_unlock(&staging_lock);
+	}
+	rq->answered_later = true;
+	*res = CUDA_SUCCESS;
+	return true;
+}
+
 /* Device to host: into staging on the stream, the bytes and the answer when it gets there;
  * past the staging bound, at once on this thread (DATA, then the Reply finish() sends). */
 static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout *l, uint64_t sid,
@@ -534,26 +1015,40 @@ static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout
 {
 	struct dtoh cp = {w, *l, sid, s};
 	struct gp_bulk_source src = {.read = dtoh_read, .arg = &cp};
+	struct ring g = {.w = w, .l = l, .s = s};
 	uint64_t bytes = layout_bytes(l);
 	struct on_stream *o;
+	bool ringed = false;
+	CUresult r;
 	int ret;
 
 	if (bytes == 0)
 		return CUDA_SUCCESS;
 	o = stage(w, rq, bytes);
+	if (o && bytes > COPY_UNIT && sender_up()) {
+		o->data = true;
+		o->reply = true;
+		if (dtoh_streamed(w, rq, o, l, s, &r))
+			return r;
+	}
 	if (o) {
 		o->data = true;
 		o->reply = true;
 		return answer_on(w, rq, o, s, copy_runs(w, l, o->buf, s, true));
 	}
+	if (ring_open(&g) == CUDA_SUCCESS) {
+		src = (struct gp_bulk_source){.read = ring_read, .arg = &g};
+		ringed = true;
+	}
 	gp_conn_send_lock(w->client);
 	ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, rq->h->request_id, NULL, bytes, &src);
 	gp_conn_send_unlock(w->client);
+	r = ringed ? ring_close(&g, (CUresult)src.err) : (CUresult)src.err;
 	if (ret) {
 		rq->err = ret;
 		return CUDA_ERROR_UNKNOWN;
 	}
-	return (CUresult)src.err;
+	return r;
 }
 
 /* DATA frames with the bytes, then the reply; a failed copy stops its DATA early. */

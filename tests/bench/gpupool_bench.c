@@ -1,7 +1,7 @@
 /* gpupool_bench.c -- gpupool-bench: what a CUDA program pays through the pool on this
  * machine, as ratios to baselines measured in the same run (docs/performance.md).
  *
- * usage: gpupool-bench [--json] [--short] [--repeats N]
+ * usage: gpupool-bench [--json] [--short] [--copies] [--sizes MIB,...] [--repeats N]
  *
  * It starts gpupoold on loopback (TLS, plain TCP and a Unix socket) with softgpu, or
  * GPUPOOL_BENCH_DRIVER, as its driver; with GPUPOOL_SERVER (and GPUPOOL_CA) set it measures
@@ -9,6 +9,7 @@
  * dlopens either the interposer or the driver itself; pool and baseline alternate, every
  * measurement is repeated, and medians are reported. Nothing here judges the numbers.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -27,7 +28,7 @@
 #define N_HIDE 100
 
 struct opts {
-	bool json, quick;
+	bool json, quick, copies; /* copies: the baselines and the copy step only */
 	int repeats;
 	int rounds, launches, graph_iters, hide_rounds, load_launches, wire_mib;
 	const char *sizes;
@@ -374,6 +375,8 @@ static void measure(const struct opts *o)
 			run_all(key, P.interposer, server[t], o);
 		}
 	}
+	if (o->copies)
+		return;
 	/* latency hiding, through the relay at each added delay */
 	for (size_t d = 0; d < sizeof(delays) / sizeof(delays[0]); d++) {
 		char via[160], n[16], rounds[16], store[6][PATH_MAX + 32], *env[8] = {NULL};
@@ -596,7 +599,7 @@ int main(int argc, char **argv)
 			 .load_launches = 20000,
 			 .wire_mib = 256,
 			 .sizes = "1,16,256,1024"};
-	const char *server = getenv("GPUPOOL_SERVER");
+	const char *server = getenv("GPUPOOL_SERVER"), *sizes = NULL;
 	char cert[PATH_MAX], key[PATH_MAX];
 
 	if (argc > 1 && !strcmp(argv[1], "--child"))
@@ -608,14 +611,20 @@ int main(int argc, char **argv)
 			o.quick = true;
 		} else if (!strcmp(argv[i], "--repeats") && i + 1 < argc) {
 			o.repeats = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--copies")) {
+			o.copies = true;
+		} else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
+			sizes = argv[++i];
 		} else {
-			fprintf(stderr, "usage: gpupool-bench [--json] [--short] [--repeats N]\n");
+			fprintf(stderr, "usage: gpupool-bench [--json] [--short] [--copies] "
+					"[--sizes MIB,...] [--repeats N]\n");
 			return 2;
 		}
 	}
 	if (o.quick) {
 		o = (struct opts){.json = o.json,
 				  .quick = true,
+				  .copies = o.copies,
 				  .repeats = 1,
 				  .rounds = 200,
 				  .launches = 2000,
@@ -625,6 +634,14 @@ int main(int argc, char **argv)
 				  .wire_mib = 8,
 				  .sizes = "1,4"};
 	}
+	if (o.copies) {
+		/* the other steps kept to what the child needs to get to its copies */
+		o.rounds = 10;
+		o.launches = 10;
+		o.graph_iters = 0;
+	}
+	if (sizes && strspn(sizes, "0123456789,") == strlen(sizes) && isdigit(sizes[0]))
+		o.sizes = sizes;
 	if (o.repeats < 1 || o.repeats > MAX_SAMPLES)
 		o.repeats = 1;
 	signal(SIGPIPE, SIG_IGN);

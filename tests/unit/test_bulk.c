@@ -209,6 +209,98 @@ static void test_through_staging(void **state)
 	free(staging);
 }
 
+/* In place and told: each piece lands at dst + off, then write() hears of it there. */
+static int landed_piece(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	struct written *w = arg;
+
+	assert_int_equal(off, w->next);
+	assert_ptr_equal(p, w->buf + off); /* already in place, not through staging */
+	w->calls++;
+	w->next = off + n;
+	return w->fail_at && off >= w->fail_at ? 42 : 0;
+}
+
+static void test_in_place_told(void **state)
+{
+	uint8_t *want = pattern(LEN);
+	struct written w = {.buf = calloc(1, LEN)};
+	struct gp_bulk_sink sink = {.dst = w.buf, .write = landed_piece, .arg = &w};
+	struct gp_frame_hdr h;
+	pid_t pid;
+	struct gp_conn *c = spawn(send_request, &pid);
+
+	(void)state;
+	assert_int_equal(gp_conn_recv(c, &h), 0);
+	assert_int_equal(gp_bulk_recv(c, &h, LEN, &sink), 0);
+	assert_int_equal(sink.err, 0);
+	assert_int_equal(sink.got, LEN);
+	assert_int_equal(w.calls, 4);
+	assert_memory_equal(w.buf, want, LEN);
+	expect_marker(c);
+	reap(pid, c);
+
+	/* A failure is kept and nothing more is told; the bytes still land, in step. */
+	memset(w.buf, 0, LEN);
+	w.next = 0;
+	w.calls = 0;
+	w.fail_at = GP_CHUNK_SIZE;
+	sink = (struct gp_bulk_sink){.dst = w.buf, .write = landed_piece, .arg = &w};
+	c = spawn(send_request, &pid);
+	assert_int_equal(gp_conn_recv(c, &h), 0);
+	assert_int_equal(gp_bulk_recv(c, &h, LEN, &sink), 0);
+	assert_int_equal(sink.err, 42);
+	assert_int_equal(w.calls, 2);
+	assert_memory_equal(w.buf, want, LEN);
+	expect_marker(c);
+	reap(pid, c);
+	free(w.buf);
+	free(want);
+}
+
+/* A write() that points the staging at the next of two buffers for the next piece (the
+ * worker's ring does): each piece is read where the staging pointed when it came. */
+struct two {
+	struct gp_bulk_sink *sink;
+	uint8_t *slot[2], *out;
+	unsigned k;
+};
+
+static int ring_piece(void *arg, uint64_t off, const uint8_t *p, size_t n)
+{
+	struct two *t = arg;
+
+	assert_ptr_equal(p, t->slot[t->k]);
+	memcpy(t->out + off, p, n);
+	t->k ^= 1;
+	t->sink->staging = t->slot[t->k];
+	return 0;
+}
+
+static void test_staging_moves(void **state)
+{
+	uint8_t *want = pattern(LEN);
+	struct gp_bulk_sink sink = {.write = ring_piece};
+	struct two t = {&sink, {malloc(GP_CHUNK_SIZE), malloc(GP_CHUNK_SIZE)}, calloc(1, LEN), 0};
+	struct gp_frame_hdr h;
+	pid_t pid;
+	struct gp_conn *c = spawn(send_request, &pid);
+
+	(void)state;
+	sink.arg = &t;
+	sink.staging = t.slot[0];
+	assert_int_equal(gp_conn_recv(c, &h), 0);
+	assert_int_equal(gp_bulk_recv(c, &h, LEN, &sink), 0);
+	assert_int_equal(sink.err, 0);
+	assert_memory_equal(t.out, want, LEN);
+	expect_marker(c);
+	reap(pid, c);
+	free(t.slot[0]);
+	free(t.slot[1]);
+	free(t.out);
+	free(want);
+}
+
 /* ---- a source that stops: the transfer ends early, in step ---- */
 
 static uint64_t stop_at;
@@ -293,6 +385,8 @@ int main(void)
 		cmocka_unit_test(test_not_data),
 		cmocka_unit_test(test_in_place),
 		cmocka_unit_test(test_through_staging),
+		cmocka_unit_test(test_in_place_told),
+		cmocka_unit_test(test_staging_moves),
 		cmocka_unit_test(test_source_stops),
 		cmocka_unit_test(test_empty),
 	};
