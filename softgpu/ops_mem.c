@@ -143,6 +143,14 @@ static int op_st_shared32(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
+/* Their warp-wide forms (they return 0 or SG_STOP_FAULT, as SG_WARP_OF needs). */
+SG_WARP_OF(op_ld);
+SG_WARP_OF(op_st);
+SG_WARP_OF(op_ld_global32);
+SG_WARP_OF(op_st_global32);
+SG_WARP_OF(op_ld_shared32);
+SG_WARP_OF(op_st_shared32);
+
 static int op_nop(struct sg_thread *t, const struct sg_insn *in)
 {
 	return 0;
