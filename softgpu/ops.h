@@ -7,6 +7,8 @@
 /* Source register i and the first destination of the instruction `in` run by thread `t`. */
 #define A(i) (t->r[in->s[i]])
 #define DST (t->r[in->d[0]])
+/* A handler its warp-wide form (SG_WARP_OF) inlines into its loop over the lanes. */
+#define SG_HOT static inline __attribute__((always_inline))
 /* Lists handler name and its warp-wide form name##_warp for sg_warp_of (ptx_lower.c). */
 #define SG_WOP(name)                                          \
 	static const struct sg_wop name##_wop __attribute__(( \
@@ -15,12 +17,15 @@
 /*
  * The warp-wide form of a handler that may fault (a load or a store): name##_warp runs
  * it for each lane whose guard holds, with the lane's pc set as the handler expects,
- * and stops at the first fault.
+ * and stops at the first fault. The warp-wide forms read a copy of the instruction:
+ * its byte fields could alias the registers they store, so the compiler would
+ * load them again for every lane.
  */
 #define SG_WARP_OF(name)                                                                          \
-	static int name##_warp(struct sg_thread *const *gl, uint32_t n, const struct sg_insn *in) \
+	static int name##_warp(struct sg_thread *const *gl, uint32_t n, const struct sg_insn *ip) \
 	{                                                                                         \
-		uint32_t pc = (uint32_t)(in - gl[0]->code) + 1;                                   \
+		const struct sg_insn c = *ip, *in = &c;                                           \
+		uint32_t pc = (uint32_t)(ip - gl[0]->code) + 1;                                   \
                                                                                                   \
 		for (uint32_t k = 0; k < n; k++) {                                                \
 			struct sg_thread *t = gl[k];                                              \
@@ -50,8 +55,10 @@
 	{                                                                                         \
 		return name##_one(t, in);                                                         \
 	}                                                                                         \
-	static int name##_warp(struct sg_thread *const *gl, uint32_t n, const struct sg_insn *in) \
+	static int name##_warp(struct sg_thread *const *gl, uint32_t n, const struct sg_insn *ip) \
 	{                                                                                         \
+		const struct sg_insn c = *ip, *in = &c;                                           \
+                                                                                                  \
 		if (in->guard == SG_SLOT_TRUE) {                                                  \
 			for (uint32_t k = 0; k < n; k++)                                          \
 				(void)name##_one(gl[k], in);                                      \

@@ -72,7 +72,7 @@ static inline void store(uint8_t *p, unsigned size, uint64_t v)
 	}
 }
 
-static int op_ld(struct sg_thread *t, const struct sg_insn *in)
+SG_HOT int op_ld(struct sg_thread *t, const struct sg_insn *in)
 {
 	unsigned es = in->aux & 0xff, vec = (in->aux >> 12) & 7;
 	bool sgn = (in->aux >> 8) & 1;
@@ -85,7 +85,7 @@ static int op_ld(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
-static int op_st(struct sg_thread *t, const struct sg_insn *in)
+SG_HOT int op_st(struct sg_thread *t, const struct sg_insn *in)
 {
 	unsigned es = in->aux & 0xff, vec = (in->aux >> 12) & 7;
 	uint8_t *p = sg_addr(t, SPACE(in), ea(t, in), es * vec, true);
@@ -98,7 +98,7 @@ static int op_st(struct sg_thread *t, const struct sg_insn *in)
 }
 
 /* The common scalar 32-bit global and shared cases, without the size switch. */
-static int op_ld_global32(struct sg_thread *t, const struct sg_insn *in)
+SG_HOT int op_ld_global32(struct sg_thread *t, const struct sg_insn *in)
 {
 	const uint8_t *p = sg_addr(t, SG_SP_GLOBAL, ea(t, in), 4, false);
 
@@ -108,7 +108,7 @@ static int op_ld_global32(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
-static int op_st_global32(struct sg_thread *t, const struct sg_insn *in)
+SG_HOT int op_st_global32(struct sg_thread *t, const struct sg_insn *in)
 {
 	uint8_t *p = sg_addr(t, SG_SP_GLOBAL, ea(t, in), 4, true);
 
@@ -118,7 +118,7 @@ static int op_st_global32(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
-static int op_ld_shared32(struct sg_thread *t, const struct sg_insn *in)
+SG_HOT int op_ld_shared32(struct sg_thread *t, const struct sg_insn *in)
 {
 	uint64_t a = ea(t, in);
 	const struct sg_block *b = t->blk;
@@ -131,7 +131,7 @@ static int op_ld_shared32(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
-static int op_st_shared32(struct sg_thread *t, const struct sg_insn *in)
+SG_HOT int op_st_shared32(struct sg_thread *t, const struct sg_insn *in)
 {
 	uint64_t a = ea(t, in);
 	const struct sg_block *b = t->blk;
