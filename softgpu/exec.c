@@ -21,11 +21,13 @@
  * Warps are run one at a time until every lane of the warp is blocked;
  * pending warp collectives are resolved and the warp runs again. Within a
  * warp, the lanes at one pc run as a group (run_warp): a run of
- * straight-line instructions is run by each lane in turn up to where the
- * first lane's run ended, a branch by all of them at once, and lanes that
- * went apart meet again at the lowest pc first. That is one valid order of
- * independent threads among many; it keeps the group's instructions and
- * each lane's registers hot and spends no scheduling work per instruction.
+ * straight-line instructions is run one instruction at a time for the whole
+ * group, through one call of its warp-wide handler where it has one
+ * (registers only, plain loads and stores) and lane after lane otherwise, a
+ * branch by all of them at once, and lanes that went apart meet again at the
+ * lowest pc first. That is one valid order of independent threads among
+ * many; it spends no scheduling work per instruction and, for the warp-wide
+ * handlers, one indirect call per instruction instead of one per lane.
  * When all warps are blocked, barriers are resolved. A block with waiting
  * threads and nothing runnable is deadlocked: the launch fails instead of
  * hanging.
@@ -202,9 +204,10 @@ static uint32_t pick_group(const struct sg_thread *base, uint32_t todo, uint32_t
 /*
  * Runs every ready lane of a warp until it exits, yields or stops at a
  * barrier or warp collective: 0, or SG_STOP_FAULT. The lanes at one pc run
- * together: a run of straight-line instructions (SG_INSN_STRAIGHT) lane after
- * lane, each to the end of the first lane's run, where all of them stand
- * again; any other instruction for the lanes in turn, after which the lanes
+ * together: a run of straight-line instructions (SG_INSN_STRAIGHT) one
+ * instruction at a time for all of them (SG_INSN_WARP: one warp-wide call),
+ * ending after an instruction that stopped a lane, where the others stand
+ * together; any other instruction for the lanes in turn, after which the lanes
  * whose pcs still agree go on together and the others wait for their pcs to
  * meet (pick_group). Which lane runs an instruction first is not a promise
  * of the PTX ISA; the yield budget, faults and counts are each lane's, as
@@ -243,41 +246,49 @@ static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool
 		in = code + pc;
 		if (in->gneg & SG_INSN_STRAIGHT) {
 			/*
-			 * A run of straight-line instructions (they never set a pc): each
-			 * lane runs all of it in turn, its registers hot, to where the
-			 * first lane's run ended (a branch, a stop, or lanes waiting
-			 * ahead), so the group is together again at its end.
+			 * A run of straight-line instructions (they never set a pc), one
+			 * instruction at a time for the whole group: a warp-wide handler
+			 * once (SG_INSN_WARP: registers only, it never stops), any other
+			 * handler lane after lane. The run ends at a branch, at lanes
+			 * waiting ahead, or after an instruction that stopped a lane, so
+			 * the group's lanes are together again at its end.
 			 */
-			uint32_t stop = pc + 1 > rest_pc ? pc + 1 : rest_pc, left = 0;
+			uint32_t stop = pc + 1 > rest_pc ? pc + 1 : rest_pc, left = 0, p = pc;
+			const struct sg_insn *i = in;
 
-			for (uint32_t k = 0; k < ng; k++) {
-				struct sg_thread *t = gl[k];
-				const struct sg_insn *i = in;
-				uint32_t p = pc;
-
-				rc = 0;
-				while (p < stop && (i->gneg & SG_INSN_STRAIGHT)) {
-					t->pc = ++p;
-					if (((t->r[i->guard] ^ i->gneg) & 1) &&
-					    (rc = i->fn(t, i)) != 0)
-						break;
+			while (p < stop && (i->gneg & SG_INSN_STRAIGHT)) {
+				count += ng;
+				p++;
+				if (i->gneg & SG_INSN_WARP) {
+					if ((rc = i->wfn(gl, ng, i)) != 0)
+						goto out;
 					i++;
-				}
-				count += p - pc;
-				if (k == 0)
-					stop = p;
-				if (rc == 0)
 					continue;
-				if (rc == SG_STOP_FAULT)
-					goto out;
-				left |= 1u << t->lane;
-				if (rc == SG_STOP_EXIT) {
-					t->state = SG_T_EXITED;
-					b->nexited++;
-				} else if (rc == SG_STOP_YIELD) {
-					*yielded = true;
 				}
+				for (uint32_t k = 0; k < ng; k++) {
+					struct sg_thread *t = gl[k];
+
+					t->pc = p;
+					if (!((t->r[i->guard] ^ i->gneg) & 1) ||
+					    (rc = i->fn(t, i)) == 0)
+						continue;
+					if (rc == SG_STOP_FAULT)
+						goto out;
+					left |= 1u << t->lane;
+					if (rc == SG_STOP_EXIT) {
+						t->state = SG_T_EXITED;
+						b->nexited++;
+					} else if (rc == SG_STOP_YIELD) {
+						*yielded = true;
+					}
+				}
+				i++;
+				if (left)
+					break;
 			}
+			stop = p;
+			for (uint32_t k = 0; k < ng; k++)
+				gl[k]->pc = p;
 			rc = 0;
 			if (left) {
 				todo &= ~left;

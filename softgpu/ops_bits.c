@@ -1,6 +1,7 @@
 /* ops_bits.c -- logic and bit manipulation: and/or/xor/not/cnot/lop3, shifts, popc, clz, bfind, brev, bfe, bfi, fns, prmt, bmsk, szext, dp4a, dp2a. */
 #include <cuda.h>
 
+#define SG_OPS_PURE /* every OP here only touches registers (ops.h) */
 #include "ops.h"
 
 #define LOGIC(W, U)                                   \

@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#define SG_OPS_PURE /* every OP here only touches registers (ops.h) */
 #include "ops.h"
 
 enum { TC_S16, TC_U16, TC_S32, TC_U32, TC_S64, TC_U64, TC_F32, TC_F64, TC_F16, TC_BF16 };

@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#define SG_OPS_PURE /* every OP here only touches registers (ops.h) */
 #include "ops.h"
 
 /*

@@ -1,6 +1,7 @@
 /* ops_int.c -- integer arithmetic: add, sub, mul, mad, div, rem, abs, neg, min, max, sad, carries. */
 #include <cuda.h>
 
+#define SG_OPS_PURE /* every OP here only touches registers (ops.h) */
 #include "ops.h"
 
 /*

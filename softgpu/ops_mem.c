@@ -72,7 +72,7 @@ static inline void store(uint8_t *p, unsigned size, uint64_t v)
 	}
 }
 
-static int op_ld(struct sg_thread *t, const struct sg_insn *in)
+SG_HOT int op_ld(struct sg_thread *t, const struct sg_insn *in)
 {
 	unsigned es = in->aux & 0xff, vec = (in->aux >> 12) & 7;
 	bool sgn = (in->aux >> 8) & 1;
@@ -85,7 +85,7 @@ static int op_ld(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
-static int op_st(struct sg_thread *t, const struct sg_insn *in)
+SG_HOT int op_st(struct sg_thread *t, const struct sg_insn *in)
 {
 	unsigned es = in->aux & 0xff, vec = (in->aux >> 12) & 7;
 	uint8_t *p = sg_addr(t, SPACE(in), ea(t, in), es * vec, true);
@@ -98,7 +98,7 @@ static int op_st(struct sg_thread *t, const struct sg_insn *in)
 }
 
 /* The common scalar 32-bit global and shared cases, without the size switch. */
-static int op_ld_global32(struct sg_thread *t, const struct sg_insn *in)
+SG_HOT int op_ld_global32(struct sg_thread *t, const struct sg_insn *in)
 {
 	const uint8_t *p = sg_addr(t, SG_SP_GLOBAL, ea(t, in), 4, false);
 
@@ -108,7 +108,7 @@ static int op_ld_global32(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
-static int op_st_global32(struct sg_thread *t, const struct sg_insn *in)
+SG_HOT int op_st_global32(struct sg_thread *t, const struct sg_insn *in)
 {
 	uint8_t *p = sg_addr(t, SG_SP_GLOBAL, ea(t, in), 4, true);
 
@@ -118,7 +118,7 @@ static int op_st_global32(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
-static int op_ld_shared32(struct sg_thread *t, const struct sg_insn *in)
+SG_HOT int op_ld_shared32(struct sg_thread *t, const struct sg_insn *in)
 {
 	uint64_t a = ea(t, in);
 	const struct sg_block *b = t->blk;
@@ -131,7 +131,7 @@ static int op_ld_shared32(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
-static int op_st_shared32(struct sg_thread *t, const struct sg_insn *in)
+SG_HOT int op_st_shared32(struct sg_thread *t, const struct sg_insn *in)
 {
 	uint64_t a = ea(t, in);
 	const struct sg_block *b = t->blk;
@@ -142,6 +142,44 @@ static int op_st_shared32(struct sg_thread *t, const struct sg_insn *in)
 	memcpy(b->shared + a, &v, 4);
 	return 0;
 }
+
+/* Shared memory of any width and vector length, checked inline; op_ld/op_st fault. */
+SG_HOT int op_ld_shared(struct sg_thread *t, const struct sg_insn *in)
+{
+	unsigned es = in->aux & 0xff, vec = (in->aux >> 12) & 7, n = es * vec;
+	bool sgn = (in->aux >> 8) & 1;
+	uint64_t a = ea(t, in);
+	const struct sg_block *b = t->blk;
+
+	if ((a & (n - 1)) || a >= b->shared_size || b->shared_size - a < n)
+		return op_ld(t, in);
+	for (unsigned k = 0; k < vec; k++)
+		t->r[in->d[k]] = load(b->shared + a + k * es, es, sgn);
+	return 0;
+}
+
+SG_HOT int op_st_shared(struct sg_thread *t, const struct sg_insn *in)
+{
+	unsigned es = in->aux & 0xff, vec = (in->aux >> 12) & 7, n = es * vec;
+	uint64_t a = ea(t, in);
+	const struct sg_block *b = t->blk;
+
+	if ((a & (n - 1)) || a >= b->shared_size || b->shared_size - a < n)
+		return op_st(t, in);
+	for (unsigned k = 0; k < vec; k++)
+		store(b->shared + a + k * es, es, t->r[in->d[k]]);
+	return 0;
+}
+
+/* Their warp-wide forms (they return 0 or SG_STOP_FAULT, as SG_WARP_OF needs). */
+SG_WARP_OF(op_ld);
+SG_WARP_OF(op_st);
+SG_WARP_OF(op_ld_global32);
+SG_WARP_OF(op_st_global32);
+SG_WARP_OF(op_ld_shared32);
+SG_WARP_OF(op_st_shared32);
+SG_WARP_OF(op_ld_shared);
+SG_WARP_OF(op_st_shared);
 
 static int op_nop(struct sg_thread *t, const struct sg_insn *in)
 {
@@ -417,6 +455,8 @@ int sg_lower_mem(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 			in->fn = store ? op_st_global32 : op_ld_global32;
 		else if (SPACE(in) == SG_SP_SHARED)
 			in->fn = store ? op_st_shared32 : op_ld_shared32;
+	} else if (SPACE(in) == SG_SP_SHARED && !(in->flags & F_LOCALREL)) {
+		in->fn = store ? op_st_shared : op_ld_shared;
 	}
 	return 0;
 }

@@ -4,40 +4,41 @@
 
 #include <cuda.h>
 
-#include "ptx_int.h"
+#define SG_OPS_PURE /* every OP here only touches registers (ops.h) */
+#include "ops.h"
 
-static int op_mov64(struct sg_thread *t, const struct sg_insn *in)
+OP(op_mov64)
 {
 	t->r[in->d[0]] = t->r[in->s[0]];
 	return 0;
 }
 
-static int op_mov32(struct sg_thread *t, const struct sg_insn *in)
+OP(op_mov32)
 {
 	t->r[in->d[0]] = (uint32_t)t->r[in->s[0]];
 	return 0;
 }
 
-static int op_mov16(struct sg_thread *t, const struct sg_insn *in)
+OP(op_mov16)
 {
 	t->r[in->d[0]] = (uint16_t)t->r[in->s[0]];
 	return 0;
 }
 
-static int op_mov8(struct sg_thread *t, const struct sg_insn *in)
+OP(op_mov8)
 {
 	t->r[in->d[0]] = (uint8_t)t->r[in->s[0]];
 	return 0;
 }
 
-static int op_movp(struct sg_thread *t, const struct sg_insn *in)
+OP(op_movp)
 {
 	t->r[in->d[0]] = t->r[in->s[0]] & 1;
 	return 0;
 }
 
 /* mov.bN d, {a, b, ...}: element k of width aux bits goes to bits [k*w, (k+1)*w). */
-static int op_pack(struct sg_thread *t, const struct sg_insn *in)
+OP(op_pack)
 {
 	uint64_t v = 0, mask = in->aux >= 64 ? ~0ull : (1ull << in->aux) - 1;
 
@@ -47,7 +48,7 @@ static int op_pack(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
-static int op_unpack(struct sg_thread *t, const struct sg_insn *in)
+OP(op_unpack)
 {
 	uint64_t v = t->r[in->s[0]], mask = in->aux >= 64 ? ~0ull : (1ull << in->aux) - 1;
 

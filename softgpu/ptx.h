@@ -264,6 +264,22 @@ struct sg_insn;
 
 /* A handler: 0 to go on, or an SG_STOP_* reason. */
 typedef int (*sg_fn)(struct sg_thread *t, const struct sg_insn *in);
+/*
+ * A warp-wide handler: runs `in` for each of the n lanes in gl (a converged
+ * group, all at the instruction) whose guard holds; exec.c calls it once
+ * instead of the handler once per lane. 0, or SG_STOP_FAULT after a lane
+ * faulted (that lane's pc set, as its handler would have seen it); it never
+ * stops a lane otherwise. For instructions of the lane's own registers
+ * (ops.h's SG_OPS_PURE families) and plain loads and stores (ops_mem.c).
+ */
+typedef int (*sg_wfn)(struct sg_thread *const *gl, uint32_t n, const struct sg_insn *in);
+/* A handler and its warp-wide form, as the pure families list them (ops.h). */
+struct sg_wop {
+	sg_fn fn;
+	sg_wfn wfn;
+};
+/* The warp-wide form of handler fn, or NULL (ptx_lower.c). */
+sg_wfn sg_warp_of(sg_fn fn);
 
 enum sg_stop {
 	SG_STOP_NONE = 0,
@@ -286,11 +302,20 @@ enum sg_stop {
  * lanes' pcs (exec.c). A handler of such a family must never set t->pc.
  */
 #define SG_INSN_STRAIGHT 2
+/*
+ * In sg_insn.gneg: `wfn` holds the instruction's warp-wide handler instead of
+ * `fn` (set by the lowering for the handlers sg_warp_of knows; always with
+ * SG_INSN_STRAIGHT).
+ */
+#define SG_INSN_WARP 4
 
 struct sg_insn {
-	sg_fn fn;
+	union {
+		sg_fn fn;
+		sg_wfn wfn; /* SG_INSN_WARP */
+	};
 	uint32_t guard; /* predicate slot; SG_SLOT_TRUE when unguarded */
-	uint8_t gneg;	/* bit 0: 1 for @!p; SG_INSN_STRAIGHT (set by the lowering) */
+	uint8_t gneg;	/* bit 0: 1 for @!p; SG_INSN_STRAIGHT, SG_INSN_WARP (the lowering's) */
 	uint8_t nd;	/* destination (or store-data) slots used */
 	uint8_t ns;	/* source slots used */
 	uint8_t flags;	/* handler-specific */

@@ -678,6 +678,54 @@ static bool straight(sg_lower_fn fam)
 	       fam == sg_lower_tex;
 }
 
+/*
+ * The pure families' handler pairs (ops.h's OP with SG_OPS_PURE), which the
+ * linker gathers in the section sg_wops, sorted by handler once for lookups.
+ */
+extern const struct sg_wop __start_sg_wops[], __stop_sg_wops[];
+static struct sg_wop *wops;
+static size_t nwops;
+static pthread_once_t wops_once = PTHREAD_ONCE_INIT;
+
+static int wop_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)((const struct sg_wop *)a)->fn;
+	uintptr_t y = (uintptr_t)((const struct sg_wop *)b)->fn;
+
+	return x < y ? -1 : x > y;
+}
+
+static void wops_init(void)
+{
+	size_t n = (size_t)(__stop_sg_wops - __start_sg_wops);
+
+	wops = malloc(n * sizeof(*wops));
+	if (wops == NULL) /* no table: every instruction keeps its per-lane handler */
+		return;
+	memcpy(wops, __start_sg_wops, n * sizeof(*wops));
+	qsort(wops, n, sizeof(*wops), wop_cmp);
+	nwops = n;
+}
+
+sg_wfn sg_warp_of(sg_fn fn)
+{
+	size_t lo = 0, hi;
+
+	pthread_once(&wops_once, wops_init);
+	hi = nwops;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (wops[mid].fn == fn)
+			return wops[mid].wfn;
+		if ((uintptr_t)wops[mid].fn < (uintptr_t)fn)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 int sg_lower_insn(struct sg_lower *L, uint32_t guard, bool gneg, const struct sg_opc *o,
 		  struct sg_operand *ops, int nops)
 {
@@ -700,8 +748,15 @@ int sg_lower_insn(struct sg_lower *L, uint32_t guard, bool gneg, const struct sg
 		return r;
 	if (in.fn == NULL)
 		return sg_lower_unsupported(L, o);
-	if (straight(fam))
+	if (straight(fam)) {
+		sg_wfn w = sg_warp_of(in.fn);
+
 		in.gneg |= SG_INSN_STRAIGHT;
+		if (w != NULL) {
+			in.wfn = w;
+			in.gneg |= SG_INSN_WARP;
+		}
+	}
 	slot = sg_lower_emit(L);
 	if (slot == NULL)
 		return L->errcode;
