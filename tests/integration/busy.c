@@ -3,8 +3,8 @@
  * time it spun to a device counter, so what ran is the device's own count, not the client's
  * wall clock. usage: busy MS COUNT [BATCH]  (COUNT kernels, 0: until stdin says anything or
  * closes; BATCH kernels launched before each wait, 1 unless given).
- * Prints READY after the first kernel, then DONE KERNELS SECONDS (the device's count), or
- * ERROR and the call that failed. */
+ * Prints READY and the device's multiprocessor count after the first kernel, then DONE
+ * KERNELS SECONDS (the device's count), or ERROR and the call that failed. */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +38,7 @@ int main(int argc, char **argv)
 	long batch = argc > 3 ? atol(argv[3]) : 1;
 	unsigned long long total = 0, ns;
 	long i;
-	int ready = 0;
+	int ready = 0, sms = 0;
 	void *params[2];
 	CUdeviceptr out;
 	CUcontext ctx;
@@ -52,6 +52,7 @@ int main(int argc, char **argv)
 	}
 	CK(cuInit(0));
 	CK(cuDeviceGet(&dev, 0));
+	CK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
 	CK(cuCtxCreate(&ctx, NULL, 0, dev));
 	CK(cuModuleLoadData(&mod, busy_ptx));
 	CK(cuModuleGetFunction(&fn, mod, "tick"));
@@ -66,7 +67,7 @@ int main(int argc, char **argv)
 			continue;
 		CK(cuCtxSynchronize());
 		if (!ready) {
-			printf("READY\n");
+			printf("READY sms %d\n", sms);
 			fflush(stdout);
 			ready = 1;
 		}

@@ -152,6 +152,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c->log_level, GP_LOG_INFO);
 	assert_int_equal(c->max_sessions, 64);
 	assert_int_equal(c->worker_seccomp, GP_SECCOMP_ALLOW); /* on unless turned off */
+	assert_int_equal(c->compute_enforce, GP_ENFORCE_MPS);  /* shares: MPS, as before */
 	assert_int_equal(c->worker_uid_first, 0);	       /* workers keep the daemon's uid */
 	assert_int_equal(c->worker_uid_last, 0);
 	assert_null(c->worker_groups);
@@ -229,6 +230,7 @@ static void test_admission_keys(void **state)
 			   "tenant_from san-uri\n"
 			   "max_streams 8\nmax_events 9\nmax_modules 10\nmax_contexts 3\n"
 			   "worker_seccomp denylist\n"
+			   "compute_enforce time\n"
 			   "worker_uids 200000-200099\nworker_groups video,44\n";
 	struct gp_config *c = gp_config_parse(text, "t", err, sizeof(err));
 	const struct gp_tenant *t;
@@ -241,6 +243,7 @@ static void test_admission_keys(void **state)
 	assert_int_equal(c->max_modules, 10);
 	assert_int_equal(c->max_contexts, 3);
 	assert_int_equal(c->worker_seccomp, GP_SECCOMP_DENY);
+	assert_int_equal(c->compute_enforce, GP_ENFORCE_TIME);
 	assert_int_equal(c->worker_uid_first, 200000);
 	assert_int_equal(c->worker_uid_last, 200099);
 	assert_string_equal(c->worker_groups, "video,44");
@@ -290,6 +293,8 @@ static void test_admission_key_errors(void **state)
 		     "test.conf:3: 'tenant_from email': expected cn, san-uri or san-dns");
 	expect_error("tls_cert a\ntls_key b\nworker_seccomp yes\n",
 		     "test.conf:3: 'worker_seccomp yes': expected on, denylist or off");
+	expect_error("tls_cert a\ntls_key b\ncompute_enforce mps time\n",
+		     "test.conf:3: 'compute_enforce' takes exactly one value");
 	expect_error(
 		"tls_cert a\ntls_key b\nworker_uids 0-10\n",
 		"test.conf:3: 'worker_uids 0-10': the range must be non-empty and leave out uid 0");
