@@ -107,6 +107,7 @@ int main(int argc, char **argv)
 		EXPECT(host[i] == 2 * (3 * i + 1), "the parent reads %d at %d", host[i], i);
 	CK(cudaEventDestroy(ev));
 	CK(cudaFree(d));
-	std::printf("rt_ipc: PASSED (a child process opened, doubled and signalled %d values)\n", N);
+	std::printf("rt_ipc: PASSED (a child process opened, doubled and signalled %d values)\n",
+		    N);
 	return 0;
 }
