@@ -335,6 +335,21 @@ CUresult gp__serve_ipc_mem_export(struct gp_worker *w, struct gp_req *rq,
 	return export_handle(IPC_KIND_MEM, &h, &o->host, &o->session, &o->secret_hi, &o->secret_lo);
 }
 
+/* Opens whose range left the session's table (their context was destroyed, which closes
+ * them in the driver too) are forgotten. */
+static void prune(struct gp_worker *w)
+{
+	for (unsigned i = 0; i < nimports;) {
+		struct gp_alloc *al = gp__alloc_find(w, imports[i].dptr);
+
+		if (al && al->ptr == imports[i].dptr && al->module == IPC_OWNER &&
+		    al->ctx == imports[i].ctx)
+			i++;
+		else
+			imports[i] = imports[--nimports];
+	}
+}
+
 static struct import *import_find(CUdeviceptr dptr, uint64_t ctx)
 {
 	for (unsigned i = 0; i < nimports; i++)
@@ -360,6 +375,7 @@ CUresult gp__serve_ipc_mem_open(struct gp_worker *w, struct gp_req *rq,
 	r = open_handle(IPC_KIND_MEM, a->host, a->session, a->secret_hi, a->secret_lo, &h);
 	if (r != CUDA_SUCCESS)
 		return r;
+	prune(w);
 	r = drv.open_mem(&p, h, a->flags);
 	if (r != CUDA_SUCCESS)
 		return r;
