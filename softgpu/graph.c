@@ -262,6 +262,7 @@ static CUresult cond_copy(struct sg_gnode *n, const struct sg_gnode *src, bool v
 		n->bodies[i].g = sg_graph_clone(src->bodies[i].g, visible);
 		if (n->bodies[i].g == NULL)
 			return CUDA_ERROR_OUT_OF_MEMORY;
+		n->bodies[i].g->is_body = true;
 		n->bodies_out[i] = (CUgraph)n->bodies[i].g;
 		n->nbodies = i + 1;
 	}
@@ -428,11 +429,23 @@ SG_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 	return CUDA_SUCCESS;
 }
 
+/* Whether a capture in progress builds g or a conditional body inside it. */
+static bool graph_captured(const struct sg_graph *g)
+{
+	if (sg_capture_uses_graph(g))
+		return true;
+	for (size_t i = 0; i < g->n; i++)
+		for (unsigned b = 0; b < g->nodes[i]->nbodies; b++)
+			if (graph_captured(g->nodes[i]->bodies[b].g))
+				return true;
+	return false;
+}
+
 static CUresult graph_destroy(CUgraph h)
 {
-	if (!sg_graph_ok(h))
-		return CUDA_ERROR_INVALID_VALUE;
-	if (sg_capture_uses_graph((struct sg_graph *)h))
+	if (!sg_graph_ok(h) || ((struct sg_graph *)h)->is_body)
+		return CUDA_ERROR_INVALID_VALUE; /* a body goes with its conditional node */
+	if (graph_captured((struct sg_graph *)h))
 		return CUDA_ERROR_ILLEGAL_STATE; /* still being captured into */
 	sg_graph_free((struct sg_graph *)h);
 	return CUDA_SUCCESS;
@@ -690,6 +703,7 @@ static CUresult cond_set(struct sg_gnode *n, const CUDA_CONDITIONAL_NODE_PARAMS 
 		n->bodies[i].g = sg_graph_new(true);
 		if (n->bodies[i].g == NULL)
 			return CUDA_ERROR_OUT_OF_MEMORY;
+		n->bodies[i].g->is_body = true;
 		n->bodies_out[i] = (CUgraph)n->bodies[i].g;
 		n->nbodies = i + 1;
 	}
@@ -1480,6 +1494,9 @@ static CUresult destroy_node(CUgraphNode h)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (has_mem_nodes(n->graph))
 		return CUDA_ERROR_NOT_SUPPORTED; /* CUDA keeps the nodes of such graphs */
+	for (unsigned b = 0; b < n->nbodies; b++)
+		if (graph_captured(n->bodies[b].g))
+			return CUDA_ERROR_ILLEGAL_STATE; /* a body still being captured into */
 	node_unlink(n);
 	node_free(n);
 	return CUDA_SUCCESS;
