@@ -1,4 +1,5 @@
-/* graph.c -- CUDA graphs: nodes, edges, clone, instantiate, launch, exec update. */
+/* graph.c -- CUDA graphs: nodes (memory and conditional ones too), edges, clone, instantiate,
+ * launch, exec update. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,14 @@
  * kernel launch) and queues them on the stream as one unit; one FIFO stream
  * running them in a topological order honours every edge. Exec update and the
  * exec SetParams calls rewrite the executable's own nodes.
+ *
+ * Memory nodes: an allocation node holds its memory (mempool.c's struct sg_gmem, shared
+ * with its copies in executables); at a launch it becomes an op that maps the memory, a
+ * free node one that unmaps it. Conditional nodes: the handle is a registered struct
+ * sg_gcond whose value kernels set (cudaGraphSetConditional, a builtin); the node is one
+ * op that, when the stream reaches it, reads the value and runs the chosen body's ops there
+ * and then (sg_stream_run_now), again while a WHILE's value holds. Such ops keep the
+ * executable alive (x->refs) until they are done.
  *
  * Stream capture is capture.c; it builds graphs with the functions of graph_int.h.
  *
