@@ -1,4 +1,5 @@
-/* graph.c -- CUDA graphs: nodes, edges, clone, instantiate, launch, exec update. */
+/* graph.c -- CUDA graphs: nodes (memory and conditional ones too), edges, clone, instantiate,
+ * launch, exec update. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,14 @@
  * kernel launch) and queues them on the stream as one unit; one FIFO stream
  * running them in a topological order honours every edge. Exec update and the
  * exec SetParams calls rewrite the executable's own nodes.
+ *
+ * Memory nodes: an allocation node holds its memory (mempool.c's struct sg_gmem, shared
+ * with its copies in executables); at a launch it becomes an op that maps the memory, a
+ * free node one that unmaps it. Conditional nodes: the handle is a registered struct
+ * sg_gcond whose value kernels set (cudaGraphSetConditional, a builtin); the node is one
+ * op that, when the stream reaches it, reads the value and runs the chosen body's ops there
+ * and then (sg_stream_run_now), again while a WHILE's value holds. Such ops keep the
+ * executable alive (x->refs) until they are done.
  *
  * Stream capture is capture.c; it builds graphs with the functions of graph_int.h.
  *
@@ -262,6 +271,7 @@ static CUresult cond_copy(struct sg_gnode *n, const struct sg_gnode *src, bool v
 		n->bodies[i].g = sg_graph_clone(src->bodies[i].g, visible);
 		if (n->bodies[i].g == NULL)
 			return CUDA_ERROR_OUT_OF_MEMORY;
+		n->bodies[i].g->is_body = true;
 		n->bodies_out[i] = (CUgraph)n->bodies[i].g;
 		n->nbodies = i + 1;
 	}
@@ -428,11 +438,23 @@ SG_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 	return CUDA_SUCCESS;
 }
 
+/* Whether a capture in progress builds g or a conditional body inside it. */
+static bool graph_captured(const struct sg_graph *g)
+{
+	if (sg_capture_uses_graph(g))
+		return true;
+	for (size_t i = 0; i < g->n; i++)
+		for (unsigned b = 0; b < g->nodes[i]->nbodies; b++)
+			if (graph_captured(g->nodes[i]->bodies[b].g))
+				return true;
+	return false;
+}
+
 static CUresult graph_destroy(CUgraph h)
 {
-	if (!sg_graph_ok(h))
-		return CUDA_ERROR_INVALID_VALUE;
-	if (sg_capture_uses_graph((struct sg_graph *)h))
+	if (!sg_graph_ok(h) || ((struct sg_graph *)h)->is_body)
+		return CUDA_ERROR_INVALID_VALUE; /* a body goes with its conditional node */
+	if (graph_captured((struct sg_graph *)h))
 		return CUDA_ERROR_ILLEGAL_STATE; /* still being captured into */
 	sg_graph_free((struct sg_graph *)h);
 	return CUDA_SUCCESS;
@@ -690,6 +712,7 @@ static CUresult cond_set(struct sg_gnode *n, const CUDA_CONDITIONAL_NODE_PARAMS 
 		n->bodies[i].g = sg_graph_new(true);
 		if (n->bodies[i].g == NULL)
 			return CUDA_ERROR_OUT_OF_MEMORY;
+		n->bodies[i].g->is_body = true;
 		n->bodies_out[i] = (CUgraph)n->bodies[i].g;
 		n->nbodies = i + 1;
 	}
@@ -1480,6 +1503,9 @@ static CUresult destroy_node(CUgraphNode h)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (has_mem_nodes(n->graph))
 		return CUDA_ERROR_NOT_SUPPORTED; /* CUDA keeps the nodes of such graphs */
+	for (unsigned b = 0; b < n->nbodies; b++)
+		if (graph_captured(n->bodies[b].g))
+			return CUDA_ERROR_ILLEGAL_STATE; /* a body still being captured into */
 	node_unlink(n);
 	node_free(n);
 	return CUDA_SUCCESS;

@@ -10,6 +10,7 @@ struct sg_graph {
 	bool visible;		 /* its nodes are handles (not an executable's private copy) */
 	struct sg_gcond **conds; /* the conditional handles made on it (references) */
 	size_t nconds, capconds;
+	bool is_body; /* a conditional node's body: the node's, not the program's to destroy */
 };
 
 struct sg_gnode {

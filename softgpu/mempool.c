@@ -1,5 +1,6 @@
 /* mempool.c -- memory pools and stream-ordered allocation: cuMemAllocAsync, cuMemFreeAsync,
- * cuMemPool*, the devices' default and current pools. */
+ * cuMemPool*, the devices' default and current pools; graph memory (allocation nodes' memory,
+ * cuDeviceGraphMemTrim, the graph memory attributes). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,8 +1,9 @@
 // rt_graphcond.cu -- conditional graph nodes: a WHILE loop whose body kernel counts and ends
 // the loop with cudaGraphSetConditional, an IF node with an else body (the condition set by
-// a kernel before it), a SWITCH node, a body filled by cudaStreamBeginCaptureToGraph and
-// default launch values; checked against the CPU over several launches. Through the pool
-// (GP_EXPECT_REFUSED=1) conditional handles are refused (see docs/conformance.md).
+// a kernel before it), a SWITCH node, a body filled by cudaStreamBeginCaptureToGraph,
+// default launch values and a kernel naming no handle; checked against the CPU over several
+// launches. Through the pool (GP_EXPECT_REFUSED=1) conditional handles are refused (see
+// docs/conformance.md).
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -130,6 +131,8 @@ static void if_and_switch(cudaStream_t s)
 	cudaGraph_t same;
 	CK(cudaStreamEndCapture(s, &same));
 	EXPECT(same == ifb[0], "captured into the body graph");
+	EXPECT(cudaGraphDestroy(ifb[0]) != cudaSuccess, "a body goes with its node only");
+	(void)cudaGetLastError();
 	int *r1 = res + 1;
 	int two = 2;
 	void *ea[] = {&res, &two};
@@ -188,6 +191,17 @@ static void defaults(cudaStream_t s)
 	}
 }
 
+// A kernel setting a handle that is none: the launch fails (the context is then unusable,
+// so this comes last).
+static void bogus_handle(cudaStream_t s)
+{
+	int *value;
+	CK(cudaMalloc((void **)&value, sizeof(int)));
+	set_cond<<<1, 32, 0, s>>>((cudaGraphConditionalHandle)0x123456789ull, value);
+	cudaError_t e = cudaStreamSynchronize(s);
+	EXPECT(e != cudaSuccess, "cudaGraphSetConditional of no handle fails the launch");
+}
+
 int main()
 {
 	cudaStream_t s;
@@ -204,7 +218,7 @@ int main()
 	while_loop(s);
 	if_and_switch(s);
 	defaults(s);
-	CK(cudaStreamDestroy(s));
+	bogus_handle(s);
 	std::printf("rt_graphcond: PASSED\n");
 	return 0;
 }

@@ -595,6 +595,93 @@ static void test_launch_in_capture(void **state)
 	CK(cuStreamDestroy(s));
 }
 
+/* Memory and conditional nodes: what they refuse (hostile or invalid parameters). */
+static void test_mem_cond_refusals(void **state)
+{
+	CUDA_MEM_ALLOC_NODE_PARAMS ap;
+	CUmemAccessDesc acc = {{CU_MEM_LOCATION_TYPE_DEVICE, 0},
+			       CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+	CUgraphNodeParams np;
+	CUgraphNode a, f, c;
+	CUgraph g;
+	CUgraphExec x;
+	CUgraphConditionalHandle h;
+	cuuint64_t v = 1;
+	CUdeviceptr d;
+
+	(void)state;
+	CK(cuGraphCreate(&g, 0));
+	memset(&ap, 0, sizeof(ap));
+	ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	ap.bytesize = 0;
+	CK_EQ(cuGraphAddMemAllocNode(&a, g, NULL, 0, &ap), CUDA_ERROR_INVALID_VALUE);
+	ap.bytesize = 4096;
+	ap.poolProps.location.id = 99;
+	CK_EQ(cuGraphAddMemAllocNode(&a, g, NULL, 0, &ap), CUDA_ERROR_INVALID_VALUE);
+	ap.poolProps.location.id = 0;
+	ap.poolProps.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	CK_EQ(cuGraphAddMemAllocNode(&a, g, NULL, 0, &ap), CUDA_ERROR_INVALID_VALUE);
+	ap.poolProps.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+	ap.accessDescs = &acc;
+	ap.accessDescCount = 1;
+	CK(cuGraphAddMemAllocNode(&a, g, NULL, 0, &ap));
+	d = ap.dptr;
+	assert_true(d != 0);
+	memset(&ap, 0, sizeof(ap));
+	CK(cuGraphMemAllocNodeGetParams(a, &ap));
+	assert_true(ap.dptr == d && ap.bytesize == 4096 && ap.accessDescCount == 1);
+	assert_int_equal(ap.accessDescs[0].flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+	/* frees: not an allocation node's address, twice in one graph */
+	CK_EQ(cuGraphAddMemFreeNode(&f, g, &a, 1, d + 16), CUDA_ERROR_INVALID_VALUE);
+	CK_EQ(cuGraphAddMemFreeNode(&f, g, &a, 1, 0x1234), CUDA_ERROR_INVALID_VALUE);
+	CK(cuGraphAddMemFreeNode(&f, g, &a, 1, d));
+	CK_EQ(cuGraphAddMemFreeNode(&c, g, &f, 1, d), CUDA_ERROR_INVALID_VALUE);
+	CK_EQ(cuGraphDestroyNode(f), CUDA_ERROR_NOT_SUPPORTED);
+	/* graph memory attributes */
+	CK_EQ(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &v),
+	      CUDA_ERROR_INVALID_VALUE);
+	CK_EQ(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v),
+	      CUDA_ERROR_INVALID_VALUE);
+	CK_EQ(cuDeviceGetGraphMemAttribute(0, (CUgraphMem_attribute)77, &v),
+	      CUDA_ERROR_INVALID_VALUE);
+	CK_EQ(cuDeviceGetGraphMemAttribute(5, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &v),
+	      CUDA_ERROR_INVALID_DEVICE);
+	CK_EQ(cuDeviceGraphMemTrim(-1), CUDA_ERROR_INVALID_DEVICE);
+	/* conditionals: flags, handles, types and sizes */
+	CK_EQ(cuGraphConditionalHandleCreate(&h, g, NULL, 0, 0x80), CUDA_ERROR_INVALID_VALUE);
+	CK(cuGraphConditionalHandleCreate(&h, g, NULL, 1, CU_GRAPH_COND_ASSIGN_DEFAULT));
+	memset(&np, 0, sizeof(np));
+	np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+	np.conditional.handle = 0xdead;
+	np.conditional.type = CU_GRAPH_COND_TYPE_IF;
+	np.conditional.size = 1;
+	CK_EQ(cuGraphAddNode(&c, g, NULL, NULL, 0, &np), CUDA_ERROR_INVALID_VALUE);
+	np.conditional.handle = h;
+	np.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
+	np.conditional.size = 2;
+	CK_EQ(cuGraphAddNode(&c, g, NULL, NULL, 0, &np), CUDA_ERROR_INVALID_VALUE);
+	np.conditional.type = CU_GRAPH_COND_TYPE_SWITCH;
+	np.conditional.size = 0;
+	CK_EQ(cuGraphAddNode(&c, g, NULL, NULL, 0, &np), CUDA_ERROR_INVALID_VALUE);
+	np.conditional.type = (CUgraphConditionalNodeType)9;
+	np.conditional.size = 1;
+	CK_EQ(cuGraphAddNode(&c, g, NULL, NULL, 0, &np), CUDA_ERROR_INVALID_VALUE);
+	np.conditional.type = CU_GRAPH_COND_TYPE_IF;
+	CK(cuGraphAddNode(&c, g, NULL, NULL, 0, &np));
+	assert_non_null(np.conditional.phGraph_out);
+	/* a host node in a body is refused at instantiation; the body is the node's */
+	{
+		CUDA_HOST_NODE_PARAMS hp = {(CUhostFn)free, NULL};
+		CUgraphNode hn;
+
+		CK(cuGraphAddHostNode(&hn, np.conditional.phGraph_out[0], NULL, 0, &hp));
+	}
+	CK_EQ(cuGraphDestroy(np.conditional.phGraph_out[0]), CUDA_ERROR_INVALID_VALUE);
+	CK_EQ(cuGraphInstantiate(&x, g, 0), CUDA_ERROR_INVALID_VALUE);
+	CK(cuGraphDestroy(g));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -605,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_capture_fork_join),
 		cmocka_unit_test(test_explicit_graph),
 		cmocka_unit_test(test_launch_in_capture),
+		cmocka_unit_test(test_mem_cond_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, sgt_setup, sgt_teardown);
