@@ -38,7 +38,9 @@
  * itself, gp__ctx_idle); the driver's own threads running host-function callbacks
  * (hostfn.c), which send HOST_CALL and wait for the client; the watchdog
  * (watchdog.c), which ends the session when the client is gone or a call runs
- * past kernel_timeout; output.c's reader, which drains the stdout pipe. Every
+ * past kernel_timeout; output.c's reader, which drains the stdout pipe; mem.c's
+ * sender, which sends a streamed device-to-host copy unit by unit as the device
+ * finishes each (it waits only for events, never for a callback). Every
  * frame goes out under the connection's send lock (src/conn.h, concurrent mode;
  * lock order: w->lock, then the send lock). The driver may run threads of its
  * own (softgpu's block pool and stream threads, NVIDIA's). Everything the
