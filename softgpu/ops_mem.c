@@ -171,6 +171,21 @@ SG_HOT int op_st_shared(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
+/* Kernel parameters (ld.param of an entry's arguments), checked inline; op_ld faults. */
+SG_HOT int op_ld_param(struct sg_thread *t, const struct sg_insn *in)
+{
+	unsigned es = in->aux & 0xff, vec = (in->aux >> 12) & 7, n = es * vec;
+	bool sgn = (in->aux >> 8) & 1;
+	uint64_t a = ea(t, in);
+	const struct sg_grid *g = t->blk->grid;
+
+	if ((a & (n - 1)) || a >= g->param_size || g->param_size - a < n)
+		return op_ld(t, in);
+	for (unsigned k = 0; k < vec; k++)
+		t->r[in->d[k]] = load(g->params + a + k * es, es, sgn);
+	return 0;
+}
+
 /* Their warp-wide forms (they return 0 or SG_STOP_FAULT, as SG_WARP_OF needs). */
 SG_WARP_OF(op_ld);
 SG_WARP_OF(op_st);
@@ -180,6 +195,7 @@ SG_WARP_OF(op_ld_shared32);
 SG_WARP_OF(op_st_shared32);
 SG_WARP_OF(op_ld_shared);
 SG_WARP_OF(op_st_shared);
+SG_WARP_OF(op_ld_param);
 
 static int op_nop(struct sg_thread *t, const struct sg_insn *in)
 {
@@ -458,5 +474,7 @@ int sg_lower_mem(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 	} else if (SPACE(in) == SG_SP_SHARED && !(in->flags & F_LOCALREL)) {
 		in->fn = store ? op_st_shared : op_ld_shared;
 	}
+	if (!store && SPACE(in) == SG_SP_PARAM && !(in->flags & F_LOCALREL))
+		in->fn = op_ld_param;
 	return 0;
 }
