@@ -167,6 +167,27 @@ void gp__busy_final(struct gp_worker *w)
 		}
 }
 
+/* DEVICE_BUSY: the NVML shim's utilization of the session's slice. A fresh reading, not the
+ * sampler's: the shim divides two readings' difference by their clocks' (src/nvml.c). */
+CUresult gp__serve_device_busy(struct gp_worker *w, struct gp_req *rq,
+			       const struct gp_wargs_device_busy *a, struct gp_out_device_busy *o)
+{
+	uint64_t b[2], now;
+	CUresult r;
+
+	(void)w;
+	(void)rq;
+	if (!bs.src)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	r = bs.src->busy(a->device_drv, b, &now);
+	if (r != CUDA_SUCCESS)
+		return r;
+	o->kernel_ns = b[0];
+	o->any_ns = b[1];
+	o->now_ns = now;
+	return CUDA_SUCCESS;
+}
+
 void gp__share_wait(struct gp_worker *w)
 {
 	struct timespec ts = {0, HOLD_POLL_NS};

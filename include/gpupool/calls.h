@@ -434,6 +434,11 @@ struct gp_tex_desc {
 	  GP_ARG(U64, secret_lo),                                                                \
 	  GP_OUT(event), ,                                                                       \
 	  "cuIpcOpenEventHandle: another session's interprocess event, of this tenant")          \
+	/* ---- the NVML shim (src/nvml.c through interposer/nvml_source.c) ---- */           \
+	X(DEVICE_BUSY, device_busy, 290, 0,                                                      \
+	  GP_ARG(DEVICE, device),                                                                \
+	  GP_OUT(kernel_ns) GP_OUT(any_ns) GP_OUT(now_ns), ,                                     \
+	  "the session's busy time on device as its worker's driver counts it (busy.c); NOT_SUPPORTED where it does not") \
 	/* ---- graphs (graph, node, exec: U64 handles the handler checks by kind) ---- */      \
 	X(GRAPH_CREATE, graph_create, 160, 0,                                                    \
 	  GP_ARG(CTX, ctx) GP_ARG(U32, flags),                                                   \

@@ -5,6 +5,8 @@
  *                            every device as NVML and as CUDA report it
  *   nvml_client nocuda       NVML alone, CUDA never initialized
  *   nvml_client late BYTES   NVML first (no devices yet), then as `cuda`
+ *   nvml_client util MS      device 0's utilization: 0 while idle, then over a kernel busy
+ *                            for MS milliseconds by the device's timer (util_check); exits
  *
  * Prints "nvml ..." and "cuda ..." lines for the test to compare with the pool's own report,
  * then "ready", and waits for a line on stdin before it shuts NVML down and exits (so the test
@@ -14,10 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cuda.h>
 
 #include "nvml_abi.h"
+#include "spin_kernel.ptx.h"
 
 #define DIE(...)                              \
 	do {                                  \
@@ -108,6 +113,63 @@ static void list_cuda(void)
 	}
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * util: device 0's utilization over a period in which a kernel ran for ms milliseconds by the
+ * device's own timer. The period lies within [t0, t1] of this host's clock (the readings are
+ * taken during the two calls), so the percentage, rounded down from busy / period, is at least
+ * the kernel's time over t1 - t0, rounded down, and at most 100: a ratio of two measurements,
+ * whatever the machine's speed. Before that, a period with no kernel reads 0.
+ */
+static void util_check(long long ms)
+{
+	long long ns = ms * 1000000, got[2] = {0, 0};
+	nvmlUtilization_t u;
+	nvmlDevice_t d;
+	void *params[2];
+	CUdeviceptr out;
+	CUmodule mod;
+	CUfunction fn;
+	uint64_t t0, t1;
+	unsigned low;
+
+	NV(nvmlDeviceGetHandleByIndex_v2, 0, &d);
+	if (cuModuleLoadData(&mod, spin_ptx) || cuModuleGetFunction(&fn, mod, "spin_for") ||
+	    cuMemAlloc(&out, sizeof(got)))
+		DIE("spin_for setup");
+	/* starts a period (NOT_READY when nvmlInit's reading was the same instant) */
+	(void)NVR(nvmlDeviceGetUtilizationRates, d, &u);
+	usleep(200000);
+	NV(nvmlDeviceGetUtilizationRates, d, &u);
+	printf("nvml idle util gpu=%u memory=%u\n", u.gpu, u.memory);
+	if (u.gpu != 0)
+		DIE("no kernel ran, yet utilization %u%%", u.gpu);
+	t0 = mono_ns();
+	NV(nvmlDeviceGetUtilizationRates, d, &u);
+	params[0] = &ns;
+	params[1] = &out;
+	if (cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL) || cuCtxSynchronize() ||
+	    cuMemcpyDtoH(got, out, sizeof(got)))
+		DIE("spin_for");
+	NV(nvmlDeviceGetUtilizationRates, d, &u);
+	t1 = mono_ns();
+	if (got[0] < ns)
+		DIE("the kernel saw %lld ns pass, not %lld", got[0], ns);
+	low = (unsigned)((uint64_t)got[0] * 100 / (t1 - t0));
+	printf("nvml busy util gpu=%u memory=%u kernel_ns=%lld period_max_ns=%llu at_least=%u\n",
+	       u.gpu, u.memory, got[0], (unsigned long long)(t1 - t0), low);
+	if (u.gpu < low || u.gpu > 100 || u.memory < u.gpu)
+		DIE("utilization %u%% (memory %u%%): the kernel alone was at least %u%%", u.gpu,
+		    u.memory, low);
+}
+
 static void cuda_setup(const char *bytes)
 {
 	CUcontext ctx;
@@ -127,22 +189,28 @@ int main(int argc, char **argv)
 {
 	char line[16], v[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
 	const char *mode = argc > 1 ? argv[1] : "";
-	bool cuda = strcmp(mode, "cuda") == 0, late = strcmp(mode, "late") == 0;
+	bool util = strcmp(mode, "util") == 0;
+	bool cuda = util || strcmp(mode, "cuda") == 0, late = strcmp(mode, "late") == 0;
 	int cv;
 
 	if (!cuda && !late && strcmp(mode, "nocuda") != 0)
-		DIE("usage: nvml_client cuda BYTES | late BYTES | nocuda");
+		DIE("usage: nvml_client cuda BYTES | late BYTES | util MILLISECONDS | nocuda");
 	if ((cuda || late) && argc < 3)
 		DIE("%s needs BYTES", mode);
 	nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW);
 	if (nvml == NULL)
 		DIE("dlopen libnvidia-ml.so.1: %s", dlerror());
 	if (cuda)
-		cuda_setup(argv[2]);
+		cuda_setup(util ? "4096" : argv[2]);
 	NV(nvmlInit_v2);
 	NV(nvmlSystemGetDriverVersion, v, sizeof(v));
 	NV(nvmlSystemGetCudaDriverVersion, &cv);
 	printf("nvml driver %s cuda %d\n", v, cv);
+	if (util) {
+		util_check(atoll(argv[2]));
+		NV(nvmlShutdown);
+		return 0;
+	}
 	list_nvml();
 	if (late) {
 		/* the session cuInit opens shows up in the NVML already initialized */

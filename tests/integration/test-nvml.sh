@@ -1,8 +1,9 @@
 #!/bin/bash
 # The client's NVML shim (lib/gpupool/libnvidia-ml.so.1) reports the session's GPUs as the program
 # sees them through CUDA: the same names and UUIDs (the pool's own, as poolctl lists them), the
-# session's memory limit as each device's size and what the session holds as used. Without
-# cuInit it opens no session and lists no devices.
+# session's memory limit as each device's size, what the session holds as used and the
+# session's own busy time as utilization. Without cuInit it opens no session and lists no
+# devices.
 . "$(dirname "$0")/lib.sh"
 export SOFTGPU_DEVICES=2 SOFTGPU_MEMORY=512M
 
@@ -72,7 +73,7 @@ for i in 0 1; do
 	[ "$(field "$out" "cuda dev $i " uuid)" = "$puuid" ] || fail "device $i: CUDA UUID is not $puuid"
 	[ "$(field "$out" "nvml dev $i " name)" = "$pname" ] || fail "device $i: name"
 	[ "$(field "$out" "cuda mem $i " total)" = "$limit" ] || fail "device $i: cuDeviceTotalMem"
-	grep -q "^nvml util $i 3$" "$out" || fail "device $i: utilization should be NOT_SUPPORTED"
+	grep -q "^nvml util $i 0$" "$out" || fail "device $i: utilization should be the session's"
 	grep -q "^nvml procs $i 3$" "$out" || fail "device $i: processes should be NOT_SUPPORTED"
 done
 # Device 0 (its primary context is retained): the limit as total, the session's use as used.
@@ -101,6 +102,16 @@ grep '^nvml count' "$T/C.out" | sed -n 2p | grep -qx 'nvml count 1' ||
 	fail "the session's GPU after cuInit: $(cat "$T/C.out")"
 [ "$(field "$T/C.out" "nvml mem 0 " total)" = 33554432 ] || fail "late: the session's limit"
 nvml_finish C >/dev/null
+wait_for '.sessions | length == 0' 10
+
+# Utilization is the session's own busy time (its worker's driver's count): 0 over an idle
+# period, and over one in which a kernel ran 1 s by the device's timer at least that share of
+# the period's bound (nvml_client checks it from its own two measurements).
+NVML_ENV=(GPUPOOL_GPUS=1)
+out=$(env LD_PRELOAD="$NVML_PRELOAD" "$CLIENT_ASAN" "$GP_TESTBIN/nvml_client" util 1000 2>&1) ||
+	fail "utilization: $out"
+echo "$out" | grep '^nvml .*util'
+echo "$out" | grep -q '^nvml busy util gpu=[1-9]' || fail "a busy period should read above 0: $out"
 wait_for '.sessions | length == 0' 10
 gp_stop
 echo PASS
