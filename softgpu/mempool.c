@@ -843,7 +843,9 @@ SG_EXPORT CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType 
  * memory is, until cuDeviceGraphMemTrim or the node's last holder goes. The node running
  * maps it (the address then works for kernels, copies and pointer queries); a free node,
  * cuMemFreeAsync or a relaunch with AUTO_FREE_ON_LAUNCH running unmaps it. A node and the
- * private copies instantiation makes of it share one struct sg_gmem, counted.
+ * private copies instantiation makes of it share one struct sg_gmem, counted; the mapping
+ * counts too, so memory never freed outlives its graph and executables, as in CUDA, until
+ * cuMemFree or cuMemFreeAsync.
  *
  * The device's graph memory attributes, in whole granules: "reserved" counts the bytes
  * with physical memory, "used" those of them an executable holds (or still mapped after
@@ -1090,6 +1092,7 @@ CUresult sg_gmem_alloc_run(struct sg_gmem *m)
 			cuMemUnmap(m->va, m->span);
 		if (r == CUDA_SUCCESS) {
 			m->mapped = true;
+			m->refs++; /* the mapping's: it outlives its graph until freed, as in CUDA */
 			gmem_count(m->dev);
 		}
 	}
@@ -1099,9 +1102,14 @@ CUresult sg_gmem_alloc_run(struct sg_gmem *m)
 
 void sg_gmem_free_run(struct sg_gmem *m)
 {
+	bool was;
+
 	pthread_mutex_lock(&gmem_lock);
+	was = m->mapped;
 	gmem_unmap(m);
 	pthread_mutex_unlock(&gmem_lock);
+	if (was)
+		sg_gmem_unref(m); /* the mapping's reference */
 }
 
 /* A cuMemFreeAsync of an allocation node's memory: its op runs the free. */

@@ -682,6 +682,43 @@ static void test_mem_cond_refusals(void **state)
 	CK(cuGraphDestroy(g));
 }
 
+/* An allocation its graph never frees outlives the graph and its executable, as in CUDA: the
+ * program still uses it and gives it back with cuMemFree. */
+static void test_mem_outlives_graph(void **state)
+{
+	CUDA_MEM_ALLOC_NODE_PARAMS ap;
+	CUgraphNode a;
+	CUgraph g;
+	CUgraphExec x;
+	CUdeviceptr d;
+	cuuint64_t used = 0;
+	unsigned char b[64];
+
+	(void)state;
+	CK(cuGraphCreate(&g, 0));
+	memset(&ap, 0, sizeof(ap));
+	ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	ap.bytesize = 4096;
+	CK(cuGraphAddMemAllocNode(&a, g, NULL, 0, &ap));
+	d = ap.dptr;
+	CK(cuGraphInstantiate(&x, g, 0));
+	CK(cuGraphLaunch(x, NULL));
+	CK(cuStreamSynchronize(NULL));
+	CK(cuGraphExecDestroy(x));
+	CK(cuGraphDestroy(g));
+	CK(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used));
+	assert_true(used >= 4096); /* still allocated */
+	CK(cuMemsetD8(d, 0x5a, 4096));
+	CK(cuMemcpyDtoH(b, d + 64, sizeof(b)));
+	assert_int_equal(b[0], 0x5a);
+	assert_int_equal(b[63], 0x5a);
+	CK(cuMemFree(d));
+	CK(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used));
+	assert_true(used == 0);
+	CK_EQ(cuMemFree(d), CUDA_ERROR_INVALID_VALUE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -693,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_explicit_graph),
 		cmocka_unit_test(test_launch_in_capture),
 		cmocka_unit_test(test_mem_cond_refusals),
+		cmocka_unit_test(test_mem_outlives_graph),
 	};
 
 	return cmocka_run_group_tests(tests, sgt_setup, sgt_teardown);
