@@ -1037,8 +1037,16 @@ static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout
 		return answer_on(w, rq, o, s, copy_runs(w, l, o->buf, s, true));
 	}
 	if (ring_open(&g) == CUDA_SUCCESS) {
+		int err;
+
 		src = (struct gp_bulk_source){.read = ring_read, .arg = &g};
 		ringed = true;
+		/* The first unit before the send lock: the stream may hold answers queued
+		 * before this copy, which take the send lock to go out. The units after it are
+		 * copies queued back to back, which need nobody. A failure here sends nothing,
+		 * as a source that fails at once. */
+		if (!ring_read(&g, 0, 0, &err))
+			return ring_close(&g, (CUresult)err);
 	}
 	gp_conn_send_lock(w->client);
 	ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, rq->h->request_id, NULL, bytes, &src);

@@ -6,7 +6,8 @@
  * on. Every byte is compared with what the host computed; prints PASS or the first
  * mismatch. usage: copy_chunks [MIB [big]] (the largest size, 64 by default; with "big",
  * only synchronous copies and kernels on streams at that size: one past the worker's
- * staging bound goes through its ring of page-locked chunks) */
+ * staging bound goes through its ring of page-locked chunks; with "behind", a copy through
+ * the ring on a stream where answers of copies before it are still queued) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,38 @@ static int invalid_ranges(void)
 	return bad;
 }
 
+/* Past the staging bound behind answers still queued on the same stream: a big copy into
+ * page-locked memory takes most of the worker's staging, a small one queues its answer
+ * after it, and a copy into pageable memory on that stream then goes through the ring,
+ * whose copies come after that answer. */
+static int ring_behind_answers(CUstream s)
+{
+	size_t big = 250u << 20, small = 4u << 20, third = 8u << 20;
+	uint8_t *hb, *hs, *hp = malloc(third), *want = malloc(big);
+	CUdeviceptr d;
+	int bad;
+
+	memset(want, 0x5a, big);
+	CK(cuMemAlloc(&d, big));
+	CK(cuMemsetD8(d, 0x5a, big));
+	CK(cuMemAllocHost((void **)&hb, big));
+	CK(cuMemAllocHost((void **)&hs, small));
+	memset(hp, 0, third);
+	CK(cuMemcpyDtoHAsync(hb, d, big, s));
+	CK(cuMemcpyDtoHAsync(hs, d, small, s));
+	CK(cuMemcpyDtoHAsync(hp, d, third, s));
+	CK(cuStreamSynchronize(s));
+	bad = check("big async DtoH", big, hb, want, big) ||
+	      check("small async DtoH", small, hs, want, small) ||
+	      check("DtoH through the ring behind them", third, hp, want, third);
+	CK(cuMemFreeHost(hb));
+	CK(cuMemFreeHost(hs));
+	CK(cuMemFree(d));
+	free(hp);
+	free(want);
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	size_t big = (argc > 1 ? strtoul(argv[1], NULL, 10) : 64) << 20;
@@ -256,6 +289,11 @@ int main(int argc, char **argv)
 	CK(cuModuleGetFunction(&fill, mod, "fill"));
 	for (int k = 0; k < NSTREAMS; k++)
 		CK(cuStreamCreate(&s[k], k ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT));
+	if (argc > 2 && !strcmp(argv[2], "behind")) {
+		bad = ring_behind_answers(s[0]);
+		printf(bad ? "FAIL\n" : "PASS\n");
+		return bad;
+	}
 	if (argc > 2 && !strcmp(argv[2], "big")) {
 		bad = sync_copy(big) || kernel_then_sync(big, s[1]) ||
 		      kernel_then_sync(big, NULL) || invalid_ranges();
