@@ -79,12 +79,17 @@ static bool counts(const struct gp_session *s)
 	return s->stats && s->admitted_ms && !s->busy_banked && !s->warm;
 }
 
-/* The session's busy time on its i-th GPU, ns; false when its driver cannot tell. */
+/* The session's busy time on its i-th GPU, ns; false when its driver cannot tell. Before
+ * its worker serves (it has not yet asked its driver), no kernel of it has run: 0. */
 static bool session_busy(const struct gp_session *s, uint32_t i, uint64_t *ns)
 {
-	if (!atomic_load_explicit(&s->stats->busy_known, memory_order_relaxed))
+	uint32_t known = atomic_load_explicit(&s->stats->busy_known, memory_order_relaxed);
+
+	if (known == GP_BUSY_CANNOT)
 		return false;
-	*ns = atomic_load_explicit(&s->stats->dev_busy_ns[i], memory_order_relaxed);
+	*ns = known == GP_BUSY_KNOWN
+		      ? atomic_load_explicit(&s->stats->dev_busy_ns[i], memory_order_relaxed)
+		      : 0;
 	return true;
 }
 
