@@ -65,12 +65,18 @@ struct gp_stats {
 	_Atomic uint64_t managed_in;
 	_Atomic uint64_t managed_out;
 	/* GPU busy time (daemon/worker/busy.c): nanoseconds in which each device ran a kernel
-	 * of this session, as its driver measures it; busy_known 0 while it cannot. held_ns:
-	 * time launches were held back to keep the compute share (compute_enforce time). */
+	 * of this session, as its driver measures it. busy_known: GP_BUSY_NOT_YET until the
+	 * worker serves its first call (no kernel of the session can have run: 0 so far),
+	 * GP_BUSY_KNOWN, or GP_BUSY_CANNOT when its driver cannot tell. held_ns: time launches
+	 * were held back to keep the compute share (compute_enforce time). */
 	_Atomic uint32_t busy_known;
 	_Atomic uint64_t dev_busy_ns[GP_STATS_MAX_DEVICES];
 	_Atomic uint64_t held_ns;
 };
+
+#define GP_BUSY_NOT_YET 0
+#define GP_BUSY_KNOWN 1
+#define GP_BUSY_CANNOT 2
 
 #define GP_STATS_SIZE 4096
 

@@ -421,7 +421,8 @@ void gp__acct_session_ended(struct gp_session *s, int64_t status, int sig)
 	r->mem_limit = s->claim.mem_limit;
 	r->gpu_seconds = r->ngpus * r->held_s;
 	/* Measured by its worker (daemon/worker/busy.c), or not: docs/operations.md, "Metering". */
-	r->busy_known = atomic_load_explicit(&st->busy_known, memory_order_relaxed) != 0;
+	r->busy_known =
+		atomic_load_explicit(&st->busy_known, memory_order_relaxed) == GP_BUSY_KNOWN;
 	for (uint32_t i = 0; r->busy_known && i < s->claim.ndev && i < GP_STATS_MAX_DEVICES; i++)
 		r->gpu_busy_seconds +=
 			(double)atomic_load_explicit(&st->dev_busy_ns[i], memory_order_relaxed) /

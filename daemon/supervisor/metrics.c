@@ -200,7 +200,8 @@ static void render_util(FILE *f, const Gp__AdminReply *r)
 	}
 	if (r->n_tenant_util)
 		help(f, "gpupool_tenant_gpu_busy_seconds", "gauge",
-		     "Seconds its sessions' kernels ran in the window, on every GPU.");
+		     "Seconds its sessions' kernels ran in the window, on every GPU (a MIG "
+		     "instance's weighed by its part of the GPU).");
 	for (size_t i = 0; i < r->n_tenant_util; i++)
 		for (int k = 0; k < 2; k++) {
 			fputs("gpupool_tenant_gpu_busy_seconds{tenant=\"", f);

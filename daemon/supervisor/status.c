@@ -157,8 +157,8 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 				atomic_load_explicit(&st->managed_out, memory_order_relaxed);
 			x->last_active =
 				atomic_load_explicit(&st->last_active, memory_order_relaxed);
-			x->busy_known =
-				atomic_load_explicit(&st->busy_known, memory_order_relaxed) != 0;
+			x->busy_known = atomic_load_explicit(&st->busy_known,
+							     memory_order_relaxed) == GP_BUSY_KNOWN;
 			for (uint32_t i = 0;
 			     x->busy_known && i < s->claim.ndev && i < GP_STATS_MAX_DEVICES; i++)
 				x->gpu_busy_seconds +=

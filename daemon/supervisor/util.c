@@ -79,13 +79,33 @@ static bool counts(const struct gp_session *s)
 	return s->stats && s->admitted_ms && !s->busy_banked && !s->warm;
 }
 
-/* The session's busy time on its i-th GPU, ns; false when its driver cannot tell. */
+/* The session's busy time on its i-th GPU, ns; false when its driver cannot tell. Before
+ * its worker serves (it has not yet asked its driver), no kernel of it has run: 0. */
 static bool session_busy(const struct gp_session *s, uint32_t i, uint64_t *ns)
 {
-	if (!atomic_load_explicit(&s->stats->busy_known, memory_order_relaxed))
+	uint32_t known = atomic_load_explicit(&s->stats->busy_known, memory_order_relaxed);
+
+	if (known == GP_BUSY_CANNOT)
 		return false;
-	*ns = atomic_load_explicit(&s->stats->dev_busy_ns[i], memory_order_relaxed);
+	*ns = known == GP_BUSY_KNOWN
+		      ? atomic_load_explicit(&s->stats->dev_busy_ns[i], memory_order_relaxed)
+		      : 0;
 	return true;
+}
+
+static double instance_share(const struct gp_daemon *d, const struct gp_pool_gpu *pg,
+			     const struct gp_pool_gpu *ic);
+
+/* What busy time ns on pool GPU slot g counts for a tenant: a MIG instance's is weighed by
+ * its part of its GPU, as the GPU's own figure weighs it (gpus_1m: GPUs' worth). */
+static uint64_t tenant_ns(const struct gp_daemon *d, int g, uint64_t ns)
+{
+	const struct gp_pool_gpu *ic = &d->pool.gpu[g];
+	int p = ic->instance ? gpu_slot(d, ic->parent) : -1;
+
+	if (p < 0)
+		return ns;
+	return (uint64_t)((double)ns * instance_share(d, &d->pool.gpu[p], ic));
 }
 
 /* The sums now: gpu[] per pool GPU slot, tenants in u.tenant's order. */
@@ -122,7 +142,7 @@ static void sums(struct gp_daemon *d, uint64_t *gpu, uint64_t *ten)
 			gpu[g] += ns;
 			for (unsigned t = 0; ts && t < u.ntenants; t++)
 				if (&u.tenant[t]->s == ts)
-					ten[t] += ns;
+					ten[t] += tenant_ns(d, g, ns);
 		}
 	}
 }
@@ -168,7 +188,7 @@ void gp__util_session_end(struct gp_session *s)
 		}
 		u.gpu[g].base += ns;
 		if (ts)
-			ts->base += ns;
+			ts->base += tenant_ns(d, g, ns);
 	}
 	s->busy_banked = true;
 }

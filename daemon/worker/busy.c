@@ -10,7 +10,7 @@
  * asked for through cuGetExportTable. softgpu serves it, and since a worker is one process
  * for one session, its busy() is exactly this session's kernel time on each device (grids
  * running at once on several streams count once). NVIDIA's libcuda answers NOT_FOUND:
- * there the figure stays unknown (busy_known 0, null in the record) rather than guessed;
+ * there the figure is unknown (GP_BUSY_CANNOT, null in the record) rather than guessed;
  * docs/operations.md, "Utilization", says why.
  *
  * Compute share by time (compute_enforce time|both, docs/scheduling.md): each device has a
@@ -116,6 +116,7 @@ int gp__busy_start(struct gp_worker *w, unsigned share)
 		gp_log_debug("session %llu: the driver does not tell GPU busy time",
 			     (unsigned long long)w->session_id);
 		bs.src = NULL;
+		atomic_store_explicit(&w->stats->busy_known, GP_BUSY_CANNOT, memory_order_relaxed);
 		if (share)
 			gp_log_warnx("session %llu: compute share %u%% cannot be held by time: the "
 				     "driver does not tell busy time",
@@ -138,11 +139,11 @@ int gp__busy_start(struct gp_worker *w, unsigned share)
 		bs.tokens[i] = WINDOW_NS * bs.share / 100;
 		atomic_store_explicit(&w->stats->dev_busy_ns[i], b[0], memory_order_relaxed);
 	}
-	atomic_store_explicit(&w->stats->busy_known, 1, memory_order_relaxed);
+	atomic_store_explicit(&w->stats->busy_known, GP_BUSY_KNOWN, memory_order_relaxed);
 	if (pthread_create(&bs.thread, NULL, sampler, NULL)) {
 		gp_log_warnx("session %llu: no thread to measure GPU busy time",
 			     (unsigned long long)w->session_id);
-		atomic_store_explicit(&w->stats->busy_known, 0, memory_order_relaxed);
+		atomic_store_explicit(&w->stats->busy_known, GP_BUSY_CANNOT, memory_order_relaxed);
 		bs.src = NULL;
 		return -1;
 	}

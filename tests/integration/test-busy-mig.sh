@@ -1,7 +1,8 @@
 #!/bin/bash
 # Utilization on MIG instances (softgpu's MIG emulation): kernels of a known length on one
 # instance are that instance's busy time; its GPU's figure weighs each instance by its share
-# of the SMs (10 of 70 here); /metrics exports the instance as DCGM_FI_PROF_GR_ENGINE_ACTIVE.
+# of the SMs (10 of 70 here), and so does its tenant's; /metrics exports the instance as
+# DCGM_FI_PROF_GR_ENGINE_ACTIVE.
 . "$(dirname "$0")/lib.sh"
 export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=8G SOFTGPU_SMS=70 SOFTGPU_MIG="0:1g.2gb,2g.4gb"
 export GPUPOOL_MEMORY=64M SOFTGPU_THREADS=2
@@ -20,6 +21,9 @@ jq -e '(.gpus[] | select(.profile == "2g.4gb") | .busy_1m_seconds) == 0' "$T/s.j
 par=$(jq -r '.gpus[] | select(.mig) | .busy_1m_seconds' "$T/s.json")
 want=$(awk -v r="$inst" 'BEGIN { print r * 10 / 70 }')
 close "$par" "$want" || fail "the GPU's busy seconds $par should be its instance's weighed by SMs: $want"
+# Its tenant kept a seventh of a GPU busy, not a whole one: weighed as its GPU weighs it.
+ten=$(jq -r '[.utilization.tenants[].busy_1m_seconds] | add' "$T/s.json")
+close "$ten" "$want" || fail "the tenant's busy seconds $ten should be its instance's weighed by SMs: $want"
 jq -e '.utilization.util_1m == (.gpus[] | select(.mig) | .util_1m)' "$T/s.json" >/dev/null ||
 	fail "the host's figure is its one GPU's (instances counted within it)"
 url=$(grep -o "http://[0-9.:]*/metrics" "$T/daemon.log" | head -n 1)

@@ -91,5 +91,20 @@ jq -s -e 'map(select(.program == "hold_session"))[0].gpu_busy_seconds == 0' "$AC
 want=$(jq -s 'map(select(.tenant == "alice") | .gpu_busy_seconds) | add' "$ACCT")
 jq -e --argjson w "$want" '.rows[] | select(.key == "alice") | (.gpu_busy_seconds - $w | fabs) < 0.002' \
 	"$T/u.json" >/dev/null || fail "usage: alice's busy seconds should be her records' $want"
+# Sessions starting while status is asked for all the time: before its worker serves, a
+# session has not asked its driver yet, and that is not "cannot tell" (it ran nothing):
+# softgpu's utilization stays known.
+( while :; do status_json >/dev/null 2>&1; done ) &
+POLL_PID=$!
+for _ in $(seq 1 8); do
+	GPUPOOL_TOKEN=$A run_client "$GP_TESTBIN/hold_session" 4096 </dev/null >/dev/null ||
+		fail "hold_session while status is polled"
+done
+kill "$POLL_PID"
+wait "$POLL_PID" 2>/dev/null || true
+wait_for '.sessions | length == 0' 10
+status_json >"$T/s2.json"
+jq -e '.utilization.util_1m != null and ([.gpus[].util_1m] | all(. != null))' "$T/s2.json" \
+	>/dev/null || fail "utilization should stay known on softgpu: $(jq -c .utilization "$T/s2.json")"
 gp_stop
 echo PASS
