@@ -236,6 +236,8 @@ struct tls_pair {
 	SSL_CTX *sctx, *cctx;
 	struct gp_conn *server, *client;
 	unsigned frames, delay_ms; /* what the server thread sends, after delay_ms */
+	bool one_record;	   /* the frames in one flush (one TLS record), not one each */
+	unsigned late_ms;	   /* then, after late_ms more, one frame more (id 100 + frames) */
 };
 
 /* A self-signed P-256 certificate (a CA, so that it verifies as its own anchor) and its key,
@@ -288,11 +290,19 @@ static void *tls_server(void *arg)
 		return "accept";
 	if (t->delay_ms)
 		usleep(t->delay_ms * 1000);
-	/* Each frame flushed on its own: a TLS record, and a send, each. */
+	/* Each frame flushed on its own: a TLS record, and a send, each (or all in one). */
 	for (unsigned i = 0; i < t->frames; i++)
 		if (gp_conn_send(t->server, 1, 0, 100 + i, NULL, "abcdefgh", 8) ||
+		    (!t->one_record && gp_conn_flush(t->server)))
+			return "send";
+	if (t->one_record && gp_conn_flush(t->server))
+		return "send";
+	if (t->late_ms) {
+		usleep(t->late_ms * 1000);
+		if (gp_conn_send(t->server, 1, 0, 100 + t->frames, NULL, "abcdefgh", 8) ||
 		    gp_conn_flush(t->server))
 			return "send";
+	}
 	return NULL;
 }
 
@@ -395,6 +405,34 @@ static void test_tls_concurrent_late_answer(void **state)
 	tls_close(&t);
 }
 
+/* Concurrent mode, frames back to back in one TLS record, then one more later: the first
+ * read drains the socket (the drained hint is set), and the frames after the first sit in
+ * the connection's or OpenSSL's buffer where poll(2) does not see them. A read that polled
+ * before looking there would wait for ever on the first of them; the alarm turns such a
+ * hang into a failure. The late frame is then waited for (the socket was drained). */
+static void test_tls_concurrent_one_record_no_hang(void **state)
+{
+	struct tls_pair t = {0};
+	pthread_t th;
+
+	t.one_record = true;
+	t.late_ms = 50;
+	tls_open(&t, 4, 0, &th);
+	assert_int_equal(gp_conn_concurrent(t.client), 0);
+	alarm(10); /* SIGALRM's default ends the test: a hang fails */
+	read_frame(t.client, 100);
+	assert_true(gp_conn_pending(t.client));
+	assert_false(socket_readable(t.client->fd));
+	read_frame(t.client, 101);
+	read_frame(t.client, 102);
+	read_frame(t.client, 103);
+	read_frame(t.client, 104); /* the late one: waited for */
+	alarm(0);
+	assert_false(gp_conn_pending(t.client));
+	tls_join(th);
+	tls_close(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_control_and_bad_utf8_refused),
 		cmocka_unit_test(test_tls_pending_after_read_ahead),
 		cmocka_unit_test(test_tls_concurrent_late_answer),
+		cmocka_unit_test(test_tls_concurrent_one_record_no_hang),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
