@@ -32,6 +32,7 @@
 
 #include "daemon.h"
 #include "gpupool.pb-c.h"
+#include "fdpass.h"
 #include "log.h"
 
 #define IPC_MAX_EXPORTS 256
@@ -115,18 +116,7 @@ static void reply(struct gp_ipc_chan *c, Gp__IpcReply *rep, const int *fds, unsi
 	if (len > sizeof(buf) || nfds > 2)
 		return;
 	iov.iov_len = protobuf_c_message_pack(&rep->base, buf);
-	if (nfds) {
-		struct cmsghdr *h;
-
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		h = CMSG_FIRSTHDR(&m);
-		h->cmsg_level = SOL_SOCKET;
-		h->cmsg_type = SCM_RIGHTS;
-		h->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(h), fds, nfds * sizeof(int));
-	}
+	(void)gp_fdpass_attach(&m, u.buf, sizeof(u.buf), fds, nfds); /* nfds <= 2: fits */
 	do {
 		n = sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 	} while (n < 0 && errno == EINTR);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "gpupool.pb-c.h"
+#include "fdpass.h"
 #include "log.h"
 #include "softgpu_ipc.h"
 #include "worker.h"
@@ -118,18 +119,7 @@ static int send_request(Gp__IpcRequest *rq, const int *fds, unsigned nfds)
 	if (protobuf_c_message_get_packed_size(&rq->base) > sizeof(buf) || nfds > 2)
 		return -EINVAL;
 	iov.iov_len = protobuf_c_message_pack(&rq->base, buf);
-	if (nfds) {
-		struct cmsghdr *h;
-
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.buf;
-		m.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		h = CMSG_FIRSTHDR(&m);
-		h->cmsg_level = SOL_SOCKET;
-		h->cmsg_type = SCM_RIGHTS;
-		h->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(h), fds, nfds * sizeof(int));
-	}
+	(void)gp_fdpass_attach(&m, u.buf, sizeof(u.buf), fds, nfds); /* nfds <= 2: fits */
 	do {
 		n = sendmsg(GP_WORKER_FD_IPC, &m, MSG_NOSIGNAL);
 	} while (n < 0 && errno == EINTR);
