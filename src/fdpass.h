@@ -14,4 +14,8 @@
  * -1 when ctl is too small. */
 int gp_fdpass_attach(struct msghdr *m, void *ctl, size_t ctl_size, const int *fds, unsigned nfds);
 
+/* The descriptors that came with a received m (its SCM_RIGHTS messages): the first max into
+ * fds, every one past them closed. Returns how many are in fds. */
+unsigned gp_fdpass_take(struct msghdr *m, int *fds, unsigned max);
+
 #endif

@@ -326,19 +326,7 @@ static void on_readable(uv_poll_t *p, int status, int events)
 			uv_poll_stop(p); /* the worker closed it, or is gone */
 			return;
 		}
-		for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
-			if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
-				continue;
-			for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-				int fd;
-
-				memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
-				if (nfds < 4)
-					fds[nfds++] = fd;
-				else
-					close(fd);
-			}
-		}
+		nfds = gp_fdpass_take(&m, fds, 4);
 		if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
 			close_all(fds, nfds);
 			gp_log_warnx("session %llu: an IPC request too large; ending it",

@@ -157,19 +157,7 @@ static Gp__IpcReply *await_reply(uint32_t seq, int *fds, unsigned *nfds)
 		n = recvmsg(GP_WORKER_FD_IPC, &m, MSG_CMSG_CLOEXEC);
 		if (n <= 0)
 			return NULL;
-		for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
-			if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
-				continue;
-			for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-				int fd;
-
-				memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
-				if (ngot < 4)
-					got[ngot++] = fd;
-				else
-					close(fd);
-			}
-		}
+		ngot = gp_fdpass_take(&m, got, 4);
 		rep = gp__ipc_reply__unpack(NULL, (size_t)n, buf);
 		if (!rep || rep->seq != seq || ngot > 2 || rep->nfds != ngot ||
 		    (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
