@@ -18,7 +18,10 @@
  * executable alone) and fixes one topological order, child graphs flattened
  * into it. A launch turns that order into stream ops (a fresh copy of each
  * kernel launch) and queues them on the stream as one unit; one FIFO stream
- * running them in a topological order honours every edge. Exec update and the
+ * running them in a topological order honours every edge. Launches of one
+ * executable are also ordered with each other, whatever their streams, as
+ * cuGraphLaunch documents: each launch's first op waits until the previous
+ * launch's last op ran (the executable's launch counters). Exec update and the
  * exec SetParams calls rewrite the executable's own nodes.
  *
  * Memory nodes: an allocation node holds its memory (mempool.c's struct sg_gmem, shared
@@ -1518,6 +1521,15 @@ SG_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
 
 /* ---- executable graphs ---- */
 
+static void lorder_unref(struct sg_lorder *o)
+{
+	if (o && __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		pthread_cond_destroy(&o->cv);
+		pthread_mutex_destroy(&o->mu);
+		free(o);
+	}
+}
+
 static void exec_free(struct sg_gexec *x)
 {
 	if (x == NULL)
@@ -1530,6 +1542,7 @@ static void exec_free(struct sg_gexec *x)
 	free(x->conds);
 	sg_graph_free(x->g);
 	free(x->order);
+	lorder_unref(x->lorder);
 	free(x);
 }
 
@@ -1620,9 +1633,15 @@ static CUresult instantiate(CUgraphExec *out, CUgraph h, unsigned long long flag
 	if (x == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	x->flags = flags;
-	x->g = sg_graph_clone((struct sg_graph *)h, false);
+	x->lorder = calloc(1, sizeof(*x->lorder));
+	x->g = x->lorder ? sg_graph_clone((struct sg_graph *)h, false) : NULL;
+	if (x->lorder) {
+		pthread_mutex_init(&x->lorder->mu, NULL);
+		pthread_cond_init(&x->lorder->cv, NULL);
+		x->lorder->refs = 1;
+	}
 	if (x->g == NULL) {
-		free(x);
+		exec_free(x);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	x->refs = 1;
@@ -2178,24 +2197,127 @@ static CUresult order_ops(struct sg_gexec *x, struct sg_gnode *const *order, siz
 	return CUDA_SUCCESS;
 }
 
-/* The ops one launch of x queues: its handles' defaults first, then its order. */
+/*
+ * Launch k of an executable: its first op (the gate) waits for launch k - 1 to finish, its
+ * last marks launch k finished. Launches on one stream pass the gate at once; on two, the
+ * second stream's worker waits there, as a WAIT op waits for an event. A finish op freed
+ * without running (its stream torn down) still marks its launch finished.
+ */
+struct launch_job {
+	struct sg_lorder *o;
+	uint64_t k;
+	bool ran;
+};
+
+static void gate_run(struct sg_stream *s, void *data, int sticky)
+{
+	struct launch_job *j = data;
+
+	(void)s;
+	(void)sticky;
+	pthread_mutex_lock(&j->o->mu);
+	while (j->o->finished < j->k - 1)
+		pthread_cond_wait(&j->o->cv, &j->o->mu);
+	pthread_mutex_unlock(&j->o->mu);
+}
+
+static void launch_finish(struct sg_lorder *o, uint64_t k)
+{
+	pthread_mutex_lock(&o->mu);
+	if (o->finished < k)
+		o->finished = k;
+	pthread_cond_broadcast(&o->cv);
+	pthread_mutex_unlock(&o->mu);
+}
+
+static void finish_run(struct sg_stream *s, void *data, int sticky)
+{
+	struct launch_job *j = data;
+
+	(void)s;
+	(void)sticky;
+	j->ran = true;
+	launch_finish(j->o, j->k);
+}
+
+static void gate_done(void *data)
+{
+	struct launch_job *j = data;
+
+	lorder_unref(j->o);
+	free(j);
+}
+
+static void finish_done(void *data)
+{
+	struct launch_job *j = data;
+
+	if (!j->ran)
+		launch_finish(j->o, j->k);
+	gate_done(j);
+}
+
+static struct sg_op *launch_op(struct sg_gexec *x, uint64_t k, bool finish)
+{
+	struct launch_job *j = malloc(sizeof(*j));
+	struct sg_op *op = j ? sg_op_new(SG_OP_GRAPHFN) : NULL;
+
+	if (op == NULL) {
+		free(j);
+		return NULL;
+	}
+	*j = (struct launch_job){x->lorder, k, false};
+	__atomic_add_fetch(&x->lorder->refs, 1, __ATOMIC_ACQ_REL);
+	op->u.gfn.run = finish ? finish_run : gate_run;
+	op->u.gfn.done = finish ? finish_done : gate_done;
+	op->u.gfn.data = j;
+	return op;
+}
+
+/* The ops one launch of x queues (under sg_glock): the gate, its handles' defaults, its
+ * order, the finish. */
 static CUresult launch_ops(struct sg_gexec *x, struct sg_op ***out, size_t *nops)
 {
-	struct sg_op *d = NULL, **ops;
-	CUresult r;
+	struct sg_op *gate, *fin, *d = NULL, **body = NULL, **ops;
+	size_t nbody = 0, k = 0;
+	CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
 
+	gate = launch_op(x, x->launches + 1, false);
+	fin = launch_op(x, x->launches + 1, true);
+	if (gate == NULL || fin == NULL)
+		goto out_free;
 	if (x->nconds && (d = exec_op(x, NULL, defaults_run)) == NULL)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = order_ops(x, x->order, x->norder, out, nops);
-	if (r || d == NULL) {
-		sg_op_free(d);
-		return r;
+		goto out_free;
+	if ((r = order_ops(x, x->order, x->norder, &body, &nbody)))
+		goto out_free;
+	ops = malloc((nbody + 3) * sizeof(*ops));
+	if (ops == NULL) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_free;
 	}
-	ops = *out;
-	memmove(ops + 1, ops, *nops * sizeof(*ops)); /* order_ops leaves a spare slot */
-	ops[0] = d;
-	(*nops)++;
+	ops[k++] = gate;
+	if (d)
+		ops[k++] = d;
+	memcpy(ops + k, body, nbody * sizeof(*ops));
+	k += nbody;
+	ops[k++] = fin;
+	free(body);
+	x->launches++;
+	*out = ops;
+	*nops = k;
 	return CUDA_SUCCESS;
+
+out_free:
+	for (size_t i = 0; i < nbody; i++)
+		sg_op_free(body[i]);
+	free(body);
+	sg_op_free(d);
+	if (fin)
+		((struct launch_job *)fin->u.gfn.data)->ran =
+			true; /* never queued: finishes nothing */
+	sg_op_free(fin);
+	sg_op_free(gate);
+	return r;
 }
 
 static CUresult graph_launch(CUgraphExec hx, CUstream hs, bool pt)

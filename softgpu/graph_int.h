@@ -67,6 +67,20 @@ struct sg_gexec {
 	size_t nconds, capconds;
 	struct sg_gmem **gmems; /* every allocation node's memory (one instantiation each) */
 	size_t ngmems, capgmems;
+	/* Launches run one after another, whatever their streams (cuGraphLaunch's rule): the
+	 * first op of launch k waits until launch k - 1's last op ran. launches: those queued
+	 * (under sg_glock); lorder: the count of finished ones, shared with the queued ops. */
+	uint64_t launches;
+	struct sg_lorder *lorder;
+};
+
+/* An executable's finished launches, counted by it and its queued gate and finish ops (so
+ * that those never keep the executable, and what it holds, alive). */
+struct sg_lorder {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t finished; /* under mu, signalled on cv */
+	int refs;
 };
 
 /* Guards every graph, executable, capture and the capture fields of streams and events;
