@@ -565,7 +565,10 @@ static CUresult memcpy_set(struct sg_gnode *n, const CUDA_MEMCPY3D *p, CUcontext
 
 	if (r)
 		return r;
-	if ((r = sg_copy_prepare3d(p, &c, &sh, &dh)))
+	sg_gmem_building = true;
+	r = sg_copy_prepare3d(p, &c, &sh, &dh);
+	sg_gmem_building = false;
+	if (r)
 		return r;
 	n->ctx = ctx;
 	n->copy = c;
@@ -584,7 +587,9 @@ static CUresult memset_set(struct sg_gnode *n, const CUDA_MEMSET_NODE_PARAMS *p,
 		return r;
 	if (p == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
+	sg_gmem_building = true;
 	r = sg_set_prepare(p->dst, p->pitch, p->value, p->elementSize, p->width, p->height, &s);
+	sg_gmem_building = false;
 	if (r)
 		return r;
 	n->ctx = ctx;

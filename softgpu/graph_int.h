@@ -145,5 +145,8 @@ CUresult sg_gmem_prepare(struct sg_gmem *m, bool auto_free);
 void sg_gmem_unprepare(struct sg_gmem *m); /* a prepared launch that never ran */
 CUresult sg_gmem_alloc_run(struct sg_gmem *m);
 void sg_gmem_free_run(struct sg_gmem *m);
+/* Set while this thread makes a graph's copy or memset node: graph memory that is not mapped
+ * (freed, or not allocated yet) resolves to its shadow, for the node's later runs. */
+extern _Thread_local bool sg_gmem_building;
 
 #endif

@@ -866,6 +866,7 @@ struct sg_gmem {
 	unsigned pending; /* launches queued whose allocation has not run yet */
 	bool graph_frees; /* its own graph frees it: it never outlives a launch */
 	bool claimed;	  /* an executable of its graph exists */
+	bool launched;	  /* a launch was queued once: unmapped from then on means freed */
 	int refs;
 	struct sg_gmem *next;
 };
@@ -1001,6 +1002,15 @@ void sg_gmem_set_graph_frees(struct sg_gmem *m)
 	pthread_mutex_unlock(&gmem_lock);
 }
 
+_Thread_local bool sg_gmem_building;
+
+/*
+ * The shadow of graph memory that is not mapped, for copies and memsets that reach it later:
+ * nodes being made (sg_gmem_building), stream work queued behind a launch whose allocation
+ * has not run yet (pending), and memory no launch has allocated yet. Once a launch allocated
+ * it, unmapped memory is freed (a free node, cuMemFreeAsync, trim) and reads as freed device
+ * memory does: no host address, so the call fails.
+ */
 uint8_t *sg_gmem_host(uint64_t addr, uint64_t size)
 {
 	uint8_t *h = NULL;
@@ -1009,7 +1019,8 @@ uint8_t *sg_gmem_host(uint64_t addr, uint64_t size)
 		return NULL;
 	pthread_mutex_lock(&gmem_lock);
 	for (struct sg_gmem *m = gmems; m; m = m->next)
-		if (addr - m->va < m->size && size <= m->size - (addr - m->va) && m->host)
+		if (addr - m->va < m->size && size <= m->size - (addr - m->va) && m->host &&
+		    (m->mapped || m->pending || !m->launched || sg_gmem_building))
 			h = m->host + (addr - m->va);
 	pthread_mutex_unlock(&gmem_lock);
 	return h;
@@ -1066,6 +1077,7 @@ CUresult sg_gmem_prepare(struct sg_gmem *m, bool auto_free)
 		gmem_count(m->dev);
 	}
 	m->pending++;
+	m->launched = true;
 out:
 	pthread_mutex_unlock(&gmem_lock);
 	return r;

@@ -251,6 +251,66 @@ static void too_big(void)
 	CK(cudaGraphDestroy(g));
 }
 
+// Freed graph memory reads as freed device memory does: a copy fails with InvalidValue once a
+// free node ran, after cudaFreeAsync, after the memory was trimmed; a kernel reading it
+// faults (the context's error is sticky: this runs last).
+static void freed_faults(cudaStream_t s, int *dout)
+{
+	cudaGraph_t g;
+	cudaGraphExec_t x;
+	cudaGraphNode_t a, k, f;
+	cudaMemAllocNodeParams p = alloc_params(N * sizeof(int));
+	int n = N, mul = 2, add = 3, v = 0;
+
+	CK(cudaGraphCreate(&g, 0));
+	CK(cudaGraphAddMemAllocNode(&a, g, NULL, 0, &p));
+	int *buf = (int *)p.dptr;
+	void *fa[] = {&buf, &n, &mul, &add};
+	k = add_kernel(g, &a, 1, (void *)fill, fa);
+	CK(cudaGraphAddMemFreeNode(&f, g, &k, 1, p.dptr));
+	CK(cudaGraphInstantiate(&x, g, 0));
+	CK(cudaGraphLaunch(x, s));
+	CK(cudaStreamSynchronize(s));
+	cudaError_t e = cudaMemcpy(&v, buf, sizeof(v), cudaMemcpyDeviceToHost);
+	EXPECT(e == cudaErrorInvalidValue, "a copy after the free node ran: %s",
+	       cudaGetErrorName(e));
+	(void)cudaGetLastError();
+	CK(cudaGraphExecDestroy(x));
+	CK(cudaGraphDestroy(g));
+
+	/* not freed by its graph: freed by cudaFreeAsync, then trimmed */
+	p = alloc_params(N * sizeof(int));
+	CK(cudaGraphCreate(&g, 0));
+	CK(cudaGraphAddMemAllocNode(&a, g, NULL, 0, &p));
+	buf = (int *)p.dptr;
+	add_kernel(g, &a, 1, (void *)fill, fa);
+	CK(cudaGraphInstantiate(&x, g, 0));
+	CK(cudaGraphLaunch(x, s));
+	CK(cudaStreamSynchronize(s));
+	CK(cudaMemcpy(&v, buf + 1, sizeof(v), cudaMemcpyDeviceToHost));
+	EXPECT(v == mul + add, "allocated, not freed: %d", v);
+	CK(cudaFreeAsync(buf, s));
+	CK(cudaStreamSynchronize(s));
+	e = cudaMemcpy(&v, buf, sizeof(v), cudaMemcpyDeviceToHost);
+	EXPECT(e == cudaErrorInvalidValue, "a copy after cudaFreeAsync: %s", cudaGetErrorName(e));
+	(void)cudaGetLastError();
+	e = cudaMemset(buf, 0, sizeof(int));
+	EXPECT(e == cudaErrorInvalidValue, "a memset after cudaFreeAsync: %s", cudaGetErrorName(e));
+	(void)cudaGetLastError();
+	CK(cudaGraphExecDestroy(x));
+	CK(cudaDeviceGraphMemTrim(0));
+	e = cudaMemcpy(&v, buf, sizeof(v), cudaMemcpyDeviceToHost);
+	EXPECT(e == cudaErrorInvalidValue, "a copy after the trim: %s", cudaGetErrorName(e));
+	(void)cudaGetLastError();
+
+	/* a kernel reading it faults */
+	accumulate<<<(N + 127) / 128, 128, 0, s>>>(dout, buf, N);
+	e = cudaStreamSynchronize(s);
+	EXPECT(e == cudaErrorIllegalAddress, "a kernel reading freed graph memory: %s",
+	       cudaGetErrorName(e));
+	(void)cudaGraphDestroy(g);
+}
+
 int main()
 {
 	cudaStream_t s;
@@ -272,8 +332,7 @@ int main()
 	captured(s, dout);
 	freed_outside(s, dout);
 	too_big();
-	CK(cudaFree(dout));
-	CK(cudaStreamDestroy(s));
+	freed_faults(s, dout); /* last: leaves the context's error sticky */
 	std::printf("rt_graphmem: PASSED\n");
 	return 0;
 }
