@@ -109,12 +109,30 @@ void sg_graph_free(struct sg_graph *g);
 
 /* ---- conditional handles ---- */
 
+/*
+ * A kernel sets a handle's value (sg_graph_set_conditional, from a block's thread) while the
+ * API may drop the handle's last reference (cuGraphDestroy, cuGraphExecDestroy): cond_lock,
+ * read-held by a setter from its handle check through its store and write-held by the last
+ * release from the decrement through the handle's removal, keeps a setter off freed memory.
+ * A setter coming after the removal finds no handle (the kernel faults, as CUDA's
+ * undefined use of a destroyed handle may). References are taken atomically by holders that
+ * have one already (or under sg_glock), so only the last one needs the lock.
+ */
+static pthread_rwlock_t cond_lock = PTHREAD_RWLOCK_INITIALIZER;
+
 static void cond_unref(struct sg_gcond *c)
 {
-	if (c && __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+	bool last;
+
+	if (c == NULL)
+		return;
+	pthread_rwlock_wrlock(&cond_lock);
+	last = __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0;
+	if (last)
 		sg_handle_del(c);
+	pthread_rwlock_unlock(&cond_lock);
+	if (last)
 		free(c);
-	}
 }
 
 static bool conds_push(struct sg_gcond ***arr, size_t *n, size_t *cap, struct sg_gcond *c)
@@ -139,11 +157,15 @@ static bool conds_push(struct sg_gcond ***arr, size_t *n, size_t *cap, struct sg
 int sg_graph_set_conditional(uint64_t handle, uint32_t value)
 {
 	struct sg_gcond *c = (struct sg_gcond *)(uintptr_t)handle;
+	int r = -1;
 
-	if (!sg_handle_ok(c, SG_K_GCOND))
-		return -1;
-	__atomic_store_n(&c->value, value, __ATOMIC_RELEASE);
-	return 0;
+	pthread_rwlock_rdlock(&cond_lock);
+	if (sg_handle_ok(c, SG_K_GCOND)) {
+		__atomic_store_n(&c->value, value, __ATOMIC_RELEASE);
+		r = 0;
+	}
+	pthread_rwlock_unlock(&cond_lock);
+	return r;
 }
 
 static void node_free(struct sg_gnode *n)
