@@ -68,10 +68,13 @@ static CUresult transport_failed(int err, const char *what)
 	/* The session is over: the worker sees it at once, whatever was half sent. */
 	if (first && c->conn && c->conn->fd >= 0)
 		shutdown(c->conn->fd, SHUT_RDWR);
-	if (first)
+	if (first) {
+		char why[sizeof(c->conn->err)];
+		const char *e = c->conn ? gp_conn_error(c->conn, why, sizeof(why)) : "";
+
 		gp_log_error("connection to the pool lost during %s: %s (%s)", what,
-			     c->conn && c->conn->err[0] ? c->conn->err : gp_strerror(err),
-			     gp_err_name(err));
+			     e[0] ? e : gp_strerror(err), gp_err_name(err));
+	}
 	/* No call may wait for an answer that cannot come: each is completed now, or by the
 	 * token's holder when it puts the token down (its read fails on the shut socket). */
 	pthread_mutex_lock(&c->lock);
@@ -1023,8 +1026,7 @@ static int host_call(struct gp_client *c, const struct gp_frame_hdr *h)
 	pthread_mutex_lock(&host_lock);
 	if (hc->kind <= 1 && !host_fn_allowed(hc->fn, hc->data)) {
 		pthread_mutex_unlock(&host_lock);
-		snprintf(c->conn->err, sizeof(c->conn->err),
-			 "HOST_CALL for a function this process never handed over");
+		gp_conn_set_err(c->conn, "HOST_CALL for a function this process never handed over");
 		ret = GP_EDECODE;
 		goto out;
 	}
@@ -1102,17 +1104,16 @@ static int read_frame(struct gp_client *c)
 			if (!recv_staging)
 				recv_staging = malloc(GP_CHUNK_SIZE);
 			if (!recv_staging) {
-				snprintf(c->conn->err, sizeof(c->conn->err),
-					 "out of memory for a copy into managed memory");
+				gp_conn_set_err(c->conn,
+						"out of memory for a copy into managed memory");
 				return -ENOMEM;
 			}
 			sink = (struct gp_bulk_sink){
 				.write = managed_sink, .arg = sink.dst, .staging = recv_staging};
 		}
 		if (!sink.dst && !sink.write) {
-			snprintf(c->conn->err, sizeof(c->conn->err),
-				 "bulk for request %llu, which expects none",
-				 (unsigned long long)h.request_id);
+			gp_conn_set_err(c->conn, "bulk for request %llu, which expects none",
+					(unsigned long long)h.request_id);
 			return GP_ETYPE;
 		}
 		/* The waiter stays registered until its Reply, which only a reader (this
@@ -1141,9 +1142,9 @@ static int read_frame(struct gp_client *c)
 	if (!wt) {
 		if (rep)
 			protobuf_c_message_free_unpacked(&rep->base, NULL);
-		snprintf(c->conn->err, sizeof(c->conn->err), "unexpected %s for request %llu",
-			 gp_msg_name(h.type) ? gp_msg_name(h.type) : "message type",
-			 (unsigned long long)h.request_id);
+		gp_conn_set_err(c->conn, "unexpected %s for request %llu",
+				gp_msg_name(h.type) ? gp_msg_name(h.type) : "message type",
+				(unsigned long long)h.request_id);
 		return rep ? GP_ETYPE : GP_EDECODE;
 	}
 	return 0;

@@ -26,7 +26,8 @@ fi
 # every cudart program run on it directly), the interposer under those programs through a
 # pool, one process calling the driver API from many threads (integration.threads), many
 # sessions at once (integration.concurrency), and the worker's output reader thread under
-# device printf (integration.vector-add). The cudart programs are nvcc's, not
+# device printf (integration.vector-add), the connection's reader and writers failing at once
+# (unit.test_conn). The cudart programs are nvcc's, not
 # instrumented: tests/CMakeLists.txt has libtsan preloaded ahead of our libraries there.
 # Every process writes its reports under $tsan/tsan-reports, and any report fails the run,
 # even one from a process whose exit status no test looks at. There are no suppressions:
@@ -45,7 +46,7 @@ if [ "${GP_TEST_TSAN:-1}" != 0 ]; then
 	(cd "$tsan" && TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 \
 log_path=$reports/tsan" \
 		ctest --output-on-failure -j "$jobs" \
-		-R '^(softgpu_.*|runtime\..*|integration\.(concurrency|threads|vector-add|wait-apart|hostfn))$' \
+		-R '^(softgpu_.*|runtime\..*|unit\.test_conn|integration\.(concurrency|threads|vector-add|wait-apart|hostfn))$' \
 		-E 'rt_curand') || rc=$?
 	if [ -n "$(ls "$reports")" ]; then
 		cat "$reports"/* >&2

@@ -9,6 +9,7 @@
 #include <pwd.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,6 +368,29 @@ void gp_conn_send_unlock(struct gp_conn *c)
 {
 	if (c->concurrent)
 		pthread_mutex_unlock(&c->send);
+}
+
+void gp_conn_set_err(struct gp_conn *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->concurrent)
+		pthread_mutex_lock(&c->io);
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	if (c->concurrent)
+		pthread_mutex_unlock(&c->io);
+}
+
+const char *gp_conn_error(struct gp_conn *c, char *buf, size_t len)
+{
+	if (c->concurrent)
+		pthread_mutex_lock(&c->io);
+	snprintf(buf, len, "%s", c->err);
+	if (c->concurrent)
+		pthread_mutex_unlock(&c->io);
+	return buf;
 }
 
 static int handshake_done(struct gp_conn *c, int rc, const char *what)
@@ -1169,12 +1193,12 @@ int gp_conn_recv(struct gp_conn *c, struct gp_frame_hdr *h)
 		return ret;
 	ret = gp_frame_hdr_decode(raw, h);
 	if (ret) {
-		snprintf(c->err, sizeof(c->err), "bad frame header: %s", gp_strerror(ret));
+		gp_conn_set_err(c, "bad frame header: %s", gp_strerror(ret));
 		return ret;
 	}
 	if (c->msg_max && h->msg_len > c->msg_max) {
-		snprintf(c->err, sizeof(c->err), "a %u-byte message where at most %u were expected",
-			 h->msg_len, c->msg_max);
+		gp_conn_set_err(c, "a %u-byte message where at most %u were expected", h->msg_len,
+				c->msg_max);
 		return GP_ETOOBIG;
 	}
 	if (h->msg_len > c->msg_cap) {

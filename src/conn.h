@@ -43,7 +43,10 @@ struct gp_conn {
 	size_t msg_cap;
 	_Atomic uint64_t bytes_in,
 		bytes_out; /* written by the reader and the writers, read by anyone */
-	char err[256];	   /* why the last call failed, for logs and clients */
+	/* Why the last call failed, for logs and clients. In concurrent mode the reader and
+	 * the writers each fail on their own: it is written under `io` only (gp_conn_set_err)
+	 * and read through gp_conn_error; before that, by the one thread that uses c. */
+	char err[256];
 	/* Concurrent mode: `io` serialises the SSL object (held only around one read or
 	 * write, never while waiting); `send` is the writers' lock (gp_conn_send_lock). */
 	bool concurrent;
@@ -110,6 +113,11 @@ void gp_conn_shutdown(struct gp_conn *c);
  */
 int gp_conn_concurrent(struct gp_conn *c);
 void gp_conn_send_lock(struct gp_conn *c);
+/* Sets c->err (printf-style), under `io` in concurrent mode. */
+void gp_conn_set_err(struct gp_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A copy of c->err into buf (len bytes, at least 1), taken under `io` in concurrent mode:
+ * buf (empty when c->err is). */
+const char *gp_conn_error(struct gp_conn *c, char *buf, size_t len);
 void gp_conn_send_unlock(struct gp_conn *c);
 
 /* Queues one frame: header, packed message (may be NULL), bulk (may be NULL).

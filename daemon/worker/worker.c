@@ -983,9 +983,11 @@ static void serve(struct gp_worker *w)
 		}
 		if (ret == GP_EFRAME || ret == GP_ETOOBIG) {
 			set_ended(w, GP_WORKER_END_PROTOCOL);
+			char why[sizeof(w->client->err)];
+
 			gp_log_warnx("session %llu: closing: %s from the client (%s)",
 				     (unsigned long long)w->session_id, gp_strerror(ret),
-				     w->client->err);
+				     gp_conn_error(w->client, why, sizeof(why)));
 			break;
 		}
 		if (ret && !goodbye) /* whatever else ended the read: the connection is gone */
@@ -1006,8 +1008,11 @@ static void serve(struct gp_worker *w)
 		if (ret) {
 			/* A client process that exits closes its socket without a TLS
 			 * goodbye; one that crashes or is killed does the same. */
+			char why[sizeof(w->client->err)];
+
 			gp_log_debug("session %llu: the client disconnected: %s",
-				     (unsigned long long)w->session_id, w->client->err);
+				     (unsigned long long)w->session_id,
+				     gp_conn_error(w->client, why, sizeof(why)));
 			break;
 		}
 		if (h.type == GP_MSG_HOST_DONE) {

@@ -1,5 +1,6 @@
 /* test_conn.c -- gp_cert_name(): the tenant a client certificate names, or why none; and
- * framed reads over TLS with OpenSSL's read-ahead: what it holds, gp_conn_pending says. */
+ * framed reads over TLS with OpenSSL's read-ahead: what it holds, gp_conn_pending says; and
+ * c->err set by the reader and a writer at once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -433,6 +434,75 @@ static void test_tls_concurrent_one_record_no_hang(void **state)
 	tls_close(&t);
 }
 
+/* Concurrent mode, the reader and a writer failing at once, a third thread asking why: each
+ * failure sets c->err, which the others read (the worker logs the reader's while its sender
+ * fails a write). Under ThreadSanitizer (scripts/test.sh runs this file there) a write of
+ * c->err outside the connection's lock is reported as a race; here the reason read is one
+ * of the two whole messages. */
+struct err_race {
+	struct gp_conn *c;
+	int ret;
+};
+
+static void *err_reader(void *arg)
+{
+	struct err_race *r = arg;
+	struct gp_frame_hdr h;
+
+	r->ret = gp_conn_recv(r->c, &h);
+	return NULL;
+}
+
+static void *err_writer(void *arg)
+{
+	struct err_race *r = arg;
+	static const uint8_t junk[4096];
+	int ret = 0;
+
+	for (int i = 0; i < 100000 && !ret; i++) {
+		gp_conn_send_lock(r->c);
+		ret = gp_conn_write(r->c, junk, sizeof(junk));
+		if (!ret)
+			ret = gp_conn_flush(r->c);
+		gp_conn_send_unlock(r->c);
+	}
+	r->ret = ret;
+	return NULL;
+}
+
+static void test_concurrent_errors_race_free(void **state)
+{
+	uint8_t bad[GP_FRAME_HDR_SIZE];
+	struct err_race rd = {0}, wr = {0};
+	pthread_t tr, tw;
+	char why[sizeof(((struct gp_conn *)0)->err)];
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	rd.c = wr.c = gp_conn_new(sv[0]);
+	assert_non_null(rd.c);
+	assert_int_equal(gp_conn_concurrent(rd.c), 0);
+	assert_string_equal(gp_conn_error(rd.c, why, sizeof(why)), "");
+	assert_int_equal(pthread_create(&tr, NULL, err_reader, &rd), 0);
+	assert_int_equal(pthread_create(&tw, NULL, err_writer, &wr), 0);
+	/* A header that is no header, then the peer goes: the read fails on the header and
+	 * the writes on the closed socket. */
+	memset(bad, 0xa5, sizeof(bad));
+	assert_int_equal(write(sv[1], bad, sizeof(bad)), (ssize_t)sizeof(bad));
+	for (int i = 0; i < 1000; i++)
+		gp_conn_error(rd.c, why, sizeof(why));
+	close(sv[1]);
+	for (int i = 0; i < 1000; i++)
+		gp_conn_error(rd.c, why, sizeof(why));
+	pthread_join(tr, NULL);
+	pthread_join(tw, NULL);
+	assert_int_not_equal(rd.ret, 0);
+	assert_int_not_equal(wr.ret, 0);
+	gp_conn_error(rd.c, why, sizeof(why));
+	assert_true(strncmp(why, "bad frame header", 16) == 0 || strncmp(why, "write: ", 7) == 0);
+	gp_conn_free(rd.c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -449,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_tls_pending_after_read_ahead),
 		cmocka_unit_test(test_tls_concurrent_late_answer),
 		cmocka_unit_test(test_tls_concurrent_one_record_no_hang),
+		cmocka_unit_test(test_concurrent_errors_race_free),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
