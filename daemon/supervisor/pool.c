@@ -555,6 +555,29 @@ static bool fits_without(const struct gp_pool *p, const struct gp_config *cfg,
 	return fit_except(&room, cfg, w, chosen, &mem, victims, n, skip) == PLACED;
 }
 
+/* The next claim to choose for w, past victims[0..n): of those it may preempt, the lowest
+ * priority, then the newest (the least work lost; p->admitted is newest first). */
+static struct gp_claim *next_victim(const struct gp_pool *p, const struct gp_config *cfg,
+				    const struct gp_claim *w, struct gp_claim *const *victims,
+				    unsigned n)
+{
+	struct gp_claim *best = NULL;
+	unsigned best_prio = 0;
+
+	for (struct gp_claim *x = p->admitted; x; x = x->anext) {
+		unsigned prio;
+
+		if (among(x, victims, n, n) || !may_preempt(p, cfg, x, w, false))
+			continue;
+		prio = gp_pool_priority(cfg, x);
+		if (!best || prio < best_prio) {
+			best = x;
+			best_prio = prio;
+		}
+	}
+	return best;
+}
+
 unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim **victims,
 			 unsigned max, struct gp_claim **waiter)
 {
@@ -570,9 +593,11 @@ unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct 
 	w = first_waiting(p, cfg);
 	if (!w)
 		return 0;
-	for (struct gp_claim *x = p->admitted; x && n < max; x = x->anext) {
-		if (!may_preempt(p, cfg, x, w, false))
-			continue;
+	while (n < max) {
+		struct gp_claim *x = next_victim(p, cfg, w, victims, n);
+
+		if (!x)
+			break;
 		victims[n++] = x;
 		if (fits_without(p, cfg, w, victims, n, n))
 			break;

@@ -41,8 +41,9 @@
  * limits holds up nobody.
  *
  * Preemption (gp_pool_preempt): when the first waiter in the queue's order waits for room,
- * admitted preemptible claims it may preempt are chosen, newest first, until their release
- * would make room, and those it would not need (their GPUs do not help) are spared; the
+ * admitted preemptible claims it may preempt are chosen, the lowest priority first and
+ * within one priority the newest first (the least work lost), until their release would
+ * make room, and those it would not need (their GPUs do not help) are spared; the
  * caller ends them after a grace, if that still lets the first waiter in then. A waiter may
  * preempt a preemptible claim of lower priority (of any tenant, its own included, within
  * its guarantee or not), and, when it is entitled, one of the same or lower priority of
@@ -182,7 +183,8 @@ bool gp_pool_preempt_by_priority(const struct gp_config *cfg, const struct gp_cl
 struct gp_claim *gp_pool_preempt_waiter(struct gp_pool *p, const struct gp_config *cfg);
 /*
  * When the first waiter in the queue's order (past those held by their own tenant's limits)
- * waits for room, chooses admitted preemptible claims it may preempt (above), newest first, until releasing them would let the waiter in, then spares
+ * waits for room, chooses admitted preemptible claims it may preempt (above), the lowest
+ * priority first, then the newest, until releasing them would let the waiter in, then spares
  * each one (the latest chosen first) without which it would still get in; marks them
  * preempting, puts them in victims (at most max) and the waiter in *waiter, and returns how
  * many. 0, marking none: no preemption is due, one is under way (a claim is preempting), or

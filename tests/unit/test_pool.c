@@ -1332,34 +1332,120 @@ static void test_priority_preempt(void **state)
 	e.preemptible = m.preemptible = own.preemptible = true;
 	assert_int_equal(ask(&p, cfg, &e, 0), GP_CLAIM_ADMITTED); /* within its guarantee */
 	assert_int_equal(ask(&p, cfg, &m, 0), GP_CLAIM_ADMITTED);
-	/* h (5) waits for 8G: the newest lower one goes, m (3); e is spared */
+	/* h (5) waits for 8G: the lowest one goes, e (0), within its guarantee or not; m (3),
+	 * newer, is spared */
 	assert_int_equal(ask(&p, cfg, &h, 1), GP_CLAIM_QUEUED);
 	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1);
 	assert_ptr_equal(w, &h);
-	assert_ptr_equal(v[0], &m);
-	assert_true(gp_pool_preempt_by_priority(cfg, &m, &h));
+	assert_ptr_equal(v[0], &e);
+	assert_false(m.preempting);
+	assert_true(gp_pool_preempt_by_priority(cfg, &e, &h));
 	assert_ptr_equal(gp_pool_preempt_waiter(&p, cfg), &h);
 	assert_true(gp_pool_preempt_due(&p, cfg));
-	gp_pool_release(&p, &m);
+	gp_pool_release(&p, &e);
 	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &h);
 	assert_null(gp_pool_preempt_waiter(&p, cfg));
-	/* h2 (5) waits for 16G: e (0) could go, within its guarantee or not, but h (5, not
-	 * preemptible, and not lower) holds the other 8G: no room to be had, nobody chosen */
+	/* h2 (5) waits for 16G: m (3) could go, but h (5, not preemptible, and not lower)
+	 * holds the other 8G: no room to be had, nobody chosen */
 	assert_int_equal(ask(&p, cfg, &h2, 2), GP_CLAIM_QUEUED);
 	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 0);
-	assert_false(e.preempting);
+	assert_false(m.preempting);
 	gp_pool_release(&p, &h2);
-	/* its own tenant's session of priority 1 goes for a session of 5 */
+	/* its own tenant's session of priority 1 goes for a session of 5, before m (3) */
 	gp_pool_release(&p, &h);
 	assert_int_equal(ask(&p, cfg, &own, 3), GP_CLAIM_ADMITTED);
 	assert_int_equal(ask(&p, cfg, &h, 4), GP_CLAIM_QUEUED);
 	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1);
-	assert_ptr_equal(v[0], &own); /* newest first: own, then e; own is room enough */
-	assert_false(e.preempting);
+	assert_ptr_equal(v[0], &own);
+	assert_false(m.preempting);
 	gp_pool_release(&p, &own);
 	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &h);
 	gp_pool_release(&p, &h);
-	gp_pool_release(&p, &e);
+	gp_pool_release(&p, &m);
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* Victims by lowest priority first, then the newest, and no more than make room: of
+ * preemptible claims of priorities 5, 2, 7 filling the GPU (the 7 newest), a waiter of 9
+ * for one's room ends the 2; for two's room, the 2 and the 5 (the 7 is the last to go);
+ * among claims of one priority, the newest; and one whose room does not help is passed
+ * over for a higher one whose room does. */
+static void test_preempt_lowest_first(void **state)
+{
+	struct gp_config *cfg = conf("tenant lo priority=9\ntenant hi priority=9\n");
+	struct gp_pool p;
+	struct gp_claim c5 = prio_claim("lo", 4 * G, 5), c2 = prio_claim("lo", 4 * G, 2),
+			c7 = prio_claim("lo", 8 * G, 7), h = prio_claim("hi", 4 * G, 9),
+			h2 = prio_claim("hi", 8 * G, 9), big = prio_claim("hi", 8 * G, 9),
+			o1 = prio_claim("lo", 4 * G, 2), o2 = prio_claim("lo", 4 * G, 2), *v[8], *w;
+
+	(void)state;
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	c5.preemptible = c2.preemptible = c7.preemptible = true;
+	assert_int_equal(ask(&p, cfg, &c5, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &c2, 1), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &c7, 2), GP_CLAIM_ADMITTED); /* 16G of 16G */
+	assert_int_equal(ask(&p, cfg, &h, 3), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1);
+	assert_ptr_equal(w, &h);
+	assert_ptr_equal(v[0], &c2);
+	assert_false(c5.preempting || c7.preempting);
+	gp_pool_release(&p, &c2);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &h);
+	gp_pool_release(&p, &h);
+	/* 8G: c5's 4G and 4G free would do, but with c2 back: c2 and c5, never c7 */
+	c2 = prio_claim("lo", 4 * G, 2);
+	c2.preemptible = true;
+	assert_int_equal(ask(&p, cfg, &c2, 4), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &h2, 5), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 2);
+	assert_ptr_equal(v[0], &c2);
+	assert_ptr_equal(v[1], &c5);
+	assert_false(c7.preempting);
+	gp_pool_release(&p, &c2);
+	gp_pool_release(&p, &c5);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &h2);
+	gp_pool_release(&p, &h2);
+	/* two of priority 2 beside c7 (8G): 4G wanted, the newer of the two goes */
+	o1.preemptible = o2.preemptible = true;
+	assert_int_equal(ask(&p, cfg, &o1, 6), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &o2, 7), GP_CLAIM_ADMITTED);
+	h = prio_claim("hi", 4 * G, 9);
+	assert_int_equal(ask(&p, cfg, &h, 8), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1);
+	assert_ptr_equal(v[0], &o2);
+	assert_false(o1.preempting);
+	gp_pool_release(&p, &o2);
+	assert_ptr_equal(gp_pool_admit_next(&p, cfg), &h);
+	gp_pool_release(&p, &h);
+	gp_pool_release(&p, &o1);
+	gp_pool_release(&p, &c7);
+	assert_empty(&p);
+	/* two GPUs: c2 (4G) beside a non-preemptible 12G on one, c5 (16G) on the other; big
+	 * wants 16G: c2 is taken first but its room does not help, so only c5 goes */
+	pool_of(&p, 2, (uint64_t[]){16 * G, 16 * G});
+	{
+		struct gp_claim s12 = prio_claim("lo", 12 * G, 9);
+
+		c2 = prio_claim("lo", 4 * G, 2);
+		c5 = prio_claim("lo", 16 * G, 5);
+		big = prio_claim("hi", 16 * G, 9);
+		c2.preemptible = c5.preemptible = true;
+		assert_int_equal(ask(&p, cfg, &c5, 9), GP_CLAIM_ADMITTED);
+		assert_int_equal(ask(&p, cfg, &s12, 10), GP_CLAIM_ADMITTED);
+		assert_int_equal(ask(&p, cfg, &c2, 11), GP_CLAIM_ADMITTED);
+		assert_int_equal(c2.dev[0], s12.dev[0]);
+		assert_int_equal(ask(&p, cfg, &big, 12), GP_CLAIM_QUEUED);
+		assert_int_equal(gp_pool_preempt(&p, cfg, v, 8, &w), 1);
+		assert_ptr_equal(v[0], &c5);
+		assert_false(c2.preempting);
+		gp_pool_release(&p, &c5);
+		assert_ptr_equal(gp_pool_admit_next(&p, cfg), &big);
+		gp_pool_release(&p, &big);
+		gp_pool_release(&p, &c2);
+		gp_pool_release(&p, &s12);
+	}
 	assert_empty(&p);
 	gp_config_free(cfg);
 }
@@ -1460,6 +1546,7 @@ int main(void)
 		cmocka_unit_test(test_priority_within_tenant),
 		cmocka_unit_test(test_priority_preempt),
 		cmocka_unit_test(test_priority_beats_entitlement),
+		cmocka_unit_test(test_preempt_lowest_first),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
