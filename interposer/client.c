@@ -381,6 +381,8 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 	hello->tenant_proof = true;  /* answer_challenge */
 	s = getenv("GPUPOOL_SLICE"); /* checked by gp__connect */
 	hello->slice = (char *)(s ? s : "");
+	s = getenv("GPUPOOL_VA_WINDOW"); /* test hook (docs/operations.md), checked by the pool */
+	hello->va_window = s && *s ? (uint32_t)strtoul(s, NULL, 10) : 0;
 }
 
 /* A pool turns a connection away by closing it (full, or shutting down): a hint for that. */

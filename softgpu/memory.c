@@ -6,6 +6,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <gpupool/va_window.h>
+
 #include "softgpu.h"
 #include "util.h"
 
@@ -37,6 +39,8 @@ struct sg_arena {
 	int fd; /* the memfd behind hbase, for ipc.c */
 	uint64_t size;
 	uint64_t used;
+	bool windowed;	       /* placed in a SOFTGPU_VA_WINDOW window, at hint (zones below) */
+	uint64_t zone_next[2]; /* where the managed and reservation zones' next search starts */
 	struct range {
 		uint64_t off, len;
 	} * free;
@@ -59,21 +63,60 @@ static uint32_t nreserved, cap_reserved;
  * area, a worker's device addresses kept landing on a client's own mappings. A hint only:
  * taken elsewhere it still works. Not under ThreadSanitizer, whose application ranges leave
  * that window out.
+ *
+ * SOFTGPU_VA_WINDOW=k (1..GP_VA_WINDOW_MAX, include/gpupool/va_window.h) moves device d to
+ * window k's d-th TiB, for a session that spans daemons (the worker sets it). There every
+ * device address of the process is kept inside the device's TiB, laid out as
+ *	[0, 1/4)    the arena (cuMemAlloc, pools, module variables, the heap)
+ *	[1/4, 3/8)  managed memory (its host address is its device address)
+ *	[3/8, 1/2)  vmm.c's address reservations without a hint of their own
+ *	[1/2, 1)    ipc.c's imports (sg_mem_ipc_hint)
+ * A device past the window's eighth, or larger than the arena's quarter, is not placed at
+ * all (its memory is wherever mmap puts it): the worker checks where its memory landed.
  */
-#define SG_DEVICE_WINDOW (32ull << 40)
-#define SG_DEVICE_STRIDE (1ull << 40)
+#define SG_DEVICE_WINDOW GP_VA_WINDOW_BASE
+#define SG_DEVICE_STRIDE GP_VA_DEVICE_STRIDE
+#define ZONE_MANAGED (SG_DEVICE_STRIDE / 4)
+#define ZONE_VMM (SG_DEVICE_STRIDE / 8 * 3)
+#define ZONE_END (SG_DEVICE_STRIDE / 2)
+#define ZONE_STEP (2ull << 20)
+
+/* SOFTGPU_VA_WINDOW: 0 (softgpu's own placement), 1..GP_VA_WINDOW_MAX, or -1 (invalid). */
+static int va_window(void)
+{
+	const char *v = getenv("SOFTGPU_VA_WINDOW");
+	char *end;
+	unsigned long k;
+
+	if (v == NULL || *v == 0)
+		return 0;
+	k = strtoul(v, &end, 10);
+	if (*end != 0 || k > GP_VA_WINDOW_MAX) {
+		sg_log("SOFTGPU_VA_WINDOW=%s is not a window in [0, %d]", v, GP_VA_WINDOW_MAX);
+		return -1;
+	}
+	return (int)k;
+}
 
 int sg_memory_init(struct sg_device *dev)
 {
-	struct sg_arena *a = calloc(1, sizeof(*a));
+	struct sg_arena *a;
 	void *res, *back, *hint = NULL;
+	int k = va_window();
+	uint64_t max = k ? ZONE_MANAGED : SG_DEVICE_STRIDE;
 
+	if (k < 0)
+		return -EINVAL;
+	a = calloc(1, sizeof(*a));
 	if (a == NULL)
 		return -ENOMEM;
 #ifndef __SANITIZE_THREAD__
-	if (dev->mem_total <= SG_DEVICE_STRIDE)
-		hint = (void *)(uintptr_t)(SG_DEVICE_WINDOW +
+	if (dev->mem_total <= max &&
+	    (k == 0 || (uint64_t)dev->ordinal < GP_VA_WINDOW_SIZE / SG_DEVICE_STRIDE)) {
+		hint = (void *)(uintptr_t)(SG_DEVICE_WINDOW + (uint64_t)k * GP_VA_WINDOW_SIZE +
 					   (uint64_t)dev->ordinal * SG_DEVICE_STRIDE);
+		a->windowed = k > 0;
+	}
 #endif
 	res = mmap(hint, dev->mem_total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 		   0);
@@ -96,6 +139,11 @@ int sg_memory_init(struct sg_device *dev)
 	}
 	pthread_mutex_init(&a->lock, NULL);
 	a->dbase = (uint64_t)(uintptr_t)res;
+	if (res != hint)
+		a->windowed = false;
+	else if (a->windowed)
+		sg_log("device %d at %#llx: window %d", dev->ordinal, (unsigned long long)a->dbase,
+		       k);
 	a->hbase = back;
 	a->size = dev->mem_total;
 	a->cap = 16;
@@ -111,6 +159,71 @@ int sg_memory_init(struct sg_device *dev)
 	a->nfree = 1;
 	dev->arena = a;
 	return 0;
+}
+
+/*
+ * len bytes (a multiple of the page) of fresh anonymous memory at a multiple of align inside
+ * a zone of a windowed device's TiB (ZONE_MANAGED or ZONE_VMM), mapped with prot; NULL when
+ * the device is not windowed, MAP_FAILED when the zone has no room. The kernel's own map is
+ * the allocator: MAP_FIXED_NOREPLACE fails where anything lies, and the search goes on past
+ * it, from where the last one ended (round robin, so freed ranges come back into use).
+ */
+static void *zone_map(struct sg_device *dev, int zone, uint64_t len, uint64_t align, int prot)
+{
+	struct sg_arena *a = dev->arena;
+	uint64_t lo = a->dbase + (zone ? ZONE_VMM : ZONE_MANAGED);
+	uint64_t hi = a->dbase + (zone ? ZONE_END : ZONE_VMM), at, step;
+	unsigned tries;
+
+	if (!a->windowed)
+		return NULL;
+	if (align < ZONE_STEP)
+		align = ZONE_STEP;
+	if (len == 0 || len > hi - lo || (align & (align - 1)))
+		return MAP_FAILED;
+	step = (len + align - 1) & ~(align - 1);
+	pthread_mutex_lock(&a->lock);
+	at = a->zone_next[zone];
+	for (tries = 0; tries < 4096; tries++) {
+		void *p;
+
+		at = (at + align - 1) & ~(align - 1);
+		if (at < lo || at > hi - len)
+			at = lo;
+		p = mmap((void *)(uintptr_t)at, len, prot,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE |
+				 (prot == PROT_NONE ? MAP_NORESERVE : 0),
+			 -1, 0);
+		if (p == (void *)(uintptr_t)at) {
+			a->zone_next[zone] = at + step;
+			pthread_mutex_unlock(&a->lock);
+			return p;
+		}
+		if (p != MAP_FAILED) /* a kernel older than 4.17: a hint, taken elsewhere */
+			munmap(p, len);
+		at += step;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return MAP_FAILED;
+}
+
+/* vmm.c: a reservation of size bytes at a multiple of align in the window of the current
+ * context's device (device 0 without one): its address, 0 when no window is set, or
+ * UINT64_MAX when the window has no room. */
+uint64_t sg_mem_window_reserve(uint64_t size, uint64_t align)
+{
+	struct sg_ctx *c;
+	struct sg_device *d = sg_ndevices ? &sg_devices[0] : NULL;
+	void *p;
+
+	if (sg_ctx_current(&c, false) == CUDA_SUCCESS)
+		d = c->dev;
+	if (d == NULL)
+		return 0;
+	p = zone_map(d, 1, size, align, PROT_NONE);
+	if (p == NULL)
+		return 0;
+	return p == MAP_FAILED ? UINT64_MAX : (uint64_t)(uintptr_t)p;
 }
 
 static int arena_alloc(struct sg_arena *a, uint64_t size, uint64_t *off)
@@ -772,7 +885,10 @@ static CUresult host_alloc(struct sg_ctx *c, void **pp, size_t size, unsigned fl
 
 	if (size == 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* managed memory of a windowed device is a device address in its window */
+	p = kind == SG_MEM_MANAGED ? zone_map(c->dev, 0, len, 0, PROT_READ | PROT_WRITE) : NULL;
+	if (p == NULL)
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	a.base = (uint64_t)(uintptr_t)p;

@@ -339,6 +339,10 @@ int sg_mem_unmap(uint64_t dptr);
  */
 bool sg_mem_ipc_source(uint64_t addr, struct sg_alloc *out, int *fd, uint64_t *off);
 void *sg_mem_ipc_hint(struct sg_device *dev, uint64_t len);
+/* For vmm.c: size bytes of PROT_NONE address space at a multiple of align in the
+ * SOFTGPU_VA_WINDOW window of the current context's device; 0 when there is no window,
+ * UINT64_MAX when it has no room. */
+uint64_t sg_mem_window_reserve(uint64_t size, uint64_t align);
 int sg_mem_ipc_del(uint64_t base);
 
 /* ---- ipc.c ---- */

@@ -319,7 +319,18 @@ SG_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t ali
 	if (ptr == NULL || size == 0 || size % GRANULE || flags != 0 ||
 	    (alignment & (alignment - 1)) || addr % (uint64_t)sysconf(_SC_PAGESIZE))
 		return CUDA_ERROR_INVALID_VALUE;
+	/* A device address window (SOFTGPU_VA_WINDOW): a reservation without a hint, or whose
+	 * hint is taken, stays inside it (memory.c). */
 	base = reserve_va(size, align, addr);
+	if (addr == 0 || base != addr) {
+		uint64_t w = sg_mem_window_reserve(size, align);
+
+		if (w) {
+			if (base)
+				munmap((void *)(uintptr_t)base, size);
+			base = w == UINT64_MAX ? 0 : w;
+		}
+	}
 	if (base == 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	shadow = mmap(NULL, size, PROT_READ | PROT_WRITE,

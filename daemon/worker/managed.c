@@ -137,6 +137,8 @@ CUresult gp__serve_managed_alloc(struct gp_worker *w, struct gp_req *rq,
 	CUresult r;
 
 	(void)rq;
+	if (w->va_vmm)
+		return CUDA_ERROR_NOT_SUPPORTED; /* managed memory cannot be put in a window */
 	if (a->bytes == 0 || (a->flags != CU_MEM_ATTACH_GLOBAL && a->flags != CU_MEM_ATTACH_HOST))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (sysconf(_SC_PAGESIZE) != PAGE)

@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gpupool/va_window.h>
+
 #include "error.h"
+#include "grow.h"
 #include "log.h"
 #include "worker.h"
 
@@ -38,6 +41,269 @@ static uint64_t layout_bytes(const struct layout *l)
 	return l->width * l->height;
 }
 
+/* ---- windowed allocations ----------------------------------------------------
+ *
+ * A session spanning daemons keeps its device addresses in its window (va_window.h). softgpu
+ * places its whole arena there (SOFTGPU_VA_WINDOW); NVIDIA's cuMemAlloc cannot be placed, so
+ * there (and on softgpu under the test hook GPUPOOL_WORKER_VA_VMM=1) cuMemAlloc and
+ * cuMemAllocPitch are served by the virtual memory calls instead: an address range reserved
+ * at a chosen address of the device's TiB of the window, one physical allocation mapped into
+ * it, read-write access for its device. The records below are the allocator: a new range
+ * goes in the lowest gap of the device's TiB that holds it. They are touched by the main
+ * thread (allocations, forgotten contexts) and by waiter threads (frees): under wlock.
+ */
+#define WIN_MAX 65536u /* windowed allocations one session may hold at once */
+
+struct win_alloc {
+	CUdeviceptr ptr;
+	size_t size; /* reserved and mapped: a multiple of the granularity */
+	CUmemGenericAllocationHandle h;
+	uint64_t ctx;
+	int dev;
+};
+
+static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
+static struct win_alloc *wins; /* sorted by ptr */
+static size_t nwins, cap_wins;
+static size_t granule[GP_STATS_MAX_DEVICES];
+
+static CUdeviceptr win_device_base(const struct gp_worker *w, int dev)
+{
+	return GP_VA_WINDOW_BASE + (CUdeviceptr)w->va_window * GP_VA_WINDOW_SIZE +
+	       (CUdeviceptr)dev * GP_VA_DEVICE_STRIDE;
+}
+
+bool gp__mem_in_window(const struct gp_worker *w, int dev, CUdeviceptr p, uint64_t len)
+{
+	CUdeviceptr lo = win_device_base(w, dev);
+
+	return p >= lo && len <= GP_VA_DEVICE_STRIDE && p - lo <= GP_VA_DEVICE_STRIDE - len;
+}
+
+static void win_prop(CUmemAllocationProp *prop, int dev)
+{
+	memset(prop, 0, sizeof(*prop));
+	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop->location.id = dev;
+}
+
+/* The lowest address of dev's TiB where size bytes fit between the records (under wlock);
+ * 0 when none. *at: where such a record goes in wins. */
+static CUdeviceptr win_gap(const struct gp_worker *w, int dev, size_t size, size_t align,
+			   uint32_t *at)
+{
+	CUdeviceptr lo = win_device_base(w, dev), hi = lo + GP_VA_DEVICE_STRIDE, p = lo;
+	uint32_t i;
+
+	for (i = 0; i < nwins && wins[i].ptr < hi; i++) {
+		if (wins[i].ptr + wins[i].size <= lo)
+			continue;
+		if (wins[i].ptr >= p + size)
+			break;
+		p = (wins[i].ptr + wins[i].size + align - 1) / align * align;
+	}
+	*at = i;
+	return p + size <= hi ? p : 0;
+}
+
+/* Gives a windowed range back to the driver: unmapped, released, unreserved. */
+static void win_release(struct gp_worker *w, const struct win_alloc *a)
+{
+	GP_DRV(w, cuMemUnmap, a->ptr, a->size);
+	GP_DRV(w, cuMemRelease, a->h);
+	GP_DRV(w, cuMemAddressFree, a->ptr, a->size);
+}
+
+/* bytes of device dev's memory at an address of its TiB of the window, for context ctx.
+ * A range the driver reserves anywhere but where it was asked is given back: the
+ * window is not to be left. CUresult. */
+static CUresult win_alloc(struct gp_worker *w, int dev, uint64_t ctx, uint64_t bytes,
+			  CUdeviceptr *out)
+{
+	CUmemAllocationProp prop;
+	CUmemAccessDesc acc = {{CU_MEM_LOCATION_TYPE_DEVICE, dev},
+			       CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+	CUmemGenericAllocationHandle h;
+	struct win_alloc a;
+	CUdeviceptr want, got = 0;
+	size_t g, size;
+	uint32_t at;
+	CUresult r;
+
+	if (dev < 0 || dev >= GP_STATS_MAX_DEVICES || bytes > GP_VA_DEVICE_STRIDE)
+		return CUDA_ERROR_INVALID_VALUE;
+	win_prop(&prop, dev);
+	if (!granule[dev]) {
+		r = GP_DRV(w, cuMemGetAllocationGranularity, &g, &prop,
+			   CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+		if (r != CUDA_SUCCESS)
+			return r;
+		if (g == 0 || (g & (g - 1)))
+			return CUDA_ERROR_NOT_SUPPORTED;
+		granule[dev] = g;
+	}
+	g = granule[dev];
+	size = (size_t)((bytes + g - 1) / g * g);
+	pthread_mutex_lock(&wlock);
+	if (nwins >= WIN_MAX || !GP_GROW(wins, cap_wins, nwins)) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_unlock;
+	}
+	want = win_gap(w, dev, size, g, &at);
+	if (!want) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_unlock;
+	}
+	r = GP_DRV(w, cuMemAddressReserve, &got, size, g, want, 0);
+	if (r != CUDA_SUCCESS)
+		goto out_unlock;
+	if (got != want) {
+		gp_log_warnx("session %llu: the driver reserved %#llx, not %#llx in window %u",
+			     (unsigned long long)w->session_id, (unsigned long long)got,
+			     (unsigned long long)want, w->va_window);
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_free_va;
+	}
+	r = GP_DRV(w, cuMemCreate, &h, size, &prop, 0);
+	if (r != CUDA_SUCCESS)
+		goto out_free_va;
+	r = GP_DRV(w, cuMemMap, got, size, 0, h, 0);
+	if (r != CUDA_SUCCESS)
+		goto out_release;
+	r = GP_DRV(w, cuMemSetAccess, got, size, &acc, 1);
+	if (r != CUDA_SUCCESS)
+		goto out_unmap;
+	a = (struct win_alloc){.ptr = got, .size = size, .h = h, .ctx = ctx, .dev = dev};
+	memmove(&wins[at + 1], &wins[at], (nwins - at) * sizeof(*wins));
+	wins[at] = a;
+	nwins++;
+	pthread_mutex_unlock(&wlock);
+	*out = got;
+	return CUDA_SUCCESS;
+
+out_unmap:
+	GP_DRV(w, cuMemUnmap, got, size);
+out_release:
+	GP_DRV(w, cuMemRelease, h);
+out_free_va:
+	GP_DRV(w, cuMemAddressFree, got, size);
+out_unlock:
+	pthread_mutex_unlock(&wlock);
+	return r;
+}
+
+/* The record of the windowed allocation at ptr, removed into *a; false if none. */
+static bool win_take(CUdeviceptr ptr, struct win_alloc *a)
+{
+	uint32_t lo = 0, hi;
+
+	pthread_mutex_lock(&wlock);
+	hi = nwins;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (wins[mid].ptr < ptr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= nwins || wins[lo].ptr != ptr) {
+		pthread_mutex_unlock(&wlock);
+		return false;
+	}
+	*a = wins[lo];
+	memmove(&wins[lo], &wins[lo + 1], (nwins - lo - 1) * sizeof(*wins));
+	nwins--;
+	pthread_mutex_unlock(&wlock);
+	return true;
+}
+
+CUresult gp__mem_drv_free(struct gp_worker *w, CUdeviceptr dptr)
+{
+	struct win_alloc a;
+	CUresult r;
+
+	if (!w->va_vmm || !win_take(dptr, &a))
+		return w->drv.cuMemFree_v2(dptr);
+	/* cuMemFree waits for the device; unmapping does not: the context is current. */
+	r = w->drv.cuCtxSynchronize();
+	win_release(w, &a);
+	return r;
+}
+
+void gp__mem_window_forget_ctx(struct gp_worker *w, uint64_t ctx)
+{
+	uint32_t i = 0;
+
+	if (!w->va_vmm)
+		return;
+	pthread_mutex_lock(&wlock);
+	while (i < nwins) {
+		if (wins[i].ctx != ctx) {
+			i++;
+			continue;
+		}
+		win_release(w, &wins[i]);
+		memmove(&wins[i], &wins[i + 1], (nwins - i - 1) * sizeof(*wins));
+		nwins--;
+	}
+	pthread_mutex_unlock(&wlock);
+}
+
+bool gp__mem_window_probe(struct gp_worker *w)
+{
+	for (int d = 0; d < w->ndev; d++) {
+		CUdeviceptr p;
+		struct win_alloc a;
+		CUresult r = win_alloc(w, d, 0, 1, &p);
+
+		if (r != CUDA_SUCCESS) {
+			gp_log_info("session %llu: no windowed memory on device %d: %s",
+				    (unsigned long long)w->session_id, d,
+				    gp_driver_err_name(&w->drv, r));
+			return false;
+		}
+		if (win_take(p, &a))
+			win_release(w, &a);
+	}
+	return true;
+}
+
+/* The driver's allocation of bytes for the session's device dev, in its window when it
+ * has one and the driver cannot place cuMemAlloc there. */
+static CUresult drv_alloc(struct gp_worker *w, int dev, uint64_t ctx, uint64_t bytes,
+			  CUdeviceptr *p)
+{
+	if (w->va_vmm)
+		return win_alloc(w, dev, ctx, bytes, p);
+	return w->drv.cuMemAlloc_v2(p, (size_t)bytes);
+}
+
+/* A pitched allocation the windowed way: CUDA's rules for the element size, the rows padded
+ * to the device's texture pitch alignment as its own cuMemAllocPitch pads them. */
+static CUresult drv_alloc_pitch(struct gp_worker *w, int dev, uint64_t ctx, uint64_t width,
+				uint64_t height, unsigned esize, CUdeviceptr *p, size_t *pitch)
+{
+	CUdevice d;
+	int align = 0;
+
+	if (!w->va_vmm)
+		return GP_DRV(w, cuMemAllocPitch_v2, p, pitch, (size_t)width, (size_t)height,
+			      esize);
+	if (esize != 4 && esize != 8 && esize != 16)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (w->drv.cuDeviceGet(&d, dev) != CUDA_SUCCESS ||
+	    w->drv.cuDeviceGetAttribute(&align, CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, d) !=
+		    CUDA_SUCCESS ||
+	    align <= 0 || (align & (align - 1)))
+		align = 512;
+	*pitch = (size_t)((width + (uint64_t)align - 1) / (uint64_t)align * (uint64_t)align);
+	if (height > GP_VA_DEVICE_STRIDE / *pitch)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	return win_alloc(w, dev, ctx, (uint64_t)*pitch * height, p);
+}
+
 CUresult gp__serve_mem_alloc(struct gp_worker *w, struct gp_req *rq,
 			     const struct gp_wargs_mem_alloc *a, struct gp_out_mem_alloc *o)
 {
@@ -49,11 +315,11 @@ CUresult gp__serve_mem_alloc(struct gp_worker *w, struct gp_req *rq,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!gp__charge_fits(w, dev, a->bytes))
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = w->drv.cuMemAlloc_v2(&p, (size_t)a->bytes);
+	r = drv_alloc(w, dev, a->ctx, a->bytes, &p);
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (gp__alloc_add(w, p, (size_t)a->bytes, a->ctx, dev)) {
-		w->drv.cuMemFree_v2(p);
+		gp__mem_drv_free(w, p);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	o->dptr = p;
@@ -77,13 +343,12 @@ CUresult gp__serve_mem_alloc_pitch(struct gp_worker *w, struct gp_req *rq,
 	if (a->height > UINT64_MAX / a->width ||
 	    (w->mem_limit && !gp__charge_fits(w, dev, a->width * a->height)))
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = GP_DRV(w, cuMemAllocPitch_v2, &p, &pitch, (size_t)a->width, (size_t)a->height,
-		   a->esize);
+	r = drv_alloc_pitch(w, dev, a->ctx, a->width, a->height, a->esize, &p, &pitch);
 	if (r != CUDA_SUCCESS)
 		return r;
 	bytes = (uint64_t)pitch * a->height;
 	if (!gp__charge_fits(w, dev, bytes) || gp__alloc_add(w, p, (size_t)bytes, a->ctx, dev)) {
-		w->drv.cuMemFree_v2(p);
+		gp__mem_drv_free(w, p);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	o->dptr = p;

@@ -177,6 +177,8 @@ CUresult gp__serve_mem_alloc_async(struct gp_worker *w, struct gp_req *rq,
 
 	if (a->bytes == 0)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (w->va_vmm)
+		return CUDA_ERROR_NOT_SUPPORTED; /* a pool's memory cannot be put in a window */
 	/* Captured, it would be a graph memory node, from memory no pool attribute counts: the
 	 * interposer refuses it, and so does the worker for a client that is not ours. */
 	if (gp__stream_capturing(w, a->stream_drv))

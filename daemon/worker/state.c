@@ -128,6 +128,7 @@ void gp__forget_ctx(struct gp_worker *w, uint64_t ctx)
 {
 	gp_owner_libinst_forget(&w->own, 0, ctx);
 	gp_owner_alloc_forget(&w->own, ctx, 0);
+	gp__mem_window_forget_ctx(w, ctx);
 	gp__managed_forget_ctx(w, ctx);
 	for (uint32_t i = 0; i < w->nhandles; i++) {
 		struct gp_handle *h = &w->handles[i];

@@ -275,6 +275,8 @@ CUresult gp__serve_vmm_reserve(struct gp_worker *w, struct gp_req *rq,
 
 	if (a->bytes == 0)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (w->va_vmm)
+		return CUDA_ERROR_NOT_SUPPORTED; /* mem.c places the window's ranges itself */
 	if (nresv >= GP_VMM_RESV_MAX || a->bytes > GP_VMM_VA_MAX - va_total)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (!GP_GROW(resv, cap_resv, nresv))

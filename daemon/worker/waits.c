@@ -70,7 +70,7 @@ static CUresult run_wait(struct gp_worker *w, const struct gp_wait *wt)
 	case GP_WAIT_EVENT:
 		return GP_DRV(w, cuEventSynchronize, wt->event);
 	case GP_WAIT_MEM_FREE:
-		return w->drv.cuMemFree_v2(wt->dptr);
+		return gp__mem_drv_free(w, wt->dptr);
 	case GP_WAIT_STREAM_DESTROY:
 		return GP_DRV(w, cuStreamDestroy_v2, wt->stream);
 	case GP_WAIT_MODULE_UNLOAD:

@@ -32,6 +32,7 @@
 #include <linux/capability.h>
 
 #include <gpupool/gpupool.h>
+#include <gpupool/va_window.h>
 
 #include "config.h"
 #include "error.h"
@@ -232,6 +233,7 @@ static int send_hello_reply(struct gp_worker *w)
 	rep.n_device = (size_t)w->ndev;
 	rep.device = ptrs;
 	rep.tenant = w->tenant;
+	rep.va_window = w->va_window;
 	if (gp_conn_send(w->client, GP_MSG_HELLO_REPLY, 0, 0, &rep.base, NULL, 0) ||
 	    gp_conn_flush(w->client)) {
 		gp_log_warnx("session %llu: sending HelloReply: %s",
@@ -796,6 +798,93 @@ static int seccomp_filter(struct gp_worker *w, enum gp_seccomp_mode mode)
 	return 0;
 }
 
+/* ---- the device address window of a session spanning daemons (va_window.h) ---- */
+
+/* Before cuInit: softgpu places its devices' memory in the window it is told of
+ * (SOFTGPU_VA_WINDOW, softgpu/memory.c); other drivers ignore it. Not for more devices than
+ * a window holds, nor when the test hook GPUPOOL_WORKER_VA_VMM=1 asks for the path NVIDIA's
+ * driver takes (mem.c's windowed allocations). */
+static void va_window_tell(struct gp_worker *w)
+{
+	const char *vmm = getenv("GPUPOOL_WORKER_VA_VMM");
+	char k[16];
+
+	if (w->va_asked && w->ndev <= (int)(GP_VA_WINDOW_SIZE / GP_VA_DEVICE_STRIDE) &&
+	    !(vmm && strcmp(vmm, "1") == 0)) {
+		snprintf(k, sizeof(k), "%u", w->va_asked);
+		setenv("SOFTGPU_VA_WINDOW", k, 1);
+	} else {
+		unsetenv("SOFTGPU_VA_WINDOW");
+	}
+}
+
+/* Whether a small cuMemAlloc on every device lands in the device's TiB of the window: the
+ * driver placed its memory there. Each device's primary context is taken for it and given
+ * back. */
+static bool va_window_allocs_placed(struct gp_worker *w)
+{
+	bool placed = true;
+
+	for (int d = 0; d < w->ndev && placed; d++) {
+		CUcontext ctx = NULL;
+		CUdeviceptr p = 0;
+		CUdevice dev;
+
+		placed = w->drv.cuDeviceGet(&dev, d) == CUDA_SUCCESS &&
+			 GP_DRV(w, cuDevicePrimaryCtxRetain, &ctx, dev) == CUDA_SUCCESS;
+		if (!placed)
+			break;
+		placed = w->drv.cuCtxSetCurrent(ctx) == CUDA_SUCCESS &&
+			 w->drv.cuMemAlloc_v2(&p, 4096) == CUDA_SUCCESS;
+		if (placed) {
+			placed = gp__mem_in_window(w, d, p, 4096);
+			w->drv.cuMemFree_v2(p);
+		}
+		w->drv.cuCtxSetCurrent(NULL);
+		GP_DRV(w, cuDevicePrimaryCtxRelease_v2, dev);
+	}
+	return placed;
+}
+
+/* After cuInit: the window the session's memory goes in, if any (HelloReply.va_window).
+ * The driver's own placement when it made one; else mem.c's windowed allocations, when the
+ * driver reserves address ranges where it is asked to. */
+static void va_window_place(struct gp_worker *w)
+{
+	const char *how = NULL;
+
+	w->va_window = 0;
+	w->va_vmm = false;
+	if (!w->va_asked)
+		return;
+	if (w->ndev > (int)(GP_VA_WINDOW_SIZE / GP_VA_DEVICE_STRIDE)) {
+		gp_log_info("session %llu: %d devices do not fit device address window %u",
+			    (unsigned long long)w->session_id, w->ndev, w->va_asked);
+		return;
+	}
+	w->va_window = w->va_asked;
+	if (getenv("SOFTGPU_VA_WINDOW") && va_window_allocs_placed(w)) {
+		how = "the driver places its memory there";
+	} else {
+		w->va_vmm = true;
+		if (gp__mem_window_probe(w))
+			how = "allocations mapped there";
+	}
+	if (!how) {
+		w->va_window = 0;
+		w->va_vmm = false;
+		gp_log_info("session %llu: device address window %u: the driver cannot place "
+			    "memory there; none",
+			    (unsigned long long)w->session_id, w->va_asked);
+		return;
+	}
+	gp_log_info("session %llu: device address window %u (%#llx): %s",
+		    (unsigned long long)w->session_id, w->va_window,
+		    (unsigned long long)(GP_VA_WINDOW_BASE +
+					 (uint64_t)w->va_window * GP_VA_WINDOW_SIZE),
+		    how);
+}
+
 static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 {
 	struct sigaction sa = {.sa_handler = on_alarm};
@@ -866,7 +955,13 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	} else if (badname[0]) {
 		/* Said after Hello, so that the client reads the reason. */
 		ret = refuse(w, GP_EREFUSED, badname);
+	} else if (hello->va_window > GP_VA_WINDOW_MAX) {
+		snprintf(msg, sizeof(msg),
+			 "device address window %u asked for: a window is 1 to %d (0: none)",
+			 hello->va_window, GP_VA_WINDOW_MAX);
+		ret = refuse(w, GP_EREFUSED, msg);
 	} else {
+		w->va_asked = hello->va_window;
 		gp_log_info("session %llu: %s pid %u (%s) from %s%s%s",
 			    (unsigned long long)w->session_id, hello->program, hello->client_pid,
 			    hello->client_host, w->client_addr,
@@ -881,11 +976,15 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 	}
 	proof_free(&proof);
 	protobuf_c_message_free_unpacked(&hello->base, NULL);
-	if (ret == 0)
+	if (ret == 0) {
+		va_window_tell(w);
 		ret = load_driver(w, setup->driver);
-	if (ret == 0)
+	}
+	if (ret == 0) {
 		gp_log_debug("session %llu: setup: driver initialised",
 			     (unsigned long long)w->session_id);
+		va_window_place(w);
+	}
 	if (ret == 0)
 		ret = drop_identity(w, setup);
 	if (ret == 0)

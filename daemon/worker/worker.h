@@ -134,6 +134,10 @@ struct gp_worker {
 	char client_addr[128];
 	int ndev;
 	unsigned compute;     /* percent of each GPU granted; 0: no share */
+	/* A session spanning daemons (va_window.h): the window Hello asked for, the one its
+	 * memory is placed in (0: none), and whether mem.c places it (the driver cannot). */
+	uint32_t va_asked, va_window;
+	bool va_vmm;
 	bool compute_by_time; /* compute_enforce time or both: busy.c holds launches */
 
 	/* What the session owns (owner.h), also named directly: w->handles, w->dev_used. */
@@ -433,6 +437,16 @@ struct gp__mig_list {
  * GPUs of inv that are MIG instances get instance set (and are checked against NVML's). */
 int gp__nvml_crosscheck(const char *driver, Gp__Inventory *inv, char *lib, size_t liblen,
 			char *version, size_t verlen, struct gp__mig_list *mig);
+
+/* mem.c, windowed allocations (a session spanning daemons, include/gpupool/va_window.h):
+ * whether [p, p+len) lies in device dev's TiB of the session's window; the driver's free of
+ * an allocation (a windowed one unmapped and released; the context current); a destroyed
+ * context's windowed allocations released (the driver frees only its cuMemAlloc ones); and
+ * whether the driver reserves and maps memory at the window's addresses on every device. */
+bool gp__mem_in_window(const struct gp_worker *w, int dev, CUdeviceptr p, uint64_t len);
+CUresult gp__mem_drv_free(struct gp_worker *w, CUdeviceptr dptr);
+void gp__mem_window_forget_ctx(struct gp_worker *w, uint64_t ctx);
+bool gp__mem_window_probe(struct gp_worker *w);
 
 /* mem.c: page-locked staging of asynchronous device-to-host copies that have been sent,
  * freed by the main thread (a driver callback may not call the driver). */
