@@ -133,7 +133,7 @@ struct gp_worker {
 	char tenant[128];
 	char client_addr[128];
 	int ndev;
-	unsigned compute;     /* percent of each GPU granted; 0: no share */
+	unsigned compute; /* percent of each GPU granted; 0: no share */
 	/* A session spanning daemons (va_window.h): the window Hello asked for, the one its
 	 * memory is placed in (0: none), and whether mem.c places it (the driver cannot). */
 	uint32_t va_asked, va_window;
