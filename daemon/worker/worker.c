@@ -187,6 +187,15 @@ static CUresult snapshot_device(struct gp_worker *w, int ordinal, Gp__Device *dv
 		}
 		attrs[a] = v;
 	}
+	/* Memory the worker places in a window itself (mem.c) leaves out what the driver would
+	 * place elsewhere: managed memory (and so mapped host memory), pools' memory and the
+	 * client's own reservations are refused there, so the device claims none of them. */
+	if (w->va_vmm) {
+		attrs[CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY] = 0;
+		attrs[CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS] = 0;
+		attrs[CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED] = 0;
+		attrs[CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED] = 0;
+	}
 	dv->name = name;
 	dv->uuid.data = (uint8_t *)uuid->bytes;
 	dv->uuid.len = sizeof(uuid->bytes);

@@ -5,7 +5,8 @@
  * SOFTGPU_VA_WINDOW) also cuMemAllocAsync from the default pool, cuMemAllocManaged and a
  * cuMemAddressReserve without a hint; with MODE "vmm" (the worker maps the window's memory
  * itself) those three answer
- * CUDA_ERROR_NOT_SUPPORTED; MODE "default" (no window asked for: softgpu's own window 0) as
+ * CUDA_ERROR_NOT_SUPPORTED, and the device's attributes claim none of them (nor mapped host
+ * memory); MODE "default" (no window asked for: softgpu's own window 0) as
  * "place" but for managed memory, which is host memory there. A kernel and copies over the memory are checked against the CPU.
  * Prints one line per failed check and "va_window: ok" when all hold. */
 #include <stdint.h>
@@ -66,6 +67,17 @@ static void triple(CUfunction f, int dev, const char *what, CUdeviceptr p, uint3
 	}
 }
 
+static const struct {
+	CUdevice_attribute attr;
+	const char *name;
+} claims[] = {
+	{CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, "MANAGED_MEMORY"},
+	{CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, "CAN_MAP_HOST_MEMORY"},
+	{CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, "MEMORY_POOLS_SUPPORTED"},
+	{CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+	 "VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED"},
+};
+
 static void one_device(int dev, int place)
 {
 	static uint32_t h[N], back[N];
@@ -76,6 +88,18 @@ static void one_device(int dev, int place)
 	size_t pitch = 0;
 	CUresult r;
 
+	/* what the device claims is what it then does: with the worker's own placement
+	 * managed memory, mapped host memory, pools and reservations are refused */
+	for (size_t i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
+		int v = -1;
+
+		expect("cuDeviceGetAttribute", dev, cuDeviceGetAttribute(&v, claims[i].attr, dev),
+		       CUDA_SUCCESS);
+		if ((v != 0) != (place != 0)) {
+			printf("FAIL device %d %s is %d\n", dev, claims[i].name, v);
+			bad = 1;
+		}
+	}
 	expect("cuDevicePrimaryCtxRetain", dev, cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS);
 	expect("cuCtxSetCurrent", dev, cuCtxSetCurrent(ctx), CUDA_SUCCESS);
 	expect("cuModuleLoadData", dev, cuModuleLoadData(&mod, triple_ptx), CUDA_SUCCESS);
