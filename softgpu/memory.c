@@ -179,7 +179,9 @@ static void *zone_map(struct sg_device *dev, int zone, uint64_t len, uint64_t al
 		return NULL;
 	if (align < ZONE_STEP)
 		align = ZONE_STEP;
-	if (len == 0 || len > hi - lo || (align & (align - 1)))
+	/* lo is a multiple of any power of two up to the zone's size: a search that starts
+	 * over from lo stays aligned */
+	if (len == 0 || len > hi - lo || align > hi - lo || (align & (align - 1)))
 		return MAP_FAILED;
 	step = (len + align - 1) & ~(align - 1);
 	pthread_mutex_lock(&a->lock);
