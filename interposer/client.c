@@ -382,7 +382,12 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 	s = getenv("GPUPOOL_SLICE"); /* checked by gp__connect */
 	hello->slice = (char *)(s ? s : "");
 	s = getenv("GPUPOOL_VA_WINDOW"); /* test hook (docs/operations.md), checked by the pool */
-	hello->va_window = s && *s ? (uint32_t)strtoul(s, NULL, 10) : 0;
+	if (s && *s) {
+		unsigned long k = strtoul(s, NULL, 10);
+
+		/* past 32 bits it is no window either: the pool refuses it, never a wrapped one */
+		hello->va_window = k > UINT32_MAX ? UINT32_MAX : (uint32_t)k;
+	}
 }
 
 /* A pool turns a connection away by closing it (full, or shutting down): a hint for that. */
