@@ -19,6 +19,8 @@ static const struct gp__cuda_host host = {
 	.ctx_get_id = cuCtxGetId,
 	.stream_object = gp__stream_object,
 	.stream_object_id = gp__stream_object_id,
+	.module_get_function_count = cuModuleGetFunctionCount,
+	.module_enumerate_functions = cuModuleEnumerateFunctions,
 	.nvml_source = &gp__nvml_source,
 	.softgpu_ipc = &gp__softgpu_ipc,
 };

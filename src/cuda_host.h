@@ -47,6 +47,10 @@ struct gp__cuda_host {
 	/* Optional. TOOLS_CONTEXT slot 39: the id (cuStreamGetId's) of a stream object that
 	 * stream_object gave for ctx; CUDA_ERROR_INVALID_HANDLE for anything else. */
 	CUresult (*stream_object_id)(CUcontext ctx, void *obj, unsigned long long *id);
+	/* Optional, both or neither. ToolsModule slot 7 (exptables.h): cuModuleGetFunctionCount
+	 * and cuModuleEnumerateFunctions, a module's kernels as the library's own handles. */
+	CUresult (*module_get_function_count)(unsigned int *count, CUmodule mod);
+	CUresult (*module_enumerate_functions)(CUfunction *fns, unsigned int n, CUmodule mod);
 	/* Optional. gpupool's own table for the NVML library beside this one (nvml_source.h). */
 	const struct gp__nvml_source *nvml_source;
 	/* Optional. softgpu's IPC descriptor hand-over for the pool (softgpu_ipc.h). */

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "exptables.h"
@@ -71,6 +72,12 @@ UNKNOWN(TOOLS_TLS, 3)
 UNKNOWN(CONTEXT_LOCAL_STORAGE, 3)
 UNKNOWN(CONTEXT_CHECKS, 1)
 UNKNOWN(INTEGRITY_CHECK, 2)
+UNKNOWN(TOOLS_MODULE, 1)
+UNKNOWN(TOOLS_MODULE, 2)
+UNKNOWN(TOOLS_MODULE, 3)
+UNKNOWN(TOOLS_MODULE, 4)
+UNKNOWN(TOOLS_MODULE, 5)
+UNKNOWN(TOOLS_MODULE, 6)
 
 /* TOOLS_CONTEXT has 94 slots (CUDA 13.4's driver serves 95 entries with the size); all but two
  * are unknown. */
@@ -106,6 +113,7 @@ static CUresult tools_tls_current_ctx(CUcontext *pctx);
 static CUresult tools_ctx_id(CUcontext ctx, unsigned long long *id);
 static CUresult tools_ctx_stream_object(CUcontext ctx, CUstream h, void **obj, int per_thread);
 static CUresult tools_ctx_stream_id(CUcontext ctx, void *obj, unsigned long long *id);
+static int tools_module_functions(CUcontext ctx, CUmodule mod, gp__module_fn_cb cb, void *user);
 
 #define SIZE(nslots) ((const void *)(uintptr_t)((nslots) * sizeof(void *)))
 #define FN(f) ((const void *)(f))
@@ -151,6 +159,18 @@ static const void *const tools_context[95] = {
 	[51] = FN(tools_ctx_stream_object),
 };
 #undef TC_SLOT
+
+/* cuFFT requires a size above 0x37 bytes and calls only slot 7. */
+static const void *const tools_module[8] = {
+	SIZE(8),
+	FN(TOOLS_MODULE_slot1),
+	FN(TOOLS_MODULE_slot2),
+	FN(TOOLS_MODULE_slot3),
+	FN(TOOLS_MODULE_slot4),
+	FN(TOOLS_MODULE_slot5),
+	FN(TOOLS_MODULE_slot6),
+	FN(tools_module_functions),
+};
 
 /* No size slot. The fourth entry is a guard: ZLUDA's catalog gives this table 4 entries. */
 static const void *const context_local_storage[4] = {
@@ -208,6 +228,11 @@ static const struct {
 	 {0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8,
 	  0xf2},
 	 tools_context},
+	/* cuFFT asks for it; NVIDIA's name for it is CU_ETID_ToolsModule. */
+	{"TOOLS_MODULE",
+	 {0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99,
+	  0x1e},
+	 tools_module},
 };
 
 /* CUDART_INTERFACE slot 2: the primary context handle of a device. */
@@ -385,6 +410,52 @@ static CUresult tools_ctx_stream_id(CUcontext ctx, void *obj, unsigned long long
 		return unknown_slot("TOOLS_CONTEXT", 39);
 	r = resolve_ctx(&ctx);
 	return r != CUDA_SUCCESS ? r : h->stream_object_id(ctx, obj, id);
+}
+
+/*
+ * TOOLS_MODULE slot 7: (ctx, module, cb, user) hands each of the module's kernels, as the
+ * CUfunction cuModuleEnumerateFunctions gives, to cb(user, fn), in that order, and returns 1
+ * once it has: cuFFT, which calls it for a module whose kernel it does not name, takes 1 and
+ * only 1 as success. Every failure is a CUresult other than 1 (CUDA_ERROR_INVALID_VALUE is 1,
+ * so the arguments' errors are CUDA_ERROR_INVALID_HANDLE) and calls cb for nothing: a module
+ * with no kernel is CUDA_ERROR_NOT_FOUND. ctx NULL means the current context; the module
+ * handle alone names its functions, so ctx is not checked against it.
+ */
+static int not_one(CUresult r)
+{
+	return r == CUDA_ERROR_INVALID_VALUE ? CUDA_ERROR_INVALID_HANDLE : (int)r;
+}
+
+static int tools_module_functions(CUcontext ctx, CUmodule mod, gp__module_fn_cb cb, void *user)
+{
+	const struct gp__cuda_host *h = atomic_load(&host_ops);
+	CUfunction *fns;
+	unsigned int n = 0;
+	CUresult r;
+
+	if (!mod || !cb)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!h)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!h->module_get_function_count || !h->module_enumerate_functions)
+		return unknown_slot("TOOLS_MODULE", 7);
+	r = resolve_ctx(&ctx);
+	if (r == CUDA_SUCCESS)
+		r = h->module_get_function_count(&n, mod);
+	if (r != CUDA_SUCCESS)
+		return not_one(r);
+	gp_log_debug("TOOLS_MODULE slot 7: module %p, %u function(s)", (void *)mod, n);
+	if (n == 0)
+		return CUDA_ERROR_NOT_FOUND;
+	fns = malloc((size_t)n * sizeof(*fns));
+	if (!fns)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = h->module_enumerate_functions(fns, n, mod);
+	if (r == CUDA_SUCCESS)
+		for (unsigned int i = 0; i < n; i++)
+			cb(user, fns[i]);
+	free(fns);
+	return r == CUDA_SUCCESS ? 1 : not_one(r);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -15,6 +15,8 @@
  *   TOOLS_TLS                      4 slots; slot 2 = host->ctx_get_current
  *   TOOLS_CONTEXT                 95 slots; slots 4, 51, 39 = host->ctx_get_id, stream_object,
  *                                 stream_object_id (optional members; else NOT_SUPPORTED)
+ *   TOOLS_MODULE                   8 slots; slot 7 hands a module's kernels to a callback
+ *                                 (host->module_get_function_count, _enumerate_functions)
  *   CONTEXT_LOCAL_STORAGE          put/delete/get (cuda_cls.h), no size slot
  *   CONTEXT_CHECKS                 4 slots; slot 2 sets *r1 = 0, slot 3 returns 0
  *   INTEGRITY_CHECK                3 slots; slot 1 = the integrity check (integrity.h)
@@ -22,6 +24,9 @@
  * purpose we do not know holds a function that logs its table and slot (debug) and returns
  * CUDA_ERROR_NOT_SUPPORTED, so a caller gets an error rather than a jump to NULL.
  */
+
+/* TOOLS_MODULE slot 7's callback: called with the caller's user pointer and one CUfunction. */
+typedef void (*gp__module_fn_cb)(void *user, void *fn);
 
 /* Registers the library's callbacks (cuda_host.h); host must stay valid until
  * gp__exptables_deinit. Call before CUDA calls can arrive. 0, or -EINVAL when host or any

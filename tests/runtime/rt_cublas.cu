@@ -14,7 +14,7 @@
 
 #include <cublas_v2.h>
 
-#include "rt_check.h"
+#include "rt_cc.h"
 
 #define CB(call)                                                                           \
 	do {                                                                               \
@@ -157,31 +157,11 @@ static void sgemm(cublasHandle_t h, cublasOperation_t ta, int m, int n, int k, i
 	CK(cudaFree(dC));
 }
 
-// The device's compute capability is the one SOFTGPU_CC asked the driver for: through the
-// pool the interposer answers it from the worker's device snapshot, and this process's
-// SOFTGPU_CC reaches only the worker's softgpu (through the daemon's environment).
-static void check_cc()
-{
-	const char *want = std::getenv("SOFTGPU_CC");
-	cudaDeviceProp p;
-	int major, minor, wmaj, wmin;
-
-	EXPECT(want && std::sscanf(want, "%d.%d", &wmaj, &wmin) == 2,
-	       "SOFTGPU_CC (%s) names the compute capability to expect", want ? want : "unset");
-	CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-	CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
-	CK(cudaGetDeviceProperties(&p, 0));
-	EXPECT(major == wmaj && minor == wmin, "compute capability %d.%d, want %s", major, minor,
-	       want);
-	EXPECT(p.major == major && p.minor == minor, "properties say %d.%d", p.major, p.minor);
-	std::printf("device %s, compute capability %d.%d\n", p.name, major, minor);
-}
-
 int main()
 {
 	cublasHandle_t h;
 
-	check_cc();
+	rt_check_softgpu_cc();
 	CB(cublasCreate(&h));
 	level1(h);
 	double_precision(h);

@@ -51,6 +51,9 @@ static const CUuuid id_checks = {{0x26, 0x3e, (char)0x88, 0x60, 0x7c, (char)0xd2
 static const CUuuid id_toolsctx = {{0x21, 0x31, (char)0x8c, 0x60, (char)0x97, 0x14, 0x32, 0x48,
 				    (char)0x8c, (char)0xa6, 0x41, (char)0xff, 0x73, 0x24,
 				    (char)0xc8, (char)0xf2}};
+static const CUuuid id_toolsmod = {{0x6e, 0x16, 0x3f, (char)0xbe, (char)0xb9, 0x58, 0x44, 0x4d,
+				    (char)0x83, 0x5c, (char)0xe1, (char)0x82, (char)0xaf,
+				    (char)0xf1, (char)0x99, 0x1e}};
 static const CUuuid id_integrity = {{(char)0xd4, 0x08, 0x20, 0x55, (char)0xbd, (char)0xe6, 0x70,
 				     0x4b, (char)0x8d, 0x34, (char)0xba, 0x12, 0x3c, 0x66,
 				     (char)0xe1, (char)0xf2}};
@@ -151,6 +154,33 @@ static CUresult fake_stream_object_id(CUcontext ctx, void *obj, unsigned long lo
 	return CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* Modules: 0x10 holds kernels 0x11 and 0x12, 0x20 none, 0x30 fails to enumerate (its count
+ * errors are the driver's INVALID_VALUE for 0x40, INVALID_HANDLE for anything else). */
+#define MOD_TWO ((CUmodule)(uintptr_t)0x10)
+#define MOD_NONE ((CUmodule)(uintptr_t)0x20)
+#define MOD_BROKEN ((CUmodule)(uintptr_t)0x30)
+#define MOD_ONE_ERROR ((CUmodule)(uintptr_t)0x40)
+
+static CUresult fake_function_count(unsigned int *count, CUmodule mod)
+{
+	if (mod == MOD_TWO || mod == MOD_BROKEN)
+		*count = 2;
+	else if (mod == MOD_NONE)
+		*count = 0;
+	else
+		return mod == MOD_ONE_ERROR ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
+	return CUDA_SUCCESS;
+}
+
+static CUresult fake_enumerate_functions(CUfunction *fns, unsigned int n, CUmodule mod)
+{
+	if (mod != MOD_TWO)
+		return CUDA_ERROR_INVALID_HANDLE;
+	for (unsigned int i = 0; i < n && i < 2; i++)
+		fns[i] = (CUfunction)(uintptr_t)(0x11 + i);
+	return CUDA_SUCCESS;
+}
+
 static const struct gp__cuda_host fake_host = {
 	.primary_ctx = fake_primary_ctx,
 	.ctx_get_current = fake_current,
@@ -162,6 +192,8 @@ static const struct gp__cuda_host fake_host = {
 	.ctx_get_id = fake_ctx_id,
 	.stream_object = fake_stream_object,
 	.stream_object_id = fake_stream_object_id,
+	.module_get_function_count = fake_function_count,
+	.module_enumerate_functions = fake_enumerate_functions,
 };
 
 /* The same library without the optional members. */
@@ -257,6 +289,7 @@ static void test_names_and_uuid_format(void **state)
 	assert_string_equal(gp__exptable_name(&id_cls), "CONTEXT_LOCAL_STORAGE");
 	assert_string_equal(gp__exptable_name(&id_checks), "CONTEXT_CHECKS");
 	assert_string_equal(gp__exptable_name(&id_integrity), "INTEGRITY_CHECK");
+	assert_string_equal(gp__exptable_name(&id_toolsmod), "TOOLS_MODULE");
 	gp__uuid_format(&id_probe, s);
 	assert_string_equal(s, "f8cff951-2146-8b4e-b9e2-fb469e7c0dd9");
 	gp__uuid_format(&id_cudart, s);
@@ -303,6 +336,7 @@ static void test_sizes_and_unknown_slots(void **state)
 	} shapes[] = {
 		{&id_cudart, 13, {2}},	 {&id_hooks, 7, {2, 6}},  {&id_tls, 4, {2}},
 		{&id_checks, 4, {2, 3}}, {&id_integrity, 3, {1}}, {&id_toolsctx, 95, {4, 39, 51}},
+		{&id_toolsmod, 8, {7}},
 	};
 
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
@@ -390,6 +424,76 @@ static void test_tools_context_minimal(void **state)
 	assert_int_equal(((stream_obj_fn)tc[51])(NULL, NULL, &obj, 0), CUDA_ERROR_NOT_SUPPORTED);
 	assert_int_equal(((stream_id_fn)tc[39])(NULL, &obj, &id), CUDA_ERROR_NOT_SUPPORTED);
 	current = NULL;
+}
+
+/* ---- TOOLS_MODULE (what cuFFT asks for a module's function) ---- */
+
+typedef void (*module_cb)(void *, void *);
+typedef int (*module_functions_fn)(CUcontext, CUmodule, module_cb, void *);
+
+struct seen {
+	int n;
+	void *fn[4];
+};
+
+static void collect(void *user, void *fn)
+{
+	struct seen *s = user;
+
+	if (s->n < 4)
+		s->fn[s->n] = fn;
+	s->n++;
+}
+
+static void test_tools_module(void **state)
+{
+	const void *const *tm = table(&id_toolsmod);
+	module_functions_fn f = (module_functions_fn)tm[7];
+	struct seen s = {0};
+
+	/* cuFFT's checks: a size above 0x37 bytes; 1 is success, so no error may be 1. */
+	assert_true((uintptr_t)tm[0] > 0x37);
+	assert_int_equal(f(CTX_A, NULL, collect, &s), CUDA_ERROR_INVALID_HANDLE);
+	assert_int_equal(f(CTX_A, MOD_TWO, NULL, &s), CUDA_ERROR_INVALID_HANDLE);
+	assert_int_equal(f(CTX_A, MOD_ONE_ERROR, collect, &s), CUDA_ERROR_INVALID_HANDLE);
+	assert_int_equal(f(CTX_A, (CUmodule)(uintptr_t)0x99, collect, &s),
+			 CUDA_ERROR_INVALID_HANDLE);
+	assert_int_equal(f(CTX_A, MOD_NONE, collect, &s), CUDA_ERROR_NOT_FOUND);
+	assert_int_equal(f(CTX_A, MOD_BROKEN, collect, &s), CUDA_ERROR_INVALID_HANDLE);
+	assert_int_equal(s.n, 0);
+	/* NULL: the current context, and there is none */
+	assert_int_equal(f(NULL, MOD_TWO, collect, &s), CUDA_ERROR_INVALID_CONTEXT);
+	assert_int_equal(s.n, 0);
+	malloc_fail_countdown = 0;
+	assert_int_equal(f(CTX_A, MOD_TWO, collect, &s), CUDA_ERROR_OUT_OF_MEMORY);
+	malloc_fail_countdown = -1;
+	assert_int_equal(s.n, 0);
+
+	/* every kernel once, in the enumeration's order */
+	assert_int_equal(f(CTX_A, MOD_TWO, collect, &s), 1);
+	assert_int_equal(s.n, 2);
+	assert_ptr_equal(s.fn[0], (void *)(uintptr_t)0x11);
+	assert_ptr_equal(s.fn[1], (void *)(uintptr_t)0x12);
+	current = CTX_B;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(f(NULL, MOD_TWO, collect, &s), 1);
+	assert_int_equal(s.n, 2);
+	current = NULL;
+}
+
+/* Without the library's module functions slot 7 refuses, as the unknown slots do. */
+static void test_tools_module_minimal(void **state)
+{
+	struct seen s = {0};
+	module_functions_fn f;
+
+	gp__exptables_deinit();
+	assert_int_equal(gp__exptables_init(&fake_host_minimal), 0);
+	f = (module_functions_fn)table(&id_toolsmod)[7];
+	assert_int_equal(f(CTX_A, MOD_TWO, collect, &s), CUDA_ERROR_NOT_SUPPORTED);
+	assert_int_equal(s.n, 0);
+	gp__exptables_deinit();
+	assert_int_equal(f(CTX_A, MOD_TWO, collect, &s), CUDA_ERROR_NOT_INITIALIZED);
 }
 
 /* ---- CUDART_INTERFACE ---- */
@@ -698,6 +802,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_integrity_slot, with_host, cleanup),
 		cmocka_unit_test_setup_teardown(test_tools_context, with_host, cleanup),
 		cmocka_unit_test_setup_teardown(test_tools_context_minimal, with_host, cleanup),
+		cmocka_unit_test_setup_teardown(test_tools_module, with_host, cleanup),
+		cmocka_unit_test_setup_teardown(test_tools_module_minimal, with_host, cleanup),
 		cmocka_unit_test_setup_teardown(test_cls_invalid_arguments, with_host, cleanup),
 		cmocka_unit_test_setup_teardown(test_cls_put_get_delete, with_host, cleanup),
 		cmocka_unit_test_setup_teardown(test_cls_context_destroyed, with_host, cleanup),
