@@ -246,6 +246,25 @@ int gp_owner_pooled_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_
 	return insert(o, &a);
 }
 
+int gp_owner_graphmem_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t ctx, int device,
+			  uint64_t graph)
+{
+	struct gp_alloc a = {ptr, size, ctx, device, 0, 0, graph};
+
+	if (!o || size == 0 || graph == 0)
+		return -EINVAL;
+	return insert(o, &a);
+}
+
+void gp_owner_graphmem_forget(struct gp_owner *o, uint64_t graph)
+{
+	if (!o || !graph)
+		return;
+	for (size_t i = o->nallocs; i-- > 0;)
+		if (o->allocs[i].graph == graph)
+			gp_owner_alloc_remove(o, &o->allocs[i]);
+}
+
 struct gp_alloc *gp_owner_alloc_find(const struct gp_owner *o, uint64_t ptr)
 {
 	struct gp_alloc *point = NULL;
@@ -275,7 +294,7 @@ void gp_owner_alloc_remove(struct gp_owner *o, struct gp_alloc *a)
 	if (!o || !a || a < o->allocs || a >= o->allocs + o->nallocs)
 		return;
 	at = (size_t)(a - o->allocs);
-	if (a->module == 0 && a->pool == 0) {
+	if (a->module == 0 && a->pool == 0 && a->graph == 0) {
 		if (a->device >= 0 && a->device < GP_STATS_MAX_DEVICES)
 			o->dev_used[a->device] -= a->size;
 		o->mem_used -= a->size;
