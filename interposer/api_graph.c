@@ -33,6 +33,7 @@
 #include <gpupool/wire.h>
 
 #include "interposer.h"
+#include "log.h"
 
 struct gp_igraph {
 	uint32_t magic;
@@ -69,9 +70,14 @@ struct gp_iexec {
 	uint64_t remote;
 	struct gp_ictx *ctx;
 	unsigned long long flags;
+	/* its graph has allocation nodes: a launch can fail for memory the program has not
+	 * freed yet, which CUDA reports from cuGraphLaunch itself, so it waits for the answer */
+	bool waits;
 };
 
 static void gmem_forget(uint64_t graph, uint64_t capture);
+static void gmem_orphan(uint64_t graph);
+static bool gmem_any(uint64_t graph);
 static void gmem_forget_base(uintptr_t base);
 
 static CUresult client_copy(struct gp_ictx *c, uint64_t sid, uint64_t graph, CUdeviceptr dev,
@@ -162,7 +168,7 @@ GP_CUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
 		0, &(struct gp_in_graph_destroy){.ctx = g->ctx->remote, .graph = g->remote}, NULL);
 	if (r)
 		return r;
-	gmem_forget(g->remote, 0); /* its allocation nodes' addresses go with it */
+	gmem_orphan(g->remote); /* memory its executables allocated lives on until freed */
 	graph_free(g);
 	return CUDA_SUCCESS;
 }
@@ -1302,6 +1308,9 @@ static int gmem_add(uintptr_t base, size_t size, struct gp_ictx *c, uint64_t gra
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&gmem_lock);
+	for (size_t i = ngmems; i-- > 0;)
+		if (gmems[i].base == base)
+			gmems[i] = gmems[--ngmems]; /* a stale one: the range took its place */
 	if (ngmems == capgmems) {
 		size_t nc = capgmems ? capgmems * 2 : 16;
 		struct gmem *m = realloc(gmems, nc * sizeof(*m));
@@ -1345,6 +1354,32 @@ static void gmem_forget_base(uintptr_t base)
 		}
 	}
 	pthread_mutex_unlock(&gmem_lock);
+}
+
+/*
+ * A destroyed graph: the memory its executables allocated lives on until it is freed, so
+ * its addresses stay known here (until the pool's driver gives one to another allocation
+ * node, which takes its place); the pool's worker answers for whether one is still in use.
+ */
+static void gmem_orphan(uint64_t graph)
+{
+	pthread_mutex_lock(&gmem_lock);
+	for (size_t i = 0; i < ngmems; i++)
+		if (gmems[i].graph == graph)
+			gmems[i].graph = 0;
+	pthread_mutex_unlock(&gmem_lock);
+}
+
+/* Whether the graph has allocation nodes. */
+static bool gmem_any(uint64_t graph)
+{
+	bool any = false;
+
+	pthread_mutex_lock(&gmem_lock);
+	for (size_t i = 0; i < ngmems && !any; i++)
+		any = gmems[i].graph == graph;
+	pthread_mutex_unlock(&gmem_lock);
+	return any;
 }
 
 /* A capture that became a graph: its ranges are that graph's alone. */
@@ -1649,8 +1684,11 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long
 		free(x);
 		return r;
 	}
-	*x = (struct gp_iexec){
-		.magic = GP_MAGIC_GEXEC, .remote = o.exec, .ctx = g->ctx, .flags = flags};
+	*x = (struct gp_iexec){.magic = GP_MAGIC_GEXEC,
+			       .remote = o.exec,
+			       .ctx = g->ctx,
+			       .flags = flags,
+			       .waits = gmem_any(g->remote)};
 	*out = (CUgraphExec)x;
 	return CUDA_SUCCESS;
 }
@@ -1673,7 +1711,7 @@ static CUresult graph_launch(CUgraphExec hx, CUstream s, bool upload, bool pt)
 	if (!x)
 		return CUDA_ERROR_INVALID_VALUE;
 	return gp__rpc_graph_launch(
-		GP_F_NO_REPLY,
+		x->waits ? 0 : GP_F_NO_REPLY,
 		&(struct gp_in_graph_launch){
 			.ctx = x->ctx->remote, .exec = x->remote, .stream = sid, .upload = upload},
 		NULL);

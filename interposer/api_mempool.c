@@ -145,7 +145,11 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s, bool pt)
 	/* Graph memory: a free node when captured, else freed outside its graph, as the pool's
 	 * driver decides; its range stays its graph's. */
 	if (rg.flags & GP_RANGE_GRAPH)
-		return free_remote(c, dptr, sid);
+		return gp__rpc_mem_free_async(
+			0, /* CUDA refuses a free its graph makes itself here: the answer is waited for */
+			&(struct gp_in_mem_free_async){
+				.ctx = c->remote, .dptr = dptr, .stream = sid},
+			NULL);
 	if (gp__capture_refuse(c, sid))
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* a free node */
 	/* Forgotten before the address can come back from another allocation; two frees of

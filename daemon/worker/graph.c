@@ -110,7 +110,7 @@ CUresult gp__serve_graph_destroy(struct gp_worker *w, struct gp_req *rq,
 	r = GP_DRV(w, cuGraphDestroy, g);
 	if (r)
 		return r;
-	gp__graphmem_forget(w, g);
+	gp__graphmem_graph_gone(w, g);
 	gp__graphmem_refresh(w, -1);
 	for (uint32_t i = 0; i < w->nhandles; i++) {
 		struct gp_handle *h = &w->handles[i];
@@ -564,7 +564,7 @@ CUresult gp__serve_graph_exec_destroy(struct gp_worker *w, struct gp_req *rq,
 	r = GP_DRV(w, cuGraphExecDestroy, x);
 	if (r == CUDA_SUCCESS) {
 		gp__handle_release(w, a->exec); /* and its charge */
-		gp__graphmem_refresh(w, -1);	/* what the driver keeps reserved past it */
+		gp__graphmem_exec_gone(w);	/* what the driver keeps reserved past it */
 	}
 	return r;
 }

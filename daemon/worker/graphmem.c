@@ -8,6 +8,11 @@
  * driver's to say: a copy into graph memory that is not allocated fails there, as it would
  * on a local GPU.
  *
+ * Memory an executable allocated lives on until it is freed, also after its graph and the
+ * executable are gone (CUDA's rule), so a destroyed graph's ranges stay, orphaned, until no
+ * executable of that graph lives and the driver has no memory there any more (or it is
+ * freed outside a graph, or the driver gives the address to a new allocation node).
+ *
  * What it costs the session's memory limit:
  *  - an executable graph is charged, from its instantiation to its destroy, the sum of its
  *    graph's allocation nodes (the most its launches can hold at once); an instantiation
@@ -64,6 +69,55 @@ void gp__graphmem_forget(struct gp_worker *w, CUgraph g)
 	gp_owner_graphmem_forget(&w->own, (uint64_t)(uintptr_t)g);
 }
 
+/* Whether an executable instantiated from the graph tagged so still lives. */
+static bool exec_alive(struct gp_worker *w, uint64_t tag)
+{
+	for (uint32_t i = 0; i < w->nhandles; i++)
+		if (w->handles[i].kind == GP_H_GRAPH_EXEC &&
+		    (uint64_t)(uintptr_t)w->handles[i].aux == tag)
+			return true;
+	return false;
+}
+
+/* An orphaned range (its graph gone) goes once no executable of its graph lives and the
+ * driver no longer has memory there (freed by its graph, outside it, or never allocated). */
+static void sweep(struct gp_worker *w)
+{
+	for (size_t i = w->nallocs; i-- > 0;) {
+		struct gp_alloc *a = &w->allocs[i];
+		CUdeviceptr base;
+		size_t size;
+
+		if (!(a->graph & GP_GRAPHMEM_ORPHAN) ||
+		    exec_alive(w, a->graph & ~GP_GRAPHMEM_ORPHAN))
+			continue;
+		if (GP_DRV(w, cuMemGetAddressRange_v2, &base, &size, a->ptr) != CUDA_SUCCESS)
+			gp__alloc_remove(w, a);
+	}
+}
+
+void gp__graphmem_graph_gone(struct gp_worker *w, CUgraph g)
+{
+	gp_owner_graphmem_orphan(&w->own, (uint64_t)(uintptr_t)g);
+	sweep(w);
+}
+
+void gp__graphmem_exec_gone(struct gp_worker *w)
+{
+	if (!w->graphmem_seen)
+		return;
+	sweep(w);
+	gp__graphmem_refresh(w, -1);
+}
+
+void gp__graphmem_freed(struct gp_worker *w, struct gp_alloc *a)
+{
+	/* freed outside its graph: with the graph and its executables gone, nothing can
+	 * allocate it again */
+	if ((a->graph & GP_GRAPHMEM_ORPHAN) && !exec_alive(w, a->graph & ~GP_GRAPHMEM_ORPHAN))
+		gp__alloc_remove(w, a);
+}
+
 int gp__graphmem_note(struct gp_worker *w, CUgraph g, CUdeviceptr p, uint64_t bytes, uint64_t ctx,
 		      int device)
 {
@@ -76,6 +130,7 @@ CUresult gp__graphmem_charge_exec(struct gp_worker *w, CUgraph g, struct gp_hand
 	uint64_t tag = (uint64_t)(uintptr_t)g, sum = 0;
 	int dev = -1;
 
+	x->aux = (void *)(uintptr_t)tag; /* its graph, for graph memory outliving the graph */
 	for (size_t i = 0; i < w->nallocs; i++) {
 		const struct gp_alloc *a = &w->allocs[i];
 
@@ -87,7 +142,7 @@ CUresult gp__graphmem_charge_exec(struct gp_worker *w, CUgraph g, struct gp_hand
 		sum += a->size;
 	}
 	if (dev < 0)
-		return CUDA_SUCCESS;
+		return CUDA_SUCCESS; /* no graph memory */
 	if (!gp__charge_fits(w, dev, sum)) {
 		/* memory cached for graphs goes first, as under the driver's own pressure */
 		CUdevice drv;

@@ -262,8 +262,14 @@ CUresult gp__serve_mem_free_async(struct gp_worker *w, struct gp_req *rq,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (al->graph) {
 		/* Graph memory: a free node when captured, else freed outside its graph (the
-		 * driver says whether it may be); its range stays its graph's. */
-		return GP_DRV(w, cuMemFreeAsync, a->dptr, a->stream_drv);
+		 * driver says whether it may be); its range stays its graph's while the graph
+		 * or an executable of it lives. */
+		bool captured = gp__stream_capturing(w, a->stream_drv);
+
+		r = GP_DRV(w, cuMemFreeAsync, a->dptr, a->stream_drv);
+		if (r == CUDA_SUCCESS && !captured)
+			gp__graphmem_freed(w, al);
+		return r;
 	}
 	/* Captured, it would be a free node of memory no graph allocated: refused here and by
 	 * the interposer. */

@@ -236,6 +236,11 @@ void gp__pools_refresh(struct gp_worker *w, int device);
 int gp__graphmem_note(struct gp_worker *w, CUgraph g, CUdeviceptr p, uint64_t bytes, uint64_t ctx,
 		      int device);
 void gp__graphmem_forget(struct gp_worker *w, CUgraph g);
+/* The graph was destroyed, an executable was destroyed, graph memory a was freed outside a
+ * graph: which ranges are nobody's now. */
+void gp__graphmem_graph_gone(struct gp_worker *w, CUgraph g);
+void gp__graphmem_exec_gone(struct gp_worker *w);
+void gp__graphmem_freed(struct gp_worker *w, struct gp_alloc *a);
 /* Charges an executable graph (x) its graph's allocation nodes; OUT_OF_MEMORY past the
  * session's limit. */
 CUresult gp__graphmem_charge_exec(struct gp_worker *w, CUgraph g, struct gp_handle *x);

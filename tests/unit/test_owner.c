@@ -438,7 +438,26 @@ static void test_graphmem(void **state)
 	assert_true(gp_owner_range(o, 0x3000, 50));
 	gp_owner_graphmem_forget(o, 0);
 	assert_true(gp_owner_range(o, 0x3000, 50));
-	gp_owner_alloc_remove(o, gp_owner_alloc_find(o, 0x3000));
+	/* a graph that is gone leaves its ranges, orphaned; the driver giving an address out
+	 * again drops the orphan there, a live graph's range is never displaced */
+	assert_int_equal(gp_owner_graphmem_add(o, 0x4000, 64, 1, 0, 0x99), 0);
+	gp_owner_graphmem_orphan(o, 0x88);
+	assert_int_equal(gp_owner_alloc_find(o, 0x3000)->graph, 0x88 | GP_GRAPHMEM_ORPHAN);
+	assert_true(gp_owner_range(o, 0x3000, 50));
+	assert_int_equal(gp_owner_graphmem_add(o, 0x3000, 10, 1, 0, 0x88 | GP_GRAPHMEM_ORPHAN),
+			 -EINVAL);
+	assert_int_equal(gp_owner_graphmem_add(o, 0x3fc0, 0x80, 1, 0, 0xaa), -EEXIST);
+	assert_int_equal(gp_owner_graphmem_add(o, 0x2ff0, 0x20, 1, 0, 0xaa), 0);
+	assert_int_equal(gp_owner_alloc_find(o, 0x3000)->graph, 0xaa);
+	assert_false(gp_owner_range(o, 0x3010, 1)); /* the orphan's rest went with it */
+	assert_int_equal(gp_owner_alloc_add(o, 0x5000, 16, 1, 0), 0);
+	gp_owner_graphmem_orphan(o, 0x99);
+	/* an ordinary allocation is never displaced either */
+	assert_int_equal(gp_owner_graphmem_add(o, 0x4ff0, 0x20, 1, 0, 0xbb), -EEXIST);
+	assert_true(gp_owner_range(o, 0x4000, 64));
+	gp_owner_alloc_remove(o, gp_owner_alloc_find(o, 0x5000));
+	gp_owner_alloc_remove(o, gp_owner_alloc_find(o, 0x4000));
+	gp_owner_alloc_remove(o, gp_owner_alloc_find(o, 0x2ff0));
 	assert_int_equal(o->dev_used[0], 0);
 	assert_int_equal(o->nallocs, 0);
 }
