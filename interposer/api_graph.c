@@ -24,6 +24,7 @@
  * DESIGN: `caps` (the captures this process began) is under `cap_lock`; graph objects are
  * the caller's, as CUDA's are.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 #include <gpupool/wire.h>
 
 #include "interposer.h"
+#include "log.h"
 
 struct gp_igraph {
 	uint32_t magic;
@@ -53,6 +55,8 @@ struct gp_inode {
 	CUevent event;		    /* event nodes */
 	CUDA_MEMSET_NODE_PARAMS memset;
 	CUDA_MEMCPY3D copy;
+	CUDA_MEM_ALLOC_NODE_PARAMS alloc; /* allocation nodes (no access descriptors kept) */
+	CUdeviceptr free_ptr;		  /* free nodes */
 	/* kernel nodes: kernelParams points into kbuf, both the node's, as CUDA keeps them
 	 * until the node is destroyed or its parameters set again */
 	CUDA_KERNEL_NODE_PARAMS kernel;
@@ -66,7 +70,15 @@ struct gp_iexec {
 	uint64_t remote;
 	struct gp_ictx *ctx;
 	unsigned long long flags;
+	/* its graph has allocation nodes: a launch can fail for memory the program has not
+	 * freed yet, which CUDA reports from cuGraphLaunch itself, so it waits for the answer */
+	bool waits;
 };
+
+static void gmem_forget(uint64_t graph, uint64_t capture);
+static void gmem_orphan(uint64_t graph);
+static bool gmem_any(uint64_t graph);
+static void gmem_forget_base(uintptr_t base);
 
 static CUresult client_copy(struct gp_ictx *c, uint64_t sid, uint64_t graph, CUdeviceptr dev,
 			    uint64_t dpitch, void *host, uint64_t hpitch, uint64_t width,
@@ -156,6 +168,7 @@ GP_CUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
 		0, &(struct gp_in_graph_destroy){.ctx = g->ctx->remote, .graph = g->remote}, NULL);
 	if (r)
 		return r;
+	gmem_orphan(g->remote); /* memory its executables allocated lives on until freed */
 	graph_free(g);
 	return CUDA_SUCCESS;
 }
@@ -439,13 +452,23 @@ static CUresult node_op(struct gp_inode *n, struct gp_iexec *x, struct gp_igraph
 GP_CUDA_EXPORT CUresult cuGraphDestroyNode(CUgraphNode hNode)
 {
 	struct gp_inode *n = node_obj(hNode), **p;
+	struct gp_out_graph_node_op ao = {0};
 	CUresult r;
 
 	if (!n || !graph_obj((CUgraph)n->graph))
 		return CUDA_ERROR_INVALID_VALUE;
+	/* an allocation node's address goes with it */
+	if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
+		if (n->known)
+			ao.value = n->alloc.dptr;
+		else if ((r = node_op(n, NULL, NULL, 4, 0, &ao)))
+			return r;
+	}
 	r = node_op(n, NULL, NULL, 0, 0, NULL);
 	if (r)
 		return r;
+	if (ao.value)
+		gmem_forget_base((uintptr_t)ao.value);
 	for (p = &n->graph->nodes; *p; p = &(*p)->next) {
 		if (*p == n) {
 			*p = n->next;
@@ -1258,6 +1281,314 @@ GP_CUDA_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgra
 			 CU_GRAPH_NODE_TYPE_GRAPH, NULL, childGraph);
 }
 
+/* ---- graph memory ---- */
+
+/*
+ * An allocation node's address is its graph's while the graph lives (CUDA fixes it at the
+ * node's creation), so it is a device range here from then to the graph's destroy
+ * (GP_RANGE_GRAPH), whether the memory is allocated at the moment or not: the pool's driver
+ * answers for that, as a local one does. A captured allocation's range is kept under its
+ * capture's id too, and goes if no graph comes of the capture. Under gmem_lock (the
+ * registry's lock is taken inside it).
+ */
+static pthread_mutex_t gmem_lock = PTHREAD_MUTEX_INITIALIZER;
+struct gmem {
+	uintptr_t base;
+	uint64_t graph;	  /* the worker's graph */
+	uint64_t capture; /* the driver's capture id while it is being captured; else 0 */
+};
+static struct gmem *gmems;
+static size_t ngmems, capgmems;
+
+static int gmem_add(uintptr_t base, size_t size, struct gp_ictx *c, uint64_t graph,
+		    uint64_t capture)
+{
+	int ret = gp__range_add(base, size, GP_MEM_DEVICE, c, GP_RANGE_GRAPH);
+
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&gmem_lock);
+	for (size_t i = ngmems; i-- > 0;)
+		if (gmems[i].base == base)
+			gmems[i] = gmems[--ngmems]; /* a stale one: the range took its place */
+	if (ngmems == capgmems) {
+		size_t nc = capgmems ? capgmems * 2 : 16;
+		struct gmem *m = realloc(gmems, nc * sizeof(*m));
+
+		if (m) {
+			gmems = m;
+			capgmems = nc;
+		}
+	}
+	if (ngmems < capgmems)
+		gmems[ngmems++] = (struct gmem){.base = base, .graph = graph, .capture = capture};
+	else
+		ret = -ENOMEM;
+	pthread_mutex_unlock(&gmem_lock);
+	if (ret)
+		gp__range_remove(base, GP_MEM_DEVICE);
+	return ret;
+}
+
+/* Forgets the ranges of a graph (graph != 0) or of a capture (capture != 0). */
+static void gmem_forget(uint64_t graph, uint64_t capture)
+{
+	pthread_mutex_lock(&gmem_lock);
+	for (size_t i = ngmems; i-- > 0;) {
+		if ((graph && gmems[i].graph == graph) ||
+		    (capture && gmems[i].capture == capture)) {
+			gp__range_remove(gmems[i].base, GP_MEM_DEVICE);
+			gmems[i] = gmems[--ngmems];
+		}
+	}
+	pthread_mutex_unlock(&gmem_lock);
+}
+
+static void gmem_forget_base(uintptr_t base)
+{
+	pthread_mutex_lock(&gmem_lock);
+	for (size_t i = ngmems; i-- > 0;) {
+		if (gmems[i].base == base) {
+			gp__range_remove(base, GP_MEM_DEVICE);
+			gmems[i] = gmems[--ngmems];
+		}
+	}
+	pthread_mutex_unlock(&gmem_lock);
+}
+
+/*
+ * A destroyed graph: the memory its executables allocated lives on until it is freed, so
+ * its addresses stay known here (until the pool's driver gives one to another allocation
+ * node, which takes its place); the pool's worker answers for whether one is still in use.
+ */
+static void gmem_orphan(uint64_t graph)
+{
+	pthread_mutex_lock(&gmem_lock);
+	for (size_t i = 0; i < ngmems; i++)
+		if (gmems[i].graph == graph)
+			gmems[i].graph = 0;
+	pthread_mutex_unlock(&gmem_lock);
+}
+
+/* Whether the graph has allocation nodes. */
+static bool gmem_any(uint64_t graph)
+{
+	bool any = false;
+
+	pthread_mutex_lock(&gmem_lock);
+	for (size_t i = 0; i < ngmems && !any; i++)
+		any = gmems[i].graph == graph;
+	pthread_mutex_unlock(&gmem_lock);
+	return any;
+}
+
+/* A capture that became a graph: its ranges are that graph's alone. */
+static void gmem_captured(uint64_t capture)
+{
+	pthread_mutex_lock(&gmem_lock);
+	for (size_t i = 0; i < ngmems; i++)
+		if (gmems[i].capture == capture)
+			gmems[i].capture = 0;
+	pthread_mutex_unlock(&gmem_lock);
+}
+
+/* What the pool serves of an allocation node's parameters; the rest is refused. */
+static CUresult alloc_params_check(const struct gp_igraph *g, const CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+	const CUmemPoolProps *pp = &p->poolProps;
+
+	if (p->bytesize == 0 || pp->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (pp->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return pp->location.type == CU_MEM_LOCATION_TYPE_INVALID ? CUDA_ERROR_INVALID_VALUE
+									 : CUDA_ERROR_NOT_SUPPORTED;
+	if (pp->location.id < 0 || pp->location.id >= gp__client.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	/* the range is kept with the graph's context: graph memory of another device than the
+	 * context's, shareable handles and access from other devices are not forwarded */
+	if (pp->location.id != g->ctx->device || pp->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+		return CUDA_ERROR_NOT_SUPPORTED; /* docs/conformance.md */
+	if (p->accessDescCount && !p->accessDescs)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < p->accessDescCount; i++) {
+		const CUmemAccessDesc *d = &p->accessDescs[i];
+
+		if (d->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+		    d->location.id != pp->location.id ||
+		    d->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+			return CUDA_ERROR_NOT_SUPPORTED; /* peer access */
+	}
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					       const CUgraphNode *dependencies,
+					       size_t numDependencies,
+					       CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_out_graph_add_mem o;
+	CUresult r;
+
+	if (!g || !phGraphNode || !nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = alloc_params_check(g, nodeParams)) ||
+	    (r = deps_check(g, dependencies, numDependencies)))
+		return r;
+	r = gp__rpc_graph_add_mem(0,
+				  &(struct gp_in_graph_add_mem){.ctx = g->ctx->remote,
+								.graph = g->remote,
+								.device = (uint64_t)g->ctx->device,
+								.bytes = nodeParams->bytesize},
+				  &o);
+	if (r)
+		return r;
+	if (gmem_add((uintptr_t)o.dptr, nodeParams->bytesize, g->ctx, g->remote, 0)) {
+		/* its address sits on host memory here (or the table is full): not given out */
+		gp__rpc_graph_node_op(
+			0, &(struct gp_in_graph_node_op){.ctx = g->ctx->remote, .node = o.node},
+			NULL);
+		gp_log_warnx("graph allocation node: its address is not free in this process");
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	r = node_finish(g, o.node, CU_GRAPH_NODE_TYPE_MEM_ALLOC, dependencies, numDependencies,
+			phGraphNode);
+	nodeParams->dptr = (CUdeviceptr)o.dptr;
+	if (*phGraphNode) {
+		struct gp_inode *n = (struct gp_inode *)*phGraphNode;
+
+		n->alloc = *nodeParams;
+		n->alloc.accessDescs = NULL;
+		n->alloc.accessDescCount = 0;
+	}
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+					      const CUgraphNode *dependencies,
+					      size_t numDependencies, CUdeviceptr dptr)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_out_graph_add_mem o;
+	struct gp_range rg;
+	CUresult r;
+
+	if (!g || !phGraphNode)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!gp__range_find(dptr, &rg) || rg.kind != GP_MEM_DEVICE || rg.base != dptr ||
+	    !(rg.flags & GP_RANGE_GRAPH))
+		return CUDA_ERROR_INVALID_VALUE; /* not a graph allocation */
+	if ((r = deps_check(g, dependencies, numDependencies)))
+		return r;
+	r = gp__rpc_graph_add_mem(0,
+				  &(struct gp_in_graph_add_mem){.ctx = g->ctx->remote,
+								.graph = g->remote,
+								.device = (uint64_t)g->ctx->device,
+								.dptr = dptr},
+				  &o);
+	if (r)
+		return r;
+	r = node_finish(g, o.node, CU_GRAPH_NODE_TYPE_MEM_FREE, dependencies, numDependencies,
+			phGraphNode);
+	if (*phGraphNode)
+		((struct gp_inode *)*phGraphNode)->free_ptr = dptr;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
+						     CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
+{
+	struct gp_inode *n = node_obj(hNode);
+	struct gp_out_graph_node_op o;
+	CUresult r;
+
+	if (!n || !params_out || n->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC ||
+	    !graph_obj((CUgraph)n->graph))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (n->known) {
+		*params_out = n->alloc;
+		return CUDA_SUCCESS;
+	}
+	/* a captured one: what the pool's driver says (no access descriptors: it was made on
+	 * its own device only) */
+	if ((r = node_op(n, NULL, NULL, 4, 0, &o)))
+		return r;
+	memset(params_out, 0, sizeof(*params_out));
+	params_out->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	params_out->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	params_out->poolProps.location.id = (int)o.type;
+	params_out->bytesize = (size_t)o.last;
+	params_out->dptr = (CUdeviceptr)o.value;
+	return CUDA_SUCCESS;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)
+{
+	struct gp_inode *n = node_obj(hNode);
+	struct gp_out_graph_node_op o;
+	CUresult r;
+
+	if (!n || !dptr_out || n->type != CU_GRAPH_NODE_TYPE_MEM_FREE ||
+	    !graph_obj((CUgraph)n->graph))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (n->known) {
+		*dptr_out = n->free_ptr;
+		return CUDA_SUCCESS;
+	}
+	if ((r = node_op(n, NULL, NULL, 5, 0, &o)))
+		return r;
+	*dptr_out = (CUdeviceptr)o.value;
+	return CUDA_SUCCESS;
+}
+
+static CUresult device_graph_mem(CUdevice device, uint32_t op, CUgraphMem_attribute attr,
+				 uint64_t value, uint64_t *out)
+{
+	struct gp_out_device_graph_mem o;
+	CUresult r = gp__ready();
+
+	if (r)
+		return r;
+	if (device < 0 || device >= gp__client.ndev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	r = gp__rpc_device_graph_mem(0,
+				     &(struct gp_in_device_graph_mem){.device = (uint64_t)device,
+								      .op = op,
+								      .attr = (uint32_t)attr,
+								      .value = value},
+				     &o);
+	if (r == CUDA_SUCCESS && out)
+		*out = o.value;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+	return device_graph_mem(device, 2, 0, 0, NULL);
+}
+
+GP_CUDA_EXPORT CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
+						     void *value)
+{
+	uint64_t v;
+	CUresult r;
+
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = device_graph_mem(device, 0, attr, 0, &v);
+	if (r == CUDA_SUCCESS)
+		*(cuuint64_t *)value = v;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
+						     void *value)
+{
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	return device_graph_mem(device, 1, attr, *(const cuuint64_t *)value, NULL);
+}
+
 GP_CUDA_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
 {
 	struct gp_inode *n = node_obj(hNode);
@@ -1353,8 +1684,11 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long
 		free(x);
 		return r;
 	}
-	*x = (struct gp_iexec){
-		.magic = GP_MAGIC_GEXEC, .remote = o.exec, .ctx = g->ctx, .flags = flags};
+	*x = (struct gp_iexec){.magic = GP_MAGIC_GEXEC,
+			       .remote = o.exec,
+			       .ctx = g->ctx,
+			       .flags = flags,
+			       .waits = gmem_any(g->remote)};
 	*out = (CUgraphExec)x;
 	return CUDA_SUCCESS;
 }
@@ -1377,7 +1711,7 @@ static CUresult graph_launch(CUgraphExec hx, CUstream s, bool upload, bool pt)
 	if (!x)
 		return CUDA_ERROR_INVALID_VALUE;
 	return gp__rpc_graph_launch(
-		GP_F_NO_REPLY,
+		x->waits ? 0 : GP_F_NO_REPLY,
 		&(struct gp_in_graph_launch){
 			.ctx = x->ctx->remote, .exec = x->remote, .stream = sid, .upload = upload},
 		NULL);
@@ -1631,6 +1965,43 @@ CUresult gp__capture_copy(struct gp_ictx *c, uint64_t sid, CUdeviceptr dev, uint
 	return r;
 }
 
+CUresult gp__capture_alloc(struct gp_ictx *c, uint64_t sid, uint64_t bytes, uint64_t pool,
+			   CUdeviceptr *dptr, bool *taken)
+{
+	struct gp_out_stream_capture_info ci;
+	struct gp_out_mem_alloc_async o;
+	CUresult r;
+	int any;
+
+	*taken = false;
+	pthread_mutex_lock(&cap_lock);
+	any = ncaps;
+	pthread_mutex_unlock(&cap_lock);
+	if (!any)
+		return CUDA_SUCCESS; /* nothing this process began is capturing: no round trip */
+	ci = capture_info(c, sid, &r);
+	if (r || ci.status == CU_STREAM_CAPTURE_STATUS_NONE)
+		return CUDA_SUCCESS;
+	*taken = true;
+	if (ci.status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !ci.graph)
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	r = gp__rpc_mem_alloc_async(
+		0,
+		&(struct gp_in_mem_alloc_async){
+			.ctx = c->remote, .bytes = bytes, .pool = pool, .stream = sid},
+		&o);
+	if (r == CUDA_SUCCESS && gmem_add((uintptr_t)o.dptr, bytes, c, ci.graph, ci.id)) {
+		gp_log_warnx("captured allocation: its address is not free in this process");
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (r) {
+		invalidate(ci.id); /* as CUDA ends a capture whose call failed */
+		return r;
+	}
+	*dptr = (CUdeviceptr)o.dptr;
+	return CUDA_SUCCESS;
+}
+
 bool gp__capture_refuse(struct gp_ictx *c, uint64_t sid)
 {
 	uint64_t id = 0;
@@ -1695,7 +2066,7 @@ static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
 {
 	struct gp_out_stream_end_capture o;
 	struct gp_ictx *c;
-	uint64_t sid, key;
+	uint64_t sid, key, capid = 0;
 	bool invalid = false;
 	CUgraph named = NULL;
 	int slot = -1;
@@ -1714,6 +2085,7 @@ static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
 	if (slot >= 0) {
 		invalid = caps[slot].invalid;
 		named = caps[slot].graph;
+		capid = caps[slot].id;
 	}
 	pthread_mutex_unlock(&cap_lock);
 	r = gp__rpc_stream_end_capture(0,
@@ -1733,6 +2105,11 @@ static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
 			graph_free((struct gp_igraph *)named);
 			named = NULL;
 		}
+		/* its allocations' addresses: the new graph's, or nobody's */
+		if (r)
+			gmem_forget(0, capid);
+		else
+			gmem_captured(capid);
 	}
 	if (r)
 		return r;

@@ -94,9 +94,14 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, uint64_t pool, CUst
 		return r;
 	if (bytes == 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	/* an allocation node is not something the pool can capture */
-	if (gp__capture_refuse(c, in.stream))
-		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	/* captured: an allocation node of the captured graph */
+	{
+		bool taken;
+
+		r = gp__capture_alloc(c, in.stream, bytes, pool, dptr, &taken);
+		if (taken)
+			return r;
+	}
 	in.ctx = c->remote;
 	while (naside < ALIAS_RETRIES) {
 		struct gp_out_mem_alloc_async out;
@@ -137,6 +142,14 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s, bool pt)
 	if (!gp__range_find(dptr, &rg) || rg.kind != GP_MEM_DEVICE || rg.base != dptr ||
 	    !gp__ctx_valid(rg.ctx) || rg.ctx->remote == 0)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* Graph memory: a free node when captured, else freed outside its graph, as the pool's
+	 * driver decides; its range stays its graph's. */
+	if (rg.flags & GP_RANGE_GRAPH)
+		return gp__rpc_mem_free_async(
+			0, /* CUDA refuses a free its graph makes itself here: the answer is waited for */
+			&(struct gp_in_mem_free_async){
+				.ctx = c->remote, .dptr = dptr, .stream = sid},
+			NULL);
 	if (gp__capture_refuse(c, sid))
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* a free node */
 	/* Forgotten before the address can come back from another allocation; two frees of

@@ -97,6 +97,8 @@
  *   host_lock        client.c       the host functions waiting to run, and the
  *                                   ones this process handed over
  *   flush_lock       client.c       whether the flusher has something to send
+ *   gmem_lock        api_graph.c    graph memory's ranges and their graphs (the
+ *                                   registry lock is taken inside it)
  *   the io lock      src/conn.c     the SSL object, around one read or write
  *                                   only, never while waiting for the socket
  *   registry lock    registry.c     (a rwlock) the ranges and reservations
@@ -360,6 +362,8 @@ struct gp_range {
 #define GP_RANGE_REGISTERED 0x08000000u
 /* Another session's memory opened through IPC (api_ipc.c): not freeable, not this one's. */
 #define GP_RANGE_IPC 0x04000000u
+/* Graph memory (an allocation node's range, fixed while its graph lives): api_graph.c. */
+#define GP_RANGE_GRAPH 0x02000000u
 /* Records a range. Device ranges are reserved in this process's address space first:
  * -EEXIST when host memory already sits there (the caller should take another). */
 int gp__range_add(uintptr_t base, size_t size, enum gp_mem_kind kind, struct gp_ictx *ctx,
@@ -456,6 +460,13 @@ bool gp__capture_refuse(struct gp_ictx *c, uint64_t sid);
 CUresult gp__capture_copy(struct gp_ictx *c, uint64_t sid, CUdeviceptr dev, uint64_t dpitch,
 			  void *host, uint64_t hpitch, uint64_t width, uint64_t height,
 			  bool to_device, bool *taken);
+/*
+ * cuMemAllocAsync on a stream: when the stream is capturing, the pool's driver makes a graph
+ * allocation node and its address is the captured graph's (*taken set, the result
+ * returned); otherwise *taken is false.
+ */
+CUresult gp__capture_alloc(struct gp_ictx *c, uint64_t sid, uint64_t bytes, uint64_t pool,
+			   CUdeviceptr *dptr, bool *taken);
 /* Client memory a graph node moves, named to the worker only by its token. */
 struct gp_cmem {
 	uint8_t *addr;

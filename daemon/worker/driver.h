@@ -145,6 +145,13 @@
 	X(cuGraphNodeFindInClone, 0)                                               \
 	X(cuGraphHostNodeGetParams, 0)                                             \
 	X(cuGraphNodeGetType, 0)                                                   \
+	X(cuGraphAddMemAllocNode, 0)                                               \
+	X(cuGraphAddMemFreeNode, 0)                                                \
+	X(cuGraphMemAllocNodeGetParams, 0)                                         \
+	X(cuGraphMemFreeNodeGetParams, 0)                                          \
+	X(cuDeviceGetGraphMemAttribute, 0)                                         \
+	X(cuDeviceSetGraphMemAttribute, 0)                                         \
+	X(cuDeviceGraphMemTrim, 0)                                                 \
 	X(cuMemGetAllocationGranularity, 0)                                        \
 	X(cuMemCreate, 0)                                                          \
 	X(cuMemRelease, 0)                                                         \

@@ -54,6 +54,11 @@ static uint64_t new_handle(struct gp_worker *w, uint32_t kind, void *ptr, uint64
 	return id;
 }
 
+uint64_t gp__graph_node_new(struct gp_worker *w, CUgraphNode n, uint64_t graph)
+{
+	return new_handle(w, GP_H_GRAPH_NODE, n, graph);
+}
+
 bool gp__stream_capturing(struct gp_worker *w, CUstream s)
 {
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -105,6 +110,8 @@ CUresult gp__serve_graph_destroy(struct gp_worker *w, struct gp_req *rq,
 	r = GP_DRV(w, cuGraphDestroy, g);
 	if (r)
 		return r;
+	gp__graphmem_graph_gone(w, g);
+	gp__graphmem_refresh(w, -1);
 	for (uint32_t i = 0; i < w->nhandles; i++) {
 		struct gp_handle *h = &w->handles[i];
 
@@ -532,6 +539,13 @@ CUresult gp__serve_graph_instantiate(struct gp_worker *w, struct gp_req *rq,
 		GP_DRV(w, cuGraphExecDestroy, x);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	/* its graph memory is charged while it lives (graphmem.c) */
+	r = gp__graphmem_charge_exec(w, g, gp__handle_get(w, id, GP_H_GRAPH_EXEC));
+	if (r) {
+		gp__handle_release(w, id);
+		GP_DRV(w, cuGraphExecDestroy, x);
+		return r;
+	}
 	o->exec = id;
 	return CUDA_SUCCESS;
 }
@@ -548,8 +562,10 @@ CUresult gp__serve_graph_exec_destroy(struct gp_worker *w, struct gp_req *rq,
 	if (!x)
 		return CUDA_ERROR_INVALID_VALUE;
 	r = GP_DRV(w, cuGraphExecDestroy, x);
-	if (r == CUDA_SUCCESS)
-		gp__handle_release(w, a->exec);
+	if (r == CUDA_SUCCESS) {
+		gp__handle_release(w, a->exec); /* and its charge */
+		gp__graphmem_exec_gone(w);	/* what the driver keeps reserved past it */
+	}
 	return r;
 }
 
@@ -615,13 +631,30 @@ CUresult gp__serve_stream_end_capture(struct gp_worker *w, struct gp_req *rq,
 				      const struct gp_wargs_stream_end_capture *a,
 				      struct gp_out_stream_end_capture *o)
 {
-	CUgraph g = NULL;
-	CUresult r = GP_DRV(w, cuStreamEndCapture, a->stream_drv, &g);
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	CUgraph g = NULL, capturing = NULL;
+	CUresult r;
 
 	(void)rq;
-	if (r)
+	/* the graph being captured, whose allocation ranges go if no graph comes of it */
+	if (GP_DRV(w, cuStreamGetCaptureInfo_v3, a->stream_drv, &st, NULL, &capturing, NULL, NULL,
+		   NULL) != CUDA_SUCCESS)
+		capturing = NULL;
+	r = GP_DRV(w, cuStreamEndCapture, a->stream_drv, &g);
+	if (r) {
+		if (capturing && r != CUDA_ERROR_STREAM_CAPTURE_UNMATCHED &&
+		    r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
+			/* the driver dropped the graph: so do its name and its ranges */
+			gp__graphmem_forget(w, capturing);
+			for (uint32_t i = 0; i < w->nhandles; i++)
+				if (w->handles[i].kind == GP_H_GRAPH &&
+				    w->handles[i].ptr == capturing)
+					gp__handle_release(w, gp__handle_id(w, &w->handles[i]));
+		}
 		return r;
+	}
 	if (a->invalid) {
+		gp__graphmem_forget(w, g);
 		/* the client refused a call it could not capture: no graph, as CUDA does */
 		for (uint32_t i = 0; i < w->nhandles; i++)
 			if (w->handles[i].kind == GP_H_GRAPH && w->handles[i].ptr == g)
@@ -925,7 +958,7 @@ CUresult gp__serve_graph_node_op(struct gp_worker *w, struct gp_req *rq,
 	CUresult r;
 
 	(void)rq;
-	if (!h || a->op > 3 || (a->op == 2 && a->value > 1))
+	if (!h || a->op > 5 || (a->op == 2 && a->value > 1))
 		return CUDA_ERROR_INVALID_VALUE;
 	graph = h->parent;
 	if ((a->op == 1 || a->op == 2) && !(x = exec_of(w, a->exec)))
@@ -933,7 +966,11 @@ CUresult gp__serve_graph_node_op(struct gp_worker *w, struct gp_req *rq,
 	if ((r = logical(w, (CUgraphNode)h->ptr, &l)))
 		return r;
 	switch (a->op) {
-	case 0:
+	case 0: {
+		CUDA_MEM_ALLOC_NODE_PARAMS mp;
+		bool alloc = l.type == CU_GRAPH_NODE_TYPE_MEM_ALLOC &&
+			     GP_DRV(w, cuGraphMemAllocNodeGetParams, l.first, &mp) == CUDA_SUCCESS;
+
 		/* a client-memory copy goes whole */
 		if (l.last != l.first && (r = GP_DRV(w, cuGraphDestroyNode, l.last)))
 			return r;
@@ -941,7 +978,38 @@ CUresult gp__serve_graph_node_op(struct gp_worker *w, struct gp_req *rq,
 			return r;
 		node_unname(w, l.last, graph);
 		node_unname(w, l.first, graph);
+		if (alloc) {
+			/* an allocation node's range goes with it */
+			struct gp_alloc *al = gp__alloc_find(w, mp.dptr);
+
+			if (al && al->ptr == mp.dptr && al->graph)
+				gp__alloc_remove(w, al);
+		}
 		return CUDA_SUCCESS;
+	}
+	case 4: {
+		/* an allocation node's parameters: its address, size and device */
+		CUDA_MEM_ALLOC_NODE_PARAMS mp;
+
+		if (l.type != CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+			return CUDA_ERROR_INVALID_VALUE;
+		if ((r = GP_DRV(w, cuGraphMemAllocNodeGetParams, l.first, &mp)))
+			return r;
+		o->value = mp.dptr;
+		o->last = mp.bytesize;
+		/* the session's device ordinals are the driver's */
+		o->type = (uint64_t)mp.poolProps.location.id;
+		return CUDA_SUCCESS;
+	}
+	case 5: {
+		CUdeviceptr p = 0;
+
+		if (l.type != CU_GRAPH_NODE_TYPE_MEM_FREE)
+			return CUDA_ERROR_INVALID_VALUE;
+		r = GP_DRV(w, cuGraphMemFreeNodeGetParams, l.first, &p);
+		o->value = p;
+		return r;
+	}
 	case 1:
 	case 2:
 		/*
@@ -965,7 +1033,7 @@ CUresult gp__serve_graph_node_op(struct gp_worker *w, struct gp_req *rq,
 		r = GP_DRV(w, cuGraphNodeGetEnabled, x, l.first, &v);
 		o->value = v;
 		return r;
-	default:
+	default: /* 3 */
 		if (!(clone = graph_of(w, a->graph)))
 			return CUDA_ERROR_INVALID_VALUE;
 		if ((r = GP_DRV(w, cuGraphNodeFindInClone, &found, l.first, clone)) ||

@@ -304,7 +304,7 @@ CUresult gp__serve_ipc_mem_export(struct gp_worker *w, struct gp_req *rq,
 		return CUDA_ERROR_NOT_SUPPORTED;
 	/* Only the session's own cuMemAlloc memory: not a global, pool memory or an opened
 	 * range (the driver refuses the rest too). */
-	if (!al || al->module || al->pool)
+	if (!al || al->module || al->pool || al->graph)
 		return CUDA_ERROR_INVALID_VALUE;
 	memset(&h, 0, sizeof(h));
 	r = drv.get_mem(&h, a->dptr);

@@ -370,9 +370,14 @@ CUresult gp__serve_mem_free(struct gp_worker *w, struct gp_req *rq,
 	 * answer; a failed free is only logged by the answer's result). Memory from a pool goes
 	 * back to it (cuMemFree takes it too). */
 	pool = al->pool;
-	gp__managed_forget(w, a->dptr);
-	gp__alloc_remove(w, al);
-	gp__pool_alloc_freed(w, pool);
+	if (al->graph) {
+		/* graph memory's range stays its graph's (graphmem.c) */
+		gp__graphmem_freed(w, al);
+	} else {
+		gp__managed_forget(w, a->dptr);
+		gp__alloc_remove(w, al);
+		gp__pool_alloc_freed(w, pool);
+	}
 	rq->wait = (struct gp_wait){.kind = GP_WAIT_MEM_FREE, .ctx = w->current, .dptr = a->dptr};
 	(void)r;
 	return CUDA_SUCCESS;

@@ -164,6 +164,34 @@ static CUresult device_pool(struct gp_worker *w, int dev, CUdevice drv, bool cur
 
 /* ---- allocation and free ------------------------------------------------------------ */
 
+/*
+ * On a capturing stream the driver makes a graph allocation node: its range is the captured
+ * graph's while that graph lives, charged when the graph is instantiated (graphmem.c), not
+ * by the pool.
+ */
+static CUresult captured_alloc(struct gp_worker *w, const struct gp_wargs_mem_alloc_async *a,
+			       struct gp_handle *h, struct gp_out_mem_alloc_async *o)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	CUgraph g = NULL;
+	CUdeviceptr p = 0;
+	CUresult r = GP_DRV(w, cuStreamGetCaptureInfo_v3, a->stream_drv, &st, NULL, &g, NULL, NULL,
+			    NULL);
+
+	if (r)
+		return r;
+	if (st != CU_STREAM_CAPTURE_STATUS_ACTIVE || !g)
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	r = GP_DRV(w, cuMemAllocFromPoolAsync, &p, (size_t)a->bytes, h->ptr, a->stream_drv);
+	if (r)
+		return r;
+	if (gp__graphmem_note(w, g, p, a->bytes, a->ctx, a->ctx_dev))
+		return CUDA_ERROR_OUT_OF_MEMORY; /* the node is there: the client ends the capture */
+	o->dptr = p;
+	o->pool = gp__handle_id(w, h);
+	return CUDA_SUCCESS;
+}
+
 CUresult gp__serve_mem_alloc_async(struct gp_worker *w, struct gp_req *rq,
 				   const struct gp_wargs_mem_alloc_async *a,
 				   struct gp_out_mem_alloc_async *o)
@@ -179,10 +207,6 @@ CUresult gp__serve_mem_alloc_async(struct gp_worker *w, struct gp_req *rq,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (w->va_vmm)
 		return CUDA_ERROR_NOT_SUPPORTED; /* a pool's memory cannot be put in a window */
-	/* Captured, it would be a graph memory node, from memory no pool attribute counts: the
-	 * interposer refuses it, and so does the worker for a client that is not ours. */
-	if (gp__stream_capturing(w, a->stream_drv))
-		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (!id) {
 		if ((r = w->drv.cuDeviceGet(&drv, dev)) != CUDA_SUCCESS ||
 		    (r = device_pool(w, dev, drv, true, &id)) != CUDA_SUCCESS)
@@ -192,6 +216,8 @@ CUresult gp__serve_mem_alloc_async(struct gp_worker *w, struct gp_req *rq,
 		return r;
 	if (h->device != dev)
 		return CUDA_ERROR_INVALID_VALUE; /* the pool of another device than the stream's */
+	if (gp__stream_capturing(w, a->stream_drv))
+		return captured_alloc(w, a, h, o);
 	gp__pools_refresh(w, dev);
 	if (!gp__charge_fits(w, dev, a->bytes)) {
 		/* what the device's pools hold unused goes first, as under the driver's own
@@ -234,8 +260,21 @@ CUresult gp__serve_mem_free_async(struct gp_worker *w, struct gp_req *rq,
 
 	if (!al || al->ptr != a->dptr || al->module)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (al->graph) {
+		/* Graph memory: a free node when captured, else freed outside its graph (the
+		 * driver says whether it may be); its range stays its graph's while the graph
+		 * or an executable of it lives. */
+		bool captured = gp__stream_capturing(w, a->stream_drv);
+
+		r = GP_DRV(w, cuMemFreeAsync, a->dptr, a->stream_drv);
+		if (r == CUDA_SUCCESS && !captured)
+			gp__graphmem_freed(w, al);
+		return r;
+	}
+	/* Captured, it would be a free node of memory no graph allocated: refused here and by
+	 * the interposer. */
 	if (gp__stream_capturing(w, a->stream_drv))
-		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* a graph memory-free node: as above */
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	pool = al->pool;
 	r = GP_DRV(w, cuMemFreeAsync, a->dptr, a->stream_drv);
 	if (r != CUDA_SUCCESS)

@@ -207,7 +207,7 @@ static int insert(struct gp_owner *o, const struct gp_alloc *a)
 
 int gp_owner_alloc_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t ctx, int device)
 {
-	struct gp_alloc a = {ptr, size, ctx, device, 0, 0};
+	struct gp_alloc a = {ptr, size, ctx, device, 0, 0, 0};
 	int ret;
 
 	if (!o || size == 0)
@@ -226,7 +226,7 @@ int gp_owner_alloc_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t
 int gp_owner_global_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t ctx,
 			uint64_t module)
 {
-	struct gp_alloc a = {ptr, size, ctx, -1, module, 0};
+	struct gp_alloc a = {ptr, size, ctx, -1, module, 0, 0};
 
 	if (!o || module == 0)
 		return -EINVAL;
@@ -239,11 +239,60 @@ int gp_owner_global_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_
 int gp_owner_pooled_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t ctx, int device,
 			uint64_t pool)
 {
-	struct gp_alloc a = {ptr, size, ctx, device, 0, pool};
+	struct gp_alloc a = {ptr, size, ctx, device, 0, pool, 0};
 
 	if (!o || size == 0 || pool == 0)
 		return -EINVAL;
 	return insert(o, &a);
+}
+
+int gp_owner_graphmem_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t ctx, int device,
+			  uint64_t graph)
+{
+	struct gp_alloc a = {ptr, size, ctx, device, 0, 0, graph};
+	uint64_t last;
+	int ret;
+
+	if (!o || size == 0 || graph == 0 || (graph & GP_GRAPHMEM_ORPHAN))
+		return -EINVAL;
+	ret = insert(o, &a);
+	if (ret != -EEXIST || !last_byte(ptr, size, &last))
+		return ret;
+	/* Overlapped: by orphaned graph ranges only, the driver reused their addresses. */
+	for (size_t i = 0; i < o->nallocs; i++) {
+		const struct gp_alloc *b = &o->allocs[i];
+		uint64_t blast;
+
+		if (b->size && last_byte(b->ptr, b->size, &blast) && b->ptr <= last &&
+		    ptr <= blast && !(b->graph & GP_GRAPHMEM_ORPHAN))
+			return -EEXIST;
+	}
+	for (size_t i = o->nallocs; i-- > 0;) {
+		struct gp_alloc *b = &o->allocs[i];
+		uint64_t blast;
+
+		if (b->size && last_byte(b->ptr, b->size, &blast) && b->ptr <= last && ptr <= blast)
+			gp_owner_alloc_remove(o, b);
+	}
+	return insert(o, &a);
+}
+
+void gp_owner_graphmem_orphan(struct gp_owner *o, uint64_t graph)
+{
+	if (!o || !graph)
+		return;
+	for (size_t i = 0; i < o->nallocs; i++)
+		if (o->allocs[i].graph == graph)
+			o->allocs[i].graph |= GP_GRAPHMEM_ORPHAN;
+}
+
+void gp_owner_graphmem_forget(struct gp_owner *o, uint64_t graph)
+{
+	if (!o || !graph)
+		return;
+	for (size_t i = o->nallocs; i-- > 0;)
+		if (o->allocs[i].graph == graph)
+			gp_owner_alloc_remove(o, &o->allocs[i]);
 }
 
 struct gp_alloc *gp_owner_alloc_find(const struct gp_owner *o, uint64_t ptr)
@@ -275,7 +324,7 @@ void gp_owner_alloc_remove(struct gp_owner *o, struct gp_alloc *a)
 	if (!o || !a || a < o->allocs || a >= o->allocs + o->nallocs)
 		return;
 	at = (size_t)(a - o->allocs);
-	if (a->module == 0 && a->pool == 0) {
+	if (a->module == 0 && a->pool == 0 && a->graph == 0) {
 		if (a->device >= 0 && a->device < GP_STATS_MAX_DEVICES)
 			o->dev_used[a->device] -= a->size;
 		o->mem_used -= a->size;

@@ -56,6 +56,9 @@ struct gp_alloc {
 	int device;
 	uint64_t module; /* a module's global: not freeable, not counted as allocated */
 	uint64_t pool;	 /* from a memory pool: freeable, counted by the pool's charge */
+	/* graph memory (an allocation node's address range, fixed while its graph lives): the
+	 * driver's graph; not counted (the executable graphs and graphmem.c's refresh charge it) */
+	uint64_t graph;
 };
 
 /* A library's module in one context: the driver makes it on first use there, and what it
@@ -128,6 +131,18 @@ int gp_owner_global_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_
  * gp_owner_alloc_add. */
 int gp_owner_pooled_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t ctx, int device,
 			uint64_t pool);
+/* Records the address range of a graph's allocation node (graph: the driver's graph, not
+ * 0): ownable, not counted. A range the driver gives out again was stale: a graph range
+ * marked orphan (below) that overlaps it is dropped for it. Errors as for
+ * gp_owner_alloc_add. */
+int gp_owner_graphmem_add(struct gp_owner *o, uint64_t ptr, uint64_t size, uint64_t ctx, int device,
+			  uint64_t graph);
+/* Removes the ranges of one graph's allocation nodes. */
+void gp_owner_graphmem_forget(struct gp_owner *o, uint64_t graph);
+/* A graph that is gone: its ranges stay (memory its executables allocated lives on until it
+ * is freed), tagged graph | GP_GRAPHMEM_ORPHAN. */
+#define GP_GRAPHMEM_ORPHAN (1ull << 63)
+void gp_owner_graphmem_orphan(struct gp_owner *o, uint64_t graph);
 /* The allocation or global that contains ptr (a size-0 one only at its ptr), or NULL. */
 struct gp_alloc *gp_owner_alloc_find(const struct gp_owner *o, uint64_t ptr);
 /* Removes an entry gp_owner_alloc_find returned and releases what it counted. */

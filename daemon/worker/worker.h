@@ -16,6 +16,7 @@
  * graph.c     graphs, graph nodes, executable graphs and stream capture on the driver
  * vmm.c       virtual memory management: reservations, allocations (charged), mappings
  * mempool.c   memory pools and stream-ordered allocation; what pools hold is charged
+ * graphmem.c  graph memory: allocation and free nodes, their ranges, what they cost
  * managed.c   managed and mapped memory: the client's pages kept coherent with a shadow
  * array.c     CUDA arrays (charged), 3-D and array copies, texture and surface objects
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
@@ -161,6 +162,10 @@ struct gp_worker {
 	uint64_t pool_default[GP_STATS_MAX_DEVICES], pool_current[GP_STATS_MAX_DEVICES];
 	uint64_t pools[GP_POOLS_MAX];
 	unsigned npools;
+	/* graphmem.c: whether any graph memory was made, and what the driver reserves for
+	 * graphs on each device beyond what the executable graphs are charged */
+	bool graphmem_seen;
+	uint64_t graphmem_extra[GP_STATS_MAX_DEVICES];
 
 	bool has_deferred;
 	int32_t deferred_result;
@@ -227,6 +232,22 @@ bool gp__stream_capturing(struct gp_worker *w, CUstream s);
 /* Each pool's charge (on device, or every device: -1) made what the driver says it holds;
  * with w->lock held. */
 void gp__pools_refresh(struct gp_worker *w, int device);
+/* graphmem.c: graph memory's ranges (tagged with the driver's graph) and charges. */
+int gp__graphmem_note(struct gp_worker *w, CUgraph g, CUdeviceptr p, uint64_t bytes, uint64_t ctx,
+		      int device);
+void gp__graphmem_forget(struct gp_worker *w, CUgraph g);
+/* The graph was destroyed, an executable was destroyed, graph memory a was freed outside a
+ * graph: which ranges are nobody's now. */
+void gp__graphmem_graph_gone(struct gp_worker *w, CUgraph g);
+void gp__graphmem_exec_gone(struct gp_worker *w);
+void gp__graphmem_freed(struct gp_worker *w, struct gp_alloc *a);
+/* Charges an executable graph (x) its graph's allocation nodes; OUT_OF_MEMORY past the
+ * session's limit. */
+CUresult gp__graphmem_charge_exec(struct gp_worker *w, CUgraph g, struct gp_handle *x);
+/* What the driver keeps reserved for graphs on device (-1: every device), charged anew. */
+void gp__graphmem_refresh(struct gp_worker *w, int device);
+/* graph.c: a handle for a node just made in graph. */
+uint64_t gp__graph_node_new(struct gp_worker *w, CUgraphNode n, uint64_t graph);
 /* An allocation of pool (0: none) was freed (and removed from the table). */
 void gp__pool_alloc_freed(struct gp_worker *w, uint64_t pool);
 

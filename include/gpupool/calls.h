@@ -519,7 +519,16 @@ struct gp_tex_desc {
 	  GP_ARG(CTX, ctx) GP_ARG(U64, node) GP_ARG(U64, exec) GP_ARG(U64, graph)                \
 	  GP_ARG(U32, op) GP_ARG(U32, value),                                                    \
 	  GP_OUT(value) GP_OUT(last) GP_OUT(type), ,                                             \
-	  "cuGraphDestroyNode (op 0), cuGraphNodeGetEnabled (1, exec), cuGraphNodeSetEnabled (2, exec, value), cuGraphNodeFindInClone (3, graph: the clone; value: the node found, with last and type)") \
+	  "cuGraphDestroyNode (op 0), cuGraphNodeGetEnabled (1, exec), cuGraphNodeSetEnabled (2, exec, value), cuGraphNodeFindInClone (3, graph: the clone; value: the node found, with last and type), cuGraphMemAllocNodeGetParams (4: value the address, last the size, type the device), cuGraphMemFreeNodeGetParams (5: value the address)") \
+	X(GRAPH_ADD_MEM, graph_add_mem, 242, 0,                                                  \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(DEVICE, device) GP_ARG(U64, bytes)          \
+	  GP_ARG(U64, dptr),                                                                     \
+	  GP_OUT(node) GP_OUT(dptr), ,                                                           \
+	  "cuGraphAddMemAllocNode (dptr 0: bytes of device memory; out dptr: its address, the session's while the graph lives), cuGraphAddMemFreeNode (dptr: a graph allocation of the session)") \
+	X(DEVICE_GRAPH_MEM, device_graph_mem, 243, 0,                                            \
+	  GP_ARG(DEVICE, device) GP_ARG(U32, op) GP_ARG(U32, attr) GP_ARG(U64, value),           \
+	  GP_OUT(value), ,                                                                       \
+	  "cuDeviceGetGraphMemAttribute (op 0), cuDeviceSetGraphMemAttribute (1, value), cuDeviceGraphMemTrim (2); the session is charged anew what the driver keeps reserved for graphs") \
 	/* ---- stream capture ---- */                                                          \
 	X(STREAM_BEGIN_CAPTURE, stream_begin_capture, 175, 0,                                    \
 	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(U32, mode), , ,                         \

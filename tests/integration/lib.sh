@@ -131,21 +131,50 @@ assert_status() {
 	jq -e "$1" "$T/status.json" >/dev/null || { cat "$T/status.json" >&2; fail "$2"; }
 }
 
-# hold_start NAME ARGS...: runs hold_session ARGS in the background as NAME, its
-# stdin a fifo held open in fd ${NAME}_IN, its stdout in $T/NAME.out; pid in ${NAME}_PID.
-# Environment set on the call (VAR=x hold_start ...) reaches the client.
-hold_start() {
-	local name=$1 fd
-	shift
+# client_start NAME PROGRAM ARGS...: runs $GP_TESTBIN/PROGRAM ARGS through the pool in the
+# background as NAME, its stdin a fifo held open in fd ${NAME}_IN, its stdout in
+# $T/NAME.out; pid in ${NAME}_PID. Environment set on the call (VAR=x client_start ...)
+# reaches the client.
+client_start() {
+	local name=$1 prog=$2 fd
+	shift 2
 	rm -f "$T/$name.in" "$T/$name.out"
 	mkfifo "$T/$name.in"
 	# A plain command, so the pid is the client's own (kill -9 reaches it).
-	env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" "$GP_TESTBIN/hold_session" "$@" \
+	env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" "$GP_TESTBIN/$prog" "$@" \
 		<"$T/$name.in" >"$T/$name.out" \
 		2>"$T/$name.err" &
 	eval "${name}_PID=$!"
 	exec {fd}>"$T/$name.in"
 	eval "${name}_IN=$fd"
+}
+
+# client_said NAME LINE: waits (up to a minute) until NAME has printed LINE; fails the test
+# if it printed ERROR or ended first.
+client_said() {
+	local name=$1 pid
+	eval "pid=\${${name}_PID}"
+	for _ in $(seq 1 1200); do
+		grep -qx "$2" "$T/$name.out" 2>/dev/null && return 0
+		grep -q ERROR "$T/$name.out" 2>/dev/null && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	fail "$name did not say $2: $(cat "$T/$name.out" "$T/$name.err" 2>/dev/null)"
+}
+
+# client_step NAME: tells NAME to go on (a line on its stdin).
+client_step() {
+	local fd
+	eval "fd=\${${1}_IN}"
+	echo >&"$fd"
+}
+
+# hold_start NAME ARGS...: client_start NAME hold_session ARGS.
+hold_start() {
+	local name=$1
+	shift
+	client_start "$name" hold_session "$@"
 }
 
 # hold_line NAME [SECONDS]: waits for NAME's first line and leaves it in $HELD.

@@ -416,6 +416,52 @@ static void test_pooled(void **state)
 	assert_int_equal(o->mem_used, 0);
 }
 
+static void test_graphmem(void **state)
+{
+	struct gp_owner *o = *state;
+
+	assert_int_equal(gp_owner_graphmem_add(o, 0x1000, 100, 1, 0, 0), -EINVAL); /* no graph */
+	assert_int_equal(gp_owner_graphmem_add(o, 0x1000, 0, 1, 0, 0x77), -EINVAL);
+	/* ownable, not counted: the executable graphs carry the charge */
+	assert_int_equal(gp_owner_graphmem_add(o, 0x1000, 100, 1, 0, 0x77), 0);
+	assert_int_equal(gp_owner_graphmem_add(o, 0x2000, 50, 1, 0, 0x77), 0);
+	assert_int_equal(gp_owner_graphmem_add(o, 0x3000, 50, 1, 0, 0x88), 0);
+	assert_int_equal(gp_owner_graphmem_add(o, 0x1050, 10, 1, 0, 0x88), -EEXIST);
+	assert_true(gp_owner_range(o, 0x1000, 100));
+	assert_int_equal(o->dev_used[0], 0);
+	assert_int_equal(o->mem_used, 0);
+	assert_int_equal(gp_owner_alloc_find(o, 0x2010)->graph, 0x77);
+	/* one graph's ranges go with it, the other's stay */
+	gp_owner_graphmem_forget(o, 0x77);
+	assert_false(gp_owner_range(o, 0x1000, 1));
+	assert_false(gp_owner_range(o, 0x2000, 1));
+	assert_true(gp_owner_range(o, 0x3000, 50));
+	gp_owner_graphmem_forget(o, 0);
+	assert_true(gp_owner_range(o, 0x3000, 50));
+	/* a graph that is gone leaves its ranges, orphaned; the driver giving an address out
+	 * again drops the orphan there, a live graph's range is never displaced */
+	assert_int_equal(gp_owner_graphmem_add(o, 0x4000, 64, 1, 0, 0x99), 0);
+	gp_owner_graphmem_orphan(o, 0x88);
+	assert_int_equal(gp_owner_alloc_find(o, 0x3000)->graph, 0x88 | GP_GRAPHMEM_ORPHAN);
+	assert_true(gp_owner_range(o, 0x3000, 50));
+	assert_int_equal(gp_owner_graphmem_add(o, 0x3000, 10, 1, 0, 0x88 | GP_GRAPHMEM_ORPHAN),
+			 -EINVAL);
+	assert_int_equal(gp_owner_graphmem_add(o, 0x3fc0, 0x80, 1, 0, 0xaa), -EEXIST);
+	assert_int_equal(gp_owner_graphmem_add(o, 0x2ff0, 0x20, 1, 0, 0xaa), 0);
+	assert_int_equal(gp_owner_alloc_find(o, 0x3000)->graph, 0xaa);
+	assert_false(gp_owner_range(o, 0x3010, 1)); /* the orphan's rest went with it */
+	assert_int_equal(gp_owner_alloc_add(o, 0x5000, 16, 1, 0), 0);
+	gp_owner_graphmem_orphan(o, 0x99);
+	/* an ordinary allocation is never displaced either */
+	assert_int_equal(gp_owner_graphmem_add(o, 0x4ff0, 0x20, 1, 0, 0xbb), -EEXIST);
+	assert_true(gp_owner_range(o, 0x4000, 64));
+	gp_owner_alloc_remove(o, gp_owner_alloc_find(o, 0x5000));
+	gp_owner_alloc_remove(o, gp_owner_alloc_find(o, 0x4000));
+	gp_owner_alloc_remove(o, gp_owner_alloc_find(o, 0x2ff0));
+	assert_int_equal(o->dev_used[0], 0);
+	assert_int_equal(o->nallocs, 0);
+}
+
 /* ---- charges and limits ---- */
 
 static void test_charge_limit(void **state)
@@ -529,6 +575,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_globals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_remove_and_forget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pooled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_graphmem, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_charge_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_libinst_charges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handle_limit, setup, teardown),
