@@ -454,8 +454,9 @@ void gp__dtoh_async_reap(struct gp_worker *w);
 /* A call queued on s (a memset, a device copy) answered when s gets there (the main thread
  * never waits for a stream: a host function there may wait for a frame only it reads). */
 CUresult gp__answer_on_stream(struct gp_worker *w, struct gp_req *rq, CUstream s);
-/* A context went (destroyed, reset, its last release): staging made in it went too. */
-void gp__staging_forget(void);
+/* Context ctx went (destroyed, reset, its last release): staging made in it went too (that
+ * of other contexts stays). */
+void gp__staging_forget(CUcontext ctx);
 /* Whether a stream still owes an answer, or holds staging (the process then _exits). */
 bool gp__stream_answers_pending(struct gp_worker *w);
 
