@@ -460,6 +460,11 @@ void gp__staging_forget(CUcontext ctx);
 /* Whether a stream still owes an answer, or holds staging (the process then _exits). */
 bool gp__stream_answers_pending(struct gp_worker *w);
 
+/* ipc.c: the exports of an allocation being freed, or of a context going, withdrawn from
+ * the supervisor (before the driver frees the memory). */
+void gp__ipc_mem_freed(struct gp_worker *w, CUdeviceptr ptr, uint64_t ctx);
+void gp__ipc_forget_ctx(struct gp_worker *w, uint64_t ctx);
+
 /* hostfn.c: HOST_DONE from the client: its host function returned, the stream goes on. */
 int gp__host_done(struct gp_worker *w, const struct gp_frame_hdr *h);
 /* Whether a host function still waits for the client. */
