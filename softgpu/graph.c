@@ -2278,17 +2278,20 @@ static CUresult order_ops(struct sg_xgraph *xg, unsigned long long flags,
  * Launch k of an executable: its first op (the gate) waits for launch k - 1 to finish, its
  * last marks launch k finished. Launches on one stream pass the gate at once; on two, the
  * second stream's worker waits there, as a WAIT op waits for an event. A finish op freed
- * without running (its stream torn down) still marks its launch finished.
+ * without running (its launch's queueing failed, or its stream was torn down) still marks
+ * its launch finished, but only once launch k - 1 has: until then it waits in the counter's
+ * list, so launch k + 1 still waits for k - 1.
  */
-struct launch_job {
+struct sg_launch_job {
 	struct sg_lorder *o;
 	uint64_t k;
 	bool ran;
+	struct sg_launch_job *next; /* in o->ahead */
 };
 
 static void gate_run(struct sg_stream *s, void *data, int sticky)
 {
-	struct launch_job *j = data;
+	struct sg_launch_job *j = data;
 
 	(void)s;
 	(void)sticky;
@@ -2298,28 +2301,68 @@ static void gate_run(struct sg_stream *s, void *data, int sticky)
 	pthread_mutex_unlock(&j->o->mu);
 }
 
-static void launch_finish(struct sg_lorder *o, uint64_t k)
+static void gate_done(void *data);
+
+/*
+ * Launch k finished. early: its finish job, which did not run; kept in o->ahead (true
+ * returned) when launch k - 1 has not finished yet. Otherwise the count moves to k, and past
+ * the launches kept there that follow, whose jobs go.
+ */
+static bool launch_finish(struct sg_lorder *o, uint64_t k, struct sg_launch_job *early)
 {
+	struct sg_launch_job *gone = NULL, **pp;
+	bool moved = true;
+
 	pthread_mutex_lock(&o->mu);
+	if (early && k > o->finished + 1) {
+		early->next = o->ahead;
+		o->ahead = early;
+		pthread_mutex_unlock(&o->mu);
+		return true;
+	}
 	if (o->finished < k)
 		o->finished = k;
+	while (moved) {
+		moved = false;
+		for (pp = &o->ahead; *pp; pp = &(*pp)->next) {
+			struct sg_launch_job *j = *pp;
+
+			if (j->k <= o->finished + 1) {
+				*pp = j->next;
+				if (o->finished < j->k)
+					o->finished = j->k;
+				j->next = gone;
+				gone = j;
+				moved = true;
+				break;
+			}
+		}
+	}
 	pthread_cond_broadcast(&o->cv);
 	pthread_mutex_unlock(&o->mu);
+	/* The caller's job still holds o. */
+	while (gone) {
+		struct sg_launch_job *j = gone;
+
+		gone = j->next;
+		gate_done(j);
+	}
+	return false;
 }
 
 static void finish_run(struct sg_stream *s, void *data, int sticky)
 {
-	struct launch_job *j = data;
+	struct sg_launch_job *j = data;
 
 	(void)s;
 	(void)sticky;
 	j->ran = true;
-	launch_finish(j->o, j->k);
+	launch_finish(j->o, j->k, NULL); /* its gate saw launch k - 1 finished */
 }
 
 static void gate_done(void *data)
 {
-	struct launch_job *j = data;
+	struct sg_launch_job *j = data;
 
 	lorder_unref(j->o);
 	free(j);
@@ -2327,23 +2370,23 @@ static void gate_done(void *data)
 
 static void finish_done(void *data)
 {
-	struct launch_job *j = data;
+	struct sg_launch_job *j = data;
 
-	if (!j->ran)
-		launch_finish(j->o, j->k);
+	if (!j->ran && launch_finish(j->o, j->k, j))
+		return; /* kept until launch k - 1 finishes */
 	gate_done(j);
 }
 
 static struct sg_op *launch_op(struct sg_gexec *x, uint64_t k, bool finish)
 {
-	struct launch_job *j = malloc(sizeof(*j));
+	struct sg_launch_job *j = malloc(sizeof(*j));
 	struct sg_op *op = j ? sg_op_new(SG_OP_GRAPHFN) : NULL;
 
 	if (op == NULL) {
 		free(j);
 		return NULL;
 	}
-	*j = (struct launch_job){x->lorder, k, false};
+	*j = (struct sg_launch_job){x->lorder, k, false, NULL};
 	__atomic_add_fetch(&x->lorder->refs, 1, __ATOMIC_ACQ_REL);
 	op->u.gfn.run = finish ? finish_run : gate_run;
 	op->u.gfn.done = finish ? finish_done : gate_done;
@@ -2390,7 +2433,7 @@ out_free:
 	free(body);
 	sg_op_free(d);
 	if (fin)
-		((struct launch_job *)fin->u.gfn.data)->ran =
+		((struct sg_launch_job *)fin->u.gfn.data)->ran =
 			true; /* never queued: finishes nothing */
 	sg_op_free(fin);
 	sg_op_free(gate);

@@ -82,12 +82,18 @@ struct sg_xgraph {
 	int refs;
 };
 
+struct sg_launch_job; /* graph.c's: one launch's gate or finish op */
+
 /* An executable's finished launches, counted by it and its queued gate and finish ops (so
  * that those never keep the executable, and what it holds, alive). */
 struct sg_lorder {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	uint64_t finished; /* under mu, signalled on cv */
+	/* Launches that ended without running (never queued, or their stream torn down) while
+	 * the one before had not finished: each finishes once that one has (their finish ops'
+	 * jobs, kept here until then; under mu). */
+	struct sg_launch_job *ahead;
 	int refs;
 };
 
