@@ -70,13 +70,12 @@ static uint32_t next_seq;
 /* One allocation of the session's that was exported, and its driver handle (as many as the
  * supervisor keeps a session). */
 #define IPC_MAX_EXPORTS 256
-struct export
-{
+struct mem_export {
 	CUdeviceptr ptr;
 	uint64_t ctx;
 	CUipcMemHandle h;
 };
-static struct export exports[IPC_MAX_EXPORTS];
+static struct mem_export exports[IPC_MAX_EXPORTS];
 static unsigned nexports;
 
 static void look_up(struct gp_worker *w)
@@ -314,7 +313,7 @@ CUresult gp__serve_ipc_mem_export(struct gp_worker *w, struct gp_req *rq,
 				  struct gp_out_ipc_mem_export *o)
 {
 	struct gp_alloc *al = gp__alloc_find(w, a->dptr);
-	struct export *e = NULL;
+	struct mem_export *e = NULL;
 	CUipcMemHandle h;
 	CUresult r;
 
@@ -335,7 +334,7 @@ CUresult gp__serve_ipc_mem_export(struct gp_worker *w, struct gp_req *rq,
 		return r;
 	r = export_handle(IPC_KIND_MEM, &h, &o->host, &o->session, &o->secret_hi, &o->secret_lo);
 	if (r == CUDA_SUCCESS && !e)
-		exports[nexports++] = (struct export){al->ptr, al->ctx, h};
+		exports[nexports++] = (struct mem_export){al->ptr, al->ctx, h};
 	return r;
 }
 
