@@ -29,8 +29,10 @@
  * free node one that unmaps it. Conditional nodes: the handle is a registered struct
  * sg_gcond whose value kernels set (cudaGraphSetConditional, a builtin); the node is one
  * op that, when the stream reaches it, reads the value and runs the chosen body's ops there
- * and then (sg_stream_run_now), again while a WHILE's value holds. Such ops keep the
- * executable alive (x->refs) until they are done.
+ * and then (sg_stream_run_now), again while a WHILE's value holds. Such ops keep only
+ * the executable's private graph (struct sg_xgraph) alive until they are done, and the op
+ * applying the handles' defaults only the handles: the executable itself goes, with its
+ * claim on its allocation nodes' memory, when it is destroyed.
  *
  * Stream capture is capture.c; it builds graphs with the functions of graph_int.h.
  *
@@ -1557,6 +1559,14 @@ static void lorder_unref(struct sg_lorder *o)
 	}
 }
 
+static void xgraph_unref(struct sg_xgraph *xg)
+{
+	if (xg && __atomic_sub_fetch(&xg->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		sg_graph_free(xg->g);
+		free(xg);
+	}
+}
+
 static void exec_free(struct sg_gexec *x)
 {
 	if (x == NULL)
@@ -1567,16 +1577,13 @@ static void exec_free(struct sg_gexec *x)
 	for (size_t i = 0; i < x->nconds; i++)
 		cond_unref(x->conds[i]);
 	free(x->conds);
-	sg_graph_free(x->g);
+	if (x->xg)
+		xgraph_unref(x->xg);
+	else
+		sg_graph_free(x->g);
 	free(x->order);
 	lorder_unref(x->lorder);
 	free(x);
-}
-
-static void exec_unref(struct sg_gexec *x)
-{
-	if (__atomic_sub_fetch(&x->refs, 1, __ATOMIC_ACQ_REL) == 0)
-		exec_free(x);
 }
 
 /*
@@ -1661,17 +1668,20 @@ static CUresult instantiate(CUgraphExec *out, CUgraph h, unsigned long long flag
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	x->flags = flags;
 	x->lorder = calloc(1, sizeof(*x->lorder));
-	x->g = x->lorder ? sg_graph_clone((struct sg_graph *)h, false) : NULL;
+	x->xg = x->lorder ? calloc(1, sizeof(*x->xg)) : NULL;
+	x->g = x->xg ? sg_graph_clone((struct sg_graph *)h, false) : NULL;
 	if (x->lorder) {
 		pthread_mutex_init(&x->lorder->mu, NULL);
 		pthread_cond_init(&x->lorder->cv, NULL);
 		x->lorder->refs = 1;
 	}
 	if (x->g == NULL) {
+		free(x->xg);
+		x->xg = NULL;
 		exec_free(x);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	x->refs = 1;
+	*x->xg = (struct sg_xgraph){x->g, 1};
 	r = topo(x->g, &x->order, &x->norder, &cap);
 	if (r == CUDA_SUCCESS)
 		r = exec_walk(x, x->g, false);
@@ -1755,7 +1765,7 @@ static CUresult exec_destroy(CUgraphExec h)
 	if (!exec_ok(h))
 		return CUDA_ERROR_INVALID_VALUE;
 	sg_handle_del(h);
-	exec_unref((struct sg_gexec *)h); /* queued conditional nodes may hold it still */
+	exec_free((struct sg_gexec *)h); /* queued ops hold what they need of it */
 	return CUDA_SUCCESS;
 }
 
@@ -2029,32 +2039,71 @@ static void gmem_op_done(void *data)
 }
 
 struct cond_job {
-	struct sg_gexec *x;
-	struct sg_gnode *n; /* x's */
+	struct sg_xgraph *xg;
+	struct sg_gnode *n; /* xg's */
+};
+
+/* The handles whose default a launch applies, a reference on each. */
+struct defaults_job {
+	size_t n;
+	struct sg_gcond *c[];
 };
 
 static void defaults_run(struct sg_stream *s, void *data, int sticky)
 {
-	struct sg_gexec *x = ((struct cond_job *)data)->x;
+	struct defaults_job *j = data;
 
 	(void)s;
 	(void)sticky;
-	for (size_t i = 0; i < x->nconds; i++)
-		__atomic_store_n(&x->conds[i]->value, x->conds[i]->dflt, __ATOMIC_RELEASE);
+	for (size_t i = 0; i < j->n; i++)
+		__atomic_store_n(&j->c[i]->value, j->c[i]->dflt, __ATOMIC_RELEASE);
 }
 
-static CUresult order_ops(struct sg_gexec *x, struct sg_gnode *const *order, size_t norder,
-			  struct sg_op ***out, size_t *nops);
+static void defaults_done(void *data)
+{
+	struct defaults_job *j = data;
+
+	for (size_t i = 0; i < j->n; i++)
+		cond_unref(j->c[i]);
+	free(j);
+}
+
+/* Under sg_glock: the op that applies x's handles' defaults. */
+static struct sg_op *defaults_op(const struct sg_gexec *x)
+{
+	struct defaults_job *j = malloc(sizeof(*j) + x->nconds * sizeof(j->c[0]));
+	struct sg_op *op = j ? sg_op_new(SG_OP_GRAPHFN) : NULL;
+
+	if (op == NULL) {
+		free(j);
+		return NULL;
+	}
+	j->n = x->nconds;
+	for (size_t i = 0; i < j->n; i++) {
+		j->c[i] = x->conds[i];
+		__atomic_add_fetch(&j->c[i]->refs, 1, __ATOMIC_ACQ_REL);
+	}
+	op->u.gfn.run = defaults_run;
+	op->u.gfn.done = defaults_done;
+	op->u.gfn.data = j;
+	return op;
+}
+
+static CUresult order_ops(struct sg_xgraph *xg, unsigned long long flags,
+			  struct sg_gnode *const *order, size_t norder, struct sg_op ***out,
+			  size_t *nops);
 
 /* One run of a conditional body, now, on s's thread: 0, or -1 after a failure. */
-static int body_run(struct sg_stream *s, struct sg_gexec *x, const struct sg_gbody *b)
+static int body_run(struct sg_stream *s, struct sg_xgraph *xg, const struct sg_gbody *b)
 {
 	struct sg_op **ops = NULL;
 	size_t n = 0;
 	CUresult r;
 
-	pthread_mutex_lock(&sg_glock); /* exec SetParams calls may edit x's nodes */
-	r = order_ops(x, b->order, b->norder, &ops, &n);
+	/* Exec SetParams calls may edit the nodes. A body holds no allocation or free node
+	 * (exec_walk), so the executable's flags do not matter here. */
+	pthread_mutex_lock(&sg_glock);
+	r = order_ops(xg, 0, b->order, b->norder, &ops, &n);
 	pthread_mutex_unlock(&sg_glock);
 	if (r) {
 		sg_ctx_set_sticky(s->ctx, (int)r);
@@ -2082,7 +2131,7 @@ static void cond_op_run(struct sg_stream *s, void *data, int sticky)
 			b = 0;
 		else if (n->ctype == CU_GRAPH_COND_TYPE_IF && n->nbodies == 2)
 			b = 1; /* else */
-		if (b < 0 || body_run(s, j->x, &n->bodies[b]) ||
+		if (b < 0 || body_run(s, j->xg, &n->bodies[b]) ||
 		    n->ctype != CU_GRAPH_COND_TYPE_WHILE)
 			break;
 		sticky = __atomic_load_n(&s->ctx->sticky, __ATOMIC_ACQUIRE);
@@ -2093,13 +2142,12 @@ static void cond_op_done(void *data)
 {
 	struct cond_job *j = data;
 
-	exec_unref(j->x);
+	xgraph_unref(j->xg);
 	free(j);
 }
 
-/* A GRAPHFN op of x (taking a reference on it) running fn over node n. */
-static struct sg_op *exec_op(struct sg_gexec *x, struct sg_gnode *n,
-			     void (*fn)(struct sg_stream *, void *, int))
+/* The op of conditional node n of xg (taking a reference on xg). */
+static struct sg_op *cond_op(struct sg_xgraph *xg, struct sg_gnode *n)
 {
 	struct cond_job *j = malloc(sizeof(*j));
 	struct sg_op *op = j ? sg_op_new(SG_OP_GRAPHFN) : NULL;
@@ -2108,15 +2156,15 @@ static struct sg_op *exec_op(struct sg_gexec *x, struct sg_gnode *n,
 		free(j);
 		return NULL;
 	}
-	*j = (struct cond_job){x, n};
-	__atomic_add_fetch(&x->refs, 1, __ATOMIC_ACQ_REL);
-	op->u.gfn.run = fn;
+	*j = (struct cond_job){xg, n};
+	__atomic_add_fetch(&xg->refs, 1, __ATOMIC_ACQ_REL);
+	op->u.gfn.run = cond_op_run;
 	op->u.gfn.done = cond_op_done;
 	op->u.gfn.data = j;
 	return op;
 }
 
-static struct sg_op *gmem_op(struct sg_gexec *x, struct sg_gnode *n, CUresult *err)
+static struct sg_op *gmem_op(unsigned long long flags, struct sg_gnode *n, CUresult *err)
 {
 	struct alloc_job *j;
 	struct sg_op *op = sg_op_new(SG_OP_GRAPHFN);
@@ -2135,7 +2183,7 @@ static struct sg_op *gmem_op(struct sg_gexec *x, struct sg_gnode *n, CUresult *e
 		sg_op_free(op);
 		return NULL;
 	}
-	*err = sg_gmem_prepare(n->gmem, x->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
+	*err = sg_gmem_prepare(n->gmem, flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
 	if (*err) {
 		free(j);
 		sg_op_free(op);
@@ -2149,9 +2197,11 @@ static struct sg_op *gmem_op(struct sg_gexec *x, struct sg_gnode *n, CUresult *e
 	return op;
 }
 
-/* The ops a run of order (x's nodes) makes, in that order (nodes that do nothing have none). */
-static CUresult order_ops(struct sg_gexec *x, struct sg_gnode *const *order, size_t norder,
-			  struct sg_op ***out, size_t *nops)
+/* The ops a run of order (xg's nodes, of an executable instantiated with flags) makes, in that
+ * order (nodes that do nothing have none). */
+static CUresult order_ops(struct sg_xgraph *xg, unsigned long long flags,
+			  struct sg_gnode *const *order, size_t norder, struct sg_op ***out,
+			  size_t *nops)
 {
 	struct sg_op **ops = calloc(norder + 1, sizeof(*ops));
 	size_t k = 0;
@@ -2203,10 +2253,10 @@ static CUresult order_ops(struct sg_gexec *x, struct sg_gnode *const *order, siz
 			break;
 		case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
 		case CU_GRAPH_NODE_TYPE_MEM_FREE:
-			op = gmem_op(x, n, &err);
+			op = gmem_op(flags, n, &err);
 			break;
 		case CU_GRAPH_NODE_TYPE_CONDITIONAL:
-			op = exec_op(x, n, cond_op_run);
+			op = cond_op(xg, n);
 			break;
 		default:
 			continue; /* empty */
@@ -2228,17 +2278,20 @@ static CUresult order_ops(struct sg_gexec *x, struct sg_gnode *const *order, siz
  * Launch k of an executable: its first op (the gate) waits for launch k - 1 to finish, its
  * last marks launch k finished. Launches on one stream pass the gate at once; on two, the
  * second stream's worker waits there, as a WAIT op waits for an event. A finish op freed
- * without running (its stream torn down) still marks its launch finished.
+ * without running (its launch's queueing failed, or its stream was torn down) still marks
+ * its launch finished, but only once launch k - 1 has: until then it waits in the counter's
+ * list, so launch k + 1 still waits for k - 1.
  */
-struct launch_job {
+struct sg_launch_job {
 	struct sg_lorder *o;
 	uint64_t k;
 	bool ran;
+	struct sg_launch_job *next; /* in o->ahead */
 };
 
 static void gate_run(struct sg_stream *s, void *data, int sticky)
 {
-	struct launch_job *j = data;
+	struct sg_launch_job *j = data;
 
 	(void)s;
 	(void)sticky;
@@ -2248,28 +2301,68 @@ static void gate_run(struct sg_stream *s, void *data, int sticky)
 	pthread_mutex_unlock(&j->o->mu);
 }
 
-static void launch_finish(struct sg_lorder *o, uint64_t k)
+static void gate_done(void *data);
+
+/*
+ * Launch k finished. early: its finish job, which did not run; kept in o->ahead (true
+ * returned) when launch k - 1 has not finished yet. Otherwise the count moves to k, and past
+ * the launches kept there that follow, whose jobs go.
+ */
+static bool launch_finish(struct sg_lorder *o, uint64_t k, struct sg_launch_job *early)
 {
+	struct sg_launch_job *gone = NULL, **pp;
+	bool moved = true;
+
 	pthread_mutex_lock(&o->mu);
+	if (early && k > o->finished + 1) {
+		early->next = o->ahead;
+		o->ahead = early;
+		pthread_mutex_unlock(&o->mu);
+		return true;
+	}
 	if (o->finished < k)
 		o->finished = k;
+	while (moved) {
+		moved = false;
+		for (pp = &o->ahead; *pp; pp = &(*pp)->next) {
+			struct sg_launch_job *j = *pp;
+
+			if (j->k <= o->finished + 1) {
+				*pp = j->next;
+				if (o->finished < j->k)
+					o->finished = j->k;
+				j->next = gone;
+				gone = j;
+				moved = true;
+				break;
+			}
+		}
+	}
 	pthread_cond_broadcast(&o->cv);
 	pthread_mutex_unlock(&o->mu);
+	/* The caller's job still holds o. */
+	while (gone) {
+		struct sg_launch_job *j = gone;
+
+		gone = j->next;
+		gate_done(j);
+	}
+	return false;
 }
 
 static void finish_run(struct sg_stream *s, void *data, int sticky)
 {
-	struct launch_job *j = data;
+	struct sg_launch_job *j = data;
 
 	(void)s;
 	(void)sticky;
 	j->ran = true;
-	launch_finish(j->o, j->k);
+	launch_finish(j->o, j->k, NULL); /* its gate saw launch k - 1 finished */
 }
 
 static void gate_done(void *data)
 {
-	struct launch_job *j = data;
+	struct sg_launch_job *j = data;
 
 	lorder_unref(j->o);
 	free(j);
@@ -2277,23 +2370,23 @@ static void gate_done(void *data)
 
 static void finish_done(void *data)
 {
-	struct launch_job *j = data;
+	struct sg_launch_job *j = data;
 
-	if (!j->ran)
-		launch_finish(j->o, j->k);
+	if (!j->ran && launch_finish(j->o, j->k, j))
+		return; /* kept until launch k - 1 finishes */
 	gate_done(j);
 }
 
 static struct sg_op *launch_op(struct sg_gexec *x, uint64_t k, bool finish)
 {
-	struct launch_job *j = malloc(sizeof(*j));
+	struct sg_launch_job *j = malloc(sizeof(*j));
 	struct sg_op *op = j ? sg_op_new(SG_OP_GRAPHFN) : NULL;
 
 	if (op == NULL) {
 		free(j);
 		return NULL;
 	}
-	*j = (struct launch_job){x->lorder, k, false};
+	*j = (struct sg_launch_job){x->lorder, k, false, NULL};
 	__atomic_add_fetch(&x->lorder->refs, 1, __ATOMIC_ACQ_REL);
 	op->u.gfn.run = finish ? finish_run : gate_run;
 	op->u.gfn.done = finish ? finish_done : gate_done;
@@ -2313,9 +2406,9 @@ static CUresult launch_ops(struct sg_gexec *x, struct sg_op ***out, size_t *nops
 	fin = launch_op(x, x->launches + 1, true);
 	if (gate == NULL || fin == NULL)
 		goto out_free;
-	if (x->nconds && (d = exec_op(x, NULL, defaults_run)) == NULL)
+	if (x->nconds && (d = defaults_op(x)) == NULL)
 		goto out_free;
-	if ((r = order_ops(x, x->order, x->norder, &body, &nbody)))
+	if ((r = order_ops(x->xg, x->flags, x->order, x->norder, &body, &nbody)))
 		goto out_free;
 	ops = malloc((nbody + 3) * sizeof(*ops));
 	if (ops == NULL) {
@@ -2340,7 +2433,7 @@ out_free:
 	free(body);
 	sg_op_free(d);
 	if (fin)
-		((struct launch_job *)fin->u.gfn.data)->ran =
+		((struct sg_launch_job *)fin->u.gfn.data)->ran =
 			true; /* never queued: finishes nothing */
 	sg_op_free(fin);
 	sg_op_free(gate);

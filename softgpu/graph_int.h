@@ -58,11 +58,11 @@ struct sg_gcond {
 };
 
 struct sg_gexec {
-	struct sg_graph *g; /* private clone */
+	struct sg_graph *g;   /* private clone, xg's */
+	struct sg_xgraph *xg; /* counted: the nodes that queued conditional ops run */
 	unsigned long long flags;
 	struct sg_gnode **order;
 	size_t norder;
-	int refs;		 /* its handle, and each queued op of a conditional node */
 	struct sg_gcond **conds; /* every handle its nodes use, with a default to apply */
 	size_t nconds, capconds;
 	struct sg_gmem **gmems; /* every allocation node's memory (one instantiation each) */
@@ -74,12 +74,26 @@ struct sg_gexec {
 	struct sg_lorder *lorder;
 };
 
+/* An executable's private graph, counted by it and by its queued conditional nodes' ops, which
+ * run the nodes of their bodies: those never keep the executable, and what it claims (its
+ * allocation nodes' memory), alive. */
+struct sg_xgraph {
+	struct sg_graph *g;
+	int refs;
+};
+
+struct sg_launch_job; /* graph.c's: one launch's gate or finish op */
+
 /* An executable's finished launches, counted by it and its queued gate and finish ops (so
  * that those never keep the executable, and what it holds, alive). */
 struct sg_lorder {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	uint64_t finished; /* under mu, signalled on cv */
+	/* Launches that ended without running (never queued, or their stream torn down) while
+	 * the one before had not finished: each finishes once that one has (their finish ops'
+	 * jobs, kept here until then; under mu). */
+	struct sg_launch_job *ahead;
 	int refs;
 };
 

@@ -18,8 +18,11 @@
  * Bounds: IPC_MAX_EXPORTS handles per session (then CUDA_ERROR_OUT_OF_MEMORY), and at most
  * IPC_MAX_FDS distinct descriptors held for it (softgpu needs two: the device memory's memfd
  * and the registry's). All of it goes when the exporter's worker exits: later opens fail
- * with CUDA_ERROR_INVALID_HANDLE, as CUDA's do once the exporter has gone. Mappings already
- * opened keep their pages (the importing worker holds its own descriptors).
+ * with CUDA_ERROR_INVALID_HANDLE, as CUDA's do once the exporter has gone. A memory export
+ * goes earlier when its worker withdraws it (the allocation was freed, or its context went):
+ * a worker withdraws only its own, named by the driver's handle it registered, and the
+ * descriptors no export of it names any more are closed. Mappings already opened keep
+ * their pages (the importing worker holds its own descriptors).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,7 +52,7 @@
 #define CU_INVALID_CONTEXT 201u
 #define CU_INVALID_HANDLE 400u
 
-enum { IPC_OP_EXPORT = 1, IPC_OP_OPEN = 2 };
+enum { IPC_OP_EXPORT = 1, IPC_OP_OPEN = 2, IPC_OP_WITHDRAW = 3 };
 enum { IPC_KIND_MEM = 1, IPC_KIND_EVENT = 2 };
 
 struct ipc_export {
@@ -67,11 +70,11 @@ struct gp_ipc_chan {
 	struct ipc_export *exp;
 	unsigned nexp;
 	struct {
-		int fd;
+		int fd; /* -1: a slot free again */
 		dev_t dev;
 		ino_t ino;
 	} fds[IPC_MAX_FDS];
-	unsigned nfds;
+	unsigned nfds; /* slots used, free ones included */
 };
 
 static uint64_t host_id;
@@ -133,25 +136,30 @@ static void reply(struct gp_ipc_chan *c, Gp__IpcReply *rep, const int *fds, unsi
 static int keep_fd(struct gp_ipc_chan *c, int fd)
 {
 	struct stat st;
+	unsigned slot = c->nfds;
 
 	if (fstat(fd, &st)) {
 		close(fd);
 		return -1;
 	}
 	for (unsigned i = 0; i < c->nfds; i++) {
-		if (c->fds[i].dev == st.st_dev && c->fds[i].ino == st.st_ino) {
+		if (c->fds[i].fd >= 0 && c->fds[i].dev == st.st_dev && c->fds[i].ino == st.st_ino) {
 			close(fd);
 			return (int)i;
 		}
+		if (c->fds[i].fd < 0 && slot == c->nfds)
+			slot = i;
 	}
-	if (c->nfds == IPC_MAX_FDS) {
+	if (slot == IPC_MAX_FDS) {
 		close(fd);
 		return -1;
 	}
-	c->fds[c->nfds].fd = fd;
-	c->fds[c->nfds].dev = st.st_dev;
-	c->fds[c->nfds].ino = st.st_ino;
-	return (int)c->nfds++;
+	c->fds[slot].fd = fd;
+	c->fds[slot].dev = st.st_dev;
+	c->fds[slot].ino = st.st_ino;
+	if (slot == c->nfds)
+		c->nfds++;
+	return (int)slot;
 }
 
 /* Only what softgpu hands over: a regular file sealed at its size (a memfd). The importer's
@@ -222,6 +230,39 @@ answer:
 	return CU_OK;
 }
 
+/* The worker's own memory export of this driver handle goes (its allocation was freed), and
+ * the descriptors no other export names. */
+static unsigned do_withdraw(struct gp_ipc_chan *c, const Gp__IpcRequest *rq)
+{
+	struct ipc_export gone;
+	unsigned i;
+
+	if (rq->kind != IPC_KIND_MEM || rq->handle.len != IPC_HANDLE_BYTES || rq->nfds)
+		return CU_INVALID_VALUE;
+	for (i = 0; i < c->nexp; i++)
+		if (c->exp[i].kind == rq->kind &&
+		    memcmp(c->exp[i].handle, rq->handle.data, IPC_HANDLE_BYTES) == 0)
+			break;
+	if (i == c->nexp)
+		return CU_INVALID_VALUE;
+	gone = c->exp[i];
+	c->exp[i] = c->exp[--c->nexp];
+	for (unsigned k = 0; k < gone.nfds; k++) {
+		int f = gone.fd[k];
+		bool named = false;
+
+		for (unsigned j = 0; j < c->nexp && !named; j++)
+			named = (c->exp[j].nfds > 0 && c->exp[j].fd[0] == f) ||
+				(c->exp[j].nfds > 1 && c->exp[j].fd[1] == f);
+		if (!named && f >= 0 && c->fds[f].fd >= 0) {
+			close(c->fds[f].fd);
+			c->fds[f].fd = -1;
+		}
+	}
+	gp_log_debug("session %llu withdrew an IPC memory export", (unsigned long long)c->s->id);
+	return CU_OK;
+}
+
 static unsigned do_open(struct gp_ipc_chan *c, const Gp__IpcRequest *rq, Gp__IpcReply *rep,
 			int *fds, unsigned *nfds)
 {
@@ -288,6 +329,8 @@ static void serve(struct gp_ipc_chan *c, const uint8_t *buf, size_t len, int *fd
 		rep.result = do_export(c, rq, fds, nfds, &rep, secret);
 	else if (rq->op == IPC_OP_OPEN && nfds == 0)
 		rep.result = do_open(c, rq, &rep, out, &nout);
+	else if (rq->op == IPC_OP_WITHDRAW && nfds == 0)
+		rep.result = do_withdraw(c, rq);
 	else
 		rep.result = CU_INVALID_VALUE;
 	close_all(fds, nfds);
@@ -375,7 +418,8 @@ void gp__ipc_detach(struct gp_session *s)
 	s->ipc = NULL;
 	c->s = NULL;
 	for (unsigned i = 0; i < c->nfds; i++)
-		close(c->fds[i].fd);
+		if (c->fds[i].fd >= 0)
+			close(c->fds[i].fd);
 	free(c->exp);
 	c->exp = NULL;
 	c->nexp = c->nfds = 0;

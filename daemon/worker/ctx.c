@@ -84,7 +84,7 @@ CUresult gp__serve_ctx_destroy(struct gp_worker *w, struct gp_req *rq,
 		w->current = NULL;
 		w->drv.cuCtxSetCurrent(NULL);
 	}
-	gp__staging_forget();
+	gp__staging_forget(ctx);
 	gp__forget_ctx(w, a->ctx);
 	gp__handle_release(w, a->ctx);
 	rq->wait = (struct gp_wait){.kind = GP_WAIT_CTX_DESTROY, .ctx = ctx};
@@ -182,7 +182,8 @@ CUresult gp__serve_primary_release(struct gp_worker *w, struct gp_req *rq,
 		w->drv.cuCtxSetCurrent(NULL);
 	}
 	w->primary_refs[d] = 0;
-	gp__staging_forget();
+	if (h)
+		gp__staging_forget(h->ptr);
 	gp__forget_ctx(w, w->primary[d]);
 	gp__handle_release(w, w->primary[d]);
 	w->primary[d] = 0;
@@ -208,9 +209,10 @@ CUresult gp__serve_primary_reset(struct gp_worker *w, struct gp_req *rq,
 	rq->wait = (struct gp_wait){
 		.kind = GP_WAIT_PRIMARY_RESET, .device = a->device_drv, .session_device = (int)d};
 	if (w->primary[d]) {
-		struct gp_handle *ph;
+		struct gp_handle *ph = gp__handle_get(w, w->primary[d], GP_H_CTX);
 
-		gp__staging_forget();
+		if (ph)
+			gp__staging_forget(ph->ptr);
 		gp__forget_ctx(w, w->primary[d]);
 		ph = gp__handle_get(w, w->primary[d], GP_H_CTX);
 		if (ph) {

@@ -13,6 +13,11 @@
  * for it) until cuIpcCloseMemHandle has closed every open of it. An opened event is an
  * ordinary event handle of the session.
  *
+ * An export of the session's memory lasts as long as its allocation: when it is freed, or
+ * its context goes, the worker withdraws it (before the driver frees it), so a later open of
+ * its pool handle is refused, and memory the session allocates later at the same address is
+ * never reached through it.
+ *
  * The supervisor is asked on the worker's IPC socket (GP_WORKER_FD_IPC, SOCK_SEQPACKET), one
  * request at a time under w->lock, waiting at most IPC_WAIT_MS for the answer.
  */
@@ -36,7 +41,7 @@
 /* The owner of an opened range in the session's table (a module id never is all ones). */
 #define IPC_OWNER UINT64_MAX
 
-enum { IPC_OP_EXPORT = 1, IPC_OP_OPEN = 2 };
+enum { IPC_OP_EXPORT = 1, IPC_OP_OPEN = 2, IPC_OP_WITHDRAW = 3 };
 enum { IPC_KIND_MEM = 1, IPC_KIND_EVENT = 2 };
 
 /* The driver's IPC entry points, found on first use (NVIDIA's and softgpu's both have them). */
@@ -61,6 +66,17 @@ struct import {
 static struct import imports[IPC_MAX_IMPORTS];
 static unsigned nimports;
 static uint32_t next_seq;
+
+/* One allocation of the session's that was exported, and its driver handle (as many as the
+ * supervisor keeps a session). */
+#define IPC_MAX_EXPORTS 256
+struct mem_export {
+	CUdeviceptr ptr;
+	uint64_t ctx;
+	CUipcMemHandle h;
+};
+static struct mem_export exports[IPC_MAX_EXPORTS];
+static unsigned nexports;
 
 static void look_up(struct gp_worker *w)
 {
@@ -297,6 +313,7 @@ CUresult gp__serve_ipc_mem_export(struct gp_worker *w, struct gp_req *rq,
 				  struct gp_out_ipc_mem_export *o)
 {
 	struct gp_alloc *al = gp__alloc_find(w, a->dptr);
+	struct mem_export *e = NULL;
 	CUipcMemHandle h;
 	CUresult r;
 
@@ -306,11 +323,65 @@ CUresult gp__serve_ipc_mem_export(struct gp_worker *w, struct gp_req *rq,
 	 * range (the driver refuses the rest too). */
 	if (!al || al->module || al->pool || al->graph)
 		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < nexports && !e; i++)
+		if (exports[i].ptr == al->ptr && exports[i].ctx == al->ctx)
+			e = &exports[i];
+	if (!e && nexports == IPC_MAX_EXPORTS)
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	memset(&h, 0, sizeof(h));
 	r = drv.get_mem(&h, a->dptr);
 	if (r != CUDA_SUCCESS)
 		return r;
-	return export_handle(IPC_KIND_MEM, &h, &o->host, &o->session, &o->secret_hi, &o->secret_lo);
+	r = export_handle(IPC_KIND_MEM, &h, &o->host, &o->session, &o->secret_hi, &o->secret_lo);
+	if (r == CUDA_SUCCESS && !e)
+		exports[nexports++] = (struct mem_export){al->ptr, al->ctx, h};
+	return r;
+}
+
+/* Export i withdrawn from the supervisor, and from the list. */
+static void withdraw(unsigned i)
+{
+	Gp__IpcRequest rq = GP__IPC_REQUEST__INIT;
+	Gp__IpcReply *rep;
+	int none[2];
+	unsigned nnone;
+
+	rq.op = IPC_OP_WITHDRAW;
+	rq.kind = IPC_KIND_MEM;
+	rq.handle.data = (uint8_t *)&exports[i].h;
+	rq.handle.len = sizeof(exports[i].h);
+	rep = ask(&rq, NULL, 0, none, &nnone);
+	close_fds(none, nnone);
+	/* Not withdrawn (the pool did not answer): its later opens reach the driver, which
+	 * checks the handle itself. */
+	if (!rep || rep->result != CUDA_SUCCESS)
+		gp_log_warnx("IPC: an export of freed memory not withdrawn (%d)",
+			     rep ? (int)rep->result : -1);
+	if (rep)
+		gp__ipc_reply__free_unpacked(rep, NULL);
+	exports[i] = exports[--nexports];
+}
+
+void gp__ipc_mem_freed(struct gp_worker *w, CUdeviceptr ptr, uint64_t ctx)
+{
+	(void)w;
+	for (unsigned i = 0; i < nexports;) {
+		if (exports[i].ptr == ptr && exports[i].ctx == ctx)
+			withdraw(i);
+		else
+			i++;
+	}
+}
+
+void gp__ipc_forget_ctx(struct gp_worker *w, uint64_t ctx)
+{
+	(void)w;
+	for (unsigned i = 0; i < nexports;) {
+		if (exports[i].ctx == ctx)
+			withdraw(i);
+		else
+			i++;
+	}
 }
 
 /* Opens whose range left the session's table (their context was destroyed, which closes

@@ -538,7 +538,8 @@ struct on_stream {
 	bool data;  /* send the staging's bytes as DATA first (device to host) */
 	void *buf;  /* page-locked staging (cap bytes of it), back to `spare` after */
 	uint64_t bytes, cap;
-	unsigned epoch; /* staging_epoch when it was taken */
+	CUcontext ctx;	/* the context current when it was taken, its staging's */
+	unsigned epoch; /* that context's epoch then */
 	struct on_stream *next;
 	/* Streamed device to host (more than one COPY_UNIT): the sender thread sends each
 	 * unit once the event recorded after it has completed. All under staging_lock. */
@@ -551,11 +552,23 @@ struct on_stream {
 };
 
 /* Staging is made once and kept for the session: freeing page-locked memory synchronizes
- * the device on some drivers (softgpu's), which the main thread must never wait for. */
+ * the device on some drivers (softgpu's), which the main thread must never wait for. It is
+ * made in the context current then and goes with it: a spare is reused only in that context
+ * (a copy queued in another could outlive it), and is dropped when that context goes, but
+ * not when another does. */
 struct spare {
 	void *buf;
 	uint64_t cap;
+	CUcontext ctx; /* made in it */
 	struct spare *next;
+};
+
+/* A context with staging made in it, and its epoch: staging tagged with another epoch (its
+ * context went since, and the driver may hand out its address again) is not kept. */
+struct ctx_epoch {
+	CUcontext ctx;
+	unsigned epoch;
+	struct ctx_epoch *next;
 };
 
 static pthread_mutex_t staging_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -563,7 +576,32 @@ static struct on_stream *answered; /* done: their staging is free again */
 static struct spare *spares;	   /* staging not in use */
 static uint64_t staged;		   /* bytes of staging made (at most STAGING_MAX) */
 static unsigned outstanding;	   /* answers queued on streams, not yet reaped */
-static unsigned staging_epoch;	   /* moves when a context goes, and its staging with it */
+static struct ctx_epoch *epochs;   /* the live contexts staging was made in */
+static unsigned last_epoch;	   /* the epoch a context last got (0: none) */
+
+/* With staging_lock held: ctx's epoch, 0 if it has none; with make, a new one then (0 still
+ * if none can be recorded: its staging is not kept). */
+static unsigned epoch_of(CUcontext ctx, bool make)
+{
+	struct ctx_epoch *e;
+
+	for (e = epochs; e; e = e->next)
+		if (e->ctx == ctx)
+			return e->epoch;
+	if (!make || !(e = malloc(sizeof(*e))))
+		return 0;
+	if (++last_epoch == 0)
+		last_epoch = 1;
+	*e = (struct ctx_epoch){ctx, last_epoch, epochs};
+	epochs = e;
+	return e->epoch;
+}
+
+/* With staging_lock held: whether staging tagged (ctx, epoch) is still its context's. */
+static bool epoch_live(CUcontext ctx, unsigned epoch)
+{
+	return epoch && epoch_of(ctx, false) == epoch;
+}
 
 static void CUDA_CB stream_reached(CUstream s, CUresult status, void *arg)
 {
@@ -594,10 +632,10 @@ static void CUDA_CB stream_reached(CUstream s, CUresult status, void *arg)
 /* With staging_lock held: o's staging is free for another copy. */
 static void give_back(struct on_stream *o)
 {
-	struct spare *sp = o->buf && o->epoch == staging_epoch ? malloc(sizeof(*sp)) : NULL;
+	struct spare *sp = o->buf && epoch_live(o->ctx, o->epoch) ? malloc(sizeof(*sp)) : NULL;
 
 	if (sp) {
-		*sp = (struct spare){o->buf, o->cap, spares};
+		*sp = (struct spare){o->buf, o->cap, o->ctx, spares};
 		spares = sp;
 	} else if (o->buf) {
 		staged -= o->cap; /* not kept: the process frees it at its end */
@@ -614,7 +652,7 @@ static void drop_events(struct gp_worker *w, struct on_stream *o, uint64_t n)
 	bool live;
 
 	pthread_mutex_lock(&staging_lock);
-	live = o->epoch == staging_epoch;
+	live = epoch_live(o->ctx, o->epoch);
 	pthread_mutex_unlock(&staging_lock);
 	for (uint64_t i = 0; live && o->ev && i < n; i++)
 		GP_DRV(w, cuEventDestroy_v2, o->ev[i]);
@@ -638,17 +676,32 @@ void gp__dtoh_async_reap(struct gp_worker *w)
 	}
 }
 
-void gp__staging_forget(void)
+void gp__staging_forget(CUcontext ctx)
 {
-	pthread_mutex_lock(&staging_lock);
-	while (spares) {
-		struct spare *sp = spares;
+	struct spare **pp = &spares;
+	struct ctx_epoch **ep = &epochs;
 
-		spares = sp->next;
+	pthread_mutex_lock(&staging_lock);
+	while (*pp) {
+		struct spare *sp = *pp;
+
+		if (sp->ctx != ctx) {
+			pp = &sp->next;
+			continue;
+		}
+		*pp = sp->next;
 		staged -= sp->cap;
 		free(sp);
 	}
-	staging_epoch++;
+	/* Staging of ctx still on a stream is not kept when it comes back. */
+	while (*ep && (*ep)->ctx != ctx)
+		ep = &(*ep)->next;
+	if (*ep) {
+		struct ctx_epoch *e = *ep;
+
+		*ep = e->next;
+		free(e);
+	}
 	pthread_mutex_unlock(&staging_lock);
 }
 
@@ -671,6 +724,7 @@ static struct on_stream *stage(struct gp_worker *w, const struct gp_req *rq, uin
 	struct spare **pp, *sp = NULL;
 	void *buf = NULL;
 	uint64_t cap = 0;
+	unsigned epoch;
 	bool make = false;
 
 	gp__dtoh_async_reap(w);
@@ -680,8 +734,9 @@ static struct on_stream *stage(struct gp_worker *w, const struct gp_req *rq, uin
 	if (!o)
 		return NULL;
 	pthread_mutex_lock(&staging_lock);
+	epoch = epoch_of(w->current, true);
 	for (pp = &spares; bytes && *pp; pp = &(*pp)->next) {
-		if ((*pp)->cap >= bytes) {
+		if ((*pp)->ctx == w->current && (*pp)->cap >= bytes) {
 			sp = *pp;
 			*pp = sp->next;
 			break;
@@ -717,9 +772,10 @@ static struct on_stream *stage(struct gp_worker *w, const struct gp_req *rq, uin
 				.reply = !rq->async,
 				.buf = buf,
 				.bytes = bytes,
-				.cap = cap};
+				.cap = cap,
+				.ctx = w->current,
+				.epoch = epoch};
 	pthread_mutex_lock(&staging_lock);
-	o->epoch = staging_epoch;
 	outstanding++;
 	pthread_mutex_unlock(&staging_lock);
 	return o;
@@ -863,8 +919,11 @@ struct ring {
 	bool closed;	       /* its events destroyed */
 };
 
+/* The ring serves copies in any context while its own lives: each copy through it has
+ * completed before it returns, and a context goes only between calls. */
 static uint8_t *ring_mem;   /* RING_SLOTS units, page-locked, kept */
-static unsigned ring_epoch; /* staging_epoch when it was made */
+static CUcontext ring_ctx;  /* made in it */
+static unsigned ring_epoch; /* its epoch then */
 
 static uint8_t *slot(unsigned k)
 {
@@ -884,20 +943,31 @@ static CUresult slot_wait(struct ring *g, unsigned k)
 
 static CUresult ring_open(struct ring *g)
 {
+	const char *no_ring = getenv("GPUPOOL_WORKER_NO_RING");
 	struct gp_worker *w = g->w;
 	unsigned epoch;
+	bool live;
 	void *p;
 
+	/* A test hook: copies past the staging bound go chunk by chunk, as when the ring's
+	 * page-locked memory cannot be made. */
+	if (no_ring && strcmp(no_ring, "1") == 0) {
+		gp_log_debug(
+			"a copy past the staging bound without the ring (GPUPOOL_WORKER_NO_RING)");
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
 	pthread_mutex_lock(&staging_lock);
-	epoch = staging_epoch;
+	live = ring_mem && epoch_live(ring_ctx, ring_epoch);
+	epoch = live ? ring_epoch : epoch_of(w->current, true);
 	pthread_mutex_unlock(&staging_lock);
-	if (ring_mem && ring_epoch != epoch)
+	if (!live)
 		ring_mem = NULL; /* made in a context that went, and gone with it */
 	if (!ring_mem) {
 		if (GP_DRV(w, cuMemHostAlloc, &p, (size_t)RING_SLOTS * COPY_UNIT,
 			   CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		ring_mem = p;
+		ring_ctx = w->current;
 		ring_epoch = epoch;
 	}
 	for (unsigned k = 0; k < RING_SLOTS; k++) {
@@ -1042,6 +1112,7 @@ struct dtoh {
 	struct layout l;
 	uint64_t sid;
 	CUstream stream;
+	bool first_read; /* the first chunk is in the staging buffer already */
 };
 
 static const uint8_t *dtoh_read(void *arg, uint64_t off, size_t n, int *err)
@@ -1051,6 +1122,11 @@ static const uint8_t *dtoh_read(void *arg, uint64_t off, size_t n, int *err)
 	uint8_t *buf = w->staging;
 	CUresult r = CUDA_SUCCESS;
 
+	if (off == 0 && c->first_read) {
+		c->first_read = false;
+		*err = 0;
+		return w->staging;
+	}
 	while (n && r == CUDA_SUCCESS) {
 		uint64_t run;
 		CUdeviceptr src = layout_at(&c->l, off, &run);
@@ -1283,7 +1359,7 @@ static bool dtoh_streamed(struct gp_worker *w, struct gp_req *rq, struct on_stre
 static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout *l, uint64_t sid,
 		     CUstream s)
 {
-	struct dtoh cp = {w, *l, sid, s};
+	struct dtoh cp = {w, *l, sid, s, false};
 	struct gp_bulk_source src = {.read = dtoh_read, .arg = &cp};
 	struct ring g = {.w = w, .l = l, .s = s};
 	uint64_t bytes = layout_bytes(l);
@@ -1317,6 +1393,15 @@ static CUresult dtoh(struct gp_worker *w, struct gp_req *rq, const struct layout
 		 * as a source that fails at once. */
 		if (!ring_read(&g, 0, 0, &err))
 			return ring_close(&g, (CUresult)err);
+	} else {
+		size_t n = bytes < GP_CHUNK_SIZE ? (size_t)bytes : GP_CHUNK_SIZE;
+		int err;
+
+		/* Chunk by chunk without the ring: the first likewise before the send lock (it
+		 * waits for the stream, and the stream for those answers). */
+		if (!dtoh_read(&cp, 0, n, &err))
+			return (CUresult)err;
+		cp.first_read = true;
 	}
 	gp_conn_send_lock(w->client);
 	ret = gp_bulk_send(w->client, GP_MSG_DATA, 0, rq->h->request_id, NULL, bytes, &src);

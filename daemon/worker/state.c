@@ -86,6 +86,7 @@ bool gp__range2d_owned(struct gp_worker *w, CUdeviceptr base, uint64_t pitch, ui
 
 void gp__alloc_remove(struct gp_worker *w, struct gp_alloc *a)
 {
+	gp__ipc_mem_freed(w, a->ptr, a->ctx);
 	gp_owner_alloc_remove(&w->own, a);
 	gp__publish_mem(w);
 }
@@ -127,6 +128,7 @@ void gp__forget_module(struct gp_worker *w, uint64_t module)
 void gp__forget_ctx(struct gp_worker *w, uint64_t ctx)
 {
 	gp_owner_libinst_forget(&w->own, 0, ctx);
+	gp__ipc_forget_ctx(w, ctx);
 	gp_owner_alloc_forget(&w->own, ctx, 0);
 	gp__mem_window_forget_ctx(w, ctx);
 	gp__managed_forget_ctx(w, ctx);

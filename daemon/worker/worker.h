@@ -475,10 +475,16 @@ void gp__dtoh_async_reap(struct gp_worker *w);
 /* A call queued on s (a memset, a device copy) answered when s gets there (the main thread
  * never waits for a stream: a host function there may wait for a frame only it reads). */
 CUresult gp__answer_on_stream(struct gp_worker *w, struct gp_req *rq, CUstream s);
-/* A context went (destroyed, reset, its last release): staging made in it went too. */
-void gp__staging_forget(void);
+/* Context ctx went (destroyed, reset, its last release): staging made in it went too (that
+ * of other contexts stays). */
+void gp__staging_forget(CUcontext ctx);
 /* Whether a stream still owes an answer, or holds staging (the process then _exits). */
 bool gp__stream_answers_pending(struct gp_worker *w);
+
+/* ipc.c: the exports of an allocation being freed, or of a context going, withdrawn from
+ * the supervisor (before the driver frees the memory). */
+void gp__ipc_mem_freed(struct gp_worker *w, CUdeviceptr ptr, uint64_t ctx);
+void gp__ipc_forget_ctx(struct gp_worker *w, uint64_t ctx);
 
 /* hostfn.c: HOST_DONE from the client: its host function returned, the stream goes on. */
 int gp__host_done(struct gp_worker *w, const struct gp_frame_hdr *h);

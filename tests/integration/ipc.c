@@ -6,6 +6,12 @@
  *   ipc import DIR   opens both handles, runs a kernel that reads and rewrites every word,
  *                    records the event and says so (DIR/recorded), then closes;
  *   ipc refused DIR  must fail to open the handles (another tenant, or the exporter gone);
+ *   ipc freed DIR    exports and frees more allocations than a session may export at once,
+ *                    then writes DIR/handle with three memory handles: of an allocation it
+ *                    keeps, of one it freed (and allocated again, likely at its address), and
+ *                    of one in a context it destroyed; waits for DIR/checked;
+ *   ipc open-freed DIR  opens those: the first reads the kept words, the other two must fail
+ *                    with CUDA_ERROR_INVALID_HANDLE;
  *   ipc handover DIR as export and import together, but the exporter is not dumpable (as a
  *                    pool worker) and its child importer (another user when run as root)
  *                    cannot reach its descriptors: softgpu's export table (softgpu_ipc.h)
@@ -510,6 +516,105 @@ static int do_handed(int sock)
 	return 0;
 }
 
+static void write_mem_handles(const CUipcMemHandle *h, unsigned n)
+{
+	FILE *f = fopen(path("handle.tmp"), "wb");
+
+	if (f == NULL || fwrite(h, sizeof(*h), n, f) != n || fclose(f) ||
+	    rename(path("handle.tmp"), path("handle"))) {
+		printf("FAIL cannot write the handles\n");
+		exit(1);
+	}
+}
+
+static int do_freed(void)
+{
+	unsigned host[N], other_words[N];
+	CUipcMemHandle h[3], scratch;
+	CUdeviceptr keep, gone, again, in_ctx, d;
+	CUcontext primary, other;
+	CUdevice dev;
+
+	context();
+	CK(cuCtxGetCurrent(&primary));
+	CK(cuDeviceGet(&dev, 0));
+	for (unsigned i = 0; i < N; i++) {
+		host[i] = i * 5 + 1;
+		other_words[i] = 0xa5a50000u + i;
+	}
+	CK(cuMemAlloc(&keep, sizeof(host)));
+	CK(cuMemcpyHtoD(keep, host, sizeof(host)));
+	CK(cuIpcGetMemHandle(&h[0], keep));
+	/* Exported and freed, over and over: more than a session holds exported at once. */
+	for (int i = 0; i < 300; i++) {
+		CK(cuMemAlloc(&d, sizeof(host)));
+		CK(cuIpcGetMemHandle(&scratch, d));
+		CK(cuMemFree(d));
+	}
+	CK(cuMemAlloc(&gone, sizeof(host)));
+	CK(cuMemcpyHtoD(gone, host, sizeof(host)));
+	CK(cuIpcGetMemHandle(&h[1], gone));
+	CK(cuMemFree(gone));
+	/* Memory of the session's own that the freed allocation's handle must not reach. */
+	CK(cuMemAlloc(&again, sizeof(other_words)));
+	CK(cuMemcpyHtoD(again, other_words, sizeof(other_words)));
+	CK(cuCtxCreate(&other, NULL, 0, dev));
+	CK(cuMemAlloc(&in_ctx, sizeof(host)));
+	CK(cuMemcpyHtoD(in_ctx, host, sizeof(host)));
+	CK(cuIpcGetMemHandle(&h[2], in_ctx));
+	CK(cuCtxDestroy(other));
+	CK(cuCtxSetCurrent(primary));
+	write_mem_handles(h, 3);
+	await("checked");
+	CK(cuMemFree(keep));
+	CK(cuMemFree(again));
+	printf("OK exporter: 302 allocations exported and freed, the address %s again\n",
+	       again == gone ? "used" : "not used");
+	return 0;
+}
+
+static int do_open_freed(void)
+{
+	static const char *what[3] = {"kept", "freed", "destroyed context's"};
+	CUipcMemHandle h[3];
+	unsigned seen[N];
+	CUdeviceptr d;
+	FILE *f = fopen(path("handle"), "rb");
+
+	if (f == NULL || fread(h, sizeof(h[0]), 3, f) != 3) {
+		printf("FAIL cannot read %s\n", path("handle"));
+		return 1;
+	}
+	fclose(f);
+	context();
+	for (int k = 1; k < 3; k++) {
+		CUresult r = cuIpcOpenMemHandle(&d, h[k], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+
+		if (r == CUDA_SUCCESS) {
+			CK(cuMemcpyDtoH(seen, d, sizeof(seen)));
+			printf("FAIL the %s allocation's handle opened (its first word %#x)\n",
+			       what[k], seen[0]);
+			return 1;
+		}
+		if (r != CUDA_ERROR_INVALID_HANDLE) {
+			printf("FAIL the %s allocation's handle: %s\n", what[k], name(r));
+			return 1;
+		}
+	}
+	CK(cuIpcOpenMemHandle(&d, h[0], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+	CK(cuMemcpyDtoH(seen, d, sizeof(seen)));
+	for (unsigned i = 0; i < N; i++) {
+		if (seen[i] != i * 5 + 1) {
+			printf("FAIL the kept allocation's word %u reads %u\n", i, seen[i]);
+			return 1;
+		}
+	}
+	CK(cuIpcCloseMemHandle(d));
+	touch("checked");
+	printf("OK importer: the kept allocation opened and read, the freed ones refused\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -518,7 +623,8 @@ int main(int argc, char **argv)
 		return do_handed(atoi(argv[3]));
 	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: ipc export|import|refused|forged|handover DIR\n");
+		fprintf(stderr,
+			"usage: ipc export|import|refused|forged|handover|freed|open-freed DIR\n");
 		return 2;
 	}
 	dir = argv[2];
@@ -532,6 +638,10 @@ int main(int argc, char **argv)
 		return do_forged();
 	if (strcmp(argv[1], "refused") == 0)
 		return do_refused();
+	if (strcmp(argv[1], "freed") == 0)
+		return do_freed();
+	if (strcmp(argv[1], "open-freed") == 0)
+		return do_open_freed();
 	fprintf(stderr, "ipc: unknown mode %s\n", argv[1]);
 	return 2;
 }

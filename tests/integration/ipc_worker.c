@@ -117,6 +117,10 @@ int main(int argc, char **argv)
 	ask("export-unadmitted", req(&rq, 1, 1, 64, 1), &sealed, 1);
 	ask("open-with-fds", req(&rq, 2, 1, 0, 0), &sealed, 1);
 	ask("open-unadmitted", req(&rq, 2, 1, 0, 0), NULL, 0);
+	ask("withdraw-unexported", req(&rq, 3, 1, 64, 0), NULL, 0);
+	ask("withdraw-short-handle", req(&rq, 3, 1, 10, 0), NULL, 0);
+	ask("withdraw-event", req(&rq, 3, 2, 64, 0), NULL, 0);
+	ask("withdraw-with-fds", req(&rq, 3, 1, 64, 1), &sealed, 1);
 	ask("op-unknown", req(&rq, 9, 1, 64, 0), NULL, 0);
 	close(passwd);
 	close(plain);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The supervisor's side of CUDA IPC against a compromised worker (ipc_worker, named as the
 # worker): descriptors that are not sealed memfds, miscounted ones, short handles, unknown
-# kinds and operations, descriptors with an open, and requests before admission are refused
+# kinds and operations, descriptors with an open, and requests before admission are refused,
+# as are withdrawals of nothing exported, of short handles, of an event and with descriptors,
 # and the descriptors closed; a datagram that does not parse ends that session; the daemon
 # goes on serving.
 . "$(dirname "$0")/lib.sh"
@@ -29,6 +30,10 @@ expect export-kind 1
 expect export-unadmitted 201
 expect open-with-fds 1
 expect open-unadmitted 201
+expect withdraw-unexported 1
+expect withdraw-short-handle 1
+expect withdraw-event 1
+expect withdraw-with-fds 1
 expect op-unknown 1
 grep -qx garbage "$GPUPOOL_TEST_IPC_OUT" || fail "ipc_worker did not get to its last request"
 wait_for '.sessions | length == 0' 20
