@@ -73,11 +73,14 @@ struct gp_iexec {
 	/* its graph has allocation nodes: a launch can fail for memory the program has not
 	 * freed yet, which CUDA reports from cuGraphLaunch itself, so it waits for the answer */
 	bool waits;
+	uint64_t graph; /* the worker's graph it was made from */
 };
 
 static void gmem_forget(uint64_t graph, uint64_t capture);
 static void gmem_orphan(uint64_t graph);
 static bool gmem_any(uint64_t graph);
+static void gexec_count(uint64_t graph, int delta);
+static void gmem_sweep(void);
 static void gmem_forget_base(uintptr_t base);
 
 static CUresult client_copy(struct gp_ictx *c, uint64_t sid, uint64_t graph, CUdeviceptr dev,
@@ -1296,9 +1299,18 @@ struct gmem {
 	uintptr_t base;
 	uint64_t graph;	  /* the worker's graph */
 	uint64_t capture; /* the driver's capture id while it is being captured; else 0 */
+	bool orphan;	  /* its graph was destroyed */
+	bool swept;	  /* asked about in the sweep under way */
+	struct gp_ictx *ctx;
 };
 static struct gmem *gmems;
 static size_t ngmems, capgmems;
+/* The live executables of each graph with allocation nodes (under gmem_lock). */
+static struct gexec {
+	uint64_t graph;
+	unsigned n;
+} * gexecs;
+static size_t ngexecs, capgexecs;
 
 static int gmem_add(uintptr_t base, size_t size, struct gp_ictx *c, uint64_t graph,
 		    uint64_t capture)
@@ -1321,7 +1333,8 @@ static int gmem_add(uintptr_t base, size_t size, struct gp_ictx *c, uint64_t gra
 		}
 	}
 	if (ngmems < capgmems)
-		gmems[ngmems++] = (struct gmem){.base = base, .graph = graph, .capture = capture};
+		gmems[ngmems++] =
+			(struct gmem){.base = base, .graph = graph, .capture = capture, .ctx = c};
 	else
 		ret = -ENOMEM;
 	pthread_mutex_unlock(&gmem_lock);
@@ -1366,7 +1379,93 @@ static void gmem_orphan(uint64_t graph)
 	pthread_mutex_lock(&gmem_lock);
 	for (size_t i = 0; i < ngmems; i++)
 		if (gmems[i].graph == graph)
-			gmems[i].graph = 0;
+			gmems[i].orphan = true;
+	pthread_mutex_unlock(&gmem_lock);
+	gmem_sweep();
+}
+
+static size_t gexec_at(uint64_t graph)
+{
+	size_t i = 0;
+
+	while (i < ngexecs && gexecs[i].graph != graph)
+		i++;
+	return i;
+}
+
+/* An executable of a graph with allocation nodes was made (+1) or destroyed (-1). */
+static void gexec_count(uint64_t graph, int delta)
+{
+	size_t i;
+
+	pthread_mutex_lock(&gmem_lock);
+	i = gexec_at(graph);
+	if (delta > 0 && i == ngexecs) {
+		if (ngexecs == capgexecs) {
+			size_t nc = capgexecs ? capgexecs * 2 : 8;
+			struct gexec *m = realloc(gexecs, nc * sizeof(*m));
+
+			if (m) {
+				gexecs = m;
+				capgexecs = nc;
+			}
+		}
+		if (ngexecs < capgexecs)
+			gexecs[ngexecs++] = (struct gexec){.graph = graph};
+	}
+	if (i < ngexecs) {
+		if (delta > 0)
+			gexecs[i].n++;
+		else if (gexecs[i].n && --gexecs[i].n == 0)
+			gexecs[i] = gexecs[--ngexecs];
+	}
+	pthread_mutex_unlock(&gmem_lock);
+}
+
+/*
+ * An address of a destroyed graph whose executables are all gone is forgotten once the pool
+ * no longer counts it as the session's (freed by its graph or outside it): asked, one
+ * address at a time, with no lock held (a graph's allocation nodes: a handful).
+ */
+void gp__graphmem_sweep(void)
+{
+	gmem_sweep();
+}
+
+static void gmem_sweep(void)
+{
+	for (;;) {
+		struct gp_out_device_graph_mem o = {0};
+		uintptr_t base = 0;
+		struct gp_ictx *c = NULL;
+		bool found = false;
+
+		pthread_mutex_lock(&gmem_lock);
+		for (size_t i = 0; i < ngmems && !found; i++) {
+			if (gmems[i].orphan && !gmems[i].capture &&
+			    gexec_at(gmems[i].graph) == ngexecs && !gmems[i].swept) {
+				gmems[i].swept = true;
+				base = gmems[i].base;
+				c = gmems[i].ctx;
+				found = true;
+			}
+		}
+		pthread_mutex_unlock(&gmem_lock);
+		if (!found)
+			break;
+		if (!gp__ctx_valid(c) ||
+		    (gp__rpc_device_graph_mem(
+			     0,
+			     &(struct gp_in_device_graph_mem){
+				     .device = (uint64_t)c->device, .op = 3, .value = base},
+			     &o) == CUDA_SUCCESS &&
+		     !o.value))
+			gmem_forget_base(base);
+	}
+	/* the ones kept are asked again at the next sweep */
+	pthread_mutex_lock(&gmem_lock);
+	for (size_t i = 0; i < ngmems; i++)
+		gmems[i].swept = false;
 	pthread_mutex_unlock(&gmem_lock);
 }
 
@@ -1451,9 +1550,11 @@ GP_CUDA_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph
 		gp_log_warnx("graph allocation node: its address is not free in this process");
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	/* a node whose edges failed stays in the graph (node_finish): its address with it */
 	r = node_finish(g, o.node, CU_GRAPH_NODE_TYPE_MEM_ALLOC, dependencies, numDependencies,
 			phGraphNode);
-	nodeParams->dptr = (CUdeviceptr)o.dptr;
+	if (r == CUDA_SUCCESS)
+		nodeParams->dptr = (CUdeviceptr)o.dptr;
 	if (*phGraphNode) {
 		struct gp_inode *n = (struct gp_inode *)*phGraphNode;
 
@@ -1688,7 +1789,10 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph, unsigned long long
 			       .remote = o.exec,
 			       .ctx = g->ctx,
 			       .flags = flags,
-			       .waits = gmem_any(g->remote)};
+			       .waits = gmem_any(g->remote),
+			       .graph = g->remote};
+	if (x->waits)
+		gexec_count(g->remote, 1);
 	*out = (CUgraphExec)x;
 	return CUDA_SUCCESS;
 }
@@ -1765,8 +1869,15 @@ GP_CUDA_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 		0, &(struct gp_in_graph_exec_destroy){.ctx = x->ctx->remote, .exec = x->remote},
 		NULL);
 	if (r == CUDA_SUCCESS) {
+		bool waits = x->waits;
+		uint64_t graph = x->graph;
+
 		x->magic = GP_MAGIC_DEAD;
 		free(x);
+		if (waits) {
+			gexec_count(graph, -1);
+			gmem_sweep();
+		}
 	}
 	return r;
 }

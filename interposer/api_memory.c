@@ -148,8 +148,13 @@ GP_CUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (rg.flags & GP_RANGE_MANAGED)
 		return gp__managed_free(&rg);
-	if (rg.flags & GP_RANGE_GRAPH)
-		return free_remote(rg.ctx, dptr); /* its range stays its graph's */
+	if (rg.flags & GP_RANGE_GRAPH) {
+		/* its range stays its graph's while the graph or an executable of it lives */
+		r = free_remote(rg.ctx, dptr);
+		if (r == CUDA_SUCCESS)
+			gp__graphmem_sweep();
+		return r;
+	}
 	/* Forgotten before the address can come back from another thread's allocation;
 	 * remembered again if the free fails. Two frees of one pointer: one wins. */
 	if (!gp__range_remove(dptr, GP_MEM_DEVICE))

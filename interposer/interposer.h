@@ -467,6 +467,9 @@ CUresult gp__capture_copy(struct gp_ictx *c, uint64_t sid, CUdeviceptr dev, uint
  */
 CUresult gp__capture_alloc(struct gp_ictx *c, uint64_t sid, uint64_t bytes, uint64_t pool,
 			   CUdeviceptr *dptr, bool *taken);
+/* After graph memory was freed outside a graph: addresses of destroyed graphs the pool no
+ * longer counts as the session's are forgotten. */
+void gp__graphmem_sweep(void);
 /* Client memory a graph node moves, named to the worker only by its token. */
 struct gp_cmem {
 	uint8_t *addr;

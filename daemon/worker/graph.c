@@ -110,7 +110,7 @@ CUresult gp__serve_graph_destroy(struct gp_worker *w, struct gp_req *rq,
 	r = GP_DRV(w, cuGraphDestroy, g);
 	if (r)
 		return r;
-	gp__graphmem_graph_gone(w, g);
+	gp__graphmem_graph_gone(w, a->graph);
 	gp__graphmem_refresh(w, -1);
 	for (uint32_t i = 0; i < w->nhandles; i++) {
 		struct gp_handle *h = &w->handles[i];
@@ -540,7 +540,7 @@ CUresult gp__serve_graph_instantiate(struct gp_worker *w, struct gp_req *rq,
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	/* its graph memory is charged while it lives (graphmem.c) */
-	r = gp__graphmem_charge_exec(w, g, gp__handle_get(w, id, GP_H_GRAPH_EXEC));
+	r = gp__graphmem_charge_exec(w, g, a->graph, gp__handle_get(w, id, GP_H_GRAPH_EXEC));
 	if (r) {
 		gp__handle_release(w, id);
 		GP_DRV(w, cuGraphExecDestroy, x);
@@ -573,7 +573,9 @@ CUresult gp__serve_graph_launch(struct gp_worker *w, struct gp_req *rq,
 				const struct gp_wargs_graph_launch *a,
 				struct gp_out_graph_launch *o)
 {
-	CUgraphExec x = exec_of(w, a->exec);
+	struct gp_handle *h = gp__handle_get(w, a->exec, GP_H_GRAPH_EXEC);
+	CUgraphExec x = h ? (CUgraphExec)h->ptr : NULL;
+	CUresult r;
 
 	(void)rq;
 	(void)o;
@@ -581,8 +583,12 @@ CUresult gp__serve_graph_launch(struct gp_worker *w, struct gp_req *rq,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!a->upload)
 		gp__share_gate(w);
-	return a->upload ? GP_DRV(w, cuGraphUpload, x, a->stream_drv)
-			 : GP_DRV(w, cuGraphLaunch, x, a->stream_drv);
+	r = a->upload ? GP_DRV(w, cuGraphUpload, x, a->stream_drv)
+		      : GP_DRV(w, cuGraphLaunch, x, a->stream_drv);
+	/* its graph memory is the driver's now: what it reserves is charged as measured */
+	if (h->charge)
+		gp__graphmem_refresh(w, h->device);
+	return r;
 }
 
 CUresult gp__serve_graph_exec_update(struct gp_worker *w, struct gp_req *rq,
@@ -616,6 +622,25 @@ static CUresult graph_named(struct gp_worker *w, CUgraph g, uint64_t ctx, uint64
 	return graph_answer(w, g, ctx, out);
 }
 
+CUresult gp__graph_name(struct gp_worker *w, CUgraph g, uint64_t ctx, uint64_t *out)
+{
+	return graph_named(w, g, ctx, out);
+}
+
+/* A captured graph the driver dropped (or that is dropped here): its handle and its
+ * allocation nodes' ranges go. */
+static void graph_unname(struct gp_worker *w, CUgraph g)
+{
+	for (uint32_t i = 0; i < w->nhandles; i++) {
+		if (w->handles[i].kind == GP_H_GRAPH && w->handles[i].ptr == g) {
+			uint64_t id = gp__handle_id(w, &w->handles[i]);
+
+			gp__graphmem_forget(w, id);
+			gp__handle_release(w, id);
+		}
+	}
+}
+
 CUresult gp__serve_stream_begin_capture(struct gp_worker *w, struct gp_req *rq,
 					const struct gp_wargs_stream_begin_capture *a,
 					struct gp_out_stream_begin_capture *o)
@@ -645,20 +670,13 @@ CUresult gp__serve_stream_end_capture(struct gp_worker *w, struct gp_req *rq,
 		if (capturing && r != CUDA_ERROR_STREAM_CAPTURE_UNMATCHED &&
 		    r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
 			/* the driver dropped the graph: so do its name and its ranges */
-			gp__graphmem_forget(w, capturing);
-			for (uint32_t i = 0; i < w->nhandles; i++)
-				if (w->handles[i].kind == GP_H_GRAPH &&
-				    w->handles[i].ptr == capturing)
-					gp__handle_release(w, gp__handle_id(w, &w->handles[i]));
+			graph_unname(w, capturing);
 		}
 		return r;
 	}
 	if (a->invalid) {
-		gp__graphmem_forget(w, g);
 		/* the client refused a call it could not capture: no graph, as CUDA does */
-		for (uint32_t i = 0; i < w->nhandles; i++)
-			if (w->handles[i].kind == GP_H_GRAPH && w->handles[i].ptr == g)
-				gp__handle_release(w, gp__handle_id(w, &w->handles[i]));
+		graph_unname(w, g);
 		GP_DRV(w, cuGraphDestroy, g);
 		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
 	}

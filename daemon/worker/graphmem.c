@@ -2,7 +2,7 @@
  *
  * An allocation node's address range is fixed while its graph lives (CUDA's rule), so the
  * range is the session's from the node's creation (explicit, or a cuMemAllocAsync on a
- * capturing stream) to the graph's destroy: owner records tagged with the driver's graph
+ * capturing stream): owner records tagged with the graph's handle id, never reused
  * (gp_owner_graphmem_add), which the range checks of copies and memsets accept. Whether
  * the memory is mapped at a given moment (allocated by a launch, not freed yet) is the
  * driver's to say: a copy into graph memory that is not allocated fails there, as it would
@@ -15,12 +15,14 @@
  *
  * What it costs the session's memory limit:
  *  - an executable graph is charged, from its instantiation to its destroy, the sum of its
- *    graph's allocation nodes (the most its launches can hold at once); an instantiation
+ *    graph's allocation nodes, each rounded up to the device's allocation granularity (the
+ *    most its launches can hold at once), walked in the driver's graph; an instantiation
  *    past the session's limit is CUDA_ERROR_OUT_OF_MEMORY;
  *  - beyond that, what the driver keeps reserved for graphs on the device
  *    (CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: allocations left unfreed by an executable that
  *    is gone, memory cached until a trim) is charged as `graphmem_extra`, measured again
- *    after each executable destroy, graph destroy, trim and attribute reset.
+ *    after each launch of an executable with allocation nodes, executable destroy, graph
+ *    destroy, context destroy, trim and attribute reset.
  * A worker is one process for one session, so the driver's per-device figures are the
  * session's own.
  *
@@ -64,9 +66,9 @@ void gp__graphmem_refresh(struct gp_worker *w, int device)
 	}
 }
 
-void gp__graphmem_forget(struct gp_worker *w, CUgraph g)
+void gp__graphmem_forget(struct gp_worker *w, uint64_t graph)
 {
-	gp_owner_graphmem_forget(&w->own, (uint64_t)(uintptr_t)g);
+	gp_owner_graphmem_forget(&w->own, graph);
 }
 
 /* Whether an executable instantiated from the graph tagged so still lives. */
@@ -87,18 +89,23 @@ static void sweep(struct gp_worker *w)
 		struct gp_alloc *a = &w->allocs[i];
 		CUdeviceptr base;
 		size_t size;
+		CUresult r;
 
 		if (!(a->graph & GP_GRAPHMEM_ORPHAN) ||
 		    exec_alive(w, a->graph & ~GP_GRAPHMEM_ORPHAN))
 			continue;
-		if (GP_DRV(w, cuMemGetAddressRange_v2, &base, &size, a->ptr) != CUDA_SUCCESS)
+		r = GP_DRV(w, cuMemGetAddressRange_v2, &base, &size, a->ptr);
+		/* only the driver's "no memory there" drops it (not, say, a context error) */
+		if (r == CUDA_ERROR_NOT_FOUND || r == CUDA_ERROR_INVALID_VALUE)
 			gp__alloc_remove(w, a);
 	}
 }
 
-void gp__graphmem_graph_gone(struct gp_worker *w, CUgraph g)
+void gp__graphmem_graph_gone(struct gp_worker *w, uint64_t graph)
 {
-	gp_owner_graphmem_orphan(&w->own, (uint64_t)(uintptr_t)g);
+	if (!w->graphmem_seen)
+		return;
+	gp_owner_graphmem_orphan(&w->own, graph);
 	sweep(w);
 }
 
@@ -118,31 +125,86 @@ void gp__graphmem_freed(struct gp_worker *w, struct gp_alloc *a)
 		gp__alloc_remove(w, a);
 }
 
-int gp__graphmem_note(struct gp_worker *w, CUgraph g, CUdeviceptr p, uint64_t bytes, uint64_t ctx,
-		      int device)
+int gp__graphmem_note(struct gp_worker *w, uint64_t graph, CUdeviceptr p, uint64_t bytes,
+		      uint64_t ctx, int device)
 {
 	w->graphmem_seen = true;
-	return gp_owner_graphmem_add(&w->own, p, bytes, ctx, device, (uint64_t)(uintptr_t)g);
+	return gp_owner_graphmem_add(&w->own, p, bytes, ctx, device, graph);
 }
 
-CUresult gp__graphmem_charge_exec(struct gp_worker *w, CUgraph g, struct gp_handle *x)
+/* What one allocation node costs: its size rounded up to the device's granularity. */
+static uint64_t node_cost(struct gp_worker *w, int dev, uint64_t bytes)
 {
-	uint64_t tag = (uint64_t)(uintptr_t)g, sum = 0;
-	int dev = -1;
+	CUmemAllocationProp prop;
+	size_t gran = 0;
 
-	x->aux = (void *)(uintptr_t)tag; /* its graph, for graph memory outliving the graph */
-	for (size_t i = 0; i < w->nallocs; i++) {
-		const struct gp_alloc *a = &w->allocs[i];
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = dev;
+	if (GP_DRV(w, cuMemGetAllocationGranularity, &gran, &prop,
+		   CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS ||
+	    gran == 0 || (gran & (gran - 1)))
+		gran = (size_t)2 << 20; /* the common one */
+	if (bytes > UINT64_MAX - (gran - 1))
+		return UINT64_MAX;
+	return (bytes + gran - 1) & ~(uint64_t)(gran - 1);
+}
 
-		if (a->graph != tag)
+/*
+ * The sum of the graph's allocation nodes, from the driver's own graph (so a node whose
+ * range could not be recorded is charged too), and their device; NOT_SUPPORTED for nodes on
+ * several devices.
+ */
+static CUresult graph_cost(struct gp_worker *w, CUgraph g, uint64_t *sum, int *dev)
+{
+	CUgraphNode *nodes = NULL;
+	size_t n = 0;
+	CUresult r = GP_DRV(w, cuGraphGetNodes, g, NULL, &n);
+
+	*sum = 0;
+	*dev = -1;
+	if (r || n == 0)
+		return r;
+	if (!(nodes = calloc(n, sizeof(*nodes))))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = GP_DRV(w, cuGraphGetNodes, g, nodes, &n);
+	for (size_t i = 0; i < n && r == CUDA_SUCCESS; i++) {
+		CUgraphNodeType t;
+		CUDA_MEM_ALLOC_NODE_PARAMS p;
+		uint64_t c;
+
+		if ((r = GP_DRV(w, cuGraphNodeGetType, nodes[i], &t)) ||
+		    t != CU_GRAPH_NODE_TYPE_MEM_ALLOC)
 			continue;
-		if (dev >= 0 && a->device != dev)
-			return CUDA_ERROR_NOT_SUPPORTED; /* docs/conformance.md */
-		dev = a->device;
-		sum += a->size;
+		if ((r = GP_DRV(w, cuGraphMemAllocNodeGetParams, nodes[i], &p)))
+			break;
+		if (*dev >= 0 && p.poolProps.location.id != *dev) {
+			r = CUDA_ERROR_NOT_SUPPORTED; /* docs/conformance.md */
+			break;
+		}
+		*dev = p.poolProps.location.id;
+		c = node_cost(w, *dev, p.bytesize);
+		*sum = c > UINT64_MAX - *sum ? UINT64_MAX : *sum + c;
 	}
-	if (dev < 0)
-		return CUDA_SUCCESS; /* no graph memory */
+	free(nodes);
+	return r;
+}
+
+CUresult gp__graphmem_charge_exec(struct gp_worker *w, CUgraph g, uint64_t graph,
+				  struct gp_handle *x)
+{
+	uint64_t sum;
+	int dev;
+	CUresult r;
+
+	x->aux = (void *)(uintptr_t)graph; /* its graph, for graph memory outliving the graph */
+	if (!w->graphmem_seen)
+		return CUDA_SUCCESS; /* no allocation node was ever made: no walk */
+	if ((r = graph_cost(w, g, &sum, &dev)))
+		return r;
+	if (dev < 0 || dev >= w->ndev)
+		return dev < 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; /* no graph memory */
 	if (!gp__charge_fits(w, dev, sum)) {
 		/* memory cached for graphs goes first, as under the driver's own pressure */
 		CUdevice drv;
@@ -199,9 +261,10 @@ CUresult gp__serve_graph_add_mem(struct gp_worker *w, struct gp_req *rq,
 		r = GP_DRV(w, cuGraphAddMemAllocNode, &n, (CUgraph)gh->ptr, NULL, 0, &p);
 		if (r)
 			return r;
-		if (gp__graphmem_note(w, (CUgraph)gh->ptr, p.dptr, a->bytes, a->ctx,
-				      (int)a->device)) {
-			/* our table is full, or the range is already someone's: not given out */
+		if (gp__graphmem_note(w, a->graph, p.dptr, a->bytes, a->ctx, (int)a->device)) {
+			/* our table is full, or the range is already someone's: not given out. The
+			 * driver may keep the node (a graph with memory nodes loses none): its
+			 * address is not the session's, and the instantiation charges it anyway. */
 			GP_DRV(w, cuGraphDestroyNode, n);
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		}
@@ -237,6 +300,14 @@ CUresult gp__serve_device_graph_mem(struct gp_worker *w, struct gp_req *rq,
 	case 2:
 		r = GP_DRV(w, cuDeviceGraphMemTrim, a->device_drv);
 		break;
+	case 3: {
+		/* whether value is still the start of graph memory of the session's (the client
+		 * forgets an address of a destroyed graph once it is not) */
+		const struct gp_alloc *al = gp__alloc_find(w, a->value);
+
+		o->value = al && al->ptr == a->value && al->graph;
+		return CUDA_SUCCESS;
+	}
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}

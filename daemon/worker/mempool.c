@@ -175,6 +175,7 @@ static CUresult captured_alloc(struct gp_worker *w, const struct gp_wargs_mem_al
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
 	CUgraph g = NULL;
 	CUdeviceptr p = 0;
+	uint64_t gid;
 	CUresult r = GP_DRV(w, cuStreamGetCaptureInfo_v3, a->stream_drv, &st, NULL, &g, NULL, NULL,
 			    NULL);
 
@@ -182,11 +183,18 @@ static CUresult captured_alloc(struct gp_worker *w, const struct gp_wargs_mem_al
 		return r;
 	if (st != CU_STREAM_CAPTURE_STATUS_ACTIVE || !g)
 		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	/* the session's limit is its device's size: past it, as past a device's memory */
+	if (w->mem_limit && a->bytes > w->mem_limit)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if ((r = gp__graph_name(w, g, a->ctx, &gid)))
+		return r;
 	r = GP_DRV(w, cuMemAllocFromPoolAsync, &p, (size_t)a->bytes, h->ptr, a->stream_drv);
 	if (r)
 		return r;
-	if (gp__graphmem_note(w, g, p, a->bytes, a->ctx, a->ctx_dev))
-		return CUDA_ERROR_OUT_OF_MEMORY; /* the node is there: the client ends the capture */
+	/* Unrecorded, the node stays in the capture: its address is not the session's, but
+	 * the instantiation charges it all the same (graphmem.c walks the driver's graph). */
+	if (gp__graphmem_note(w, gid, p, a->bytes, a->ctx, a->ctx_dev))
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	o->dptr = p;
 	o->pool = gp__handle_id(w, h);
 	return CUDA_SUCCESS;

@@ -141,8 +141,11 @@ void gp__forget_ctx(struct gp_worker *w, uint64_t ctx)
 			gp__forget_module(w, gp__handle_id(w, h));
 		gp__handle_release(w, gp__handle_id(w, h));
 	}
-	/* The driver freed the context's pool allocations: its pools hold less. */
+	/* The driver freed the context's pool allocations: its pools hold less. Its
+	 * executable graphs' charges went with them: what the driver still reserves for
+	 * graphs is measured again. */
 	gp__pools_refresh(w, -1);
+	gp__graphmem_refresh(w, -1);
 	gp__publish_mem(w);
 }
 

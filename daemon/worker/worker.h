@@ -233,21 +233,25 @@ bool gp__stream_capturing(struct gp_worker *w, CUstream s);
  * with w->lock held. */
 void gp__pools_refresh(struct gp_worker *w, int device);
 /* graphmem.c: graph memory's ranges (tagged with the driver's graph) and charges. */
-int gp__graphmem_note(struct gp_worker *w, CUgraph g, CUdeviceptr p, uint64_t bytes, uint64_t ctx,
-		      int device);
-void gp__graphmem_forget(struct gp_worker *w, CUgraph g);
+/* (graph: the graph's handle id) */
+int gp__graphmem_note(struct gp_worker *w, uint64_t graph, CUdeviceptr p, uint64_t bytes,
+		      uint64_t ctx, int device);
+void gp__graphmem_forget(struct gp_worker *w, uint64_t graph);
 /* The graph was destroyed, an executable was destroyed, graph memory a was freed outside a
  * graph: which ranges are nobody's now. */
-void gp__graphmem_graph_gone(struct gp_worker *w, CUgraph g);
+void gp__graphmem_graph_gone(struct gp_worker *w, uint64_t graph);
 void gp__graphmem_exec_gone(struct gp_worker *w);
 void gp__graphmem_freed(struct gp_worker *w, struct gp_alloc *a);
 /* Charges an executable graph (x) its graph's allocation nodes; OUT_OF_MEMORY past the
  * session's limit. */
-CUresult gp__graphmem_charge_exec(struct gp_worker *w, CUgraph g, struct gp_handle *x);
+CUresult gp__graphmem_charge_exec(struct gp_worker *w, CUgraph g, uint64_t graph,
+				  struct gp_handle *x);
 /* What the driver keeps reserved for graphs on device (-1: every device), charged anew. */
 void gp__graphmem_refresh(struct gp_worker *w, int device);
 /* graph.c: a handle for a node just made in graph. */
 uint64_t gp__graph_node_new(struct gp_worker *w, CUgraphNode n, uint64_t graph);
+/* graph.c: the handle of a graph being captured (the one given out, or a new one). */
+CUresult gp__graph_name(struct gp_worker *w, CUgraph g, uint64_t ctx, uint64_t *out);
 /* An allocation of pool (0: none) was freed (and removed from the table). */
 void gp__pool_alloc_freed(struct gp_worker *w, uint64_t pool);
 

@@ -528,7 +528,7 @@ struct gp_tex_desc {
 	X(DEVICE_GRAPH_MEM, device_graph_mem, 243, 0,                                            \
 	  GP_ARG(DEVICE, device) GP_ARG(U32, op) GP_ARG(U32, attr) GP_ARG(U64, value),           \
 	  GP_OUT(value), ,                                                                       \
-	  "cuDeviceGetGraphMemAttribute (op 0), cuDeviceSetGraphMemAttribute (1, value), cuDeviceGraphMemTrim (2); the session is charged anew what the driver keeps reserved for graphs") \
+	  "cuDeviceGetGraphMemAttribute (op 0), cuDeviceSetGraphMemAttribute (1, value), cuDeviceGraphMemTrim (2); the session is charged anew what the driver keeps reserved for graphs; op 3: whether value (an address) still starts graph memory of the session (value 1 or 0)") \
 	/* ---- stream capture ---- */                                                          \
 	X(STREAM_BEGIN_CAPTURE, stream_begin_capture, 175, 0,                                    \
 	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(U32, mode), , ,                         \
