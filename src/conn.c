@@ -357,6 +357,13 @@ int gp_conn_concurrent(struct gp_conn *c)
 		return -errno;
 	if (c->ssl && !c->raw && !(c->raw = malloc(RAW_SIZE)))
 		return -ENOMEM;
+	if (!c->ssl) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+
+		c->wait_in_poll = getsockname(c->fd, (struct sockaddr *)&ss, &sl) == 0 &&
+				  ss.ss_family == AF_UNIX;
+	}
 	/* The handshake's socket timeouts no longer apply. A reader that can be interrupted
 	 * wakes every quarter second to look at its flag, as its poll() did. */
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, c->interrupt ? &quarter : &none, sizeof(none));
@@ -916,7 +923,7 @@ static void wait_ready(struct gp_conn *c, short events)
  * and polls; the reader waits in one blocking recv, without the lock: on a plain socket into
  * the caller's buffer, over TLS into c->raw, which OpenSSL then reads through the BIO
  * (nosig_read). So a message that has to be waited for costs one system call, not a poll and
- * a read.
+ * a read. On a plain Unix socket the reader polls and then reads (c->wait_in_poll).
  *
  * The reader's wait: > 0 bytes received, 0 when none came (a signal, or the quarter-second
  * receive timeout of a connection that can be interrupted: the caller looks at its flag), or
@@ -977,6 +984,13 @@ static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
 		ssize_t ret = 0;
 		int e = 0;
 
+		if (wait && c->wait_in_poll) {
+			wait_ready(c, POLLIN); /* bounded when c->interrupt is set */
+			if (c->interrupt && *c->interrupt)
+				return -EINTR;
+			wait = false;
+			continue;
+		}
 		if (wait) {
 			ret = wait_recv(c, buf, len);
 			if (ret < 0 || (ret > 0 && !c->ssl))

@@ -62,6 +62,9 @@ struct gp_conn {
 	uint8_t *raw;
 	size_t raw_pos, raw_len;
 	bool raw_filling, raw_eof; /* raw_eof: that recv saw the peer's end */
+	/* A plain Unix socket: the reader waits in poll() and then reads, as before (measured:
+	 * a blocking recv there costs more context switches than it saves; docs/performance.md). */
+	bool wait_in_poll;
 };
 
 /* TLS contexts. On failure return NULL and write the reason into err. */
@@ -116,8 +119,9 @@ void gp_conn_shutdown(struct gp_conn *c);
  * any others write, each holding gp_conn_send_lock() from its first gp_conn_send() to its
  * gp_conn_flush() (reads no longer flush what writers queued). The socket stays blocking
  * for the reader, which waits in recv() without holding the SSL object (one system call per
- * message, not a poll and then a read); writers send without waiting (MSG_DONTWAIT) and
- * wait in poll() when the socket is full.
+ * message, not a poll and then a read; on a plain Unix socket it polls and reads, which
+ * measured faster there); writers send without waiting (MSG_DONTWAIT) and wait in poll() when
+ * the socket is full.
  * Lock order for callers with locks of their own: theirs first, then the send lock.
  */
 int gp_conn_concurrent(struct gp_conn *c);
