@@ -1170,7 +1170,9 @@ static int read_frame(struct gp_client *c)
  * Frames can also come when no call waits: a host function's HOST_CALL, the answer to a
  * copy nobody waits for (gp__rpc_later). The reader thread reads those: it takes the
  * token whenever it is down while either can come (`urgent`: a host function was handed
- * over, or such a copy is outstanding). Otherwise it only looks every READ_IDLE_MS, and
+ * over, or such a copy is outstanding). Otherwise it only looks every READ_IDLE_MS (each
+ * look that finds calls made since the last doubles the wait, up to READ_BUSY_MS: a program
+ * busy with calls reads its own answers, and a look costs its CPU a wake-up), and
  * reads when no call has been made meanwhile and bytes are waiting (nothing else should
  * come unasked: the worker sends what kernels print before the answer to the call that
  * waited), so that a program busy with calls never has its answers handed over. Once a
@@ -1186,6 +1188,7 @@ static int read_frame(struct gp_client *c)
  */
 
 #define READ_IDLE_MS 5
+#define READ_BUSY_MS 80
 
 /* With c->lock held: frames may come that no call waits for. */
 static bool urgent(void)
@@ -1271,13 +1274,14 @@ static void await_answer(struct gp_client *c, struct waiter *wt)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* The reader thread's look every READ_IDLE_MS, or a wake_reader; with c->lock held. */
-static void wait_tick(struct gp_client *c)
+/* The reader thread's look after ms, or a wake_reader; with c->lock held. */
+static void wait_tick(struct gp_client *c, unsigned ms)
 {
 	struct timespec until;
 
 	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_nsec += READ_IDLE_MS * 1000000L;
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
 	if (until.tv_nsec >= 1000000000L) {
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
@@ -1312,6 +1316,7 @@ static void *reader(void *arg)
 {
 	struct gp_client *c = arg;
 	bool quiet = false; /* the last look saw no call made, none waiting, nothing to read */
+	unsigned tick_ms = READ_IDLE_MS;
 
 	gp__managed_thread_faults(); /* it writes to the program's memory */
 	pthread_mutex_lock(&c->lock);
@@ -1328,10 +1333,14 @@ static void *reader(void *arg)
 		if (quiet && !reading && !c->waiting && reader_wake_fd >= 0)
 			wait_socket(c);
 		else
-			wait_tick(c);
+			wait_tick(c, tick_ms);
 		quiet = false;
-		if (reading || c->lost || urgent() || activity != seen || call_waits(c))
-			continue; /* a call reads, or did lately, or will */
+		if (reading || c->lost || urgent() || activity != seen || call_waits(c)) {
+			/* A call reads, or did lately, or will: look again later. */
+			tick_ms = tick_ms * 2 < READ_BUSY_MS ? tick_ms * 2 : READ_BUSY_MS;
+			continue;
+		}
+		tick_ms = READ_IDLE_MS;
 		if (!frame_came(c)) {
 			quiet = !c->waiting;
 			continue;

@@ -30,6 +30,10 @@
 
 #define WBUF_FLUSH_AT (64u * 1024)
 #define RBUF_SIZE (64u * 1024)
+/* What the reader's blocking recv takes at once over TLS in concurrent mode: a whole record
+ * (16 KiB and its overhead), and no more, so that a stream's bytes mostly go from the socket
+ * straight into OpenSSL's buffer and only the first after each wait through this one. */
+#define RAW_SIZE (18u * 1024)
 
 static void tls_err(char *err, size_t errlen, const char *what)
 {
@@ -307,6 +311,7 @@ void gp_conn_free(struct gp_conn *c)
 		close(c->fd);
 	free(c->wbuf);
 	free(c->rbuf);
+	free(c->raw);
 	free(c->msg);
 	if (c->concurrent) {
 		pthread_mutex_destroy(&c->io);
@@ -344,13 +349,24 @@ static int arm_deadline(struct gp_conn *c, int opt)
 
 int gp_conn_concurrent(struct gp_conn *c)
 {
-	struct timeval none = {0, 0};
+	struct timeval none = {0, 0}, quarter = {0, 250000};
 	int fl = gp_conn_flush(c) ? -1 : fcntl(c->fd, F_GETFL);
 
-	if (fl < 0 || fcntl(c->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+	/* Blocking, for the reader's recv (read_some_concurrent); writers pass MSG_DONTWAIT. */
+	if (fl < 0 || fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
 		return -errno;
-	/* Waits are poll()s now; the handshake's socket timeouts no longer apply. */
-	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+	if (c->ssl && !c->raw && !(c->raw = malloc(RAW_SIZE)))
+		return -ENOMEM;
+	if (!c->ssl) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+
+		c->wait_in_poll = getsockname(c->fd, (struct sockaddr *)&ss, &sl) == 0 &&
+				  ss.ss_family == AF_UNIX;
+	}
+	/* The handshake's socket timeouts no longer apply. A reader that can be interrupted
+	 * wakes every quarter second to look at its flag, as its poll() did. */
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, c->interrupt ? &quarter : &none, sizeof(none));
 	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
 	pthread_mutex_init(&c->io, NULL);
 	pthread_mutex_init(&c->send, NULL);
@@ -436,7 +452,7 @@ static int nosig_write(BIO *b, const char *data, int len)
 		BIO_set_retry_write(b);
 		return -1;
 	}
-	n = send(c->fd, data, (size_t)len, MSG_NOSIGNAL);
+	n = send(c->fd, data, (size_t)len, MSG_NOSIGNAL | (c->concurrent ? MSG_DONTWAIT : 0));
 	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 		BIO_set_retry_write(b);
 	return (int)n;
@@ -453,7 +469,25 @@ static int nosig_read(BIO *b, char *data, int len)
 		BIO_set_retry_read(b);
 		return -1;
 	}
-	n = recv(c->fd, data, (size_t)len, 0);
+	if (c->concurrent && c->raw_len > c->raw_pos) {
+		/* What the reader's recv took (read_some_concurrent), before anything after it. */
+		n = (ssize_t)(c->raw_len - c->raw_pos < (size_t)len ? c->raw_len - c->raw_pos
+								    : (size_t)len);
+		memcpy(data, c->raw + c->raw_pos, (size_t)n);
+		c->raw_pos += (size_t)n;
+		if (c->raw_pos == c->raw_len)
+			c->raw_pos = c->raw_len = 0;
+		return (int)n;
+	}
+	if (c->concurrent && c->raw_eof)
+		return 0; /* as the socket's recv said, for OpenSSL to tell */
+	if (c->concurrent && c->raw_filling) {
+		/* The reader is in recv: bytes read here could overtake the ones it gets. */
+		errno = EAGAIN;
+		BIO_set_retry_read(b);
+		return -1;
+	}
+	n = recv(c->fd, data, (size_t)len, c->concurrent ? MSG_DONTWAIT : 0);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
 		BIO_set_retry_read(b);
 	/* Less than OpenSSL asked for (it asks for its whole buffer, read-ahead): the socket
@@ -781,7 +815,7 @@ static int write_concurrent(struct gp_conn *c, const uint8_t *p, size_t len)
 				}
 			}
 		} else {
-			ssize_t k = send(c->fd, p, len, MSG_NOSIGNAL);
+			ssize_t k = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 			e = errno;
 			if (k > 0) {
@@ -885,22 +919,87 @@ static void wait_ready(struct gp_conn *c, short events)
 
 /*
  * Concurrent mode (gp_conn_concurrent): one thread reads while others write. The SSL object
- * is used under c->io only, never while waiting: the socket is non-blocking and a side
- * that would block releases the lock and polls.
+ * is used under c->io only, never while waiting. A writer that would block releases the lock
+ * and polls; the reader waits in one blocking recv, without the lock: on a plain socket into
+ * the caller's buffer, over TLS into c->raw, which OpenSSL then reads through the BIO
+ * (nosig_read). So a message that has to be waited for costs one system call, not a poll and
+ * a read. On a plain Unix socket the reader polls and then reads (c->wait_in_poll).
+ *
+ * The reader's wait: > 0 bytes received, 0 when none came (a signal, or the quarter-second
+ * receive timeout of a connection that can be interrupted: the caller looks at its flag), or
+ * a negative code with c->err set. Over TLS only with c->raw empty (OpenSSL asked for more
+ * than it holds), and c->raw_filling keeps writers' reads off the socket meanwhile.
  */
+static ssize_t wait_recv(struct gp_conn *c, void *buf, size_t len)
+{
+	bool tls = c->ssl != NULL;
+	ssize_t n;
+	int e;
+
+	if (tls) {
+		pthread_mutex_lock(&c->io);
+		if (c->raw_len > c->raw_pos) {
+			pthread_mutex_unlock(&c->io);
+			return 0; /* OpenSSL has bytes to read first */
+		}
+		c->raw_filling = true;
+		pthread_mutex_unlock(&c->io);
+		buf = c->raw;
+		len = RAW_SIZE;
+	}
+	n = recv(c->fd, buf, len, 0);
+	e = errno;
+	pthread_mutex_lock(&c->io);
+	if (tls) {
+		c->raw_filling = false;
+		c->raw_pos = 0;
+		c->raw_len = n > 0 ? (size_t)n : 0;
+	}
+	if (n > 0) {
+		c->drained = (size_t)n < len;
+	} else if (n == 0 && tls) {
+		c->raw_eof = true; /* OpenSSL reads the end and says what it was, as before */
+	} else if (n == 0) {
+		snprintf(c->err, sizeof(c->err), "connection closed by peer");
+		n = GP_ECLOSED;
+	} else if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK) {
+		n = 0;
+	} else {
+		snprintf(c->err, sizeof(c->err), "read: %s", strerror(e));
+		n = -e;
+	}
+	pthread_mutex_unlock(&c->io);
+	return n;
+}
+
 static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
 {
-	/* The last read emptied the socket and OpenSSL holds nothing: the bytes wanted now
-	 * (an answer to what was just sent, say) are still on their way, and a read tried
-	 * first would only fail. Wait for them first; a poll that finds them there costs what
-	 * that failed read would have. */
-	if (c->drained && !gp_conn_pending(c))
-		wait_ready(c, POLLIN); /* bounded when c->interrupt is set: the loop checks it */
+	/* The last read emptied the socket and nothing is held: the bytes wanted now (an
+	 * answer to what was just sent, say) are still on their way, and a read tried first
+	 * would only fail. Wait for them at once. */
+	bool wait = c->drained && !gp_conn_pending(c);
+
 	for (;;) {
-		short want = POLLIN;
+		bool again = false;
 		ssize_t ret = 0;
 		int e = 0;
 
+		if (wait && c->wait_in_poll) {
+			wait_ready(c, POLLIN); /* bounded when c->interrupt is set */
+			if (c->interrupt && *c->interrupt)
+				return -EINTR;
+			wait = false;
+			continue;
+		}
+		if (wait) {
+			ret = wait_recv(c, buf, len);
+			if (ret < 0 || (ret > 0 && !c->ssl))
+				return ret; /* on a plain socket the bytes are in buf */
+			if (ret == 0 && c->interrupt && *c->interrupt)
+				return -EINTR;
+			wait = false;
+			continue; /* OpenSSL reads what came from c->raw; or nothing came */
+		}
 		pthread_mutex_lock(&c->io);
 		errno = 0;
 		if (c->ssl) {
@@ -913,9 +1012,10 @@ static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
 				e = errno;
 				switch (SSL_get_error(c->ssl, 0)) {
 				case SSL_ERROR_WANT_READ:
+					wait = true;
 					break;
 				case SSL_ERROR_WANT_WRITE:
-					want = POLLOUT;
+					again = true;
 					break;
 				case SSL_ERROR_ZERO_RETURN:
 					snprintf(c->err, sizeof(c->err),
@@ -923,8 +1023,10 @@ static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
 					ret = GP_ECLOSED;
 					break;
 				case SSL_ERROR_SYSCALL:
-					if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK)
+					if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK) {
+						wait = true;
 						break;
+					}
 					snprintf(c->err, sizeof(c->err), "read: %s",
 						 e ? strerror(e) : "connection closed by peer");
 					ERR_clear_error();
@@ -936,7 +1038,7 @@ static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
 				}
 			}
 		} else {
-			ssize_t n = recv(c->fd, buf, len, 0);
+			ssize_t n = recv(c->fd, buf, len, MSG_DONTWAIT);
 
 			e = errno;
 			c->drained = n < (ssize_t)len;
@@ -948,6 +1050,8 @@ static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
 			} else if (e != EINTR && e != EAGAIN && e != EWOULDBLOCK) {
 				snprintf(c->err, sizeof(c->err), "read: %s", strerror(e));
 				ret = -e;
+			} else {
+				wait = true;
 			}
 		}
 		pthread_mutex_unlock(&c->io);
@@ -955,7 +1059,8 @@ static ssize_t read_some_concurrent(struct gp_conn *c, void *buf, size_t len)
 			return ret;
 		if (c->interrupt && *c->interrupt)
 			return -EINTR;
-		wait_ready(c, want);
+		if (again)
+			wait_ready(c, POLLOUT);
 	}
 }
 
@@ -1041,7 +1146,7 @@ bool gp_conn_pending(struct gp_conn *c)
 		return false;
 	if (c->concurrent)
 		pthread_mutex_lock(&c->io);
-	ssl_has = SSL_has_pending(c->ssl) == 1;
+	ssl_has = SSL_has_pending(c->ssl) == 1 || c->raw_len > c->raw_pos;
 	if (c->concurrent)
 		pthread_mutex_unlock(&c->io);
 	return ssl_has;

@@ -55,6 +55,16 @@ struct gp_conn {
 	 * hint for the reader, set under `io` by whoever reads the socket (a writer's SSL_write
 	 * may read too). */
 	_Atomic bool drained;
+	/* Concurrent mode over TLS: what the reader's blocking recv took from the socket, for
+	 * OpenSSL to read through the BIO (raw_pos..raw_len). The reader fills it without `io`
+	 * only while it is empty and `raw_filling` is set (then nobody reads the socket but
+	 * the reader); everything else about it is under `io`. */
+	uint8_t *raw;
+	size_t raw_pos, raw_len;
+	bool raw_filling, raw_eof; /* raw_eof: that recv saw the peer's end */
+	/* A plain Unix socket: the reader waits in poll() and then reads, as before (measured:
+	 * a blocking recv there costs more context switches than it saves; docs/performance.md). */
+	bool wait_in_poll;
 };
 
 /* TLS contexts. On failure return NULL and write the reason into err. */
@@ -107,8 +117,11 @@ void gp_conn_shutdown(struct gp_conn *c);
 /*
  * Concurrent mode, after the handshake: one thread reads (gp_conn_recv/read/skip) while
  * any others write, each holding gp_conn_send_lock() from its first gp_conn_send() to its
- * gp_conn_flush() (reads no longer flush what writers queued). The socket becomes
- * non-blocking; a side that would block waits in poll() without holding the SSL object.
+ * gp_conn_flush() (reads no longer flush what writers queued). The socket stays blocking
+ * for the reader, which waits in recv() without holding the SSL object (one system call per
+ * message, not a poll and then a read; on a plain Unix socket it polls and reads, which
+ * measured faster there); writers send without waiting (MSG_DONTWAIT) and wait in poll() when
+ * the socket is full.
  * Lock order for callers with locks of their own: theirs first, then the send lock.
  */
 int gp_conn_concurrent(struct gp_conn *c);

@@ -14,7 +14,7 @@
  *
  * DESIGN: the reader thread owns the pipes' read ends; the buffers are shared under `lock`;
  * whoever sends an answer (the main thread, a waiter) sends what is buffered first, under
- * the connection's send lock.
+ * the connection's send lock, after one poll of both pipes for what the reader has not seen.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -217,12 +217,26 @@ static int flush_stream(struct gp_worker *w, int i)
 
 int gp__output_flush(struct gp_worker *w)
 {
-	int ret;
+	struct pollfd pfd[2];
+	bool held[2];
+	int ret = 0;
 
 	if (streams[0].read_fd < 0)
 		return 0;
 	fflush(stdout); /* anything the driver left in stdio's buffers */
 	fflush(stderr);
-	ret = flush_stream(w, 0);
-	return ret ? ret : flush_stream(w, 1);
+	/* Most answers follow no output: one look at both pipes (a read end of -1 is not
+	 * looked at) instead of a read of each that finds nothing. */
+	for (int i = 0; i < 2; i++)
+		pfd[i] = (struct pollfd){.fd = streams[i].read_fd, .events = POLLIN};
+	if (poll(pfd, 2, 0) < 0)
+		pfd[0].revents = pfd[1].revents = POLLIN; /* not known: read them */
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < 2; i++)
+		held[i] = streams[i].len || streams[i].dropped;
+	pthread_mutex_unlock(&lock);
+	for (int i = 0; i < 2 && !ret; i++)
+		if (held[i] || pfd[i].revents)
+			ret = flush_stream(w, i);
+	return ret;
 }

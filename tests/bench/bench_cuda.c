@@ -241,7 +241,10 @@ static int mode_all(int argc, char **argv)
 			return 1;
 		for (size_t i = 0; i < bytes; i += 4096)
 			h[i] = (uint8_t)(i >> 12);
-		memset(back, 0, bytes); /* touched: page faults are not the copy's */
+		/* Touched, so that page faults are not the copy's: with a nonzero byte, since
+		 * the compiler turns malloc and memset(0) into calloc, whose fresh pages the
+		 * copy would then fault in. */
+		memset(back, 0xa5, bytes);
 		CK(cu.cuMemAlloc(&d, bytes));
 		/* nor the device's: softgpu's memory is host pages, faulted in on first touch */
 		CK(cu.cuMemsetD32(d, 0, bytes / 4));

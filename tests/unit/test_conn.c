@@ -239,7 +239,15 @@ struct tls_pair {
 	unsigned frames, delay_ms; /* what the server thread sends, after delay_ms */
 	bool one_record;	   /* the frames in one flush (one TLS record), not one each */
 	unsigned late_ms;	   /* then, after late_ms more, one frame more (id 100 + frames) */
+	size_t big;		   /* instead: one frame of this many bytes of big_byte(i) */
+	unsigned echo;		   /* instead: answer this many frames, each with its own id */
+	bool hang_up;		   /* instead: close the socket without a TLS goodbye */
 };
+
+static uint8_t big_byte(size_t i)
+{
+	return (uint8_t)(i * 7 + (i >> 13));
+}
 
 /* A self-signed P-256 certificate (a CA, so that it verifies as its own anchor) and its key,
  * in files under a fresh directory: gp_tls_*_ctx_new take paths. */
@@ -291,6 +299,29 @@ static void *tls_server(void *arg)
 		return "accept";
 	if (t->delay_ms)
 		usleep(t->delay_ms * 1000);
+	if (t->hang_up) {
+		shutdown(t->server->fd, SHUT_RDWR);
+		return NULL;
+	}
+	if (t->big) {
+		uint8_t *b = malloc(t->big);
+
+		for (size_t i = 0; b && i < t->big; i++)
+			b[i] = big_byte(i);
+		if (!b || gp_conn_send(t->server, 1, 0, 7, NULL, b, t->big) ||
+		    gp_conn_flush(t->server))
+			return "send";
+		free(b);
+		return NULL;
+	}
+	for (unsigned i = 0; i < t->echo; i++) {
+		struct gp_frame_hdr h;
+
+		if (gp_conn_recv(t->server, &h) || gp_conn_skip(t->server, h.bulk_len) ||
+		    gp_conn_send(t->server, 1, 0, h.request_id, NULL, "abcdefgh", 8) ||
+		    gp_conn_flush(t->server))
+			return "echo";
+	}
 	/* Each frame flushed on its own: a TLS record, and a send, each (or all in one). */
 	for (unsigned i = 0; i < t->frames; i++)
 		if (gp_conn_send(t->server, 1, 0, 100 + i, NULL, "abcdefgh", 8) ||
@@ -434,6 +465,105 @@ static void test_tls_concurrent_one_record_no_hang(void **state)
 	tls_close(&t);
 }
 
+/* Concurrent mode, a large frame after a wait: the reader's recv takes its first bytes into
+ * the connection's own buffer (c->raw) and OpenSSL reads them from there before the rest,
+ * which it reads from the socket; every byte must come in order. */
+static void test_tls_concurrent_wait_then_large_frame(void **state)
+{
+	struct tls_pair t = {0};
+	struct gp_frame_hdr h;
+	size_t n = 300 * 1024;
+	uint8_t *b = malloc(n);
+	pthread_t th;
+
+	assert_non_null(b);
+	t.big = n;
+	tls_open(&t, 0, 50, &th);
+	assert_int_equal(gp_conn_concurrent(t.client), 0);
+	alarm(10);
+	assert_int_equal(gp_conn_recv(t.client, &h), 0);
+	assert_int_equal(h.request_id, 7);
+	assert_int_equal(h.bulk_len, n);
+	assert_int_equal(gp_conn_read(t.client, b, n), 0);
+	alarm(0);
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != big_byte(i))
+			fail_msg("byte %zu is %u, not %u", i, b[i], big_byte(i));
+	assert_false(gp_conn_pending(t.client));
+	tls_join(th);
+	tls_close(&t);
+	free(b);
+}
+
+/* Concurrent mode, a writer sending while the reader waits in its recv: the writes do not
+ * wait for the reader (it holds no lock while it waits) and every answer comes. */
+struct echo_writer {
+	struct gp_conn *c;
+	unsigned n;
+	int ret;
+};
+
+static void *echo_writer(void *arg)
+{
+	struct echo_writer *e = arg;
+
+	for (unsigned i = 0; i < e->n && !e->ret; i++) {
+		gp_conn_send_lock(e->c);
+		e->ret = gp_conn_send(e->c, 1, 0, 1000 + i, NULL, "ping", 4);
+		if (!e->ret)
+			e->ret = gp_conn_flush(e->c);
+		gp_conn_send_unlock(e->c);
+		if (i % 16 == 0)
+			usleep(1000); /* now and then the reader catches up and waits */
+	}
+	return NULL;
+}
+
+static void test_tls_concurrent_writer_while_reader_waits(void **state)
+{
+	struct tls_pair t = {0};
+	struct echo_writer e = {.n = 200};
+	pthread_t th, tw;
+
+	t.echo = e.n;
+	tls_open(&t, 0, 0, &th);
+	assert_int_equal(gp_conn_concurrent(t.client), 0);
+	e.c = t.client;
+	alarm(20);
+	assert_int_equal(pthread_create(&tw, NULL, echo_writer, &e), 0);
+	for (unsigned i = 0; i < e.n; i++) {
+		struct gp_frame_hdr h;
+		char body[8];
+
+		assert_int_equal(gp_conn_recv(t.client, &h), 0);
+		assert_int_equal(h.request_id, 1000 + i);
+		assert_int_equal(gp_conn_read(t.client, body, sizeof(body)), 0);
+	}
+	pthread_join(tw, NULL);
+	alarm(0);
+	assert_int_equal(e.ret, 0);
+	tls_join(th);
+	tls_close(&t);
+}
+
+/* Concurrent mode, the peer's socket closed without a TLS goodbye while the reader waits in
+ * its recv: the read fails (it does not wait for ever, nor succeed). */
+static void test_tls_concurrent_peer_hangs_up(void **state)
+{
+	struct tls_pair t = {0};
+	struct gp_frame_hdr h;
+	pthread_t th;
+
+	t.hang_up = true;
+	tls_open(&t, 0, 50, &th);
+	assert_int_equal(gp_conn_concurrent(t.client), 0);
+	alarm(10);
+	assert_int_not_equal(gp_conn_recv(t.client, &h), 0);
+	alarm(0);
+	tls_join(th);
+	tls_close(&t);
+}
+
 /* Concurrent mode, the reader and a writer failing at once, a third thread asking why: each
  * failure sets c->err, which the others read (the worker logs the reader's while its sender
  * fails a write). Under ThreadSanitizer (scripts/test.sh runs this file there) a write of
@@ -519,6 +649,9 @@ int main(void)
 		cmocka_unit_test(test_tls_pending_after_read_ahead),
 		cmocka_unit_test(test_tls_concurrent_late_answer),
 		cmocka_unit_test(test_tls_concurrent_one_record_no_hang),
+		cmocka_unit_test(test_tls_concurrent_wait_then_large_frame),
+		cmocka_unit_test(test_tls_concurrent_writer_while_reader_waits),
+		cmocka_unit_test(test_tls_concurrent_peer_hangs_up),
 		cmocka_unit_test(test_concurrent_errors_race_free),
 	};
 
