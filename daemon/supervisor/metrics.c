@@ -243,6 +243,8 @@ static void render(FILE *f, const Gp__AdminReply *r)
 		 "Host memory its worker uses (its cgroup's, else its resident set).", 7},
 		{"gpupool_session_host_memory_limit_bytes", "gauge",
 		 "The host memory its worker's cgroup allows (0: none enforced).", 8},
+		{"gpupool_session_priority", "gauge",
+		 "Its priority, 0-9 (GPUPOOL_PRIORITY cut to its tenant's priority=).", 9},
 	};
 	unsigned states[5] = {0};
 	static const char *const state_names[] = {"handshake", "queued", "active", "closing"};
@@ -296,7 +298,8 @@ static void render(FILE *f, const Gp__AdminReply *r)
 			const Gp__SessionStatus *s = r->session[i];
 			uint64_t v[] = {s->mem_used, s->mem_peak,    s->mem_limit,
 					s->calls,    s->bytes_in,    s->bytes_out,
-					s->compute,  s->host_memory, s->host_memory_limit};
+					s->compute,  s->host_memory, s->host_memory_limit,
+					s->priority};
 
 			fprintf(f, "%s{session=\"%llu\",tenant=\"", session_metrics[m].name,
 				(unsigned long long)s->id);
