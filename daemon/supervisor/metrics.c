@@ -279,8 +279,8 @@ static void render(FILE *f, const Gp__AdminReply *r)
 			continue;
 		if (first)
 			help(f, "gpupool_gpu_mig_memory_total_bytes", "gauge",
-			     "Memory of a GPU in MIG mode (its instances' series have what sessions "
-			     "can use).");
+			     "Memory of a GPU in MIG mode (its instances' series have what "
+			     "sessions can use).");
 		first = 0;
 		fprintf(f, "gpupool_gpu_mig_memory_total_bytes{gpu=\"%u\",name=\"", g->index);
 		label(f, g->name);
