@@ -15,6 +15,7 @@ mkfifo "$T/G.in"
 env LD_PRELOAD="$CLIENT_PRELOAD" "$CLIENT_ASAN" GPUPOOL_COMPUTE=10% \
 	"$GP_TESTBIN/gate_flag" <"$T/G.in" >"$T/G.out" 2>"$T/G.err" &
 G_PID=$!
+trap 'kill -KILL "$G_PID" 2>/dev/null || true; cleanup' EXIT # a hung client is not left behind
 exec {G_IN}>"$T/G.in"
 for _ in $(seq 1 1200); do
 	grep -q . "$T/G.out" 2>/dev/null && break
