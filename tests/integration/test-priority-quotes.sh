@@ -2,8 +2,9 @@
 # Priorities where a client looks before it connects, and where an operator looks: a quote
 # (poolctl quote --priority, as the client's GPUPOOL_PRIORITY) names the session's priority
 # and says what the queue would do with it: ending a preemptible session of lower priority
-# would let it in (and after how long), or a waiter before it holds it up. /metrics has each
-# session's priority; poolctl status says why a waiter waits with its priority.
+# would let it in (and after how long), or a waiter before it holds it up; a client queues at
+# a candidate where it would preempt rather than passing it by. /metrics has each session's
+# priority; poolctl status says why a waiter waits with its priority.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/fleet.sh"
 
@@ -76,5 +77,34 @@ kill -KILL "$W_PID" "$V_PID" 2>/dev/null
 release L || fail "the holder should end cleanly"
 wait "$W_PID" "$V_PID" 2>/dev/null || true
 dwait 2 '.sessions | length == 0'
+
+# A client with two candidates, both full: on the first a preemptible session of priority 0
+# holds the GPU (its quote: preempt 1), on the second one that is not preemptible (it would
+# wait). The client queues at the first rather than passing it by (no_wait) for the second,
+# and gets in there once the holder is preempted (preempt_grace 0).
 fleet_stop 2
+fleet_start 2 127.0.0.2:0 1 1G "tls_ca $T/certs/ca.pem" "admin_ca $T/admin/ca.pem" \
+	"admin_listen 127.0.0.2:0" "tenant default priority=5" "queue_timeout 120" \
+	"preempt_grace 0"
+port=${D2_LISTEN##*:}
+aport=$(jq -r .admin_listen "$T/d2/status.json")
+aport=${aport##*:}
+fleet_start 3 "127.0.0.3:$port" 1 1G "tls_ca $T/certs/ca.pem" "admin_ca $T/admin/ca.pem" \
+	"admin_listen 127.0.0.3:$aport" "tenant default priority=5" "queue_timeout 120"
+GPUPOOL_SERVER=127.0.0.2:$port GPUPOOL_MEMORY=1G GPUPOOL_PREEMPTIBLE=1 GPUPOOL_PRIORITY=0 hold P 4096
+case "$HELD" in READY*) ;; *) fail "the preemptible holder: $HELD" ;; esac
+GPUPOOL_SERVER=127.0.0.3:$port GPUPOOL_MEMORY=1G GPUPOOL_PRIORITY=0 hold F 4096
+case "$HELD" in READY*) ;; *) fail "the other holder: $HELD" ;; esac
+GPUPOOL_SERVER=127.0.0.2:$port,127.0.0.3:$port GPUPOOL_QUOTE_PORT=$aport GPUPOOL_MEMORY=1G \
+	GPUPOOL_LOG=debug hold N 4096
+case "$HELD" in READY*) ;; *) fail "the client should get in by preemption: $HELD $(cat "$T/N.err")" ;; esac
+grep -q "quote from 127.0.0.2:$aport: does not fit, .* 1 to preempt" "$T/N.err" ||
+	{ cat "$T/N.err"; fail "127.0.0.2's quote should say it would preempt one"; }
+dwait 2 '(.sessions | length) == 1 and .sessions[0].priority == 5'
+dwait 3 '(.sessions | length) == 1 and .sessions[0].priority == 0'
+release P && fail "the preempted holder's next call should fail"
+release N || fail "the client that got in by preemption should end cleanly"
+release F || fail "the other holder should end cleanly"
+fleet_stop 2
+fleet_stop 3
 echo PASS
