@@ -315,6 +315,23 @@ static CUresult take_snapshot(struct gp_client *c, const Gp__HelloReply *rep)
 }
 
 /* GPUPOOL_COMPUTE as a percent (1-100), or 0 when unset or not a share (said when warn). */
+bool gp__priority_asked(bool warn, int32_t *priority)
+{
+	const char *s = getenv("GPUPOOL_PRIORITY"); /* 0-9, capped by the tenant's */
+
+	*priority = 0;
+	if (!s || !*s)
+		return false;
+	if (s[0] >= '0' && s[0] <= '9' && s[1] == '\0') {
+		*priority = s[0] - '0';
+		return true;
+	}
+	if (warn)
+		gp_log_warnx("GPUPOOL_PRIORITY=%s: expected 0 to 9; asking for none (its tenant's)",
+			     s);
+	return false;
+}
+
 uint32_t gp__compute_asked(bool warn)
 {
 	const char *s = getenv("GPUPOOL_COMPUTE");
@@ -365,17 +382,7 @@ static void fill_hello(Gp__Hello *hello, char *host, size_t hostlen)
 	if (s && *s && strcmp(s, "1") != 0 && strcmp(s, "0") != 0)
 		gp_log_warnx("GPUPOOL_PREEMPTIBLE=%s: expected 1 or 0; not preemptible", s);
 	hello->preemptible = s && strcmp(s, "1") == 0;
-	s = getenv("GPUPOOL_PRIORITY"); /* 0-9, capped by the tenant's (docs/scheduling.md) */
-	if (s && *s) {
-		if (s[0] >= '0' && s[0] <= '9' && s[1] == '\0') {
-			hello->priority = (uint32_t)(s[0] - '0');
-			hello->priority_set = true;
-		} else {
-			gp_log_warnx("GPUPOOL_PRIORITY=%s: expected 0 to 9; asking for none "
-				     "(its tenant's)",
-				     s);
-		}
-	}
+	hello->priority_set = gp__priority_asked(true, &hello->priority);
 	s = getenv("GPUPOOL_TOKEN");
 	hello->token = (char *)(s ? s : "");
 	hello->tenant_proof = true;  /* answer_challenge */
@@ -596,6 +603,7 @@ CUresult gp__connect(void)
 		struct gp_endpoints cands = {0};
 		char err[1024];
 		bool busy = false;
+		size_t queue_at = 0;
 		unsigned ms;
 		int e;
 
@@ -606,7 +614,7 @@ CUresult gp__connect(void)
 			r = e == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NO_DEVICE;
 			break;
 		}
-		e = gp__discover_order(&cands, &ctx, &seed);
+		e = gp__discover_order(&cands, &ctx, &seed, &queue_at);
 		if (e < 0) {
 			gp_endpoints_deinit(&cands);
 			r = e == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_NO_DEVICE;
@@ -616,8 +624,10 @@ CUresult gp__connect(void)
 			bool b;
 
 			/* Ordered by quotes: each but the last is asked not to queue the session,
-			 * so that one that filled up since its quote passes it on. */
-			r = try_pool(c, &ctx, &cands.v[i], e == 1 && i + 1 < cands.n, &b);
+			 * so that one that filled up since its quote passes it on; it queues at
+			 * one that would preempt for it. */
+			r = try_pool(c, &ctx, &cands.v[i],
+				     e == 1 && i + 1 < cands.n && i != queue_at, &b);
 			busy |= b;
 			if (r == CUDA_SUCCESS || r == CUDA_ERROR_OUT_OF_MEMORY)
 				break;

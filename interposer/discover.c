@@ -8,10 +8,13 @@
  * session will be (GPUPOOL_CERT/GPUPOOL_KEY, or GPUPOOL_TOKEN in the request) and costs the
  * daemon no worker. Candidates are then tried best first under GPUPOOL_PLACEMENT (spread:
  * the most room left on a GPU that fits; binpack: the least), then those whose quote says
- * the session would wait (fewest waiting first), then those not asked or not answering, in
- * DNS order, then draining ones. Each candidate but the last is asked (Hello's no_wait)
- * to refuse the session rather than queue it, so that one that filled up since its quote
- * passes the session on; the last queues it as usual. GPUPOOL_PLACEMENT=order asks for no quote and keeps the
+ * ending preemptible sessions would let it in (its priority, GPUPOOL_PRIORITY, is in the
+ * quote), then those where it would wait (fewest before it in the queue's order first),
+ * then those not asked or not answering, in DNS order, then draining ones. Each candidate
+ * but the last is asked (Hello's no_wait) to refuse the session rather than queue it, so
+ * that one that filled up since its quote passes the session on; the last queues it as
+ * usual, and so does the first that would preempt: the session waits there for the
+ * preemption. GPUPOOL_PLACEMENT=order asks for no quote and keeps the
  * list's order (as before quotes). A quote is not a reservation: the first candidate can
  * still turn the session away, and cuInit then goes on down the list.
  *
@@ -44,6 +47,7 @@
 
 enum rank {
 	RANK_FITS = 0,
+	RANK_PREEMPTS, /* in after preempt_grace, once preemptible sessions are ended */
 	RANK_WAITS,
 	RANK_UNKNOWN, /* not asked, or no answer */
 	RANK_DRAINING,
@@ -53,7 +57,7 @@ struct cand {
 	struct gp_endpoint ep;
 	enum rank rank;
 	uint64_t room;	   /* room_max (spread) or room_min (binpack) */
-	uint32_t queue;	   /* waiting sessions */
+	uint32_t queue;	   /* waiting sessions its priority puts before it */
 	uint32_t sessions; /* on that daemon */
 	size_t order;	   /* its place in DNS order */
 };
@@ -94,7 +98,8 @@ static int ask_quote(SSL_CTX *ctx, const struct gp_endpoint *ep, uint16_t port, 
 	if (s && *s && gp_parse_size(s, &q.memory))
 		q.memory = 0;		      /* as Hello asks: the default (fill_hello warns) */
 	q.compute = gp__compute_asked(false); /* fill_hello says when it is not a share */
-	s = getenv("GPUPOOL_SLICE");	      /* gp__connect has checked it */
+	q.priority_set = gp__priority_asked(false, &q.priority);
+	s = getenv("GPUPOOL_SLICE"); /* gp__connect has checked it */
 	q.slice = (char *)(s ? s : "");
 	s = getenv("GPUPOOL_TOKEN");
 	q.token = (char *)(s ? s : "");
@@ -121,11 +126,12 @@ static int ask_quote(SSL_CTX *ctx, const struct gp_endpoint *ep, uint16_t port, 
 	}
 	*out = *rep->quote;
 	out->tenant = out->reason = NULL; /* freed with rep */
-	gp_log_debug("quote from %s: %s, %u free GPU%s, room %llu..%llu, %u waiting%s", addr,
-		     out->fits ? "fits" : "does not fit", out->free_gpus,
+	gp_log_debug("quote from %s: %s, %u free GPU%s, room %llu..%llu, %u waiting (%u before "
+		     "it at priority %u), %u to preempt%s",
+		     addr, out->fits ? "fits" : "does not fit", out->free_gpus,
 		     out->free_gpus == 1 ? "" : "s", (unsigned long long)out->room_min,
-		     (unsigned long long)out->room_max, out->queue,
-		     out->draining ? ", draining" : "");
+		     (unsigned long long)out->room_max, out->queue, out->ahead, out->priority,
+		     out->preempt, out->draining ? ", draining" : "");
 out:
 	if (rep)
 		protobuf_c_message_free_unpacked(&rep->base, NULL);
@@ -164,12 +170,12 @@ static int compare(const void *a, const void *b, void *arg)
 		return (x->room < y->room) == binpack ? -1 : 1;
 	if (x->rank == RANK_FITS && x->sessions != y->sessions)
 		return (x->sessions < y->sessions) != binpack ? -1 : 1;
-	if (x->rank == RANK_WAITS && x->queue != y->queue)
+	if ((x->rank == RANK_WAITS || x->rank == RANK_PREEMPTS) && x->queue != y->queue)
 		return x->queue < y->queue ? -1 : 1;
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed)
+int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed, size_t *queue_at)
 {
 	const char *placement = getenv("GPUPOOL_PLACEMENT"), *qp = getenv("GPUPOOL_QUOTE_PORT");
 	size_t n = cands->n, ask[2] = {0, 1}, nask;
@@ -236,14 +242,21 @@ int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed
 			pthread_join(asks[k].thread, NULL);
 		if (asks[k].r != 0)
 			continue;
-		x->rank = q->draining ? RANK_DRAINING : q->fits ? RANK_FITS : RANK_WAITS;
+		x->rank = q->draining  ? RANK_DRAINING
+			  : q->fits    ? RANK_FITS
+			  : q->preempt ? RANK_PREEMPTS
+				       : RANK_WAITS;
 		x->room = binpack ? q->room_min : q->room_max;
-		x->queue = q->queue;
+		x->queue = q->ahead;
 		x->sessions = q->sessions;
 	}
 	qsort_r(v, n, sizeof(*v), compare, &binpack);
-	for (size_t i = 0; i < n; i++)
+	*queue_at = n - 1;
+	for (size_t i = n; i-- > 0;) {
 		cands->v[i] = v[i].ep;
+		if (v[i].rank == RANK_PREEMPTS)
+			*queue_at = i;
+	}
 	gp_log_debug("candidates under %s, best first: %s%s", binpack ? "binpack" : "spread",
 		     cands->v[0].addr, n > 1 ? ", ..." : "");
 	free(v);

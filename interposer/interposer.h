@@ -299,12 +299,17 @@ CUresult gp__connect(void);
 /* GPUPOOL_COMPUTE: the percent of each GPU asked for (1-100), 0 when unset or not a share
  * (logged when warn). */
 uint32_t gp__compute_asked(bool warn);
+/* GPUPOOL_PRIORITY (docs/scheduling.md): true with 0-9 in *priority when it names one;
+ * false (warned about when warn and it is set) otherwise. */
+bool gp__priority_asked(bool warn, int32_t *priority);
 
 /* discover.c */
 /* Orders the candidates best first by their quotes (GPUPOOL_PLACEMENT); makes the TLS
- * context in *ctx if needed. 1: ordered by quotes; 0: left in the list's order (one
- * candidate, or GPUPOOL_PLACEMENT=order); a negative code for a bad setting (logged). */
-int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed);
+ * context in *ctx if needed. 1: ordered by quotes, *queue_at the candidate to queue at
+ * (the first whose quote says ending preemptible sessions lets the session in; else the
+ * last); 0: left in the list's order (one candidate, or GPUPOOL_PLACEMENT=order); a
+ * negative code for a bad setting (logged). */
+int gp__discover_order(struct gp_endpoints *cands, SSL_CTX **ctx, uint32_t *seed, size_t *queue_at);
 /* Drops a kept asynchronous error: the context it came from is gone (destroyed, reset). */
 void gp__pending_clear(void);
 /*

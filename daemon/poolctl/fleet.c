@@ -602,7 +602,8 @@ int poolctl_quote(struct poolctl *pc, int argc, char **argv)
 		if (i + 1 >= argc) {
 			fprintf(stderr,
 				"usage: poolctl --pool ENDPOINTS quote [--gpus N] [--memory "
-				"SIZE] [--compute PERCENT] [--slice SLICE] [--token TOKEN]\n");
+				"SIZE] [--compute PERCENT] [--slice SLICE] [--priority 0-9] "
+				"[--token TOKEN]\n");
 			return 2;
 		}
 		if (strcmp(argv[i], "--gpus") == 0) {
@@ -628,6 +629,16 @@ int poolctl_quote(struct poolctl *pc, int argc, char **argv)
 			q.compute = (uint32_t)v;
 		} else if (strcmp(argv[i], "--slice") == 0) {
 			q.slice = argv[++i]; /* the daemon's to judge, as a client's */
+		} else if (strcmp(argv[i], "--priority") == 0) {
+			const char *v = argv[++i];
+
+			if (v[0] < '0' || v[0] > '9' || v[1]) {
+				fprintf(stderr, "poolctl: quote: --priority '%s' is not 0 to 9\n",
+					v);
+				return 2;
+			}
+			q.priority = v[0] - '0';
+			q.priority_set = true;
 		} else if (strcmp(argv[i], "--token") == 0) {
 			q.token = argv[++i];
 		} else {
@@ -649,8 +660,9 @@ int poolctl_quote(struct poolctl *pc, int argc, char **argv)
 	if (pc->json)
 		printf("[");
 	else
-		printf("%-24s %-5s %-12s %5s %12s %12s %12s %6s  %s\n", "HOST", "FITS", "TENANT",
-		       "FREE", "UNRESERVED", "ROOM-MAX", "ROOM-MIN", "QUEUE", "REASON");
+		printf("%-24s %-5s %-12s %5s %12s %12s %12s %6s %4s  %s\n", "HOST", "FITS",
+		       "TENANT", "FREE", "UNRESERVED", "ROOM-MAX", "ROOM-MIN", "QUEUE", "PRIO",
+		       "REASON");
 	for (size_t i = 0; i < eps.n; i++) {
 		const Gp__Quote *x = h[i].rep ? h[i].rep->quote : NULL;
 		char a[32], b[32], c[32], cell[64], tenant[13];
@@ -670,9 +682,13 @@ int poolctl_quote(struct poolctl *pc, int argc, char **argv)
 			poolctl_json_str(x->tenant);
 			printf(",\"fits\":%s,\"free_gpus\":%u,\"unreserved\":%" PRIu64
 			       ",\"room_max\":%" PRIu64 ",\"room_min\":%" PRIu64
-			       ",\"queue\":%u,\"sessions\":%u,\"draining\":%s,\"reason\":",
+			       ",\"queue\":%u,\"sessions\":%u,\"draining\":%s,\"priority\":%u"
+			       ",\"priority_requested\":%d,\"ahead\":%u,\"held_up\":%s"
+			       ",\"preempt\":%u,\"preempt_grace\":%u,\"reason\":",
 			       x->fits ? "true" : "false", x->free_gpus, x->unreserved, x->room_max,
-			       x->room_min, x->queue, x->sessions, x->draining ? "true" : "false");
+			       x->room_min, x->queue, x->sessions, x->draining ? "true" : "false",
+			       x->priority, x->priority_requested, x->ahead,
+			       x->held_up ? "true" : "false", x->preempt, x->preempt_grace);
 			poolctl_json_str(x->reason);
 			printf("}");
 			continue;
@@ -682,12 +698,12 @@ int poolctl_quote(struct poolctl *pc, int argc, char **argv)
 			       said(h[i].rep ? "no quote in the answer" : h[i].err));
 			continue;
 		}
-		printf("%-24s %-5s %-12s %5u %12s %12s %12s %6u  %s\n",
+		printf("%-24s %-5s %-12s %5u %12s %12s %12s %6u %4u  %s\n",
 		       poolctl_cell(cell, 24, eps.v[i].addr), x->fits ? "yes" : "no",
 		       poolctl_cell(tenant, 12, x->tenant), x->free_gpus,
 		       poolctl_human(x->unreserved, a, sizeof(a)),
 		       poolctl_human(x->room_max, b, sizeof(b)),
-		       poolctl_human(x->room_min, c, sizeof(c)), x->queue,
+		       poolctl_human(x->room_min, c, sizeof(c)), x->queue, x->priority,
 		       x->draining ? "draining" : said(x->reason));
 	}
 	if (pc->json)

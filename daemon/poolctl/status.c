@@ -206,7 +206,9 @@ static void print_json(const Gp__AdminReply *r)
 		       s->priority, s->priority_requested);
 		for (size_t k = 0; k < s->n_would_preempt; k++)
 			printf("%s%" PRIu64, k ? "," : "", s->would_preempt[k]);
-		printf("],\"would_preempt_at\":%" PRId64, s->would_preempt_at);
+		printf("],\"would_preempt_at\":%" PRId64 ",\"ahead_higher\":%u,\"waiting_reason\":",
+		       s->would_preempt_at, s->ahead_higher);
+		poolctl_json_str(s->waiting_reason);
 		if (s->busy_known)
 			printf(",\"gpu_busy_seconds\":%.6f", s->gpu_busy_seconds);
 		else
@@ -327,10 +329,12 @@ static void print_sessions(const Gp__AdminReply *r)
 		else if (s->compute_requested && strcmp(s->state, "queued") == 0)
 			snprintf(note, sizeof(note), "  compute %u%% asked", s->compute_requested);
 		k = strlen(note);
+		/* The daemon's words name its priority and those of higher priority before it. */
 		if (s->waiting_for && *s->waiting_for)
 			snprintf(note + k, sizeof(note) - k, "  #%u in queue, waits for %s",
 				 s->queue_place,
-				 strcmp(s->waiting_for, "tenant") == 0	 ? "its tenant's limits"
+				 s->waiting_reason && *s->waiting_reason ? s->waiting_reason
+				 : strcmp(s->waiting_for, "tenant") == 0 ? "its tenant's limits"
 				 : strcmp(s->waiting_for, "behind") == 0 ? "those before it"
 									 : "room");
 		/* The preemption under way for it: whom it ends, and when. */

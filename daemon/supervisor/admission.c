@@ -180,9 +180,10 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	s->claim.want_memory = req->memory;
 	s->claim.want_compute = req->compute;
 	s->claim.preemptible = req->preemptible;
-	/* GPUPOOL_PRIORITY: a larger value than 9 is cut to the tenant's like any other. */
+	/* GPUPOOL_PRIORITY: cut to the tenant's later; one that is not a priority is refused
+	 * below, once the tenant is known (the interposer sends none but 0-9). */
 	s->claim.priority_set = req->priority_set;
-	s->claim.want_priority = req->priority;
+	s->claim.want_priority = req->priority_set ? req->priority : 0;
 	s->claim.tenant = s->tenant;
 	/* The tenant: the certificate's name (or on the Unix socket the user's) as the supervisor
 	 * itself finds it, else what a known token names, else default. Plain TCP proves nothing
@@ -223,6 +224,13 @@ void gp__admit_request(struct gp_session *s, const Gp__AdmitRequest *req)
 	}
 	if (d->stopping) {
 		refuse(s, "the pool is shutting down");
+		return;
+	}
+	if (req->priority_set && (req->priority < 0 || req->priority > 9)) {
+		snprintf(why, sizeof(why), "GPUPOOL_PRIORITY=%d is not a priority (0 to 9)",
+			 (int)req->priority);
+		s->claim.priority_set = false;
+		refuse(s, why);
 		return;
 	}
 	/* GPUPOOL_SLICE, parsed again here: the client's check proves nothing. */

@@ -178,6 +178,10 @@ struct gp_mps {
 	unsigned backoff_ms;		 /* before the next restart, doubled up to 60 s */
 	unsigned starts;
 	char pipe_dir[256], log_dir[256]; /* mps_dir/gpuN/pipe, mps_dir/gpuN/log */
+	/* Stopping (mps.c): quit sent, then SIGTERM, then SIGKILL, each given until stop_at. */
+	enum { GP_MPS_RUN, GP_MPS_QUIT, GP_MPS_TERM, GP_MPS_KILL, GP_MPS_DONE } stop;
+	uint64_t stop_at; /* monotonic ms */
+	int quit_pid;	  /* the control program sending quit; 0: reaped */
 };
 
 struct gp_daemon {
@@ -234,6 +238,7 @@ struct gp_daemon {
 	uint32_t uid_next;
 	struct gp_mps mps[GP_POOL_MAX_GPUS];
 	unsigned nmps;
+	bool mps_stop_told; /* the last control daemon stopped: gp__supervisor_stop went on */
 };
 
 /* util.c: a sample a second (from the tick); an ended session's busy time banked (before
@@ -257,9 +262,17 @@ void gp__visible_name(const struct gp_daemon *d, uint32_t index, char *out, size
 /* Starts an MPS control daemon for each GPU with mps on; -1 when its directories cannot be
  * made (the daemon does not start). */
 int gp__mps_start(struct gp_daemon *d);
-/* Reaps one that died and restarts it after its backoff (from the supervisor's tick). */
+/* Reaps one that died and restarts it after its backoff (from the supervisor's tick); while
+ * they stop, moves each one's stop on, and once the last is done calls
+ * gp__supervisor_stop again. */
 void gp__mps_tick(struct gp_daemon *d);
-/* quit, then SIGTERM, then SIGKILL, each waited for (blocks; at exit). */
+/* Starts stopping them all at once without waiting: quit through the control program, then
+ * SIGTERM, then SIGKILL, each given its time by gp__mps_tick. Idempotent. */
+void gp__mps_stop_begin(struct gp_daemon *d);
+/* Are they all stopped (or given up on after SIGKILL)? */
+bool gp__mps_stopped(const struct gp_daemon *d);
+/* The same, waited for here (at most about 9 s whatever the number of GPUs): for exit paths
+ * without a loop. */
 void gp__mps_stop(struct gp_daemon *d);
 /* The pipe directory of the GPU's control daemon, or NULL without one. */
 const char *gp__mps_pipe_dir(const struct gp_daemon *d, uint32_t gpu);

@@ -243,6 +243,8 @@ static void render(FILE *f, const Gp__AdminReply *r)
 		 "Host memory its worker uses (its cgroup's, else its resident set).", 7},
 		{"gpupool_session_host_memory_limit_bytes", "gauge",
 		 "The host memory its worker's cgroup allows (0: none enforced).", 8},
+		{"gpupool_session_priority", "gauge",
+		 "Its priority, 0-9 (GPUPOOL_PRIORITY cut to its tenant's priority=).", 9},
 	};
 	unsigned states[5] = {0};
 	static const char *const state_names[] = {"handshake", "queued", "active", "closing"};
@@ -253,6 +255,9 @@ static void render(FILE *f, const Gp__AdminReply *r)
 	fprintf(f, "gpupool_start_time_seconds %lld\n", (long long)r->started);
 	help(f, "gpupool_draining", "gauge", "1 while the daemon drains for shutdown.");
 	fprintf(f, "gpupool_draining %d\n", r->draining ? 1 : 0);
+	/* A GPU in MIG mode is no target: its instances have these series, so that a sum over
+	 * GPUs counts each byte once (its whole memory is gpupool_gpu_mig_memory_total_bytes);
+	 * only its draining is its own. */
 	for (size_t m = 0; m < sizeof(gpu_metrics) / sizeof(gpu_metrics[0]); m++) {
 		help(f, gpu_metrics[m].name, gpu_metrics[m].type, gpu_metrics[m].text);
 		for (size_t i = 0; i < r->n_gpu; i++) {
@@ -260,10 +265,26 @@ static void render(FILE *f, const Gp__AdminReply *r)
 			uint64_t v[] = {g->total_mem, g->used_mem, g->reserved_mem,
 					g->sessions,  g->draining, g->compute_reserved};
 
+			if (g->mig && gpu_metrics[m].field != 4)
+				continue;
 			fprintf(f, "%s{gpu=\"%u\",name=\"", gpu_metrics[m].name, g->index);
 			label(f, g->name);
 			fprintf(f, "\"} %llu\n", (unsigned long long)v[gpu_metrics[m].field]);
 		}
+	}
+	for (size_t i = 0, first = 1; i < r->n_gpu; i++) {
+		const Gp__GpuStatus *g = r->gpu[i];
+
+		if (!g->mig)
+			continue;
+		if (first)
+			help(f, "gpupool_gpu_mig_memory_total_bytes", "gauge",
+			     "Memory of a GPU in MIG mode (its instances' series have what "
+			     "sessions can use).");
+		first = 0;
+		fprintf(f, "gpupool_gpu_mig_memory_total_bytes{gpu=\"%u\",name=\"", g->index);
+		label(f, g->name);
+		fprintf(f, "\"} %llu\n", (unsigned long long)g->total_mem);
 	}
 	/* MIG: which series are instances, of which GPU, with what profile and SMs (the family
 	 * only where there are instances: no family goes without samples). */
@@ -296,7 +317,8 @@ static void render(FILE *f, const Gp__AdminReply *r)
 			const Gp__SessionStatus *s = r->session[i];
 			uint64_t v[] = {s->mem_used, s->mem_peak,    s->mem_limit,
 					s->calls,    s->bytes_in,    s->bytes_out,
-					s->compute,  s->host_memory, s->host_memory_limit};
+					s->compute,  s->host_memory, s->host_memory_limit,
+					s->priority};
 
 			fprintf(f, "%s{session=\"%llu\",tenant=\"", session_metrics[m].name,
 				(unsigned long long)s->id);

@@ -6,7 +6,11 @@
  * was checked only against the stand-in of tests/integration/fake_mps_control.c.
  *
  * The processes are forked here, not through libuv: libuv reaps only the children it spawned,
- * so these are reaped by gp__mps_tick (waitpid on each pid) and by gp__mps_stop. */
+ * so these are reaped by gp__mps_tick (waitpid on each pid, WNOHANG). Stopping never waits in
+ * the supervisor's loop: gp__mps_stop_begin sends every control daemon its quit at once, and
+ * each tick moves each one on when it has ended or its time is up (MPS_QUIT_WAIT_MS, then
+ * SIGTERM and MPS_TERM_WAIT_MS, then SIGKILL and MPS_TERM_WAIT_MS more, then it is given up
+ * on, logged), so all GPUs take at most those 9 s together; the loop answers meanwhile. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -212,10 +216,27 @@ static void describe(int status, char *out, size_t len)
 		snprintf(out, len, "ended");
 }
 
+static void stop_step(struct gp_mps *m, uint64_t now);
+
 void gp__mps_tick(struct gp_daemon *d)
 {
 	uint64_t now = mono_ms();
+	bool stopping = false;
 
+	for (unsigned i = 0; i < d->nmps; i++)
+		if (d->mps[i].stop != GP_MPS_RUN) {
+			if (d->mps[i].stop != GP_MPS_DONE)
+				stop_step(&d->mps[i], now);
+			stopping = true;
+		}
+	if (stopping) {
+		/* The last one done: the supervisor's stop goes on (it waited for them). */
+		if (gp__mps_stopped(d) && !d->mps_stop_told) {
+			d->mps_stop_told = true;
+			gp__supervisor_stop(d);
+		}
+		return;
+	}
 	for (unsigned i = 0; i < d->nmps; i++) {
 		struct gp_mps *m = &d->mps[i];
 		char how[64];
@@ -241,23 +262,18 @@ void gp__mps_tick(struct gp_daemon *d)
 	}
 }
 
-/* Waits up to ms for pid; true when it was reaped. */
-static bool reap_within(pid_t pid, unsigned ms)
+/* Reaps pid if it has ended; true when it has (or is not our child). */
+static bool reaped(pid_t pid, int *status)
 {
-	for (unsigned waited = 0;; waited += 20) {
-		pid_t r = waitpid(pid, NULL, WNOHANG);
+	pid_t r = waitpid(pid, status, WNOHANG);
 
-		if (r == pid || (r < 0 && errno == ECHILD))
-			return true;
-		if (waited >= ms)
-			return false;
-		nanosleep(&(struct timespec){.tv_nsec = 20 * 1000000}, NULL);
-	}
+	return r == pid || (r < 0 && errno == ECHILD);
 }
 
 /* `quit` as NVIDIA documents it: the control program, without -f, reads commands on its
- * stdin and passes them to the daemon through the pipe directory. */
-static void send_quit(struct gp_daemon *d, const struct gp_mps *m)
+ * stdin and passes them to the daemon through the pipe directory. Not waited for: its pid
+ * (0 when it could not start) is reaped by stop_step. */
+static int send_quit(struct gp_daemon *d, const struct gp_mps *m)
 {
 	char **env = control_env(d, m);
 	int fds[2];
@@ -265,43 +281,116 @@ static void send_quit(struct gp_daemon *d, const struct gp_mps *m)
 
 	if (!env || pipe2(fds, O_CLOEXEC) != 0) {
 		env_free(env, env ? env_own(env) : 0);
-		return;
+		gp_log_warnx("GPU %u: cannot run %s to send quit", m->gpu, d->cfg->mps_control);
+		return 0;
 	}
 	pid = fork();
 	if (pid == 0)
 		exec_control(d, env, fds[0], false);
 	env_free(env, env_own(env));
 	close(fds[0]);
+	/* Five bytes into an empty pipe: this write does not block. */
 	if (pid > 0 && write(fds[1], "quit\n", 5) != 5)
 		gp_log_warnx("GPU %u: could not send quit to its MPS control daemon", m->gpu);
 	close(fds[1]);
-	if (pid > 0 && !reap_within(pid, MPS_QUIT_WAIT_MS)) {
-		kill(pid, SIGKILL);
-		reap_within(pid, MPS_TERM_WAIT_MS);
+	return pid > 0 ? pid : 0;
+}
+
+void gp__mps_stop_begin(struct gp_daemon *d)
+{
+	uint64_t now = mono_ms();
+
+	for (unsigned i = 0; i < d->nmps; i++) {
+		struct gp_mps *m = &d->mps[i];
+
+		if (m->stop != GP_MPS_RUN)
+			continue;
+		if (m->pid <= 0) {
+			m->stop = GP_MPS_DONE;
+			continue;
+		}
+		m->quit_pid = send_quit(d, m);
+		m->stop = GP_MPS_QUIT;
+		m->stop_at = now + MPS_QUIT_WAIT_MS;
+	}
+}
+
+bool gp__mps_stopped(const struct gp_daemon *d)
+{
+	for (unsigned i = 0; i < d->nmps; i++)
+		if (d->mps[i].stop != GP_MPS_DONE)
+			return false;
+	return true;
+}
+
+/* One look at a stopping control daemon: ended, or its time up for this step. */
+static void stop_step(struct gp_mps *m, uint64_t now)
+{
+	char how[64];
+	int status = 0;
+
+	/* The control program sending quit: reaped when it ends; killed once the quit's time
+	 * is up or the daemon is gone (then reaped at the next look). */
+	if (m->quit_pid > 0) {
+		if (reaped(m->quit_pid, NULL))
+			m->quit_pid = 0;
+		else if (m->stop != GP_MPS_QUIT || now >= m->stop_at || m->pid <= 0)
+			kill(m->quit_pid, SIGKILL);
+	}
+	if (m->pid > 0 && reaped(m->pid, &status)) {
+		describe(status, how, sizeof(how));
+		if (m->stop == GP_MPS_QUIT)
+			gp_log_info("GPU %u: MPS control daemon (pid %d) quit", m->gpu,
+				    (int)m->pid);
+		else
+			gp_log_info("GPU %u: MPS control daemon (pid %d) %s", m->gpu, (int)m->pid,
+				    how);
+		m->pid = 0;
+	}
+	if (m->pid <= 0) {
+		if (m->quit_pid <= 0)
+			m->stop = GP_MPS_DONE;
+		return;
+	}
+	if (now < m->stop_at)
+		return;
+	switch (m->stop) {
+	case GP_MPS_QUIT:
+		gp_log_warnx("GPU %u: MPS control daemon (pid %d) did not quit; SIGTERM", m->gpu,
+			     (int)m->pid);
+		kill(m->pid, SIGTERM);
+		m->stop = GP_MPS_TERM;
+		m->stop_at = now + MPS_TERM_WAIT_MS;
+		break;
+	case GP_MPS_TERM:
+		gp_log_warnx("GPU %u: MPS control daemon (pid %d) did not end on SIGTERM; SIGKILL",
+			     m->gpu, (int)m->pid);
+		kill(m->pid, SIGKILL);
+		m->stop = GP_MPS_KILL;
+		m->stop_at = now + MPS_TERM_WAIT_MS;
+		break;
+	default:
+		gp_log_warnx("GPU %u: MPS control daemon (pid %d) not reaped after SIGKILL; "
+			     "giving up on it",
+			     m->gpu, (int)m->pid);
+		m->pid = 0;
+		m->quit_pid = 0;
+		m->stop = GP_MPS_DONE;
+		break;
 	}
 }
 
 void gp__mps_stop(struct gp_daemon *d)
 {
-	for (unsigned i = 0; i < d->nmps; i++) {
-		struct gp_mps *m = &d->mps[i];
+	gp__mps_stop_begin(d);
+	while (!gp__mps_stopped(d)) {
+		uint64_t now = mono_ms();
 
-		if (m->pid <= 0)
-			continue;
-		send_quit(d, m);
-		if (reap_within(m->pid, MPS_QUIT_WAIT_MS)) {
-			gp_log_info("GPU %u: MPS control daemon (pid %d) quit", m->gpu,
-				    (int)m->pid);
-		} else {
-			gp_log_warnx("GPU %u: MPS control daemon (pid %d) did not quit; SIGTERM",
-				     m->gpu, (int)m->pid);
-			kill(m->pid, SIGTERM);
-			if (!reap_within(m->pid, MPS_TERM_WAIT_MS)) {
-				kill(m->pid, SIGKILL);
-				reap_within(m->pid, MPS_TERM_WAIT_MS);
-			}
-		}
-		m->pid = 0;
+		for (unsigned i = 0; i < d->nmps; i++)
+			if (d->mps[i].stop != GP_MPS_DONE)
+				stop_step(&d->mps[i], now);
+		if (!gp__mps_stopped(d))
+			nanosleep(&(struct timespec){.tv_nsec = 20 * 1000000}, NULL);
 	}
 	d->nmps = 0;
 }

@@ -406,7 +406,9 @@ unsigned gp_pool_priority(const struct gp_config *cfg, const struct gp_claim *c)
 
 	if (!c)
 		return 0;
-	return c->priority_set && c->want_priority < cap ? c->want_priority : cap;
+	return c->priority_set && c->want_priority >= 0 && (unsigned)c->want_priority < cap
+		       ? (unsigned)c->want_priority
+		       : cap;
 }
 
 /* Sets each waiter's priority and its tenant's tier and share, from the tenant's oldest
@@ -435,6 +437,28 @@ static void rank(struct gp_pool *p, const struct gp_config *cfg)
 				      : 1;
 		c->ord_share = held_share(t, &u);
 	}
+}
+
+/* Ranks c, not queued, as rank() would if it were queued now (after the queue's ranking):
+ * the newest in arrival order, its tier and share its tenant's oldest waiter's of its
+ * priority when there is one. */
+static void rank_newcomer(const struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c)
+{
+	const struct gp_tenant *t = gp_config_tenant(cfg, c->tenant);
+	struct gp_pool_usage u;
+
+	c->ord_prio = gp_pool_priority(cfg, c);
+	c->seq = p->next_seq;
+	for (const struct gp_claim *h = p->queue; h; h = h->qnext)
+		if (strcmp(h->tenant, c->tenant) == 0 && h->ord_prio == c->ord_prio) {
+			c->ord_tier = h->ord_tier;
+			c->ord_share = h->ord_share;
+			return;
+		}
+	gp_pool_tenant_usage(p, c->tenant, &u);
+	c->ord_tier =
+		within(t, &u, gpus_asked(c), least_per_gpu(p, cfg, c) * gpus_asked(c)) ? 0 : 1;
+	c->ord_share = held_share(t, &u);
 }
 
 /* Priority first (higher first), then entitlement, the share held, arrival. */
@@ -578,21 +602,13 @@ static struct gp_claim *next_victim(const struct gp_pool *p, const struct gp_con
 	return best;
 }
 
-unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim **victims,
-			 unsigned max, struct gp_claim **waiter)
+/* Chooses for w the claims to end (above) into victims (at most max), marking none; how
+ * many, 0 when those it may preempt would not make room. */
+static unsigned choose_victims(const struct gp_pool *p, const struct gp_config *cfg,
+			       const struct gp_claim *w, struct gp_claim **victims, unsigned max)
 {
-	struct gp_claim *w;
 	unsigned n = 0;
 
-	if (!p || !cfg || !victims || !max || !waiter)
-		return 0;
-	*waiter = NULL;
-	for (struct gp_claim *x = p->admitted; x; x = x->anext)
-		if (x->preempting)
-			return 0;
-	w = first_waiting(p, cfg);
-	if (!w)
-		return 0;
 	while (n < max) {
 		struct gp_claim *x = next_victim(p, cfg, w, victims, n);
 
@@ -613,9 +629,29 @@ unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct 
 		memmove(&victims[k], &victims[k + 1], (n - k - 1) * sizeof(victims[0]));
 		n--;
 	}
+	return n;
+}
+
+unsigned gp_pool_preempt(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim **victims,
+			 unsigned max, struct gp_claim **waiter)
+{
+	struct gp_claim *w;
+	unsigned n;
+
+	if (!p || !cfg || !victims || !max || !waiter)
+		return 0;
+	*waiter = NULL;
+	for (struct gp_claim *x = p->admitted; x; x = x->anext)
+		if (x->preempting)
+			return 0;
+	w = first_waiting(p, cfg);
+	if (!w)
+		return 0;
+	n = choose_victims(p, cfg, w, victims, max);
 	for (unsigned k = 0; k < n; k++)
 		victims[k]->preempting = true;
-	*waiter = w;
+	if (n)
+		*waiter = w;
 	return n;
 }
 
@@ -707,6 +743,51 @@ enum gp_pool_wait gp_pool_waiting_for(struct gp_pool *p, const struct gp_config 
 	default:
 		return GP_POOL_WAIT_BEHIND;
 	}
+}
+
+unsigned gp_pool_ahead_higher(const struct gp_pool *p, const struct gp_config *cfg,
+			      const struct gp_claim *c)
+{
+	unsigned prio, n = 0;
+
+	if (!p || !cfg || !c || c->state != GP_CLAIM_QUEUED)
+		return 0;
+	prio = gp_pool_priority(cfg, c);
+	for (const struct gp_claim *x = p->queue; x; x = x->qnext)
+		n += gp_pool_priority(cfg, x) > prio;
+	return n;
+}
+
+int gp_pool_prospect(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c,
+		     struct gp_pool_prospect *o)
+{
+	struct gp_claim *victims[GP_STATS_MAX_DEVICES * 4], *x;
+	uint32_t chosen[GP_STATS_MAX_DEVICES];
+	uint64_t mem;
+	int r;
+
+	if (!p || !cfg || !c || !c->tenant || !o || c->state != GP_CLAIM_IDLE)
+		return -EINVAL;
+	memset(o, 0, sizeof(*o));
+	c->preempting = false;
+	rank(p, cfg);
+	rank_newcomer(p, cfg, c);
+	o->priority = c->ord_prio;
+	/* The waiters before it; the first of them that waits for room holds it up, as
+	 * gp_pool_admit_next serves the queue. */
+	while ((x = next_in_order(p)) != NULL && before(x, c)) {
+		o->ahead++;
+		o->ahead_higher += x->ord_prio > c->ord_prio;
+		if (!o->held_up && fit(p, cfg, x, chosen, &mem) == WAIT_CAPACITY)
+			o->held_up = true;
+	}
+	r = fit(p, cfg, c, chosen, &mem);
+	o->tenant = r == WAIT_TENANT;
+	o->fits = r == PLACED && !o->held_up;
+	if (r == WAIT_CAPACITY && !o->held_up)
+		o->preempt =
+			choose_victims(p, cfg, c, victims, sizeof(victims) / sizeof(victims[0]));
+	return 0;
 }
 
 const char *gp_pool_wait_name(enum gp_pool_wait w)

@@ -97,8 +97,8 @@ struct gp_claim {
 	uint32_t want_compute; /* percent of each GPU's compute; 0: its tenant's default_compute */
 	bool preemptible;  /* its client's word (GPUPOOL_PREEMPTIBLE); its tenant's counts too */
 	bool priority_set; /* its client asked for a priority (GPUPOOL_PRIORITY) */
-	uint32_t want_priority; /* that priority, capped by its tenant's (gp_pool_priority) */
-	struct gp_slice slice;	/* GPUPOOL_SLICE: only MIG instances that match it */
+	int32_t want_priority; /* that priority, 0-9, capped by its tenant's (gp_pool_priority) */
+	struct gp_slice slice; /* GPUPOOL_SLICE: only MIG instances that match it */
 	/* The pool's, read-only to the caller. */
 	enum gp_claim_state state;
 	uint64_t queued_at; /* the `now` it was queued at */
@@ -225,6 +225,27 @@ bool gp_pool_tenant_entitled(const struct gp_pool *p, const struct gp_config *cf
  * queued). */
 enum gp_pool_wait gp_pool_waiting_for(struct gp_pool *p, const struct gp_config *cfg,
 				      const struct gp_claim *c, unsigned *place);
+/* How many waiters of higher priority than queued claim c's wait (all of them come before it
+ * in the queue's order); 0 when c is not queued. */
+unsigned gp_pool_ahead_higher(const struct gp_pool *p, const struct gp_config *cfg,
+			      const struct gp_claim *c);
+
+/* What a claim that is not queued (a quote's) would meet if it were queued now. */
+struct gp_pool_prospect {
+	unsigned priority;     /* its priority (gp_pool_priority) */
+	unsigned ahead;	       /* waiters the queue's order would put before it */
+	unsigned ahead_higher; /* of them, those of higher priority */
+	bool held_up;	       /* one of them waits for room: it would wait behind them */
+	bool fits;	       /* it would be admitted at once */
+	bool tenant;	       /* it would wait for its own tenant's limits */
+	/* Not held up and without room: how many preemptible claims it may preempt would be
+	 * ended to let it in (chosen as gp_pool_preempt would, none marked); 0: none would. */
+	unsigned preempt;
+};
+/* Fills o for claim c, its request set and idle (-EINVAL otherwise); changes nothing but the
+ * queue's order marks. 0 on success. */
+int gp_pool_prospect(struct gp_pool *p, const struct gp_config *cfg, struct gp_claim *c,
+		     struct gp_pool_prospect *o);
 /* "tenant", "capacity", "behind", "" */
 const char *gp_pool_wait_name(enum gp_pool_wait w);
 

@@ -8,6 +8,11 @@
  * compute not granted, within the tenant's limits; spread prefers
  * the most room left, binpack the least that still fits (room_max and room_min). GPUs in MIG
  * mode count by their instances; with GPUPOOL_SLICE only matching instances count.
+ *
+ * The session's priority (GPUPOOL_PRIORITY cut to its tenant's) counts as in the queue
+ * (gp_pool_prospect): it fits only when no waiter the queue's order puts before it waits for
+ * room, and when it does not fit, the quote says how many preemptible sessions ending would
+ * let it in after preempt_grace (of lower priority, or borrowing when it is entitled).
  */
 #include <stdio.h>
 #include <string.h>
@@ -30,7 +35,15 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 	const struct gp_tenant *t = gp_config_tenant(cfg, tenant);
 	uint32_t n = q->gpus ? q->gpus : 1, fitting = 0, open = 0, share, usable = 0;
 	bool instance_fits = false;
-	struct gp_claim asked = {.tenant = tenant, .want_compute = q->compute}, any;
+	struct gp_claim asked = {.tenant = tenant,
+				 .want_gpus = q->gpus,
+				 .want_memory = q->memory,
+				 .want_compute = q->compute,
+				 .priority_set = q->priority_set,
+				 .want_priority = q->priority_set ? q->priority : 0},
+			any;
+	struct gp_pool_prospect pr = {0};
+	bool prio_ok = !q->priority_set || (q->priority >= 0 && q->priority <= 9);
 	char bad_slice[256];
 	bool slice_ok = gp_slice_parse(q->slice, &asked.slice, bad_slice, sizeof(bad_slice)) == 0;
 	uint64_t budget = UINT64_MAX;
@@ -77,10 +90,19 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 	for (const struct gp_claim *c = d->pool.queue; c; c = c->qnext)
 		out->queue++;
 	out->sessions = d->nsessions;
+	if (slice_ok && prio_ok)
+		gp_pool_prospect(&d->pool, cfg, &asked, &pr);
+	out->priority = pr.priority;
+	out->priority_requested = q->priority_set ? q->priority : -1;
+	out->ahead = pr.ahead;
+	out->held_up = pr.held_up;
 	out->draining = d->stopping || (d->pool.ngpus && !open);
 	reason[0] = 0;
 	if (!slice_ok)
 		snprintf(reason, len, "%s", bad_slice);
+	else if (!prio_ok)
+		snprintf(reason, len, "GPUPOOL_PRIORITY=%d is not a priority (0 to 9)",
+			 (int)q->priority);
 	else if (out->draining)
 		snprintf(reason, len, "%s",
 			 d->stopping ? "the daemon is stopping" : "every GPU is draining");
@@ -105,6 +127,29 @@ void gp__quote(struct gp_daemon *d, const char *tenant, const Gp__QuoteQuery *q,
 			 "%u GPU%s with room for the memory and compute asked%s; %u asked for",
 			 usable, usable == 1 ? "" : "s",
 			 usable < fitting ? " (a session uses at most one MIG instance)" : "", n);
+	/* Waiters the queue's order puts first hold it up, room or not. */
+	if (pr.held_up) {
+		size_t k = strlen(reason);
+
+		if (k + 2 < len)
+			snprintf(reason + k, len - k,
+				 "%s%u session%s wait%s before it at priority %u (%u of higher "
+				 "priority), one for room",
+				 k ? "; " : "", pr.ahead, pr.ahead == 1 ? "" : "s",
+				 pr.ahead == 1 ? "s" : "", pr.priority, pr.ahead_higher);
+	}
+	/* No room now: would ending preemptible sessions make some? */
+	if (reason[0] && usable < n && !pr.held_up && pr.preempt) {
+		size_t k = strlen(reason);
+
+		out->preempt = pr.preempt;
+		out->preempt_grace = cfg->preempt_grace;
+		if (k < len)
+			snprintf(reason + k, len - k,
+				 "; ending %u preemptible session%s would make room in %u s "
+				 "(preempt_grace)",
+				 pr.preempt, pr.preempt == 1 ? "" : "s", cfg->preempt_grace);
+	}
 	out->fits = !reason[0];
 	out->reason = reason;
 }

@@ -33,11 +33,31 @@ static const char *share_name(struct gp_daemon *d, const struct gp_session *s)
 	return gp_pool_tenant_entitled(&d->pool, d->cfg, s->tenant) ? "within" : "borrowing";
 }
 
+#define REASON_LEN 96
+
+/* Why a waiter waits, in words, with its priority: "room at priority 3, behind 1 of higher
+ * priority". */
+static char *waiting_reason(char *buf, size_t len, enum gp_pool_wait why,
+			    const Gp__SessionStatus *x)
+{
+	const char *what = why == GP_POOL_WAIT_TENANT	  ? "its tenant's limits"
+			   : why == GP_POOL_WAIT_CAPACITY ? "room"
+							  : "those before it";
+	int k = snprintf(buf, len, "%s at priority %u", what, x->priority);
+
+	if (x->ahead_higher && k > 0 && (size_t)k < len)
+		snprintf(buf + k, len - (size_t)k, ", behind %u of higher priority",
+			 x->ahead_higher);
+	return buf;
+}
+
 /* Fills a status reply; the arrays are allocated here and freed by gp__status_free(). */
 int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 {
 	Gp__GpuStatus *gs = calloc(d->pool.ngpus + 1, sizeof(*gs));
-	Gp__SessionStatus *ss = calloc(d->nsessions + 1, sizeof(*ss));
+	/* The sessions, then each one's waiting_reason text (freed with them). */
+	Gp__SessionStatus *ss = calloc(1, (d->nsessions + 1) * (sizeof(*ss) + REASON_LEN));
+	char *reasons = ss ? (char *)(ss + d->nsessions + 1) : NULL;
 	/* The sessions a preemption under way ends, for the one waiter it is for: one preemption
 	 * at a time (pool.h), and the reply is packed before the next build. */
 	static uint64_t victims[GP_STATS_MAX_DEVICES * 4];
@@ -126,8 +146,7 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		x->slice_requested = s->slice;
 		x->preemptible = gp_pool_preemptible(d->cfg, &s->claim);
 		x->priority = gp_pool_priority(d->cfg, &s->claim);
-		x->priority_requested =
-			s->claim.priority_set ? (int32_t)s->claim.want_priority : -1;
+		x->priority_requested = s->claim.priority_set ? s->claim.want_priority : -1;
 		if (pw == &s->claim) {
 			x->n_would_preempt = nv;
 			x->would_preempt = victims;
@@ -141,10 +160,15 @@ int gp__status_build(struct gp_daemon *d, Gp__AdminReply *rep)
 		}
 		x->share = (char *)share_name(d, s);
 		if (s->claim.state == GP_CLAIM_QUEUED) {
+			enum gp_pool_wait why =
+				gp_pool_waiting_for(&d->pool, d->cfg, &s->claim, &x->queue_place);
+
 			x->queued_since = (int64_t)time(NULL) -
 					  (int64_t)((uv_now(d->loop) - s->claim.queued_at) / 1000);
-			x->waiting_for = (char *)gp_pool_wait_name(
-				gp_pool_waiting_for(&d->pool, d->cfg, &s->claim, &x->queue_place));
+			x->waiting_for = (char *)gp_pool_wait_name(why);
+			x->ahead_higher = gp_pool_ahead_higher(&d->pool, d->cfg, &s->claim);
+			x->waiting_reason =
+				waiting_reason(&reasons[n * REASON_LEN], REASON_LEN, why, x);
 		}
 		if (st) {
 			x->mem_used = atomic_load_explicit(&st->mem_used, memory_order_relaxed);

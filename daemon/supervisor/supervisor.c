@@ -821,6 +821,11 @@ void gp__supervisor_stop(struct gp_daemon *d)
 	gp__warm_drop(d);
 	if (d->nsessions > 0)
 		return;
+	/* The MPS control daemons, once their clients are gone: their stops go on from the tick,
+	 * which comes back here when they are done. */
+	gp__mps_stop_begin(d);
+	if (!gp__mps_stopped(d))
+		return;
 	gp__acct_stop(d);
 	gp__admin_close(d);
 	gp__remote_close(d);

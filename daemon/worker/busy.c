@@ -16,10 +16,21 @@
  * Compute share by time (compute_enforce time|both, docs/scheduling.md): each device has a
  * token bucket that fills at share x elapsed time, holds at most share x WINDOW_NS, and is
  * drained by the device's busy time. While any device's bucket is below zero the sampler
- * raises `hold`, and the next launch (gp__share_gate, one relaxed load when nothing is held)
- * waits for it to drop. Work already queued on the device runs on: it is paid for by
- * holding the launches after it, so the share holds on average over the window, not per
- * kernel.
+ * raises `hold`. A launch while it is raised (gp__share_gate, one relaxed load when nothing
+ * is held) queues a gate before it on its stream: a host function the driver runs when the
+ * stream gets there, which waits for the hold to drop, so the launch and the stream's later
+ * work wait with it. The main thread does not wait: it goes on decoding calls, so a held
+ * kernel that waits for a later call (a flag a later copy on another stream writes) gets
+ * it, and a long hold is no long call (kernel_timeout). Work already queued on the device
+ * runs on: it is paid for by holding the launches after it, so the share holds on average
+ * over the window, not per kernel. A gate waits on the driver's thread for that stream's
+ * host functions, and makes no CUDA call. On a capturing stream nothing runs, so nothing is
+ * held (the graph's launch will be); a driver that cannot queue the gate holds the launch
+ * on the main thread as before (gp__share_wait).
+ *
+ * Threads: the sampler writes gp__share_held, read by the main thread and the gates;
+ * gate_lock guards gates_waiting and gates_since, the time since which one has waited
+ * (held_ns counts time during which any gate waited, once however many).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -189,7 +200,31 @@ CUresult gp__serve_device_busy(struct gp_worker *w, struct gp_req *rq,
 	return CUDA_SUCCESS;
 }
 
-void gp__share_wait(struct gp_worker *w)
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned gates_waiting;
+static uint64_t gates_since;
+
+/* The gate: on the driver's thread, as the stream reaches it. */
+static void CUDA_CB gate(void *arg)
+{
+	struct gp_worker *w = arg;
+	struct timespec ts = {0, HOLD_POLL_NS};
+
+	pthread_mutex_lock(&gate_lock);
+	if (gates_waiting++ == 0)
+		gates_since = mono_ns();
+	pthread_mutex_unlock(&gate_lock);
+	while (atomic_load_explicit(&gp__share_held, memory_order_relaxed) && !gp__worker_stop)
+		nanosleep(&ts, NULL);
+	pthread_mutex_lock(&gate_lock);
+	if (--gates_waiting == 0 && w->stats)
+		atomic_fetch_add_explicit(&w->stats->held_ns, mono_ns() - gates_since,
+					  memory_order_relaxed);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+/* Waits on the main thread while held (a driver without cuLaunchHostFunc). */
+static void share_wait(struct gp_worker *w)
 {
 	struct timespec ts = {0, HOLD_POLL_NS};
 	uint64_t t0 = mono_ns();
@@ -198,4 +233,12 @@ void gp__share_wait(struct gp_worker *w)
 		nanosleep(&ts, NULL);
 	if (w->stats)
 		atomic_fetch_add_explicit(&w->stats->held_ns, mono_ns() - t0, memory_order_relaxed);
+}
+
+void gp__share_hold(struct gp_worker *w, CUstream stream)
+{
+	if (gp__stream_capturing(w, stream))
+		return;
+	if (GP_DRV(w, cuLaunchHostFunc, stream, gate, w) != CUDA_SUCCESS)
+		share_wait(w);
 }

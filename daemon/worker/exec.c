@@ -42,7 +42,7 @@ CUresult gp__serve_launch(struct gp_worker *w, struct gp_req *rq, const struct g
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	gp__share_gate(w);
+	gp__share_gate(w, a->stream_drv);
 	r = w->drv.cuLaunchKernel(a->func_drv, a->grid_x, a->grid_y, a->grid_z, a->block_x,
 				  a->block_y, a->block_z, a->shared_mem, a->stream_drv, args, NULL);
 	free_args(args, local);
@@ -111,7 +111,7 @@ CUresult gp__serve_launch_ex(struct gp_worker *w, struct gp_req *rq,
 	r = launch_args(a->func_info, a->params, a->params_len, local, &args);
 	if (r != CUDA_SUCCESS)
 		return r;
-	gp__share_gate(w);
+	gp__share_gate(w, cfg.hStream);
 	r = GP_DRV(w, cuLaunchKernelEx, &cfg, a->func_drv, args, NULL);
 	free_args(args, local);
 	return r;

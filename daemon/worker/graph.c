@@ -582,7 +582,7 @@ CUresult gp__serve_graph_launch(struct gp_worker *w, struct gp_req *rq,
 	if (!x || a->upload > 1)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!a->upload)
-		gp__share_gate(w);
+		gp__share_gate(w, a->stream_drv);
 	r = a->upload ? GP_DRV(w, cuGraphUpload, x, a->stream_drv)
 		      : GP_DRV(w, cuGraphLaunch, x, a->stream_drv);
 	/* its graph memory is the driver's now: what it reserves is charged as measured */

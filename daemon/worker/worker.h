@@ -22,7 +22,8 @@
  * output.c    what kernels print: stdout captured by a reader thread, sent to the client
  * watchdog.c  a thread that ends the session when a long call keeps the main one busy
  * busy.c      GPU busy time: a thread samples the driver's, for the stats page; a compute
- *             share held by time (launches wait while the session is over its share)
+ *             share held by time (launches wait behind a gate on their stream while the
+ *             session is over its share)
  * ipc.c       CUDA IPC between sessions of one tenant: exports and opens through the supervisor
  * driver.c    the dlopen'd libcuda
  * seccomp.c   worker_seccomp: the syscall filter (an allow-list, or the denylist) set before the
@@ -407,12 +408,14 @@ struct gp_handle *gp__launchable(struct gp_worker *w, uint64_t id);
 int gp__busy_start(struct gp_worker *w, unsigned share);
 void gp__busy_final(struct gp_worker *w);
 extern atomic_bool gp__share_held;
-void gp__share_wait(struct gp_worker *w);
-/* Before a launch: waits while the session is over its compute share (busy.c). */
-static inline void gp__share_gate(struct gp_worker *w)
+void gp__share_hold(struct gp_worker *w, CUstream stream);
+/* Before a launch on stream: while the session is over its compute share (busy.c), queues
+ * a gate on the stream that holds the launch and the stream's later work until the share
+ * allows them; the main thread goes on with the next call. */
+static inline void gp__share_gate(struct gp_worker *w, CUstream stream)
 {
 	if (atomic_load_explicit(&gp__share_held, memory_order_relaxed))
-		gp__share_wait(w);
+		gp__share_hold(w, stream);
 }
 
 /* watchdog.c: see its DESIGN block. Started once the session is admitted. */

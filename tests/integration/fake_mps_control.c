@@ -5,7 +5,9 @@
  *   fake_mps_control -f   the "control daemon": logs "start pid=P args=-f pipe=D log=L
  *                         visible=V", makes the FIFO D/control and reads commands from it
  *                         until "quit" (logs "quit pid=P", exits 0); SIGTERM logs "term".
- *                         With FAKE_MPS_IGNORE_QUIT=1 it logs "ignored quit" and goes on.
+ *                         With FAKE_MPS_IGNORE_QUIT=1 it logs "ignored quit" and goes on;
+ *                         with FAKE_MPS_IGNORE_TERM=1 too, SIGTERM logs "ignored term"
+ *                         and it goes on (only SIGKILL ends it).
  *   fake_mps_control      the "control client": passes each line of its stdin to D/control
  *                         (logs "client cmd=C"); exits 1 when no daemon reads it.
  */
@@ -45,9 +47,15 @@ static const char *env(const char *name)
 	return v ? v : "(unset)";
 }
 
+static volatile sig_atomic_t ignore_term;
+
 static void on_term(int sig)
 {
 	(void)sig;
+	if (ignore_term) {
+		note("ignored term pid=%d", (int)getpid());
+		return;
+	}
 	note("term pid=%d", (int)getpid());
 	_exit(0);
 }
@@ -64,9 +72,11 @@ int main(int argc, char **argv)
 	}
 	snprintf(fifo, sizeof(fifo), "%s/control", dir);
 	if (argc == 2 && strcmp(argv[1], "-f") == 0) {
+		ignore_term = getenv("FAKE_MPS_IGNORE_TERM") != NULL;
 		signal(SIGTERM, on_term);
-		/* A daemon killed outright leaves no stand-in behind. */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		/* A daemon killed outright leaves no stand-in behind (SIGKILL for one that
+		 * ignores SIGTERM). */
+		prctl(PR_SET_PDEATHSIG, ignore_term ? SIGKILL : SIGTERM);
 		if (getppid() == 1)
 			return 2;
 		unlink(fifo);

@@ -46,7 +46,7 @@
  *
  * RAW_MEMORY (bytes) is the memory the Hello asks for; RAW_PROGRAM and RAW_HOST
  * replace the program name and client host it sends; RAW_SLICE is its slice (GPUPOOL_SLICE,
- * unchecked: the pool must judge it).
+ * unchecked: the pool must judge it); RAW_PRIORITY its priority, any int32 (unchecked too).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +103,10 @@ static Gp__HelloReply *hello(uint32_t version)
 	h.client_host = getenv("RAW_HOST") ? getenv("RAW_HOST") : "test";
 	h.memory = getenv("RAW_MEMORY") ? strtoull(getenv("RAW_MEMORY"), NULL, 0) : 0;
 	h.slice = getenv("RAW_SLICE") ? getenv("RAW_SLICE") : "";
+	if (getenv("RAW_PRIORITY")) { /* any int32, as a hostile client may send */
+		h.priority = (int32_t)strtol(getenv("RAW_PRIORITY"), NULL, 0);
+		h.priority_set = true;
+	}
 	if (gp_conn_send(c, GP_MSG_HELLO, 0, 0, &h.base, NULL, 0) || gp_conn_recv(c, &fh))
 		die("Hello");
 	if (fh.type != GP_MSG_HELLO_REPLY)

@@ -39,6 +39,23 @@ grep -q '^gpupool_gpu_mig_instance{gpu="129",parent="64",profile="2g.4gb",sms="2
 	"$T/metrics" || fail "metrics: $(grep mig "$T/metrics")"
 grep -q '^gpupool_gpu_memory_total_bytes{gpu="128",name="softgpu MIG 1g.2gb"} 2147483648$' "$T/metrics" ||
 	fail "metrics: instance 128's memory: $(grep memory_total "$T/metrics")"
+# Each byte once: the instances' memory, not the GPU's as well (its own family has that).
+total=$(awk '/^gpupool_gpu_memory_total_bytes[{]/ { s += $NF } END { printf "%.0f", s }' "$T/metrics")
+[ "$total" = $((3 * G)) ] || fail "metrics: GPU memory summed should be the instances' 6 GiB, not $total: $(grep memory_total "$T/metrics")"
+grep -q '^gpupool_gpu_memory_total_bytes{gpu="64",' "$T/metrics" &&
+	fail "metrics: the GPU in MIG mode should have no memory_total series of its own"
+grep -q '^gpupool_gpu_mig_memory_total_bytes{gpu="64",name="[^"]*"} 8589934592$' "$T/metrics" ||
+	fail "metrics: the GPU in MIG mode's whole memory: $(grep mig_memory "$T/metrics")"
+grep -q '^gpupool_gpu_draining{gpu="64",' "$T/metrics" ||
+	fail "metrics: the GPU in MIG mode keeps its draining series"
+# and the scrape still lints clean where promtool is (test-metrics-promtool.sh finds it so).
+PROMTOOL=${PROMTOOL:-$(command -v promtool || echo "${GP_PROMTOOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpupool}/promtool")}
+if "$PROMTOOL" --version >/dev/null 2>&1; then
+	"$PROMTOOL" check metrics <"$T/metrics" >"$T/promtool.out" 2>&1 || true
+	if grep -v '^DCGM_FI_[A-Z_]* ' "$T/promtool.out" | grep -q .; then
+		fail "promtool check metrics on a MIG host: $(cat "$T/promtool.out")"
+	fi
+fi
 
 # Two sessions without a slice, each a whole target: one per instance, each sees only its own.
 hold A 4096 --sms

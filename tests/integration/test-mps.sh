@@ -6,7 +6,8 @@
 # killed (logged, with backoff); gives a worker on that GPU CUDA_MPS_PIPE_DIRECTORY and
 # CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (and the thread percentage, which softgpu honours: the
 # session sees fewer SMs); gives none to a worker on a GPU without; and at exit sends quit
-# through the control program. Bad gpu lines stop gpupoold -n with FILE:LINE.
+# through the control program, then SIGTERM, then SIGKILL, to all at once without holding
+# the supervisor's loop. Bad gpu lines stop gpupoold -n with FILE:LINE.
 . "$(dirname "$0")/lib.sh"
 export SOFTGPU_DEVICES=2 SOFTGPU_MEMORY=1G SOFTGPU_SMS=40 SOFTGPU_THREADS=8 GPUPOOL_MEMORY=64M
 export FAKE_MPS_LOG=$T/mps.log
@@ -100,4 +101,37 @@ grep -qx "ignored quit pid=$pid3" "$FAKE_MPS_LOG" || fail "quit should be sent: 
 grep -qx "term pid=$pid3" "$FAKE_MPS_LOG" || fail "SIGTERM should follow: $(cat "$FAKE_MPS_LOG")"
 grep -q "GPU 0: MPS control daemon (pid $pid3) did not quit; SIGTERM" "$T/daemon.log" ||
 	fail "the SIGTERM should be logged"
+
+# Stopping does not hold the supervisor's loop: two control daemons that ignore quit and
+# SIGTERM are stopped together (both quits sent before either SIGTERM), the admin socket
+# answers meanwhile, and SIGKILL ends them.
+gp_config "gpu 0 mps on" "gpu 1 mps on" "mps_control $GP_TESTBIN/fake_mps_control" \
+	"mps_dir $T/mps"
+: >"$FAKE_MPS_LOG"
+FAKE_MPS_IGNORE_QUIT=1 FAKE_MPS_IGNORE_TERM=1 gp_start
+for _ in $(seq 1 100); do [ "$(starts)" -ge 2 ] && break; sleep 0.05; done
+[ "$(starts)" -eq 2 ] || fail "two control daemons should start: $(cat "$FAKE_MPS_LOG")"
+pids=$(sed -n 's/^start pid=\([0-9]*\) .*/\1/p' "$FAKE_MPS_LOG")
+kill -TERM "$DAEMON_PID"
+for _ in $(seq 1 200); do
+	[ "$(grep -c '^ignored quit ' "$FAKE_MPS_LOG")" -ge 2 ] && break
+	sleep 0.05
+done
+[ "$(grep -c '^ignored quit ' "$FAKE_MPS_LOG")" -eq 2 ] ||
+	fail "both should be sent quit: $(cat "$FAKE_MPS_LOG")"
+"$POOLCTL" -s "$T/admin.sock" status --json >"$T/stopping.json" ||
+	fail "the admin socket should answer while the control daemons stop"
+jq -e '.draining' "$T/stopping.json" >/dev/null || fail "the daemon should say it is draining"
+if wait "$DAEMON_PID"; then DAEMON_PID=; else DAEMON_PID=; fail "gpupoold did not exit cleanly"; fi
+first_term=$(grep -n '^ignored term ' "$FAKE_MPS_LOG" | head -n 1 | cut -d: -f1)
+last_quit=$(grep -n '^ignored quit ' "$FAKE_MPS_LOG" | tail -n 1 | cut -d: -f1)
+[ -n "$first_term" ] && [ "$last_quit" -lt "$first_term" ] ||
+	fail "both quits should come before any SIGTERM: $(cat "$FAKE_MPS_LOG")"
+for p in $pids; do
+	grep -q "MPS control daemon (pid $p) did not end on SIGTERM; SIGKILL" "$T/daemon.log" ||
+		fail "the SIGKILL of $p should be logged"
+	grep -q "MPS control daemon (pid $p) was killed by signal 9" "$T/daemon.log" ||
+		fail "$p should be reaped after SIGKILL"
+	if kill -0 "$p" 2>/dev/null; then fail "control daemon $p is still running"; fi
+done
 echo PASS

@@ -4,7 +4,8 @@
 # priority and that the waiter would preempt the holder; the holder is ended after
 # preempt_grace, its next call fails with CUDA_ERROR_DEVICE_UNAVAILABLE, its accounting record
 # says preempted, and the waiter goes in. A client's GPUPOOL_PRIORITY above its tenant's is
-# cut to it; a session of lower priority than the holder preempts nobody.
+# cut to it; a session of lower priority than the holder preempts nobody. A Hello whose
+# priority is not 0-9 is refused.
 . "$(dirname "$0")/lib.sh"
 export SOFTGPU_DEVICES=1 SOFTGPU_MEMORY=1G
 L=llllllllllllllllllll H=hhhhhhhhhhhhhhhhhhhh M=mmmmmmmmmmmmmmmmmmmm
@@ -37,9 +38,9 @@ assert_status '.sessions | map(select(.tenant == "mid"))[0].would_preempt == []'
 	"mid is not first: nothing is preempted for it now"
 "$POOLCTL" -s "$T/admin.sock" status | tee "$T/status.txt"
 grep -q "PRIO" "$T/status.txt" || fail "poolctl status should have a PRIO column"
-grep -Eq "^[0-9]+ +queued +hi .* 5  #1 in queue, waits for room; would preempt session $lo_id at [0-9]{2}:[0-9]{2}:[0-9]{2}" \
+grep -Eq "^[0-9]+ +queued +hi .* 5  #1 in queue, waits for room at priority 5; would preempt session $lo_id at [0-9]{2}:[0-9]{2}:[0-9]{2}" \
 	"$T/status.txt" || fail "poolctl should say hi waits and would preempt lo"
-grep -Eq "^[0-9]+ +queued +mid .* 3  #2 in queue, waits for room" "$T/status.txt" ||
+grep -Eq "^[0-9]+ +queued +mid .* 3  #2 in queue, waits for room at priority 3, behind 1 of higher priority" "$T/status.txt" ||
 	fail "poolctl should show mid second"
 grep -q "session $lo_id (tenant lo) is preemptible: it will be ended in 60 s (preempt_grace) to admit session [0-9]* (tenant mid, of priority 3 (this session's is 0))" \
 	"$T/daemon.log" || fail "the notice should be logged with the priorities"
@@ -77,6 +78,13 @@ grep -q "GPUPOOL_PRIORITY=high: expected 0 to 9" "$T/H2.err" ||
 assert_status '.sessions[0] | .priority == 5 and .priority_requested == -1' \
 	"a session asking for no valid priority gets its tenant's"
 release H2
+# A priority that is not 0-9 on the wire (the interposer never sends one) is refused, named.
+for p in -3 10 2147483647; do
+	GPUPOOL_TOKEN=$H RAW_PRIORITY=$p "$GP_TESTBIN/raw_client" hold </dev/null >"$T/raw.out" 2>&1 &&
+		fail "a Hello with priority $p should be refused"
+	grep -q "GPUPOOL_PRIORITY=$p is not a priority (0 to 9)" "$T/raw.out" ||
+		fail "the refusal should name priority $p: $(cat "$T/raw.out")"
+done
 wait_for '.sessions | length == 0' 10
 gp_stop
 echo PASS

@@ -1241,7 +1241,7 @@ static struct gp_claim prio_claim(const char *tenant, uint64_t memory, int asked
 
 	if (asked >= 0) {
 		c.priority_set = true;
-		c.want_priority = (uint32_t)asked;
+		c.want_priority = asked;
 	}
 	return c;
 }
@@ -1285,6 +1285,79 @@ static void test_priority_order(void **state)
 		assert_null(gp_pool_admit_next(&p, cfg));
 		gp_pool_release(&p, order[k]);
 	}
+	assert_empty(&p);
+	gp_config_free(cfg);
+}
+
+/* What a quote sees (gp_pool_prospect): the waiters its priority puts before it, whether one
+ * of them holds it up, and how many preemptible claims ending would let it in; a priority
+ * outside 0-9 counts as none asked. */
+static void test_priority_prospect(void **state)
+{
+	struct gp_config *cfg = conf("tenant hi priority=5\ntenant mid priority=3\n");
+	struct gp_pool p;
+	struct gp_claim lo = prio_claim("lo", 8 * G, -1), lo2 = prio_claim("lo", 8 * G, -1),
+			m = prio_claim("mid", 16 * G, -1), q = prio_claim("hi", 16 * G, -1),
+			bad = prio_claim("hi", 8 * G, -1), queued = prio_claim("hi", 8 * G, -1);
+	struct gp_pool_prospect o;
+
+	(void)state;
+	pool_of(&p, 1, (uint64_t[]){16 * G});
+	assert_int_equal(gp_pool_prospect(NULL, cfg, &q, &o), -EINVAL);
+	assert_int_equal(gp_pool_prospect(&p, NULL, &q, &o), -EINVAL);
+	assert_int_equal(gp_pool_prospect(&p, cfg, NULL, &o), -EINVAL);
+	assert_int_equal(gp_pool_prospect(&p, cfg, &q, NULL), -EINVAL);
+	assert_int_equal(gp_pool_ahead_higher(&p, cfg, &q), 0); /* not queued */
+	/* an empty pool: it fits, nobody ahead */
+	assert_int_equal(gp_pool_prospect(&p, cfg, &q, &o), 0);
+	assert_int_equal(o.priority, 5);
+	assert_true(o.fits);
+	assert_int_equal(o.ahead + o.ahead_higher + o.preempt, 0);
+	assert_false(o.held_up);
+	lo.preemptible = lo2.preemptible = true;
+	assert_int_equal(ask(&p, cfg, &lo, 0), GP_CLAIM_ADMITTED);
+	assert_int_equal(ask(&p, cfg, &lo2, 0), GP_CLAIM_ADMITTED);
+	/* full of preemptible claims of priority 0: hi (5) would preempt both, lo (0) nobody */
+	assert_int_equal(gp_pool_prospect(&p, cfg, &q, &o), 0);
+	assert_false(o.fits);
+	assert_false(o.held_up);
+	assert_int_equal(o.preempt, 2);
+	assert_false(lo.preempting || lo2.preempting); /* none marked */
+	{
+		struct gp_claim l = prio_claim("lo", 8 * G, -1);
+
+		assert_int_equal(gp_pool_prospect(&p, cfg, &l, &o), 0);
+		assert_int_equal(o.priority, 0);
+		assert_false(o.fits);
+		assert_int_equal(o.preempt, 0);
+	}
+	/* mid (3) waits for the whole GPU: hi's quote is first in the order, not held up; a
+	 * quote of priority 1 comes after mid, held up by it, and preempts nobody */
+	assert_int_equal(ask(&p, cfg, &m, 1), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_prospect(&p, cfg, &q, &o), 0);
+	assert_int_equal(o.ahead, 0);
+	assert_int_equal(o.preempt, 2);
+	q.priority_set = true;
+	q.want_priority = 1;
+	assert_int_equal(gp_pool_prospect(&p, cfg, &q, &o), 0);
+	assert_int_equal(o.priority, 1);
+	assert_int_equal(o.ahead, 1);
+	assert_int_equal(o.ahead_higher, 1);
+	assert_true(o.held_up);
+	assert_false(o.fits);
+	assert_int_equal(o.preempt, 0);
+	/* a priority that is not one is no request: its tenant's */
+	bad.priority_set = true;
+	bad.want_priority = -3;
+	assert_int_equal(gp_pool_priority(cfg, &bad), 5);
+	/* a queued claim of priority 5 has nobody of higher priority before it; mid (3) has it */
+	assert_int_equal(ask(&p, cfg, &queued, 2), GP_CLAIM_QUEUED);
+	assert_int_equal(gp_pool_ahead_higher(&p, cfg, &queued), 0);
+	assert_int_equal(gp_pool_ahead_higher(&p, cfg, &m), 1);
+	gp_pool_release(&p, &queued);
+	gp_pool_release(&p, &m);
+	gp_pool_release(&p, &lo);
+	gp_pool_release(&p, &lo2);
 	assert_empty(&p);
 	gp_config_free(cfg);
 }
@@ -1544,6 +1617,7 @@ int main(void)
 		cmocka_unit_test(test_release_every_way),
 		cmocka_unit_test(test_priority_order),
 		cmocka_unit_test(test_priority_within_tenant),
+		cmocka_unit_test(test_priority_prospect),
 		cmocka_unit_test(test_priority_preempt),
 		cmocka_unit_test(test_priority_beats_entitlement),
 		cmocka_unit_test(test_preempt_lowest_first),
