@@ -314,7 +314,8 @@ static CUresult take_snapshot(struct gp_client *c, const Gp__HelloReply *rep)
 	return CUDA_SUCCESS;
 }
 
-/* GPUPOOL_COMPUTE as a percent (1-100), or 0 when unset or not a share (said when warn). */
+/* GPUPOOL_PRIORITY (0-9) in *priority and true, or false when unset or not one (said when
+ * warn). */
 bool gp__priority_asked(bool warn, int32_t *priority)
 {
 	const char *s = getenv("GPUPOOL_PRIORITY"); /* 0-9, capped by the tenant's */
@@ -332,6 +333,7 @@ bool gp__priority_asked(bool warn, int32_t *priority)
 	return false;
 }
 
+/* GPUPOOL_COMPUTE as a percent (1-100), or 0 when unset or not a share (said when warn). */
 uint32_t gp__compute_asked(bool warn)
 {
 	const char *s = getenv("GPUPOOL_COMPUTE");

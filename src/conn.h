@@ -25,7 +25,9 @@ struct gp_conn {
 	int fd;
 	SSL *ssl;
 	/* When set and non-zero after a read is interrupted by a signal, the read
-	 * returns -EINTR instead of retrying. */
+	 * returns -EINTR instead of retrying. Set it before gp_conn_concurrent: that call
+	 * gives such a connection its quarter-second receive timeout, so that the reader's
+	 * blocking wait looks at the flag; set later, the reader does not. */
 	volatile sig_atomic_t *interrupt;
 	/* When non-zero, an instant of gp_now_us(): every blocking read and write, the TLS
 	 * handshake's included, waits at most until then and then fails as a timeout

@@ -348,6 +348,14 @@ static void stop_step(struct gp_mps *m, uint64_t now)
 		m->pid = 0;
 	}
 	if (m->pid <= 0) {
+		if (m->quit_pid > 0 && now >= m->stop_at + MPS_TERM_WAIT_MS) {
+			/* a quit program that outlives SIGKILL (stuck in the kernel) is not
+			 * waited for forever either */
+			gp_log_warnx("GPU %u: MPS quit program (pid %d) not reaped after SIGKILL; "
+				     "giving up on it",
+				     m->gpu, (int)m->quit_pid);
+			m->quit_pid = 0;
+		}
 		if (m->quit_pid <= 0)
 			m->stop = GP_MPS_DONE;
 		return;
@@ -374,7 +382,15 @@ static void stop_step(struct gp_mps *m, uint64_t now)
 			     "giving up on it",
 			     m->gpu, (int)m->pid);
 		m->pid = 0;
-		m->quit_pid = 0;
+		if (m->quit_pid > 0 && reaped(m->quit_pid, NULL))
+			m->quit_pid = 0;
+		if (m->quit_pid > 0) {
+			/* killed above; not waited for past this (a zombie at worst) */
+			gp_log_warnx(
+				"GPU %u: MPS quit program (pid %d) not reaped; giving up on it",
+				m->gpu, (int)m->quit_pid);
+			m->quit_pid = 0;
+		}
 		m->stop = GP_MPS_DONE;
 		break;
 	}

@@ -165,8 +165,19 @@ int gp__busy_start(struct gp_worker *w, unsigned share)
 	return 0;
 }
 
+/* Set as the session ends: gates still queued let their streams go, so the teardown (which
+ * waits for the streams) is not held by a share nobody uses any more. */
+static atomic_bool share_over;
+
+static bool holding(void)
+{
+	return atomic_load_explicit(&gp__share_held, memory_order_relaxed) && !gp__worker_stop &&
+	       !atomic_load_explicit(&share_over, memory_order_relaxed);
+}
+
 void gp__busy_final(struct gp_worker *w)
 {
+	atomic_store_explicit(&share_over, true, memory_order_relaxed);
 	/* A last reading as the session ends; the sampler may be publishing at once, and both
 	 * write the same counters, which only grow. */
 	if (bs.started && w->stats)
@@ -214,7 +225,7 @@ static void CUDA_CB gate(void *arg)
 	if (gates_waiting++ == 0)
 		gates_since = mono_ns();
 	pthread_mutex_unlock(&gate_lock);
-	while (atomic_load_explicit(&gp__share_held, memory_order_relaxed) && !gp__worker_stop)
+	while (holding())
 		nanosleep(&ts, NULL);
 	pthread_mutex_lock(&gate_lock);
 	if (--gates_waiting == 0 && w->stats)
@@ -229,7 +240,7 @@ static void share_wait(struct gp_worker *w)
 	struct timespec ts = {0, HOLD_POLL_NS};
 	uint64_t t0 = mono_ns();
 
-	while (atomic_load_explicit(&gp__share_held, memory_order_relaxed) && !gp__worker_stop)
+	while (holding())
 		nanosleep(&ts, NULL);
 	if (w->stats)
 		atomic_fetch_add_explicit(&w->stats->held_ns, mono_ns() - t0, memory_order_relaxed);
