@@ -311,6 +311,59 @@ static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool
 					gl[ng++] = lp[__builtin_ctz(m)];
 			}
 		}
+		if (in->gneg & SG_INSN_BRA) {
+			/*
+			 * A branch, for the whole group in one pass (op_bra's rule for each
+			 * lane: a taken backward branch spends the lane's budget, and the
+			 * lane yields when it is used up). Lanes that disagree split: those
+			 * at the lower pc go on as the group, the others wait there.
+			 */
+			uint32_t target = (uint32_t)in->imm, taken = 0, spent = 0, lo, hi, lom;
+			bool back = target <= pc; /* op_bra's target < t->pc, t->pc being pc + 1 */
+
+			count += ng;
+			for (uint32_t k = 0; k < ng; k++) {
+				struct sg_thread *t = gl[k];
+
+				if (!((t->r[in->guard] ^ in->gneg) & 1)) {
+					t->pc = pc + 1;
+					continue;
+				}
+				t->pc = target;
+				taken |= 1u << t->lane;
+				if (back && --t->budget == 0)
+					spent |= 1u << t->lane;
+			}
+			if (spent) {
+				*yielded = true;
+				todo &= ~spent;
+				group &= ~spent;
+				taken &= ~spent;
+			}
+			if (taken == 0 || taken == group || target == pc + 1) {
+				lo = taken ? target : pc + 1;
+				lom = group;
+				hi = UINT32_MAX;
+			} else if (target < pc + 1) {
+				lo = target;
+				lom = taken;
+				hi = pc + 1;
+			} else {
+				lo = pc + 1;
+				lom = group & ~taken;
+				hi = target;
+			}
+			if (lom && lo < rest_pc) {
+				group = lom;
+				if (hi < rest_pc)
+					rest_pc = hi;
+				continue;
+			}
+			if (todo == 0)
+				break;
+			group = pick_group(base, todo, &rest_pc);
+			continue;
+		}
 		count += ng;
 		for (uint32_t k = 0; k < ng; k++) {
 			struct sg_thread *t = gl[k];
