@@ -707,16 +707,18 @@ static bool resolve_bars(struct sg_block *b)
 
 /* ---- the block ---- */
 
-static void init_thread(struct sg_block *b, struct sg_thread *t, uint32_t i)
+/* Sets thread i of the block, at (x, y, z) in it, at the entry's start, its registers from tmpl. */
+static void init_thread(struct sg_block *b, struct sg_thread *t, uint32_t i, const uint32_t xyz[3],
+			const uint64_t *tmpl)
 {
 	const struct sg_grid *g = b->grid;
 	const struct sg_func *e = g->entry;
 
 	t->blk = b;
 	t->linear = i;
-	t->tid[0] = i % g->block[0];
-	t->tid[1] = (i / g->block[0]) % g->block[1];
-	t->tid[2] = i / (g->block[0] * g->block[1]);
+	t->tid[0] = xyz[0];
+	t->tid[1] = xyz[1];
+	t->tid[2] = xyz[2];
 	t->lane = (uint8_t)(i & 31);
 	t->warp = i >> 5;
 	t->state = SG_T_READY;
@@ -729,13 +731,17 @@ static void init_thread(struct sg_block *b, struct sg_thread *t, uint32_t i)
 	t->local_size = g->local_size;
 	t->r = t->r0;
 	t->pframe = t->pframe0;
-	memcpy(t->r0, g->tmpl[e - g->prog->funcs], (size_t)e->nslots * 8);
+	memcpy(t->r0, tmpl, (size_t)e->nslots * 8);
 	t->cs.top = 0;
 	t->cs.nframes = 0;
 }
 
 void sg_block_start(struct sg_block *b)
 {
+	const struct sg_grid *g = b->grid;
+	const uint64_t *tmpl = g->tmpl[g->entry - g->prog->funcs];
+	uint32_t xyz[3] = {0, 0, 0};
+
 	b->nwarps = (b->nthreads + 31) / 32;
 	b->err = 0;
 	b->errmsg[0] = 0;
@@ -744,8 +750,17 @@ void sg_block_start(struct sg_block *b)
 	memset(b->xc, 0, sizeof(b->xc));
 	b->xnext = 0;
 	b->xlast = 0;
-	for (uint32_t i = 0; i < b->nthreads; i++)
-		init_thread(b, &b->threads[i], i);
+	/* the thread's index counted in x, then y, then z, without a division per thread */
+	for (uint32_t i = 0; i < b->nthreads; i++) {
+		init_thread(b, &b->threads[i], i, xyz, tmpl);
+		if (++xyz[0] == g->block[0]) {
+			xyz[0] = 0;
+			if (++xyz[1] == g->block[1]) {
+				xyz[1] = 0;
+				xyz[2]++;
+			}
+		}
+	}
 }
 
 int sg_block_resume(struct sg_block *b, bool pause)
