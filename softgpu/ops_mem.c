@@ -195,7 +195,41 @@ SG_WARP_OF(op_ld_shared32);
 SG_WARP_OF(op_st_shared32);
 SG_WARP_OF(op_ld_shared);
 SG_WARP_OF(op_st_shared);
-SG_WARP_OF(op_ld_param);
+
+/*
+ * ld.param for a converged group: a kernel's parameters are read-only and nearly always
+ * read at one address by every lane, so a lane whose address is the one before it takes
+ * the values that lane loaded; a lane at another address loads (and faults) as alone.
+ */
+static int op_ld_param_warp(struct sg_thread *const *gl, uint32_t n, const struct sg_insn *ip)
+{
+	const struct sg_insn c = *ip, *in = &c;
+	uint32_t pc = (uint32_t)(ip - gl[0]->code) + 1;
+	unsigned vec = (in->aux >> 12) & 7;
+	uint64_t last = UINT64_MAX, v[8];
+
+	for (uint32_t k = 0; k < n; k++) {
+		struct sg_thread *t = gl[k];
+		uint64_t a;
+
+		if (!((t->r[in->guard] ^ in->gneg) & 1))
+			continue;
+		a = ea(t, in);
+		if (a == last) {
+			for (unsigned j = 0; j < vec; j++)
+				t->r[in->d[j]] = v[j];
+			continue;
+		}
+		t->pc = pc;
+		if (op_ld_param(t, in) != 0)
+			return SG_STOP_FAULT;
+		for (unsigned j = 0; j < vec; j++)
+			v[j] = t->r[in->d[j]];
+		last = a;
+	}
+	return 0;
+}
+SG_WOP(op_ld_param);
 
 static int op_nop(struct sg_thread *t, const struct sg_insn *in)
 {
