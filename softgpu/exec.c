@@ -202,6 +202,27 @@ static uint32_t pick_group(const struct sg_thread *base, uint32_t todo, uint32_t
 }
 
 /*
+ * The warp-wide handlers of the straight run from pc p on, each once for the
+ * group gl, up to stop or the first instruction without one: the pc reached,
+ * and *rc (0, or SG_STOP_FAULT with the pc that of the faulting instruction).
+ * Apart from run_warp so that the few values it needs across the indirect
+ * calls stay in registers.
+ */
+static __attribute__((noinline)) uint32_t run_wide(struct sg_thread *const *gl, uint32_t ng,
+						   const struct sg_insn *code, uint32_t p,
+						   uint32_t stop, int *rc)
+{
+	const struct sg_insn *i = code + p, *end = code + stop;
+	int r = 0;
+
+	for (; i < end && (i->gneg & SG_INSN_WARP); i++)
+		if ((r = i->wfn(gl, ng, i)) != 0)
+			break;
+	*rc = r;
+	return (uint32_t)(i - code);
+}
+
+/*
  * Runs every ready lane of a warp until it exits, yields or stops at a
  * barrier or warp collective: 0, or SG_STOP_FAULT. The lanes at one pc run
  * together: a run of straight-line instructions (SG_INSN_STRAIGHT) one
@@ -257,14 +278,19 @@ static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool
 			const struct sg_insn *i = in;
 
 			while (p < stop && (i->gneg & SG_INSN_STRAIGHT)) {
-				count += ng;
-				p++;
 				if (i->gneg & SG_INSN_WARP) {
-					if ((rc = i->wfn(gl, ng, i)) != 0)
+					uint32_t q = run_wide(gl, ng, code, p, stop, &rc);
+
+					/* a faulting instruction counts, as it did lane by lane */
+					count += (uint64_t)(q - p + (rc != 0)) * ng;
+					if (rc != 0)
 						goto out;
-					i++;
+					p = q;
+					i = code + p;
 					continue;
 				}
+				count += ng;
+				p++;
 				for (uint32_t k = 0; k < ng; k++) {
 					struct sg_thread *t = gl[k];
 
@@ -286,24 +312,28 @@ static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool
 				if (left)
 					break;
 			}
-			stop = p;
-			for (uint32_t k = 0; k < ng; k++)
-				gl[k]->pc = p;
 			rc = 0;
 			if (left) {
 				todo &= ~left;
 				group &= ~left;
 			}
-			pc = stop;
-			if (group == 0 || pc >= rest_pc) {
+			pc = p;
+			in = code + pc;
+			/*
+			 * The lanes' pcs are stored where the group ends or goes on
+			 * through the loop's start; an instruction of the general path
+			 * stores them itself.
+			 */
+			if (group == 0 || pc >= rest_pc || (in->gneg & SG_INSN_STRAIGHT)) {
+				for (uint32_t k = 0; k < ng; k++)
+					gl[k]->pc = p;
+				if (group != 0 && pc < rest_pc)
+					continue;
 				if (todo == 0)
 					break;
 				group = pick_group(base, todo, &rest_pc);
 				continue;
 			}
-			in = code + pc;
-			if (in->gneg & SG_INSN_STRAIGHT)
-				continue;
 			if (group != gmask) {
 				gmask = group;
 				ng = 0;
@@ -319,20 +349,22 @@ static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool
 			 * at the lower pc go on as the group, the others wait there.
 			 */
 			uint32_t target = (uint32_t)in->imm, taken = 0, spent = 0, lo, hi, lom;
-			bool back = target <= pc; /* op_bra's target < t->pc, t->pc being pc + 1 */
+			uint32_t guard = in->guard, gneg = in->gneg & 1, next = pc + 1;
 
 			count += ng;
-			for (uint32_t k = 0; k < ng; k++) {
+			/* gl holds the group's lanes in the order of its bits */
+			for (uint32_t m = group, k = 0; m; m &= m - 1, k++) {
 				struct sg_thread *t = gl[k];
+				bool take = (t->r[guard] ^ gneg) & 1;
 
-				if (!((t->r[in->guard] ^ in->gneg) & 1)) {
-					t->pc = pc + 1;
-					continue;
-				}
-				t->pc = target;
-				taken |= 1u << t->lane;
-				if (back && --t->budget == 0)
-					spent |= 1u << t->lane;
+				t->pc = take ? target : next;
+				taken |= take ? m & -m : 0;
+			}
+			/* op_bra's target < t->pc, t->pc being pc + 1: a backward branch */
+			if (target <= pc) {
+				for (uint32_t m = taken; m; m &= m - 1)
+					if (--lp[__builtin_ctz(m)]->budget == 0)
+						spent |= m & -m;
 			}
 			if (spent) {
 				*yielded = true;
