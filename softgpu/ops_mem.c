@@ -189,10 +189,66 @@ SG_HOT int op_ld_param(struct sg_thread *t, const struct sg_insn *in)
 /* Their warp-wide forms (they return 0 or SG_STOP_FAULT, as SG_WARP_OF needs). */
 SG_WARP_OF(op_ld);
 SG_WARP_OF(op_st);
-SG_WARP_OF(op_ld_global32);
-SG_WARP_OF(op_st_global32);
-SG_WARP_OF(op_ld_shared32);
-SG_WARP_OF(op_st_shared32);
+
+/*
+ * The warp-wide forms of the 32-bit shared and global accesses: the block's shared memory,
+ * or the translation its last global access hit, read once for the group and kept in
+ * locals (a store through a byte pointer could alias them, and the compiler would load
+ * them again for every lane). An access of a lane outside them goes through the handler
+ * itself, with the lane's pc set (it translates, or faults), and the translation is read
+ * again after it.
+ */
+#define SG_WARP_FAST(name, vars, setup, ok, body)                                                 \
+	static int name##_warp(struct sg_thread *const *gl, uint32_t n, const struct sg_insn *ip) \
+	{                                                                                         \
+		const struct sg_insn c = *ip, *in = &c;                                           \
+		struct sg_block *b = gl[0]->blk;                                                  \
+		uint32_t pc = (uint32_t)(ip - gl[0]->code) + 1;                                   \
+		vars;                                                                             \
+                                                                                                  \
+		setup;                                                                            \
+		for (uint32_t k = 0; k < n; k++) {                                                \
+			struct sg_thread *t = gl[k];                                              \
+			uint64_t a;                                                               \
+                                                                                                  \
+			if (!((t->r[in->guard] ^ in->gneg) & 1))                                  \
+				continue;                                                         \
+			a = ea(t, in);                                                            \
+			if (ok) {                                                                 \
+				body;                                                             \
+				continue;                                                         \
+			}                                                                         \
+			t->pc = pc;                                                               \
+			if (name(t, in) != 0)                                                     \
+				return SG_STOP_FAULT;                                             \
+			setup;                                                                    \
+		}                                                                                 \
+		return 0;                                                                         \
+	}                                                                                         \
+	SG_WOP(name)
+
+#define SHARED_SETUP (sh = b->shared, ssz = b->shared_size)
+#define SHARED_OK (!(a & 3) && a < ssz && ssz - a >= 4)
+#define GLOBAL_SETUP (lo = b->xc[b->xlast].lo, hi = b->xc[b->xlast].hi, host = b->xc[b->xlast].host)
+#define GLOBAL_OK (!(a & 3) && a >= lo && a + 4 <= hi && a + 4 > a)
+
+SG_WARP_FAST(op_ld_shared32, uint8_t *sh; uint32_t ssz, SHARED_SETUP, SHARED_OK, {
+	uint32_t v;
+
+	memcpy(&v, sh + a, 4);
+	t->r[in->d[0]] = v;
+});
+SG_WARP_FAST(op_st_shared32, uint8_t *sh; uint32_t ssz, SHARED_SETUP, SHARED_OK, {
+	uint32_t v = (uint32_t)t->r[in->d[0]];
+
+	memcpy(sh + a, &v, 4);
+});
+SG_WARP_FAST(op_ld_global32, uint64_t lo; uint64_t hi; uint8_t * host, GLOBAL_SETUP, GLOBAL_OK, {
+	t->r[in->d[0]] = __atomic_load_n((const uint32_t *)(host + (a - lo)), __ATOMIC_RELAXED);
+});
+SG_WARP_FAST(op_st_global32, uint64_t lo; uint64_t hi; uint8_t * host, GLOBAL_SETUP, GLOBAL_OK, {
+	__atomic_store_n((uint32_t *)(host + (a - lo)), (uint32_t)t->r[in->d[0]], __ATOMIC_RELAXED);
+});
 SG_WARP_OF(op_ld_shared);
 SG_WARP_OF(op_st_shared);
 
