@@ -143,6 +143,17 @@ SG_HOT int op_st_shared32(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
+/* Global memory of any width and vector length: op_ld/op_st, with the warp-wide form below. */
+SG_HOT int op_ld_global(struct sg_thread *t, const struct sg_insn *in)
+{
+	return op_ld(t, in);
+}
+
+SG_HOT int op_st_global(struct sg_thread *t, const struct sg_insn *in)
+{
+	return op_st(t, in);
+}
+
 /* Shared memory of any width and vector length, checked inline; op_ld/op_st fault. */
 SG_HOT int op_ld_shared(struct sg_thread *t, const struct sg_insn *in)
 {
@@ -227,27 +238,48 @@ SG_WARP_OF(op_st);
 	}                                                                                         \
 	SG_WOP(name)
 
+#define SHARED_VARS  \
+	uint8_t *sh; \
+	uint32_t ssz
 #define SHARED_SETUP (sh = b->shared, ssz = b->shared_size)
 #define SHARED_OK (!(a & 3) && a < ssz && ssz - a >= 4)
+#define GLOBAL_VARS  \
+	uint64_t lo; \
+	uint64_t hi; \
+	uint8_t *host
 #define GLOBAL_SETUP (lo = b->xc[b->xlast].lo, hi = b->xc[b->xlast].hi, host = b->xc[b->xlast].host)
-#define GLOBAL_OK (!(a & 3) && a >= lo && a + 4 <= hi && a + 4 > a)
+#define GLOBAL_OKN(n) (!(a & ((n)-1)) && a >= lo && a + (n) <= hi && a + (n) > a)
+#define GLOBAL_OK GLOBAL_OKN(4)
+#define SIZES                               \
+	unsigned es = in->aux & 0xff;       \
+	unsigned vec = (in->aux >> 12) & 7; \
+	unsigned nb = es * vec
 
-SG_WARP_FAST(op_ld_shared32, uint8_t *sh; uint32_t ssz, SHARED_SETUP, SHARED_OK, {
+SG_WARP_FAST(op_ld_shared32, SHARED_VARS, SHARED_SETUP, SHARED_OK, {
 	uint32_t v;
 
 	memcpy(&v, sh + a, 4);
 	t->r[in->d[0]] = v;
 });
-SG_WARP_FAST(op_st_shared32, uint8_t *sh; uint32_t ssz, SHARED_SETUP, SHARED_OK, {
+SG_WARP_FAST(op_st_shared32, SHARED_VARS, SHARED_SETUP, SHARED_OK, {
 	uint32_t v = (uint32_t)t->r[in->d[0]];
 
 	memcpy(sh + a, &v, 4);
 });
-SG_WARP_FAST(op_ld_global32, uint64_t lo; uint64_t hi; uint8_t * host, GLOBAL_SETUP, GLOBAL_OK, {
+SG_WARP_FAST(op_ld_global32, GLOBAL_VARS, GLOBAL_SETUP, GLOBAL_OK, {
 	t->r[in->d[0]] = __atomic_load_n((const uint32_t *)(host + (a - lo)), __ATOMIC_RELAXED);
 });
-SG_WARP_FAST(op_st_global32, uint64_t lo; uint64_t hi; uint8_t * host, GLOBAL_SETUP, GLOBAL_OK, {
+SG_WARP_FAST(op_st_global32, GLOBAL_VARS, GLOBAL_SETUP, GLOBAL_OK, {
 	__atomic_store_n((uint32_t *)(host + (a - lo)), (uint32_t)t->r[in->d[0]], __ATOMIC_RELAXED);
+});
+SG_WARP_FAST(op_ld_global, SIZES; bool sgn = (in->aux >> 8) & 1;
+	     GLOBAL_VARS, GLOBAL_SETUP, GLOBAL_OKN(nb), {
+		     for (unsigned j = 0; j < vec; j++)
+			     t->r[in->d[j]] = load(host + (a - lo) + j * es, es, sgn);
+	     });
+SG_WARP_FAST(op_st_global, SIZES; GLOBAL_VARS, GLOBAL_SETUP, GLOBAL_OKN(nb), {
+	for (unsigned j = 0; j < vec; j++)
+		store(host + (a - lo) + j * es, es, t->r[in->d[j]]);
 });
 SG_WARP_OF(op_ld_shared);
 SG_WARP_OF(op_st_shared);
@@ -563,6 +595,8 @@ int sg_lower_mem(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 			in->fn = store ? op_st_shared32 : op_ld_shared32;
 	} else if (SPACE(in) == SG_SP_SHARED && !(in->flags & F_LOCALREL)) {
 		in->fn = store ? op_st_shared : op_ld_shared;
+	} else if (SPACE(in) == SG_SP_GLOBAL && !(in->flags & F_LOCALREL)) {
+		in->fn = store ? op_st_global : op_ld_global;
 	}
 	if (!store && SPACE(in) == SG_SP_PARAM && !(in->flags & F_LOCALREL))
 		in->fn = op_ld_param;
