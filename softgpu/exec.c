@@ -180,22 +180,22 @@ static uint32_t pick_group(const struct sg_thread *base, uint32_t todo, uint32_t
 	uint32_t best = 0, pc = UINT32_MAX, rpc = UINT32_MAX;
 	const struct sg_insn *code = NULL;
 
-	for (uint32_t m = todo; m; m &= m - 1) {
-		const struct sg_thread *t = &base[__builtin_ctz(m)];
-
-		if (t->pc < pc) {
-			pc = t->pc;
-			code = t->code;
-		}
-	}
+	/* one pass: a lane below the lowest pc so far sends the lanes found there to the rest */
 	for (uint32_t m = todo; m; m &= m - 1) {
 		int l = __builtin_ctz(m);
 		const struct sg_thread *t = &base[l];
 
-		if (t->pc == pc && t->code == code)
+		if (t->pc < pc) {
+			if (best && pc < rpc)
+				rpc = pc;
+			pc = t->pc;
+			code = t->code;
+			best = 1u << l;
+		} else if (t->pc == pc && t->code == code) {
 			best |= 1u << l;
-		else if (t->pc < rpc)
+		} else if (t->pc < rpc) {
 			rpc = t->pc;
+		}
 	}
 	*rest_pc = rpc;
 	return best;
