@@ -228,11 +228,12 @@ static __attribute__((noinline)) uint32_t run_wide(struct sg_thread *const *gl, 
  * together: a run of straight-line instructions (SG_INSN_STRAIGHT) one
  * instruction at a time for all of them (SG_INSN_WARP: one warp-wide call),
  * ending after an instruction that stopped a lane, where the others stand
- * together; any other instruction for the lanes in turn, after which the lanes
- * whose pcs still agree go on together and the others wait for their pcs to
- * meet (pick_group). Which lane runs an instruction first is not a promise
- * of the PTX ISA; the yield budget, faults and counts are each lane's, as
- * when every lane ran alone.
+ * together; a bra in one pass for the group (SG_INSN_BRA), the lanes at the
+ * lower pc going on if it split; any other instruction for the lanes in
+ * turn, after which the lanes whose pcs still agree go on together and the
+ * others wait for their pcs to meet (pick_group). Which lane runs an
+ * instruction first is not a promise of the PTX ISA; the yield budget,
+ * faults and counts are each lane's, as when every lane ran alone.
  */
 static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool *yielded)
 {
