@@ -202,19 +202,22 @@ SG_WARP_OF(op_ld);
 SG_WARP_OF(op_st);
 
 /*
- * The warp-wide forms of the 32-bit shared and global accesses: the block's shared memory,
- * or the translation its last global access hit, read once for the group and kept in
- * locals (a store through a byte pointer could alias them, and the compiler would load
- * them again for every lane). An access of a lane outside them goes through the handler
- * itself, with the lane's pc set (it translates, or faults), and the translation is read
- * again after it.
+ * The warp-wide forms of the shared and global accesses: the block's shared memory, or the
+ * translation its last global access hit, read once for the group and kept in locals (a
+ * store through a byte pointer could alias them, and the compiler would load them again
+ * for every lane). A lane whose access falls outside them goes through the handler itself,
+ * with its pc set (it translates, or faults):
+ * - SG_WARP_FAST (global): that lane alone, and the translation it hit is read again for the
+ *   lanes after it (a kernel's accesses move between allocations);
+ * - SG_WARP_FAST_COLD (shared, where only a fault falls outside): that lane and all after it
+ *   one by one, in name##_lanes, out of line, so that the loop over the lanes calls nothing
+ *   and keeps its values in registers.
  */
-#define SG_WARP_FAST(name, vars, setup, ok, body)                                                 \
+#define SG_WARP_LOOP(name, vars, setup, ok, body, miss)                                           \
 	static int name##_warp(struct sg_thread *const *gl, uint32_t n, const struct sg_insn *ip) \
 	{                                                                                         \
 		const struct sg_insn c = *ip, *in = &c;                                           \
 		struct sg_block *b = gl[0]->blk;                                                  \
-		uint32_t pc = (uint32_t)(ip - gl[0]->code) + 1;                                   \
 		vars;                                                                             \
                                                                                                   \
 		setup;                                                                            \
@@ -229,14 +232,36 @@ SG_WARP_OF(op_st);
 				body;                                                             \
 				continue;                                                         \
 			}                                                                         \
-			t->pc = pc;                                                               \
-			if (name(t, in) != 0)                                                     \
-				return SG_STOP_FAULT;                                             \
-			setup;                                                                    \
+			miss;                                                                     \
 		}                                                                                 \
 		return 0;                                                                         \
 	}                                                                                         \
 	SG_WOP(name)
+
+#define SG_WARP_FAST(name, vars, setup, ok, body)     \
+	SG_WARP_LOOP(name, vars, setup, ok, body, {   \
+		t->pc = (uint32_t)(ip - t->code) + 1; \
+		if (name(t, in) != 0)                 \
+			return SG_STOP_FAULT;         \
+		setup;                                \
+	})
+
+#define SG_WARP_FAST_COLD(name, vars, setup, ok, body)                              \
+	static __attribute__((noinline, cold)) int name##_lanes(                    \
+		struct sg_thread *const *gl, uint32_t n, const struct sg_insn *in)  \
+	{                                                                           \
+		uint32_t pc = (uint32_t)(in - gl[0]->code) + 1;                     \
+                                                                                    \
+		for (uint32_t k = 0; k < n; k++) {                                  \
+			struct sg_thread *t = gl[k];                                \
+                                                                                    \
+			t->pc = pc;                                                 \
+			if (((t->r[in->guard] ^ in->gneg) & 1) && name(t, in) != 0) \
+				return SG_STOP_FAULT;                               \
+		}                                                                   \
+		return 0;                                                           \
+	}                                                                           \
+	SG_WARP_LOOP(name, vars, setup, ok, body, return name##_lanes(gl + k, n - k, ip))
 
 #define SHARED_VARS  \
 	uint8_t *sh; \
@@ -255,13 +280,13 @@ SG_WARP_OF(op_st);
 	unsigned vec = (in->aux >> 12) & 7; \
 	unsigned nb = es * vec
 
-SG_WARP_FAST(op_ld_shared32, SHARED_VARS, SHARED_SETUP, SHARED_OK, {
+SG_WARP_FAST_COLD(op_ld_shared32, SHARED_VARS, SHARED_SETUP, SHARED_OK, {
 	uint32_t v;
 
 	memcpy(&v, sh + a, 4);
 	t->r[in->d[0]] = v;
 });
-SG_WARP_FAST(op_st_shared32, SHARED_VARS, SHARED_SETUP, SHARED_OK, {
+SG_WARP_FAST_COLD(op_st_shared32, SHARED_VARS, SHARED_SETUP, SHARED_OK, {
 	uint32_t v = (uint32_t)t->r[in->d[0]];
 
 	memcpy(sh + a, &v, 4);
