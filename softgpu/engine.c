@@ -159,9 +159,11 @@ static void block_init(struct sg_block *b, const struct sg_grid *g, struct scrat
 	b->threads = s->threads;
 	b->nthreads = g->nthreads;
 	b->worker = tls_worker;
-	/* A block reads nothing an earlier block or launch left: scratch is reused, so what a
-	 * kernel may read before it writes (registers, local, call frames, shared) starts at 0. */
-	memset(s->regs, 0, (size_t)g->nthreads * g->entry->nslots * 8);
+	/*
+	 * A block reads nothing an earlier block or launch left: scratch is reused, so what a
+	 * kernel may read before it writes (local, call frames, shared) starts at 0, and
+	 * sg_block_start sets every register from the entry's template (0 but for constants).
+	 */
 	memset(s->local, 0, (size_t)g->nthreads * g->local_size);
 	memset(s->frames, 0, (size_t)g->nthreads * g->entry->frame_size);
 	memset(s->shared, 0, g->shared_size);

@@ -180,25 +180,46 @@ static uint32_t pick_group(const struct sg_thread *base, uint32_t todo, uint32_t
 	uint32_t best = 0, pc = UINT32_MAX, rpc = UINT32_MAX;
 	const struct sg_insn *code = NULL;
 
-	for (uint32_t m = todo; m; m &= m - 1) {
-		const struct sg_thread *t = &base[__builtin_ctz(m)];
-
-		if (t->pc < pc) {
-			pc = t->pc;
-			code = t->code;
-		}
-	}
+	/* one pass: a lane below the lowest pc so far sends the lanes found there to the rest */
 	for (uint32_t m = todo; m; m &= m - 1) {
 		int l = __builtin_ctz(m);
 		const struct sg_thread *t = &base[l];
 
-		if (t->pc == pc && t->code == code)
+		if (t->pc < pc) {
+			if (best && pc < rpc)
+				rpc = pc;
+			pc = t->pc;
+			code = t->code;
+			best = 1u << l;
+		} else if (t->pc == pc && t->code == code) {
 			best |= 1u << l;
-		else if (t->pc < rpc)
+		} else if (t->pc < rpc) {
 			rpc = t->pc;
+		}
 	}
 	*rest_pc = rpc;
 	return best;
+}
+
+/*
+ * The warp-wide handlers of the straight run from pc p on, each once for the
+ * group gl, up to stop or the first instruction without one: the pc reached,
+ * and *rc (0, or SG_STOP_FAULT with the pc that of the faulting instruction).
+ * Apart from run_warp so that the few values it needs across the indirect
+ * calls stay in registers.
+ */
+static __attribute__((noinline)) uint32_t run_wide(struct sg_thread *const *gl, uint32_t ng,
+						   const struct sg_insn *code, uint32_t p,
+						   uint32_t stop, int *rc)
+{
+	const struct sg_insn *i = code + p, *end = code + stop;
+	int r = 0;
+
+	for (; i < end && (i->gneg & SG_INSN_WARP); i++)
+		if ((r = i->wfn(gl, ng, i)) != 0)
+			break;
+	*rc = r;
+	return (uint32_t)(i - code);
 }
 
 /*
@@ -207,11 +228,12 @@ static uint32_t pick_group(const struct sg_thread *base, uint32_t todo, uint32_t
  * together: a run of straight-line instructions (SG_INSN_STRAIGHT) one
  * instruction at a time for all of them (SG_INSN_WARP: one warp-wide call),
  * ending after an instruction that stopped a lane, where the others stand
- * together; any other instruction for the lanes in turn, after which the lanes
- * whose pcs still agree go on together and the others wait for their pcs to
- * meet (pick_group). Which lane runs an instruction first is not a promise
- * of the PTX ISA; the yield budget, faults and counts are each lane's, as
- * when every lane ran alone.
+ * together; a bra in one pass for the group (SG_INSN_BRA), the lanes at the
+ * lower pc going on if it split; any other instruction for the lanes in
+ * turn, after which the lanes whose pcs still agree go on together and the
+ * others wait for their pcs to meet (pick_group). Which lane runs an
+ * instruction first is not a promise of the PTX ISA; the yield budget,
+ * faults and counts are each lane's, as when every lane ran alone.
  */
 static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool *yielded)
 {
@@ -257,14 +279,19 @@ static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool
 			const struct sg_insn *i = in;
 
 			while (p < stop && (i->gneg & SG_INSN_STRAIGHT)) {
-				count += ng;
-				p++;
 				if (i->gneg & SG_INSN_WARP) {
-					if ((rc = i->wfn(gl, ng, i)) != 0)
+					uint32_t q = run_wide(gl, ng, code, p, stop, &rc);
+
+					/* a faulting instruction counts, as it did lane by lane */
+					count += (uint64_t)(q - p + (rc != 0)) * ng;
+					if (rc != 0)
 						goto out;
-					i++;
+					p = q;
+					i = code + p;
 					continue;
 				}
+				count += ng;
+				p++;
 				for (uint32_t k = 0; k < ng; k++) {
 					struct sg_thread *t = gl[k];
 
@@ -286,30 +313,89 @@ static int run_warp(struct sg_block *b, struct sg_thread *base, uint32_t n, bool
 				if (left)
 					break;
 			}
-			stop = p;
-			for (uint32_t k = 0; k < ng; k++)
-				gl[k]->pc = p;
 			rc = 0;
 			if (left) {
 				todo &= ~left;
 				group &= ~left;
 			}
-			pc = stop;
-			if (group == 0 || pc >= rest_pc) {
+			pc = p;
+			in = code + pc;
+			/*
+			 * The lanes' pcs are stored where the group ends or goes on
+			 * through the loop's start; an instruction of the general path
+			 * stores them itself.
+			 */
+			if (group == 0 || pc >= rest_pc || (in->gneg & SG_INSN_STRAIGHT)) {
+				for (uint32_t k = 0; k < ng; k++)
+					gl[k]->pc = p;
+				if (group != 0 && pc < rest_pc)
+					continue;
 				if (todo == 0)
 					break;
 				group = pick_group(base, todo, &rest_pc);
 				continue;
 			}
-			in = code + pc;
-			if (in->gneg & SG_INSN_STRAIGHT)
-				continue;
 			if (group != gmask) {
 				gmask = group;
 				ng = 0;
 				for (uint32_t m = group; m; m &= m - 1)
 					gl[ng++] = lp[__builtin_ctz(m)];
 			}
+		}
+		if (in->gneg & SG_INSN_BRA) {
+			/*
+			 * A branch, for the whole group in one pass (op_bra's rule for each
+			 * lane: a taken backward branch spends the lane's budget, and the
+			 * lane yields when it is used up). Lanes that disagree split: those
+			 * at the lower pc go on as the group, the others wait there.
+			 */
+			uint32_t target = (uint32_t)in->imm, taken = 0, spent = 0, lo, hi, lom;
+			uint32_t guard = in->guard, gneg = in->gneg & 1, next = pc + 1;
+
+			count += ng;
+			/* gl holds the group's lanes in the order of its bits */
+			for (uint32_t m = group, k = 0; m; m &= m - 1, k++) {
+				struct sg_thread *t = gl[k];
+				bool take = (t->r[guard] ^ gneg) & 1;
+
+				t->pc = take ? target : next;
+				taken |= take ? m & -m : 0;
+			}
+			/* op_bra's target < t->pc, t->pc being pc + 1: a backward branch */
+			if (target <= pc) {
+				for (uint32_t m = taken; m; m &= m - 1)
+					if (--lp[__builtin_ctz(m)]->budget == 0)
+						spent |= m & -m;
+			}
+			if (spent) {
+				*yielded = true;
+				todo &= ~spent;
+				group &= ~spent;
+				taken &= ~spent;
+			}
+			if (taken == 0 || taken == group || target == pc + 1) {
+				lo = taken ? target : pc + 1;
+				lom = group;
+				hi = UINT32_MAX;
+			} else if (target < pc + 1) {
+				lo = target;
+				lom = taken;
+				hi = pc + 1;
+			} else {
+				lo = pc + 1;
+				lom = group & ~taken;
+				hi = target;
+			}
+			if (lom && lo < rest_pc) {
+				group = lom;
+				if (hi < rest_pc)
+					rest_pc = hi;
+				continue;
+			}
+			if (todo == 0)
+				break;
+			group = pick_group(base, todo, &rest_pc);
+			continue;
 		}
 		count += ng;
 		for (uint32_t k = 0; k < ng; k++) {
@@ -654,16 +740,18 @@ static bool resolve_bars(struct sg_block *b)
 
 /* ---- the block ---- */
 
-static void init_thread(struct sg_block *b, struct sg_thread *t, uint32_t i)
+/* Sets thread i of the block, at (x, y, z) in it, at the entry's start, its registers from tmpl. */
+static void init_thread(struct sg_block *b, struct sg_thread *t, uint32_t i, const uint32_t xyz[3],
+			const uint64_t *tmpl)
 {
 	const struct sg_grid *g = b->grid;
 	const struct sg_func *e = g->entry;
 
 	t->blk = b;
 	t->linear = i;
-	t->tid[0] = i % g->block[0];
-	t->tid[1] = (i / g->block[0]) % g->block[1];
-	t->tid[2] = i / (g->block[0] * g->block[1]);
+	t->tid[0] = xyz[0];
+	t->tid[1] = xyz[1];
+	t->tid[2] = xyz[2];
 	t->lane = (uint8_t)(i & 31);
 	t->warp = i >> 5;
 	t->state = SG_T_READY;
@@ -676,13 +764,17 @@ static void init_thread(struct sg_block *b, struct sg_thread *t, uint32_t i)
 	t->local_size = g->local_size;
 	t->r = t->r0;
 	t->pframe = t->pframe0;
-	memcpy(t->r0, g->tmpl[e - g->prog->funcs], (size_t)e->nslots * 8);
+	memcpy(t->r0, tmpl, (size_t)e->nslots * 8);
 	t->cs.top = 0;
 	t->cs.nframes = 0;
 }
 
 void sg_block_start(struct sg_block *b)
 {
+	const struct sg_grid *g = b->grid;
+	const uint64_t *tmpl = g->tmpl[g->entry - g->prog->funcs];
+	uint32_t xyz[3] = {0, 0, 0};
+
 	b->nwarps = (b->nthreads + 31) / 32;
 	b->err = 0;
 	b->errmsg[0] = 0;
@@ -691,8 +783,17 @@ void sg_block_start(struct sg_block *b)
 	memset(b->xc, 0, sizeof(b->xc));
 	b->xnext = 0;
 	b->xlast = 0;
-	for (uint32_t i = 0; i < b->nthreads; i++)
-		init_thread(b, &b->threads[i], i);
+	/* the thread's index counted in x, then y, then z, without a division per thread */
+	for (uint32_t i = 0; i < b->nthreads; i++) {
+		init_thread(b, &b->threads[i], i, xyz, tmpl);
+		if (++xyz[0] == g->block[0]) {
+			xyz[0] = 0;
+			if (++xyz[1] == g->block[1]) {
+				xyz[1] = 0;
+				xyz[2]++;
+			}
+		}
+	}
 }
 
 int sg_block_resume(struct sg_block *b, bool pause)

@@ -260,6 +260,7 @@ int sg_lower_ctrl(struct sg_lower *L, const struct sg_opc *o, const struct sg_op
 		if (nops != 1)
 			return sg_lower_error(L, CUDA_ERROR_INVALID_PTX, "bra takes one label");
 		in->fn = op_bra;
+		in->gneg |= SG_INSN_BRA; /* exec.c runs it for a group at once, as op_bra would */
 		return sg_lower_label(L, &ops[0], in);
 	case SG_B_CALL:
 		if (sg_lower_call(L, o, ops, nops, in))

@@ -3,6 +3,7 @@
 
 #include <cuda.h>
 
+#define SG_OPS_PURE /* op_half only touches registers (ops.h) */
 #include "ops.h"
 
 /*
@@ -98,7 +99,7 @@ static uint16_t one(const struct sg_insn *in, uint16_t a, uint16_t b, uint16_t c
 	return ftz ? ftz16(out, bf) : out;
 }
 
-static int op_half(struct sg_thread *t, const struct sg_insn *in)
+OP(op_half)
 {
 	uint32_t a = (uint32_t)A(0), b = in->ns > 1 ? (uint32_t)A(1) : 0;
 	uint32_t c = in->ns > 2 ? (uint32_t)A(2) : 0;

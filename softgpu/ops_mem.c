@@ -143,6 +143,17 @@ SG_HOT int op_st_shared32(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
+/* Global memory of any width and vector length: op_ld/op_st, with the warp-wide form below. */
+SG_HOT int op_ld_global(struct sg_thread *t, const struct sg_insn *in)
+{
+	return op_ld(t, in);
+}
+
+SG_HOT int op_st_global(struct sg_thread *t, const struct sg_insn *in)
+{
+	return op_st(t, in);
+}
+
 /* Shared memory of any width and vector length, checked inline; op_ld/op_st fault. */
 SG_HOT int op_ld_shared(struct sg_thread *t, const struct sg_insn *in)
 {
@@ -189,13 +200,149 @@ SG_HOT int op_ld_param(struct sg_thread *t, const struct sg_insn *in)
 /* Their warp-wide forms (they return 0 or SG_STOP_FAULT, as SG_WARP_OF needs). */
 SG_WARP_OF(op_ld);
 SG_WARP_OF(op_st);
-SG_WARP_OF(op_ld_global32);
-SG_WARP_OF(op_st_global32);
-SG_WARP_OF(op_ld_shared32);
-SG_WARP_OF(op_st_shared32);
+
+/*
+ * The warp-wide forms of the shared and global accesses: the block's shared memory, or the
+ * translation its last global access hit, read once for the group and kept in locals (a
+ * store through a byte pointer could alias them, and the compiler would load them again
+ * for every lane). A lane whose access falls outside them goes through the handler itself,
+ * with its pc set (it translates, or faults):
+ * - SG_WARP_FAST (global): that lane alone, and the translation it hit is read again for the
+ *   lanes after it (a kernel's accesses move between allocations);
+ * - SG_WARP_FAST_COLD (shared, where only a fault falls outside): that lane and all after it
+ *   one by one, in name##_lanes, out of line, so that the loop over the lanes calls nothing
+ *   and keeps its values in registers.
+ */
+#define SG_WARP_LOOP(name, vars, setup, ok, body, miss)                                           \
+	static int name##_warp(struct sg_thread *const *gl, uint32_t n, const struct sg_insn *ip) \
+	{                                                                                         \
+		const struct sg_insn c = *ip, *in = &c;                                           \
+		struct sg_block *b = gl[0]->blk;                                                  \
+		vars;                                                                             \
+                                                                                                  \
+		setup;                                                                            \
+		for (uint32_t k = 0; k < n; k++) {                                                \
+			struct sg_thread *t = gl[k];                                              \
+			uint64_t a;                                                               \
+                                                                                                  \
+			if (!((t->r[in->guard] ^ in->gneg) & 1))                                  \
+				continue;                                                         \
+			a = ea(t, in);                                                            \
+			if (ok) {                                                                 \
+				body;                                                             \
+				continue;                                                         \
+			}                                                                         \
+			miss;                                                                     \
+		}                                                                                 \
+		return 0;                                                                         \
+	}                                                                                         \
+	SG_WOP(name)
+
+#define SG_WARP_FAST(name, vars, setup, ok, body)     \
+	SG_WARP_LOOP(name, vars, setup, ok, body, {   \
+		t->pc = (uint32_t)(ip - t->code) + 1; \
+		if (name(t, in) != 0)                 \
+			return SG_STOP_FAULT;         \
+		setup;                                \
+	})
+
+#define SG_WARP_FAST_COLD(name, vars, setup, ok, body)                              \
+	static __attribute__((noinline, cold)) int name##_lanes(                    \
+		struct sg_thread *const *gl, uint32_t n, const struct sg_insn *in)  \
+	{                                                                           \
+		uint32_t pc = (uint32_t)(in - gl[0]->code) + 1;                     \
+                                                                                    \
+		for (uint32_t k = 0; k < n; k++) {                                  \
+			struct sg_thread *t = gl[k];                                \
+                                                                                    \
+			t->pc = pc;                                                 \
+			if (((t->r[in->guard] ^ in->gneg) & 1) && name(t, in) != 0) \
+				return SG_STOP_FAULT;                               \
+		}                                                                   \
+		return 0;                                                           \
+	}                                                                           \
+	SG_WARP_LOOP(name, vars, setup, ok, body, return name##_lanes(gl + k, n - k, ip))
+
+#define SHARED_VARS  \
+	uint8_t *sh; \
+	uint32_t ssz
+#define SHARED_SETUP (sh = b->shared, ssz = b->shared_size)
+#define SHARED_OK (!(a & 3) && a < ssz && ssz - a >= 4)
+#define GLOBAL_VARS  \
+	uint64_t lo; \
+	uint64_t hi; \
+	uint8_t *host
+#define GLOBAL_SETUP (lo = b->xc[b->xlast].lo, hi = b->xc[b->xlast].hi, host = b->xc[b->xlast].host)
+#define GLOBAL_OKN(n) (!(a & ((n)-1)) && a >= lo && a + (n) <= hi && a + (n) > a)
+#define GLOBAL_OK GLOBAL_OKN(4)
+#define SIZES                               \
+	unsigned es = in->aux & 0xff;       \
+	unsigned vec = (in->aux >> 12) & 7; \
+	unsigned nb = es * vec
+
+SG_WARP_FAST_COLD(op_ld_shared32, SHARED_VARS, SHARED_SETUP, SHARED_OK, {
+	uint32_t v;
+
+	memcpy(&v, sh + a, 4);
+	t->r[in->d[0]] = v;
+});
+SG_WARP_FAST_COLD(op_st_shared32, SHARED_VARS, SHARED_SETUP, SHARED_OK, {
+	uint32_t v = (uint32_t)t->r[in->d[0]];
+
+	memcpy(sh + a, &v, 4);
+});
+SG_WARP_FAST(op_ld_global32, GLOBAL_VARS, GLOBAL_SETUP, GLOBAL_OK, {
+	t->r[in->d[0]] = __atomic_load_n((const uint32_t *)(host + (a - lo)), __ATOMIC_RELAXED);
+});
+SG_WARP_FAST(op_st_global32, GLOBAL_VARS, GLOBAL_SETUP, GLOBAL_OK, {
+	__atomic_store_n((uint32_t *)(host + (a - lo)), (uint32_t)t->r[in->d[0]], __ATOMIC_RELAXED);
+});
+SG_WARP_FAST(op_ld_global, SIZES; bool sgn = (in->aux >> 8) & 1;
+	     GLOBAL_VARS, GLOBAL_SETUP, GLOBAL_OKN(nb), {
+		     for (unsigned j = 0; j < vec; j++)
+			     t->r[in->d[j]] = load(host + (a - lo) + j * es, es, sgn);
+	     });
+SG_WARP_FAST(op_st_global, SIZES; GLOBAL_VARS, GLOBAL_SETUP, GLOBAL_OKN(nb), {
+	for (unsigned j = 0; j < vec; j++)
+		store(host + (a - lo) + j * es, es, t->r[in->d[j]]);
+});
 SG_WARP_OF(op_ld_shared);
 SG_WARP_OF(op_st_shared);
-SG_WARP_OF(op_ld_param);
+
+/*
+ * ld.param for a converged group: a kernel's parameters are read-only and nearly always
+ * read at one address by every lane, so a lane whose address is the one before it takes
+ * the values that lane loaded; a lane at another address loads (and faults) as alone.
+ */
+static int op_ld_param_warp(struct sg_thread *const *gl, uint32_t n, const struct sg_insn *ip)
+{
+	const struct sg_insn c = *ip, *in = &c;
+	uint32_t pc = (uint32_t)(ip - gl[0]->code) + 1;
+	unsigned vec = (in->aux >> 12) & 7;
+	uint64_t last = UINT64_MAX, v[8];
+
+	for (uint32_t k = 0; k < n; k++) {
+		struct sg_thread *t = gl[k];
+		uint64_t a;
+
+		if (!((t->r[in->guard] ^ in->gneg) & 1))
+			continue;
+		a = ea(t, in);
+		if (a == last) {
+			for (unsigned j = 0; j < vec; j++)
+				t->r[in->d[j]] = v[j];
+			continue;
+		}
+		t->pc = pc;
+		if (op_ld_param(t, in) != 0)
+			return SG_STOP_FAULT;
+		for (unsigned j = 0; j < vec; j++)
+			v[j] = t->r[in->d[j]];
+		last = a;
+	}
+	return 0;
+}
+SG_WOP(op_ld_param);
 
 static int op_nop(struct sg_thread *t, const struct sg_insn *in)
 {
@@ -473,6 +620,8 @@ int sg_lower_mem(struct sg_lower *L, const struct sg_opc *o, const struct sg_ope
 			in->fn = store ? op_st_shared32 : op_ld_shared32;
 	} else if (SPACE(in) == SG_SP_SHARED && !(in->flags & F_LOCALREL)) {
 		in->fn = store ? op_st_shared : op_ld_shared;
+	} else if (SPACE(in) == SG_SP_GLOBAL && !(in->flags & F_LOCALREL)) {
+		in->fn = store ? op_st_global : op_ld_global;
 	}
 	if (!store && SPACE(in) == SG_SP_PARAM && !(in->flags & F_LOCALREL))
 		in->fn = op_ld_param;

@@ -186,6 +186,57 @@ int sg_op_mov_sreg(struct sg_thread *t, const struct sg_insn *in)
 	return 0;
 }
 
+/*
+ * sg_op_mov_sreg for a converged group: the thread's own coordinates and the
+ * block's and grid's shape read for every lane in one pass, anything else
+ * (lane masks, clocks, ...) lane after lane through sg_op_mov_sreg.
+ */
+static int sg_op_mov_sreg_warp(struct sg_thread *const *gl, uint32_t n, const struct sg_insn *ip)
+{
+	const struct sg_insn c = *ip, *in = &c;
+	const struct sg_block *b = gl[0]->blk;
+	const struct sg_grid *g = b->grid;
+	uint32_t d = in->d[0], v;
+
+	switch (in->aux) {
+	case SG_SR_TID_X:
+	case SG_SR_TID_Y:
+	case SG_SR_TID_Z: {
+		uint32_t k3 = in->aux - SG_SR_TID_X;
+
+		for (uint32_t k = 0; k < n; k++)
+			if ((gl[k]->r[in->guard] ^ in->gneg) & 1)
+				gl[k]->r[d] = gl[k]->tid[k3];
+		return 0;
+	}
+	case SG_SR_NTID_X:
+	case SG_SR_NTID_Y:
+	case SG_SR_NTID_Z:
+		v = g->block[in->aux - SG_SR_NTID_X];
+		break;
+	case SG_SR_CTAID_X:
+	case SG_SR_CTAID_Y:
+	case SG_SR_CTAID_Z:
+		v = b->ctaid[in->aux - SG_SR_CTAID_X];
+		break;
+	case SG_SR_NCTAID_X:
+	case SG_SR_NCTAID_Y:
+	case SG_SR_NCTAID_Z:
+		v = g->grid[in->aux - SG_SR_NCTAID_X];
+		break;
+	default:
+		for (uint32_t k = 0; k < n; k++)
+			if ((gl[k]->r[in->guard] ^ in->gneg) & 1)
+				(void)sg_op_mov_sreg(gl[k], in);
+		return 0;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		if ((gl[k]->r[in->guard] ^ in->gneg) & 1)
+			gl[k]->r[d] = v;
+	return 0;
+}
+SG_WOP(sg_op_mov_sreg);
+
 static int op_cvta_shared(struct sg_thread *t, const struct sg_insn *in)
 {
 	t->r[in->d[0]] = SG_WIN_SHARED + (uint32_t)t->r[in->s[0]];

@@ -7,7 +7,8 @@
 
 #include <cuda.h>
 
-#include "ptx_int.h"
+#define SG_OPS_PURE /* every OP here only touches registers (ops.h) */
+#include "ops.h"
 
 /*
  * What the CUDA SIMD intrinsics (__vabsdiffu4, __vsadu2, ...) compile to.
@@ -28,7 +29,7 @@ static int64_t lane(uint64_t ba, unsigned idx, unsigned bits, bool sgn)
 	return (int64_t)v;
 }
 
-static int op_simd(struct sg_thread *t, const struct sg_insn *in)
+OP(op_simd)
 {
 	uint32_t a = (uint32_t)t->r[in->s[0]], b = (uint32_t)t->r[in->s[1]];
 	uint32_t c = (uint32_t)t->r[in->s[2]];
@@ -174,7 +175,7 @@ static bool vcmp(int cmp, int64_t a, int64_t b)
 	}
 }
 
-static int op_video(struct sg_thread *t, const struct sg_insn *in)
+OP(op_video)
 {
 	uint32_t a = (uint32_t)t->r[in->s[0]], b = (uint32_t)t->r[in->s[1]];
 	uint32_t c = (uint32_t)t->r[in->s[2]], aux = in->aux;
@@ -357,7 +358,7 @@ static int lower_video(struct sg_lower *L, const struct sg_opc *o, const struct 
  * and the low 32 bits. in->aux = a signed | b signed << 1 | product negated << 2 | c negated
  * << 3 | .po << 4 | .sat << 5 | shift << 8; in->imm = asel | bsel << 4.
  */
-static int op_vmad(struct sg_thread *t, const struct sg_insn *in)
+OP(op_vmad)
 {
 	uint32_t a = (uint32_t)t->r[in->s[0]], b = (uint32_t)t->r[in->s[1]];
 	uint32_t c = (uint32_t)t->r[in->s[2]], aux = in->aux;

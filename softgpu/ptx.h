@@ -309,13 +309,20 @@ enum sg_stop {
  */
 #define SG_INSN_WARP 4
 
+/*
+ * In sg_insn.gneg: the instruction is a bra (ops_ctrl.c's op_bra), which
+ * exec.c runs for a converged group in one pass instead of calling the
+ * handler for each lane.
+ */
+#define SG_INSN_BRA 8
+
 struct sg_insn {
 	union {
 		sg_fn fn;
 		sg_wfn wfn; /* SG_INSN_WARP */
 	};
 	uint32_t guard; /* predicate slot; SG_SLOT_TRUE when unguarded */
-	uint8_t gneg;	/* bit 0: 1 for @!p; SG_INSN_STRAIGHT, SG_INSN_WARP (the lowering's) */
+	uint8_t gneg;	/* bit 0: 1 for @!p; SG_INSN_STRAIGHT, _WARP, _BRA (the lowering's) */
 	uint8_t nd;	/* destination (or store-data) slots used */
 	uint8_t ns;	/* source slots used */
 	uint8_t flags;	/* handler-specific */

@@ -219,6 +219,7 @@ static int sym_slot(struct sg_lower *L, const struct sg_operand *o, int64_t extr
 			if (in == NULL)
 				return L->errcode;
 			in->fn = sg_op_mov_localaddr;
+			in->gneg = SG_INSN_STRAIGHT; /* it never sets a pc */
 			in->d[0] = t;
 			in->nd = 1;
 			in->imm = (int64_t)(ls->offset + (uint64_t)off);
@@ -265,6 +266,7 @@ int sg_lower_src(struct sg_lower *L, const struct sg_operand *o, int type, uint3
 	case SG_O_SREG: {
 		struct sg_insn *in;
 		uint32_t t;
+		sg_wfn w;
 
 		if (o->sreg >= SG_SR_TID)
 			return sg_lower_error(L, CUDA_ERROR_NOT_SUPPORTED,
@@ -273,7 +275,13 @@ int sg_lower_src(struct sg_lower *L, const struct sg_operand *o, int type, uint3
 		t = temp_slot(L);
 		if (in == NULL)
 			return L->errcode;
+		/* straight, with its warp-wide form, as mov's own reads are (sg_lower_insn) */
 		in->fn = sg_op_mov_sreg;
+		in->gneg = SG_INSN_STRAIGHT;
+		if ((w = sg_warp_of(sg_op_mov_sreg)) != NULL) {
+			in->wfn = w;
+			in->gneg |= SG_INSN_WARP;
+		}
 		in->d[0] = t;
 		in->nd = 1;
 		in->aux = (uint32_t)o->sreg;
