@@ -16,29 +16,9 @@
 
 #include <cuda.h>
 
+#include "drv_check.h"
+
 #define MIB (1ull << 20)
-
-#define CHECK(call, want)                                                                   \
-	do {                                                                                \
-		CUresult r_ = (call);                                                       \
-		if (r_ != (want)) {                                                         \
-			const char *n_ = NULL;                                              \
-			cuGetErrorName(r_, &n_);                                            \
-			printf("ERROR %s: %s (line %d)\n", #call, n_ ? n_ : "?", __LINE__); \
-			return 1;                                                           \
-		}                                                                           \
-	} while (0)
-#define OK(call) CHECK(call, CUDA_SUCCESS)
-
-static void step(const char *say)
-{
-	char line[64];
-
-	printf("%s\n", say);
-	fflush(stdout);
-	if (!fgets(line, sizeof(line), stdin))
-		line[0] = '\0';
-}
 
 static CUDA_MEM_ALLOC_NODE_PARAMS alloc_params(size_t bytes)
 {

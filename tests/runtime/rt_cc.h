@@ -1,11 +1,30 @@
 // rt_cc.h -- for the runtime-API test programs run at a SOFTGPU_CC (NVIDIA's libraries): the
-// device they see has the compute capability SOFTGPU_CC names.
+// device they see has the compute capability SOFTGPU_CC names; operands up and results down.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
+#include <vector>
 
 #include "rt_check.h"
+
+// A device copy of a host vector, and back (the library tests' operands and results).
+template <typename T> static T *upload(const std::vector<T> &h)
+{
+	T *d;
+
+	CK(cudaMalloc(&d, h.size() * sizeof(T)));
+	CK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+	return d;
+}
+
+template <typename T> static std::vector<T> download(const T *d, size_t n)
+{
+	std::vector<T> h(n);
+
+	CK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+	return h;
+}
 
 // Through the pool the interposer answers it from the worker's device snapshot, and this
 // process's SOFTGPU_CC reaches only the worker's softgpu (through the daemon's environment).

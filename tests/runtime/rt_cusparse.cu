@@ -25,23 +25,6 @@
 		       (int)s_, cusparseGetErrorString(s_));                                       \
 	} while (0)
 
-template <typename T> static T *upload(const std::vector<T> &h)
-{
-	T *d;
-
-	CK(cudaMalloc(&d, h.size() * sizeof(T)));
-	CK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
-	return d;
-}
-
-template <typename T> static std::vector<T> download(const T *d, size_t n)
-{
-	std::vector<T> h(n);
-
-	CK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-	return h;
-}
-
 struct csr {
 	int m, n;
 	std::vector<int> ptr, col;
