@@ -40,6 +40,7 @@ struct gp_igraph {
 	uint64_t remote;
 	struct gp_ictx *ctx;
 	struct gp_inode *nodes; /* those made here, freed with the graph */
+	bool body;		/* a conditional node's body: its node's, not destroyed alone */
 };
 
 struct gp_inode {
@@ -57,6 +58,8 @@ struct gp_inode {
 	CUDA_MEMCPY3D copy;
 	CUDA_MEM_ALLOC_NODE_PARAMS alloc; /* allocation nodes (no access descriptors kept) */
 	CUdeviceptr free_ptr;		  /* free nodes */
+	CUgraph *bodies;		  /* conditional nodes: their body graphs, the node's */
+	unsigned nbodies;
 	/* kernel nodes: kernelParams points into kbuf, both the node's, as CUDA keeps them
 	 * until the node is destroyed or its parameters set again */
 	CUDA_KERNEL_NODE_PARAMS kernel;
@@ -108,10 +111,16 @@ static struct gp_iexec *exec_obj(CUgraphExec h)
 	return x && x->magic == GP_MAGIC_GEXEC && gp__ctx_valid(x->ctx) ? x : NULL;
 }
 
+static void graph_free(struct gp_igraph *g);
+
 static void node_free(struct gp_inode *n)
 {
 	if (!n)
 		return;
+	for (unsigned i = 0; i < n->nbodies; i++)
+		if (n->bodies[i])
+			graph_free((struct gp_igraph *)n->bodies[i]);
+	free(n->bodies);
 	free(n->kbuf);
 	free(n->kargs);
 	n->magic = GP_MAGIC_DEAD;
@@ -165,8 +174,8 @@ GP_CUDA_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
 	struct gp_igraph *g = graph_obj(hGraph);
 	CUresult r;
 
-	if (!g)
-		return CUDA_ERROR_INVALID_VALUE;
+	if (!g || g->body)
+		return CUDA_ERROR_INVALID_VALUE; /* a body goes with its conditional node */
 	r = gp__rpc_graph_destroy(
 		0, &(struct gp_in_graph_destroy){.ctx = g->ctx->remote, .graph = g->remote}, NULL);
 	if (r)
@@ -1690,6 +1699,202 @@ GP_CUDA_EXPORT CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem
 	return device_graph_mem(device, 1, attr, *(const cuuint64_t *)value, NULL);
 }
 
+/* ---- conditional nodes ---- */
+
+GP_CUDA_EXPORT CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out,
+						       CUgraph hGraph, CUcontext ctx,
+						       unsigned int defaultLaunchValue,
+						       unsigned int flags)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	struct gp_ictx *c = (struct gp_ictx *)ctx;
+	struct gp_out_graph_cond_handle o;
+	CUresult r;
+
+	if (!g || !pHandle_out || !gp__ctx_valid(c) || c->remote == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = gp__rpc_graph_cond_handle(0,
+				      &(struct gp_in_graph_cond_handle){.ctx = c->remote,
+									.graph = g->remote,
+									.dflt = defaultLaunchValue,
+									.flags = flags},
+				      &o);
+	if (r == CUDA_SUCCESS)
+		*pHandle_out = (CUgraphConditionalHandle)o.handle;
+	return r;
+}
+
+/* A body graph of a conditional node: an object of the node's. */
+static struct gp_igraph *body_wrap(struct gp_ictx *c, uint64_t remote)
+{
+	struct gp_igraph *b = calloc(1, sizeof(*b));
+
+	if (b)
+		*b = (struct gp_igraph){
+			.magic = GP_MAGIC_GRAPH, .remote = remote, .ctx = c, .body = true};
+	return b;
+}
+
+static CUresult add_cond(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps,
+			 const CUgraphEdgeData *edata, size_t ndeps, CUgraphNodeParams *p);
+
+/* cuGraphAddNode: each type by its own call here (host nodes, batch memops and semaphores
+ * are not forwarded). */
+static CUresult add_node(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps,
+			 const CUgraphEdgeData *edata, size_t ndeps, CUgraphNodeParams *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; edata && i < ndeps; i++) {
+		static const CUgraphEdgeData none;
+
+		if (memcmp(&edata[i], &none, sizeof(none)))
+			return CUDA_ERROR_NOT_SUPPORTED; /* programmatic edges */
+	}
+	switch (p->type) {
+	case CU_GRAPH_NODE_TYPE_KERNEL: {
+		const CUDA_KERNEL_NODE_PARAMS_v3 *k = &p->kernel;
+		CUDA_KERNEL_NODE_PARAMS kp = {.func = k->func,
+					      .gridDimX = k->gridDimX,
+					      .gridDimY = k->gridDimY,
+					      .gridDimZ = k->gridDimZ,
+					      .blockDimX = k->blockDimX,
+					      .blockDimY = k->blockDimY,
+					      .blockDimZ = k->blockDimZ,
+					      .sharedMemBytes = k->sharedMemBytes,
+					      .kernelParams = k->kernelParams,
+					      .extra = k->extra,
+					      .kern = k->kern,
+					      .ctx = k->ctx};
+
+		return cuGraphAddKernelNode_v2(out, hGraph, deps, ndeps, &kp);
+	}
+	case CU_GRAPH_NODE_TYPE_MEMSET: {
+		const CUDA_MEMSET_NODE_PARAMS_v2 *m = &p->memset;
+		CUDA_MEMSET_NODE_PARAMS mp = {.dst = m->dst,
+					      .pitch = m->pitch,
+					      .value = m->value,
+					      .elementSize = m->elementSize,
+					      .width = m->width,
+					      .height = m->height};
+
+		return cuGraphAddMemsetNode(out, hGraph, deps, ndeps, &mp, m->ctx);
+	}
+	case CU_GRAPH_NODE_TYPE_EMPTY:
+		return cuGraphAddEmptyNode(out, hGraph, deps, ndeps);
+	case CU_GRAPH_NODE_TYPE_GRAPH:
+		return cuGraphAddChildGraphNode(out, hGraph, deps, ndeps, p->graph.graph);
+	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		return cuGraphAddEventRecordNode(out, hGraph, deps, ndeps, p->eventRecord.event);
+	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+		return cuGraphAddEventWaitNode(out, hGraph, deps, ndeps, p->eventWait.event);
+	case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+		CUDA_MEM_ALLOC_NODE_PARAMS ap = {.poolProps = p->alloc.poolProps,
+						 .accessDescs = p->alloc.accessDescs,
+						 .accessDescCount = p->alloc.accessDescCount,
+						 .bytesize = p->alloc.bytesize};
+		CUresult r = cuGraphAddMemAllocNode(out, hGraph, deps, ndeps, &ap);
+
+		if (r == CUDA_SUCCESS)
+			p->alloc.dptr = ap.dptr;
+		return r;
+	}
+	case CU_GRAPH_NODE_TYPE_MEM_FREE:
+		return cuGraphAddMemFreeNode(out, hGraph, deps, ndeps, p->free.dptr);
+	case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+		return add_cond(out, hGraph, deps, edata, ndeps, p);
+	default:
+		return CUDA_ERROR_NOT_SUPPORTED; /* docs/conformance.md */
+	}
+}
+
+/* A conditional node and its bodies. */
+static CUresult add_cond(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps,
+			 const CUgraphEdgeData *edata, size_t ndeps, CUgraphNodeParams *p)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+	CUDA_CONDITIONAL_NODE_PARAMS *cp;
+	struct gp_out_graph_add_cond o;
+	struct gp_ictx *c;
+	struct gp_inode *n;
+	CUgraph *bodies;
+	CUresult r;
+
+	(void)edata; /* checked by add_node */
+	if (!g || !out)
+		return CUDA_ERROR_INVALID_VALUE;
+	cp = &p->conditional;
+	c = cp->ctx ? (struct gp_ictx *)cp->ctx : g->ctx;
+	if (!gp__ctx_valid(c) || c->remote == 0 || cp->size == 0 ||
+	    (cp->type == CU_GRAPH_COND_TYPE_IF && cp->size > 2) ||
+	    (cp->type == CU_GRAPH_COND_TYPE_WHILE && cp->size != 1))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = deps_check(g, deps, ndeps)))
+		return r;
+	if (!(bodies = calloc(cp->size, sizeof(*bodies))))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = gp__rpc_graph_add_cond(0,
+				   &(struct gp_in_graph_add_cond){.ctx = c->remote,
+								  .graph = g->remote,
+								  .handle = cp->handle,
+								  .type = (uint32_t)cp->type,
+								  .size = cp->size},
+				   &o);
+	if (r) {
+		free(bodies);
+		return r;
+	}
+	for (unsigned i = 0; i < cp->size && r == CUDA_SUCCESS; i++) {
+		struct gp_out_graph_node_op bo = {.value = o.body};
+
+		if (i > 0)
+			r = gp__rpc_graph_node_op(
+				0,
+				&(struct gp_in_graph_node_op){
+					.ctx = c->remote, .node = o.node, .op = 6, .value = i},
+				&bo);
+		if (r == CUDA_SUCCESS && !(bodies[i] = (CUgraph)body_wrap(c, bo.value)))
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	/* the node is in the graph now, whatever comes: its object holds what was named */
+	{
+		CUresult r2 =
+			node_finish(g, o.node, CU_GRAPH_NODE_TYPE_CONDITIONAL, deps, ndeps, out);
+
+		if (r == CUDA_SUCCESS)
+			r = r2;
+	}
+	n = (struct gp_inode *)*out;
+	if (!n) {
+		for (unsigned i = 0; i < cp->size; i++)
+			if (bodies[i])
+				graph_free((struct gp_igraph *)bodies[i]);
+		free(bodies);
+		return r;
+	}
+	n->bodies = bodies;
+	n->nbodies = cp->size;
+	if (r == CUDA_SUCCESS)
+		cp->phGraph_out = bodies;
+	return r;
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+					  const CUgraphNode *dependencies,
+					  const CUgraphEdgeData *dependencyData,
+					  size_t numDependencies, CUgraphNodeParams *nodeParams)
+{
+	return add_node(phGraphNode, hGraph, dependencies, dependencyData, numDependencies,
+			nodeParams);
+}
+
+GP_CUDA_EXPORT CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+				       const CUgraphNode *dependencies, size_t numDependencies,
+				       CUgraphNodeParams *nodeParams)
+{
+	return add_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams);
+}
+
 GP_CUDA_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
 {
 	struct gp_inode *n = node_obj(hNode);
@@ -1951,6 +2156,7 @@ static struct cap {
 	uint64_t id;   /* the driver's capture id */
 	bool invalid;  /* a call was refused: EndCapture answers INVALIDATED */
 	CUgraph graph; /* the graph being captured, once asked for; EndCapture returns it */
+	bool into;     /* graph is the program's (cuStreamBeginCaptureToGraph): not freed here */
 } caps[CAPS_MAX];
 static int ncaps; /* live entries */
 
@@ -2123,7 +2329,9 @@ bool gp__capture_refuse(struct gp_ictx *c, uint64_t sid)
 	return true;
 }
 
-static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode, bool pt)
+/* Begins a capture on s; into: the program's graph it goes into (cuStreamBeginCaptureToGraph),
+ * else a new one. */
+static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode, bool pt, struct gp_igraph *into)
 {
 	struct gp_out_stream_capture_info o;
 	struct gp_ictx *c;
@@ -2140,16 +2348,27 @@ static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode, bool pt)
 		if (!caps[i].sid)
 			slot = i;
 	if (slot >= 0) {
-		caps[slot] = (struct cap){.sid = sid ? sid : ~0ull};
+		caps[slot] = (struct cap){
+			.sid = sid ? sid : ~0ull, .graph = (CUgraph)into, .into = into != NULL};
 		ncaps++;
 	}
 	pthread_mutex_unlock(&cap_lock);
 	if (slot < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = gp__rpc_stream_begin_capture(
-		0,
-		&(struct gp_in_stream_begin_capture){.ctx = c->remote, .stream = sid, .mode = mode},
-		NULL);
+	if (into)
+		r = gp__rpc_stream_capture_to_graph(
+			0,
+			&(struct gp_in_stream_capture_to_graph){.ctx = c->remote,
+								.stream = sid,
+								.graph = into->remote,
+								.mode = mode},
+			NULL);
+	else
+		r = gp__rpc_stream_begin_capture(
+			0,
+			&(struct gp_in_stream_begin_capture){
+				.ctx = c->remote, .stream = sid, .mode = mode},
+			NULL);
 	if (r == CUDA_SUCCESS)
 		o = capture_info(c, sid, &r);
 	pthread_mutex_lock(&cap_lock);
@@ -2165,12 +2384,47 @@ static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode, bool pt)
 
 GP_CUDA_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
 {
-	return begin_capture(hStream, mode, false);
+	return begin_capture(hStream, mode, false, NULL);
+}
+
+static CUresult capture_to_graph(CUstream s, CUgraph hGraph, const CUgraphNode *deps,
+				 const CUgraphEdgeData *edata, size_t ndeps,
+				 CUstreamCaptureMode mode, bool pt)
+{
+	struct gp_igraph *g = graph_obj(hGraph);
+
+	(void)deps;
+	(void)edata;
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (ndeps)
+		return CUDA_ERROR_NOT_SUPPORTED; /* docs/conformance.md */
+	return begin_capture(s, mode, pt, g);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+						    const CUgraphNode *dependencies,
+						    const CUgraphEdgeData *dependencyData,
+						    size_t numDependencies,
+						    CUstreamCaptureMode mode)
+{
+	return capture_to_graph(hStream, hGraph, dependencies, dependencyData, numDependencies,
+				mode, false);
+}
+
+GP_CUDA_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+							 const CUgraphNode *dependencies,
+							 const CUgraphEdgeData *dependencyData,
+							 size_t numDependencies,
+							 CUstreamCaptureMode mode)
+{
+	return capture_to_graph(hStream, hGraph, dependencies, dependencyData, numDependencies,
+				mode, true);
 }
 
 GP_CUDA_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
 {
-	return begin_capture(hStream, mode, true);
+	return begin_capture(hStream, mode, true, NULL);
 }
 
 static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
@@ -2178,15 +2432,17 @@ static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
 	struct gp_out_stream_end_capture o;
 	struct gp_ictx *c;
 	uint64_t sid, key, capid = 0;
-	bool invalid = false;
-	CUgraph named = NULL;
+	bool invalid = false, into = false, want;
+	CUgraph named = NULL, none;
 	int slot = -1;
 	CUresult r = gp__ctx_stream(s, pt, &c, &sid);
 
 	if (r)
 		return r;
+	/* a capture into the program's graph needs no answer (CUDA takes NULL there) */
+	want = out != NULL;
 	if (!out)
-		return CUDA_ERROR_INVALID_VALUE;
+		out = &none;
 	*out = NULL;
 	key = sid ? sid : ~0ull;
 	pthread_mutex_lock(&cap_lock);
@@ -2197,8 +2453,11 @@ static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
 		invalid = caps[slot].invalid;
 		named = caps[slot].graph;
 		capid = caps[slot].id;
+		into = caps[slot].into;
 	}
 	pthread_mutex_unlock(&cap_lock);
+	if (!want && !into)
+		return CUDA_ERROR_INVALID_VALUE;
 	r = gp__rpc_stream_end_capture(0,
 				       &(struct gp_in_stream_end_capture){
 					       .ctx = c->remote, .stream = sid, .invalid = invalid},
@@ -2211,7 +2470,7 @@ static CUresult end_capture(CUstream s, CUgraph *out, bool pt)
 		caps[slot].graph = NULL;
 		ncaps--;
 		pthread_mutex_unlock(&cap_lock);
-		if (r && named) {
+		if (r && named && !into) {
 			/* no graph came of the capture: the object given out names nothing */
 			graph_free((struct gp_igraph *)named);
 			named = NULL;

@@ -152,6 +152,9 @@
 	X(cuDeviceGetGraphMemAttribute, 0)                                         \
 	X(cuDeviceSetGraphMemAttribute, 0)                                         \
 	X(cuDeviceGraphMemTrim, 0)                                                 \
+	X(cuGraphConditionalHandleCreate, 0)                                       \
+	X(cuGraphAddNode_v2, 0)                                                    \
+	X(cuStreamBeginCaptureToGraph, 0)                                          \
 	X(cuMemGetAllocationGranularity, 0)                                        \
 	X(cuMemCreate, 0)                                                          \
 	X(cuMemRelease, 0)                                                         \

@@ -21,6 +21,9 @@
 
 #include "worker.h"
 
+/* The most bodies a SWITCH node may have here (CUDA sets no bound). */
+#define GP_COND_BODIES_MAX 1024u
+
 static CUgraph graph_of(struct gp_worker *w, uint64_t id)
 {
 	struct gp_handle *h = gp__handle_get(w, id, GP_H_GRAPH);
@@ -85,6 +88,28 @@ static CUresult graph_answer(struct gp_worker *w, CUgraph g, uint64_t ctx, uint6
 	return CUDA_SUCCESS;
 }
 
+/*
+ * Releases a graph's handle, its nodes' and those of its conditional nodes' bodies (a body's
+ * handle has its node's handle as parent, and its index in the node's bodies as aux), which
+ * the driver destroys with the graph.
+ */
+static void graph_unname_tree(struct gp_worker *w, uint64_t graph)
+{
+	for (uint32_t i = 0; i < w->nhandles; i++) {
+		struct gp_handle *h = &w->handles[i];
+		uint64_t node;
+
+		if (h->kind != GP_H_GRAPH_NODE || h->parent != graph)
+			continue;
+		node = gp__handle_id(w, h);
+		for (uint32_t j = 0; j < w->nhandles; j++)
+			if (w->handles[j].kind == GP_H_GRAPH && w->handles[j].parent == node)
+				graph_unname_tree(w, gp__handle_id(w, &w->handles[j]));
+		gp__handle_release(w, node);
+	}
+	gp__handle_release(w, graph);
+}
+
 CUresult gp__serve_graph_create(struct gp_worker *w, struct gp_req *rq,
 				const struct gp_wargs_graph_create *a,
 				struct gp_out_graph_create *o)
@@ -105,20 +130,14 @@ CUresult gp__serve_graph_destroy(struct gp_worker *w, struct gp_req *rq,
 
 	(void)rq;
 	(void)o;
-	if (!g)
-		return CUDA_ERROR_INVALID_VALUE;
+	if (!g || gp__handle_get(w, a->graph, GP_H_GRAPH)->parent)
+		return CUDA_ERROR_INVALID_VALUE; /* a conditional node's body is its node's */
 	r = GP_DRV(w, cuGraphDestroy, g);
 	if (r)
 		return r;
 	gp__graphmem_graph_gone(w, a->graph);
 	gp__graphmem_refresh(w, -1);
-	for (uint32_t i = 0; i < w->nhandles; i++) {
-		struct gp_handle *h = &w->handles[i];
-
-		if (h->kind == GP_H_GRAPH_NODE && h->parent == a->graph)
-			gp__handle_release(w, gp__handle_id(w, h));
-	}
-	gp__handle_release(w, a->graph);
+	graph_unname_tree(w, a->graph);
 	return CUDA_SUCCESS;
 }
 
@@ -517,6 +536,94 @@ CUresult gp__serve_graph_client_copy(struct gp_worker *w, struct gp_req *rq,
 	}
 }
 
+/* ---- conditional nodes ---- */
+
+CUresult gp__serve_graph_cond_handle(struct gp_worker *w, struct gp_req *rq,
+				     const struct gp_wargs_graph_cond_handle *a,
+				     struct gp_out_graph_cond_handle *o)
+{
+	CUgraph g = graph_of(w, a->graph);
+	CUgraphConditionalHandle h = 0;
+	CUresult r;
+
+	(void)rq;
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* the handle is the driver's value: the session's kernels pass it to
+	 * cudaGraphSetConditional, which the driver checks */
+	r = GP_DRV(w, cuGraphConditionalHandleCreate, &h, g, w->current, a->dflt, a->flags);
+	o->handle = h;
+	return r;
+}
+
+CUresult gp__serve_graph_add_cond(struct gp_worker *w, struct gp_req *rq,
+				  const struct gp_wargs_graph_add_cond *a,
+				  struct gp_out_graph_add_cond *o)
+{
+	CUgraph g = graph_of(w, a->graph);
+	CUgraphNodeParams p;
+	CUgraphNode n = NULL;
+	CUresult r;
+
+	(void)rq;
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (a->size == 0 || a->size > GP_COND_BODIES_MAX)
+		return a->size ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+	memset(&p, 0, sizeof(p));
+	p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+	p.conditional.handle = a->handle;
+	p.conditional.type = (CUgraphConditionalNodeType)a->type;
+	p.conditional.size = a->size;
+	p.conditional.ctx = w->current;
+	r = GP_DRV(w, cuGraphAddNode_v2, &n, g, NULL, NULL, 0, &p);
+	if (r)
+		return r;
+	if (!(o->node = new_handle(w, GP_H_GRAPH_NODE, n, a->graph)))
+		return CUDA_ERROR_OUT_OF_MEMORY; /* the node stays in the graph, unnamed */
+	/* its bodies: graphs of the node's, named with the node as parent, aux their index */
+	for (unsigned i = 0; i < a->size; i++) {
+		uint64_t id = new_handle(w, GP_H_GRAPH, p.conditional.phGraph_out[i], o->node);
+
+		if (!id)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		gp__handle_get(w, id, GP_H_GRAPH)->aux = (void *)(uintptr_t)i;
+		if (i == 0)
+			o->body = id;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* A conditional node's body i (GRAPH_NODE_OP op 6). */
+static uint64_t cond_body(struct gp_worker *w, uint64_t node, uint32_t i)
+{
+	for (uint32_t j = 0; j < w->nhandles; j++)
+		if (w->handles[j].kind == GP_H_GRAPH && w->handles[j].parent == node &&
+		    (uintptr_t)w->handles[j].aux == i)
+			return gp__handle_id(w, &w->handles[j]);
+	return 0;
+}
+
+CUresult gp__serve_stream_capture_to_graph(struct gp_worker *w, struct gp_req *rq,
+					   const struct gp_wargs_stream_capture_to_graph *a,
+					   struct gp_out_stream_capture_to_graph *o)
+{
+	CUgraph g = graph_of(w, a->graph);
+	CUresult r;
+
+	(void)rq;
+	(void)o;
+	if (!g || a->mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = GP_DRV(w, cuStreamBeginCaptureToGraph, a->stream_drv, g, NULL, NULL, 0,
+		   (CUstreamCaptureMode)a->mode);
+	/* marked (primary, unused by graphs otherwise) until the capture's end, which then
+	 * does not drop it */
+	if (r == CUDA_SUCCESS)
+		gp__handle_get(w, a->graph, GP_H_GRAPH)->primary = true;
+	return r;
+}
+
 /* ---- executable graphs ---- */
 
 CUresult gp__serve_graph_instantiate(struct gp_worker *w, struct gp_req *rq,
@@ -658,6 +765,7 @@ CUresult gp__serve_stream_end_capture(struct gp_worker *w, struct gp_req *rq,
 {
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
 	CUgraph g = NULL, capturing = NULL;
+	bool into = false;
 	CUresult r;
 
 	(void)rq;
@@ -666,8 +774,18 @@ CUresult gp__serve_stream_end_capture(struct gp_worker *w, struct gp_req *rq,
 		   NULL) != CUDA_SUCCESS)
 		capturing = NULL;
 	r = GP_DRV(w, cuStreamEndCapture, a->stream_drv, &g);
+	/* a capture into the program's own graph (STREAM_CAPTURE_TO_GRAPH) leaves that graph */
+	for (uint32_t i = 0; capturing && i < w->nhandles; i++) {
+		if (w->handles[i].kind == GP_H_GRAPH && w->handles[i].ptr == capturing &&
+		    w->handles[i].primary) {
+			into = true;
+			if (r != CUDA_ERROR_STREAM_CAPTURE_UNMATCHED &&
+			    r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)
+				w->handles[i].primary = false;
+		}
+	}
 	if (r) {
-		if (capturing && r != CUDA_ERROR_STREAM_CAPTURE_UNMATCHED &&
+		if (capturing && !into && r != CUDA_ERROR_STREAM_CAPTURE_UNMATCHED &&
 		    r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
 			/* the driver dropped the graph: so do its name and its ranges */
 			graph_unname(w, capturing);
@@ -675,9 +793,12 @@ CUresult gp__serve_stream_end_capture(struct gp_worker *w, struct gp_req *rq,
 		return r;
 	}
 	if (a->invalid) {
-		/* the client refused a call it could not capture: no graph, as CUDA does */
-		graph_unname(w, g);
-		GP_DRV(w, cuGraphDestroy, g);
+		/* the client refused a call it could not capture: no graph, as CUDA does (a
+		 * graph the program captured into stays the program's) */
+		if (!into) {
+			graph_unname(w, g);
+			GP_DRV(w, cuGraphDestroy, g);
+		}
 		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
 	}
 	return graph_named(w, g, a->ctx, &o->graph);
@@ -976,8 +1097,12 @@ CUresult gp__serve_graph_node_op(struct gp_worker *w, struct gp_req *rq,
 	CUresult r;
 
 	(void)rq;
-	if (!h || a->op > 5 || (a->op == 2 && a->value > 1))
+	if (!h || a->op > 6 || (a->op == 2 && a->value > 1))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (a->op == 6) {
+		o->value = cond_body(w, a->node, a->value);
+		return o->value ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	}
 	graph = h->parent;
 	if ((a->op == 1 || a->op == 2) && !(x = exec_of(w, a->exec)))
 		return CUDA_ERROR_INVALID_VALUE;
@@ -994,6 +1119,10 @@ CUresult gp__serve_graph_node_op(struct gp_worker *w, struct gp_req *rq,
 			return r;
 		if ((r = GP_DRV(w, cuGraphDestroyNode, l.first)))
 			return r;
+		/* a conditional node's bodies go with it */
+		for (uint32_t j = 0; j < w->nhandles; j++)
+			if (w->handles[j].kind == GP_H_GRAPH && w->handles[j].parent == a->node)
+				graph_unname_tree(w, gp__handle_id(w, &w->handles[j]));
 		node_unname(w, l.last, graph);
 		node_unname(w, l.first, graph);
 		if (alloc) {

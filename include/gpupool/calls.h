@@ -519,7 +519,7 @@ struct gp_tex_desc {
 	  GP_ARG(CTX, ctx) GP_ARG(U64, node) GP_ARG(U64, exec) GP_ARG(U64, graph)                \
 	  GP_ARG(U32, op) GP_ARG(U32, value),                                                    \
 	  GP_OUT(value) GP_OUT(last) GP_OUT(type), ,                                             \
-	  "cuGraphDestroyNode (op 0), cuGraphNodeGetEnabled (1, exec), cuGraphNodeSetEnabled (2, exec, value), cuGraphNodeFindInClone (3, graph: the clone; value: the node found, with last and type), cuGraphMemAllocNodeGetParams (4: value the address, last the size, type the device), cuGraphMemFreeNodeGetParams (5: value the address)") \
+	  "cuGraphDestroyNode (op 0), cuGraphNodeGetEnabled (1, exec), cuGraphNodeSetEnabled (2, exec, value), cuGraphNodeFindInClone (3, graph: the clone; value: the node found, with last and type), cuGraphMemAllocNodeGetParams (4: value the address, last the size, type the device), cuGraphMemFreeNodeGetParams (5: value the address), a conditional node's body (6, value: its index; value: the body graph)") \
 	X(GRAPH_ADD_MEM, graph_add_mem, 242, 0,                                                  \
 	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(DEVICE, device) GP_ARG(U64, bytes)          \
 	  GP_ARG(U64, dptr),                                                                     \
@@ -529,6 +529,18 @@ struct gp_tex_desc {
 	  GP_ARG(DEVICE, device) GP_ARG(U32, op) GP_ARG(U32, attr) GP_ARG(U64, value),           \
 	  GP_OUT(value), ,                                                                       \
 	  "cuDeviceGetGraphMemAttribute (op 0), cuDeviceSetGraphMemAttribute (1, value), cuDeviceGraphMemTrim (2); the session is charged anew what the driver keeps reserved for graphs; op 3: whether value (an address) still starts graph memory of the session (value 1 or 0)") \
+	X(GRAPH_COND_HANDLE, graph_cond_handle, 244, 0,                                          \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(U32, dflt) GP_ARG(U32, flags),              \
+	  GP_OUT(handle), ,                                                                      \
+	  "cuGraphConditionalHandleCreate (in ctx): handle is the driver's value, which kernels pass to cudaGraphSetConditional") \
+	X(GRAPH_ADD_COND, graph_add_cond, 245, 0,                                                \
+	  GP_ARG(CTX, ctx) GP_ARG(U64, graph) GP_ARG(U64, handle) GP_ARG(U32, type)              \
+	  GP_ARG(U32, size),                                                                     \
+	  GP_OUT(node) GP_OUT(body), ,                                                           \
+	  "cuGraphAddNode of a conditional node: its size body graphs are the node's (body: the first; GRAPH_NODE_OP op 6 names body i)") \
+	X(STREAM_CAPTURE_TO_GRAPH, stream_capture_to_graph, 246, 0,                              \
+	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(U64, graph) GP_ARG(U32, mode), , ,      \
+	  "cuStreamBeginCaptureToGraph with no dependencies: the capture goes into graph (a conditional node's body, say)") \
 	/* ---- stream capture ---- */                                                          \
 	X(STREAM_BEGIN_CAPTURE, stream_begin_capture, 175, 0,                                    \
 	  GP_ARG(CTX, ctx) GP_ARG(STREAM, stream) GP_ARG(U32, mode), , ,                         \
