@@ -1783,6 +1783,8 @@ static CUresult add_node(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *de
 	case CU_GRAPH_NODE_TYPE_EMPTY:
 		return cuGraphAddEmptyNode(out, hGraph, deps, ndeps);
 	case CU_GRAPH_NODE_TYPE_GRAPH:
+		if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE)
+			return CUDA_ERROR_NOT_SUPPORTED; /* a child graph moved into the node */
 		return cuGraphAddChildGraphNode(out, hGraph, deps, ndeps, p->graph.graph);
 	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
 		return cuGraphAddEventRecordNode(out, hGraph, deps, ndeps, p->eventRecord.event);
@@ -1824,7 +1826,9 @@ static CUresult add_cond(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *de
 	if (!g || !out)
 		return CUDA_ERROR_INVALID_VALUE;
 	cp = &p->conditional;
-	c = cp->ctx ? (struct gp_ictx *)cp->ctx : g->ctx;
+	c = (struct gp_ictx *)cp->ctx;
+	if (!c && (r = gp__ctx_need(&c))) /* none: the current context */
+		return r;
 	if (!gp__ctx_valid(c) || c->remote == 0 || cp->size == 0 ||
 	    (cp->type == CU_GRAPH_COND_TYPE_IF && cp->size > 2) ||
 	    (cp->type == CU_GRAPH_COND_TYPE_WHILE && cp->size != 1))

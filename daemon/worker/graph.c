@@ -21,8 +21,17 @@
 
 #include "worker.h"
 
-/* The most bodies a SWITCH node may have here (CUDA sets no bound). */
+/* The most bodies a SWITCH node may have here (CUDA sets no bound), and how deep
+ * conditional nodes may nest (bodies within bodies). */
 #define GP_COND_BODIES_MAX 1024u
+#define GP_COND_DEPTH_MAX 16u
+
+/* Captures into a graph of the program's (STREAM_CAPTURE_TO_GRAPH), by stream: their end
+ * leaves that graph to the program. Main thread only. */
+#define INTO_MAX 64u
+static struct {
+	uint64_t stream, graph; /* stream: the stream's id + 1; 0: free */
+} into_caps[INTO_MAX];
 
 static CUgraph graph_of(struct gp_worker *w, uint64_t id)
 {
@@ -91,23 +100,51 @@ static CUresult graph_answer(struct gp_worker *w, CUgraph g, uint64_t ctx, uint6
 /*
  * Releases a graph's handle, its nodes' and those of its conditional nodes' bodies (a body's
  * handle has its node's handle as parent, and its index in the node's bodies as aux), which
- * the driver destroys with the graph.
+ * the driver destroys with the graph. (Bodies hold no graph memory: GRAPH_ADD_MEM and a
+ * captured allocation refuse one there, as CUDA does.)
  */
 static void graph_unname_tree(struct gp_worker *w, uint64_t graph)
 {
+	/* the bodies of this graph's conditional nodes first (one pass over the handles per
+	 * level of nesting, which GRAPH_ADD_COND bounds) */
 	for (uint32_t i = 0; i < w->nhandles; i++) {
 		struct gp_handle *h = &w->handles[i];
-		uint64_t node;
+		struct gp_handle *node;
 
-		if (h->kind != GP_H_GRAPH_NODE || h->parent != graph)
+		if (h->kind != GP_H_GRAPH || !h->parent)
 			continue;
-		node = gp__handle_id(w, h);
-		for (uint32_t j = 0; j < w->nhandles; j++)
-			if (w->handles[j].kind == GP_H_GRAPH && w->handles[j].parent == node)
-				graph_unname_tree(w, gp__handle_id(w, &w->handles[j]));
-		gp__handle_release(w, node);
+		node = gp__handle_get(w, h->parent, GP_H_GRAPH_NODE);
+		if (node && node->parent == graph)
+			graph_unname_tree(w, gp__handle_id(w, h));
+	}
+	for (uint32_t i = 0; i < w->nhandles; i++) {
+		struct gp_handle *h = &w->handles[i];
+
+		if (h->kind == GP_H_GRAPH_NODE && h->parent == graph)
+			gp__handle_release(w, gp__handle_id(w, h));
 	}
 	gp__handle_release(w, graph);
+}
+
+/* Whether a capture under way goes into graph or into a body within it. */
+static bool captured_into(struct gp_worker *w, uint64_t graph)
+{
+	for (unsigned i = 0; i < INTO_MAX; i++) {
+		uint64_t id = into_caps[i].graph;
+		unsigned depth = 0;
+
+		while (into_caps[i].stream && id && depth++ <= GP_COND_DEPTH_MAX) {
+			struct gp_handle *g = gp__handle_get(w, id, GP_H_GRAPH);
+			struct gp_handle *node;
+
+			if (id == graph)
+				return true;
+			node = g && g->parent ? gp__handle_get(w, g->parent, GP_H_GRAPH_NODE)
+					      : NULL;
+			id = node ? node->parent : 0;
+		}
+	}
+	return false;
 }
 
 CUresult gp__serve_graph_create(struct gp_worker *w, struct gp_req *rq,
@@ -132,6 +169,8 @@ CUresult gp__serve_graph_destroy(struct gp_worker *w, struct gp_req *rq,
 	(void)o;
 	if (!g || gp__handle_get(w, a->graph, GP_H_GRAPH)->parent)
 		return CUDA_ERROR_INVALID_VALUE; /* a conditional node's body is its node's */
+	if (captured_into(w, a->graph))
+		return CUDA_ERROR_ILLEGAL_STATE; /* a capture goes into it or one of its bodies */
 	r = GP_DRV(w, cuGraphDestroy, g);
 	if (r)
 		return r;
@@ -538,6 +577,28 @@ CUresult gp__serve_graph_client_copy(struct gp_worker *w, struct gp_req *rq,
 
 /* ---- conditional nodes ---- */
 
+/* How many conditional nodes' bodies the graph lies within (0: a graph of the program's). */
+static unsigned cond_depth(struct gp_worker *w, uint64_t graph)
+{
+	unsigned depth = 0;
+	struct gp_handle *g = gp__handle_get(w, graph, GP_H_GRAPH);
+
+	while (g && g->parent && depth <= GP_COND_DEPTH_MAX) {
+		struct gp_handle *node = gp__handle_get(w, g->parent, GP_H_GRAPH_NODE);
+
+		depth++;
+		g = node ? gp__handle_get(w, node->parent, GP_H_GRAPH) : NULL;
+	}
+	return depth;
+}
+
+bool gp__graph_is_body(struct gp_worker *w, uint64_t graph)
+{
+	struct gp_handle *g = gp__handle_get(w, graph, GP_H_GRAPH);
+
+	return g && g->parent;
+}
+
 CUresult gp__serve_graph_cond_handle(struct gp_worker *w, struct gp_req *rq,
 				     const struct gp_wargs_graph_cond_handle *a,
 				     struct gp_out_graph_cond_handle *o)
@@ -570,6 +631,8 @@ CUresult gp__serve_graph_add_cond(struct gp_worker *w, struct gp_req *rq,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (a->size == 0 || a->size > GP_COND_BODIES_MAX)
 		return a->size ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+	if (cond_depth(w, a->graph) >= GP_COND_DEPTH_MAX)
+		return CUDA_ERROR_NOT_SUPPORTED; /* docs/conformance.md */
 	memset(&p, 0, sizeof(p));
 	p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
 	p.conditional.handle = a->handle;
@@ -585,8 +648,17 @@ CUresult gp__serve_graph_add_cond(struct gp_worker *w, struct gp_req *rq,
 	for (unsigned i = 0; i < a->size; i++) {
 		uint64_t id = new_handle(w, GP_H_GRAPH, p.conditional.phGraph_out[i], o->node);
 
-		if (!id)
+		if (!id) {
+			/* out of handles: the node goes again, with what was named of it */
+			for (uint32_t j = 0; j < w->nhandles; j++)
+				if (w->handles[j].kind == GP_H_GRAPH &&
+				    w->handles[j].parent == o->node)
+					gp__handle_release(w, gp__handle_id(w, &w->handles[j]));
+			gp__handle_release(w, o->node);
+			GP_DRV(w, cuGraphDestroyNode, n);
+			o->node = 0;
 			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
 		gp__handle_get(w, id, GP_H_GRAPH)->aux = (void *)(uintptr_t)i;
 		if (i == 0)
 			o->body = id;
@@ -615,12 +687,23 @@ CUresult gp__serve_stream_capture_to_graph(struct gp_worker *w, struct gp_req *r
 	(void)o;
 	if (!g || a->mode > CU_STREAM_CAPTURE_MODE_RELAXED)
 		return CUDA_ERROR_INVALID_VALUE;
+	unsigned slot = INTO_MAX;
+
+	for (unsigned i = 0; i < INTO_MAX; i++) {
+		if (into_caps[i].stream == a->stream + 1)
+			return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* capturing already */
+		if (!into_caps[i].stream && slot == INTO_MAX)
+			slot = i;
+	}
+	if (slot == INTO_MAX)
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = GP_DRV(w, cuStreamBeginCaptureToGraph, a->stream_drv, g, NULL, NULL, 0,
 		   (CUstreamCaptureMode)a->mode);
-	/* marked (primary, unused by graphs otherwise) until the capture's end, which then
-	 * does not drop it */
-	if (r == CUDA_SUCCESS)
-		gp__handle_get(w, a->graph, GP_H_GRAPH)->primary = true;
+	/* until the capture's end, which then leaves the graph to the program */
+	if (r == CUDA_SUCCESS) {
+		into_caps[slot].stream = a->stream + 1; /* stream ids 0 and 1 are both legacy */
+		into_caps[slot].graph = a->graph;
+	}
 	return r;
 }
 
@@ -774,14 +857,14 @@ CUresult gp__serve_stream_end_capture(struct gp_worker *w, struct gp_req *rq,
 		   NULL) != CUDA_SUCCESS)
 		capturing = NULL;
 	r = GP_DRV(w, cuStreamEndCapture, a->stream_drv, &g);
-	/* a capture into the program's own graph (STREAM_CAPTURE_TO_GRAPH) leaves that graph */
-	for (uint32_t i = 0; capturing && i < w->nhandles; i++) {
-		if (w->handles[i].kind == GP_H_GRAPH && w->handles[i].ptr == capturing &&
-		    w->handles[i].primary) {
+	/* a capture into the program's own graph (STREAM_CAPTURE_TO_GRAPH) leaves that graph:
+	 * known by the stream, never by what the client says */
+	for (unsigned i = 0; i < INTO_MAX; i++) {
+		if (into_caps[i].stream && into_caps[i].stream == a->stream + 1) {
 			into = true;
 			if (r != CUDA_ERROR_STREAM_CAPTURE_UNMATCHED &&
 			    r != CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)
-				w->handles[i].primary = false;
+				into_caps[i].stream = 0;
 		}
 	}
 	if (r) {

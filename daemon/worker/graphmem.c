@@ -232,8 +232,8 @@ CUresult gp__serve_graph_add_mem(struct gp_worker *w, struct gp_req *rq,
 	CUresult r;
 
 	(void)rq;
-	if (!gh)
-		return CUDA_ERROR_INVALID_VALUE;
+	if (!gh || gh->parent)
+		return CUDA_ERROR_INVALID_VALUE; /* none in a conditional node's body (CUDA's rule) */
 	if (a->dptr) {
 		/* a free node: of a graph allocation (any graph's, as CUDA allows) */
 		const struct gp_alloc *al = gp__alloc_find(w, a->dptr);

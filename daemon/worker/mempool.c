@@ -188,6 +188,8 @@ static CUresult captured_alloc(struct gp_worker *w, const struct gp_wargs_mem_al
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if ((r = gp__graph_name(w, g, a->ctx, &gid)))
 		return r;
+	if (gp__graph_is_body(w, gid))
+		return CUDA_ERROR_INVALID_VALUE; /* no graph memory in a conditional node's body */
 	r = GP_DRV(w, cuMemAllocFromPoolAsync, &p, (size_t)a->bytes, h->ptr, a->stream_drv);
 	if (r)
 		return r;

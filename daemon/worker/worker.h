@@ -98,7 +98,7 @@ enum gp_handle_kind {
 	GP_H_EVENT,
 	GP_H_LIBRARY,
 	GP_H_KERNEL,
-	GP_H_GRAPH,	 /* parent: the context it was made in */
+	GP_H_GRAPH,	 /* parent: 0, or a conditional node's (its body; aux its index) */
 	GP_H_GRAPH_NODE, /* parent: its graph's handle */
 	GP_H_GRAPH_EXEC, /* parent: the context it was made in */
 	GP_H_VMEM,	 /* a cuMemCreate allocation (vmm.c): aux its record, charged */
@@ -251,6 +251,8 @@ CUresult gp__graphmem_charge_exec(struct gp_worker *w, CUgraph g, uint64_t graph
 void gp__graphmem_refresh(struct gp_worker *w, int device);
 /* graph.c: a handle for a node just made in graph. */
 uint64_t gp__graph_node_new(struct gp_worker *w, CUgraphNode n, uint64_t graph);
+/* graph.c: whether the graph is a conditional node's body. */
+bool gp__graph_is_body(struct gp_worker *w, uint64_t graph);
 /* graph.c: the handle of a graph being captured (the one given out, or a new one). */
 CUresult gp__graph_name(struct gp_worker *w, CUgraph g, uint64_t ctx, uint64_t *out);
 /* An allocation of pool (0: none) was freed (and removed from the table). */
