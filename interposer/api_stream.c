@@ -394,7 +394,11 @@ CUresult gp__event_record(CUevent e, CUstream s, bool pt)
 		return r;
 	in.ctx = ev->ctx->remote;
 	in.event = ev->remote;
-	r = gp__rpc_event_record(GP_F_NO_REPLY, &in, NULL);
+	/* An interprocess event's record is seen by other processes once this returns (they
+	 * wait on it through their own sessions): it is in the pool driver's stream by then,
+	 * so the call waits for the answer; others are sent without waiting. */
+	r = gp__rpc_event_record((ev->flags & CU_EVENT_INTERPROCESS) ? 0 : GP_F_NO_REPLY, &in,
+				 NULL);
 	if (r == CUDA_SUCCESS)
 		ev->recorded = true;
 	return r;
