@@ -6,7 +6,8 @@
  *                              CUDA_ERROR_OUT_OF_MEMORY, an allocation node past the limit
  *                              too; memory the driver keeps for graphs after the
  *                              executable is gone counts until a trim; the graph's memory
- *                              holds what its memset node wrote; prints OK
+ *                              holds what its memset node wrote; small nodes cost the
+ *                              allocation granularity each; prints OK
  *        graphmem_limit hold   says BASE, waits for a line; instantiates a graph with a
  *                              32 MiB allocation node, says HELD, waits; destroys the
  *                              executable, trims, says FREED, waits; then ends
@@ -73,6 +74,14 @@ static int over(CUstream s, CUcontext ctx)
 	/* an allocation node larger than the session's device */
 	OK(cuGraphCreate(&g3, 0));
 	CHECK(cuGraphAddMemAllocNode(&n, g3, NULL, 0, &big), CUDA_ERROR_OUT_OF_MEMORY);
+	/* 40 one-byte nodes cost 40 allocations of the device's granularity (2 MiB here), not
+	 * 40 bytes: past the 64 MiB limit */
+	for (int i = 0; i < 40; i++) {
+		CUDA_MEM_ALLOC_NODE_PARAMS one = alloc_params(1);
+
+		OK(cuGraphAddMemAllocNode(&n, g3, NULL, 0, &one));
+	}
+	CHECK(cuGraphInstantiate(&x, g3, 0), CUDA_ERROR_OUT_OF_MEMORY);
 	OK(cuGraphDestroy(g3));
 
 	if (make_graph(&g, 40 * MIB, &d, ctx) || make_graph(&g2, 40 * MIB, &d2, ctx))
