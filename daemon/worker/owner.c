@@ -9,6 +9,7 @@
 #define ID_SLOT(id) ((uint32_t)((id)&0xffffffffu))
 #define ID_GEN(id) ((uint32_t)(((id) >> 32) & GP_OWNER_GEN_MAX))
 #define ID_KIND(id) ((uint32_t)((id) >> 56))
+#define ID_TAG(id) ((uint32_t)((id) >> GP_VA_HANDLE_SHIFT) & GP_VA_HANDLE_TAG_MAX)
 
 void gp_owner_init(struct gp_owner *o, uint32_t max_handles, uint64_t mem_limit)
 {
@@ -74,7 +75,8 @@ uint64_t gp_owner_handle_new(struct gp_owner *o, uint32_t kind, void *ptr)
 	*h = (struct gp_handle){.kind = kind, .gen = h->gen + 1, .ptr = ptr, .device = -1};
 	if (kind < GP_OWNER_COUNTED)
 		o->live[kind]++;
-	return (uint64_t)kind << 56 | (uint64_t)h->gen << 32 | (uint64_t)(i + 1);
+	return (uint64_t)kind << 56 | (uint64_t)o->tag << GP_VA_HANDLE_SHIFT |
+	       (uint64_t)h->gen << 32 | (uint64_t)(i + 1);
 }
 
 struct gp_handle *gp_owner_handle_get(const struct gp_owner *o, uint64_t id, uint32_t kind)
@@ -82,7 +84,8 @@ struct gp_handle *gp_owner_handle_get(const struct gp_owner *o, uint64_t id, uin
 	uint32_t slot = ID_SLOT(id);
 	struct gp_handle *h;
 
-	if (!o || kind == 0 || ID_KIND(id) != kind || slot == 0 || slot > o->nhandles)
+	if (!o || kind == 0 || ID_KIND(id) != kind || ID_TAG(id) != o->tag || slot == 0 ||
+	    slot > o->nhandles)
 		return NULL;
 	h = &o->handles[slot - 1];
 	if (h->kind != kind || h->gen != ID_GEN(id))
@@ -101,7 +104,8 @@ uint64_t gp_owner_handle_id(const struct gp_owner *o, const struct gp_handle *h)
 	if (at < base || at >= base + (uintptr_t)o->nhandles * sizeof(*h) ||
 	    (at - base) % sizeof(*h) || h->kind == 0)
 		return 0;
-	return (uint64_t)h->kind << 56 | (uint64_t)h->gen << 32 |
+	return (uint64_t)h->kind << 56 | (uint64_t)o->tag << GP_VA_HANDLE_SHIFT |
+	       (uint64_t)h->gen << 32 |
 	       (uint64_t)((at - base) / sizeof(*h) + 1);
 }
 

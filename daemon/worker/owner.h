@@ -24,12 +24,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <gpupool/va_window.h>
+
 #include "stats.h"
 
 /* Live handles a session may hold at once (slots are reused once freed). */
 #define GP_OWNER_MAX_HANDLES (1u << 20)
-/* The largest generation; a slot that reaches it is not reused. */
-#define GP_OWNER_GEN_MAX 0xffffffu
+/* The largest generation; a slot that reaches it is not reused. An id is
+ * kind (8 bits) | tag (4 bits) | generation (20 bits) | slot (32 bits): the tag is the
+ * session's device address window (GP_VA_HANDLE_SHIFT, <gpupool/va_window.h>), so that a
+ * client spanning daemons tells whose handle it holds, and a handle of another daemon's
+ * is never taken for one of this session's. */
+#define GP_OWNER_GEN_MAX 0xfffffu
 /* Kinds are 1..255: 0 marks a free slot and the kind has 8 bits in an id. */
 #define GP_OWNER_KIND_MAX 0xffu
 
@@ -83,6 +89,7 @@ struct gp_libinst {
 	uint32_t nhandles;	   /* slots ever used: iterate handles[0..nhandles) */ \
 	uint32_t max_handles;	   /* 0: GP_OWNER_MAX_HANDLES */                       \
 	uint32_t free_hint;	   /* no free slot below this one */                   \
+	uint32_t tag;		   /* in every id (0..GP_VA_HANDLE_TAG_MAX): the window */ \
 	struct gp_alloc *allocs;   /* sorted by ptr */                                 \
 	size_t nallocs, cap_allocs;                                                    \
 	struct gp_libinst *libinst;                                                    \

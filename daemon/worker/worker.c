@@ -971,6 +971,7 @@ static int handshake(struct gp_worker *w, const Gp__WorkerSetup *setup)
 		ret = refuse(w, GP_EREFUSED, msg);
 	} else {
 		w->va_asked = hello->va_window;
+		w->tag = hello->va_window; /* in every handle from now on (owner.h) */
 		gp_log_info("session %llu: %s pid %u (%s) from %s%s%s",
 			    (unsigned long long)w->session_id, hello->program, hello->client_pid,
 			    hello->client_host, w->client_addr,

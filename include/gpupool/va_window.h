@@ -17,4 +17,12 @@
 #define GP_VA_WINDOW_MAX 11
 #define GP_VA_DEVICE_STRIDE (1ull << 40)
 
+/* The worker's handles (contexts, streams, events, modules, libraries, functions, graphs,
+ * pools, arrays: every id it hands out) carry the session's window in these bits, so the
+ * client knows which connection a handle belongs to; a worker refuses a handle whose
+ * window is not its session's. */
+#define GP_VA_HANDLE_SHIFT 52
+#define GP_VA_HANDLE_TAG_MAX 0xfu
+#define GP_VA_HANDLE_TAG(id) ((unsigned)((id) >> GP_VA_HANDLE_SHIFT) & GP_VA_HANDLE_TAG_MAX)
+
 #endif

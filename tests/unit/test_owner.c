@@ -543,7 +543,7 @@ static void test_handle_generation_retires(void **state)
 	uint64_t id = gp_owner_handle_new(o, KIND_A, NULL), last;
 
 	gp_owner_handle_free(o, id, NULL);
-	o->handles[0].gen = GP_OWNER_GEN_MAX - 1; /* as after 2^24 - 2 more uses */
+	o->handles[0].gen = GP_OWNER_GEN_MAX - 1; /* as after 2^20 - 2 more uses */
 	last = gp_owner_handle_new(o, KIND_A, NULL);
 	assert_int_equal(last & 0xffffffffu, 1);
 	assert_int_equal((last >> 32) & GP_OWNER_GEN_MAX, GP_OWNER_GEN_MAX);
@@ -553,6 +553,29 @@ static void test_handle_generation_retires(void **state)
 	assert_int_equal(id & 0xffffffffu, 2); /* slot 1 is not reused */
 	assert_null(gp_owner_handle_get(o, last, KIND_A));
 	assert_int_equal(o->handles[0].kind, 0);
+}
+
+/* A handle carries its owner's tag (the session's address window): one of another tag,
+ * otherwise alike, is no handle of this session's. */
+static void test_handle_tag(void **state)
+{
+	struct gp_owner *o = *state;
+	uint64_t id, other;
+
+	o->tag = 3;
+	id = gp_owner_handle_new(o, KIND_A, NULL);
+	assert_int_equal(GP_VA_HANDLE_TAG(id), 3);
+	assert_int_equal(id >> 56, KIND_A);
+	assert_non_null(gp_owner_handle_get(o, id, KIND_A));
+	assert_int_equal(gp_owner_handle_id(o, gp_owner_handle_get(o, id, KIND_A)), id);
+	other = (id & ~((uint64_t)GP_VA_HANDLE_TAG_MAX << GP_VA_HANDLE_SHIFT)) |
+		(uint64_t)4 << GP_VA_HANDLE_SHIFT;
+	assert_null(gp_owner_handle_get(o, other, KIND_A));
+	assert_int_equal(gp_owner_handle_free(o, other, NULL), -ENOENT);
+	o->tag = 0;
+	assert_null(gp_owner_handle_get(o, id, KIND_A));
+	o->tag = 3;
+	assert_int_equal(gp_owner_handle_free(o, id, NULL), 0);
 }
 
 int main(void)
@@ -579,6 +602,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_charge_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_libinst_charges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handle_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_handle_tag, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_handle_generation_retires, setup, teardown),
 	};
 
